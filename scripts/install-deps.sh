@@ -1,0 +1,13 @@
+#!/bin/sh
+# Installs everything tunepack needs to build, run its examples and pass its
+# tests, from Debian 12's own packages. Run as root (or through sudo).
+set -eu
+export DEBIAN_FRONTEND=noninteractive
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+    build-essential cmake pkg-config \
+    libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev \
+    python3 procps >/dev/null
+echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv and python3 are installed"

@@ -1,0 +1,293 @@
+/* agent: the per-node process's event loop. It reads protocol messages on
+ * in_fd, dispatches them from a table, queues outgoing frames on out_fd with
+ * backpressure (trial pipes pause while too much output is unsent), and
+ * winds down on shutdown, input EOF, a protocol error or SIGTERM/SIGINT. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/agent_internal.h"
+
+typedef struct out_req {
+    uv_write_t req;  /* libuv write request */
+    tp_agent_t *a;   /* the agent */
+    char *data;      /* the frame, owned */
+    size_t len;      /* its length */
+} out_req_t;
+
+static void finish(tp_agent_t *a);
+static void begin_stop(tp_agent_t *a, int bye, int code);
+
+static void set_paused(tp_agent_t *a, int paused) {
+    if (a->paused == paused) return;
+    a->paused = paused;
+    for (tp_trial_t *t = a->trials; t; t = t->next) tp__trial_set_reading(t, !paused);
+}
+
+static void on_handle_closed(uv_handle_t *h) { (void)h; }
+
+static void close_out(tp_agent_t *a) {
+    if (!a->out_open) return;
+    a->out_open = 0;
+    uv_close((uv_handle_t *)&a->out, on_handle_closed);
+}
+
+static void on_written(uv_write_t *req, int status) {
+    out_req_t *w = (out_req_t *)req;
+    tp_agent_t *a = w->a;
+    a->out_pending -= w->len;
+    free(w->data);
+    free(w);
+    if (status < 0 && status != UV_ECANCELED && !a->out_dead) {
+        /* The orchestrator is gone: nobody to report to. */
+        a->out_dead = 1;
+        set_paused(a, 0);
+        begin_stop(a, 0, 0);
+    }
+    if (a->paused && a->out_pending < TP_AGENT_OUT_LOW) set_paused(a, 0);
+    if (a->finished && a->out_pending == 0) close_out(a);
+}
+
+/* See agent_internal.h. Encodes into one malloc'd frame and queues it; when
+ * more than TP_AGENT_OUT_HIGH bytes are unsent, trial pipes pause. */
+void tp__agent_send(tp_agent_t *a, json_t *head, const void *payload, size_t n) {
+    if (!head) return;
+    if (a->out_dead || !a->out_open) {
+        json_decref(head);
+        return;
+    }
+    tp_buf_t b;
+    tp__buf_init(&b);
+    int rc = tp__proto_encode(&b, head, payload, n);
+    json_decref(head);
+    if (rc < 0) {
+        tp__log(TP_LOG_ERROR, "agent: cannot encode a message: %s", strerror(-rc));
+        tp__buf_free(&b);
+        return;
+    }
+    out_req_t *w = tp__xmalloc(sizeof *w);
+    w->a = a;
+    w->len = b.len;
+    w->data = tp__buf_steal(&b);
+    uv_buf_t ub = uv_buf_init(w->data, (unsigned)w->len);
+    a->out_pending += w->len;
+    rc = uv_write(&w->req, (uv_stream_t *)&a->out, &ub, 1, on_written);
+    if (rc < 0) {
+        a->out_pending -= w->len;
+        free(w->data);
+        free(w);
+        a->out_dead = 1;
+        begin_stop(a, 0, 0);
+        return;
+    }
+    if (!a->paused && a->out_pending > TP_AGENT_OUT_HIGH) set_paused(a, 1);
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+static void close_in(tp_agent_t *a) {
+    if (!a->in_open) return;
+    a->in_open = 0;
+    uv_read_stop((uv_stream_t *)&a->in);
+    uv_close((uv_handle_t *)&a->in, on_handle_closed);
+}
+
+/* Every trial is gone and the agent was told to stop: say bye if asked,
+ * close everything; `out` closes once its queue has drained. */
+static void finish(tp_agent_t *a) {
+    if (a->finished) return;
+    a->finished = 1;
+    if (a->send_bye) tp__agent_send(a, json_pack("{s:s}", "type", "bye"), NULL, 0);
+    close_in(a);
+    uv_close((uv_handle_t *)&a->sig_term, on_handle_closed);
+    uv_close((uv_handle_t *)&a->sig_int, on_handle_closed);
+    uv_close((uv_handle_t *)&a->sig_chld, on_handle_closed);
+    if (a->out_pending == 0 || a->out_dead) close_out(a);
+}
+
+/* Stop accepting work and stop every trial (SIGTERM, SIGKILL after each
+ * one's grace); finish once the last `exited` is queued. */
+static void begin_stop(tp_agent_t *a, int bye, int code) {
+    if (a->finished) return;
+    if (!a->stopping) {
+        a->stopping = 1;
+        a->send_bye = bye;
+        a->exit_code = code;
+    }
+    close_in(a);
+    for (tp_trial_t *t = a->trials; t; t = t->next) tp__trial_stop(t, TP_END_STOPPED);
+    if (a->ntrials == 0) finish(a);
+}
+
+void tp__agent_trial_gone(tp_agent_t *a) {
+    if (a->stopping && a->ntrials == 0) finish(a);
+}
+
+/* ---- messages -------------------------------------------------------------- */
+
+static void send_error(tp_agent_t *a, const char *text) {
+    tp__agent_send(a, json_pack("{s:s, s:s}", "type", "error", "message", text), NULL, 0);
+}
+
+static void on_hello(tp_agent_t *a, json_t *m) {
+    json_t *pv = json_object_get(m, "protocol");
+    if (!json_is_integer(pv) || json_integer_value(pv) != TP_PROTO_VERSION) {
+        char text[200];
+        snprintf(text, sizeof text, "protocol version %lld is not supported; this agent speaks %d",
+                 json_is_integer(pv) ? (long long)json_integer_value(pv) : -1LL, TP_PROTO_VERSION);
+        send_error(a, text);
+        begin_stop(a, 0, 1);
+        return;
+    }
+    json_t *tok = json_object_get(m, "token");
+    if (json_is_string(tok)) {
+        free(a->token);
+        a->token = tp__strdup(json_string_value(tok));
+    }
+    int reaped = tp__reap_token(a, a->token);
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) < 0) strcpy(host, "unknown");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol", TP_PROTO_VERSION,
+                          "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid", (int)getpid(), "version",
+                          TP_VERSION, "reaped", reaped);
+    tp__agent_send(a, r, NULL, 0);
+}
+
+static void on_launch(tp_agent_t *a, json_t *m) { tp__trial_launch(a, m); }
+
+static void on_stop(tp_agent_t *a, json_t *m) {
+    json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
+    if (!json_is_integer(tr) || !json_is_integer(at)) return;
+    tp_trial_t *t = tp__trial_find(a, json_integer_value(tr), json_integer_value(at));
+    if (t) tp__trial_stop(t, TP_END_STOPPED);
+}
+
+static void on_shutdown(tp_agent_t *a, json_t *m) {
+    (void)m;
+    begin_stop(a, 1, 0);
+}
+
+static const struct {
+    const char *type;
+    void (*handle)(tp_agent_t *a, json_t *m);
+} handlers[] = {
+    {"hello", on_hello},
+    {"launch", on_launch},
+    {"stop", on_stop},
+    {"shutdown", on_shutdown},
+};
+
+static void dispatch(tp_agent_t *a, tp_msg_t *msg) {
+    for (size_t i = 0; i < TP_ARRAY_LEN(handlers); i++) {
+        if (strcmp(msg->type, handlers[i].type) == 0) {
+            handlers[i].handle(a, msg->head);
+            return;
+        }
+    }
+    /* Unknown types are ignored: that is how the protocol grows. */
+}
+
+static void on_in_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    tp_agent_t *a = h->data;
+    *buf = uv_buf_init(a->inbuf, sizeof a->inbuf);
+}
+
+static void on_in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+    tp_agent_t *a = s->data;
+    if (n == 0) return;
+    if (n < 0) {
+        if (n != UV_EOF) tp__log(TP_LOG_WARN, "agent: reading input: %s", uv_strerror((int)n));
+        begin_stop(a, 0, n == UV_EOF ? 0 : 1);
+        return;
+    }
+    tp__proto_feed(&a->dec, buf->base, (size_t)n);
+    for (;;) {
+        tp_msg_t msg;
+        tp_error_t err = {0};
+        int rc = tp__proto_next(&a->dec, &msg, &err);
+        if (rc == 0) break;
+        if (rc < 0) {
+            tp__log(TP_LOG_ERROR, "agent: %s", err.msg);
+            send_error(a, err.msg);
+            begin_stop(a, 0, 1);
+            return;
+        }
+        dispatch(a, &msg);
+        json_decref(msg.head);
+        if (!a->in_open) return; /* stopping: read nothing more */
+    }
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+
+static void on_sig_stop(uv_signal_t *h, int signum) {
+    tp_agent_t *a = h->data;
+    if (a->stopping) {
+        /* Asked twice: no more grace. */
+        for (tp_trial_t *t = a->trials; t; t = t->next)
+            if (t->pid > 0 && !t->leader_exited) kill(-t->pid, SIGKILL);
+        return;
+    }
+    tp__log(TP_LOG_INFO, "agent: signal %d: stopping every trial", signum);
+    begin_stop(a, 0, 0);
+}
+
+static void on_sigchld(uv_signal_t *h, int signum) {
+    (void)signum;
+    tp_agent_t *a = h->data;
+    tp__reap_zombies(a);
+    for (tp_trial_t *t = a->trials, *next; t; t = next) {
+        next = t->next;
+        tp__trial_on_sigchld(t);
+    }
+}
+
+/* See agent.h. The agent becomes a child subreaper so that orphans of a
+ * trial's group come back to it to be reaped: `exited` then means no process
+ * of the group is left, whatever init does. */
+int tp__agent_main(int in_fd, int out_fd) {
+    signal(SIGPIPE, SIG_IGN);
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    tp_agent_t *a = tp__xcalloc(1, sizeof *a);
+    int rc = uv_loop_init(&a->loop);
+    if (rc < 0) {
+        tp__log(TP_LOG_ERROR, "agent: cannot start an event loop: %s", uv_strerror(rc));
+        free(a);
+        return 1;
+    }
+    tp__proto_decoder_init(&a->dec);
+    uv_pipe_init(&a->loop, &a->in, 0);
+    uv_pipe_init(&a->loop, &a->out, 0);
+    a->in.data = a->out.data = a;
+    a->in_open = a->out_open = 1;
+    int rin = uv_pipe_open(&a->in, in_fd);
+    int rout = uv_pipe_open(&a->out, out_fd);
+    uv_signal_init(&a->loop, &a->sig_term);
+    uv_signal_init(&a->loop, &a->sig_int);
+    uv_signal_init(&a->loop, &a->sig_chld);
+    a->sig_term.data = a->sig_int.data = a->sig_chld.data = a;
+    if (rin < 0 || rout < 0) {
+        tp__log(TP_LOG_ERROR, "agent: cannot use fds %d/%d as protocol streams: %s", in_fd, out_fd,
+                uv_strerror(rin < 0 ? rin : rout));
+        a->out_dead = 1;
+        begin_stop(a, 0, 1);
+    } else {
+        uv_signal_start(&a->sig_term, on_sig_stop, SIGTERM);
+        uv_signal_start(&a->sig_int, on_sig_stop, SIGINT);
+        uv_signal_start(&a->sig_chld, on_sigchld, SIGCHLD);
+        uv_read_start((uv_stream_t *)&a->in, on_in_alloc, on_in_read);
+    }
+    uv_run(&a->loop, UV_RUN_DEFAULT);
+    int code = a->exit_code;
+    if (uv_loop_close(&a->loop) != 0) tp__log(TP_LOG_WARN, "agent: handles left open at exit");
+    tp__proto_decoder_free(&a->dec);
+    free(a->token);
+    free(a);
+    return code;
+}

@@ -1,0 +1,67 @@
+/* logfile: a trial's stdout.log / stderr.log, bounded so that at most
+ * 2 * limit bytes are ever on disk and at least the last limit are kept. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+
+int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err) {
+    f->size = 0;
+    f->limit = limit;
+    f->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd < 0) {
+        int e = errno;
+        return tp__errorf(err, -e, "cannot create %s: %s", path, strerror(e));
+    }
+    return 0;
+}
+
+static int write_all(int fd, const char *p, size_t n, off_t off) {
+    while (n > 0) {
+        ssize_t k = pwrite(fd, p, n, off);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        p += k;
+        off += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Keep only the last `limit` bytes: read the tail, rewrite it at offset 0,
+ * truncate. O(limit) per call, and it runs once per `limit` bytes written,
+ * so O(1) amortized per byte. */
+static void keep_tail(tp_logfile_t *f) {
+    size_t keep = (size_t)f->limit;
+    char *tail = malloc(keep ? keep : 1);
+    if (!tail) return;
+    off_t from = (off_t)(f->size - f->limit);
+    size_t got = 0;
+    while (got < keep) {
+        ssize_t k = pread(f->fd, tail + got, keep - got, from + (off_t)got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        got += (size_t)k;
+    }
+    if (got == keep && write_all(f->fd, tail, keep, 0) == 0 && ftruncate(f->fd, (off_t)keep) == 0)
+        f->size = keep;
+    free(tail);
+}
+
+/* Append n bytes (a failed write is dropped: the trial must not suffer from
+ * a full disk), then trim when the file passed 2 * limit. */
+void tp__logfile_write(tp_logfile_t *f, const char *data, size_t n) {
+    if (f->fd < 0 || n == 0) return;
+    if (write_all(f->fd, data, n, (off_t)f->size) == 0) f->size += n;
+    if (f->limit > 0 && f->size > 2 * f->limit) keep_tail(f);
+}
+
+void tp__logfile_close(tp_logfile_t *f) {
+    if (f->fd >= 0) close(f->fd);
+    f->fd = -1;
+}

@@ -1,0 +1,540 @@
+/* trial: one attempt of one trial, from `launch` to `exited`. The attempt
+ * runs in its own session and process group (pgid == pid); its stdout and
+ * stderr go to bounded log files, its report fd 3 and name=value stdout
+ * lines go to the orchestrator as batched `report` messages. `exited` is sent
+ * only after the leader exited, the group is gone (or a linger of
+ * TP_AGENT_LINGER_S passed) and every pipe was drained, so all reports of an
+ * attempt precede its `exited`. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent/agent_internal.h"
+
+extern char **environ;
+
+tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt) {
+    for (tp_trial_t *t = a->trials; t; t = t->next)
+        if (t->trial == trial && t->attempt == attempt) return t;
+    return NULL;
+}
+
+static double since_s(uint64_t t0) { return (double)(uv_hrtime() - t0) / 1e9; }
+
+static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, const char *status, int64_t code,
+                        int sig, const char *error, double duration_s) {
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f}", "type", "exited", "trial",
+                          (json_int_t)trial, "attempt", (json_int_t)attempt, "status", status, "code",
+                          (json_int_t)code, "signal", sig, "error", error, "duration_s", duration_s);
+    tp__agent_send(a, m, NULL, 0);
+}
+
+static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, const char *error, uint64_t t0) {
+    send_exited(a, trial, attempt, "spawn_failed", -1, 0, error, since_s(t0));
+}
+
+/* Send the batch of a line splitter as one `report` message. */
+static void flush_lines(tp_trial_t *t, tp_lines_t *l) {
+    if (l->batch.len == 0) return;
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s}", "type", "report", "trial", (json_int_t)t->trial, "attempt",
+                          (json_int_t)t->attempt, "channel", l->kind == TP_LINES_FD ? "fd" : "stdout");
+    tp__agent_send(t->a, m, l->batch.data, l->batch.len);
+    if (l->batch.cap > 4 * TP_AGENT_BATCH_MAX) tp__buf_free(&l->batch);
+    else tp__buf_reset(&l->batch);
+}
+
+static void garbage_fd(void *ctx, const char *what) {
+    tp_trial_t *t = ctx;
+    flush_lines(t, &t->fd_lines); /* keep the order of what the trial wrote */
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial", (json_int_t)t->trial,
+                          "attempt", (json_int_t)t->attempt, "channel", "fd", "what", what);
+    tp__agent_send(t->a, m, NULL, 0);
+}
+
+static void garbage_stdout(void *ctx, const char *what) {
+    (void)ctx;
+    (void)what; /* stdout is not a report channel proper: drop silently */
+}
+
+/* ---- closing and finishing ------------------------------------------------ */
+
+static void free_trial(tp_trial_t *t) {
+    tp_agent_t *a = t->a;
+    if (t->prev) t->prev->next = t->next;
+    else if (a->trials == t) a->trials = t->next;
+    if (t->next) t->next->prev = t->prev;
+    a->ntrials--;
+    tp__lines_free(&t->fd_lines);
+    tp__lines_free(&t->out_lines);
+    tp__logfile_close(&t->logs[0]);
+    tp__logfile_close(&t->logs[1]);
+    free(t);
+    tp__agent_trial_gone(a);
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+    tp_trial_t *t = h->data;
+    if (--t->handles_open == 0) free_trial(t);
+}
+
+static void close_pipe(tp_trial_pipe_t *p) {
+    if (!p->open) return;
+    p->open = 0;
+    p->reading = 0;
+    uv_close((uv_handle_t *)&p->h, on_handle_closed);
+}
+
+/* Check whether any process of the group is left, reaping the group's
+ * orphans that were handed to the agent as subreaper. */
+static void check_group(tp_trial_t *t) {
+    if (t->group_gone) return;
+    while (waitpid(-t->pid, NULL, WNOHANG) > 0) {
+    }
+    if (kill(-t->pid, 0) < 0 && errno == ESRCH) t->group_gone = 1;
+}
+
+static const char *status_name(const tp_trial_t *t) {
+    if (t->reason == TP_END_TIMEOUT) return "timeout";
+    if (t->reason == TP_END_STOPPED) return "stopped";
+    return t->term_signal ? "signaled" : "exited";
+}
+
+/* When the leader exited, the pipes are drained and the group is gone (or
+ * the linger ran out): flush reports, send `exited`, close the handles. */
+static void maybe_finish(tp_trial_t *t) {
+    if (t->exited_sent || !t->leader_exited) return;
+    check_group(t);
+    int pipes_open = 0;
+    for (int i = 0; i < TP_NPIPES; i++) pipes_open |= t->pipes[i].open;
+    if (!t->linger_expired && (pipes_open || !t->group_gone)) return;
+    for (int i = 0; i < TP_NPIPES; i++) close_pipe(&t->pipes[i]);
+    tp__lines_eof(&t->fd_lines, garbage_fd, t);
+    tp__lines_eof(&t->out_lines, garbage_stdout, t);
+    flush_lines(t, &t->fd_lines);
+    flush_lines(t, &t->out_lines);
+    char error[160] = "";
+    if (t->reason == TP_END_TIMEOUT) snprintf(error, sizeof error, "timed out after %gs", t->timeout_s);
+    else if (t->reason == TP_END_STOPPED) snprintf(error, sizeof error, "stopped");
+    if (!t->group_gone)
+        snprintf(error + strlen(error), sizeof error - strlen(error), "%sprocesses of group %ld still present",
+                 error[0] ? "; " : "", (long)t->pid);
+    send_exited(t->a, t->trial, t->attempt, status_name(t), t->exit_code, t->term_signal, error, since_s(t->t0));
+    t->exited_sent = 1;
+    uv_timer_stop(&t->timer);
+    uv_close((uv_handle_t *)&t->timer, on_handle_closed);
+    uv_close((uv_handle_t *)&t->proc, on_handle_closed);
+}
+
+void tp__trial_on_sigchld(tp_trial_t *t) {
+    if (t->leader_exited && !t->exited_sent && !t->group_gone) maybe_finish(t);
+}
+
+/* ---- pipes ------------------------------------------------------------------ */
+
+static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
+    (void)suggested;
+    tp_agent_t *a = ((tp_trial_pipe_t *)h)->t->a;
+    *buf = uv_buf_init(a->pipebuf, sizeof a->pipebuf);
+}
+
+/* One read: stdout/stderr to their log, stdout also through the name=value
+ * splitter, report fd through the line splitter; one `report` per read. */
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
+    tp_trial_pipe_t *p = (tp_trial_pipe_t *)s;
+    tp_trial_t *t = p->t;
+    int id = (int)(p - t->pipes);
+    if (n > 0) {
+        if (id == TP_PIPE_REPORT) {
+            tp__lines_feed(&t->fd_lines, buf->base, (size_t)n, garbage_fd, t);
+            flush_lines(t, &t->fd_lines);
+        } else {
+            tp__logfile_write(&t->logs[id], buf->base, (size_t)n);
+            if (id == TP_PIPE_STDOUT) {
+                tp__lines_feed(&t->out_lines, buf->base, (size_t)n, garbage_stdout, t);
+                if (t->out_lines.batch.len > 0) flush_lines(t, &t->out_lines);
+            }
+        }
+        return;
+    }
+    if (n == 0) return;
+    /* EOF or error: the stream is over. */
+    if (id == TP_PIPE_REPORT) {
+        tp__lines_eof(&t->fd_lines, garbage_fd, t);
+        flush_lines(t, &t->fd_lines);
+    } else if (id == TP_PIPE_STDOUT) {
+        tp__lines_eof(&t->out_lines, garbage_stdout, t);
+        flush_lines(t, &t->out_lines);
+    }
+    close_pipe(p);
+    maybe_finish(t);
+}
+
+void tp__trial_set_reading(tp_trial_t *t, int on) {
+    for (int i = 0; i < TP_NPIPES; i++) {
+        tp_trial_pipe_t *p = &t->pipes[i];
+        if (!p->open || p->reading == on) continue;
+        if (on) p->reading = uv_read_start((uv_stream_t *)&p->h, on_alloc, on_read) == 0;
+        else {
+            uv_read_stop((uv_stream_t *)&p->h);
+            p->reading = 0;
+        }
+    }
+}
+
+/* ---- signals and timers ------------------------------------------------------ */
+
+static void arm(tp_trial_t *t, tp_timer_phase_t phase, double s);
+
+static void kill_group(tp_trial_t *t, int sig) {
+    if (t->pid > 0) kill(-t->pid, sig);
+}
+
+static void on_timer(uv_timer_t *h) {
+    tp_trial_t *t = h->data;
+    tp_timer_phase_t phase = t->phase;
+    t->phase = TP_TIMER_NONE;
+    switch (phase) {
+    case TP_TIMER_TIMEOUT:
+        tp__trial_stop(t, TP_END_TIMEOUT);
+        break;
+    case TP_TIMER_GRACE:
+        kill_group(t, SIGKILL);
+        break;
+    case TP_TIMER_LINGER:
+        t->linger_expired = 1;
+        maybe_finish(t);
+        break;
+    case TP_TIMER_NONE:
+        break;
+    }
+}
+
+static void arm(tp_trial_t *t, tp_timer_phase_t phase, double s) {
+    t->phase = phase;
+    uint64_t ms = s <= 0 ? 0 : (uint64_t)(s * 1000.0 + 0.5);
+    uv_timer_start(&t->timer, on_timer, ms, 0);
+}
+
+/* SIGTERM the group now and SIGKILL it after grace_s (at once when grace is
+ * 0). A second stop of an ending attempt changes nothing. */
+void tp__trial_stop(tp_trial_t *t, tp_end_reason_t reason) {
+    if (t->leader_exited || t->reason != TP_END_NONE) return;
+    t->reason = reason;
+    if (t->grace_s <= 0) {
+        kill_group(t, SIGKILL);
+        uv_timer_stop(&t->timer);
+        t->phase = TP_TIMER_NONE;
+        return;
+    }
+    kill_group(t, SIGTERM);
+    arm(t, TP_TIMER_GRACE, t->grace_s);
+}
+
+/* The leader exited: kill what is left of its group, then wait (at most the
+ * linger) for the pipes to drain and the group to go. */
+static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal) {
+    tp_trial_t *t = proc->data;
+    t->leader_exited = 1;
+    t->exit_code = term_signal ? -1 : status;
+    t->term_signal = term_signal;
+    kill_group(t, SIGKILL);
+    tp__reap_zombies(t->a);
+    arm(t, TP_TIMER_LINGER, TP_AGENT_LINGER_S);
+    maybe_finish(t);
+}
+
+/* ---- launch -------------------------------------------------------------------- */
+
+typedef struct launch_args {
+    int64_t trial, attempt;
+    json_t *argv, *env, *params; /* borrowed from the message */
+    const char *cwd, *dir;
+    double timeout_s, grace_s;
+    uint64_t log_limit;
+} launch_args_t;
+
+/* Validate a launch message's members (beyond trial/attempt). Returns 0 or
+ * -EINVAL with what is wrong in err. */
+static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
+    json_t *v;
+    la->argv = json_object_get(m, "argv");
+    if (!json_is_array(la->argv) || json_array_size(la->argv) == 0)
+        return tp__errorf(err, -EINVAL, "launch message: \"argv\" must be a non-empty array of strings");
+    size_t i;
+    json_array_foreach(la->argv, i, v) {
+        if (!json_is_string(v))
+            return tp__errorf(err, -EINVAL, "launch message: argv[%zu] is not a string", i);
+    }
+    la->env = json_object_get(m, "env");
+    if (la->env && !json_is_null(la->env)) {
+        if (!json_is_object(la->env))
+            return tp__errorf(err, -EINVAL, "launch message: \"env\" must be an object of strings");
+        const char *k;
+        json_object_foreach(la->env, k, v) {
+            if (!json_is_string(v))
+                return tp__errorf(err, -EINVAL, "launch message: env \"%s\" is not a string", k);
+            if (!*k || strchr(k, '='))
+                return tp__errorf(err, -EINVAL, "launch message: env name \"%s\" is empty or has '='", k);
+        }
+    } else {
+        la->env = NULL;
+    }
+    v = json_object_get(m, "dir");
+    if (!json_is_string(v) || !*json_string_value(v))
+        return tp__errorf(err, -EINVAL, "launch message: \"dir\" must be a non-empty string");
+    la->dir = json_string_value(v);
+    v = json_object_get(m, "cwd");
+    la->cwd = NULL;
+    if (v && !json_is_null(v)) {
+        if (!json_is_string(v)) return tp__errorf(err, -EINVAL, "launch message: \"cwd\" must be a string");
+        if (*json_string_value(v)) la->cwd = json_string_value(v);
+    }
+    la->params = json_object_get(m, "params");
+    if (la->params && !json_is_object(la->params))
+        return tp__errorf(err, -EINVAL, "launch message: \"params\" must be an object");
+    struct { const char *name; double *out; double dflt; } nums[] = {
+        {"timeout_s", &la->timeout_s, 0.0},
+        {"grace_s", &la->grace_s, 10.0},
+    };
+    for (size_t k = 0; k < TP_ARRAY_LEN(nums); k++) {
+        v = json_object_get(m, nums[k].name);
+        *nums[k].out = nums[k].dflt;
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e9)
+            return tp__errorf(err, -EINVAL, "launch message: \"%s\" must be a number of seconds >= 0",
+                              nums[k].name);
+        *nums[k].out = json_number_value(v);
+    }
+    v = json_object_get(m, "log_limit");
+    la->log_limit = 0;
+    if (v && !json_is_null(v)) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0)
+            return tp__errorf(err, -EINVAL, "launch message: \"log_limit\" must be an integer >= 0 (bytes)");
+        la->log_limit = (uint64_t)json_integer_value(v);
+    }
+    return 0;
+}
+
+static char *strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *strf(const char *fmt, ...) {
+    tp_buf_t b;
+    tp__buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[512];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof tmp) {
+        tp__buf_append(&b, tmp, (size_t)n);
+    } else {
+        va_start(ap, fmt);
+        char *big = NULL;
+        if (vasprintf(&big, fmt, ap) >= 0) tp__buf_puts(&b, big);
+        va_end(ap);
+        free(big);
+    }
+    if (!b.data) tp__buf_puts(&b, "");
+    return tp__buf_steal(&b);
+}
+
+static int env_key_is(const char *entry, const char *key, size_t klen) {
+    return strncmp(entry, key, klen) == 0 && entry[klen] == '=';
+}
+
+static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_TRIAL_ID", "TUNEPACK_ATTEMPT",
+                                       "TUNEPACK_TRIAL_DIR", "TUNEPACK_RUN_TOKEN"};
+
+/* The trial's environment: the agent's, minus names the launch or the agent
+ * sets, plus those. NULL-terminated; free with free_strv. */
+static char **build_env(tp_agent_t *a, const launch_args_t *la) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    size_t extra = (la->env ? json_object_size(la->env) : 0) + TP_ARRAY_LEN(own_vars);
+    char **out = tp__xcalloc(n + extra + 1, sizeof *out);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i];
+        const char *eq = strchr(e, '=');
+        if (!eq) continue;
+        size_t klen = (size_t)(eq - e);
+        int skip = 0;
+        for (size_t j = 0; j < TP_ARRAY_LEN(own_vars) && !skip; j++)
+            skip = strlen(own_vars[j]) == klen && env_key_is(e, own_vars[j], klen);
+        if (!skip && la->env) {
+            char key[256];
+            if (klen < sizeof key) {
+                memcpy(key, e, klen);
+                key[klen] = '\0';
+                skip = json_object_get(la->env, key) != NULL;
+            }
+        }
+        if (!skip) out[k++] = tp__strdup(e);
+    }
+    if (la->env) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(la->env, key, v) {
+            out[k++] = strf("%s=%s", key, json_string_value(v));
+        }
+    }
+    out[k++] = strf("TUNEPACK_REPORT_FD=3");
+    out[k++] = strf("TUNEPACK_TRIAL_ID=%lld", (long long)la->trial);
+    out[k++] = strf("TUNEPACK_ATTEMPT=%lld", (long long)la->attempt);
+    out[k++] = strf("TUNEPACK_TRIAL_DIR=%s", la->dir);
+    out[k++] = strf("TUNEPACK_RUN_TOKEN=%s", a->token ? a->token : "");
+    out[k] = NULL;
+    return out;
+}
+
+static void free_strv(char **v) {
+    if (!v) return;
+    for (size_t i = 0; v[i]; i++) free(v[i]);
+    free(v);
+}
+
+/* Create dir, write params.json, rotate the previous attempt's logs, open
+ * the new ones. Returns 0 or a negative code with err filled. */
+static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) {
+    int rc = tp__mkdir_p(la->dir, err);
+    if (rc < 0) return rc;
+    char *path = strf("%s/params.json", la->dir);
+    char *text = la->params ? json_dumps(la->params, JSON_INDENT(2)) : tp__strdup("{}");
+    rc = text ? tp__write_file(path, text, strlen(text), err)
+              : tp__errorf(err, -ENOMEM, "cannot encode params for %s", path);
+    free(text);
+    free(path);
+    if (rc < 0) return rc;
+    static const char *const names[2] = {"stdout", "stderr"};
+    for (int i = 0; i < 2 && rc == 0; i++) {
+        char *cur = strf("%s/%s.log", la->dir, names[i]);
+        struct stat st;
+        if (stat(cur, &st) == 0) {
+            char *old = strf("%s/%s.%lld.log", la->dir, names[i], (long long)(la->attempt - 1));
+            if (rename(cur, old) < 0)
+                tp__log(TP_LOG_WARN, "agent: cannot rename %s to %s: %s", cur, old, strerror(errno));
+            free(old);
+        }
+        rc = tp__logfile_open(&t->logs[i], cur, la->log_limit, err);
+        free(cur);
+    }
+    return rc;
+}
+
+static void send_launch_error(tp_agent_t *a, json_t *m, const char *what) {
+    json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
+    if (json_is_integer(tr) && json_is_integer(at)) {
+        send_spawn_failed(a, json_integer_value(tr), json_integer_value(at), what, uv_hrtime());
+        return;
+    }
+    tp__agent_send(a, json_pack("{s:s, s:s}", "type", "error", "message", what), NULL, 0);
+}
+
+/* Handle `launch`: validate, prepare the directory, spawn with its own
+ * session (pgid == pid), then `started`, or `exited` spawn_failed. Cost: a
+ * few file operations and one fork/exec; nothing blocks on the trial. */
+void tp__trial_launch(tp_agent_t *a, json_t *m) {
+    tp_error_t err = {0};
+    launch_args_t la;
+    memset(&la, 0, sizeof la);
+    json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
+    if (!json_is_integer(tr) || !json_is_integer(at)) {
+        send_launch_error(a, m, "launch message: \"trial\" and \"attempt\" must be integers");
+        return;
+    }
+    la.trial = json_integer_value(tr);
+    la.attempt = json_integer_value(at);
+    if (parse_launch(m, &la, &err) < 0) {
+        send_launch_error(a, m, err.msg);
+        return;
+    }
+    uint64_t t0 = uv_hrtime();
+    if (a->stopping) {
+        send_spawn_failed(a, la.trial, la.attempt, "the agent is shutting down", t0);
+        return;
+    }
+    if (tp__trial_find(a, la.trial, la.attempt)) {
+        send_spawn_failed(a, la.trial, la.attempt, "this attempt is already running on this agent", t0);
+        return;
+    }
+    tp_trial_t *t = tp__xcalloc(1, sizeof *t);
+    t->a = a;
+    t->trial = la.trial;
+    t->attempt = la.attempt;
+    t->timeout_s = la.timeout_s;
+    t->grace_s = la.grace_s;
+    t->t0 = t0;
+    t->logs[0].fd = t->logs[1].fd = -1;
+    tp__lines_init(&t->fd_lines, TP_LINES_FD);
+    tp__lines_init(&t->out_lines, TP_LINES_STDOUT);
+    if (prepare_dir(t, &la, &err) < 0) {
+        send_spawn_failed(a, la.trial, la.attempt, err.msg, t0);
+        tp__lines_free(&t->fd_lines);
+        tp__lines_free(&t->out_lines);
+        tp__logfile_close(&t->logs[0]);
+        tp__logfile_close(&t->logs[1]);
+        free(t);
+        return;
+    }
+    /* From here the trial is in the list and freed by its close callbacks. */
+    t->next = a->trials;
+    if (a->trials) a->trials->prev = t;
+    a->trials = t;
+    a->ntrials++;
+    uv_timer_init(&a->loop, &t->timer);
+    t->timer.data = t;
+    t->handles_open = 2; /* timer, process */
+    for (int i = 0; i < TP_NPIPES; i++) {
+        t->pipes[i].t = t;
+        uv_pipe_init(&a->loop, &t->pipes[i].h, 0);
+        t->pipes[i].h.data = t;
+        t->pipes[i].open = 1;
+        t->handles_open++;
+    }
+    size_t argc = json_array_size(la.argv);
+    char **args = tp__xcalloc(argc + 1, sizeof *args);
+    for (size_t i = 0; i < argc; i++) args[i] = (char *)json_string_value(json_array_get(la.argv, i));
+    char **env = build_env(a, &la);
+    uv_stdio_container_t stdio[4];
+    stdio[0].flags = UV_IGNORE;
+    for (int i = 0; i < TP_NPIPES; i++) {
+        stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+        stdio[i + 1].data.stream = (uv_stream_t *)&t->pipes[i].h;
+    }
+    uv_process_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.exit_cb = on_exit_cb;
+    opt.file = args[0];
+    opt.args = args;
+    opt.env = env;
+    opt.cwd = la.cwd;
+    opt.flags = UV_PROCESS_DETACHED;
+    opt.stdio_count = 4;
+    opt.stdio = stdio;
+    t->proc.data = t;
+    int rc = uv_spawn(&a->loop, &t->proc, &opt);
+    free_strv(env);
+    if (rc < 0) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "cannot run \"%s\": %s", args[0], uv_strerror(rc));
+        free(args);
+        send_spawn_failed(a, t->trial, t->attempt, msg, t0);
+        t->exited_sent = 1;
+        t->leader_exited = 1;
+        for (int i = 0; i < TP_NPIPES; i++) close_pipe(&t->pipes[i]);
+        uv_close((uv_handle_t *)&t->timer, on_handle_closed);
+        uv_close((uv_handle_t *)&t->proc, on_handle_closed);
+        return;
+    }
+    free(args);
+    t->pid = t->proc.pid;
+    json_t *started = json_pack("{s:s, s:I, s:I, s:i}", "type", "started", "trial", (json_int_t)t->trial,
+                                "attempt", (json_int_t)t->attempt, "pid", (int)t->pid);
+    tp__agent_send(a, started, NULL, 0);
+    tp__trial_set_reading(t, !a->paused);
+    if (t->timeout_s > 0) arm(t, TP_TIMER_TIMEOUT, t->timeout_s);
+}

@@ -1,0 +1,34 @@
+/* cli: `tunepack <verb>`, one thin file per verb. */
+#ifndef TP_CLI_H
+#define TP_CLI_H
+
+#include <jansson.h>
+
+#include "space/space.h"
+#include "store/store.h"
+
+typedef struct tp_cmd {
+    const char *name;                   /* the verb */
+    const char *summary;                /* one line for `tunepack --help` */
+    const char *usage;                  /* full --help text, with an example */
+    int (*main)(int argc, char **argv); /* argv[0] is the verb; returns an exit code */
+    int hidden;                         /* not listed (internal verbs) */
+} tp_cmd_t;
+
+extern const tp_cmd_t tp__cmd_run, tp__cmd_status, tp__cmd_trials, tp__cmd_best, tp__cmd_export,
+    tp__cmd_stop, tp__cmd_agent;
+
+/* Shared by the read-only verbs: parse [DIR] plus the flags in longopts-
+ * free form. Returns 1 if --help was printed, 0 ok, -1 usage error printed. */
+int tp__cli_help_requested(const tp_cmd_t *cmd, int argc, char **argv);
+/* Open the experiment named by dir (NULL: the latest under ./runs) read-only;
+ * prints the error and returns NULL on failure. *dir_out is malloc'd. */
+tp_store_t *tp__cli_open(const char *dir, char **dir_out);
+/* Print "tunepack VERB: MSG" plus a pointer to --help; returns TP_EXIT_USAGE. */
+int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* A trial as JSON: id, state, params, metrics, value, attempts, ... (for
+ * export and best). Caller owns. */
+json_t *tp__cli_trial_json(const tp_trial_row_t *row);
+
+#endif

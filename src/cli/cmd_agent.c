@@ -1,0 +1,24 @@
+/* tunepack agent: the agent process (started by the orchestrator). */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+#include "run/run.h"
+
+static int agent_main(int argc, char **argv) {
+    if (tp__cli_help_requested(&tp__cmd_agent, argc, argv)) return TP_EXIT_OK;
+    if (argc > 1) return tp__cli_usage_error(&tp__cmd_agent, "takes no arguments");
+    return tp__agent_main(STDIN_FILENO, STDOUT_FILENO);
+}
+
+const tp_cmd_t tp__cmd_agent = {
+    .name = "agent",
+    .summary = "run as an agent, speaking the protocol on stdin/stdout (internal)",
+    .usage = "usage: tunepack agent\n\n"
+             "Runs the agent that starts trials on this node; it speaks the protocol of\n"
+             "docs/protocol.md on stdin and stdout. The orchestrator starts it; you need not.\n\n"
+             "example:\n  tunepack agent < requests > replies\n",
+    .main = agent_main,
+    .hidden = 1,
+};

@@ -1,0 +1,90 @@
+/* tunepack best [DIR] [--json] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+
+typedef struct best_acc {
+    int maximize;   /* metric mode */
+    json_t *best;   /* best trial's JSON, owned */
+    double value;   /* its value */
+} best_acc_t;
+
+static int pick(const tp_trial_row_t *row, void *ud) {
+    best_acc_t *a = ud;
+    if (strcmp(row->state, "completed") != 0 || !row->has_value) return 0;
+    if (a->best && !(a->maximize ? row->value > a->value : row->value < a->value)) return 0;
+    json_decref(a->best);
+    a->best = tp__cli_trial_json(row);
+    a->value = row->value;
+    return 0;
+}
+
+static int best_main(int argc, char **argv) {
+    if (tp__cli_help_requested(&tp__cmd_best, argc, argv)) return TP_EXIT_OK;
+    const char *dir_arg = NULL;
+    int as_json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0)
+            as_json = 1;
+        else if (argv[i][0] == '-')
+            return tp__cli_usage_error(&tp__cmd_best, "unknown option \"%s\"", argv[i]);
+        else if (!dir_arg)
+            dir_arg = argv[i];
+        else
+            return tp__cli_usage_error(&tp__cmd_best, "one directory at a time");
+    }
+    char *dir = NULL;
+    tp_store_t *s = tp__cli_open(dir_arg, &dir);
+    if (!s) return TP_EXIT_STORE;
+    char *mode = tp__store_meta_get(s, "mode"), *metric = tp__store_meta_get(s, "metric");
+    best_acc_t a = {.maximize = mode && strcmp(mode, "max") == 0};
+    tp__store_trials(s, pick, &a);
+    int code = TP_EXIT_OK;
+    if (!a.best) {
+        fprintf(stderr, "tunepack: no completed trial in %s yet\n", dir);
+        code = TP_EXIT_NO_TRIAL;
+    } else if (as_json) {
+        json_t *out = json_pack("{s:O, s:O, s:O, s:O}", "trial", json_object_get(a.best, "id"),
+                                "value", json_object_get(a.best, "value"), "params",
+                                json_object_get(a.best, "params"), "metrics",
+                                json_object_get(a.best, "metrics"));
+        char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(out);
+    } else {
+        char v[32];
+        tp__fmt_double(a.value, v);
+        printf("best trial %lld: %s = %s\n",
+               (long long)json_integer_value(json_object_get(a.best, "id")),
+               metric ? metric : "value", v);
+        const char *key;
+        json_t *val;
+        json_object_foreach(json_object_get(a.best, "params"), key, val) {
+            char t[256];
+            if (tp__value_text(val, t, sizeof t) < 0) snprintf(t, sizeof t, "...");
+            printf("  %s: %s\n", key, t);
+        }
+    }
+    json_decref(a.best);
+    free(mode);
+    free(metric);
+    free(dir);
+    tp__store_close(s);
+    return code;
+}
+
+const tp_cmd_t tp__cmd_best = {
+    .name = "best",
+    .summary = "print the best completed trial and its parameters",
+    .usage = "usage: tunepack best [DIR] [--json]\n\n"
+             "Prints the completed trial with the best objective (by the metric's mode) in DIR\n"
+             "(default: the latest under ./runs). With --json, one object:\n"
+             "  {\"trial\": 7, \"value\": 0.96, \"params\": {...}, \"metrics\": {...}}\n"
+             "Exit code 5 when no trial has completed.\n\n"
+             "example:\n  tunepack best runs/mlp-demo --json\n",
+    .main = best_main,
+};

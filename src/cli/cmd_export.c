@@ -1,0 +1,143 @@
+/* tunepack export [DIR] --format csv|json */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+
+typedef struct export_acc {
+    json_t *trials;  /* array of trial objects */
+} export_acc_t;
+
+static int collect(const tp_trial_row_t *row, void *ud) {
+    export_acc_t *a = ud;
+    json_array_append_new(a->trials, tp__cli_trial_json(row));
+    return 0;
+}
+
+/* One CSV field, quoted when it holds a comma, quote or line break (RFC 4180). */
+static void csv_field(const char *s) {
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"') putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void csv_value(const json_t *v) {
+    char t[4096];
+    if (!v || json_is_null(v)) return;
+    if (tp__value_text(v, t, sizeof t) >= 0) csv_field(t);
+}
+
+/* Union of the keys of member `field` over all trials, in first-seen order. */
+static json_t *column_names(json_t *trials, const char *field) {
+    json_t *names = json_object();
+    size_t i;
+    json_t *t;
+    json_array_foreach(trials, i, t) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(t, field), key, v) json_object_set(names, key, json_true());
+    }
+    return names;
+}
+
+static void write_csv(json_t *trials) {
+    static const char *const fixed[] = {"id", "state", "attempts", "value", "step",
+                                        "duration_s", "exit_code", "error"};
+    json_t *pcols = column_names(trials, "params"), *mcols = column_names(trials, "metrics");
+    const char *key;
+    json_t *v;
+    int first = 1;
+    for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++, first = 0) printf("%s%s", first ? "" : ",", fixed[k]);
+    json_object_foreach(pcols, key, v) {
+        putchar(',');
+        csv_field(key);
+    }
+    json_object_foreach(mcols, key, v) {
+        printf(",metric.");
+        csv_field(key);
+    }
+    putchar('\n');
+    size_t i;
+    json_t *t;
+    json_array_foreach(trials, i, t) {
+        for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++) {
+            if (k) putchar(',');
+            csv_value(json_object_get(t, fixed[k]));
+        }
+        json_object_foreach(pcols, key, v) {
+            putchar(',');
+            csv_value(json_object_get(json_object_get(t, "params"), key));
+        }
+        json_object_foreach(mcols, key, v) {
+            putchar(',');
+            csv_value(json_object_get(json_object_get(t, "metrics"), key));
+        }
+        putchar('\n');
+    }
+    json_decref(pcols);
+    json_decref(mcols);
+}
+
+static int export_main(int argc, char **argv) {
+    if (tp__cli_help_requested(&tp__cmd_export, argc, argv)) return TP_EXIT_OK;
+    const char *dir_arg = NULL, *format = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+            format = argv[++i];
+        else if (strncmp(argv[i], "--format=", 9) == 0)
+            format = argv[i] + 9;
+        else if (argv[i][0] == '-')
+            return tp__cli_usage_error(&tp__cmd_export, "unknown option \"%s\"", argv[i]);
+        else if (!dir_arg)
+            dir_arg = argv[i];
+        else
+            return tp__cli_usage_error(&tp__cmd_export, "one directory at a time");
+    }
+    if (!format) return tp__cli_usage_error(&tp__cmd_export, "say --format csv or --format json");
+    if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
+        return tp__cli_usage_error(&tp__cmd_export, "unknown format \"%s\"; use csv or json", format);
+    char *dir = NULL;
+    tp_store_t *s = tp__cli_open(dir_arg, &dir);
+    if (!s) return TP_EXIT_STORE;
+    export_acc_t a = {.trials = json_array()};
+    tp__store_trials(s, collect, &a);
+    if (strcmp(format, "json") == 0) {
+        /* An array, one trial object per line. */
+        size_t i;
+        json_t *t;
+        printf("[");
+        json_array_foreach(a.trials, i, t) {
+            char *text = json_dumps(t, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            printf("%s\n%s", i ? "," : "", text);
+            free(text);
+        }
+        printf("\n]\n");
+    } else {
+        write_csv(a.trials);
+    }
+    json_decref(a.trials);
+    free(dir);
+    tp__store_close(s);
+    return TP_EXIT_OK;
+}
+
+const tp_cmd_t tp__cmd_export = {
+    .name = "export",
+    .summary = "export every trial as CSV or JSON",
+    .usage = "usage: tunepack export [DIR] --format csv|json\n\n"
+             "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
+             "stdout. json: an array with one object per trial (id, state, params, metrics = the\n"
+             "last report, value, attempts, failures, exit_code, error, times). csv: one row per\n"
+             "trial, a column per parameter and per final metric (metric.<name>).\n\n"
+             "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
+    .main = export_main,
+};

@@ -1,0 +1,53 @@
+/* tunepack trials [DIR] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+
+static int print_row(const tp_trial_row_t *row, void *ud) {
+    (void)ud;
+    char value[32] = "-", dur[32] = "-", step[32] = "-", params[400] = "";
+    if (row->has_value) tp__fmt_double(row->value, value);
+    if (row->ended_at > 0 && row->started_at > 0)
+        tp__format_duration(row->ended_at - row->started_at, dur, sizeof dur);
+    if (row->step != TP_STORE_NO_STEP) snprintf(step, sizeof step, "%lld", (long long)row->step);
+    json_t *p = json_loads(row->params, 0, NULL);
+    tp__params_text(p, params, sizeof params);
+    json_decref(p);
+    printf("%5lld  %-9s  %8d  %12s  %6s  %8s  %s", (long long)row->id, row->state, row->attempts,
+           value, step, dur, params);
+    if (row->error && strcmp(row->state, "completed") != 0) printf("  [%s]", row->error);
+    printf("\n");
+    return 0;
+}
+
+static int trials_main(int argc, char **argv) {
+    if (tp__cli_help_requested(&tp__cmd_trials, argc, argv)) return TP_EXIT_OK;
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-'))
+        return tp__cli_usage_error(&tp__cmd_trials, "expected at most a directory");
+    char *dir = NULL;
+    tp_store_t *s = tp__cli_open(argc == 2 ? argv[1] : NULL, &dir);
+    if (!s) return TP_EXIT_STORE;
+    char *metric = tp__store_meta_get(s, "metric");
+    printf("%5s  %-9s  %8s  %12s  %6s  %8s  %s\n", "trial", "state", "attempts",
+           metric ? metric : "value", "step", "time", "params");
+    tp__store_trials(s, print_row, NULL);
+    free(metric);
+    free(dir);
+    tp__store_close(s);
+    return TP_EXIT_OK;
+}
+
+const tp_cmd_t tp__cmd_trials = {
+    .name = "trials",
+    .summary = "list every trial: state, attempts, objective, parameters",
+    .usage = "usage: tunepack trials [DIR]\n\n"
+             "Lists the trials of the experiment in DIR (default: the latest under ./runs):\n"
+             "state, attempts, last reported objective and step, duration, parameters, and\n"
+             "why a trial failed.\n\n"
+             "example:\n  tunepack trials runs/mlp-demo\n",
+    .main = trials_main,
+};

@@ -1,0 +1,763 @@
+/* config: the experiment file (YAML, through libyaml's document API) ->
+ * a validated tp_experiment_t. Every error carries "path:line:col: ". */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "config/config.h"
+
+typedef struct cfgctx {
+    const char *path;      /* for messages */
+    yaml_document_t *doc;  /* the parsed file */
+    tp_experiment_t *x;    /* being filled */
+    tp_error_t *err;       /* first error */
+    yaml_node_t *command;  /* `command` sequence, checked once the space is known */
+} cfgctx_t;
+
+/* A key of a mapping: its handler gets the value node. */
+typedef struct key_spec {
+    const char *key;
+    int (*fn)(cfgctx_t *c, const char *key, yaml_node_t *v);
+    int required;
+    const char *example;  /* shown when a required key is missing */
+} key_spec_t;
+
+/* ---- messages --------------------------------------------------------------- */
+
+static int fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return tp__errorf(c->err, -EINVAL, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+}
+
+#define fail(c, node, ...) fail_at((c), (node)->start_mark, __VA_ARGS__)
+
+static const char *stext(const yaml_node_t *n) {
+    return (const char *)n->data.scalar.value;
+}
+
+static int is_plain(const yaml_node_t *n) {
+    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+}
+
+/* How a node reads in "got ...": the scalar quoted, else its kind. */
+static const char *describe(const yaml_node_t *n, char *out, size_t len) {
+    if (n->type == YAML_MAPPING_NODE) snprintf(out, len, "a mapping");
+    else if (n->type == YAML_SEQUENCE_NODE) snprintf(out, len, "a list");
+    else if (is_plain(n) && !*stext(n)) snprintf(out, len, "nothing");
+    else snprintf(out, len, "\"%.200s\"", stext(n));
+    return out;
+}
+
+static yaml_node_t *node_at(cfgctx_t *c, int index) {
+    return yaml_document_get_node(c->doc, index);
+}
+
+/* ---- scalars ---------------------------------------------------------------- */
+
+static int matches_int(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    if (!isdigit((unsigned char)*s)) return 0;
+    while (isdigit((unsigned char)*s)) s++;
+    return *s == '\0';
+}
+
+static int matches_real(const char *s) {
+    if (*s == '+' || *s == '-') s++;
+    if (!strcmp(s, ".inf") || !strcmp(s, ".Inf") || !strcmp(s, ".INF")) return 1;
+    int digits = 0;
+    while (isdigit((unsigned char)*s)) s++, digits++;
+    if (*s == '.') {
+        s++;
+        while (isdigit((unsigned char)*s)) s++, digits++;
+    }
+    if (!digits) return 0;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-') s++;
+        if (!isdigit((unsigned char)*s)) return 0;
+        while (isdigit((unsigned char)*s)) s++;
+    }
+    return *s == '\0';
+}
+
+/* The JSON value of a scalar node, resolved as YAML 1.2's core schema does
+ * for plain scalars (null, bool, int, real, else string); quoted scalars are
+ * always strings. Caller owns. */
+static json_t *resolve_scalar(const yaml_node_t *n) {
+    const char *s = stext(n);
+    if (!is_plain(n)) return json_stringn(s, n->data.scalar.length);
+    if (!*s || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL") || !strcmp(s, "~"))
+        return json_null();
+    if (!strcmp(s, "true") || !strcmp(s, "True") || !strcmp(s, "TRUE")) return json_true();
+    if (!strcmp(s, "false") || !strcmp(s, "False") || !strcmp(s, "FALSE")) return json_false();
+    if (matches_int(s)) {
+        errno = 0;
+        long long v = strtoll(s, NULL, 10);
+        if (errno == 0) return json_integer(v);
+        return json_real(strtod(s, NULL));
+    }
+    if (matches_real(s)) {
+        const char *t = s + (*s == '+' || *s == '-');
+        if (*t == '.' && (t[1] == 'i' || t[1] == 'I')) return json_real(*s == '-' ? -INFINITY : INFINITY);
+        return json_real(strtod(s, NULL));
+    }
+    if (!strcmp(s, ".nan") || !strcmp(s, ".NaN") || !strcmp(s, ".NAN")) return json_real(NAN);
+    return json_stringn(s, n->data.scalar.length);
+}
+
+/* A number (int or real, plain scalar) from n into *out; 0 or -EINVAL
+ * (without a message: callers word it). */
+static int node_number(const yaml_node_t *n, double *out) {
+    if (n->type != YAML_SCALAR_NODE) return -EINVAL;
+    json_t *v = resolve_scalar(n);
+    int ok = json_is_number(v);
+    if (ok) *out = json_number_value(v);
+    json_decref(v);
+    return ok ? 0 : -EINVAL;
+}
+
+static int node_integer(const yaml_node_t *n, long long *out) {
+    if (n->type != YAML_SCALAR_NODE) return -EINVAL;
+    json_t *v = resolve_scalar(n);
+    int ok = json_is_integer(v);
+    if (ok) *out = json_integer_value(v);
+    json_decref(v);
+    return ok ? 0 : -EINVAL;
+}
+
+/* An integer setting in [lo, hi]; hi == LLONG_MAX means unbounded. */
+static int get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
+                   long long *out) {
+    if (node_integer(v, out) == 0 && *out >= lo && *out <= hi) return 0;
+    char got[256];
+    const char *hint = v->type == YAML_SCALAR_NODE && !is_plain(v) && matches_int(stext(v))
+                           ? " (quoted, so it is a string; remove the quotes)" : "";
+    if (hi == LLONG_MAX)
+        return fail(c, v, "\"%s\" must be an integer >= %lld, got %s%s", key, lo,
+                    describe(v, got, sizeof got), hint);
+    return fail(c, v, "\"%s\" must be an integer from %lld to %lld, got %s%s", key, lo, hi,
+                describe(v, got, sizeof got), hint);
+}
+
+/* A non-empty string setting (any scalar's text). */
+static int get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out) {
+    if (v->type != YAML_SCALAR_NODE || (is_plain(v) && !*stext(v))) {
+        char got[256];
+        return fail(c, v, "\"%s\" must be a string, got %s", key, describe(v, got, sizeof got));
+    }
+    *out = stext(v);
+    return 0;
+}
+
+/* ---- mappings ----------------------------------------------------------------- */
+
+/* v must be a mapping whose keys are scalars, each once. */
+static int check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example) {
+    if (v->type != YAML_MAPPING_NODE) {
+        char got[256];
+        return fail(c, v, "\"%s\" must be a mapping, e.g. %s; got %s", key, example,
+                    describe(v, got, sizeof got));
+    }
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node_at(c, p->key);
+        if (k->type != YAML_SCALAR_NODE)
+            return fail(c, k, "a key in \"%s\" must be a plain name, not %s", key,
+                        k->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+        for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < p; q++)
+            if (strcmp(stext(node_at(c, q->key)), stext(k)) == 0)
+                return fail(c, k, "duplicate key \"%s\"; keep one of them", stext(k));
+    }
+    return 0;
+}
+
+static int unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, size_t n) {
+    const char *guess = tp__did_you_mean(stext(k), names, n);
+    if (guess) return fail(c, k, "unknown key \"%s\"; did you mean \"%s\"?", stext(k), guess);
+    tp_buf_t list;
+    tp__buf_init(&list);
+    for (size_t i = 0; i < n; i++) tp__buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
+    int rc = fail(c, k, "unknown key \"%s\"; valid keys are: %s", stext(k), list.data);
+    tp__buf_free(&list);
+    return rc;
+}
+
+/* Dispatch each pair of mapping v through spec; then report the first
+ * required key that is missing, at the mapping's start. O(keys * spec). */
+static int walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
+                        size_t nspec, const char *example) {
+    int rc = check_mapping(c, what, v, example);
+    if (rc < 0) return rc;
+    const char *names[32];
+    for (size_t i = 0; i < nspec; i++) names[i] = spec[i].key;
+    int seen[32] = {0};
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node_at(c, p->key);
+        size_t i;
+        for (i = 0; i < nspec && strcmp(spec[i].key, stext(k)) != 0; i++) continue;
+        if (i == nspec) return unknown_key(c, k, names, nspec);
+        seen[i] = 1;
+        if ((rc = spec[i].fn(c, spec[i].key, node_at(c, p->value))) < 0) return rc;
+    }
+    for (size_t i = 0; i < nspec; i++)
+        if (spec[i].required && !seen[i])
+            return fail(c, v, "missing required key \"%s\"; add e.g. %s", spec[i].key,
+                        spec[i].example);
+    return 0;
+}
+
+/* ---- top-level keys ------------------------------------------------------------ */
+
+static int key_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    for (const char *p = s; *p; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
+            return fail(c, v,
+                        "\"name\" may hold only letters, digits, '_', '.' and '-', got \"%s\"; "
+                        "e.g. name: mlp-demo",
+                        s);
+    free(c->x->name);
+    c->x->name = tp__strdup(s);
+    return 0;
+}
+
+static int key_description(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type == YAML_SCALAR_NODE) return 0;
+    char got[256];
+    return fail(c, v, "\"%s\" must be a string, got %s", key, describe(v, got, sizeof got));
+}
+
+static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    (void)key;
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(c, v,
+                    "command must be a list of arguments, e.g. [python3, train.py, --lr, "
+                    "\"{lr}\"]; it is never run through a shell");
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    if (n == 0)
+        return fail(c, v, "command is empty; list the program and its arguments, e.g. "
+                          "[python3, train.py, --lr, \"{lr}\"]");
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *e = node_at(c, v->data.sequence.items.start[i]);
+        if (e->type != YAML_SCALAR_NODE)
+            return fail(c, e, "each element of command must be a string, got %s; quote it, e.g. "
+                              "\"{lr}\"",
+                        e->type == YAML_MAPPING_NODE ? "a mapping (did you forget quotes "
+                                                       "around {...}?)" : "a list");
+    }
+    if (!*stext(node_at(c, v->data.sequence.items.start[0])))
+        return fail(c, v, "the program (first element of command) is empty");
+    c->x->argv = tp__xcalloc(n + 1, sizeof *c->x->argv);
+    for (size_t i = 0; i < n; i++)
+        c->x->argv[i] = tp__strdup(stext(node_at(c, v->data.sequence.items.start[i])));
+    c->x->argc = n;
+    c->command = v;
+    return 0;
+}
+
+static int metric_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    c->x->metric = tp__strdup(s);
+    return 0;
+}
+
+static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    (void)key;
+    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "max")) c->x->maximize = 1;
+    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "min")) c->x->maximize = 0;
+    else {
+        char got[256];
+        return fail(c, v, "\"mode\" must be max or min, got %s", describe(v, got, sizeof got));
+    }
+    return 0;
+}
+
+static const key_spec_t metric_keys[] = {
+    {"name", metric_name, 1, "name: val_acc"},
+    {"mode", metric_mode, 1, "mode: max"},
+};
+
+static int key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return walk_mapping(c, key, v, metric_keys, TP_ARRAY_LEN(metric_keys),
+                        "metric: {name: val_acc, mode: max}");
+}
+
+static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    (void)key;
+    if (v->type == YAML_SCALAR_NODE)
+        for (size_t i = 0; tp__searcher_names[i]; i++)
+            if (!strcmp(stext(v), tp__searcher_names[i])) {
+                c->x->search.algorithm = tp__searcher_names[i];
+                return 0;
+            }
+    char got[256], known[256] = "";
+    size_t n = 0;
+    for (size_t i = 0; tp__searcher_names[i]; i++, n++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "",
+                 tp__searcher_names[i]);
+    const char *guess =
+        v->type == YAML_SCALAR_NODE ? tp__did_you_mean(stext(v), tp__searcher_names, n) : NULL;
+    if (guess)
+        return fail(c, v, "unknown search algorithm %s; did you mean \"%s\"? (known: %s)",
+                    describe(v, got, sizeof got), guess, known);
+    return fail(c, v, "unknown search algorithm %s; known: %s", describe(v, got, sizeof got),
+                known);
+}
+
+static int search_trials(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long t;
+    int rc = get_int(c, key, v, 1, LLONG_MAX, &t);
+    if (rc == 0) c->x->search.trials = (uint64_t)t;
+    return rc;
+}
+
+static int search_seed(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long t;
+    int rc = get_int(c, key, v, 0, LLONG_MAX, &t);
+    if (rc == 0) c->x->search.seed = (uint64_t)t;
+    return rc;
+}
+
+static const key_spec_t search_keys[] = {
+    {"algorithm", search_algorithm, 0, NULL},
+    {"trials", search_trials, 0, NULL},
+    {"seed", search_seed, 0, NULL},
+};
+
+static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
+    return walk_mapping(c, key, v, search_keys, TP_ARRAY_LEN(search_keys),
+                        "search: {algorithm: random, trials: 40, seed: 1}");
+}
+
+static int key_concurrency(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long t;
+    int rc = get_int(c, key, v, 1, 4096, &t);
+    if (rc == 0) c->x->concurrency = (int)t;
+    return rc;
+}
+
+static int key_retries(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long t;
+    int rc = get_int(c, key, v, 0, 100, &t);
+    if (rc == 0) c->x->retries = (int)t;
+    return rc;
+}
+
+static int get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
+    if (v->type != YAML_SCALAR_NODE) {
+        char got[256];
+        return fail(c, v, "\"%s\" must be a duration such as 30s, 5m or 1h30m, got %s", key,
+                    describe(v, got, sizeof got));
+    }
+    tp_error_t e;
+    if (tp__parse_duration(stext(v), out, &e) < 0) return fail(c, v, "%s: %s", key, e.msg);
+    return 0;
+}
+
+static int key_timeout(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return get_duration(c, key, v, &c->x->timeout_s);
+}
+
+static int key_stop_grace(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return get_duration(c, key, v, &c->x->grace_s);
+}
+
+static int key_log_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    tp_error_t e;
+    uint64_t n;
+    if (v->type != YAML_SCALAR_NODE || tp__parse_size(stext(v), &n, &e) < 0) {
+        char got[256];
+        return fail(c, v, "\"%s\" must be a size such as 64k, 8M or 1G, got %s", key,
+                    describe(v, got, sizeof got));
+    }
+    if (n < 4096)
+        return fail(c, v, "\"%s\" must be at least 4k, got \"%s\"; e.g. log_limit: 8M", key,
+                    stext(v));
+    c->x->log_limit = n;
+    return 0;
+}
+
+static int key_workdir(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    free(c->x->workdir);
+    c->x->workdir = tp__strdup(s);
+    return 0;
+}
+
+static int valid_env_name(const char *s) {
+    if (!isalpha((unsigned char)*s) && *s != '_') return 0;
+    for (s++; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_') return 0;
+    return 1;
+}
+
+static int key_env(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
+    int rc = check_mapping(c, key, v, "env: {OMP_NUM_THREADS: \"4\"}");
+    if (rc < 0) return rc;
+    size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+    c->x->env = tp__xcalloc(n ? n : 1, sizeof *c->x->env);
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = node_at(c, p->key), *val = node_at(c, p->value);
+        if (!valid_env_name(stext(k)))
+            return fail(c, k,
+                        "environment variable name \"%s\" is not valid; use letters, digits "
+                        "and '_', not starting with a digit",
+                        stext(k));
+        if (val->type != YAML_SCALAR_NODE)
+            return fail(c, val, "env value of \"%s\" must be a string, got %s", stext(k),
+                        val->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+        tp_env_pair_t *e = &c->x->env[c->x->nenv++];
+        e->name = tp__strdup(stext(k));
+        e->value = tp__strdup(stext(val));
+    }
+    return 0;
+}
+
+/* ---- space: one domain per parameter ----------------------------------------- */
+
+static const char *const domain_keys[] = {"choice", "grid",   "uniform", "loguniform",
+                                          "int",    "normal", "q",       "log"};
+static const tp_domain_kind domain_kinds[] = {TP_DOM_CHOICE,     TP_DOM_GRID, TP_DOM_UNIFORM,
+                                              TP_DOM_LOGUNIFORM, TP_DOM_INT,  TP_DOM_NORMAL};
+#define NDOMAINS TP_ARRAY_LEN(domain_kinds)
+
+static size_t seq_len(const yaml_node_t *v) {
+    return (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+}
+
+/* choice/grid: a list of scalars into p->values. */
+static int parse_values(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t *p) {
+    if (v->type != YAML_SEQUENCE_NODE) {
+        char got[256];
+        return fail(c, v, "%s for \"%s\" must be a list, e.g. {%s: [16, 32, 64]}; got %s", dk,
+                    p->name, dk, describe(v, got, sizeof got));
+    }
+    size_t n = seq_len(v);
+    p->values = tp__xcalloc(n ? n : 1, sizeof *p->values);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *e = node_at(c, v->data.sequence.items.start[i]);
+        if (e->type != YAML_SCALAR_NODE)
+            return fail(c, e, "values of %s for \"%s\" must be numbers or strings, not %s", dk,
+                        p->name, e->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+        p->values[p->nvalues++] = resolve_scalar(e);
+    }
+    return 0;
+}
+
+/* uniform/loguniform/normal/int: a list of two numbers (integers for int). */
+static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t *p) {
+    int is_int = p->kind == TP_DOM_INT;
+    const char *form = p->kind == TP_DOM_NORMAL ? "[mean, sigma]" : "[low, high]";
+    const char *eg = p->kind == TP_DOM_NORMAL ? "[0.0, 1.0]" : is_int ? "[1, 8]" : "[0.0, 1.0]";
+    if (v->type != YAML_SEQUENCE_NODE || seq_len(v) != 2) {
+        char got[256];
+        if (v->type == YAML_SEQUENCE_NODE) snprintf(got, sizeof got, "%zu values", seq_len(v));
+        else describe(v, got, sizeof got);
+        return fail(c, v, "%s for \"%s\" must be %s, got %s; e.g. {%s: %s}", dk, p->name, form, got,
+                    dk, eg);
+    }
+    double b[2];
+    for (size_t i = 0; i < 2; i++) {
+        yaml_node_t *e = node_at(c, v->data.sequence.items.start[i]);
+        long long iv;
+        char got[256];
+        if (is_int) {
+            if (node_integer(e, &iv) < 0)
+                return fail(c, e, "int bounds of \"%s\" must be integers, got %s; e.g. {int: %s}",
+                            p->name, describe(e, got, sizeof got), eg);
+            b[i] = (double)iv;
+        } else if (node_number(e, &b[i]) < 0) {
+            return fail(c, e, "%s bounds of \"%s\" must be numbers, got %s; e.g. {%s: %s}", dk,
+                        p->name, describe(e, got, sizeof got), dk, eg);
+        }
+    }
+    p->lo = b[0];
+    p->hi = b[1];
+    return 0;
+}
+
+/* A mapping with one domain key and optional q / log into p (whose name and
+ * position are set). *where is set to the node a domain error points at. */
+static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml_node_t **where) {
+    int rc = check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
+    if (rc < 0) return rc;
+    yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL;
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = node_at(c, pr->key), *val = node_at(c, pr->value);
+        size_t i;
+        for (i = 0; i < TP_ARRAY_LEN(domain_keys) && strcmp(domain_keys[i], stext(k)); i++)
+            continue;
+        if (i == TP_ARRAY_LEN(domain_keys))
+            return unknown_key(c, k, domain_keys, TP_ARRAY_LEN(domain_keys));
+        if (!strcmp(stext(k), "q")) {
+            qnode = val;
+        } else if (!strcmp(stext(k), "log")) {
+            lognode = val;
+        } else if (dkey) {
+            return fail(c, k, "\"%s\" has two domains (%s and %s); keep one", p->name,
+                        stext(dkey), stext(k));
+        } else {
+            dkey = k;
+            dval = val;
+            p->kind = domain_kinds[i];
+        }
+    }
+    if (!dkey)
+        return fail(c, v, "\"%s\" has no domain; write one of choice, grid, uniform, loguniform, "
+                          "int, normal, e.g. {uniform: [0.0, 1.0]}",
+                    p->name);
+    *where = dval;
+    if (p->kind == TP_DOM_CHOICE || p->kind == TP_DOM_GRID)
+        rc = parse_values(c, stext(dkey), dval, p);
+    else
+        rc = parse_bounds(c, stext(dkey), dval, p);
+    if (rc < 0) return rc;
+    char got[256];
+    if (qnode) {
+        if (p->kind == TP_DOM_CHOICE || p->kind == TP_DOM_GRID)
+            return fail(c, qnode, "q of \"%s\" applies only to uniform, loguniform, normal and int "
+                                  "domains; remove it",
+                        p->name);
+        if (node_number(qnode, &p->q) < 0 || !(p->q > 0))
+            return fail(c, qnode, "q of \"%s\" must be > 0, got %s; e.g. q: 0.1", p->name,
+                        describe(qnode, got, sizeof got));
+    }
+    if (lognode) {
+        json_t *b = lognode->type == YAML_SCALAR_NODE ? resolve_scalar(lognode) : NULL;
+        int ok = json_is_boolean(b);
+        p->log = json_is_true(b);
+        json_decref(b);
+        if (!ok)
+            return fail(c, lognode, "log of \"%s\" must be true or false, got %s", p->name,
+                        describe(lognode, got, sizeof got));
+        if (p->log && p->kind != TP_DOM_INT)
+            return fail(c, lognode, "log: true applies only to int domains; for reals write "
+                                    "{loguniform: [low, high]}");
+    }
+    return 0;
+}
+
+static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
+    const char *name = stext(k);
+    if (!tp__is_placeholder_name(name))
+        return fail(c, k, "parameter name \"%s\" is not valid; use letters, digits, '_', '.' and "
+                          "'-', starting with a letter or '_'",
+                    name);
+    if (!strcmp(name, "trial_id") || !strcmp(name, "trial_dir"))
+        return fail(c, k, "parameter name \"%s\" is reserved for the built-in placeholder; rename "
+                          "it",
+                    name);
+    tp_param_t p = {.name = tp__strdup(name),
+                    .line = (int)k->start_mark.line + 1,
+                    .col = (int)k->start_mark.column + 1};
+    yaml_node_t *where = v;
+    int rc = 0;
+    if (v->type == YAML_SEQUENCE_NODE) {
+        rc = fail(c, v, "\"%s\" is a bare list; use {choice: [...]} to sample from a list or "
+                        "{grid: [...]} to try every value",
+                  name);
+    } else if (v->type == YAML_SCALAR_NODE) {
+        p.kind = TP_DOM_CONST;
+        p.values = tp__xcalloc(1, sizeof *p.values);
+        p.values[p.nvalues++] = resolve_scalar(v);
+    } else {
+        rc = parse_domain_mapping(c, v, &p, &where);
+    }
+    tp_error_t e;
+    if (rc == 0 && tp__param_check(&p, &e) < 0) rc = fail(c, where, "%s", e.msg);
+    if (rc < 0) { /* free p's fields through a throwaway space */
+        tp_space_t tmp;
+        tp__space_init(&tmp);
+        tp__space_add(&tmp, &p);
+        tp__space_free(&tmp);
+        return rc;
+    }
+    tp__space_add(&c->x->space, &p);
+    return 0;
+}
+
+static int key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
+    int rc = check_mapping(c, key, v, "space: {lr: {loguniform: [1.0e-4, 1.0]}}");
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
+         p++)
+        rc = parse_param(c, node_at(c, p->key), node_at(c, p->value));
+    return rc;
+}
+
+
+static const key_spec_t top_keys[] = {
+    {"name", key_name, 1, "name: mlp-demo"},
+    {"description", key_description, 0, NULL},
+    {"command", key_command, 1, "command: [python3, train.py, --lr, \"{lr}\"]"},
+    {"metric", key_metric, 1, "metric: {name: val_acc, mode: max}"},
+    {"space", key_space, 0, NULL},
+    {"search", key_search, 0, NULL},
+    {"concurrency", key_concurrency, 0, NULL},
+    {"retries", key_retries, 0, NULL},
+    {"timeout", key_timeout, 0, NULL},
+    {"stop_grace", key_stop_grace, 0, NULL},
+    {"log_limit", key_log_limit, 0, NULL},
+    {"workdir", key_workdir, 0, NULL},
+    {"env", key_env, 0, NULL},
+};
+
+/* ---- whole file ---------------------------------------------------------------- */
+
+/* Every {name} in command must be a parameter, trial_id or trial_dir. */
+static int check_placeholders(cfgctx_t *c) {
+    if (!c->command) return 0;
+    const tp_space_t *sp = &c->x->space;
+    for (size_t i = 0; i < seq_len(c->command); i++) {
+        yaml_node_t *e = node_at(c, c->command->data.sequence.items.start[i]);
+        char **names;
+        tp_error_t te;
+        if (tp__template_names(stext(e), &names, &te) < 0) return fail(c, e, "%s", te.msg);
+        int rc = 0;
+        for (char **n = names; rc == 0 && *n; n++) {
+            if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir"))
+                continue;
+            const char **cand = tp__xcalloc(sp->n + 2, sizeof *cand);
+            tp_buf_t list;
+            tp__buf_init(&list);
+            for (size_t j = 0; j < sp->n; j++) {
+                cand[j] = sp->params[j].name;
+                tp__buf_printf(&list, "%s%s", j ? ", " : "", sp->params[j].name);
+            }
+            cand[sp->n] = "trial_id";
+            cand[sp->n + 1] = "trial_dir";
+            const char *guess = tp__did_you_mean(*n, cand, sp->n + 2);
+            const char *plist = sp->n ? list.data : "none";
+            if (guess)
+                rc = fail(c, e, "placeholder {%s} names no parameter; did you mean {%s}? "
+                                "(parameters: %s)",
+                          *n, guess, plist);
+            else
+                rc = fail(c, e, "placeholder {%s} names no parameter; use one of the parameters "
+                                "(%s) or {trial_id}, {trial_dir}; write {{ for a literal brace",
+                          *n, plist);
+            tp__buf_free(&list);
+            free(cand);
+        }
+        tp__template_names_free(names);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+static void set_defaults(tp_experiment_t *x) {
+    memset(x, 0, sizeof *x);
+    tp__space_init(&x->space);
+    for (size_t i = 0; tp__searcher_names[i]; i++)
+        if (!strcmp(tp__searcher_names[i], "random")) x->search.algorithm = tp__searcher_names[i];
+    x->search.trials = 10;
+    x->search.seed = 0;
+    x->concurrency = 1;
+    x->retries = 0;
+    x->timeout_s = 0;
+    x->grace_s = 10;
+    x->log_limit = 8u << 20;
+}
+
+/* See config.h. Parses with libyaml's document API, then walks the tree
+ * once (table-driven per mapping) and checks the command's placeholders
+ * against the space. O(size of file). */
+int tp__experiment_parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
+                         tp_error_t *err) {
+    set_defaults(out);
+    out->path = tp__strdup(path);
+    out->text = tp__xmalloc(len + 1);
+    memcpy(out->text, text, len);
+    out->text[len] = '\0';
+
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    cfgctx_t c = {.path = path, .doc = &doc, .x = out, .err = err};
+    if (!yaml_parser_initialize(&parser)) {
+        tp__experiment_free(out);
+        return tp__errorf(err, -ENOMEM, "%s: out of memory starting the YAML parser", path);
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)out->text, len);
+    int rc;
+    if (!yaml_parser_load(&parser, &doc)) {
+        yaml_mark_t m = parser.problem_mark;
+        const char *problem = parser.problem ? parser.problem : "malformed document";
+        if (parser.context)
+            rc = fail_at(&c, m, "YAML syntax error: %s %s; check indentation and quoting near here",
+                         problem, parser.context);
+        else
+            rc = fail_at(&c, m, "YAML syntax error: %s; check indentation and quoting near here",
+                         problem);
+        yaml_parser_delete(&parser);
+        tp__experiment_free(out);
+        return rc;
+    }
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_mark_t start = {0, 0, 0};
+    if (!root || (root->type == YAML_SCALAR_NODE && is_plain(root) && !*stext(root))) {
+        rc = fail_at(&c, start, "the file is empty; write at least name, command and metric, e.g. "
+                                "name: demo");
+    } else if (root->type != YAML_MAPPING_NODE) {
+        char got[256];
+        rc = fail(&c, root, "the experiment must be a mapping of keys (name, command, metric, "
+                            "space, ...), got %s",
+                  describe(root, got, sizeof got));
+    } else {
+        rc = walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
+                          "name: demo");
+        if (rc == 0) rc = check_placeholders(&c);
+    }
+    yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    if (rc < 0) tp__experiment_free(out);
+    return rc;
+}
+
+int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err) {
+    char *text;
+    size_t len;
+    set_defaults(out);
+    int rc = tp__read_file(path, &text, &len, err);
+    if (rc < 0) return rc;
+    rc = tp__experiment_parse(path, text, len, out, err);
+    free(text);
+    return rc;
+}
+
+void tp__experiment_free(tp_experiment_t *x) {
+    if (!x) return;
+    free(x->path);
+    free(x->text);
+    free(x->name);
+    for (size_t i = 0; x->argv && x->argv[i]; i++) free(x->argv[i]);
+    free(x->argv);
+    free(x->metric);
+    tp__space_free(&x->space);
+    free(x->workdir);
+    for (size_t i = 0; i < x->nenv; i++) {
+        free(x->env[i].name);
+        free(x->env[i].value);
+    }
+    free(x->env);
+    memset(x, 0, sizeof *x);
+}

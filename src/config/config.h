@@ -1,0 +1,70 @@
+/* config: the experiment file (YAML) -> a validated experiment description.
+ * Every mistake is reported as "file:line:col: what is wrong; what would be right". */
+#ifndef TP_CONFIG_H
+#define TP_CONFIG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "search/search.h"
+#include "space/space.h"
+#include "util/util.h"
+
+typedef struct tp_env_pair {
+    char *name;   /* owned */
+    char *value;  /* owned */
+} tp_env_pair_t;
+
+typedef struct tp_experiment {
+    char *path;            /* the file as named by the user (for messages), owned */
+    char *text;            /* the file's text as given, owned */
+    char *name;            /* `name`, required: [A-Za-z0-9_.-]+ */
+    char **argv;           /* `command`: templates with {placeholders}, NULL-terminated */
+    size_t argc;           /* number of argv elements (>= 1) */
+    char *metric;          /* `metric.name`, required */
+    int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required) */
+    tp_space_t space;      /* `space` */
+    tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10), seed (default 0) */
+    int concurrency;       /* `concurrency`, default 1, 1..4096 */
+    int retries;           /* `retries`, default 0, 0..100: extra attempts after a failure */
+    double timeout_s;      /* `timeout`, per attempt, 0 = none */
+    double grace_s;        /* `stop_grace`, SIGTERM -> SIGKILL delay, default 10s */
+    uint64_t log_limit;    /* `log_limit`, bytes of stdout/stderr kept per attempt, default 8M */
+    char *workdir;         /* `workdir`, trials' cwd; default: NULL = where `run` started */
+    tp_env_pair_t *env;    /* `env`: extra environment for trials, owned */
+    size_t nenv;           /* number of env pairs */
+} tp_experiment_t;
+
+/* Parse and validate an experiment from text; path is used in messages.
+ * On error returns -EINVAL with err->msg "path:line:col: ...", and *out is
+ * left freed. On success the caller frees with tp__experiment_free. */
+int tp__experiment_parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
+                         tp_error_t *err);
+/* Read path and parse it. */
+int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err);
+void tp__experiment_free(tp_experiment_t *x);
+
+/* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}. */
+typedef struct tp_subst_extra {
+    const char *trial_id;   /* e.g. "17" */
+    const char *trial_dir;  /* absolute path of the trial's directory */
+} tp_subst_extra_t;
+
+/* Substitute {name} in tmpl from params (a JSON object) and extra; "{{" and
+ * "}}" stand for literal braces. Returns a malloc'd string, or NULL with err
+ * filled (unknown name, unbalanced brace). The result never passes through a
+ * shell. O(len(tmpl)). */
+char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extra_t *extra,
+                     tp_error_t *err);
+
+/* The {name} placeholders of tmpl in order of appearance (repeats kept):
+ * sets *names to a malloc'd NULL-terminated array of malloc'd names (free
+ * with tp__template_names_free) and returns their count, or returns -EINVAL
+ * with err filled on an unbalanced brace (*names is then NULL). O(len). */
+int tp__template_names(const char *tmpl, char ***names, tp_error_t *err);
+void tp__template_names_free(char **names);
+/* Is s a valid placeholder/parameter name: [A-Za-z_][A-Za-z0-9_.-]* ? */
+int tp__is_placeholder_name(const char *s);
+
+#endif

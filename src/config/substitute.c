@@ -1,0 +1,173 @@
+/* substitute: {placeholder} templates of argv elements. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+
+static int name_start(int ch) {
+    return isalpha(ch) || ch == '_';
+}
+
+static int name_char(int ch) {
+    return isalnum(ch) || ch == '_' || ch == '.' || ch == '-';
+}
+
+int tp__is_placeholder_name(const char *s) {
+    if (!s || !name_start((unsigned char)*s)) return 0;
+    for (s++; *s; s++)
+        if (!name_char((unsigned char)*s)) return 0;
+    return 1;
+}
+
+/* Called for each literal run and each placeholder of a template. */
+typedef struct template_visitor {
+    int (*text)(void *ctx, const char *p, size_t n);  /* literal bytes */
+    int (*name)(void *ctx, const char *p, size_t n);  /* placeholder name */
+    void *ctx;
+} template_visitor_t;
+
+/* Walk tmpl once, left to right: "{{" and "}}" are literal braces, {name}
+ * a placeholder; any other brace is an error. Stops at the first callback
+ * that returns < 0 and returns its value. O(len). */
+static int walk_template(const char *tmpl, const template_visitor_t *v, tp_error_t *err) {
+    const char *p = tmpl, *lit = tmpl;
+    int rc;
+    while (*p) {
+        if (*p != '{' && *p != '}') {
+            p++;
+            continue;
+        }
+        if (p > lit && (rc = v->text(v->ctx, lit, (size_t)(p - lit))) < 0) return rc;
+        if (p[0] == p[1]) { /* "{{" or "}}" */
+            if ((rc = v->text(v->ctx, p, 1)) < 0) return rc;
+            p += 2;
+            lit = p;
+            continue;
+        }
+        if (*p == '}')
+            return tp__errorf(err, -EINVAL,
+                              "unbalanced '}' in \"%s\" at offset %zu; write }} for a literal brace",
+                              tmpl, (size_t)(p - tmpl));
+        const char *s = p + 1, *e = s;
+        if (name_start((unsigned char)*e))
+            while (name_char((unsigned char)*e)) e++;
+        if (e == s || *e != '}')
+            return tp__errorf(err, -EINVAL,
+                              "unbalanced '{' in \"%s\" at offset %zu; write {name} for a "
+                              "parameter or {{ for a literal brace",
+                              tmpl, (size_t)(p - tmpl));
+        if ((rc = v->name(v->ctx, s, (size_t)(e - s))) < 0) return rc;
+        p = e + 1;
+        lit = p;
+    }
+    if (p > lit && (rc = v->text(v->ctx, lit, (size_t)(p - lit))) < 0) return rc;
+    return 0;
+}
+
+/* ---- names ---------------------------------------------------------------- */
+
+typedef struct names_ctx {
+    char **v;  /* NULL-terminated */
+    size_t n;
+} names_ctx_t;
+
+static int names_text(void *ctx, const char *p, size_t n) {
+    (void)ctx, (void)p, (void)n;
+    return 0;
+}
+
+static int names_add(void *ctx, const char *p, size_t n) {
+    names_ctx_t *c = ctx;
+    c->v = tp__xrealloc(c->v, (c->n + 2) * sizeof *c->v);
+    c->v[c->n] = tp__xmalloc(n + 1);
+    memcpy(c->v[c->n], p, n);
+    c->v[c->n][n] = '\0';
+    c->v[++c->n] = NULL;
+    return 0;
+}
+
+int tp__template_names(const char *tmpl, char ***names, tp_error_t *err) {
+    names_ctx_t c = {tp__xcalloc(1, sizeof(char *)), 0};
+    template_visitor_t v = {names_text, names_add, &c};
+    int rc = walk_template(tmpl, &v, err);
+    if (rc < 0) {
+        tp__template_names_free(c.v);
+        *names = NULL;
+        return rc;
+    }
+    *names = c.v;
+    return (int)c.n;
+}
+
+void tp__template_names_free(char **names) {
+    if (!names) return;
+    for (char **p = names; *p; p++) free(*p);
+    free(names);
+}
+
+/* ---- substitution ---------------------------------------------------------- */
+
+typedef struct subst_ctx {
+    tp_buf_t out;
+    const json_t *params;
+    const tp_subst_extra_t *extra;
+    const char *tmpl;
+    tp_error_t *err;
+} subst_ctx_t;
+
+static int subst_text(void *ctx, const char *p, size_t n) {
+    subst_ctx_t *c = ctx;
+    return tp__buf_append(&c->out, p, n);
+}
+
+/* Append v's text: strings byte for byte, compound values as compact JSON,
+ * other scalars through tp__value_text. */
+static int append_value(tp_buf_t *b, const json_t *v) {
+    if (json_is_string(v)) return tp__buf_append(b, json_string_value(v), json_string_length(v));
+    if (json_is_object(v) || json_is_array(v)) {
+        char *d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!d) return -ENOMEM;
+        int rc = tp__buf_puts(b, d);
+        free(d);
+        return rc;
+    }
+    char t[64];
+    int n = tp__value_text(v, t, sizeof t);
+    return n < 0 ? n : tp__buf_append(b, t, (size_t)n);
+}
+
+static int subst_name(void *ctx, const char *p, size_t n) {
+    subst_ctx_t *c = ctx;
+    char name[256];
+    if (n >= sizeof name)
+        return tp__errorf(c->err, -EINVAL, "placeholder in \"%s\" is too long", c->tmpl);
+    memcpy(name, p, n);
+    name[n] = '\0';
+    const json_t *v = c->params && json_is_object(c->params) ? json_object_get(c->params, name)
+                                                             : NULL;
+    if (v) return append_value(&c->out, v);
+    if (c->extra && c->extra->trial_id && strcmp(name, "trial_id") == 0)
+        return tp__buf_puts(&c->out, c->extra->trial_id);
+    if (c->extra && c->extra->trial_dir && strcmp(name, "trial_dir") == 0)
+        return tp__buf_puts(&c->out, c->extra->trial_dir);
+    return tp__errorf(c->err, -EINVAL, "placeholder {%s} in \"%s\" names no parameter", name,
+                      c->tmpl);
+}
+
+/* See config.h. Each value is inserted as literal bytes: nothing in it is
+ * interpreted, so "x; touch f" stays one argument. */
+char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extra_t *extra,
+                     tp_error_t *err) {
+    subst_ctx_t c = {.params = params, .extra = extra, .tmpl = tmpl, .err = err};
+    tp__buf_init(&c.out);
+    template_visitor_t v = {subst_text, subst_name, &c};
+    int rc = walk_template(tmpl, &v, err);
+    if (rc < 0) {
+        if (rc == -ENOMEM) tp__errorf(err, rc, "out of memory substituting \"%s\"", tmpl);
+        tp__buf_free(&c.out);
+        return NULL;
+    }
+    return tp__buf_steal(&c.out);
+}

@@ -1,0 +1,797 @@
+/* orchestrator: the event loop of `tunepack run`.
+ *
+ * One turn of the loop: message callbacks update in-memory trial state and
+ * journal it into an open transaction; the prepare callback (pump) then
+ * fills free slots, commits, and only after the commit sends what was
+ * decided (journal, then act). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "launch/launch.h"
+#include "run/orchestrator_internal.h"
+#include "run/run.h"
+#include "search/search.h"
+#include "store/store.h"
+
+#define MAX_AGENT_RESTARTS 3
+#define MAX_GARBAGE_EVENTS 20 /* per attempt; more are only counted */
+
+const char *tp__trial_state_name(int state) {
+    static const char *const names[] = {
+        [T_PENDING] = "pending",     [T_RUNNING] = "running", [T_COMPLETED] = "completed",
+        [T_FAILED] = "failed",       [T_STOPPED] = "stopped",
+    };
+    return state >= 0 && state < (int)TP_ARRAY_LEN(names) ? names[state] : "?";
+}
+
+static int state_from_name(const char *s) {
+    for (int i = 0; i <= T_STOPPED; i++)
+        if (strcmp(s, tp__trial_state_name(i)) == 0) return i;
+    return T_PENDING;
+}
+
+/* ---- the pending queue: a binary min-heap of trial ids ------------------ */
+static void heap_push(tp_run_t *r, int64_t id) {
+    if (r->nheap == r->capheap) {
+        r->capheap = r->capheap ? r->capheap * 2 : 64;
+        r->heap = tp__xrealloc(r->heap, r->capheap * sizeof *r->heap);
+    }
+    size_t i = r->nheap++;
+    while (i > 0 && r->heap[(i - 1) / 2] > id) {
+        r->heap[i] = r->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    r->heap[i] = id;
+}
+
+static int64_t heap_pop(tp_run_t *r) {
+    int64_t top = r->heap[0], last = r->heap[--r->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= r->nheap) break;
+        if (c + 1 < r->nheap && r->heap[c + 1] < r->heap[c]) c++;
+        if (r->heap[c] >= last) break;
+        r->heap[i] = r->heap[c];
+        i = c;
+    }
+    if (r->nheap) r->heap[i] = last;
+    return top;
+}
+
+/* ---- journal helpers ------------------------------------------------------ */
+static void tx(tp_run_t *r) {
+    if (!r->in_tx) {
+        tp__store_begin(r->store);
+        r->in_tx = 1;
+    }
+}
+
+static void journal_failed(tp_run_t *r, const char *what) {
+    if (!r->store_broken) fprintf(stderr, "tunepack: error: the store failed: %s\n", what);
+    r->store_broken = 1;
+}
+
+static trial_t *trial_new(tp_run_t *r, int64_t id, json_t *params) {
+    if ((size_t)id >= r->cap) {
+        size_t cap = r->cap ? r->cap : 64;
+        while (cap <= (size_t)id) cap *= 2;
+        r->trials = tp__xrealloc(r->trials, cap * sizeof *r->trials);
+        memset(r->trials + r->cap, 0, (cap - r->cap) * sizeof *r->trials);
+        r->cap = cap;
+    }
+    trial_t *t = tp__xcalloc(1, sizeof *t);
+    t->id = id;
+    t->params = params;
+    t->step = TP_STORE_NO_STEP;
+    t->value = t->best = NAN;
+    r->trials[id] = t;
+    if ((size_t)id >= r->ntrials) r->ntrials = (size_t)id + 1;
+    return t;
+}
+
+static trial_t *trial_get(tp_run_t *r, int64_t id) {
+    return id >= 0 && (size_t)id < r->ntrials ? r->trials[id] : NULL;
+}
+
+/* Better by the metric's mode; NaN is never better. */
+static int better(const tp_run_t *r, double a, double b) {
+    if (isnan(a)) return 0;
+    if (isnan(b)) return 1;
+    return r->x.maximize ? a > b : a < b;
+}
+
+static void note_best(tp_run_t *r, trial_t *t) {
+    if (t->state != T_COMPLETED || !t->has_value) return;
+    trial_t *b = trial_get(r, r->best_id);
+    if (!b || better(r, t->value, b->value)) r->best_id = t->id;
+}
+
+/* ---- launching ------------------------------------------------------------ */
+static void env_name(const char *param, char *out, size_t n) {
+    int k = snprintf(out, n, "TUNEPACK_PARAM_");
+    for (const char *p = param; *p && (size_t)k + 1 < n; p++)
+        out[k++] = (char)((*p >= 'a' && *p <= 'z')   ? *p - 32
+                          : ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')) ? *p
+                                                                                    : '_');
+    out[k] = 0;
+}
+
+/* Build and queue the launch message of t's current attempt. */
+static int send_launch(tp_run_t *r, trial_t *t) {
+    char id[32], dir[4096];
+    snprintf(id, sizeof id, "%lld", (long long)t->id);
+    snprintf(dir, sizeof dir, "%s/trials/%06lld", r->dir, (long long)t->id);
+    tp_subst_extra_t extra = {.trial_id = id, .trial_dir = dir};
+    json_t *argv = json_array();
+    for (size_t i = 0; i < r->x.argc; i++) {
+        tp_error_t err = {0};
+        char *arg = tp__substitute(r->x.argv[i], t->params, &extra, &err);
+        if (!arg) {
+            json_decref(argv);
+            return tp__errorf(&r->err, -EINVAL, "trial %s: %s", id, err.msg);
+        }
+        json_array_append_new(argv, json_string(arg));
+        free(arg);
+    }
+    json_t *env = json_object();
+    for (size_t i = 0; i < r->x.nenv; i++)
+        json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
+    const char *key;
+    json_t *val;
+    json_object_foreach(t->params, key, val) {
+        char name[256], text[4096];
+        env_name(key, name, sizeof name);
+        if (tp__value_text(val, text, sizeof text) >= 0)
+            json_object_set_new(env, name, json_string(text));
+    }
+    json_t *m = json_pack("{s:s, s:I, s:i, s:o, s:o, s:s, s:s, s:O, s:f, s:f, s:I}", "type",
+                          "launch", "trial", (json_int_t)t->id, "attempt", t->attempts, "argv",
+                          argv, "env", env, "cwd", r->workdir, "dir", dir, "params", t->params,
+                          "timeout_s", r->x.timeout_s, "grace_s", r->x.grace_s, "log_limit",
+                          (json_int_t)r->x.log_limit);
+    int rc = tp__conn_send(&r->conn, m, NULL, 0);
+    json_decref(m);
+    return rc;
+}
+
+static void send_stop(tp_run_t *r, trial_t *t, const char *reason) {
+    if (t->stop_sent) return;
+    t->stop_sent = 1;
+    json_t *m = json_pack("{s:s, s:I, s:i, s:s}", "type", "stop", "trial", (json_int_t)t->id,
+                          "attempt", t->attempts, "reason", reason);
+    tp__conn_send(&r->conn, m, NULL, 0);
+    json_decref(m);
+}
+
+/* Fill free slots: pending trials first (lowest id first), then new ones
+ * from the searcher. Journals each start; the launches are sent after the
+ * commit by pump(). */
+static void schedule(tp_run_t *r) {
+    if (!r->agent_ready || r->stopping || r->shutting_down) return;
+    while (r->running < r->x.concurrency) {
+        trial_t *t = NULL;
+        double now = tp__wall_s();
+        if (r->nheap) {
+            t = trial_get(r, heap_pop(r));
+        } else if (!r->exhausted) {
+            json_t *cfg = NULL;
+            int rc = r->searcher->ops->ask(r->searcher, r->next_index, now, &cfg);
+            if (rc <= 0) {
+                if (rc == 0) r->exhausted = 1;
+                break;
+            }
+            char *text = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            tx(r);
+            if (tp__store_trial_add(r->store, (int64_t)r->next_index, text, now) != 0)
+                journal_failed(r, "adding a trial");
+            free(text);
+            t = trial_new(r, (int64_t)r->next_index, cfg);
+            r->next_index++;
+        } else {
+            break;
+        }
+        if (!t) continue;
+        t->state = T_RUNNING;
+        t->attempts++;
+        t->stop_sent = 0;
+        t->has_value = 0;
+        t->value = t->best = NAN;
+        t->step = TP_STORE_NO_STEP;
+        t->seq = 0;
+        t->garbage = 0;
+        t->started = tp__mono_s();
+        tp__buf_reset(&t->last);
+        tx(r);
+        if (tp__store_trial_state(r->store, t->id, "running", t->attempts, NULL, now) != 0)
+            journal_failed(r, "recording a start");
+        r->running++;
+        if (r->nlaunch == r->caplaunch) {
+            r->caplaunch = r->caplaunch ? r->caplaunch * 2 : 32;
+            r->launch = tp__xrealloc(r->launch, r->caplaunch * sizeof *r->launch);
+        }
+        r->launch[r->nlaunch++] = t->id;
+    }
+}
+
+static void send_shutdown(tp_run_t *r) {
+    if (r->shutting_down) return;
+    r->shutting_down = 1;
+    json_t *m = json_pack("{s:s}", "type", "shutdown");
+    if (tp__conn_send(&r->conn, m, NULL, 0) != 0) tp__orchestrator_finish(r);
+    json_decref(m);
+}
+
+/* The loop's turn: schedule, commit, then act on what was committed. */
+static void pump(uv_prepare_t *h) {
+    tp_run_t *r = h->data;
+    if (r->finished) return;
+    schedule(r);
+    if (r->in_tx) {
+        if (tp__store_commit(r->store) != 0) journal_failed(r, "commit");
+        r->in_tx = 0;
+    }
+    for (size_t i = 0; i < r->nlaunch; i++) {
+        trial_t *t = trial_get(r, r->launch[i]);
+        if (t && t->state == T_RUNNING && send_launch(r, t) != 0) {
+            fprintf(stderr, "tunepack: error: %s\n", r->err.msg);
+            r->exit_code = TP_EXIT_ERROR;
+            r->stopping = 1;
+        }
+    }
+    r->nlaunch = 0;
+    if (r->stopping && r->running == 0 && r->agent_ready) send_shutdown(r);
+    if (!r->stopping && r->exhausted && r->nheap == 0 && r->running == 0 && r->agent_ready)
+        send_shutdown(r);
+}
+
+/* ---- messages from the agent ---------------------------------------------- */
+static trial_t *msg_trial(tp_run_t *r, const tp_msg_t *m) {
+    json_int_t id = -1, attempt = -1;
+    json_unpack(m->head, "{s:I, s:I}", "trial", &id, "attempt", &attempt);
+    trial_t *t = trial_get(r, id);
+    if (!t || t->state != T_RUNNING || t->attempts != attempt) return NULL; /* stale */
+    return t;
+}
+
+static void record_garbage(tp_run_t *r, trial_t *t, const char *what) {
+    t->garbage++;
+    if (t->garbage > MAX_GARBAGE_EVENTS) return;
+    tx(r);
+    char detail[600];
+    snprintf(detail, sizeof detail, "%s%s", what,
+             t->garbage == MAX_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
+                                              : "");
+    if (tp__store_event(r->store, t->id, t->attempts, "garbage", detail, tp__wall_s()) != 0)
+        journal_failed(r, "recording garbage");
+}
+
+static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const char *data,
+                          size_t len) {
+    tx(r);
+    if (tp__store_metric(r->store, t->id, t->attempts, t->seq++, rep->step,
+                         rep->has_value ? rep->value : NAN, data, len) != 0)
+        journal_failed(r, "storing a metric");
+    r->metric_rows++;
+    if (rep->step != TP_STORE_NO_STEP) t->step = rep->step;
+    tp__buf_reset(&t->last);
+    tp__buf_append(&t->last, data, len);
+    if (rep->has_value) {
+        t->has_value = 1;
+        t->value = rep->value;
+        if (better(r, rep->value, t->best)) t->best = rep->value;
+    }
+}
+
+static void on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
+    const char *channel = json_string_value(json_object_get(m->head, "channel"));
+    int kv = channel && strcmp(channel, "stdout") == 0;
+    const char *p = m->payload, *end = m->payload + m->payload_len;
+    char why[300];
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        tp_report_t rep;
+        if (len > 0 && p[len - 1] == '\r') len--;
+        if (len == 0) {
+        } else if (kv) {
+            tp__buf_reset(&r->scratch);
+            int rc = tp__report_parse_kv(p, len, r->x.metric, &rep, &r->scratch, why, sizeof why);
+            if (rc > 0)
+                accept_report(r, t, &rep, r->scratch.data, r->scratch.len);
+            else if (rc < 0)
+                record_garbage(r, t, why);
+        } else if (tp__report_parse_json(p, len, r->x.metric, &rep, why, sizeof why) == 0) {
+            accept_report(r, t, &rep, p, len);
+        } else {
+            record_garbage(r, t, why);
+        }
+        p = nl ? nl + 1 : end;
+    }
+}
+
+static const char *signal_name(int sig) {
+    static char buf[32];
+    const char *s = sigabbrev_np(sig);
+    if (s) {
+        snprintf(buf, sizeof buf, "SIG%s", s);
+        return buf;
+    }
+    snprintf(buf, sizeof buf, "signal %d", sig);
+    return buf;
+}
+
+/* An attempt ended: decide completed / failed / retry / interrupted. */
+static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
+    const char *status = "exited", *error = "";
+    int code = -1, sig = 0;
+    double dur = 0;
+    json_unpack(m->head, "{s?s, s?i, s?i, s?s, s?F}", "status", &status, "code", &code, "signal",
+                &sig, "error", &error, "duration_s", &dur);
+    char why[1200] = "";
+    int ok = 0, interrupted = 0;
+    if (strcmp(status, "stopped") == 0 && r->stopping) {
+        interrupted = 1;
+    } else if (strcmp(status, "exited") == 0 && code == 0) {
+        if (t->has_value)
+            ok = 1;
+        else
+            snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\"%s",
+                     r->x.metric, t->seq ? "" : " (no report at all)");
+    } else if (strcmp(status, "exited") == 0) {
+        snprintf(why, sizeof why, "exited with code %d", code);
+    } else if (strcmp(status, "signaled") == 0) {
+        snprintf(why, sizeof why, "killed by %s", signal_name(sig));
+    } else if (strcmp(status, "timeout") == 0) {
+        char d[32];
+        tp__format_duration(r->x.timeout_s, d, sizeof d);
+        snprintf(why, sizeof why, "timed out after %s", d);
+    } else if (strcmp(status, "stopped") == 0) {
+        snprintf(why, sizeof why, "stopped");
+    } else {
+        snprintf(why, sizeof why, "could not start: %s", *error ? error : status);
+    }
+    if (t->garbage > MAX_GARBAGE_EVENTS) {
+        size_t n = strlen(why);
+        snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
+                 t->garbage);
+    }
+    r->running--;
+    tp_trial_end_t e = {
+        .attempt = t->attempts,
+        .has_exit = strcmp(status, "spawn_failed") != 0,
+        .exit_code = code,
+        .signal = sig,
+        .error = why,
+        .has_value = t->has_value,
+        .value = t->value,
+        .best = t->best,
+        .step = t->step,
+        .metrics = t->last.len ? t->last.data : NULL,
+        .at = tp__wall_s(),
+    };
+    if (interrupted) {
+        t->state = T_PENDING;
+        e.state = "pending";
+        e.error = "interrupted";
+        heap_push(r, t->id);
+    } else if (ok) {
+        t->state = T_COMPLETED;
+        e.state = "completed";
+        e.error = NULL;
+        r->completed++;
+    } else {
+        t->failures++;
+        if (t->failures <= r->x.retries) {
+            t->state = T_PENDING;
+            e.state = "pending";
+            heap_push(r, t->id);
+            r->retried++;
+        } else {
+            t->state = T_FAILED;
+            e.state = "failed";
+            r->failed++;
+        }
+    }
+    e.failures = t->failures;
+    tx(r);
+    if (!ok && !interrupted && t->state == T_PENDING &&
+        tp__store_event(r->store, t->id, t->attempts, "failed", why, e.at) != 0)
+        journal_failed(r, "recording a failure");
+    if (tp__store_trial_end(r->store, t->id, &e) != 0) journal_failed(r, "recording an end");
+    if (t->state != T_PENDING) {
+        r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
+                               t->state == T_COMPLETED ? t->value : NAN, tp__wall_s());
+        note_best(r, t);
+        tp__buf_free(&t->last);
+        tp__view_trial_ended(r, t, why, dur);
+    }
+}
+
+static void on_agent_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
+    tp_run_t *r = c->data;
+    if (strcmp(m->type, "hello") == 0) {
+        int proto = 0;
+        json_unpack(m->head, "{s?i}", "protocol", &proto);
+        if (proto != TP_PROTO_VERSION) {
+            fprintf(stderr, "tunepack: error: the agent speaks protocol %d, this is %d\n", proto,
+                    TP_PROTO_VERSION);
+            r->exit_code = TP_EXIT_AGENT;
+            r->stopping = 1;
+            return;
+        }
+        json_int_t reaped = 0;
+        json_unpack(m->head, "{s?I}", "reaped", &reaped);
+        if (reaped > 0) {
+            tx(r);
+            char d[80];
+            snprintf(d, sizeof d, "the agent killed %lld process(es) left by an earlier run",
+                     (long long)reaped);
+            tp__store_event(r->store, -1, 0, "reaped", d, tp__wall_s());
+        }
+        r->agent_ready = 1;
+        return;
+    }
+    if (strcmp(m->type, "error") == 0) {
+        const char *msg = json_string_value(json_object_get(m->head, "message"));
+        fprintf(stderr, "tunepack: agent error: %s\n", msg ? msg : "(no message)");
+        return;
+    }
+    if (strcmp(m->type, "bye") == 0) return;
+    trial_t *t = msg_trial(r, m);
+    if (!t) return;
+    if (strcmp(m->type, "report") == 0) {
+        on_report(r, t, m);
+    } else if (strcmp(m->type, "garbage") == 0) {
+        const char *what = json_string_value(json_object_get(m->head, "what"));
+        record_garbage(r, t, what ? what : "garbage");
+    } else if (strcmp(m->type, "started") == 0) {
+        json_int_t pid = 0;
+        json_unpack(m->head, "{s?I}", "pid", &pid);
+        t->pid = (int)pid;
+    } else if (strcmp(m->type, "exited") == 0) {
+        on_exited(r, t, m);
+    }
+}
+
+/* ---- agent lifecycle --------------------------------------------------------- */
+static int start_agent(tp_run_t *r);
+
+static void on_conn_closed(tp_agent_conn_t *c) {
+    tp_run_t *r = c->data;
+    if (r->finished) return;
+    if (r->shutting_down || r->agent_restarts > MAX_AGENT_RESTARTS) {
+        tp__orchestrator_finish(r);
+        return;
+    }
+    if (start_agent(r) != 0) {
+        r->exit_code = TP_EXIT_AGENT;
+        tp__orchestrator_finish(r);
+    }
+}
+
+static void on_agent_lost(tp_agent_conn_t *c, const char *why) {
+    tp_run_t *r = c->data;
+    r->agent_ready = 0;
+    if (!r->shutting_down) {
+        /* Every attempt it ran is interrupted: back to pending, run again. */
+        double now = tp__wall_s();
+        tx(r);
+        for (size_t i = 0; i < r->ntrials; i++) {
+            trial_t *t = r->trials[i];
+            if (!t || t->state != T_RUNNING) continue;
+            t->state = T_PENDING;
+            r->running--;
+            tp_trial_end_t e = {.state = "pending", .attempt = t->attempts,
+                                .failures = t->failures, .error = "interrupted: agent lost",
+                                .step = TP_STORE_NO_STEP, .at = now};
+            if (tp__store_trial_end(r->store, t->id, &e) != 0) journal_failed(r, "interrupt");
+            heap_push(r, t->id);
+        }
+        r->agent_restarts++;
+        fprintf(stderr, "tunepack: warn: lost the agent (%s)%s\n", why,
+                r->agent_restarts > MAX_AGENT_RESTARTS ? "; giving up"
+                                                       : "; starting a new one");
+        if (r->agent_restarts > MAX_AGENT_RESTARTS) {
+            r->exit_code = TP_EXIT_AGENT;
+            r->shutting_down = 1;
+        }
+        tp__store_event(r->store, -1, 0, "agent-lost", why, now);
+        tp__store_commit(r->store);
+        r->in_tx = 0;
+    }
+    tp__conn_close(c, on_conn_closed);
+}
+
+static int start_agent(tp_run_t *r) {
+    tp_error_t err = {0};
+    int rc = tp__launch_local(&r->loop, r->exe, &r->conn, on_agent_msg, on_agent_lost, r, &err);
+    if (rc != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        return rc;
+    }
+    json_t *m = json_pack("{s:s, s:i, s:s}", "type", "hello", "protocol", TP_PROTO_VERSION,
+                          "token", r->token);
+    rc = tp__conn_send(&r->conn, m, NULL, 0);
+    json_decref(m);
+    return rc;
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+static void on_signal(uv_signal_t *h, int sig) {
+    tp_run_t *r = h->data;
+    if (r->stopping) {
+        if (sig == SIGINT) fprintf(stderr, "\ntunepack: stopping now\n");
+        send_shutdown(r);
+        return;
+    }
+    r->stopping = 1;
+    if (r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_STOPPED;
+    fprintf(stderr, "\ntunepack: stopping: running trials get SIGTERM, then SIGKILL after %gs; "
+                    "run the same command again to resume\n",
+            r->x.grace_s);
+    for (size_t i = 0; i < r->ntrials; i++)
+        if (r->trials[i] && r->trials[i]->state == T_RUNNING)
+            send_stop(r, r->trials[i], "experiment stopped");
+    if (!r->agent_ready) send_shutdown(r);
+}
+
+/* ---- the end ------------------------------------------------------------------- */
+static void close_walk(uv_handle_t *h, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+void tp__orchestrator_finish(tp_run_t *r) {
+    if (r->finished) return;
+    r->finished = 1;
+    const char *state = r->stopping ? "stopped" : r->exit_code == TP_EXIT_AGENT ? "failed"
+                                                                                : "finished";
+    tx(r);
+    tp__store_meta_set(r->store, "state", state);
+    char at[32];
+    snprintf(at, sizeof at, "%.3f", tp__wall_s());
+    tp__store_meta_set(r->store, "ended_at", at);
+    tp__store_event(r->store, -1, 0, "experiment", state, tp__wall_s());
+    if (tp__store_commit(r->store) != 0) journal_failed(r, "final commit");
+    r->in_tx = 0;
+    if (r->exit_code == TP_EXIT_OK && !r->stopping && r->completed == 0)
+        r->exit_code = TP_EXIT_NO_TRIAL;
+    if (r->store_broken && r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_ERROR;
+    tp__view_final(r);
+    tp__conn_close(&r->conn, NULL);
+    uv_walk(&r->loop, close_walk, NULL);
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+static void make_token(char out[33]) {
+    unsigned char b[16];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
+        uint64_t x = (uint64_t)getpid() ^ (uint64_t)(tp__wall_s() * 1e6);
+        for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(x >> (8 * (i % 8))) ^ (unsigned char)i;
+    }
+    if (fd >= 0) close(fd);
+    for (size_t i = 0; i < sizeof b; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Take the directory's lock and write our pid into it. */
+static int lock_dir(tp_run_t *r, tp_error_t *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/lock", r->dir);
+    r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (r->lock_fd < 0)
+        return tp__errorf(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = {0};
+        if (pread(r->lock_fd, buf, sizeof buf - 1, 0) < 0) buf[0] = 0;
+        return tp__errorf(err, -EBUSY,
+                          "the experiment in %s is already running (pid %d); stop it with "
+                          "`tunepack stop %s` or wait for it",
+                          r->dir, atoi(buf), r->dir);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(r->lock_fd, 0) != 0 || pwrite(r->lock_fd, pid, (size_t)n, 0) != n)
+        return tp__errorf(err, -errno, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int load_trial_row(const tp_trial_row_t *row, void *ud) {
+    tp_run_t *r = ud;
+    json_error_t jerr;
+    json_t *params = json_loads(row->params, 0, &jerr);
+    if (!params) params = json_object();
+    trial_t *t = trial_new(r, row->id, params);
+    t->state = state_from_name(row->state);
+    t->attempts = row->attempts;
+    t->failures = row->failures;
+    t->has_value = row->has_value;
+    t->value = row->value;
+    t->best = row->best;
+    t->step = row->step;
+    if ((uint64_t)row->id + 1 > r->next_index) r->next_index = (uint64_t)row->id + 1;
+    return 0;
+}
+
+/* Reconcile the journal with reality: attempts that were running when the
+ * last orchestrator died are interrupted and run again. */
+static void resume_trials(tp_run_t *r) {
+    double now = tp__wall_s();
+    int interrupted = 0;
+    tx(r);
+    for (size_t i = 0; i < r->ntrials; i++) {
+        trial_t *t = r->trials[i];
+        if (!t) continue;
+        switch (t->state) {
+        case T_RUNNING: {
+            tp_trial_end_t e = {.state = "pending", .attempt = t->attempts, .failures = t->failures,
+                                .error = "interrupted", .step = TP_STORE_NO_STEP, .at = now};
+            if (tp__store_trial_end(r->store, t->id, &e) != 0) journal_failed(r, "resume");
+            t->state = T_PENDING;
+            interrupted++;
+        } /* fall through */
+        case T_PENDING:
+            heap_push(r, t->id);
+            break;
+        case T_COMPLETED:
+            r->completed++;
+            note_best(r, t);
+            break;
+        case T_FAILED:
+            r->failed++;
+            break;
+        default:
+            break;
+        }
+        if (t->state == T_COMPLETED || t->state == T_FAILED)
+            r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
+                                   t->state == T_COMPLETED ? t->value : NAN, now);
+    }
+    r->resumed_done = r->completed + r->failed;
+    if (r->ntrials)
+        fprintf(stderr,
+                "tunepack: resuming %s: %d completed, %d failed, %zu pending (%d interrupted)\n",
+                r->dir, r->completed, r->failed, r->nheap, interrupted);
+}
+
+/* Open or create the store and check it holds this experiment. */
+static int open_experiment(tp_run_t *r, tp_error_t *err) {
+    int rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->store, err);
+    if (rc) return rc;
+    char *text = tp__store_meta_get(r->store, "experiment_text");
+    if (text) {
+        int same = strcmp(text, r->x.text) == 0;
+        free(text);
+        if (!same)
+            return tp__errorf(err, -EEXIST,
+                              "%s holds an experiment started from a different version of %s; "
+                              "restore the file, or give a new --dir to start afresh",
+                              r->dir, r->x.path);
+        char *tok = tp__store_meta_get(r->store, "token");
+        char *wd = tp__store_meta_get(r->store, "workdir");
+        snprintf(r->token, sizeof r->token, "%s", tok ? tok : "");
+        free(tok);
+        if (wd) {
+            free(r->workdir);
+            r->workdir = wd;
+        }
+        return tp__store_trials(r->store, load_trial_row, r);
+    }
+    make_token(r->token);
+    char at[32];
+    snprintf(at, sizeof at, "%.3f", tp__wall_s());
+    tp__store_begin(r->store);
+    rc = tp__store_meta_set(r->store, "name", r->x.name) ||
+         tp__store_meta_set(r->store, "experiment_path", r->x.path) ||
+         tp__store_meta_set(r->store, "experiment_text", r->x.text) ||
+         tp__store_meta_set(r->store, "metric", r->x.metric) ||
+         tp__store_meta_set(r->store, "mode", r->x.maximize ? "max" : "min") ||
+         tp__store_meta_set(r->store, "workdir", r->workdir) ||
+         tp__store_meta_set(r->store, "token", r->token) ||
+         tp__store_meta_set(r->store, "created_at", at);
+    if (rc || tp__store_commit(r->store) != 0)
+        return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
+    return 0;
+}
+
+static char *absolute(const char *path) {
+    char *abs = realpath(path, NULL);
+    return abs ? abs : tp__strdup(path);
+}
+
+static void run_free(tp_run_t *r) {
+    for (size_t i = 0; i < r->ntrials; i++) {
+        if (!r->trials[i]) continue;
+        json_decref(r->trials[i]->params);
+        tp__buf_free(&r->trials[i]->last);
+        free(r->trials[i]);
+    }
+    free(r->trials);
+    free(r->heap);
+    free(r->launch);
+    tp__buf_free(&r->scratch);
+    tp__searcher_free(r->searcher);
+    tp__store_close(r->store);
+    tp__experiment_free(&r->x);
+    free(r->dir);
+    free(r->workdir);
+    if (r->lock_fd > 0) close(r->lock_fd);
+}
+
+int tp__run_experiment(const tp_run_opts_t *o) {
+    tp_run_t *r = tp__xcalloc(1, sizeof *r);
+    tp_error_t err = {0};
+    int code = TP_EXIT_OK;
+    r->best_id = -1;
+    r->live = o->live;
+    r->quiet = o->quiet;
+    if (tp__experiment_load(o->file, &r->x, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        free(r);
+        return TP_EXIT_CONFIG;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", o->dir ? o->dir : "runs/");
+    if (!o->dir) snprintf(dir, sizeof dir, "runs/%s", r->x.name);
+    if (tp__mkdir_p(dir, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        code = TP_EXIT_STORE;
+        goto out;
+    }
+    r->dir = absolute(dir);
+    r->workdir = r->x.workdir ? absolute(r->x.workdir) : absolute(".");
+    if (lock_dir(r, &err) != 0 || open_experiment(r, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        code = TP_EXIT_STORE;
+        goto out;
+    }
+    r->searcher = tp__searcher_new(&r->x.space, &r->x.search, r->x.maximize, &err);
+    if (!r->searcher) {
+        fprintf(stderr, "%s: %s\n", r->x.path, err.msg);
+        code = TP_EXIT_CONFIG;
+        goto out;
+    }
+    size_t exelen = sizeof r->exe;
+    if (uv_exepath(r->exe, &exelen) != 0) snprintf(r->exe, sizeof r->exe, "/proc/self/exe");
+    resume_trials(r);
+    tp__store_meta_set(r->store, "state", "running");
+    if (r->in_tx) tp__store_commit(r->store);
+    r->in_tx = 0;
+
+    uv_loop_init(&r->loop);
+    r->t0 = tp__mono_s();
+    uv_prepare_init(&r->loop, &r->prepare);
+    r->prepare.data = r;
+    uv_prepare_start(&r->prepare, pump);
+    uv_signal_init(&r->loop, &r->sigint);
+    uv_signal_init(&r->loop, &r->sigterm);
+    r->sigint.data = r->sigterm.data = r;
+    uv_signal_start(&r->sigint, on_signal, SIGINT);
+    uv_signal_start(&r->sigterm, on_signal, SIGTERM);
+    tp__view_start(r);
+    if (start_agent(r) != 0) {
+        code = TP_EXIT_AGENT;
+        uv_walk(&r->loop, close_walk, NULL);
+        uv_run(&r->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&r->loop);
+        goto out;
+    }
+    uv_run(&r->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&r->loop);
+    code = r->exit_code;
+out:
+    run_free(r);
+    free(r);
+    return code;
+}

@@ -1,0 +1,84 @@
+/* The orchestrator's state, shared by orchestrator.c and view.c. */
+#ifndef TP_ORCHESTRATOR_INTERNAL_H
+#define TP_ORCHESTRATOR_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config/config.h"
+#include "launch/launch.h"
+#include "search/search.h"
+#include "store/store.h"
+#include "util/util.h"
+
+enum { T_PENDING, T_RUNNING, T_COMPLETED, T_FAILED, T_STOPPED };
+
+typedef struct trial {
+    int64_t id;         /* trial number, as the searcher numbered it */
+    json_t *params;     /* its configuration, owned */
+    int state;          /* T_* */
+    int attempts;       /* attempts started */
+    int failures;       /* attempts failed */
+    int has_value;      /* objective reported in the current/last attempt */
+    double value;       /* last reported objective */
+    double best;        /* best objective within the attempt */
+    int64_t step;       /* last reported step */
+    int64_t seq;        /* report rows stored in this attempt */
+    tp_buf_t last;      /* last report line (while running) */
+    double started;     /* monotonic start time of the attempt */
+    int garbage;        /* garbage lines in this attempt */
+    int stop_sent;      /* a stop was sent for this attempt */
+    int pid;            /* process group of the attempt, on its agent */
+} trial_t;
+
+typedef struct tp_run {
+    uv_loop_t loop;             /* the event loop */
+    uv_prepare_t prepare;       /* pump: schedule, commit, act */
+    uv_signal_t sigint, sigterm;/* stop requests */
+    uv_timer_t view_timer;      /* live view refresh */
+    tp_experiment_t x;          /* the experiment */
+    tp_searcher_t *searcher;    /* proposes configurations */
+    tp_store_t *store;          /* the journal */
+    tp_agent_conn_t conn;       /* the (local) agent */
+    char *dir;                  /* experiment directory, absolute */
+    char *workdir;              /* trials' working directory, absolute */
+    char exe[4096];             /* this binary, to start the agent */
+    char token[40];             /* names this experiment's processes */
+    int lock_fd;                /* holds DIR/lock */
+    trial_t **trials;           /* by id; NULL holes never happen in practice */
+    size_t ntrials, cap;        /* ids < ntrials */
+    int64_t *heap;              /* pending trial ids (min-heap) */
+    size_t nheap, capheap;
+    int64_t *launch;            /* trials journaled as started, to send after the commit */
+    size_t nlaunch, caplaunch;
+    uint64_t next_index;        /* the searcher's next trial number */
+    int exhausted;              /* the searcher has no more */
+    int running, completed, failed, retried; /* counts */
+    int resumed_done;           /* completed + failed when this run started */
+    int64_t best_id;            /* best completed trial, -1 if none */
+    int64_t metric_rows;        /* stored by this run */
+    int in_tx;                  /* a store transaction is open */
+    int store_broken;           /* a store write failed */
+    int agent_ready;            /* hello answered */
+    int agent_restarts;         /* agents lost so far */
+    int stopping;               /* stop requested */
+    int shutting_down;          /* shutdown sent to the agent */
+    int finished;               /* tp__orchestrator_finish ran */
+    int exit_code;              /* TP_EXIT_* */
+    int live, quiet;            /* view mode */
+    int view_lines;             /* lines drawn by the live view */
+    double t0;                  /* monotonic start */
+    tp_buf_t scratch;           /* reused for name=value reports */
+    tp_error_t err;             /* last error */
+} tp_run_t;
+
+const char *tp__trial_state_name(int state);
+void tp__orchestrator_finish(tp_run_t *r);
+
+/* view.c: what the user sees while it runs. */
+void tp__view_start(tp_run_t *r);
+void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double duration_s);
+void tp__view_final(tp_run_t *r);
+
+#endif

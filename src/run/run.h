@@ -1,0 +1,66 @@
+/* run: the orchestrator. An event loop that asks the searcher for trials,
+ * journals each transition in the store before acting on it, and drives
+ * agents over the protocol. It never spawns a trial itself. */
+#ifndef TP_RUN_H
+#define TP_RUN_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+/* Exit codes of `tunepack` (docs/exit-codes.md). */
+enum {
+    TP_EXIT_OK = 0,          /* done; at least one trial completed */
+    TP_EXIT_ERROR = 1,       /* an unexpected failure */
+    TP_EXIT_USAGE = 2,       /* bad command line */
+    TP_EXIT_CONFIG = 3,      /* the experiment file is invalid */
+    TP_EXIT_STORE = 4,       /* the experiment directory cannot be used */
+    TP_EXIT_NO_TRIAL = 5,    /* the experiment ended and no trial completed */
+    TP_EXIT_STOPPED = 6,     /* stopped by `tunepack stop` or a signal; run again to resume */
+    TP_EXIT_AGENT = 7,       /* the agent was lost too often */
+};
+
+typedef struct tp_run_opts {
+    const char *file;     /* the experiment file */
+    const char *dir;      /* experiment directory; NULL = runs/<name> */
+    int live;             /* 1: live terminal view; 0: log lines */
+    int quiet;            /* no progress output at all */
+} tp_run_opts_t;
+
+/* Run (or resume) an experiment to its end. Returns a TP_EXIT_* code; the
+ * reason for a failure is printed on stderr. */
+int tp__run_experiment(const tp_run_opts_t *opts);
+
+/* ---- report lines (report.c): pure parsing, no I/O ---------------------- */
+typedef struct tp_report {
+    int64_t step;    /* "step" member, TP_STORE_NO_STEP-like INT64_MIN if absent */
+    int has_value;   /* the objective metric is present */
+    double value;    /* its value (finite) */
+} tp_report_t;
+
+/* A JSON report line (from TUNEPACK_REPORT_FD). Returns 0 with *out filled,
+ * or -1 with why filled (not JSON, not an object, objective not a finite
+ * number, step not an integer). O(len). */
+int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_report_t *out,
+                          char *why, size_t whylen);
+/* A `name=value` line from stdout (Katib's form). Returns 1 when it carries
+ * the objective (*out filled, its JSON form appended to json), 0 when it is
+ * not a report of the objective, -1 (why filled) when the objective's value
+ * is not a finite number. */
+int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_report_t *out,
+                        tp_buf_t *json, char *why, size_t whylen);
+
+/* "lr=0.01 hidden=64": a configuration as one line of text, for humans;
+ * truncated to fit n. */
+void tp__params_text(const json_t *params, char *out, size_t n);
+
+/* Experiment directory helpers shared by the CLI verbs (rundir.c). */
+/* The directory a command should look at: dir if given, else the most
+ * recently modified runs/<name> holding a store. NULL with err if none. */
+char *tp__rundir_resolve(const char *dir, tp_error_t *err);
+/* pid of the orchestrator running in dir, 0 if none (the lock is free). */
+int tp__rundir_owner(const char *dir);
+
+#endif

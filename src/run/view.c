@@ -1,0 +1,121 @@
+/* view: progress while an experiment runs. On a terminal a live block
+ * redrawn at most twice a second; otherwise one plain line per finished
+ * trial. Reads the orchestrator's counters; writes only to stdout. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "run/orchestrator_internal.h"
+#include "run/run.h"
+
+#define VIEW_PERIOD_MS 500
+
+void tp__params_text(const json_t *params, char *out, size_t n) {
+    size_t k = 0;
+    const char *key;
+    json_t *val;
+    out[0] = 0;
+    json_object_foreach((json_t *)params, key, val) {
+        char text[128];
+        if (tp__value_text(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
+        int w = snprintf(out + k, n - k, "%s%s=%s", k ? " " : "", key, text);
+        if (w < 0 || (size_t)w >= n - k) break;
+        k += (size_t)w;
+    }
+}
+
+static uint64_t total_trials(const tp_run_t *r) {
+    uint64_t total = r->searcher->ops->total(r->searcher);
+    return total ? total : r->ntrials;
+}
+
+static void best_line(const tp_run_t *r, char *out, size_t n) {
+    const trial_t *b = r->best_id >= 0 ? r->trials[r->best_id] : NULL;
+    if (!b) {
+        snprintf(out, n, "best %s: none yet", r->x.metric);
+        return;
+    }
+    char params[512], v[32];
+    tp__params_text(b->params, params, sizeof params);
+    tp__fmt_double(b->value, v);
+    snprintf(out, n, "best %s %s (trial %lld): %s", r->x.metric, v, (long long)b->id, params);
+}
+
+static void draw(tp_run_t *r) {
+    uint64_t total = total_trials(r);
+    int done = r->completed + r->failed;
+    long pending = (long)total - done - r->running;
+    if (pending < 0) pending = 0;
+    double elapsed = tp__mono_s() - r->t0;
+    char el[32], rem[48] = "?", best[700];
+    tp__format_duration(elapsed, el, sizeof el);
+    int done_here = done - r->resumed_done;
+    if (done_here > 0 && (uint64_t)done < total) {
+        char d[32];
+        tp__format_duration(elapsed / done_here * (double)(total - (uint64_t)done), d, sizeof d);
+        snprintf(rem, sizeof rem, "~%s", d);
+    } else if ((uint64_t)done >= total) {
+        snprintf(rem, sizeof rem, "0s");
+    }
+    best_line(r, best, sizeof best);
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
+    char bar[64];
+    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    bar[width] = 0;
+    if (r->view_lines) printf("\033[%dA\033[J", r->view_lines);
+    printf("%s [%s] %d/%llu done, %d running, %ld pending, %d failed%s\n", r->x.name, bar, done,
+           (unsigned long long)total, r->running, pending, r->failed,
+           r->stopping ? " (stopping)" : "");
+    printf("elapsed %s, remaining %s\n", el, rem);
+    printf("%.*s\n", 160, best);
+    r->view_lines = 3;
+    fflush(stdout);
+}
+
+static void on_view_timer(uv_timer_t *h) {
+    tp_run_t *r = h->data;
+    if (!r->finished) draw(r);
+}
+
+void tp__view_start(tp_run_t *r) {
+    if (r->quiet) return;
+    if (!r->live) {
+        printf("%s: running in %s\n", r->x.name, r->dir);
+        fflush(stdout);
+        return;
+    }
+    uv_timer_init(&r->loop, &r->view_timer);
+    r->view_timer.data = r;
+    uv_timer_start(&r->view_timer, on_view_timer, 0, VIEW_PERIOD_MS);
+}
+
+void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double duration_s) {
+    if (r->quiet || r->live) return;
+    char v[32] = "", d[32];
+    tp__format_duration(duration_s, d, sizeof d);
+    int done = r->completed + r->failed;
+    if (t->state == T_COMPLETED) {
+        tp__fmt_double(t->value, v);
+        printf("[%d/%llu] trial %lld completed in %s: %s=%s\n", done,
+               (unsigned long long)total_trials(r), (long long)t->id, d, r->x.metric, v);
+    } else {
+        printf("[%d/%llu] trial %lld %s after %d attempt(s): %s\n", done,
+               (unsigned long long)total_trials(r), (long long)t->id, tp__trial_state_name(t->state),
+               t->attempts, why);
+    }
+}
+
+void tp__view_final(tp_run_t *r) {
+    if (r->quiet) return;
+    if (r->live) {
+        draw(r);
+        uv_timer_stop(&r->view_timer);
+    }
+    char el[32], best[700];
+    tp__format_duration(tp__mono_s() - r->t0, el, sizeof el);
+    best_line(r, best, sizeof best);
+    printf("%s %s after %s: %d completed, %d failed, %d retried\n%s\nresults: %s\n", r->x.name,
+           r->stopping ? "stopped" : "finished", el, r->completed, r->failed, r->retried, best,
+           r->dir);
+    fflush(stdout);
+}

@@ -1,0 +1,60 @@
+/* search: the table of searchers, chosen by name. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/search.h"
+
+static const struct tp_searcher_ops *const searcher_table[] = {
+    &tp__searcher_grid_ops,
+    &tp__searcher_random_ops,
+};
+
+const char *const tp__searcher_names[] = {"grid", "random", NULL};
+
+/* Create the searcher named by cfg->algorithm (NULL means "random") over
+ * space. Returns NULL with errno and err set when the name is unknown or
+ * the searcher's init fails. Free with tp__searcher_free. */
+tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *cfg, int maximize,
+                                tp_error_t *err) {
+    const char *name = cfg->algorithm ? cfg->algorithm : "random";
+    const struct tp_searcher_ops *ops = NULL;
+    for (size_t i = 0; i < TP_ARRAY_LEN(searcher_table); i++)
+        if (strcmp(searcher_table[i]->name, name) == 0) ops = searcher_table[i];
+    if (!ops) {
+        tp_buf_t known;
+        tp__buf_init(&known);
+        for (size_t i = 0; tp__searcher_names[i]; i++)
+            tp__buf_printf(&known, "%s%s", i ? ", " : "", tp__searcher_names[i]);
+        const char *guess = tp__did_you_mean(name, tp__searcher_names,
+                                             TP_ARRAY_LEN(tp__searcher_names) - 1);
+        if (guess)
+            tp__errorf(err, -EINVAL, "unknown search algorithm \"%s\"; did you mean \"%s\"? (known: %s)",
+                       name, guess, known.data);
+        else
+            tp__errorf(err, -EINVAL, "unknown search algorithm \"%s\"; known: %s", name,
+                       known.data);
+        tp__buf_free(&known);
+        errno = EINVAL;
+        return NULL;
+    }
+    tp_searcher_t *s = tp__xcalloc(1, sizeof *s);
+    s->ops = ops;
+    s->space = space;
+    s->cfg = *cfg;
+    s->cfg.algorithm = ops->name;
+    s->maximize = maximize;
+    int rc = ops->init(s, err);
+    if (rc < 0) {
+        free(s);
+        errno = -rc;
+        return NULL;
+    }
+    return s;
+}
+
+void tp__searcher_free(tp_searcher_t *s) {
+    if (!s) return;
+    if (s->ops && s->ops->destroy) s->ops->destroy(s);
+    free(s);
+}

@@ -1,0 +1,55 @@
+/* search: searchers behind one ops struct. Each is a pure function of the
+ * state handed to it: no I/O, no clock reads (time is an argument). */
+#ifndef TP_SEARCH_H
+#define TP_SEARCH_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "space/space.h"
+#include "util/util.h"
+
+typedef struct tp_search_cfg {
+    const char *algorithm;  /* "grid" | "random" */
+    uint64_t trials;        /* random: trials; grid: repeats of the full grid */
+    uint64_t seed;          /* base seed */
+} tp_search_cfg_t;
+
+typedef struct tp_searcher tp_searcher_t;
+
+struct tp_searcher_ops {
+    const char *name;
+    /* Set up from the space and cfg; 0 or -errno with err filled. */
+    int (*init)(tp_searcher_t *s, tp_error_t *err);
+    /* Propose the configuration of trial number index (0-based, increasing).
+     * Returns 1 and sets *out (caller owns) when there is one, 0 when the
+     * search is exhausted, -EAGAIN when it must wait for results. */
+    int (*ask)(tp_searcher_t *s, uint64_t index, double now, json_t **out);
+    /* A trial's outcome: value is the objective (NaN when it failed). */
+    void (*tell)(tp_searcher_t *s, uint64_t index, const json_t *config, double value, double now);
+    /* Upper bound on the number of trials, 0 when unbounded. */
+    uint64_t (*total)(const tp_searcher_t *s);
+    void (*destroy)(tp_searcher_t *s);
+};
+
+struct tp_searcher {
+    const struct tp_searcher_ops *ops;  /* chosen by name */
+    const tp_space_t *space;            /* borrowed */
+    tp_search_cfg_t cfg;                /* copy; algorithm points at a static name */
+    int maximize;                       /* 1 if the metric is maximized */
+    void *impl;                         /* searcher's own state */
+};
+
+/* Names of the known searchers, NULL-terminated (for did-you-mean). */
+extern const char *const tp__searcher_names[];
+/* Create a searcher by cfg->algorithm; NULL with err filled if unknown.
+ * The space must outlive the searcher. */
+tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *cfg, int maximize,
+                                tp_error_t *err);
+void tp__searcher_free(tp_searcher_t *s);
+
+/* The searchers' ops, one per searcher_<name>.c, listed in search.c. */
+extern const struct tp_searcher_ops tp__searcher_grid_ops;
+extern const struct tp_searcher_ops tp__searcher_random_ops;
+
+#endif

@@ -1,0 +1,67 @@
+/* space: parameter domains, sampling, grid enumeration, JSON encoding.
+ * A configuration is a jansson object {name: value} in parameter order. */
+#ifndef TP_SPACE_H
+#define TP_SPACE_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+typedef enum tp_domain_kind {
+    TP_DOM_CONST,       /* values[0] */
+    TP_DOM_CHOICE,      /* one of values[] */
+    TP_DOM_GRID,        /* each of values[] (enumerated by the grid searcher) */
+    TP_DOM_UNIFORM,     /* real in [lo, hi] */
+    TP_DOM_LOGUNIFORM,  /* real in [lo, hi], log-scaled; lo > 0 */
+    TP_DOM_INT,         /* integer in [lo, hi] inclusive; log-scaled if log */
+    TP_DOM_NORMAL,      /* real ~ N(lo = mean, hi = sigma) */
+} tp_domain_kind;
+
+typedef struct tp_param {
+    char *name;           /* owned */
+    tp_domain_kind kind;  /* which domain */
+    json_t **values;      /* owned refs; CONST, CHOICE, GRID */
+    size_t nvalues;       /* count of values */
+    double lo, hi;        /* UNIFORM, LOGUNIFORM, INT bounds; NORMAL mean, sigma */
+    double q;             /* quantization step, 0 for none (UNIFORM, LOGUNIFORM, NORMAL, INT) */
+    int log;              /* INT sampled log-uniformly */
+    int line, col;        /* where it was declared, 1-based; 0 if unknown */
+} tp_param_t;
+
+typedef struct tp_space {
+    tp_param_t *params;  /* owned array, in declaration order */
+    size_t n;            /* number of params */
+} tp_space_t;
+
+void tp__space_init(tp_space_t *s);
+void tp__space_free(tp_space_t *s);
+/* Append a parameter; the space takes ownership of p's fields. */
+void tp__space_add(tp_space_t *s, const tp_param_t *p);
+const tp_param_t *tp__space_find(const tp_space_t *s, const char *name);
+
+/* Check a param's domain: non-empty lists, lo < hi (lo <= hi for INT),
+ * lo > 0 for LOGUNIFORM and log INT, sigma > 0, q >= 0. Returns 0 or -EINVAL
+ * with a message that says what is wrong and what would be right (without
+ * file position: the caller adds it). */
+int tp__param_check(const tp_param_t *p, tp_error_t *err);
+
+/* Draw one configuration: every param sampled (GRID treated as CHOICE).
+ * Returns a new object, caller owns. O(n params). */
+json_t *tp__space_sample(const tp_space_t *s, tp_rng_t *rng);
+
+/* Number of points in the grid: the product of the sizes of the discrete
+ * domains (GRID, CHOICE, and INT without log whose range has <= 10000 values).
+ * Returns 1 when there are none, 0 on overflow past 2^40. */
+uint64_t tp__space_grid_size(const tp_space_t *s);
+/* The index-th grid point (index < grid size, mixed-radix, the first param
+ * varying slowest); continuous params are sampled from rng. Caller owns. */
+json_t *tp__space_grid_point(const tp_space_t *s, uint64_t index, tp_rng_t *rng);
+
+/* Text of a JSON scalar as it is substituted into argv and env:
+ * integers "%lld", reals shortest round-trip, strings as is, true/false,
+ * null "null". Returns bytes written (excl NUL) or -ENOSPC if it does not fit. */
+int tp__value_text(const json_t *v, char *out, size_t n);
+
+#endif

@@ -1,0 +1,382 @@
+/* store: SQLite journal of one experiment. See store.h for the contract.
+ *
+ * Every statement is a named constant with ?N binds, prepared once at open
+ * and finalized at close, from the table `statements` below. */
+#include "store/store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- schema and migrations ----------------------------------------------
+ * migrations[i] takes the schema from version i to i + 1. The version lives
+ * in PRAGMA user_version. Never edit a landed migration: append one. */
+static const char *const migrations[] = {
+    /* 0 -> 1: the first schema. */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "CREATE TABLE trials("
+    "  id INTEGER PRIMARY KEY,"        /* trial index, 0-based, as the searcher numbered it */
+    "  params TEXT NOT NULL,"          /* JSON object of parameter values */
+    "  state TEXT NOT NULL,"           /* pending|running|completed|failed|stopped */
+    "  attempts INTEGER NOT NULL DEFAULT 0,"  /* attempts started */
+    "  failures INTEGER NOT NULL DEFAULT 0,"  /* attempts that failed */
+    "  value REAL, best REAL, step INTEGER, metrics TEXT,"
+    "  exit_code INTEGER, signal INTEGER, error TEXT,"
+    "  created_at REAL NOT NULL, started_at REAL, ended_at REAL);"
+    "CREATE TABLE events("
+    "  id INTEGER PRIMARY KEY, trial INTEGER NOT NULL, attempt INTEGER NOT NULL,"
+    "  at REAL NOT NULL, kind TEXT NOT NULL, detail TEXT);"
+    "CREATE INDEX events_by_trial ON events(trial, id);"
+    "CREATE TABLE metrics("
+    "  trial INTEGER NOT NULL, attempt INTEGER NOT NULL, seq INTEGER NOT NULL,"
+    "  step INTEGER, value REAL, data TEXT NOT NULL,"
+    "  PRIMARY KEY(trial, attempt, seq)) WITHOUT ROWID;",
+};
+#define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
+
+/* ---- statements ---------------------------------------------------------- */
+enum {
+    ST_META_SET,
+    ST_META_GET,
+    ST_TRIAL_ADD,
+    ST_TRIAL_STATE,
+    ST_TRIAL_RUNNING,
+    ST_TRIAL_END,
+    ST_EVENT,
+    ST_METRIC,
+    ST_TRIALS,
+    ST_TRIAL_ONE,
+    ST_METRIC_COUNT,
+    ST_EVENTS,
+    ST_COUNT
+};
+
+static const char *const statements[ST_COUNT] = {
+    [ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    [ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [ST_TRIAL_ADD] = "INSERT INTO trials(id, params, state, created_at) VALUES(?1, ?2, 'pending', ?3)",
+    [ST_TRIAL_STATE] = "UPDATE trials SET state = ?2 WHERE id = ?1",
+    [ST_TRIAL_RUNNING] = "UPDATE trials SET state = 'running', attempts = ?2, started_at = ?3, "
+                         "ended_at = NULL WHERE id = ?1",
+    [ST_TRIAL_END] = "UPDATE trials SET state = ?2, value = ?3, best = ?4, step = ?5, metrics = ?6, "
+                     "exit_code = ?7, signal = ?8, error = ?9, ended_at = ?10, failures = ?11 WHERE id = ?1",
+    [ST_EVENT] = "INSERT INTO events(trial, attempt, at, kind, detail) VALUES(?1, ?2, ?3, ?4, ?5)",
+    [ST_METRIC] = "INSERT OR REPLACE INTO metrics(trial, attempt, seq, step, value, data) "
+                  "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_TRIALS] = "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, "
+                  "signal, error, created_at, started_at, ended_at, failures FROM trials ORDER BY id",
+    [ST_TRIAL_ONE] = "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, "
+                     "signal, error, created_at, started_at, ended_at, failures FROM trials WHERE id = ?1",
+    [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
+    [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
+};
+
+struct tp_store {
+    sqlite3 *db;                      /* the connection */
+    sqlite3_stmt *stmt[ST_COUNT];     /* prepared statements, by ST_* */
+    int readonly;                     /* opened TP_STORE_READONLY */
+};
+
+static int store_fail(tp_store_t *s, tp_error_t *err, const char *what) {
+    return tp__errorf(err, -EIO, "store: %s: %s", what, s && s->db ? sqlite3_errmsg(s->db) : "?");
+}
+
+static int migrate(tp_store_t *s, tp_error_t *err) {
+    sqlite3_stmt *st = NULL;
+    int version = 0;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA user_version", -1, &st, NULL) != SQLITE_OK)
+        return store_fail(s, err, "reading the schema version");
+    if (sqlite3_step(st) == SQLITE_ROW) version = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    if (version > SCHEMA_VERSION)
+        return tp__errorf(err, -EPROTO,
+                          "store: schema version %d is newer than this tunepack knows (%d); "
+                          "use a newer tunepack",
+                          version, SCHEMA_VERSION);
+    if (s->readonly || version == SCHEMA_VERSION) return 0;
+    if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return store_fail(s, err, "starting the migration");
+    for (int v = version; v < SCHEMA_VERSION; v++) {
+        if (sqlite3_exec(s->db, migrations[v], NULL, NULL, NULL) != SQLITE_OK) {
+            int rc = store_fail(s, err, "migrating the schema");
+            sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+            return rc;
+        }
+    }
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA user_version = %d", SCHEMA_VERSION);
+    if (sqlite3_exec(s->db, sql, NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        int rc = store_fail(s, err, "recording the schema version");
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        return rc;
+    }
+    return 0;
+}
+
+int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err) {
+    char path[4096];
+    *out = NULL;
+    if (snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE) >= (int)sizeof path)
+        return tp__errorf(err, -ENAMETOOLONG, "store: path too long: %s", dir);
+    tp_store_t *s = tp__xcalloc(1, sizeof *s);
+    s->readonly = mode == TP_STORE_READONLY;
+    int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+    if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+        int rc = s->readonly ? tp__errorf(err, -ENOENT, "no experiment in %s (no %s there)", dir,
+                                          TP_STORE_FILE)
+                             : store_fail(s, err, path);
+        tp__store_close(s);
+        return rc;
+    }
+    sqlite3_busy_timeout(s->db, 5000);
+    if (!s->readonly &&
+        sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
+                     NULL) != SQLITE_OK) {
+        int rc = store_fail(s, err, "enabling WAL");
+        tp__store_close(s);
+        return rc;
+    }
+    int rc = migrate(s, err);
+    if (rc == 0 && s->readonly) {
+        /* An empty or foreign database is not an experiment. */
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM meta LIMIT 1", -1, &st, NULL) != SQLITE_OK)
+            rc = tp__errorf(err, -ENOENT, "no experiment in %s (%s has no tunepack schema)", dir,
+                            TP_STORE_FILE);
+        sqlite3_finalize(st);
+    }
+    for (int i = 0; rc == 0 && i < ST_COUNT; i++) {
+        if (s->readonly && (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
+                            i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT ||
+                            i == ST_METRIC))
+            continue;
+        if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
+                               NULL) != SQLITE_OK)
+            rc = store_fail(s, err, statements[i]);
+    }
+    if (rc != 0) {
+        tp__store_close(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+void tp__store_close(tp_store_t *s) {
+    if (!s) return;
+    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->stmt[i]);
+    sqlite3_close(s->db);
+    free(s);
+}
+
+int tp__store_begin(tp_store_t *s) {
+    return sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+int tp__store_commit(tp_store_t *s) {
+    return sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+/* Run a prepared statement that returns no rows; resets it. */
+static int exec_stmt(tp_store_t *s, sqlite3_stmt *st) {
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        tp__log(TP_LOG_ERROR, "store: %s", sqlite3_errmsg(s->db));
+        return -EIO;
+    }
+    return 0;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *text) {
+    if (text)
+        sqlite3_bind_text(st, i, text, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void bind_real_or_null(sqlite3_stmt *st, int i, int has, double v) {
+    if (has && isfinite(v))
+        sqlite3_bind_double(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+int tp__store_meta_set(tp_store_t *s, const char *key, const char *value) {
+    sqlite3_stmt *st = s->stmt[ST_META_SET];
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_STATIC);
+    return exec_stmt(s, st);
+}
+
+char *tp__store_meta_get(tp_store_t *s, const char *key) {
+    sqlite3_stmt *st = s->stmt[ST_META_GET];
+    char *value = NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) value = tp__strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return value;
+}
+
+int tp__store_event(tp_store_t *s, int64_t trial, int attempt, const char *kind, const char *detail,
+                    double at) {
+    sqlite3_stmt *st = s->stmt[ST_EVENT];
+    sqlite3_bind_int64(st, 1, trial);
+    sqlite3_bind_int(st, 2, attempt);
+    sqlite3_bind_double(st, 3, at);
+    sqlite3_bind_text(st, 4, kind, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 5, detail);
+    return exec_stmt(s, st);
+}
+
+int tp__store_trial_add(tp_store_t *s, int64_t id, const char *params_json, double at) {
+    sqlite3_stmt *st = s->stmt[ST_TRIAL_ADD];
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, params_json, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 3, at);
+    int rc = exec_stmt(s, st);
+    return rc ? rc : tp__store_event(s, id, 0, "pending", NULL, at);
+}
+
+int tp__store_trial_state(tp_store_t *s, int64_t id, const char *state, int attempt,
+                          const char *detail, double at) {
+    sqlite3_stmt *st;
+    if (strcmp(state, "running") == 0) {
+        st = s->stmt[ST_TRIAL_RUNNING];
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_int(st, 2, attempt);
+        sqlite3_bind_double(st, 3, at);
+    } else {
+        st = s->stmt[ST_TRIAL_STATE];
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
+    }
+    int rc = exec_stmt(s, st);
+    return rc ? rc : tp__store_event(s, id, attempt, state, detail, at);
+}
+
+int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *e) {
+    sqlite3_stmt *st = s->stmt[ST_TRIAL_END];
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_text(st, 2, e->state, -1, SQLITE_STATIC);
+    bind_real_or_null(st, 3, e->has_value, e->value);
+    bind_real_or_null(st, 4, e->has_value, e->best);
+    if (e->step != TP_STORE_NO_STEP)
+        sqlite3_bind_int64(st, 5, e->step);
+    else
+        sqlite3_bind_null(st, 5);
+    bind_text_or_null(st, 6, e->metrics);
+    if (e->has_exit) {
+        sqlite3_bind_int(st, 7, e->exit_code);
+        sqlite3_bind_int(st, 8, e->signal);
+    } else {
+        sqlite3_bind_null(st, 7);
+        sqlite3_bind_null(st, 8);
+    }
+    bind_text_or_null(st, 9, e->error && *e->error ? e->error : NULL);
+    if (strcmp(e->state, "pending") == 0)
+        sqlite3_bind_null(st, 10);
+    else
+        sqlite3_bind_double(st, 10, e->at);
+    sqlite3_bind_int(st, 11, e->failures);
+    int rc = exec_stmt(s, st);
+    return rc ? rc : tp__store_event(s, id, e->attempt, e->state, e->error, e->at);
+}
+
+int tp__store_metric(tp_store_t *s, int64_t trial, int attempt, int64_t seq, int64_t step,
+                     double value, const char *data, size_t len) {
+    sqlite3_stmt *st = s->stmt[ST_METRIC];
+    sqlite3_bind_int64(st, 1, trial);
+    sqlite3_bind_int(st, 2, attempt);
+    sqlite3_bind_int64(st, 3, seq);
+    if (step != TP_STORE_NO_STEP)
+        sqlite3_bind_int64(st, 4, step);
+    else
+        sqlite3_bind_null(st, 4);
+    bind_real_or_null(st, 5, 1, value);
+    sqlite3_bind_text(st, 6, data, (int)len, SQLITE_STATIC);
+    return exec_stmt(s, st);
+}
+
+/* Fill row from the current result of a ST_TRIALS-shaped statement. */
+static void read_trial_row(sqlite3_stmt *st, tp_trial_row_t *r) {
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(st, 0);
+    r->params = (const char *)sqlite3_column_text(st, 1);
+    r->state = (const char *)sqlite3_column_text(st, 2);
+    r->attempts = sqlite3_column_int(st, 3);
+    r->has_value = sqlite3_column_type(st, 4) != SQLITE_NULL;
+    r->value = r->has_value ? sqlite3_column_double(st, 4) : NAN;
+    r->best = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5) : NAN;
+    r->step = sqlite3_column_type(st, 6) != SQLITE_NULL ? sqlite3_column_int64(st, 6)
+                                                        : TP_STORE_NO_STEP;
+    r->metrics = (const char *)sqlite3_column_text(st, 7);
+    r->has_exit = sqlite3_column_type(st, 8) != SQLITE_NULL;
+    r->exit_code = sqlite3_column_int(st, 8);
+    r->signal = sqlite3_column_int(st, 9);
+    r->error = (const char *)sqlite3_column_text(st, 10);
+    r->created_at = sqlite3_column_double(st, 11);
+    r->started_at = sqlite3_column_double(st, 12);
+    r->ended_at = sqlite3_column_double(st, 13);
+    r->failures = sqlite3_column_int(st, 14);
+}
+
+static int each_trial(sqlite3_stmt *st, int (*cb)(const tp_trial_row_t *, void *), void *ud,
+                      int *seen) {
+    int rc = 0, step;
+    while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+        tp_trial_row_t row;
+        read_trial_row(st, &row);
+        (*seen)++;
+        if ((rc = cb(&row, ud)) != 0) break;
+    }
+    if (rc == 0 && step != SQLITE_DONE && step != SQLITE_ROW) rc = -EIO;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int tp__store_trials(tp_store_t *s, int (*cb)(const tp_trial_row_t *, void *), void *ud) {
+    int seen = 0;
+    return each_trial(s->stmt[ST_TRIALS], cb, ud, &seen);
+}
+
+int tp__store_trial(tp_store_t *s, int64_t id, int (*cb)(const tp_trial_row_t *, void *), void *ud) {
+    int seen = 0;
+    sqlite3_bind_int64(s->stmt[ST_TRIAL_ONE], 1, id);
+    int rc = each_trial(s->stmt[ST_TRIAL_ONE], cb, ud, &seen);
+    return rc ? rc : seen ? 0 : -ENOENT;
+}
+
+int64_t tp__store_metric_count(tp_store_t *s, int64_t trial) {
+    sqlite3_stmt *st = s->stmt[ST_METRIC_COUNT];
+    int64_t n = 0;
+    sqlite3_bind_int64(st, 1, trial);
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return n;
+}
+
+int tp__store_events(tp_store_t *s, int64_t trial,
+                     int (*cb)(const char *kind, int attempt, double at, const char *detail, void *ud),
+                     void *ud) {
+    sqlite3_stmt *st = s->stmt[ST_EVENTS];
+    int rc = 0;
+    sqlite3_bind_int64(st, 1, trial);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        rc = cb((const char *)sqlite3_column_text(st, 0), sqlite3_column_int(st, 1),
+                sqlite3_column_double(st, 2), (const char *)sqlite3_column_text(st, 3), ud);
+        if (rc) break;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}

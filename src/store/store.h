@@ -1,0 +1,102 @@
+/* store: one SQLite database per experiment (WAL, schema version in
+ * user_version, migrations in code). Only the orchestrator writes it;
+ * the CLI opens it read-only. */
+#ifndef TP_STORE_H
+#define TP_STORE_H
+
+#include <stdint.h>
+
+#include "util/util.h"
+
+#define TP_STORE_FILE "tunepack.db"
+#define TP_STORE_NO_STEP INT64_MIN
+
+typedef struct tp_store tp_store_t;
+
+enum {
+    TP_STORE_READONLY = 0, /* open an existing store for reading */
+    TP_STORE_WRITE = 1,    /* open or create for writing (the orchestrator) */
+};
+
+/* Open DIR/tunepack.db. mode TP_STORE_WRITE creates the file and migrates
+ * the schema to the current version; READONLY fails with -ENOENT if absent
+ * and -EPROTO if the schema is newer than this binary. */
+int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err);
+void tp__store_close(tp_store_t *s);
+
+/* Transactions: the orchestrator groups a loop turn's writes in one. */
+int tp__store_begin(tp_store_t *s);
+int tp__store_commit(tp_store_t *s);
+
+/* Experiment-wide key/value facts (experiment text, token, state, ...). */
+int tp__store_meta_set(tp_store_t *s, const char *key, const char *value);
+char *tp__store_meta_get(tp_store_t *s, const char *key); /* malloc'd, NULL if absent */
+
+/* A new trial, state "pending". */
+int tp__store_trial_add(tp_store_t *s, int64_t id, const char *params_json, double at);
+/* A state change of a trial attempt, with its time and an optional detail;
+ * also recorded in the events table. "running" sets attempts and started_at. */
+int tp__store_trial_state(tp_store_t *s, int64_t id, const char *state, int attempt,
+                          const char *detail, double at);
+
+/* The end of an attempt. */
+typedef struct tp_trial_end {
+    const char *state;    /* completed | failed | pending (retry or interrupted) | stopped */
+    int attempt;          /* attempt that ended */
+    int failures;         /* failed attempts so far, this one included */
+    int has_exit;         /* exit status known */
+    int exit_code;        /* exit code, -1 if signaled */
+    int signal;           /* terminating signal, 0 if none */
+    const char *error;    /* NULL or text */
+    int has_value;        /* objective reported */
+    double value;         /* objective: last reported value */
+    double best;          /* best value reported during the attempt */
+    int64_t step;         /* last reported step, TP_STORE_NO_STEP if none */
+    const char *metrics;  /* last report line (JSON object), NULL if none */
+    double at;            /* time */
+} tp_trial_end_t;
+int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *end);
+
+/* An event with no state change (garbage on a report channel, a note). */
+int tp__store_event(tp_store_t *s, int64_t trial, int attempt, const char *kind, const char *detail,
+                    double at);
+/* One reported metric row: the line as received (a JSON object), its step
+ * and the objective's value (NaN: absent). O(log n) per row. */
+int tp__store_metric(tp_store_t *s, int64_t trial, int attempt, int64_t seq, int64_t step,
+                     double value, const char *data, size_t len);
+
+/* A trial as read back; strings valid only during the callback. */
+typedef struct tp_trial_row {
+    int64_t id;
+    const char *params;    /* JSON object */
+    const char *state;
+    int attempts;          /* attempts started */
+    int failures;          /* attempts that failed */
+    int has_value;
+    double value;
+    double best;
+    int64_t step;          /* TP_STORE_NO_STEP if none */
+    const char *metrics;   /* last report line or NULL */
+    int has_exit;
+    int exit_code;
+    int signal;
+    const char *error;     /* NULL if none */
+    double created_at, started_at, ended_at; /* 0 if unset */
+} tp_trial_row_t;
+
+/* Call cb for every trial in id order; stops early when cb returns non-zero
+ * and returns that value. O(trials). */
+int tp__store_trials(tp_store_t *s, int (*cb)(const tp_trial_row_t *row, void *ud), void *ud);
+/* One trial; 0, -ENOENT if absent. */
+int tp__store_trial(tp_store_t *s, int64_t id, int (*cb)(const tp_trial_row_t *row, void *ud),
+                    void *ud);
+
+/* Number of metric rows of a trial (all attempts). */
+int64_t tp__store_metric_count(tp_store_t *s, int64_t trial);
+
+/* Events of a trial in time order: cb(kind, attempt, at, detail). */
+int tp__store_events(tp_store_t *s, int64_t trial,
+                     int (*cb)(const char *kind, int attempt, double at, const char *detail, void *ud),
+                     void *ud);
+
+#endif

@@ -1,0 +1,209 @@
+/* text: strings, edit distance, did-you-mean, number formatting, file io. */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/util.h"
+
+static void out_of_memory(size_t n) {
+    fprintf(stderr, "tunepack: error: out of memory (%zu bytes)\n", n);
+    abort();
+}
+
+void *tp__xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) out_of_memory(n);
+    return p;
+}
+
+void *tp__xcalloc(size_t n, size_t size) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) out_of_memory(n * size);
+    return p;
+}
+
+void *tp__xrealloc(void *p, size_t n) {
+    void *q = realloc(p, n ? n : 1);
+    if (!q) out_of_memory(n);
+    return q;
+}
+
+char *tp__strdup(const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s) + 1;
+    char *p = tp__xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+/* Levenshtein distance with one row of memory: O(len(a)*len(b)) time,
+ * O(len(b)) space. */
+size_t tp__edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    size_t *row = tp__xmalloc((lb + 1) * sizeof *row);
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    size_t d = row[lb];
+    free(row);
+    return d;
+}
+
+/* The candidate nearest to word when it is a plausible typo: a
+ * case-insensitive match, or edit distance <= max(1, len(word)/3).
+ * NULL candidates are skipped. O(n * len^2). */
+const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n) {
+    const char *best = NULL;
+    size_t best_d = (size_t)-1;
+    for (size_t i = 0; i < n; i++) {
+        if (!candidates[i]) continue;
+        if (strcasecmp(word, candidates[i]) == 0) return candidates[i];
+        size_t d = tp__edit_distance(word, candidates[i]);
+        if (d < best_d) {
+            best_d = d;
+            best = candidates[i];
+        }
+    }
+    size_t limit = strlen(word) / 3;
+    if (limit < 1) limit = 1;
+    return best && best_d <= limit ? best : NULL;
+}
+
+/* Shortest "%.*g" text that strtod reads back as exactly v (integral values
+ * below 1e16 in plain digits); "nan", "inf", "-inf" for non-finite values. */
+void tp__fmt_double(double v, char out[32]) {
+    if (isnan(v)) {
+        strcpy(out, "nan");
+        return;
+    }
+    if (isinf(v)) {
+        strcpy(out, v < 0 ? "-inf" : "inf");
+        return;
+    }
+    if (v == floor(v) && fabs(v) < 1e16) { /* integral: "20", never "2e+01" */
+        snprintf(out, 32, "%.0f", v);
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, 32, "%.*g", prec, v);
+        if (strtod(out, NULL) == v) return;
+    }
+    snprintf(out, 32, "%.17g", v);
+}
+
+/* Read path into a malloc'd NUL-terminated buffer (*out, caller frees) and
+ * its length (*len, may be NULL). Returns 0 or -errno with "cannot read
+ * path: reason". */
+int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        int e = errno;
+        return tp__errorf(err, -e, "cannot read %s: %s", path, strerror(e));
+    }
+    tp_buf_t b;
+    tp__buf_init(&b);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (tp__buf_append(&b, chunk, n) < 0) {
+            fclose(f);
+            tp__buf_free(&b);
+            return tp__errorf(err, -ENOMEM, "cannot read %s: out of memory", path);
+        }
+    }
+    if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        fclose(f);
+        tp__buf_free(&b);
+        return tp__errorf(err, -e, "cannot read %s: %s", path, strerror(e));
+    }
+    fclose(f);
+    if (len) *len = b.len;
+    *out = tp__buf_steal(&b);
+    return 0;
+}
+
+/* Write data to "<path>.tmp.<pid>" then rename it over path, so readers see
+ * either the old or the new contents. Returns 0 or -errno. */
+int tp__write_file(const char *path, const void *data, size_t len, tp_error_t *err) {
+    char tmp[4096];
+    int w = snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    if (w < 0 || (size_t)w >= sizeof tmp)
+        return tp__errorf(err, -ENAMETOOLONG, "cannot write %s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        return tp__errorf(err, -e, "cannot write %s: %s", tmp, strerror(e));
+    }
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t k = write(fd, p, left);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            return tp__errorf(err, -e, "cannot write %s: %s", tmp, strerror(e));
+        }
+        p += k;
+        left -= (size_t)k;
+    }
+    if (close(fd) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return tp__errorf(err, -e, "cannot write %s: %s", tmp, strerror(e));
+    }
+    if (rename(tmp, path) < 0) {
+        int e = errno;
+        unlink(tmp);
+        return tp__errorf(err, -e, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return 0;
+}
+
+/* Create path and its missing parents with mode 0755; an existing directory
+ * is fine. Returns 0 or -errno. */
+int tp__mkdir_p(const char *path, tp_error_t *err) {
+    size_t n = strlen(path);
+    if (n == 0) return tp__errorf(err, -EINVAL, "cannot create a directory with an empty name");
+    char *p = tp__strdup(path);
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != '\0') continue;
+        char saved = p[i];
+        p[i] = '\0';
+        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+            int e = errno;
+            int rc = tp__errorf(err, -e, "cannot create directory %s: %s", p, strerror(e));
+            free(p);
+            return rc;
+        }
+        p[i] = saved;
+    }
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        free(p);
+        return tp__errorf(err, -ENOTDIR, "cannot create directory %s: %s", path,
+                          strerror(ENOTDIR));
+    }
+    free(p);
+    return 0;
+}

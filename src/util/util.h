@@ -1,0 +1,91 @@
+/* util: strings, buffers, RNG, time, durations, error text, logging.
+ * Leaf module: depends on libc only. */
+#ifndef TP_UTIL_H
+#define TP_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- error text --------------------------------------------------------
+ * A human-readable error in a fixed buffer. Functions that can fail take a
+ * tp_error_t * (may be NULL) and return 0 or a negative errno-style code. */
+typedef struct tp_error {
+    int code;        /* negative errno-style code, 0 when no error */
+    char msg[1024];  /* what went wrong, where, and what would be right */
+} tp_error_t;
+
+/* Fill err (if not NULL) with a printf-formatted message; returns code so a
+ * caller can `return tp__errorf(err, -EINVAL, "...")`. */
+int tp__errorf(tp_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- growable byte buffer (always NUL-terminated) ----------------------- */
+typedef struct tp_buf {
+    char *data;  /* owned; NUL-terminated when len > 0 or after any append */
+    size_t len;  /* bytes used, excluding the terminating NUL */
+    size_t cap;  /* bytes allocated */
+} tp_buf_t;
+
+void tp__buf_init(tp_buf_t *b);
+void tp__buf_free(tp_buf_t *b);
+void tp__buf_reset(tp_buf_t *b);                 /* len = 0, keeps memory */
+int tp__buf_reserve(tp_buf_t *b, size_t extra);  /* 0 or -ENOMEM */
+int tp__buf_append(tp_buf_t *b, const void *p, size_t n);
+int tp__buf_puts(tp_buf_t *b, const char *s);
+int tp__buf_printf(tp_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tp__buf_consume(tp_buf_t *b, size_t n);     /* drop the first n bytes */
+char *tp__buf_steal(tp_buf_t *b);                /* caller frees; b is reset */
+
+/* ---- strings ------------------------------------------------------------ */
+char *tp__strdup(const char *s);                 /* NULL-safe; aborts on OOM */
+void *tp__xmalloc(size_t n);                     /* aborts on OOM */
+void *tp__xcalloc(size_t n, size_t size);
+void *tp__xrealloc(void *p, size_t n);
+/* Levenshtein distance, O(len(a)*len(b)). */
+size_t tp__edit_distance(const char *a, const char *b);
+/* The candidate closest to word if it is close enough to be a plausible
+ * typo (distance <= max(1, len/3)), else NULL. */
+const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n);
+/* Shortest "%.*g" form of v that reads back to the same double. */
+void tp__fmt_double(double v, char out[32]);
+/* Read a whole file into a NUL-terminated malloc'd buffer. */
+int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err);
+/* Write data to path atomically (temp file + rename). */
+int tp__write_file(const char *path, const void *data, size_t len, tp_error_t *err);
+/* mkdir -p with mode 0755. */
+int tp__mkdir_p(const char *path, tp_error_t *err);
+
+/* ---- random numbers: xoshiro256** seeded through splitmix64 ------------- */
+typedef struct tp_rng {
+    uint64_t s[4];  /* generator state */
+} tp_rng_t;
+
+/* Seed deterministically from (seed, stream): the same pair always yields
+ * the same sequence, different streams are independent. */
+void tp__rng_seed(tp_rng_t *r, uint64_t seed, uint64_t stream);
+uint64_t tp__rng_next(tp_rng_t *r);
+double tp__rng_uniform(tp_rng_t *r);             /* [0, 1) */
+uint64_t tp__rng_below(tp_rng_t *r, uint64_t n); /* [0, n), unbiased; n > 0 */
+double tp__rng_normal(tp_rng_t *r);              /* standard normal */
+
+/* ---- time ---------------------------------------------------------------- */
+double tp__mono_s(void);  /* monotonic clock, seconds */
+double tp__wall_s(void);  /* wall clock, seconds since the epoch */
+/* Parse "90", "90s", "250ms", "5m", "1h30m", "2d" into seconds (> 0).
+ * Returns 0, or -EINVAL with a message saying what form is expected. */
+int tp__parse_duration(const char *text, double *out_s, tp_error_t *err);
+/* "1h02m", "3m05s", "12.3s" */
+void tp__format_duration(double s, char *out, size_t n);
+/* Parse "64k", "8M", "1G", "1024" (bytes, base 1024). */
+int tp__parse_size(const char *text, uint64_t *out, tp_error_t *err);
+
+/* ---- logging to stderr ---------------------------------------------------- */
+enum { TP_LOG_ERROR = 0, TP_LOG_WARN = 1, TP_LOG_INFO = 2, TP_LOG_DEBUG = 3 };
+/* Messages above the level set in env TUNEPACK_LOG (error|warn|info|debug,
+ * default info) are dropped. Each line: "tunepack: warn: ...". */
+void tp__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif
