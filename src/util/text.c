@@ -66,12 +66,29 @@ size_t tp__edit_distance(const char *a, const char *b) {
     return d;
 }
 
+/* Is the shorter of a and b (at least 2 chars) a subsequence of the longer,
+ * both starting with the same letter? Catches abbreviations ("rnd" for
+ * "random") and truncations ("lrate" for "lr") that edit distance misses. */
+static int abbreviates(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > lb) {
+        const char *t = a;
+        a = b, b = t;
+        la = lb;
+    }
+    if (la < 2 || tolower((unsigned char)a[0]) != tolower((unsigned char)b[0])) return 0;
+    for (; *a && *b; b++)
+        if (tolower((unsigned char)*a) == tolower((unsigned char)*b)) a++;
+    return *a == '\0';
+}
+
 /* The candidate nearest to word when it is a plausible typo: a
- * case-insensitive match, or edit distance <= max(1, len(word)/3).
- * NULL candidates are skipped. O(n * len^2). */
+ * case-insensitive match, edit distance <= max(1, len(word)/3), or failing
+ * those an abbreviation either way (see abbreviates). NULL candidates are
+ * skipped. O(n * len^2). */
 const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n) {
-    const char *best = NULL;
-    size_t best_d = (size_t)-1;
+    const char *best = NULL, *abbrev = NULL;
+    size_t best_d = (size_t)-1, abbrev_d = (size_t)-1;
     for (size_t i = 0; i < n; i++) {
         if (!candidates[i]) continue;
         if (strcasecmp(word, candidates[i]) == 0) return candidates[i];
@@ -80,10 +97,14 @@ const char *tp__did_you_mean(const char *word, const char *const *candidates, si
             best_d = d;
             best = candidates[i];
         }
+        if (d < abbrev_d && abbreviates(word, candidates[i])) {
+            abbrev_d = d;
+            abbrev = candidates[i];
+        }
     }
     size_t limit = strlen(word) / 3;
     if (limit < 1) limit = 1;
-    return best && best_d <= limit ? best : NULL;
+    return best && best_d <= limit ? best : abbrev;
 }
 
 /* Shortest "%.*g" text that strtod reads back as exactly v (integral values

@@ -47,7 +47,8 @@ void *tp__xrealloc(void *p, size_t n);
 /* Levenshtein distance, O(len(a)*len(b)). */
 size_t tp__edit_distance(const char *a, const char *b);
 /* The candidate closest to word if it is close enough to be a plausible
- * typo (distance <= max(1, len/3)), else NULL. */
+ * typo (distance <= max(1, len/3), or a case-insensitive match, or else one
+ * abbreviating the other, e.g. "rnd" -> "random"), else NULL. */
 const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n);
 /* Shortest "%.*g" form of v that reads back to the same double. */
 void tp__fmt_double(double v, char out[32]);

@@ -94,6 +94,11 @@ TP_TEST(test_did_you_mean_suggests_only_close_candidates) {
     TP_CHECK(tp__did_you_mean("zzzzzz", keys, 5) == NULL);
     TP_CHECK(tp__did_you_mean("x", keys, 5) == NULL);
     TP_CHECK(tp__did_you_mean("anything", keys, 0) == NULL);
+    const char *const algos[] = {"grid", "random"};
+    TP_CHECK_STR(tp__did_you_mean("rnd", algos, 2), "random"); /* abbreviation */
+    const char *const params[] = {"lr", "momentum", "hidden", "trial_id", "trial_dir"};
+    TP_CHECK_STR(tp__did_you_mean("lrate", params, 5), "lr"); /* lengthened name */
+    TP_CHECK(tp__did_you_mean("epochs", params, 5) == NULL);
 }
 
 TP_TEST(test_fmt_double_is_shortest_round_trip) {

@@ -1,0 +1,306 @@
+/* Unit tests for config: the experiment file, its error messages, and substitution. */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "tp_test.h"
+
+static const char example[] =
+    "name: mlp-demo\n"
+    "command: [./build/examples/mlp_train, --lr, \"{lr}\", --hidden, \"{hidden}\", --epochs, "
+    "\"{epochs}\"]\n"
+    "metric: {name: val_acc, mode: max}\n"
+    "space:\n"
+    "  lr: {loguniform: [1.0e-4, 1.0]}\n"
+    "  momentum: {uniform: [0.0, 0.99]}\n"
+    "  hidden: {choice: [16, 32, 64, 128]}\n"
+    "  layers: {int: [1, 3]}\n"
+    "  epochs: 20\n"
+    "search: {algorithm: random, trials: 40, seed: 1}\n"
+    "concurrency: 2\n"
+    "retries: 1\n"
+    "timeout: 5m\n";
+
+/* Parse text expecting failure; returns the message (static buffer). */
+static const char *parse_error(const char *text) {
+    static tp_error_t err;
+    tp_experiment_t x;
+    memset(&err, 0, sizeof err);
+    int rc = tp__experiment_parse("exp.yaml", text, strlen(text), &x, &err);
+    if (rc == 0) {
+        tp__experiment_free(&x);
+        return "(parsed without error)";
+    }
+    if (rc != -EINVAL) return "(wrong error code)";
+    return err.msg;
+}
+
+#define HEAD "name: a\ncommand: [x]\nmetric: {name: v, mode: max}\n"
+
+TP_TEST(test_example_file_parses_into_the_right_fields) {
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    int rc = tp__experiment_parse("exp.yaml", example, strlen(example), &x, &err);
+    TP_CHECK_INT(rc, 0);
+    if (rc) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    TP_CHECK_STR(x.path, "exp.yaml");
+    TP_CHECK_STR(x.text, example);
+    TP_CHECK_STR(x.name, "mlp-demo");
+    TP_CHECK_INT(x.argc, 7);
+    TP_CHECK_STR(x.argv[0], "./build/examples/mlp_train");
+    TP_CHECK_STR(x.argv[2], "{lr}");
+    TP_CHECK(x.argv[7] == NULL);
+    TP_CHECK_STR(x.metric, "val_acc");
+    TP_CHECK_INT(x.maximize, 1);
+    TP_CHECK_INT(x.space.n, 5);
+    const tp_param_t *lr = tp__space_find(&x.space, "lr");
+    TP_CHECK(lr && lr->kind == TP_DOM_LOGUNIFORM && lr->lo == 1e-4 && lr->hi == 1.0);
+    TP_CHECK(lr && lr->line == 5 && lr->col == 3);
+    const tp_param_t *m = &x.space.params[1];
+    TP_CHECK_STR(m->name, "momentum");
+    TP_CHECK(m->kind == TP_DOM_UNIFORM && m->lo == 0.0 && m->hi == 0.99);
+    const tp_param_t *h = tp__space_find(&x.space, "hidden");
+    TP_CHECK(h && h->kind == TP_DOM_CHOICE && h->nvalues == 4);
+    TP_CHECK(h && json_is_integer(h->values[3]) && json_integer_value(h->values[3]) == 128);
+    const tp_param_t *l = tp__space_find(&x.space, "layers");
+    TP_CHECK(l && l->kind == TP_DOM_INT && l->lo == 1 && l->hi == 3 && !l->log);
+    const tp_param_t *e = tp__space_find(&x.space, "epochs");
+    TP_CHECK(e && e->kind == TP_DOM_CONST && json_integer_value(e->values[0]) == 20);
+    TP_CHECK_STR(x.search.algorithm, "random");
+    TP_CHECK_INT(x.search.trials, 40);
+    TP_CHECK_INT(x.search.seed, 1);
+    TP_CHECK_INT(x.concurrency, 2);
+    TP_CHECK_INT(x.retries, 1);
+    TP_CHECK_NEAR(x.timeout_s, 300, 1e-9);
+    TP_CHECK_NEAR(x.grace_s, 10, 1e-9);
+    TP_CHECK_INT(x.log_limit, 8 << 20);
+    TP_CHECK(x.workdir == NULL && x.nenv == 0);
+    tp__experiment_free(&x);
+}
+
+TP_TEST(test_defaults_and_optional_keys) {
+    const char *text = HEAD "space:\n"
+                            "  n: {int: [1, 1024], log: true, q: 2}\n"
+                            "  s: \"20\"\n"
+                            "  b: true\n"
+                            "  w: {normal: [0, 1], q: 0.5}\n"
+                            "stop_grace: 30\n"
+                            "log_limit: 64k\n"
+                            "workdir: /tmp/run\n"
+                            "env: {OMP_NUM_THREADS: 4, MODE: fast}\n"
+                            "description: anything\n";
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", text, strlen(text), &x, &err), 0);
+    if (err.code) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return;
+    }
+    TP_CHECK_STR(x.search.algorithm, "random");
+    TP_CHECK_INT(x.search.trials, 10);
+    TP_CHECK_INT(x.search.seed, 0);
+    TP_CHECK_INT(x.concurrency, 1);
+    TP_CHECK_INT(x.retries, 0);
+    TP_CHECK(x.timeout_s == 0);
+    TP_CHECK_NEAR(x.grace_s, 30, 1e-9);
+    TP_CHECK_INT(x.log_limit, 65536);
+    TP_CHECK_STR(x.workdir, "/tmp/run");
+    TP_CHECK_INT(x.nenv, 2);
+    TP_CHECK_STR(x.env[0].name, "OMP_NUM_THREADS");
+    TP_CHECK_STR(x.env[0].value, "4");
+    TP_CHECK_STR(x.env[1].value, "fast");
+    const tp_param_t *n = tp__space_find(&x.space, "n");
+    TP_CHECK(n && n->kind == TP_DOM_INT && n->log == 1 && n->q == 2);
+    const tp_param_t *s = tp__space_find(&x.space, "s");
+    TP_CHECK(s && json_is_string(s->values[0])); /* quoted scalars stay strings */
+    const tp_param_t *b = tp__space_find(&x.space, "b");
+    TP_CHECK(b && json_is_true(b->values[0]));
+    const tp_param_t *w = tp__space_find(&x.space, "w");
+    TP_CHECK(w && w->kind == TP_DOM_NORMAL && w->hi == 1 && w->q == 0.5);
+    tp__experiment_free(&x);
+}
+
+TP_TEST(test_yaml_syntax_error_reports_position) {
+    TP_CHECK_STR(parse_error("name: a\n  command: [x]\n"),
+                 "exp.yaml:2:10: YAML syntax error: mapping values are not allowed in this "
+                 "context; check indentation and quoting near here");
+    TP_CHECK_CONTAINS(parse_error("name: a\nmetric: {name: v, mode: max\n"),
+                      "exp.yaml:3:1: YAML syntax error: did not find expected ',' or '}'");
+}
+
+TP_TEST(test_unknown_top_level_key_suggests_the_right_one) {
+    TP_CHECK_STR(parse_error(HEAD "concurency: 2\n"),
+                 "exp.yaml:4:1: unknown key \"concurency\"; did you mean \"concurrency\"?");
+    TP_CHECK_CONTAINS(parse_error(HEAD "zzzzzz: 2\n"),
+                      "exp.yaml:4:1: unknown key \"zzzzzz\"; valid keys are: name, description, "
+                      "command, metric, space, search");
+}
+
+TP_TEST(test_unknown_nested_key_suggests_the_right_one) {
+    TP_CHECK_STR(parse_error(HEAD "search: {algoritm: grid}\n"),
+                 "exp.yaml:4:10: unknown key \"algoritm\"; did you mean \"algorithm\"?");
+    TP_CHECK_STR(parse_error(HEAD "space:\n  lr: {unifrom: [0, 1]}\n"),
+                 "exp.yaml:5:8: unknown key \"unifrom\"; did you mean \"uniform\"?");
+    TP_CHECK_STR(parse_error("name: a\ncommand: [x]\nmetric: {nme: v, mode: max}\n"),
+                 "exp.yaml:3:10: unknown key \"nme\"; did you mean \"name\"?");
+}
+
+TP_TEST(test_wrong_type_names_the_key_the_range_and_the_value) {
+    TP_CHECK_STR(parse_error(HEAD "concurrency: two\n"),
+                 "exp.yaml:4:14: \"concurrency\" must be an integer from 1 to 4096, got \"two\"");
+    TP_CHECK_STR(parse_error(HEAD "retries: 101\n"),
+                 "exp.yaml:4:10: \"retries\" must be an integer from 0 to 100, got \"101\"");
+    TP_CHECK_STR(parse_error(HEAD "search: {trials: 0}\n"),
+                 "exp.yaml:4:18: \"trials\" must be an integer >= 1, got \"0\"");
+    TP_CHECK_STR(parse_error(HEAD "timeout: 5x\n"),
+                 "exp.yaml:4:10: timeout: \"5x\" is not a duration; write e.g. 30s, 5m, 1h30m or "
+                 "a number of seconds");
+    TP_CHECK_CONTAINS(parse_error(HEAD "log_limit: 1k\n"), "exp.yaml:4:12: \"log_limit\" must be "
+                                                           "at least 4k");
+    TP_CHECK_CONTAINS(parse_error("name: a\ncommand: [x]\nmetric: {name: v, mode: up}\n"),
+                      "exp.yaml:3:25: \"mode\" must be max or min, got \"up\"");
+    TP_CHECK_CONTAINS(parse_error("name: my exp\ncommand: [x]\nmetric: {name: v, mode: max}\n"),
+                      "exp.yaml:1:7: \"name\" may hold only letters");
+    TP_CHECK_CONTAINS(parse_error(HEAD "env: {1X: a}\n"),
+                      "exp.yaml:4:7: environment variable name \"1X\" is not valid");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  y: {int: [1, 2.5]}\n"),
+                      "exp.yaml:5:16: int bounds of \"y\" must be integers, got \"2.5\"");
+}
+
+TP_TEST(test_inverted_range_points_at_the_bounds) {
+    TP_CHECK_STR(parse_error(HEAD "space:\n  lr: {uniform: [1, 0.1]}\n"),
+                 "exp.yaml:5:17: range of \"lr\" is empty or inverted: [1, 0.1]; write [low, "
+                 "high] with low < high");
+}
+
+TP_TEST(test_loguniform_bound_must_be_positive) {
+    TP_CHECK_STR(parse_error(HEAD "space:\n  lr: {loguniform: [0, 1.0]}\n"),
+                 "exp.yaml:5:20: loguniform bound of \"lr\" must be > 0, got 0; use e.g. "
+                 "[1.0e-5, 1.0]");
+}
+
+TP_TEST(test_empty_choice_is_rejected) {
+    TP_CHECK_STR(parse_error(HEAD "space:\n  hidden: {choice: []}\n"),
+                 "exp.yaml:5:20: choice for \"hidden\" is empty; list at least one value");
+}
+
+TP_TEST(test_unknown_placeholder_points_at_the_command_element) {
+    const char *text = "name: a\n"
+                       "command: [./train, --lr, \"{lrate}\", --m, \"{momentum}\"]\n"
+                       "metric: {name: v, mode: max}\n"
+                       "space:\n"
+                       "  lr: {uniform: [0, 1]}\n"
+                       "  momentum: 0.9\n"
+                       "  hidden: {choice: [1, 2]}\n";
+    TP_CHECK_STR(parse_error(text), "exp.yaml:2:26: placeholder {lrate} names no parameter; did "
+                                    "you mean {lr}? (parameters: lr, momentum, hidden)");
+    TP_CHECK_CONTAINS(parse_error("name: a\ncommand: [x, \"--{a\"]\nmetric: {name: v, mode: max}\n"),
+                      "exp.yaml:2:14: unbalanced '{' in \"--{a\"");
+    TP_CHECK_CONTAINS(parse_error("name: a\ncommand: [x, \"a}\"]\nmetric: {name: v, mode: max}\n"),
+                      "exp.yaml:2:14: unbalanced '}'");
+    /* built-ins and escaped braces are fine */
+    const char *ok = "name: a\ncommand: [x, \"{trial_id}\", \"{trial_dir}/out\", \"{{lit}}\"]\n"
+                     "metric: {name: v, mode: min}\n";
+    TP_CHECK_STR(parse_error(ok), "(parsed without error)");
+}
+
+TP_TEST(test_bare_list_domain_explains_choice_and_grid) {
+    TP_CHECK_STR(parse_error(HEAD "space:\n  hidden: [16, 32]\n"),
+                 "exp.yaml:5:11: \"hidden\" is a bare list; use {choice: [...]} to sample from a "
+                 "list or {grid: [...]} to try every value");
+}
+
+TP_TEST(test_scalar_command_is_rejected_as_never_run_through_a_shell) {
+    TP_CHECK_STR(parse_error("name: a\ncommand: python3 train.py --lr 0.1\n"
+                             "metric: {name: v, mode: max}\n"),
+                 "exp.yaml:2:10: command must be a list of arguments, e.g. [python3, train.py, "
+                 "--lr, \"{lr}\"]; it is never run through a shell");
+}
+
+TP_TEST(test_missing_metric_is_reported_at_the_top) {
+    TP_CHECK_STR(parse_error("name: a\ncommand: [x]\n"),
+                 "exp.yaml:1:1: missing required key \"metric\"; add e.g. metric: {name: val_acc, "
+                 "mode: max}");
+    TP_CHECK_CONTAINS(parse_error("name: a\ncommand: [x]\nmetric: {name: v}\n"),
+                      "exp.yaml:3:9: missing required key \"mode\"");
+}
+
+TP_TEST(test_structural_errors_empty_duplicate_not_a_mapping) {
+    TP_CHECK_CONTAINS(parse_error(""), "exp.yaml:1:1: the file is empty");
+    TP_CHECK_CONTAINS(parse_error("# only a comment\n"), "exp.yaml:1:1: the file is empty");
+    TP_CHECK_STR(parse_error("name: a\nname: b\n"),
+                 "exp.yaml:2:1: duplicate key \"name\"; keep one of them");
+    TP_CHECK_CONTAINS(parse_error("- a\n- b\n"), "exp.yaml:1:1: the experiment must be a mapping");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  x: {uniform: [0, 1], int: [1, 2]}\n"),
+                      "\"x\" has two domains (uniform and int); keep one");
+    TP_CHECK_CONTAINS(parse_error(HEAD "search: {algorithm: rnd}\n"),
+                      "exp.yaml:4:21: unknown search algorithm \"rnd\"; did you mean \"random\"?");
+}
+
+TP_TEST(test_load_reads_the_file_and_reports_a_missing_one) {
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__experiment_load("/nonexistent/exp.yaml", &x, &err), -ENOENT);
+    TP_CHECK_STR(err.msg, "cannot read /nonexistent/exp.yaml: No such file or directory");
+    char path[] = "/tmp/tp_test_config_XXXXXX";
+    int fd = mkstemp(path);
+    TP_CHECK(fd >= 0);
+    close(fd);
+    TP_CHECK_INT(tp__write_file(path, example, strlen(example), NULL), 0);
+    TP_CHECK_INT(tp__experiment_load(path, &x, &err), 0);
+    TP_CHECK_STR(x.name, "mlp-demo");
+    TP_CHECK_STR(x.text, example);
+    TP_CHECK_STR(x.path, path);
+    tp__experiment_free(&x);
+    unlink(path);
+}
+
+TP_TEST(test_substitution_keeps_a_shell_like_value_as_one_literal_string) {
+    json_t *params = json_pack("{s:s, s:f, s:i}", "name", "x; touch /tmp/owned", "lr", 0.1,
+                               "hidden", 64);
+    tp_error_t err = {0};
+    char *s = tp__substitute("{name}", params, NULL, &err);
+    TP_CHECK_STR(s, "x; touch /tmp/owned");
+    free(s);
+    s = tp__substitute("--lr={lr} --h {hidden}", params, NULL, &err);
+    TP_CHECK_STR(s, "--lr=0.1 --h 64");
+    free(s);
+    tp_subst_extra_t extra = {.trial_id = "17", .trial_dir = "/runs/a/17"};
+    s = tp__substitute("{trial_dir}/ckpt-{trial_id}", params, &extra, &err);
+    TP_CHECK_STR(s, "/runs/a/17/ckpt-17");
+    free(s);
+    json_decref(params);
+}
+
+TP_TEST(test_double_braces_are_literal_braces) {
+    json_t *params = json_pack("{s:i}", "lit", 5);
+    tp_error_t err = {0};
+    char *s = tp__substitute("{{lit}} {lit} }}{{", params, NULL, &err);
+    TP_CHECK_STR(s, "{lit} 5 }{");
+    free(s);
+    json_decref(params);
+}
+
+TP_TEST(test_substitution_rejects_unknown_names_and_unbalanced_braces) {
+    json_t *params = json_pack("{s:i}", "lr", 1);
+    tp_error_t err = {0};
+    TP_CHECK(tp__substitute("{nope}", params, NULL, &err) == NULL);
+    TP_CHECK_CONTAINS(err.msg, "{nope}");
+    TP_CHECK(tp__substitute("{lr", params, NULL, &err) == NULL);
+    TP_CHECK_CONTAINS(err.msg, "unbalanced '{'");
+    TP_CHECK(tp__substitute("{ lr }", params, NULL, &err) == NULL);
+    TP_CHECK(tp__substitute("{trial_id}", params, NULL, &err) == NULL); /* no extra given */
+    char **names = NULL;
+    TP_CHECK_INT(tp__template_names("a{x}b{y.z}{{no}}", &names, NULL), 2);
+    TP_CHECK(names && !strcmp(names[0], "x") && !strcmp(names[1], "y.z") && names[2] == NULL);
+    tp__template_names_free(names);
+    json_decref(params);
+}
+
+int main(void) {
+    return tp_test_main();
+}
