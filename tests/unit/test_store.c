@@ -1,0 +1,164 @@
+/* store: schema, journal writes, read-back, read-only access. */
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+#include "tp_test.h"
+
+static char *fresh_dir(void) {
+    char tmpl[] = "/tmp/tp_store_XXXXXX";
+    char *d = mkdtemp(tmpl);
+    return d ? strdup(d) : NULL;
+}
+
+/* The text of a one-value PRAGMA, read by a connection of our own. */
+static void pragma(const char *dir, const char *name, char *out, size_t n) {
+    char path[512], sql[64];
+    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
+    snprintf(sql, sizeof sql, "PRAGMA %s", name);
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    snprintf(out, n, "?");
+    if (sqlite3_open(path, &db) != SQLITE_OK) return;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        snprintf(out, n, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+typedef struct rows {
+    int n;
+    char state[4][16];
+    int attempts[4];
+    double value[4];
+    int has_value[4];
+    char error[4][64];
+} rows_t;
+
+static int collect(const tp_trial_row_t *r, void *ud) {
+    rows_t *a = ud;
+    if (a->n >= 4) return 1;
+    snprintf(a->state[a->n], 16, "%s", r->state);
+    a->attempts[a->n] = r->attempts;
+    a->value[a->n] = r->value;
+    a->has_value[a->n] = r->has_value;
+    snprintf(a->error[a->n], 64, "%s", r->error ? r->error : "");
+    a->n++;
+    return 0;
+}
+
+TP_TEST(test_new_store_has_current_schema_version_and_wal) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_WRITE, &s, &err), 0);
+    TP_CHECK_INT(tp__store_meta_set(s, "name", "demo"), 0);
+    tp__store_close(s);
+    char v[32];
+    pragma(dir, "user_version", v, sizeof v);
+    TP_CHECK_STR(v, "1");
+    pragma(dir, "journal_mode", v, sizeof v);
+    TP_CHECK_STR(v, "wal");
+    free(dir);
+}
+
+TP_TEST(test_trial_lifecycle_is_read_back_in_order) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_WRITE, &s, &err), 0);
+    TP_CHECK_INT(tp__store_begin(s), 0);
+    TP_CHECK_INT(tp__store_trial_add(s, 0, "{\"lr\":0.1}", 1.0), 0);
+    TP_CHECK_INT(tp__store_trial_add(s, 1, "{\"lr\":0.2}", 1.0), 0);
+    TP_CHECK_INT(tp__store_trial_state(s, 0, "running", 1, NULL, 2.0), 0);
+    TP_CHECK_INT(tp__store_metric(s, 0, 1, 0, 1, 0.5, "{\"step\":1,\"acc\":0.5}", 20), 0);
+    TP_CHECK_INT(tp__store_metric(s, 0, 1, 1, 2, 0.7, "{\"step\":2,\"acc\":0.7}", 20), 0);
+    tp_trial_end_t e = {.state = "completed", .attempt = 1, .has_exit = 1, .has_value = 1,
+                        .value = 0.7, .best = 0.7, .step = 2, .metrics = "{\"step\":2,\"acc\":0.7}",
+                        .at = 3.0};
+    TP_CHECK_INT(tp__store_trial_end(s, 0, &e), 0);
+    TP_CHECK_INT(tp__store_trial_state(s, 1, "running", 1, NULL, 2.0), 0);
+    tp_trial_end_t f = {.state = "failed", .attempt = 1, .failures = 1, .has_exit = 1,
+                        .exit_code = 3, .error = "exited with code 3",
+                        .step = TP_STORE_NO_STEP, .at = 3.0};
+    TP_CHECK_INT(tp__store_trial_end(s, 1, &f), 0);
+    TP_CHECK_INT(tp__store_commit(s), 0);
+    tp__store_close(s);
+
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_READONLY, &s, &err), 0);
+    rows_t a = {0};
+    TP_CHECK_INT(tp__store_trials(s, collect, &a), 0);
+    TP_CHECK_INT(a.n, 2);
+    TP_CHECK_STR(a.state[0], "completed");
+    TP_CHECK_INT(a.attempts[0], 1);
+    TP_CHECK(a.has_value[0] && fabs(a.value[0] - 0.7) < 1e-12);
+    TP_CHECK_STR(a.state[1], "failed");
+    TP_CHECK_STR(a.error[1], "exited with code 3");
+    TP_CHECK(!a.has_value[1]);
+    TP_CHECK_INT(tp__store_metric_count(s, 0), 2);
+    TP_CHECK_INT(tp__store_metric_count(s, 1), 0);
+    tp__store_close(s);
+    free(dir);
+}
+
+TP_TEST(test_uncommitted_transaction_leaves_no_trace) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_WRITE, &s, &err), 0);
+    TP_CHECK_INT(tp__store_meta_set(s, "name", "demo"), 0);
+    TP_CHECK_INT(tp__store_begin(s), 0);
+    TP_CHECK_INT(tp__store_trial_add(s, 0, "{}", 1.0), 0);
+    tp__store_close(s); /* closing without commit: as if killed */
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_READONLY, &s, &err), 0);
+    rows_t a = {0};
+    tp__store_trials(s, collect, &a);
+    TP_CHECK_INT(a.n, 0);
+    tp__store_close(s);
+    free(dir);
+}
+
+TP_TEST(test_readonly_open_of_missing_store_says_no_experiment) {
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__store_open("/nonexistent/dir", TP_STORE_READONLY, &s, &err), -ENOENT);
+    TP_CHECK_CONTAINS(err.msg, "no experiment in /nonexistent/dir");
+}
+
+TP_TEST(test_newer_schema_is_refused) {
+    char *dir = fresh_dir();
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL);
+    sqlite3_close(db);
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_WRITE, &s, &err), -EPROTO);
+    TP_CHECK_CONTAINS(err.msg, "newer");
+    free(dir);
+}
+
+TP_TEST(test_meta_values_round_trip_and_update) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__store_open(dir, TP_STORE_WRITE, &s, &err), 0);
+    TP_CHECK_INT(tp__store_meta_set(s, "state", "running"), 0);
+    TP_CHECK_INT(tp__store_meta_set(s, "state", "finished"), 0);
+    char *v = tp__store_meta_get(s, "state");
+    TP_CHECK_STR(v, "finished");
+    free(v);
+    TP_CHECK(tp__store_meta_get(s, "absent") == NULL);
+    tp__store_close(s);
+    free(dir);
+}
+
+int main(void) {
+    return tp_test_main();
+}
