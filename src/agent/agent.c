@@ -13,10 +13,10 @@
 #include "agent/agent_internal.h"
 
 typedef struct out_req {
-    uv_write_t req;  /* libuv write request */
-    tp_agent_t *a;   /* the agent */
-    char *data;      /* the frame, owned */
-    size_t len;      /* its length */
+    uv_write_t req; /* libuv write request */
+    tp_agent_t *a;  /* the agent */
+    char *data;     /* the frame, owned */
+    size_t len;     /* its length */
 } out_req_t;
 
 static void finish(tp_agent_t *a);
@@ -25,10 +25,13 @@ static void begin_stop(tp_agent_t *a, int bye, int code);
 static void set_paused(tp_agent_t *a, int paused) {
     if (a->paused == paused) return;
     a->paused = paused;
-    for (tp_trial_t *t = a->trials; t; t = t->next) tp__trial_set_reading(t, !paused);
+    for (tp_trial_t *t = a->trials; t; t = t->next)
+        tp__trial_set_reading(t, !paused);
 }
 
-static void on_handle_closed(uv_handle_t *h) { (void)h; }
+static void on_handle_closed(uv_handle_t *h) {
+    (void)h;
+}
 
 static void close_out(tp_agent_t *a) {
     if (!a->out_open) return;
@@ -119,8 +122,13 @@ static void begin_stop(tp_agent_t *a, int bye, int code) {
         a->exit_code = code;
     }
     close_in(a);
-    for (tp_trial_t *t = a->trials; t; t = t->next) tp__trial_stop(t, TP_END_STOPPED);
+    for (tp_trial_t *t = a->trials; t; t = t->next)
+        tp__trial_stop(t, TP_END_STOPPED);
     if (a->ntrials == 0) finish(a);
+}
+
+void tp__agent_fail(tp_agent_t *a) {
+    begin_stop(a, 0, 1);
 }
 
 void tp__agent_trial_gone(tp_agent_t *a) {
@@ -152,13 +160,15 @@ static void on_hello(tp_agent_t *a, json_t *m) {
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) < 0) strcpy(host, "unknown");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol", TP_PROTO_VERSION,
-                          "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid", (int)getpid(), "version",
-                          TP_VERSION, "reaped", reaped);
+    json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol",
+                          TP_PROTO_VERSION, "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid",
+                          (int)getpid(), "version", TP_VERSION, "reaped", reaped);
     tp__agent_send(a, r, NULL, 0);
 }
 
-static void on_launch(tp_agent_t *a, json_t *m) { tp__trial_launch(a, m); }
+static void on_launch(tp_agent_t *a, json_t *m) {
+    tp__trial_launch(a, m);
+}
 
 static void on_stop(tp_agent_t *a, json_t *m) {
     json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");

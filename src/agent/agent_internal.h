@@ -15,12 +15,12 @@
 #define TP_VERSION "0.1.0"
 #endif
 
-#define TP_AGENT_READ_BUF (64u << 10)     /* bytes per pipe read */
-#define TP_AGENT_MAX_LINE (1u << 20)      /* longer report lines are dropped */
-#define TP_AGENT_BATCH_MAX (256u << 10)   /* flush a report batch past this */
-#define TP_AGENT_OUT_HIGH (8u << 20)      /* pause trial pipes above this many unsent bytes */
-#define TP_AGENT_OUT_LOW (2u << 20)       /* resume them below this */
-#define TP_AGENT_LINGER_S 1.0             /* wait for pipes/group after the leader's exit */
+#define TP_AGENT_READ_BUF (64u << 10)   /* bytes per pipe read */
+#define TP_AGENT_MAX_LINE (1u << 20)    /* longer report lines are dropped */
+#define TP_AGENT_BATCH_MAX (256u << 10) /* flush a report batch past this */
+#define TP_AGENT_OUT_HIGH (8u << 20)    /* pause trial pipes above this many unsent bytes */
+#define TP_AGENT_OUT_LOW (2u << 20)     /* resume them below this */
+#define TP_AGENT_LINGER_S 1.0           /* wait for pipes/group after the leader's exit */
 
 typedef struct tp_agent tp_agent_t;
 typedef struct tp_trial tp_trial_t;
@@ -32,16 +32,17 @@ typedef enum { TP_LINES_FD, TP_LINES_STDOUT } tp_lines_kind_t;
 typedef void (*tp_lines_garbage_fn)(void *ctx, const char *what);
 
 typedef struct tp_lines {
-    tp_lines_kind_t kind;   /* fd: forward all lines; stdout: only name=value lines */
-    tp_buf_t partial;       /* the unterminated tail of the stream so far */
-    int discarding;         /* inside a line already over TP_AGENT_MAX_LINE */
-    tp_buf_t batch;         /* complete lines waiting to be sent */
+    tp_lines_kind_t kind; /* fd: forward all lines; stdout: only name=value lines */
+    tp_buf_t partial;     /* the unterminated tail of the stream so far */
+    int discarding;       /* inside a line already over TP_AGENT_MAX_LINE */
+    tp_buf_t batch;       /* complete lines waiting to be sent */
 } tp_lines_t;
 
 void tp__lines_init(tp_lines_t *l, tp_lines_kind_t kind);
 void tp__lines_free(tp_lines_t *l);
 /* Split data into lines, appending forwarded ones to l->batch. */
-void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_fn garbage, void *ctx);
+void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_fn garbage,
+                    void *ctx);
 /* End of stream: a final unterminated line is completed with '\n'. */
 void tp__lines_eof(tp_lines_t *l, tp_lines_garbage_fn garbage, void *ctx);
 /* 1 when line (len bytes, no '\n') looks like `name=value ...`. */
@@ -49,9 +50,9 @@ int tp__lines_is_kv(const char *line, size_t len);
 
 /* ---- logfile.c: a log file bounded to 2 * limit bytes ---------------------- */
 typedef struct tp_logfile {
-    int fd;          /* open for writing, -1 when none */
-    uint64_t size;   /* bytes in the file */
-    uint64_t limit;  /* keep at least the last `limit` bytes; 0 = unbounded */
+    int fd;         /* open for writing, -1 when none */
+    uint64_t size;  /* bytes in the file */
+    uint64_t limit; /* keep at least the last `limit` bytes; 0 = unbounded */
 } tp_logfile_t;
 
 int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err);
@@ -67,9 +68,9 @@ void tp__reap_zombies(tp_agent_t *a);
 
 /* ---- trial.c: one attempt ---------------------------------------------------- */
 typedef enum {
-    TP_END_NONE = 0,  /* ends on its own */
-    TP_END_TIMEOUT,   /* timeout_s expired */
-    TP_END_STOPPED,   /* stop or shutdown */
+    TP_END_NONE = 0, /* ends on its own */
+    TP_END_TIMEOUT,  /* timeout_s expired */
+    TP_END_STOPPED,  /* stop or shutdown */
 } tp_end_reason_t;
 
 typedef enum {
@@ -80,41 +81,41 @@ typedef enum {
 } tp_pipe_id_t;
 
 typedef struct tp_trial_pipe {
-    uv_pipe_t h;         /* the agent's end */
-    tp_trial_t *t;       /* owner */
-    int open;            /* not yet uv_close'd */
-    int reading;         /* uv_read_start in effect */
+    uv_pipe_t h;   /* the agent's end */
+    tp_trial_t *t; /* owner */
+    int open;      /* not yet uv_close'd */
+    int reading;   /* uv_read_start in effect */
 } tp_trial_pipe_t;
 
 typedef enum {
-    TP_TIMER_NONE,       /* not armed */
-    TP_TIMER_TIMEOUT,    /* fires at timeout_s: SIGTERM */
-    TP_TIMER_GRACE,      /* fires after grace_s: SIGKILL */
-    TP_TIMER_LINGER,     /* after the leader's exit: stop waiting for pipes */
+    TP_TIMER_NONE,    /* not armed */
+    TP_TIMER_TIMEOUT, /* fires at timeout_s: SIGTERM */
+    TP_TIMER_GRACE,   /* fires after grace_s: SIGKILL */
+    TP_TIMER_LINGER,  /* after the leader's exit: stop waiting for pipes */
 } tp_timer_phase_t;
 
 struct tp_trial {
-    tp_agent_t *a;             /* the agent */
-    tp_trial_t *prev, *next;   /* agent's list of trials */
-    int64_t trial, attempt;    /* the attempt's name */
-    pid_t pid;                 /* leader pid == process group id */
-    uv_process_t proc;         /* the leader */
+    tp_agent_t *a;                    /* the agent */
+    tp_trial_t *prev, *next;          /* agent's list of trials */
+    int64_t trial, attempt;           /* the attempt's name */
+    pid_t pid;                        /* leader pid == process group id */
+    uv_process_t proc;                /* the leader */
     tp_trial_pipe_t pipes[TP_NPIPES]; /* stdout, stderr, report */
-    uv_timer_t timer;          /* timeout, grace, linger (see phase) */
-    tp_timer_phase_t phase;    /* what the timer does when it fires */
-    tp_logfile_t logs[2];      /* stdout.log, stderr.log */
-    tp_lines_t fd_lines;       /* report channel lines */
-    tp_lines_t out_lines;      /* stdout name=value lines */
-    double timeout_s, grace_s; /* from launch */
-    uint64_t t0;               /* uv_hrtime at start */
-    tp_end_reason_t reason;    /* why it is ending, if we ended it */
-    int leader_exited;         /* exit_cb seen */
-    int64_t exit_code;         /* from exit_cb */
-    int term_signal;           /* from exit_cb */
-    int group_gone;            /* kill(-pid, 0) says ESRCH */
-    int linger_expired;        /* gave up waiting for pipes/group */
-    int exited_sent;           /* `exited` queued */
-    int handles_open;          /* handles not yet closed; free at 0 */
+    uv_timer_t timer;                 /* timeout, grace, linger (see phase) */
+    tp_timer_phase_t phase;           /* what the timer does when it fires */
+    tp_logfile_t logs[2];             /* stdout.log, stderr.log */
+    tp_lines_t fd_lines;              /* report channel lines */
+    tp_lines_t out_lines;             /* stdout name=value lines */
+    double timeout_s, grace_s;        /* from launch */
+    uint64_t t0;                      /* uv_hrtime at start */
+    tp_end_reason_t reason;           /* why it is ending, if we ended it */
+    int leader_exited;                /* exit_cb seen */
+    int64_t exit_code;                /* from exit_cb */
+    int term_signal;                  /* from exit_cb */
+    int group_gone;                   /* kill(-pid, 0) says ESRCH */
+    int linger_expired;               /* gave up waiting for pipes/group */
+    int exited_sent;                  /* `exited` queued */
+    int handles_open;                 /* handles not yet closed; free at 0 */
 };
 
 /* Start one attempt from a `launch` message; sends started/exited. */
@@ -129,27 +130,29 @@ tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt);
 
 /* ---- agent.c ------------------------------------------------------------------ */
 struct tp_agent {
-    uv_loop_t loop;            /* the event loop */
-    uv_pipe_t in, out;         /* protocol streams */
-    int in_open, out_open;     /* handles not yet closed */
+    uv_loop_t loop;                          /* the event loop */
+    uv_pipe_t in, out;                       /* protocol streams */
+    int in_open, out_open;                   /* handles not yet closed */
     uv_signal_t sig_term, sig_int, sig_chld; /* signal watchers */
-    tp_proto_decoder_t dec;    /* input decoder */
-    char inbuf[TP_AGENT_READ_BUF]; /* input read buffer */
-    char pipebuf[TP_AGENT_READ_BUF]; /* trial pipe reads (each consumed in its read_cb) */
-    char *token;               /* run token from hello, owned; NULL before */
-    tp_trial_t *trials;        /* live attempts (doubly linked) */
-    int ntrials;               /* length of that list */
-    size_t out_pending;        /* bytes queued on `out` not yet written */
-    int out_dead;              /* writing failed: drop further output */
-    int paused;                /* trial pipes paused for backpressure */
-    int stopping;              /* no new launches; finish when trials are gone */
-    int send_bye;              /* send `bye` once trials are gone */
-    int finished;              /* finish() ran */
-    int exit_code;             /* what tp__agent_main returns */
+    tp_proto_decoder_t dec;                  /* input decoder */
+    char inbuf[TP_AGENT_READ_BUF];           /* input read buffer */
+    char pipebuf[TP_AGENT_READ_BUF];         /* trial pipe reads (each consumed in its read_cb) */
+    char *token;                             /* run token from hello, owned; NULL before */
+    tp_trial_t *trials;                      /* live attempts (doubly linked) */
+    int ntrials;                             /* length of that list */
+    size_t out_pending;                      /* bytes queued on `out` not yet written */
+    int out_dead;                            /* writing failed: drop further output */
+    int paused;                              /* trial pipes paused for backpressure */
+    int stopping;                            /* no new launches; finish when trials are gone */
+    int send_bye;                            /* send `bye` once trials are gone */
+    int finished;                            /* finish() ran */
+    int exit_code;                           /* what tp__agent_main returns */
 };
 
 /* Queue one message (head is consumed: json_decref'd). Never blocks. */
 void tp__agent_send(tp_agent_t *a, json_t *head, const void *payload, size_t n);
+/* A protocol error: stop every trial and exit with code 1 (no `bye`). */
+void tp__agent_fail(tp_agent_t *a);
 /* A trial left the list (its handles are closed): maybe finish shutdown. */
 void tp__agent_trial_gone(tp_agent_t *a);
 

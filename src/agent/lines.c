@@ -31,18 +31,23 @@ static int is_name_char(unsigned char c) {
  * a non-empty value. Later `a=1, b=2` tokens are not checked. O(line). */
 int tp__lines_is_kv(const char *line, size_t len) {
     const unsigned char *p = (const unsigned char *)line, *end = p + len;
-    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
     if (p == end || !is_name_start(*p)) return 0;
-    while (p < end && is_name_char(*p)) p++;
-    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    while (p < end && is_name_char(*p))
+        p++;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
     if (p == end || *p != '=') return 0;
     p++;
-    while (p < end && (*p == ' ' || *p == '\t')) p++;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
     return p < end && *p != '\r' && *p != ',';
 }
 
 /* One complete line (len includes the '\n'): forward it or drop it. */
-static void one_line(tp_lines_t *l, const char *line, size_t len, tp_lines_garbage_fn garbage, void *ctx) {
+static void one_line(tp_lines_t *l, const char *line, size_t len, tp_lines_garbage_fn garbage,
+                     void *ctx) {
     size_t body = len - 1;
     if (body > TP_AGENT_MAX_LINE) {
         if (l->kind == TP_LINES_FD) garbage(ctx, "line longer than 1 MiB dropped");
@@ -60,7 +65,8 @@ static void one_line(tp_lines_t *l, const char *line, size_t len, tp_lines_garba
  * copied to the batch in one block (the fast path: one memchr pass and one
  * memcpy per read); only the carried-over partial line and lines with NUL
  * bytes, or stdout lines, are handled one at a time. */
-void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_fn garbage, void *ctx) {
+void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_fn garbage,
+                    void *ctx) {
     const char *p = data, *end = data + n;
     if (l->discarding) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -81,8 +87,10 @@ void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_
         }
         tp__buf_append(&l->partial, p, (size_t)(nl + 1 - p));
         one_line(l, l->partial.data, l->partial.len, garbage, ctx);
-        if (l->partial.cap > 2 * TP_AGENT_READ_BUF) tp__buf_free(&l->partial);
-        else tp__buf_reset(&l->partial);
+        if (l->partial.cap > 2 * TP_AGENT_READ_BUF)
+            tp__buf_free(&l->partial);
+        else
+            tp__buf_reset(&l->partial);
         p = nl + 1;
     }
     if (p >= end) return;

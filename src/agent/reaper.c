@@ -28,7 +28,7 @@ static int env_has_entry(const char *env, size_t len, const char *entry, size_t 
 
 /* Read /proc/<pid>/environ into buf; returns its length or -1. */
 static ssize_t read_environ(const char *pid, tp_buf_t *buf) {
-    char path[64];
+    char path[300];
     snprintf(path, sizeof path, "/proc/%s/environ", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return -1;

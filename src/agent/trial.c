@@ -24,35 +24,43 @@ tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt) {
     return NULL;
 }
 
-static double since_s(uint64_t t0) { return (double)(uv_hrtime() - t0) / 1e9; }
+static double since_s(uint64_t t0) {
+    return (double)(uv_hrtime() - t0) / 1e9;
+}
 
-static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, const char *status, int64_t code,
-                        int sig, const char *error, double duration_s) {
-    json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f}", "type", "exited", "trial",
-                          (json_int_t)trial, "attempt", (json_int_t)attempt, "status", status, "code",
-                          (json_int_t)code, "signal", sig, "error", error, "duration_s", duration_s);
+static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, const char *status,
+                        int64_t code, int sig, const char *error, double duration_s) {
+    json_t *m =
+        json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f}", "type", "exited", "trial",
+                  (json_int_t)trial, "attempt", (json_int_t)attempt, "status", status, "code",
+                  (json_int_t)code, "signal", sig, "error", error, "duration_s", duration_s);
     tp__agent_send(a, m, NULL, 0);
 }
 
-static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, const char *error, uint64_t t0) {
+static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, const char *error,
+                              uint64_t t0) {
     send_exited(a, trial, attempt, "spawn_failed", -1, 0, error, since_s(t0));
 }
 
 /* Send the batch of a line splitter as one `report` message. */
 static void flush_lines(tp_trial_t *t, tp_lines_t *l) {
     if (l->batch.len == 0) return;
-    json_t *m = json_pack("{s:s, s:I, s:I, s:s}", "type", "report", "trial", (json_int_t)t->trial, "attempt",
-                          (json_int_t)t->attempt, "channel", l->kind == TP_LINES_FD ? "fd" : "stdout");
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s}", "type", "report", "trial", (json_int_t)t->trial,
+                          "attempt", (json_int_t)t->attempt, "channel",
+                          l->kind == TP_LINES_FD ? "fd" : "stdout");
     tp__agent_send(t->a, m, l->batch.data, l->batch.len);
-    if (l->batch.cap > 4 * TP_AGENT_BATCH_MAX) tp__buf_free(&l->batch);
-    else tp__buf_reset(&l->batch);
+    if (l->batch.cap > 4 * TP_AGENT_BATCH_MAX)
+        tp__buf_free(&l->batch);
+    else
+        tp__buf_reset(&l->batch);
 }
 
 static void garbage_fd(void *ctx, const char *what) {
     tp_trial_t *t = ctx;
     flush_lines(t, &t->fd_lines); /* keep the order of what the trial wrote */
-    json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial", (json_int_t)t->trial,
-                          "attempt", (json_int_t)t->attempt, "channel", "fd", "what", what);
+    json_t *m =
+        json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial", (json_int_t)t->trial,
+                  "attempt", (json_int_t)t->attempt, "channel", "fd", "what", what);
     tp__agent_send(t->a, m, NULL, 0);
 }
 
@@ -65,8 +73,10 @@ static void garbage_stdout(void *ctx, const char *what) {
 
 static void free_trial(tp_trial_t *t) {
     tp_agent_t *a = t->a;
-    if (t->prev) t->prev->next = t->next;
-    else if (a->trials == t) a->trials = t->next;
+    if (t->prev)
+        t->prev->next = t->next;
+    else if (a->trials == t)
+        a->trials = t->next;
     if (t->next) t->next->prev = t->prev;
     a->ntrials--;
     tp__lines_free(&t->fd_lines);
@@ -110,20 +120,25 @@ static void maybe_finish(tp_trial_t *t) {
     if (t->exited_sent || !t->leader_exited) return;
     check_group(t);
     int pipes_open = 0;
-    for (int i = 0; i < TP_NPIPES; i++) pipes_open |= t->pipes[i].open;
+    for (int i = 0; i < TP_NPIPES; i++)
+        pipes_open |= t->pipes[i].open;
     if (!t->linger_expired && (pipes_open || !t->group_gone)) return;
-    for (int i = 0; i < TP_NPIPES; i++) close_pipe(&t->pipes[i]);
+    for (int i = 0; i < TP_NPIPES; i++)
+        close_pipe(&t->pipes[i]);
     tp__lines_eof(&t->fd_lines, garbage_fd, t);
     tp__lines_eof(&t->out_lines, garbage_stdout, t);
     flush_lines(t, &t->fd_lines);
     flush_lines(t, &t->out_lines);
     char error[160] = "";
-    if (t->reason == TP_END_TIMEOUT) snprintf(error, sizeof error, "timed out after %gs", t->timeout_s);
-    else if (t->reason == TP_END_STOPPED) snprintf(error, sizeof error, "stopped");
+    if (t->reason == TP_END_TIMEOUT)
+        snprintf(error, sizeof error, "timed out after %gs", t->timeout_s);
+    else if (t->reason == TP_END_STOPPED)
+        snprintf(error, sizeof error, "stopped");
     if (!t->group_gone)
-        snprintf(error + strlen(error), sizeof error - strlen(error), "%sprocesses of group %ld still present",
-                 error[0] ? "; " : "", (long)t->pid);
-    send_exited(t->a, t->trial, t->attempt, status_name(t), t->exit_code, t->term_signal, error, since_s(t->t0));
+        snprintf(error + strlen(error), sizeof error - strlen(error),
+                 "%sprocesses of group %ld still present", error[0] ? "; " : "", (long)t->pid);
+    send_exited(t->a, t->trial, t->attempt, status_name(t), t->exit_code, t->term_signal, error,
+                since_s(t->t0));
     t->exited_sent = 1;
     uv_timer_stop(&t->timer);
     uv_close((uv_handle_t *)&t->timer, on_handle_closed);
@@ -178,7 +193,8 @@ void tp__trial_set_reading(tp_trial_t *t, int on) {
     for (int i = 0; i < TP_NPIPES; i++) {
         tp_trial_pipe_t *p = &t->pipes[i];
         if (!p->open || p->reading == on) continue;
-        if (on) p->reading = uv_read_start((uv_stream_t *)&p->h, on_alloc, on_read) == 0;
+        if (on)
+            p->reading = uv_read_start((uv_stream_t *)&p->h, on_alloc, on_read) == 0;
         else {
             uv_read_stop((uv_stream_t *)&p->h);
             p->reading = 0;
@@ -206,6 +222,12 @@ static void on_timer(uv_timer_t *h) {
         kill_group(t, SIGKILL);
         break;
     case TP_TIMER_LINGER:
+        if (t->a->paused) {
+            /* Our own output is backed up, so the pipes may just be unread:
+             * wait, rather than lose the attempt's last reports. */
+            arm(t, TP_TIMER_LINGER, TP_AGENT_LINGER_S);
+            break;
+        }
         t->linger_expired = 1;
         maybe_finish(t);
         break;
@@ -264,7 +286,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
     json_t *v;
     la->argv = json_object_get(m, "argv");
     if (!json_is_array(la->argv) || json_array_size(la->argv) == 0)
-        return tp__errorf(err, -EINVAL, "launch message: \"argv\" must be a non-empty array of strings");
+        return tp__errorf(err, -EINVAL,
+                          "launch message: \"argv\" must be a non-empty array of strings");
     size_t i;
     json_array_foreach(la->argv, i, v) {
         if (!json_is_string(v))
@@ -279,7 +302,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
             if (!json_is_string(v))
                 return tp__errorf(err, -EINVAL, "launch message: env \"%s\" is not a string", k);
             if (!*k || strchr(k, '='))
-                return tp__errorf(err, -EINVAL, "launch message: env name \"%s\" is empty or has '='", k);
+                return tp__errorf(err, -EINVAL,
+                                  "launch message: env name \"%s\" is empty or has '='", k);
         }
     } else {
         la->env = NULL;
@@ -291,13 +315,18 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
     v = json_object_get(m, "cwd");
     la->cwd = NULL;
     if (v && !json_is_null(v)) {
-        if (!json_is_string(v)) return tp__errorf(err, -EINVAL, "launch message: \"cwd\" must be a string");
+        if (!json_is_string(v))
+            return tp__errorf(err, -EINVAL, "launch message: \"cwd\" must be a string");
         if (*json_string_value(v)) la->cwd = json_string_value(v);
     }
     la->params = json_object_get(m, "params");
     if (la->params && !json_is_object(la->params))
         return tp__errorf(err, -EINVAL, "launch message: \"params\" must be an object");
-    struct { const char *name; double *out; double dflt; } nums[] = {
+    struct {
+        const char *name;
+        double *out;
+        double dflt;
+    } nums[] = {
         {"timeout_s", &la->timeout_s, 0.0},
         {"grace_s", &la->grace_s, 10.0},
     };
@@ -306,7 +335,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
         *nums[k].out = nums[k].dflt;
         if (!v || json_is_null(v)) continue;
         if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 1e9)
-            return tp__errorf(err, -EINVAL, "launch message: \"%s\" must be a number of seconds >= 0",
+            return tp__errorf(err, -EINVAL,
+                              "launch message: \"%s\" must be a number of seconds >= 0",
                               nums[k].name);
         *nums[k].out = json_number_value(v);
     }
@@ -314,7 +344,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
     la->log_limit = 0;
     if (v && !json_is_null(v)) {
         if (!json_is_integer(v) || json_integer_value(v) < 0)
-            return tp__errorf(err, -EINVAL, "launch message: \"log_limit\" must be an integer >= 0 (bytes)");
+            return tp__errorf(err, -EINVAL,
+                              "launch message: \"log_limit\" must be an integer >= 0 (bytes)");
         la->log_limit = (uint64_t)json_integer_value(v);
     }
     return 0;
@@ -346,14 +377,16 @@ static int env_key_is(const char *entry, const char *key, size_t klen) {
     return strncmp(entry, key, klen) == 0 && entry[klen] == '=';
 }
 
-static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_TRIAL_ID", "TUNEPACK_ATTEMPT",
-                                       "TUNEPACK_TRIAL_DIR", "TUNEPACK_RUN_TOKEN"};
+static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_TRIAL_ID",
+                                       "TUNEPACK_ATTEMPT", "TUNEPACK_TRIAL_DIR",
+                                       "TUNEPACK_RUN_TOKEN"};
 
 /* The trial's environment: the agent's, minus names the launch or the agent
  * sets, plus those. NULL-terminated; free with free_strv. */
 static char **build_env(tp_agent_t *a, const launch_args_t *la) {
     size_t n = 0;
-    while (environ[n]) n++;
+    while (environ[n])
+        n++;
     size_t extra = (la->env ? json_object_size(la->env) : 0) + TP_ARRAY_LEN(own_vars);
     char **out = tp__xcalloc(n + extra + 1, sizeof *out);
     size_t k = 0;
@@ -393,7 +426,8 @@ static char **build_env(tp_agent_t *a, const launch_args_t *la) {
 
 static void free_strv(char **v) {
     if (!v) return;
-    for (size_t i = 0; v[i]; i++) free(v[i]);
+    for (size_t i = 0; v[i]; i++)
+        free(v[i]);
     free(v);
 }
 
@@ -416,7 +450,8 @@ static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) 
         if (stat(cur, &st) == 0) {
             char *old = strf("%s/%s.%lld.log", la->dir, names[i], (long long)(la->attempt - 1));
             if (rename(cur, old) < 0)
-                tp__log(TP_LOG_WARN, "agent: cannot rename %s to %s: %s", cur, old, strerror(errno));
+                tp__log(TP_LOG_WARN, "agent: cannot rename %s to %s: %s", cur, old,
+                        strerror(errno));
             free(old);
         }
         rc = tp__logfile_open(&t->logs[i], cur, la->log_limit, err);
@@ -431,7 +466,10 @@ static void send_launch_error(tp_agent_t *a, json_t *m, const char *what) {
         send_spawn_failed(a, json_integer_value(tr), json_integer_value(at), what, uv_hrtime());
         return;
     }
+    /* Without trial and attempt there is nobody to answer: the orchestrator
+     * is broken, and `error` means the agent cannot go on. */
     tp__agent_send(a, json_pack("{s:s, s:s}", "type", "error", "message", what), NULL, 0);
+    tp__agent_fail(a);
 }
 
 /* Handle `launch`: validate, prepare the directory, spawn with its own
@@ -458,7 +496,8 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
         return;
     }
     if (tp__trial_find(a, la.trial, la.attempt)) {
-        send_spawn_failed(a, la.trial, la.attempt, "this attempt is already running on this agent", t0);
+        send_spawn_failed(a, la.trial, la.attempt, "this attempt is already running on this agent",
+                          t0);
         return;
     }
     tp_trial_t *t = tp__xcalloc(1, sizeof *t);
@@ -497,7 +536,8 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     }
     size_t argc = json_array_size(la.argv);
     char **args = tp__xcalloc(argc + 1, sizeof *args);
-    for (size_t i = 0; i < argc; i++) args[i] = (char *)json_string_value(json_array_get(la.argv, i));
+    for (size_t i = 0; i < argc; i++)
+        args[i] = (char *)json_string_value(json_array_get(la.argv, i));
     char **env = build_env(a, &la);
     uv_stdio_container_t stdio[4];
     stdio[0].flags = UV_IGNORE;
@@ -525,15 +565,17 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
         send_spawn_failed(a, t->trial, t->attempt, msg, t0);
         t->exited_sent = 1;
         t->leader_exited = 1;
-        for (int i = 0; i < TP_NPIPES; i++) close_pipe(&t->pipes[i]);
+        for (int i = 0; i < TP_NPIPES; i++)
+            close_pipe(&t->pipes[i]);
         uv_close((uv_handle_t *)&t->timer, on_handle_closed);
         uv_close((uv_handle_t *)&t->proc, on_handle_closed);
         return;
     }
     free(args);
     t->pid = t->proc.pid;
-    json_t *started = json_pack("{s:s, s:I, s:I, s:i}", "type", "started", "trial", (json_int_t)t->trial,
-                                "attempt", (json_int_t)t->attempt, "pid", (int)t->pid);
+    json_t *started =
+        json_pack("{s:s, s:I, s:I, s:i}", "type", "started", "trial", (json_int_t)t->trial,
+                  "attempt", (json_int_t)t->attempt, "pid", (int)t->pid);
     tp__agent_send(a, started, NULL, 0);
     tp__trial_set_reading(t, !a->paused);
     if (t->timeout_s > 0) arm(t, TP_TIMER_TIMEOUT, t->timeout_s);

@@ -76,21 +76,26 @@ int tp__proto_next(tp_proto_decoder_t *d, tp_msg_t *msg, tp_error_t *err) {
     const unsigned char *p = (const unsigned char *)d->in.data + d->used;
     uint32_t body_len = get_u32be(p);
     if (body_len > TP_PROTO_MAX_FRAME)
-        return tp__errorf(err, -EMSGSIZE, "protocol: frame of %lu bytes exceeds the limit of %lu bytes",
+        return tp__errorf(err, -EMSGSIZE,
+                          "protocol: frame of %lu bytes exceeds the limit of %lu bytes",
                           (unsigned long)body_len, (unsigned long)TP_PROTO_MAX_FRAME);
     if (body_len < 4)
-        return tp__errorf(err, -EPROTO, "protocol: frame body of %lu bytes is shorter than its 4-byte JSON length",
-                          (unsigned long)body_len);
+        return tp__errorf(
+            err, -EPROTO,
+            "protocol: frame body of %lu bytes is shorter than its 4-byte JSON length",
+            (unsigned long)body_len);
     if (avail < 4 + (size_t)body_len) return 0;
     uint32_t json_len = get_u32be(p + 4);
     if (json_len > body_len - 4)
-        return tp__errorf(err, -EPROTO, "protocol: JSON length %lu exceeds the frame body (%lu bytes after the length)",
-                          (unsigned long)json_len, (unsigned long)(body_len - 4));
+        return tp__errorf(
+            err, -EPROTO,
+            "protocol: JSON length %lu exceeds the frame body (%lu bytes after the length)",
+            (unsigned long)json_len, (unsigned long)(body_len - 4));
     json_error_t jerr;
     json_t *head = json_loadb((const char *)p + 8, json_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!head)
-        return tp__errorf(err, -EPROTO, "protocol: message is not valid JSON: %s (at byte %d)", jerr.text,
-                          jerr.position);
+        return tp__errorf(err, -EPROTO, "protocol: message is not valid JSON: %s (at byte %d)",
+                          jerr.text, jerr.position);
     if (!json_is_object(head)) {
         json_decref(head);
         return tp__errorf(err, -EPROTO, "protocol: message is JSON but not an object");

@@ -25,9 +25,9 @@ typedef struct peer {
 } peer_t;
 
 typedef struct tmsg {
-    json_t *head;    /* owned; NULL on timeout/EOF */
-    char *payload;   /* owned copy, NUL-terminated */
-    size_t len;      /* payload bytes */
+    json_t *head;  /* owned; NULL on timeout/EOF */
+    char *payload; /* owned copy, NUL-terminated */
+    size_t len;    /* payload bytes */
 } tmsg_t;
 
 static double now_s(void) {
@@ -104,9 +104,15 @@ static void peer_recv(peer_t *p, double timeout_s, tmsg_t *m) {
     }
 }
 
-static const char *mtype(const tmsg_t *m) { return json_string_value(json_object_get(m->head, "type")); }
-static const char *mstr(const tmsg_t *m, const char *k) { return json_string_value(json_object_get(m->head, k)); }
-static long long mint(const tmsg_t *m, const char *k) { return json_integer_value(json_object_get(m->head, k)); }
+static const char *mtype(const tmsg_t *m) {
+    return json_string_value(json_object_get(m->head, "type"));
+}
+static const char *mstr(const tmsg_t *m, const char *k) {
+    return json_string_value(json_object_get(m->head, k));
+}
+static long long mint(const tmsg_t *m, const char *k) {
+    return json_integer_value(json_object_get(m->head, k));
+}
 
 /* Wait for a message of one type, skipping others; 1 if found. */
 static int peer_expect(peer_t *p, const char *type, double timeout_s, tmsg_t *m) {
@@ -121,11 +127,11 @@ static int peer_expect(peer_t *p, const char *type, double timeout_s, tmsg_t *m)
 
 /* What an attempt said until its `exited` (kept in ex). */
 typedef struct outcome {
-    tp_buf_t fd, out;  /* report payloads, by channel */
-    int garbage;       /* garbage messages */
-    tp_buf_t what;     /* their `what`s */
-    int after_exit;    /* reports seen after exited (must stay 0) */
-    tmsg_t ex;         /* the exited message */
+    tp_buf_t fd, out; /* report payloads, by channel */
+    int garbage;      /* garbage messages */
+    tp_buf_t what;    /* their `what`s */
+    int after_exit;   /* reports seen after exited (must stay 0) */
+    tmsg_t ex;        /* the exited message */
 } outcome_t;
 
 static void outcome_free(outcome_t *o) {
@@ -145,7 +151,8 @@ static int collect(peer_t *p, long long trial, double timeout_s, outcome_t *o) {
         const char *ty = mtype(&m);
         if (mint(&m, "trial") == trial) {
             if (strcmp(ty, "report") == 0) {
-                tp__buf_append(strcmp(mstr(&m, "channel"), "fd") == 0 ? &o->fd : &o->out, m.payload, m.len);
+                tp__buf_append(strcmp(mstr(&m, "channel"), "fd") == 0 ? &o->fd : &o->out, m.payload,
+                               m.len);
             } else if (strcmp(ty, "garbage") == 0) {
                 o->garbage++;
                 tp__buf_puts(&o->what, mstr(&m, "what"));
@@ -180,8 +187,12 @@ static int peer_finish(peer_t *p, double timeout_s) {
     return st == -1 ? -1 : (WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
 }
 
+/* Say hello with a token made unique to this test process, so that test
+ * runs side by side do not reap each other's trials. */
 static void hello(peer_t *p, const char *token, tmsg_t *reply) {
-    peer_send(p, json_pack("{s:s, s:i, s:s}", "type", "hello", "protocol", 1, "token", token));
+    char tok[128];
+    snprintf(tok, sizeof tok, "%s.%ld", token, (long)getpid());
+    peer_send(p, json_pack("{s:s, s:i, s:s}", "type", "hello", "protocol", 1, "token", tok));
     peer_expect(p, "hello", 5, reply);
 }
 
@@ -194,14 +205,16 @@ static const char *trial_dir(const char *name) {
 }
 
 /* A launch message for argv (NULL-terminated) with common defaults. */
-static json_t *launch_msg(long long trial, const char *dir, double timeout_s, double grace_s, long long log_limit,
-                          const char *const *argv) {
+static json_t *launch_msg(long long trial, const char *dir, double timeout_s, double grace_s,
+                          long long log_limit, const char *const *argv) {
     json_t *av = json_array();
-    for (size_t i = 0; argv[i]; i++) json_array_append_new(av, json_string(argv[i]));
-    return json_pack("{s:s, s:I, s:i, s:o, s:{s:s}, s:s, s:s, s:{s:f, s:s}, s:f, s:f, s:I}", "type", "launch",
-                     "trial", (json_int_t)trial, "attempt", 1, "argv", av, "env", "TP_TEST_VAR", "yes", "cwd", dir,
-                     "dir", dir, "params", "lr", 0.01, "opt", "adam", "timeout_s", timeout_s, "grace_s", grace_s,
-                     "log_limit", (json_int_t)log_limit);
+    for (size_t i = 0; argv[i]; i++)
+        json_array_append_new(av, json_string(argv[i]));
+    return json_pack("{s:s, s:I, s:i, s:o, s:{s:s}, s:s, s:s, s:{s:f, s:s}, s:f, s:f, s:I}", "type",
+                     "launch", "trial", (json_int_t)trial, "attempt", 1, "argv", av, "env",
+                     "TP_TEST_VAR", "yes", "cwd", dir, "dir", dir, "params", "lr", 0.01, "opt",
+                     "adam", "timeout_s", timeout_s, "grace_s", grace_s, "log_limit",
+                     (json_int_t)log_limit);
 }
 
 static char *slurp(const char *dir, const char *name, size_t *len) {
@@ -214,7 +227,9 @@ static char *slurp(const char *dir, const char *name, size_t *len) {
     return s;
 }
 
-static int group_gone(pid_t pgid) { return kill(-pgid, 0) < 0 && errno == ESRCH; }
+static int group_gone(pid_t pgid) {
+    return kill(-pgid, 0) < 0 && errno == ESRCH;
+}
 
 /* ---- tests ---------------------------------------------------------------------- */
 
@@ -255,11 +270,12 @@ TP_TEST(test_launch_reports_fd_and_stdout_lines_and_writes_logs) {
     hello(&p, "tok-basic", &r);
     tmsg_free(&r);
     const char *dir = trial_dir("basic");
-    const char *argv[] = {"/bin/sh", "-c",
-                          "echo \"{\\\"step\\\":1,\\\"acc\\\":0.5}\" >&3; echo loss=0.25; echo plain text; "
-                          "echo hi >&2; echo \"$TP_TEST_VAR $TUNEPACK_TRIAL_ID $TUNEPACK_ATTEMPT "
-                          "$TUNEPACK_REPORT_FD $TUNEPACK_RUN_TOKEN\" >&2",
-                          NULL};
+    const char *argv[] = {
+        "/bin/sh", "-c",
+        "echo \"{\\\"step\\\":1,\\\"acc\\\":0.5}\" >&3; echo loss=0.25; echo plain text; "
+        "echo hi >&2; echo \"$TP_TEST_VAR $TUNEPACK_TRIAL_ID $TUNEPACK_ATTEMPT "
+        "$TUNEPACK_REPORT_FD $TUNEPACK_RUN_TOKEN\" >&2",
+        NULL};
     peer_send(&p, launch_msg(1, dir, 0, 1, 0, argv));
     TP_CHECK(peer_expect(&p, "started", 5, &r));
     TP_CHECK(mint(&r, "pid") > 0);
@@ -277,7 +293,9 @@ TP_TEST(test_launch_reports_fd_and_stdout_lines_and_writes_logs) {
     TP_CHECK_STR(s, "loss=0.25\nplain text\n");
     free(s);
     s = slurp(dir, "stderr.log", NULL);
-    TP_CHECK_STR(s, "hi\nyes 1 1 3 tok-basic\n");
+    char want[128];
+    snprintf(want, sizeof want, "hi\nyes 1 1 3 tok-basic.%ld\n", (long)getpid());
+    TP_CHECK_STR(s, want);
     free(s);
     s = slurp(dir, "params.json", NULL);
     json_t *params = s ? json_loads(s, 0, NULL) : NULL;
@@ -337,7 +355,8 @@ TP_TEST(test_missing_program_is_spawn_failed_naming_it) {
     TP_CHECK(peer_expect(&p, "exited", 5, &r));
     TP_CHECK_STR(mstr(&r, "status"), "spawn_failed");
     TP_CHECK_INT(mint(&r, "code"), -1);
-    TP_CHECK_CONTAINS(mstr(&r, "error"), "cannot run \"./nope-tp-missing\": no such file or directory");
+    TP_CHECK_CONTAINS(mstr(&r, "error"),
+                      "cannot run \"./nope-tp-missing\": no such file or directory");
     tmsg_free(&r);
     /* A launch with an ill-typed member is refused the same way. */
     json_t *m = launch_msg(4, trial_dir("bad"), 0, 1, 0, argv);
@@ -382,7 +401,8 @@ TP_TEST(test_stop_leaves_no_process_of_the_group) {
     tmsg_free(&r);
     usleep(100 * 1000);
     TP_CHECK(!group_gone(pgid));
-    peer_send(&p, json_pack("{s:s, s:i, s:i, s:s}", "type", "stop", "trial", 6, "attempt", 1, "reason", "test"));
+    peer_send(&p, json_pack("{s:s, s:i, s:i, s:s}", "type", "stop", "trial", 6, "attempt", 1,
+                            "reason", "test"));
     outcome_t o;
     TP_CHECK(collect(&p, 6, 5, &o));
     TP_CHECK_STR(mstr(&o.ex, "status"), "stopped");
@@ -400,18 +420,60 @@ TP_TEST(test_trial_ignoring_term_is_killed_after_grace) {
     const char *argv[] = {"/bin/sh", "-c", "trap '' TERM; echo ready >&3; sleep 100", NULL};
     peer_send(&p, launch_msg(7, trial_dir("trap"), 0, 0.2, 0, argv));
     TP_CHECK(peer_expect(&p, "report", 5, &r)); /* the trap is set */
-    pid_t pgid = (pid_t)0;
     tmsg_free(&r);
     double t0 = now_s();
-    peer_send(&p, json_pack("{s:s, s:i, s:i, s:s}", "type", "stop", "trial", 7, "attempt", 1, "reason", "test"));
+    peer_send(&p, json_pack("{s:s, s:i, s:i, s:s}", "type", "stop", "trial", 7, "attempt", 1,
+                            "reason", "test"));
     outcome_t o;
     TP_CHECK(collect(&p, 7, 5, &o));
     TP_CHECK(now_s() - t0 < 2.0);
     TP_CHECK_STR(mstr(&o.ex, "status"), "stopped");
     TP_CHECK_INT(mint(&o.ex, "signal"), SIGKILL);
-    (void)pgid;
     outcome_free(&o);
     TP_CHECK_INT(peer_finish(&p, 5), 0);
+}
+
+TP_TEST(test_daemon_holding_the_pipes_delays_exited_by_at_most_the_linger) {
+    peer_t p;
+    peer_start(&p);
+    tmsg_t r;
+    hello(&p, "tok-daemon", &r);
+    tmsg_free(&r);
+    /* The daemon leaves the group (setsid) but keeps stdout, stderr and fd 3. */
+    const char *argv[] = {"/bin/sh", "-c",
+                          "echo a=1; setsid sleep 3 & echo '{\"x\":1}' >&3; sleep 0.2; exit 0",
+                          NULL};
+    double t0 = now_s();
+    peer_send(&p, launch_msg(12, trial_dir("daemon"), 0, 1, 0, argv));
+    outcome_t o;
+    TP_CHECK(collect(&p, 12, 5, &o));
+    double dt = now_s() - t0;
+    if (!(dt > 0.8 && dt < 2.5)) fprintf(stderr, "  exited after %.2fs\n", dt);
+    TP_CHECK(dt > 0.8 && dt < 2.5);
+    TP_CHECK_STR(mstr(&o.ex, "status"), "exited");
+    TP_CHECK_STR(o.fd.data, "{\"x\":1}\n");
+    TP_CHECK_STR(o.out.data, "a=1\n");
+    outcome_free(&o);
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+    /* The next agent of the run kills the daemon, found by its token. */
+    peer_start(&p);
+    hello(&p, "tok-daemon", &r);
+    TP_CHECK_INT(mint(&r, "reaped"), 1);
+    tmsg_free(&r);
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+}
+
+TP_TEST(test_launch_without_trial_is_an_error) {
+    peer_t p;
+    peer_start(&p);
+    tmsg_t r;
+    hello(&p, "tok-noid", &r);
+    tmsg_free(&r);
+    peer_send(&p, json_pack("{s:s, s:[s]}", "type", "launch", "argv", "true"));
+    TP_CHECK(peer_expect(&p, "error", 5, &r));
+    TP_CHECK_CONTAINS(mstr(&r, "message"), "\"trial\"");
+    tmsg_free(&r);
+    TP_CHECK_INT(peer_finish(&p, 5), 1);
 }
 
 TP_TEST(test_long_and_nul_lines_are_garbage_and_later_lines_arrive) {
@@ -452,7 +514,8 @@ TP_TEST(test_log_limit_keeps_the_tail_within_twice_the_limit) {
     char *s = slurp(dir, "stdout.log", &n);
     tp_buf_t all;
     tp__buf_init(&all);
-    for (int i = 1; i <= 200000; i++) tp__buf_printf(&all, "%d\n", i);
+    for (int i = 1; i <= 200000; i++)
+        tp__buf_printf(&all, "%d\n", i);
     if (!(n >= 65536 && n <= 131072)) fprintf(stderr, "  stdout.log is %zu bytes\n", n);
     TP_CHECK(s && n >= 65536 && n <= 131072);
     TP_CHECK(s && n <= all.len && memcmp(s, all.data + all.len - n, n) == 0);
@@ -463,8 +526,8 @@ TP_TEST(test_log_limit_keeps_the_tail_within_twice_the_limit) {
 
 TP_TEST(test_hello_reaps_processes_of_the_same_token) {
     char tok[64], entry[100];
-    snprintf(tok, sizeof tok, "tok-reap-%ld", (long)getpid());
-    snprintf(entry, sizeof entry, "TUNEPACK_RUN_TOKEN=%s", tok);
+    snprintf(tok, sizeof tok, "tok-reap");
+    snprintf(entry, sizeof entry, "TUNEPACK_RUN_TOKEN=%s.%ld", tok, (long)getpid());
     pid_t left = fork();
     if (left == 0) {
         char *env[] = {entry, NULL};

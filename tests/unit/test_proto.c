@@ -8,7 +8,8 @@
 #include "tp_test.h"
 
 /* Raw frame from explicit lengths, to forge malformed input. */
-static void raw_frame(tp_buf_t *b, uint32_t body_len, uint32_t json_len, const char *json, size_t n) {
+static void raw_frame(tp_buf_t *b, uint32_t body_len, uint32_t json_len, const char *json,
+                      size_t n) {
     unsigned char h[8] = {(unsigned char)(body_len >> 24), (unsigned char)(body_len >> 16),
                           (unsigned char)(body_len >> 8),  (unsigned char)body_len,
                           (unsigned char)(json_len >> 24), (unsigned char)(json_len >> 16),
@@ -203,4 +204,6 @@ TP_TEST(test_short_body_is_rejected) {
     tp__buf_free(&b);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}
