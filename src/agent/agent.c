@@ -251,7 +251,7 @@ static void on_sig_stop(uv_signal_t *h, int signum) {
 static void on_sigchld(uv_signal_t *h, int signum) {
     (void)signum;
     tp_agent_t *a = h->data;
-    tp__reap_zombies(a);
+    tp__reap_children(a);
     for (tp_trial_t *t = a->trials, *next; t; t = next) {
         next = t->next;
         tp__trial_on_sigchld(t);

@@ -63,8 +63,9 @@ void tp__logfile_close(tp_logfile_t *f);
 /* SIGKILL every process (not self, not in a live trial's group) whose
  * environment holds TUNEPACK_RUN_TOKEN=<token>. Returns how many. */
 int tp__reap_token(tp_agent_t *a, const char *token);
-/* Reap zombie children that are not trial leaders libuv waits for. */
-void tp__reap_zombies(tp_agent_t *a);
+/* Reap every exited child: a trial leader's exit goes to its trial; the
+ * rest are orphans of trials (the agent is their subreaper). */
+void tp__reap_children(tp_agent_t *a);
 
 /* ---- trial.c: one attempt ---------------------------------------------------- */
 typedef enum {
@@ -99,7 +100,6 @@ struct tp_trial {
     tp_trial_t *prev, *next;          /* agent's list of trials */
     int64_t trial, attempt;           /* the attempt's name */
     pid_t pid;                        /* leader pid == process group id */
-    uv_process_t proc;                /* the leader */
     tp_trial_pipe_t pipes[TP_NPIPES]; /* stdout, stderr, report */
     uv_timer_t timer;                 /* timeout, grace, linger (see phase) */
     tp_timer_phase_t phase;           /* what the timer does when it fires */
@@ -124,6 +124,8 @@ void tp__trial_launch(tp_agent_t *a, json_t *msg);
 void tp__trial_stop(tp_trial_t *t, tp_end_reason_t reason);
 /* Stop or resume reading a trial's pipes (output backpressure). */
 void tp__trial_set_reading(tp_trial_t *t, int on);
+/* The leader exited with wait status `status`. */
+void tp__trial_leader_exited(tp_trial_t *t, int status);
 /* SIGCHLD: reap what belongs to lingering groups and finish them. */
 void tp__trial_on_sigchld(tp_trial_t *t);
 tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt);

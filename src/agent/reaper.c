@@ -82,21 +82,14 @@ int tp__reap_token(tp_agent_t *a, const char *token) {
     return killed;
 }
 
-static int is_live_leader(tp_agent_t *a, pid_t pid) {
-    for (tp_trial_t *t = a->trials; t; t = t->next)
-        if (t->pid == pid && !t->leader_exited) return 1;
-    return 0;
-}
-
-/* Peek at exited children without reaping (WNOWAIT); reap those that are
- * not trial leaders (libuv reaps those itself and reports their status).
- * Stops at the first leader: a later SIGCHLD comes for the rest. */
-void tp__reap_zombies(tp_agent_t *a) {
-    for (int i = 0; i < 1024; i++) {
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return;
-        if (is_live_leader(a, si.si_pid)) return;
-        if (waitpid(si.si_pid, NULL, WNOHANG) <= 0) return;
+void tp__reap_children(tp_agent_t *a) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        for (tp_trial_t *t = a->trials; t; t = t->next)
+            if (t->pid == pid && !t->leader_exited) {
+                tp__trial_leader_exited(t, status);
+                break;
+            }
     }
 }

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,7 +144,6 @@ static void maybe_finish(tp_trial_t *t) {
     t->exited_sent = 1;
     uv_timer_stop(&t->timer);
     uv_close((uv_handle_t *)&t->timer, on_handle_closed);
-    uv_close((uv_handle_t *)&t->proc, on_handle_closed);
 }
 
 void tp__trial_on_sigchld(tp_trial_t *t) {
@@ -257,15 +258,14 @@ void tp__trial_stop(tp_trial_t *t, tp_end_reason_t reason) {
     arm(t, TP_TIMER_GRACE, t->grace_s);
 }
 
-/* The leader exited: kill what is left of its group, then wait (at most the
+/* The leader exited (reaped by the agent's SIGCHLD handler with wait
+ * status `status`): kill what is left of its group, then wait (at most the
  * linger) for the pipes to drain and the group to go. */
-static void on_exit_cb(uv_process_t *proc, int64_t status, int term_signal) {
-    tp_trial_t *t = proc->data;
+void tp__trial_leader_exited(tp_trial_t *t, int status) {
     t->leader_exited = 1;
-    t->exit_code = term_signal ? -1 : status;
-    t->term_signal = term_signal;
+    t->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    t->exit_code = t->term_signal ? -1 : WEXITSTATUS(status);
     kill_group(t, SIGKILL);
-    tp__reap_zombies(t->a);
     arm(t, TP_TIMER_LINGER, TP_AGENT_LINGER_S);
     maybe_finish(t);
 }
@@ -475,6 +475,46 @@ static void send_launch_error(tp_agent_t *a, json_t *m, const char *what) {
 /* Handle `launch`: validate, prepare the directory, spawn with its own
  * session (pgid == pid), then `started`, or `exited` spawn_failed. Cost: a
  * few file operations and one fork/exec; nothing blocks on the trial. */
+/* Start argv with posix_spawnp (vfork-like: no copy of the agent's page
+ * tables, about twice as fast as fork here) in a new session, so its pid is
+ * its process group; stdin from /dev/null, stdout, stderr and fd 3 to new
+ * pipes whose read ends are returned in fds[i][0]. Signal dispositions and
+ * mask are reset. Returns 0 or -errno (nothing left open then). */
+static int spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIPES][2],
+                       pid_t *pid) {
+    int made = 0, rc = 0;
+    for (; made < TP_NPIPES; made++)
+        if (pipe2(fds[made], O_CLOEXEC) != 0) {
+            rc = -errno;
+            break;
+        }
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&at);
+    if (rc == 0) {
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&at, &none);
+        posix_spawnattr_setsigdefault(&at, &all);
+        posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                          POSIX_SPAWN_SETSIGDEF);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        for (int i = 0; i < TP_NPIPES; i++)
+            posix_spawn_file_actions_adddup2(&fa, fds[i][1], i + 1);
+        if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
+        rc = -posix_spawnp(pid, args[0], &fa, &at, args, env);
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    for (int i = 0; i < made; i++) {
+        close(fds[i][1]);
+        if (rc != 0) close(fds[i][0]);
+    }
+    return rc;
+}
+
 void tp__trial_launch(tp_agent_t *a, json_t *m) {
     tp_error_t err = {0};
     launch_args_t la;
@@ -526,53 +566,40 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     a->ntrials++;
     uv_timer_init(&a->loop, &t->timer);
     t->timer.data = t;
-    t->handles_open = 2; /* timer, process */
-    for (int i = 0; i < TP_NPIPES; i++) {
-        t->pipes[i].t = t;
-        uv_pipe_init(&a->loop, &t->pipes[i].h, 0);
-        t->pipes[i].h.data = t;
-        t->pipes[i].open = 1;
-        t->handles_open++;
-    }
+    t->handles_open = 1; /* the timer; each pipe adds one */
     size_t argc = json_array_size(la.argv);
     char **args = tp__xcalloc(argc + 1, sizeof *args);
     for (size_t i = 0; i < argc; i++)
         args[i] = (char *)json_string_value(json_array_get(la.argv, i));
     char **env = build_env(a, &la);
-    uv_stdio_container_t stdio[4];
-    stdio[0].flags = UV_IGNORE;
-    for (int i = 0; i < TP_NPIPES; i++) {
-        stdio[i + 1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
-        stdio[i + 1].data.stream = (uv_stream_t *)&t->pipes[i].h;
-    }
-    uv_process_options_t opt;
-    memset(&opt, 0, sizeof opt);
-    opt.exit_cb = on_exit_cb;
-    opt.file = args[0];
-    opt.args = args;
-    opt.env = env;
-    opt.cwd = la.cwd;
-    opt.flags = UV_PROCESS_DETACHED;
-    opt.stdio_count = 4;
-    opt.stdio = stdio;
-    t->proc.data = t;
-    int rc = uv_spawn(&a->loop, &t->proc, &opt);
+    int fds[TP_NPIPES][2];
+    int rc = spawn_trial(args, env, la.cwd, fds, &t->pid);
     free_strv(env);
-    if (rc < 0) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "cannot run \"%s\": %s", args[0], uv_strerror(rc));
+    if (rc == 0) {
+        for (int i = 0; i < TP_NPIPES; i++) {
+            t->pipes[i].t = t;
+            uv_pipe_init(&a->loop, &t->pipes[i].h, 0);
+            t->pipes[i].h.data = t;
+            t->pipes[i].open = 1;
+            t->handles_open++;
+            if (uv_pipe_open(&t->pipes[i].h, fds[i][0]) != 0) close(fds[i][0]);
+        }
+    } else {
+        char msg[1400];
+        struct stat st;
+        if (la.cwd && stat(la.cwd, &st) != 0)
+            snprintf(msg, sizeof msg, "cannot run \"%s\": working directory %s: %s", args[0],
+                     la.cwd, strerror(errno));
+        else
+            snprintf(msg, sizeof msg, "cannot run \"%s\": %s", args[0], strerror(-rc));
         free(args);
         send_spawn_failed(a, t->trial, t->attempt, msg, t0);
         t->exited_sent = 1;
         t->leader_exited = 1;
-        for (int i = 0; i < TP_NPIPES; i++)
-            close_pipe(&t->pipes[i]);
         uv_close((uv_handle_t *)&t->timer, on_handle_closed);
-        uv_close((uv_handle_t *)&t->proc, on_handle_closed);
         return;
     }
     free(args);
-    t->pid = t->proc.pid;
     json_t *started =
         json_pack("{s:s, s:I, s:I, s:i}", "type", "started", "trial", (json_int_t)t->trial,
                   "attempt", (json_int_t)t->attempt, "pid", (int)t->pid);

@@ -108,8 +108,10 @@ void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double
 void tp__view_final(tp_run_t *r) {
     if (r->quiet) return;
     if (r->live) {
-        draw(r);
+        /* Replace the live block by the summary below. */
         uv_timer_stop(&r->view_timer);
+        if (r->view_lines) printf("\033[%dA\033[J", r->view_lines);
+        r->view_lines = 0;
     }
     char el[32], best[700];
     tp__format_duration(tp__mono_s() - r->t0, el, sizeof el);

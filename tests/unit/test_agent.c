@@ -356,7 +356,7 @@ TP_TEST(test_missing_program_is_spawn_failed_naming_it) {
     TP_CHECK_STR(mstr(&r, "status"), "spawn_failed");
     TP_CHECK_INT(mint(&r, "code"), -1);
     TP_CHECK_CONTAINS(mstr(&r, "error"),
-                      "cannot run \"./nope-tp-missing\": no such file or directory");
+                      "cannot run \"./nope-tp-missing\": No such file or directory");
     tmsg_free(&r);
     /* A launch with an ill-typed member is refused the same way. */
     json_t *m = launch_msg(4, trial_dir("bad"), 0, 1, 0, argv);
