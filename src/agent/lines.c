@@ -1,7 +1,8 @@
 /* lines: split a trial's output stream into lines and batch the ones worth
  * forwarding. The report channel forwards every line (the orchestrator
  * judges them); stdout forwards only `name=value` lines. Lines over
- * TP_AGENT_MAX_LINE and lines with NUL bytes are dropped. */
+ * TP_AGENT_MAX_LINE and lines with NUL bytes are dropped, and reported as
+ * garbage when they were meant as reports. */
 #include <string.h>
 
 #include "agent/agent_internal.h"
@@ -45,16 +46,23 @@ int tp__lines_is_kv(const char *line, size_t len) {
     return p < end && *p != '\r' && *p != ',';
 }
 
+/* Whether a dropped line deserves a `garbage` message: always on the report
+ * channel; on stdout only when it looks like a name=value report (judged on
+ * its first 4 KiB), since stdout is mostly the trial's own logging. */
+static int worth_garbage(const tp_lines_t *l, const char *line, size_t len) {
+    return l->kind == TP_LINES_FD || tp__lines_is_kv(line, len < 4096 ? len : 4096);
+}
+
 /* One complete line (len includes the '\n'): forward it or drop it. */
 static void one_line(tp_lines_t *l, const char *line, size_t len, tp_lines_garbage_fn garbage,
                      void *ctx) {
     size_t body = len - 1;
     if (body > TP_AGENT_MAX_LINE) {
-        if (l->kind == TP_LINES_FD) garbage(ctx, "line longer than 1 MiB dropped");
+        if (worth_garbage(l, line, body)) garbage(ctx, "line longer than 1 MiB dropped");
         return;
     }
     if (memchr(line, '\0', body)) {
-        if (l->kind == TP_LINES_FD) garbage(ctx, "line with NUL byte dropped");
+        if (worth_garbage(l, line, body)) garbage(ctx, "line with NUL byte dropped");
         return;
     }
     if (l->kind == TP_LINES_STDOUT && !tp__lines_is_kv(line, body)) return;
@@ -79,7 +87,8 @@ void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_
         if (!nl) {
             tp__buf_append(&l->partial, p, (size_t)(end - p));
             if (l->partial.len > TP_AGENT_MAX_LINE) {
-                if (l->kind == TP_LINES_FD) garbage(ctx, "line longer than 1 MiB dropped");
+                if (worth_garbage(l, l->partial.data, l->partial.len))
+                    garbage(ctx, "line longer than 1 MiB dropped");
                 tp__buf_free(&l->partial);
                 l->discarding = 1;
             }
@@ -111,7 +120,7 @@ void tp__lines_feed(tp_lines_t *l, const char *data, size_t n, tp_lines_garbage_
     if (tail < end) {
         size_t rest = (size_t)(end - tail);
         if (rest > TP_AGENT_MAX_LINE) {
-            if (l->kind == TP_LINES_FD) garbage(ctx, "line longer than 1 MiB dropped");
+            if (worth_garbage(l, tail, rest)) garbage(ctx, "line longer than 1 MiB dropped");
             l->discarding = 1;
         } else {
             tp__buf_append(&l->partial, tail, rest);

@@ -57,18 +57,22 @@ static void flush_lines(tp_trial_t *t, tp_lines_t *l) {
         tp__buf_reset(&l->batch);
 }
 
-static void garbage_fd(void *ctx, const char *what) {
-    tp_trial_t *t = ctx;
-    flush_lines(t, &t->fd_lines); /* keep the order of what the trial wrote */
-    json_t *m =
-        json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial", (json_int_t)t->trial,
-                  "attempt", (json_int_t)t->attempt, "channel", "fd", "what", what);
+static void send_garbage(tp_trial_t *t, tp_lines_t *l, const char *what) {
+    flush_lines(t, l); /* keep the order of what the trial wrote */
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial",
+                          (json_int_t)t->trial, "attempt", (json_int_t)t->attempt, "channel",
+                          l->kind == TP_LINES_FD ? "fd" : "stdout", "what", what);
     tp__agent_send(t->a, m, NULL, 0);
 }
 
+static void garbage_fd(void *ctx, const char *what) {
+    tp_trial_t *t = ctx;
+    send_garbage(t, &t->fd_lines, what);
+}
+
 static void garbage_stdout(void *ctx, const char *what) {
-    (void)ctx;
-    (void)what; /* stdout is not a report channel proper: drop silently */
+    tp_trial_t *t = ctx;
+    send_garbage(t, &t->out_lines, what);
 }
 
 /* ---- closing and finishing ------------------------------------------------ */

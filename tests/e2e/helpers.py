@@ -1,0 +1,267 @@
+"""Shared helpers for tunepack's end-to-end tests (Python standard library only).
+
+Every test runs the real binary ($TUNEPACK_BIN) on real trials in its own temporary
+directory, reads outcomes from the SQLite store (opened read-only) and the CLI output, and
+kills whatever it started, including trial processes left behind, in tearDown.
+"""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("TUNEPACK_SRC") or os.path.dirname(os.path.dirname(HERE))
+BUILD = os.environ.get("TUNEPACK_BUILD") or os.path.join(SRC, "build")
+BIN = os.environ.get("TUNEPACK_BIN") or os.path.join(BUILD, "tunepack")
+PY = sys.executable or "python3"
+
+# Generous limit for one `tunepack` command: the ASan build is several times slower.
+RUN_TIMEOUT = 90
+
+
+def yaml_str(text):
+    """Quote text as a YAML double-quoted scalar (JSON strings are valid YAML)."""
+    return json.dumps(text)
+
+
+def token_pids(token):
+    """Return the pids of live processes whose environment holds TUNEPACK_RUN_TOKEN=token."""
+    needle = ("TUNEPACK_RUN_TOKEN=" + token).encode()
+    pids = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/environ" % name, "rb") as f:
+                env = f.read().split(b"\0")
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        # A zombie keeps no environment worth caring about (it is already dead).
+        state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
+        if needle in env and state != b"Z":
+            pids.append(int(name))
+    return pids
+
+
+def children_of(pid):
+    """Return the pids whose parent is pid (scanning /proc)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(b")") + 2:].split()
+        if int(rest[1]) == pid:
+            out.append(int(name))
+    return out
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def wait_for(predicate, timeout, interval=0.05):
+    """Poll predicate until it returns a truthy value or timeout seconds pass; return it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)
+
+
+class Store:
+    """A read-only view of DIR/tunepack.db."""
+
+    def __init__(self, run_dir):
+        path = os.path.join(run_dir, "tunepack.db")
+        if not os.path.exists(path):
+            raise AssertionError("no store at %s" % path)
+        self.conn = sqlite3.connect("file:%s?mode=ro" % path, uri=True, timeout=10)
+        self.conn.row_factory = sqlite3.Row
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def q(self, sql, *args):
+        return [dict(r) for r in self.conn.execute(sql, args)]
+
+    def meta(self):
+        return {r["key"]: r["value"] for r in self.q("SELECT key, value FROM meta")}
+
+    def trials(self):
+        rows = self.q("SELECT * FROM trials ORDER BY id")
+        for r in rows:
+            r["params"] = json.loads(r["params"])
+        return rows
+
+    def trial(self, tid):
+        rows = [t for t in self.trials() if t["id"] == tid]
+        if not rows:
+            raise AssertionError("no trial %d in the store" % tid)
+        return rows[0]
+
+    def events(self, trial=None, kind=None):
+        sql, args = "SELECT * FROM events WHERE 1", []
+        if trial is not None:
+            sql += " AND trial = ?"
+            args.append(trial)
+        if kind is not None:
+            sql += " AND kind = ?"
+            args.append(kind)
+        return self.q(sql + " ORDER BY id", *args)
+
+    def metrics(self, trial=None):
+        if trial is None:
+            return self.q("SELECT * FROM metrics ORDER BY trial, attempt, seq")
+        return self.q("SELECT * FROM metrics WHERE trial = ? ORDER BY attempt, seq", trial)
+
+
+class E2E(unittest.TestCase):
+    """Base class: a temporary directory per test, and cleanup of everything started."""
+
+    maxDiff = None
+
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="tp-e2e-")
+        self.tmp = os.path.realpath(self._tmp.name)
+        self.procs = []       # Popen objects started by the test
+        self.run_dirs = []    # experiment directories, to kill leftovers by token
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    p.kill()
+                except OSError:
+                    pass
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    pass
+            for f in (p.stdout, p.stderr):
+                if f:
+                    f.close()
+        for d in self.run_dirs:
+            token = self.token_of(d)
+            if token:
+                for pid in token_pids(token):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+        self._tmp.cleanup()
+
+    # -- files ---------------------------------------------------------------------------
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def write(self, name, text):
+        p = self.path(name)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w") as f:
+            f.write(text)
+        return p
+
+    def experiment(self, text, name="exp.yaml"):
+        return self.write(name, text)
+
+    # -- running tunepack ------------------------------------------------------------------
+
+    def tp(self, *args, cwd=None, timeout=RUN_TIMEOUT, env=None):
+        """Run `tunepack args...` to its end; return CompletedProcess (text output)."""
+        full_env = dict(os.environ)
+        if env:
+            full_env.update(env)
+        try:
+            return subprocess.run([BIN] + [str(a) for a in args], cwd=cwd or self.tmp,
+                                  stdin=subprocess.DEVNULL, capture_output=True,
+                                  timeout=timeout, env=full_env,
+                                  errors="replace")
+        except subprocess.TimeoutExpired as e:
+            raise AssertionError("tunepack %s ran past %ss; stderr: %r"
+                                 % (" ".join(map(str, args)), timeout, e.stderr)) from None
+
+    def run_exp(self, exp_path, run_dir, *extra, cwd=None, timeout=RUN_TIMEOUT):
+        """`tunepack run EXP --dir DIR --plain`; remember DIR for cleanup."""
+        self.run_dirs.append(run_dir)
+        return self.tp("run", exp_path, "--dir", run_dir, "--plain", *extra,
+                       cwd=cwd, timeout=timeout)
+
+    def start_run(self, exp_path, run_dir, cwd=None):
+        """Start `tunepack run` in the background; return the Popen (killed in tearDown)."""
+        self.run_dirs.append(run_dir)
+        p = subprocess.Popen([BIN, "run", exp_path, "--dir", run_dir, "--plain"],
+                             cwd=cwd or self.tmp, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        return p
+
+    def assertExit(self, proc, code):
+        self.assertEqual(proc.returncode, code,
+                         "exit %s, expected %s\nstdout:\n%s\nstderr:\n%s"
+                         % (proc.returncode, code, proc.stdout, proc.stderr))
+
+    def store(self, run_dir):
+        s = Store(run_dir)
+        self.addCleanup(s.close)
+        return s
+
+    @staticmethod
+    def poll_query(run_dir, sql, *args):
+        """Rows of sql on DIR's store, or None while the store (or its schema) is not there
+        yet: for polling a run that is starting."""
+        if not os.path.exists(os.path.join(run_dir, "tunepack.db")):
+            return None
+        try:
+            with Store(run_dir) as s:
+                return s.q(sql, *args)
+        except (sqlite3.Error, AssertionError):
+            return None
+
+    @staticmethod
+    def token_of(run_dir):
+        path = os.path.join(run_dir, "tunepack.db")
+        if not os.path.exists(path):
+            return None
+        try:
+            with Store(run_dir) as s:
+                return s.meta().get("token")
+        except (sqlite3.Error, AssertionError):
+            return None
+
+    def lock_pid(self, run_dir):
+        """The orchestrator's pid, as written in DIR/lock (None while there is none)."""
+        try:
+            with open(os.path.join(run_dir, "lock")) as f:
+                text = f.read().strip()
+            return int(text.split()[0]) if text else None
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+def main():
+    unittest.main(verbosity=2)

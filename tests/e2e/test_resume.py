@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Resume: a SIGKILLed orchestrator or agent loses no trial and repeats none."""
+
+import json
+import os
+import signal
+import time
+import sys
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import (BIN, E2E, children_of, cmdline, main, token_pids, wait_for,
+                     yaml_str)
+
+N = 24
+SPACE = ("space:\n"
+         "  x: {uniform: [0, 1]}\n"
+         "  k: {choice: [a, b, c]}\n"
+         "  n: {int: [1, 50]}\n"
+         "search: {algorithm: random, trials: %d, seed: 42}\n" % N)
+
+
+class Resume(E2E):
+
+    def slow_exp(self, name="exp.yaml", sleep="0.5"):
+        # Every execution appends a line to $TUNEPACK_TRIAL_DIR/runs, so re-runs show.
+        script = self.write("trial.sh",
+                            "echo \"$TUNEPACK_ATTEMPT\" >> \"$TUNEPACK_TRIAL_DIR/runs\"\n"
+                            "sleep %s\n"
+                            "echo \"{\\\"acc\\\": $1}\" >&3\n" % sleep)
+        return self.experiment(
+            "name: resume\n"
+            "command: [sh, %s, \"{x}\", \"{k}\", \"{n}\"]\n"
+            "metric: {name: acc, mode: max}\n%s"
+            "concurrency: 3\n" % (yaml_str(script), SPACE), name=name)
+
+    def reference_params(self):
+        """The configurations of an uninterrupted run with the same seed, elsewhere."""
+        exp = self.experiment(
+            "name: resume-ref\n"
+            "command: [sh, -c, 'echo \"{{\\\"acc\\\": $0}}\" >&3', \"{x}\"]\n"
+            "metric: {name: acc, mode: max}\n%s"
+            "concurrency: 3\n" % SPACE, name="ref.yaml")
+        ref_dir = self.path("ref")
+        self.assertExit(self.run_exp(exp, ref_dir), 0)
+        with self.store(ref_dir) as s:
+            trials = s.trials()
+        self.assertEqual([t["id"] for t in trials], list(range(N)))
+        return {t["id"]: t["params"] for t in trials}
+
+    def completed_snapshot(self, run_dir):
+        # A kill may come before the store has its schema: then nothing has completed.
+        rows = self.poll_query(run_dir, "SELECT * FROM trials WHERE state = 'completed'")
+        return {t["id"]: (t["value"], t["attempts"], json.loads(t["params"]))
+                for t in rows or []}
+
+    def test_resume_after_kill_loses_no_trial(self):
+        ref = self.reference_params()
+        exp = self.slow_exp()
+        run_dir = self.path("run")
+        kept = {}
+        for delay in (0.3, 1.0, 2.0):
+            p = self.start_run(exp, run_dir)
+            time.sleep(delay)
+            pid = self.lock_pid(run_dir)
+            if p.poll() is not None:
+                break  # it finished before we could kill it
+            self.assertEqual(pid, p.pid, "DIR/lock should name the orchestrator")
+            os.kill(pid, signal.SIGKILL)
+            p.wait(timeout=30)
+            # Everything completed so far must survive the rerun untouched.
+            snap = self.completed_snapshot(run_dir)
+            for tid, row in kept.items():
+                self.assertEqual(snap.get(tid), row, "trial %d changed after a kill" % tid)
+            kept = snap
+            token = self.token_of(run_dir)
+            if token:
+                # The agent sees its input close and stops every trial.
+                wait_for(lambda: token_pids(token) == [], 20)
+        r = self.run_exp(exp, run_dir)
+        self.assertExit(r, 0)
+        self.assertGreater(len(kept), 0, "no trial completed before the kills; slow down")
+        self.assertLess(len(kept), N, "every trial completed before the last kill")
+        with self.store(run_dir) as s:
+            trials = s.trials()
+            self.assertEqual(s.meta()["state"], "finished")
+            ids = [t["id"] for t in trials]
+            self.assertEqual(ids, list(range(N)), "each trial exactly once")
+            token = s.meta()["token"]
+            for t in trials:
+                self.assertEqual(t["state"], "completed", t)
+                self.assertEqual(t["params"], ref[t["id"]],
+                                 "trial %d has other params than the same seed gives"
+                                 % t["id"])
+                self.assertEqual(t["value"], t["params"]["x"])
+            for tid, (value, attempts, params) in kept.items():
+                t = trials[tid]
+                # Completed before a kill: kept as it was, never executed again. (An
+                # attempt interrupted by an earlier kill counts, so attempts may be > 1.)
+                self.assertEqual(t["value"], value)
+                self.assertEqual(t["attempts"], attempts)
+                with open(os.path.join(run_dir, "trials", "%06d" % tid, "runs")) as f:
+                    self.assertEqual(len(f.read().split()), attempts,
+                                     "trial %d ran again after it had completed" % tid)
+            # Trials that were never interrupted ran exactly once.
+            for t in trials:
+                if not s.events(t["id"], "interrupted-as-pending") and not any(
+                        e["detail"] == "interrupted" for e in s.events(t["id"])):
+                    self.assertEqual(t["attempts"], 1, t)
+            # One completed event per trial, whatever happened.
+            for t in trials:
+                self.assertEqual(len(s.events(t["id"], "completed")), 1)
+        self.assertEqual(token_pids(token), [])
+
+    def find_agent(self, orchestrator):
+        for pid in children_of(orchestrator):
+            argv = cmdline(pid)
+            if len(argv) >= 2 and argv[-1] == "agent" and os.path.basename(argv[0]) == \
+                    os.path.basename(BIN):
+                return pid
+        return None
+
+    def test_killed_agent_is_restarted_and_interrupted_trials_run_again(self):
+        exp = self.slow_exp(sleep="1")
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir)
+
+        def running_ids():
+            rows = self.poll_query(run_dir, "SELECT id FROM trials WHERE state='running'")
+            ids = [r["id"] for r in rows or []]
+            return ids if len(ids) == 3 else None
+        self.assertTrue(wait_for(running_ids, 30), "three trials should be running")
+        agent = wait_for(lambda: self.find_agent(p.pid), 10)
+        self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
+        # Let the trials get going, then kill the agent under them.
+        time.sleep(0.3)
+        interrupted = running_ids() or []
+        os.kill(agent, signal.SIGKILL)
+        try:
+            p.wait(timeout=120)
+        except Exception:
+            self.fail("run did not finish after its agent was killed")
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+        with self.store(run_dir) as s:
+            trials = s.trials()
+            token = s.meta()["token"]
+            self.assertEqual(s.meta()["state"], "finished")
+            self.assertEqual([t["id"] for t in trials], list(range(N)))
+            for t in trials:
+                self.assertEqual(t["state"], "completed", t)
+                self.assertEqual(t["value"], t["params"]["x"])
+            self.assertTrue(s.events(kind="agent-lost"), "the agent's loss is journaled")
+            self.assertTrue(interrupted)
+            for tid in interrupted:
+                running = s.events(tid, "running")
+                self.assertGreaterEqual(len(running), 2,
+                                        "interrupted trial %d should have run again" % tid)
+                with open(os.path.join(run_dir, "trials", "%06d" % tid, "runs")) as f:
+                    self.assertGreaterEqual(len(f.read().split()), 2)
+        self.assertEqual(token_pids(token), [])
+
+
+if __name__ == "__main__":
+    main()
