@@ -4,7 +4,8 @@
   python3 bench/engine.py [BUILD_DIR]      (default: build)
 
 1. throughput: 2,000 trials of `true` and of `echo acc=1` at concurrency 16,
-   every transition journaled: trials per second.
+   every transition journaled: trials per second; beside it, the machine's
+   ceiling for the same processes with no engine (bench/spawn_ceiling.c).
 2. ingestion: one trial writing 1,000,000 JSON report lines: lines per second
    from the first line written to the last row committed.
 3. memory: the orchestrator's peak resident set (VmHWM) with 10,000 trials in
@@ -21,6 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
 BIN = os.path.join(BUILD, "tunepack")
 FLOOD = os.path.join(BUILD, "bench", "report_flood")
+CEILING = os.path.join(BUILD, "bench", "spawn_ceiling")
 
 
 def run(tmp, name, body, poll_rss=False):
@@ -49,6 +51,10 @@ def run(tmp, name, body, poll_rss=False):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         print(f"tunepack engine benchmark ({BIN})")
+        for name, argv in (("true", ["true"]), ("echo", ["echo", "acc=1"])):
+            out = subprocess.run([CEILING, "2000", "16"] + argv, capture_output=True, text=True)
+            print(f"ceiling     {name:5s}: {out.stdout.strip()} processes/s: this machine's own limit "
+                  f"(a bare posix_spawn loop, concurrency 16, no engine)")
         for name, cmd in (("true", "[true]"), ("echo", '[echo, "acc=1"]')):
             wall, db, _, _ = run(tmp, "thr_" + name, f"""name: thr-{name}
 command: {cmd}

@@ -450,10 +450,9 @@ static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) 
     static const char *const names[2] = {"stdout", "stderr"};
     for (int i = 0; i < 2 && rc == 0; i++) {
         char *cur = strf("%s/%s.log", la->dir, names[i]);
-        struct stat st;
-        if (stat(cur, &st) == 0) {
+        if (la->attempt > 1) {
             char *old = strf("%s/%s.%lld.log", la->dir, names[i], (long long)(la->attempt - 1));
-            if (rename(cur, old) < 0)
+            if (rename(cur, old) < 0 && errno != ENOENT)
                 tp__log(TP_LOG_WARN, "agent: cannot rename %s to %s: %s", cur, old,
                         strerror(errno));
             free(old);
