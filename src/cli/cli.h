@@ -18,9 +18,22 @@ typedef struct tp_cmd {
 extern const tp_cmd_t tp__cmd_run, tp__cmd_status, tp__cmd_trials, tp__cmd_best, tp__cmd_export,
     tp__cmd_stop, tp__cmd_agent;
 
-/* Shared by the read-only verbs: parse [DIR] plus the flags in longopts-
- * free form. Returns 1 if --help was printed, 0 ok, -1 usage error printed. */
-int tp__cli_help_requested(const tp_cmd_t *cmd, int argc, char **argv);
+/* One option of a verb: a switch (`set` non-NULL) or an option taking a
+ * value (`value` non-NULL), as `--name VALUE` or `--name=VALUE`. */
+typedef struct tp_cli_opt {
+    const char *name;    /* "--json" */
+    int *set;            /* set to 1 when given */
+    const char **value;  /* set to the value when given */
+} tp_cli_opt_t;
+
+enum { TP_CLI_PARSED = -1 }; /* tp__cli_parse: go on */
+
+/* Parse argv[1..] against opts and at most one positional argument (stored
+ * in *positional, may stay NULL). Returns TP_CLI_PARSED, or an exit code to
+ * return at once: TP_EXIT_OK after printing --help, TP_EXIT_USAGE after
+ * printing what is wrong. */
+int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
+                  size_t nopts, const char **positional);
 /* Open the experiment named by dir (NULL: the latest under ./runs) read-only;
  * prints the error and returns NULL on failure. *dir_out is malloc'd. */
 tp_store_t *tp__cli_open(const char *dir, char **dir_out);

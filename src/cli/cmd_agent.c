@@ -7,8 +7,10 @@
 #include "run/run.h"
 
 static int agent_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_agent, argc, argv)) return TP_EXIT_OK;
-    if (argc > 1) return tp__cli_usage_error(&tp__cmd_agent, "takes no arguments");
+    const char *extra = NULL;
+    int rc = tp__cli_parse(&tp__cmd_agent, argc, argv, NULL, 0, &extra);
+    if (rc != TP_CLI_PARSED) return rc;
+    if (extra) return tp__cli_usage_error(&tp__cmd_agent, "takes no arguments");
     return tp__agent_main(STDIN_FILENO, STDOUT_FILENO);
 }
 

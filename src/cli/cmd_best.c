@@ -23,19 +23,11 @@ static int pick(const tp_trial_row_t *row, void *ud) {
 }
 
 static int best_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_best, argc, argv)) return TP_EXIT_OK;
     const char *dir_arg = NULL;
     int as_json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            as_json = 1;
-        else if (argv[i][0] == '-')
-            return tp__cli_usage_error(&tp__cmd_best, "unknown option \"%s\"", argv[i]);
-        else if (!dir_arg)
-            dir_arg = argv[i];
-        else
-            return tp__cli_usage_error(&tp__cmd_best, "one directory at a time");
-    }
+    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL}};
+    int rc = tp__cli_parse(&tp__cmd_best, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
+    if (rc != TP_CLI_PARSED) return rc;
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;

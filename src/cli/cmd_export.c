@@ -88,20 +88,10 @@ static void write_csv(json_t *trials) {
 }
 
 static int export_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_export, argc, argv)) return TP_EXIT_OK;
     const char *dir_arg = NULL, *format = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
-            format = argv[++i];
-        else if (strncmp(argv[i], "--format=", 9) == 0)
-            format = argv[i] + 9;
-        else if (argv[i][0] == '-')
-            return tp__cli_usage_error(&tp__cmd_export, "unknown option \"%s\"", argv[i]);
-        else if (!dir_arg)
-            dir_arg = argv[i];
-        else
-            return tp__cli_usage_error(&tp__cmd_export, "one directory at a time");
-    }
+    const tp_cli_opt_t opts[] = {{"--format", NULL, &format}};
+    int rc = tp__cli_parse(&tp__cmd_export, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
+    if (rc != TP_CLI_PARSED) return rc;
     if (!format) return tp__cli_usage_error(&tp__cmd_export, "say --format csv or --format json");
     if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
         return tp__cli_usage_error(&tp__cmd_export, "unknown format \"%s\"; use csv or json", format);

@@ -7,26 +7,13 @@
 #include "run/run.h"
 
 static int run_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_run, argc, argv)) return TP_EXIT_OK;
     tp_run_opts_t o = {.live = isatty(STDOUT_FILENO)};
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc) {
-            o.dir = argv[++i];
-        } else if (strncmp(argv[i], "--dir=", 6) == 0) {
-            o.dir = argv[i] + 6;
-        } else if (strcmp(argv[i], "--quiet") == 0 || strcmp(argv[i], "-q") == 0) {
-            o.quiet = 1;
-        } else if (strcmp(argv[i], "--plain") == 0) {
-            o.live = 0;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return tp__cli_usage_error(&tp__cmd_run, "unknown option \"%s\"", argv[i]);
-        } else if (!o.file) {
-            o.file = argv[i];
-        } else {
-            return tp__cli_usage_error(&tp__cmd_run, "one experiment file at a time, got \"%s\" too",
-                                       argv[i]);
-        }
-    }
+    int plain = 0;
+    const tp_cli_opt_t opts[] = {
+        {"--dir", NULL, &o.dir}, {"--plain", &plain, NULL}, {"--quiet", &o.quiet, NULL}};
+    int rc = tp__cli_parse(&tp__cmd_run, argc, argv, opts, TP_ARRAY_LEN(opts), &o.file);
+    if (rc != TP_CLI_PARSED) return rc;
+    if (plain) o.live = 0;
     if (!o.file) return tp__cli_usage_error(&tp__cmd_run, "name the experiment file");
     return tp__run_experiment(&o);
 }

@@ -45,11 +45,11 @@ static int count_row(const tp_trial_row_t *row, void *ud) {
 }
 
 static int status_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_status, argc, argv)) return TP_EXIT_OK;
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-'))
-        return tp__cli_usage_error(&tp__cmd_status, "expected at most a directory");
+    const char *dir_arg = NULL;
+    int rc = tp__cli_parse(&tp__cmd_status, argc, argv, NULL, 0, &dir_arg);
+    if (rc != TP_CLI_PARSED) return rc;
     char *dir = NULL;
-    tp_store_t *s = tp__cli_open(argc == 2 ? argv[1] : NULL, &dir);
+    tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
     char *name = tp__store_meta_get(s, "name"), *state = tp__store_meta_get(s, "state");
     char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");

@@ -10,19 +10,11 @@
 #include "run/run.h"
 
 static int stop_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_stop, argc, argv)) return TP_EXIT_OK;
     const char *dir_arg = NULL;
     int nowait = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-wait") == 0)
-            nowait = 1;
-        else if (argv[i][0] == '-')
-            return tp__cli_usage_error(&tp__cmd_stop, "unknown option \"%s\"", argv[i]);
-        else if (!dir_arg)
-            dir_arg = argv[i];
-        else
-            return tp__cli_usage_error(&tp__cmd_stop, "one directory at a time");
-    }
+    const tp_cli_opt_t opts[] = {{"--no-wait", &nowait, NULL}};
+    int rc = tp__cli_parse(&tp__cmd_stop, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
+    if (rc != TP_CLI_PARSED) return rc;
     tp_error_t err = {0};
     char *dir = tp__rundir_resolve(dir_arg, &err);
     if (!dir) {

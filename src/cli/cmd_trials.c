@@ -25,11 +25,11 @@ static int print_row(const tp_trial_row_t *row, void *ud) {
 }
 
 static int trials_main(int argc, char **argv) {
-    if (tp__cli_help_requested(&tp__cmd_trials, argc, argv)) return TP_EXIT_OK;
-    if (argc > 2 || (argc == 2 && argv[1][0] == '-'))
-        return tp__cli_usage_error(&tp__cmd_trials, "expected at most a directory");
+    const char *dir_arg = NULL;
+    int rc = tp__cli_parse(&tp__cmd_trials, argc, argv, NULL, 0, &dir_arg);
+    if (rc != TP_CLI_PARSED) return rc;
     char *dir = NULL;
-    tp_store_t *s = tp__cli_open(argc == 2 ? argv[1] : NULL, &dir);
+    tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
     char *metric = tp__store_meta_get(s, "metric");
     printf("%5s  %-9s  %8s  %12s  %6s  %8s  %s\n", "trial", "state", "attempts",

@@ -8,13 +8,41 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
-int tp__cli_help_requested(const tp_cmd_t *cmd, int argc, char **argv) {
+int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
+                  size_t nopts, const char **positional) {
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(cmd->usage, stdout);
-            return 1;
+            return TP_EXIT_OK;
         }
-    return 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || a[1] == 0) {
+            if (*positional)
+                return tp__cli_usage_error(cmd, "unexpected argument \"%s\" (one is enough)", a);
+            *positional = a;
+            continue;
+        }
+        const tp_cli_opt_t *o = NULL;
+        const char *inline_value = NULL;
+        for (size_t k = 0; k < nopts && !o; k++) {
+            size_t n = strlen(opts[k].name);
+            if (strncmp(a, opts[k].name, n) != 0) continue;
+            if (a[n] == 0) o = &opts[k];
+            else if (a[n] == '=' && opts[k].value) o = &opts[k], inline_value = a + n + 1;
+        }
+        if (!o) return tp__cli_usage_error(cmd, "unknown option \"%s\"", a);
+        if (o->set) {
+            *o->set = 1;
+        } else if (inline_value) {
+            *o->value = inline_value;
+        } else if (i + 1 < argc) {
+            *o->value = argv[++i];
+        } else {
+            return tp__cli_usage_error(cmd, "%s needs a value", o->name);
+        }
+    }
+    return TP_CLI_PARSED;
 }
 
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...) {
