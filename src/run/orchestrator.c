@@ -34,14 +34,14 @@ const char *tp__trial_state_name(int state) {
     return state >= 0 && state < (int)TP_ARRAY_LEN(names) ? names[state] : "?";
 }
 
-static int state_from_name(const char *s) {
+int tp__trial_state_from_name(const char *s) {
     for (int i = 0; i <= T_STOPPED; i++)
         if (strcmp(s, tp__trial_state_name(i)) == 0) return i;
     return T_PENDING;
 }
 
 /* ---- the pending queue: a binary min-heap of trial ids ------------------ */
-static void heap_push(tp_run_t *r, int64_t id) {
+void tp__pending_push(tp_run_t *r, int64_t id) {
     if (r->nheap == r->capheap) {
         r->capheap = r->capheap ? r->capheap * 2 : 64;
         r->heap = tp__xrealloc(r->heap, r->capheap * sizeof *r->heap);
@@ -70,19 +70,19 @@ static int64_t heap_pop(tp_run_t *r) {
 }
 
 /* ---- journal helpers ------------------------------------------------------ */
-static void tx(tp_run_t *r) {
+void tp__run_tx(tp_run_t *r) {
     if (!r->in_tx) {
         tp__store_begin(r->store);
         r->in_tx = 1;
     }
 }
 
-static void journal_failed(tp_run_t *r, const char *what) {
+void tp__run_journal_failed(tp_run_t *r, const char *what) {
     if (!r->store_broken) fprintf(stderr, "tunepack: error: the store failed: %s\n", what);
     r->store_broken = 1;
 }
 
-static trial_t *trial_new(tp_run_t *r, int64_t id, json_t *params) {
+trial_t *tp__trial_new(tp_run_t *r, int64_t id, json_t *params) {
     if ((size_t)id >= r->cap) {
         size_t cap = r->cap ? r->cap : 64;
         while (cap <= (size_t)id) cap *= 2;
@@ -111,7 +111,7 @@ static int better(const tp_run_t *r, double a, double b) {
     return r->x.maximize ? a > b : a < b;
 }
 
-static void note_best(tp_run_t *r, trial_t *t) {
+void tp__note_best(tp_run_t *r, trial_t *t) {
     if (t->state != T_COMPLETED || !t->has_value) return;
     trial_t *b = trial_get(r, r->best_id);
     if (!b || better(r, t->value, b->value)) r->best_id = t->id;
@@ -192,11 +192,11 @@ static void schedule(tp_run_t *r) {
                 break;
             }
             char *text = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            tx(r);
+            tp__run_tx(r);
             if (tp__store_trial_add(r->store, (int64_t)r->next_index, text, now) != 0)
-                journal_failed(r, "adding a trial");
+                tp__run_journal_failed(r, "adding a trial");
             free(text);
-            t = trial_new(r, (int64_t)r->next_index, cfg);
+            t = tp__trial_new(r, (int64_t)r->next_index, cfg);
             r->next_index++;
         } else {
             break;
@@ -212,9 +212,9 @@ static void schedule(tp_run_t *r) {
         t->garbage = 0;
         t->started = tp__mono_s();
         tp__buf_reset(&t->last);
-        tx(r);
+        tp__run_tx(r);
         if (tp__store_trial_state(r->store, t->id, "running", t->attempts, NULL, now) != 0)
-            journal_failed(r, "recording a start");
+            tp__run_journal_failed(r, "recording a start");
         r->running++;
         if (r->nlaunch == r->caplaunch) {
             r->caplaunch = r->caplaunch ? r->caplaunch * 2 : 32;
@@ -238,7 +238,7 @@ static void pump(uv_prepare_t *h) {
     if (r->finished) return;
     schedule(r);
     if (r->in_tx) {
-        if (tp__store_commit(r->store) != 0) journal_failed(r, "commit");
+        if (tp__store_commit(r->store) != 0) tp__run_journal_failed(r, "commit");
         r->in_tx = 0;
     }
     for (size_t i = 0; i < r->nlaunch; i++) {
@@ -267,21 +267,21 @@ static trial_t *msg_trial(tp_run_t *r, const tp_msg_t *m) {
 static void record_garbage(tp_run_t *r, trial_t *t, const char *what) {
     t->garbage++;
     if (t->garbage > MAX_GARBAGE_EVENTS) return;
-    tx(r);
+    tp__run_tx(r);
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s", what,
              t->garbage == MAX_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
                                               : "");
     if (tp__store_event(r->store, t->id, t->attempts, "garbage", detail, tp__wall_s()) != 0)
-        journal_failed(r, "recording garbage");
+        tp__run_journal_failed(r, "recording garbage");
 }
 
 static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const char *data,
                           size_t len) {
-    tx(r);
+    tp__run_tx(r);
     if (tp__store_metric(r->store, t->id, t->attempts, t->seq++, rep->step,
                          rep->has_value ? rep->value : NAN, data, len) != 0)
-        journal_failed(r, "storing a metric");
+        tp__run_journal_failed(r, "storing a metric");
     r->metric_rows++;
     if (rep->step != TP_STORE_NO_STEP) t->step = rep->step;
     tp__buf_reset(&t->last);
@@ -384,7 +384,7 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         t->state = T_PENDING;
         e.state = "pending";
         e.error = "interrupted";
-        heap_push(r, t->id);
+        tp__pending_push(r, t->id);
     } else if (ok) {
         t->state = T_COMPLETED;
         e.state = "completed";
@@ -395,7 +395,7 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         if (t->failures <= r->x.retries) {
             t->state = T_PENDING;
             e.state = "pending";
-            heap_push(r, t->id);
+            tp__pending_push(r, t->id);
             r->retried++;
         } else {
             t->state = T_FAILED;
@@ -404,15 +404,15 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         }
     }
     e.failures = t->failures;
-    tx(r);
+    tp__run_tx(r);
     if (!ok && !interrupted && t->state == T_PENDING &&
         tp__store_event(r->store, t->id, t->attempts, "failed", why, e.at) != 0)
-        journal_failed(r, "recording a failure");
-    if (tp__store_trial_end(r->store, t->id, &e) != 0) journal_failed(r, "recording an end");
+        tp__run_journal_failed(r, "recording a failure");
+    if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "recording an end");
     if (t->state != T_PENDING) {
         r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
                                t->state == T_COMPLETED ? t->value : NAN, tp__wall_s());
-        note_best(r, t);
+        tp__note_best(r, t);
         tp__buf_free(&t->last);
         tp__view_trial_ended(r, t, why, dur);
     }
@@ -433,7 +433,7 @@ static void on_agent_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
         json_int_t reaped = 0;
         json_unpack(m->head, "{s?I}", "reaped", &reaped);
         if (reaped > 0) {
-            tx(r);
+            tp__run_tx(r);
             char d[80];
             snprintf(d, sizeof d, "the agent killed %lld process(es) left by an earlier run",
                      (long long)reaped);
@@ -486,7 +486,7 @@ static void on_agent_lost(tp_agent_conn_t *c, const char *why) {
     if (!r->shutting_down) {
         /* Every attempt it ran is interrupted: back to pending, run again. */
         double now = tp__wall_s();
-        tx(r);
+        tp__run_tx(r);
         for (size_t i = 0; i < r->ntrials; i++) {
             trial_t *t = r->trials[i];
             if (!t || t->state != T_RUNNING) continue;
@@ -495,8 +495,8 @@ static void on_agent_lost(tp_agent_conn_t *c, const char *why) {
             tp_trial_end_t e = {.state = "pending", .attempt = t->attempts,
                                 .failures = t->failures, .error = "interrupted: agent lost",
                                 .step = TP_STORE_NO_STEP, .at = now};
-            if (tp__store_trial_end(r->store, t->id, &e) != 0) journal_failed(r, "interrupt");
-            heap_push(r, t->id);
+            if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "interrupt");
+            tp__pending_push(r, t->id);
         }
         r->agent_restarts++;
         fprintf(stderr, "tunepack: warn: lost the agent (%s)%s\n", why,
@@ -557,13 +557,13 @@ void tp__orchestrator_finish(tp_run_t *r) {
     r->finished = 1;
     const char *state = r->stopping ? "stopped" : r->exit_code == TP_EXIT_AGENT ? "failed"
                                                                                 : "finished";
-    tx(r);
+    tp__run_tx(r);
     tp__store_meta_set(r->store, "state", state);
     char at[32];
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
     tp__store_meta_set(r->store, "ended_at", at);
     tp__store_event(r->store, -1, 0, "experiment", state, tp__wall_s());
-    if (tp__store_commit(r->store) != 0) journal_failed(r, "final commit");
+    if (tp__store_commit(r->store) != 0) tp__run_journal_failed(r, "final commit");
     r->in_tx = 0;
     if (r->exit_code == TP_EXIT_OK && !r->stopping && r->completed == 0)
         r->exit_code = TP_EXIT_NO_TRIAL;
@@ -573,202 +573,10 @@ void tp__orchestrator_finish(tp_run_t *r) {
     uv_walk(&r->loop, close_walk, NULL);
 }
 
-/* ---- setup ------------------------------------------------------------------- */
-static void make_token(char out[33]) {
-    unsigned char b[16];
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
-        uint64_t x = (uint64_t)getpid() ^ (uint64_t)(tp__wall_s() * 1e6);
-        for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(x >> (8 * (i % 8))) ^ (unsigned char)i;
-    }
-    if (fd >= 0) close(fd);
-    for (size_t i = 0; i < sizeof b; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
-
-/* Take the directory's lock and write our pid into it. */
-static int lock_dir(tp_run_t *r, tp_error_t *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/lock", r->dir);
-    r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (r->lock_fd < 0)
-        return tp__errorf(err, -errno, "cannot create %s: %s", path, strerror(errno));
-    if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        char buf[32] = {0};
-        if (pread(r->lock_fd, buf, sizeof buf - 1, 0) < 0) buf[0] = 0;
-        return tp__errorf(err, -EBUSY,
-                          "the experiment in %s is already running (pid %d); stop it with "
-                          "`tunepack stop %s` or wait for it",
-                          r->dir, atoi(buf), r->dir);
-    }
-    char pid[32];
-    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    if (ftruncate(r->lock_fd, 0) != 0 || pwrite(r->lock_fd, pid, (size_t)n, 0) != n)
-        return tp__errorf(err, -errno, "cannot write %s: %s", path, strerror(errno));
-    return 0;
-}
-
-static int load_trial_row(const tp_trial_row_t *row, void *ud) {
-    tp_run_t *r = ud;
-    json_error_t jerr;
-    json_t *params = json_loads(row->params, 0, &jerr);
-    if (!params) params = json_object();
-    trial_t *t = trial_new(r, row->id, params);
-    t->state = state_from_name(row->state);
-    t->attempts = row->attempts;
-    t->failures = row->failures;
-    t->has_value = row->has_value;
-    t->value = row->value;
-    t->best = row->best;
-    t->step = row->step;
-    if ((uint64_t)row->id + 1 > r->next_index) r->next_index = (uint64_t)row->id + 1;
-    return 0;
-}
-
-/* Reconcile the journal with reality: attempts that were running when the
- * last orchestrator died are interrupted and run again. */
-static void resume_trials(tp_run_t *r) {
-    double now = tp__wall_s();
-    int interrupted = 0;
-    tx(r);
-    for (size_t i = 0; i < r->ntrials; i++) {
-        trial_t *t = r->trials[i];
-        if (!t) continue;
-        switch (t->state) {
-        case T_RUNNING: {
-            tp_trial_end_t e = {.state = "pending", .attempt = t->attempts, .failures = t->failures,
-                                .error = "interrupted", .step = TP_STORE_NO_STEP, .at = now};
-            if (tp__store_trial_end(r->store, t->id, &e) != 0) journal_failed(r, "resume");
-            t->state = T_PENDING;
-            interrupted++;
-        } /* fall through */
-        case T_PENDING:
-            heap_push(r, t->id);
-            break;
-        case T_COMPLETED:
-            r->completed++;
-            note_best(r, t);
-            break;
-        case T_FAILED:
-            r->failed++;
-            break;
-        default:
-            break;
-        }
-        if (t->state == T_COMPLETED || t->state == T_FAILED)
-            r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
-                                   t->state == T_COMPLETED ? t->value : NAN, now);
-    }
-    r->resumed_done = r->completed + r->failed;
-    if (r->ntrials)
-        fprintf(stderr,
-                "tunepack: resuming %s: %d completed, %d failed, %zu pending (%d interrupted)\n",
-                r->dir, r->completed, r->failed, r->nheap, interrupted);
-}
-
-/* Open or create the store and check it holds this experiment. */
-static int open_experiment(tp_run_t *r, tp_error_t *err) {
-    int rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->store, err);
-    if (rc) return rc;
-    char *text = tp__store_meta_get(r->store, "experiment_text");
-    if (text) {
-        int same = strcmp(text, r->x.text) == 0;
-        free(text);
-        if (!same)
-            return tp__errorf(err, -EEXIST,
-                              "%s holds an experiment started from a different version of %s; "
-                              "restore the file, or give a new --dir to start afresh",
-                              r->dir, r->x.path);
-        char *tok = tp__store_meta_get(r->store, "token");
-        char *wd = tp__store_meta_get(r->store, "workdir");
-        snprintf(r->token, sizeof r->token, "%s", tok ? tok : "");
-        free(tok);
-        if (wd) {
-            free(r->workdir);
-            r->workdir = wd;
-        }
-        return tp__store_trials(r->store, load_trial_row, r);
-    }
-    make_token(r->token);
-    char at[32];
-    snprintf(at, sizeof at, "%.3f", tp__wall_s());
-    tp__store_begin(r->store);
-    rc = tp__store_meta_set(r->store, "name", r->x.name) ||
-         tp__store_meta_set(r->store, "experiment_path", r->x.path) ||
-         tp__store_meta_set(r->store, "experiment_text", r->x.text) ||
-         tp__store_meta_set(r->store, "metric", r->x.metric) ||
-         tp__store_meta_set(r->store, "mode", r->x.maximize ? "max" : "min") ||
-         tp__store_meta_set(r->store, "workdir", r->workdir) ||
-         tp__store_meta_set(r->store, "token", r->token) ||
-         tp__store_meta_set(r->store, "created_at", at);
-    if (rc || tp__store_commit(r->store) != 0)
-        return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
-    return 0;
-}
-
-static char *absolute(const char *path) {
-    char *abs = realpath(path, NULL);
-    return abs ? abs : tp__strdup(path);
-}
-
-static void run_free(tp_run_t *r) {
-    for (size_t i = 0; i < r->ntrials; i++) {
-        if (!r->trials[i]) continue;
-        json_decref(r->trials[i]->params);
-        tp__buf_free(&r->trials[i]->last);
-        free(r->trials[i]);
-    }
-    free(r->trials);
-    free(r->heap);
-    free(r->launch);
-    tp__buf_free(&r->scratch);
-    tp__searcher_free(r->searcher);
-    tp__store_close(r->store);
-    tp__experiment_free(&r->x);
-    free(r->dir);
-    free(r->workdir);
-    if (r->lock_fd > 0) close(r->lock_fd);
-}
-
-int tp__run_experiment(const tp_run_opts_t *o) {
-    tp_run_t *r = tp__xcalloc(1, sizeof *r);
-    tp_error_t err = {0};
-    int code = TP_EXIT_OK;
-    r->best_id = -1;
-    r->live = o->live;
-    r->quiet = o->quiet;
-    if (tp__experiment_load(o->file, &r->x, &err) != 0) {
-        fprintf(stderr, "%s\n", err.msg);
-        free(r);
-        return TP_EXIT_CONFIG;
-    }
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", o->dir ? o->dir : "runs/");
-    if (!o->dir) snprintf(dir, sizeof dir, "runs/%s", r->x.name);
-    if (tp__mkdir_p(dir, &err) != 0) {
-        fprintf(stderr, "tunepack: error: %s\n", err.msg);
-        code = TP_EXIT_STORE;
-        goto out;
-    }
-    r->dir = absolute(dir);
-    r->workdir = r->x.workdir ? absolute(r->x.workdir) : absolute(".");
-    if (lock_dir(r, &err) != 0 || open_experiment(r, &err) != 0) {
-        fprintf(stderr, "tunepack: error: %s\n", err.msg);
-        code = TP_EXIT_STORE;
-        goto out;
-    }
-    r->searcher = tp__searcher_new(&r->x.space, &r->x.search, r->x.maximize, &err);
-    if (!r->searcher) {
-        fprintf(stderr, "%s: %s\n", r->x.path, err.msg);
-        code = TP_EXIT_CONFIG;
-        goto out;
-    }
+/* ---- the loop ------------------------------------------------------------------ */
+int tp__orchestrator_loop(tp_run_t *r) {
     size_t exelen = sizeof r->exe;
     if (uv_exepath(r->exe, &exelen) != 0) snprintf(r->exe, sizeof r->exe, "/proc/self/exe");
-    resume_trials(r);
-    tp__store_meta_set(r->store, "state", "running");
-    if (r->in_tx) tp__store_commit(r->store);
-    r->in_tx = 0;
-
     uv_loop_init(&r->loop);
     r->t0 = tp__mono_s();
     uv_prepare_init(&r->loop, &r->prepare);
@@ -781,17 +589,10 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     uv_signal_start(&r->sigterm, on_signal, SIGTERM);
     tp__view_start(r);
     if (start_agent(r) != 0) {
-        code = TP_EXIT_AGENT;
+        r->exit_code = TP_EXIT_AGENT;
         uv_walk(&r->loop, close_walk, NULL);
-        uv_run(&r->loop, UV_RUN_DEFAULT);
-        uv_loop_close(&r->loop);
-        goto out;
     }
     uv_run(&r->loop, UV_RUN_DEFAULT);
     uv_loop_close(&r->loop);
-    code = r->exit_code;
-out:
-    run_free(r);
-    free(r);
-    return code;
+    return r->exit_code;
 }

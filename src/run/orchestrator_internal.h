@@ -74,7 +74,17 @@ typedef struct tp_run {
 } tp_run_t;
 
 const char *tp__trial_state_name(int state);
+int tp__trial_state_from_name(const char *name); /* T_PENDING if unknown */
+
+/* orchestrator.c */
+/* Run the event loop until the experiment ends or stops; TP_EXIT_* code. */
+int tp__orchestrator_loop(tp_run_t *r);
 void tp__orchestrator_finish(tp_run_t *r);
+trial_t *tp__trial_new(tp_run_t *r, int64_t id, json_t *params); /* r owns it */
+void tp__pending_push(tp_run_t *r, int64_t id);  /* O(log pending) */
+void tp__note_best(tp_run_t *r, trial_t *t);     /* t completed: best so far? */
+void tp__run_tx(tp_run_t *r);                    /* open a transaction if none is */
+void tp__run_journal_failed(tp_run_t *r, const char *what);
 
 /* view.c: what the user sees while it runs. */
 void tp__view_start(tp_run_t *r);

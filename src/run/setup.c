@@ -1,0 +1,227 @@
+/* setup: what `tunepack run` does before and after the loop: take the
+ * experiment directory's lock, open or create its store, check it holds this
+ * experiment, and reconcile the journal with reality (attempts that were
+ * running when the last orchestrator died run again). */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "run/orchestrator_internal.h"
+#include "run/run.h"
+#include "search/search.h"
+#include "store/store.h"
+
+static void make_token(char out[33]) {
+    unsigned char b[16];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
+        uint64_t x = (uint64_t)getpid() ^ (uint64_t)(tp__wall_s() * 1e6);
+        for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(x >> (8 * (i % 8))) ^ (unsigned char)i;
+    }
+    if (fd >= 0) close(fd);
+    for (size_t i = 0; i < sizeof b; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Take the directory's lock and write our pid into it. */
+static int lock_dir(tp_run_t *r, tp_error_t *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/lock", r->dir);
+    r->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (r->lock_fd < 0)
+        return tp__errorf(err, -errno, "cannot create %s: %s", path, strerror(errno));
+    if (flock(r->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        char buf[32] = {0};
+        if (pread(r->lock_fd, buf, sizeof buf - 1, 0) < 0) buf[0] = 0;
+        return tp__errorf(err, -EBUSY,
+                          "the experiment in %s is already running (pid %d); stop it with "
+                          "`tunepack stop %s` or wait for it",
+                          r->dir, atoi(buf), r->dir);
+    }
+    char pid[32];
+    int n = snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (ftruncate(r->lock_fd, 0) != 0 || pwrite(r->lock_fd, pid, (size_t)n, 0) != n)
+        return tp__errorf(err, -errno, "cannot write %s: %s", path, strerror(errno));
+    return 0;
+}
+
+static int load_trial_row(const tp_trial_row_t *row, void *ud) {
+    tp_run_t *r = ud;
+    json_error_t jerr;
+    json_t *params = json_loads(row->params, 0, &jerr);
+    if (!params) params = json_object();
+    trial_t *t = tp__trial_new(r, row->id, params);
+    t->state = tp__trial_state_from_name(row->state);
+    t->attempts = row->attempts;
+    t->failures = row->failures;
+    t->has_value = row->has_value;
+    t->value = row->value;
+    t->best = row->best;
+    t->step = row->step;
+    if ((uint64_t)row->id + 1 > r->next_index) r->next_index = (uint64_t)row->id + 1;
+    return 0;
+}
+
+/* Reconcile the journal with reality: attempts that were running when the
+ * last orchestrator died are interrupted and run again. */
+static void resume_trials(tp_run_t *r) {
+    double now = tp__wall_s();
+    int interrupted = 0;
+    tp__run_tx(r);
+    for (size_t i = 0; i < r->ntrials; i++) {
+        trial_t *t = r->trials[i];
+        if (!t) continue;
+        switch (t->state) {
+        case T_RUNNING: {
+            tp_trial_end_t e = {.state = "pending", .attempt = t->attempts, .failures = t->failures,
+                                .error = "interrupted", .step = TP_STORE_NO_STEP, .at = now};
+            if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "resume");
+            t->state = T_PENDING;
+            interrupted++;
+        } /* fall through */
+        case T_PENDING:
+            tp__pending_push(r, t->id);
+            break;
+        case T_COMPLETED:
+            r->completed++;
+            tp__note_best(r, t);
+            break;
+        case T_FAILED:
+            r->failed++;
+            break;
+        default:
+            break;
+        }
+        if (t->state == T_COMPLETED || t->state == T_FAILED)
+            r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
+                                   t->state == T_COMPLETED ? t->value : NAN, now);
+    }
+    r->resumed_done = r->completed + r->failed;
+    if (r->ntrials)
+        fprintf(stderr,
+                "tunepack: resuming %s: %d completed, %d failed, %zu pending (%d interrupted)\n",
+                r->dir, r->completed, r->failed, r->nheap, interrupted);
+}
+
+/* Open or create the store and check it holds this experiment. */
+static int open_experiment(tp_run_t *r, tp_error_t *err) {
+    int rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->store, err);
+    if (rc) return rc;
+    char *text = tp__store_meta_get(r->store, "experiment_text");
+    if (text) {
+        int same = strcmp(text, r->x.text) == 0;
+        free(text);
+        if (!same)
+            return tp__errorf(err, -EEXIST,
+                              "%s holds an experiment started from a different version of %s; "
+                              "restore the file, or give a new --dir to start afresh",
+                              r->dir, r->x.path);
+        char *tok = tp__store_meta_get(r->store, "token");
+        char *wd = tp__store_meta_get(r->store, "workdir");
+        snprintf(r->token, sizeof r->token, "%s", tok ? tok : "");
+        free(tok);
+        if (wd) {
+            free(r->workdir);
+            r->workdir = wd;
+        }
+        return tp__store_trials(r->store, load_trial_row, r);
+    }
+    make_token(r->token);
+    char at[32];
+    snprintf(at, sizeof at, "%.3f", tp__wall_s());
+    tp__store_begin(r->store);
+    rc = tp__store_meta_set(r->store, "name", r->x.name) ||
+         tp__store_meta_set(r->store, "experiment_path", r->x.path) ||
+         tp__store_meta_set(r->store, "experiment_text", r->x.text) ||
+         tp__store_meta_set(r->store, "metric", r->x.metric) ||
+         tp__store_meta_set(r->store, "mode", r->x.maximize ? "max" : "min") ||
+         tp__store_meta_set(r->store, "workdir", r->workdir) ||
+         tp__store_meta_set(r->store, "token", r->token) ||
+         tp__store_meta_set(r->store, "created_at", at);
+    if (rc || tp__store_commit(r->store) != 0)
+        return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
+    return 0;
+}
+
+static char *absolute(const char *path) {
+    char *abs = realpath(path, NULL);
+    return abs ? abs : tp__strdup(path);
+}
+
+static void run_free(tp_run_t *r) {
+    for (size_t i = 0; i < r->ntrials; i++) {
+        if (!r->trials[i]) continue;
+        json_decref(r->trials[i]->params);
+        tp__buf_free(&r->trials[i]->last);
+        free(r->trials[i]);
+    }
+    free(r->trials);
+    free(r->heap);
+    free(r->launch);
+    tp__buf_free(&r->scratch);
+    tp__searcher_free(r->searcher);
+    tp__store_close(r->store);
+    tp__experiment_free(&r->x);
+    free(r->dir);
+    free(r->workdir);
+    if (r->lock_fd > 0) close(r->lock_fd);
+}
+
+int tp__run_experiment(const tp_run_opts_t *o) {
+    tp_run_t *r = tp__xcalloc(1, sizeof *r);
+    tp_error_t err = {0};
+    int code = TP_EXIT_OK;
+    r->best_id = -1;
+    r->live = o->live;
+    r->quiet = o->quiet;
+    if (tp__experiment_load(o->file, &r->x, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        free(r);
+        return TP_EXIT_CONFIG;
+    }
+    r->searcher = tp__searcher_new(&r->x.space, &r->x.search, r->x.maximize, &err);
+    if (!r->searcher) {
+        fprintf(stderr, "%s: %s\n", r->x.path, err.msg);
+        code = TP_EXIT_CONFIG;
+        goto out;
+    }
+    struct stat st;
+    errno = 0;
+    if (r->x.workdir && (stat(r->x.workdir, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        fprintf(stderr, "%s: workdir \"%s\" is not a directory (%s); create it or fix the path\n",
+                r->x.path, r->x.workdir, strerror(errno ? errno : ENOTDIR));
+        code = TP_EXIT_CONFIG;
+        goto out;
+    }
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", o->dir ? o->dir : "runs/");
+    if (!o->dir) snprintf(dir, sizeof dir, "runs/%s", r->x.name);
+    if (tp__mkdir_p(dir, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        code = TP_EXIT_STORE;
+        goto out;
+    }
+    r->dir = absolute(dir);
+    r->workdir = r->x.workdir ? absolute(r->x.workdir) : absolute(".");
+    if (lock_dir(r, &err) != 0 || open_experiment(r, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        code = TP_EXIT_STORE;
+        goto out;
+    }
+    resume_trials(r);
+    tp__store_meta_set(r->store, "state", "running");
+    if (r->in_tx) tp__store_commit(r->store);
+    r->in_tx = 0;
+
+    code = tp__orchestrator_loop(r);
+out:
+    run_free(r);
+    free(r);
+    return code;
+}
