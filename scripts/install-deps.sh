@@ -8,6 +8,6 @@ SUDO=""
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
-    libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev \
+    libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev \
     python3 procps >/dev/null
-echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv and python3 are installed"
+echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv, GLPK and python3 are installed"

@@ -104,6 +104,7 @@ static void close_in(tp_agent_t *a) {
 static void finish(tp_agent_t *a) {
     if (a->finished) return;
     a->finished = 1;
+    tp__agent_gpu_close(a);
     if (a->send_bye) tp__agent_send(a, json_pack("{s:s}", "type", "bye"), NULL, 0);
     close_in(a);
     uv_close((uv_handle_t *)&a->sig_term, on_handle_closed);
@@ -163,6 +164,7 @@ static void on_hello(tp_agent_t *a, json_t *m) {
     json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol",
                           TP_PROTO_VERSION, "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid",
                           (int)getpid(), "version", TP_VERSION, "reaped", reaped);
+    tp__agent_gpu_hello(a, r);
     tp__agent_send(a, r, NULL, 0);
 }
 
@@ -190,6 +192,7 @@ static const struct {
     {"launch", on_launch},
     {"stop", on_stop},
     {"shutdown", on_shutdown},
+    {"mps_start", tp__agent_mps_start},
 };
 
 static void dispatch(tp_agent_t *a, tp_msg_t *msg) {

@@ -116,6 +116,9 @@ struct tp_trial {
     int linger_expired;               /* gave up waiting for pipes/group */
     int exited_sent;                  /* `exited` queued */
     int handles_open;                 /* handles not yet closed; free at 0 */
+    int oom;                          /* stderr said the GPU ran out of memory */
+    char err_tail[128];               /* last bytes of stderr, for OOM lines split by reads */
+    size_t err_tail_len;
 };
 
 /* Start one attempt from a `launch` message; sends started/exited. */
@@ -131,6 +134,14 @@ void tp__trial_on_sigchld(tp_trial_t *t);
 tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt);
 
 /* ---- agent.c ------------------------------------------------------------------ */
+/* ---- agent_gpu.c: GPUs, MPS daemons, usage sampling ------------------------ */
+/* Add "gpus", "nvml" and "mps_control" to the hello answer r (opens NVML). */
+void tp__agent_gpu_hello(tp_agent_t *a, json_t *r);
+/* `mps_start`: (re)start one MPS control daemon per listed GPU; answers `mps`. */
+void tp__agent_mps_start(tp_agent_t *a, json_t *m);
+/* Stop the MPS daemons this agent started, stop sampling, close NVML. */
+void tp__agent_gpu_close(tp_agent_t *a);
+
 struct tp_agent {
     uv_loop_t loop;                          /* the event loop */
     uv_pipe_t in, out;                       /* protocol streams */
@@ -149,6 +160,12 @@ struct tp_agent {
     int send_bye;                            /* send `bye` once trials are gone */
     int finished;                            /* finish() ran */
     int exit_code;                           /* what tp__agent_main returns */
+    struct tp_nvml *nvml;                    /* NULL: no NVML on this node */
+    char *mps_control;                       /* MPS control program, NULL if none */
+    char **mps_dirs;                         /* pipe dirs of the daemons we started, owned */
+    size_t nmps;
+    uv_timer_t gpu_timer;                    /* usage sampling, while NVML is open */
+    int gpu_timer_open;                      /* gpu_timer initialised, not yet closed */
 };
 
 /* Queue one message (head is consumed: json_decref'd). Never blocks. */

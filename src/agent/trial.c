@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
+#include "gpu/gpu.h"
 
 extern char **environ;
 
@@ -31,17 +32,17 @@ static double since_s(uint64_t t0) {
 }
 
 static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, const char *status,
-                        int64_t code, int sig, const char *error, double duration_s) {
-    json_t *m =
-        json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f}", "type", "exited", "trial",
-                  (json_int_t)trial, "attempt", (json_int_t)attempt, "status", status, "code",
-                  (json_int_t)code, "signal", sig, "error", error, "duration_s", duration_s);
+                        int64_t code, int sig, const char *error, double duration_s, int oom) {
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f, s:b}", "type", "exited",
+                          "trial", (json_int_t)trial, "attempt", (json_int_t)attempt, "status",
+                          status, "code", (json_int_t)code, "signal", sig, "error", error,
+                          "duration_s", duration_s, "oom", oom);
     tp__agent_send(a, m, NULL, 0);
 }
 
 static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, const char *error,
                               uint64_t t0) {
-    send_exited(a, trial, attempt, "spawn_failed", -1, 0, error, since_s(t0));
+    send_exited(a, trial, attempt, "spawn_failed", -1, 0, error, since_s(t0), 0);
 }
 
 /* Send the batch of a line splitter as one `report` message. */
@@ -144,7 +145,7 @@ static void maybe_finish(tp_trial_t *t) {
         snprintf(error + strlen(error), sizeof error - strlen(error),
                  "%sprocesses of group %ld still present", error[0] ? "; " : "", (long)t->pid);
     send_exited(t->a, t->trial, t->attempt, status_name(t), t->exit_code, t->term_signal, error,
-                since_s(t->t0));
+                since_s(t->t0), t->oom);
     t->exited_sent = 1;
     uv_timer_stop(&t->timer);
     uv_close((uv_handle_t *)&t->timer, on_handle_closed);
@@ -162,6 +163,29 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     *buf = uv_buf_init(a->pipebuf, sizeof a->pipebuf);
 }
 
+/* Watch stderr for the GPU running out of memory: check the read, and the
+ * seam between the previous read's tail and this one's head, so a message
+ * split across two reads is seen too. */
+static void scan_oom(tp_trial_t *t, const char *data, size_t n) {
+    const size_t cap = sizeof t->err_tail;
+    char seam[2 * sizeof t->err_tail];
+    size_t head = n < cap ? n : cap;
+    memcpy(seam, t->err_tail, t->err_tail_len);
+    memcpy(seam + t->err_tail_len, data, head);
+    if (tp__gpu_oom_line(seam, t->err_tail_len + head) || tp__gpu_oom_line(data, n)) t->oom = 1;
+    /* The new tail: the last `cap` bytes of the old tail followed by data. */
+    if (n >= cap) {
+        memcpy(t->err_tail, data + n - cap, cap);
+        t->err_tail_len = cap;
+        return;
+    }
+    size_t drop = t->err_tail_len + n > cap ? t->err_tail_len + n - cap : 0;
+    memmove(t->err_tail, t->err_tail + drop, t->err_tail_len - drop);
+    t->err_tail_len -= drop;
+    memcpy(t->err_tail + t->err_tail_len, data, n);
+    t->err_tail_len += n;
+}
+
 /* One read: stdout/stderr to their log, stdout also through the name=value
  * splitter, report fd through the line splitter; one `report` per read. */
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
@@ -174,6 +198,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
             flush_lines(t, &t->fd_lines);
         } else {
             tp__logfile_write(&t->logs[id], buf->base, (size_t)n);
+            if (id == TP_PIPE_STDERR && !t->oom) scan_oom(t, buf->base, (size_t)n);
             if (id == TP_PIPE_STDOUT) {
                 tp__lines_feed(&t->out_lines, buf->base, (size_t)n, garbage_stdout, t);
                 if (t->out_lines.batch.len > 0) flush_lines(t, &t->out_lines);

@@ -54,6 +54,7 @@ static int status_main(int argc, char **argv) {
     char *name = tp__store_meta_get(s, "name"), *state = tp__store_meta_get(s, "state");
     char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
     char *path = tp__store_meta_get(s, "experiment_path");
+    char *sharing = tp__store_meta_get(s, "sharing"), *policy = tp__store_meta_get(s, "policy");
     status_acc_t a = {.best_id = -1, .maximize = mode && strcmp(mode, "max") == 0};
     tp__store_trials(s, count_row, &a);
     int owner = tp__rundir_owner(dir);
@@ -69,6 +70,8 @@ static int status_main(int argc, char **argv) {
     printf("state       %s\n", st);
     printf("trials      %d: %d completed, %d failed, %d running, %d pending\n", a.total,
            a.completed, a.failed, owner ? a.running : 0, a.pending + (owner ? 0 : a.running));
+    if (sharing && strcmp(sharing, "cpu") != 0)
+        printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
     if (a.best_id >= 0) {
         char v[32];
         tp__fmt_double(a.best, v);
@@ -88,6 +91,8 @@ static int status_main(int argc, char **argv) {
     free(metric);
     free(mode);
     free(path);
+    free(sharing);
+    free(policy);
     free(dir);
     tp__store_close(s);
     return TP_EXIT_OK;

@@ -9,29 +9,11 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "config/config.h"
-
-typedef struct cfgctx {
-    const char *path;      /* for messages */
-    yaml_document_t *doc;  /* the parsed file */
-    tp_experiment_t *x;    /* being filled */
-    tp_error_t *err;       /* first error */
-    yaml_node_t *command;  /* `command` sequence, checked once the space is known */
-} cfgctx_t;
-
-/* A key of a mapping: its handler gets the value node. */
-typedef struct key_spec {
-    const char *key;
-    int (*fn)(cfgctx_t *c, const char *key, yaml_node_t *v);
-    int required;
-    const char *example;  /* shown when a required key is missing */
-} key_spec_t;
+#include "config/config_internal.h"
 
 /* ---- messages --------------------------------------------------------------- */
 
-static int fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
+int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     char msg[900];
     va_list ap;
     va_start(ap, fmt);
@@ -40,19 +22,11 @@ static int fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     return tp__errorf(c->err, -EINVAL, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
 }
 
-#define fail(c, node, ...) fail_at((c), (node)->start_mark, __VA_ARGS__)
+#define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
 
-static const char *stext(const yaml_node_t *n) {
-    return (const char *)n->data.scalar.value;
-}
-
-static int is_plain(const yaml_node_t *n) {
-    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
-           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
-}
 
 /* How a node reads in "got ...": the scalar quoted, else its kind. */
-static const char *describe(const yaml_node_t *n, char *out, size_t len) {
+const char *tp__cfg_describe(const yaml_node_t *n, char *out, size_t len) {
     if (n->type == YAML_MAPPING_NODE) snprintf(out, len, "a mapping");
     else if (n->type == YAML_SEQUENCE_NODE) snprintf(out, len, "a list");
     else if (is_plain(n) && !*stext(n)) snprintf(out, len, "nothing");
@@ -60,7 +34,7 @@ static const char *describe(const yaml_node_t *n, char *out, size_t len) {
     return out;
 }
 
-static yaml_node_t *node_at(cfgctx_t *c, int index) {
+yaml_node_t *tp__cfg_node_at(cfgctx_t *c, int index) {
     return yaml_document_get_node(c->doc, index);
 }
 
@@ -95,7 +69,7 @@ static int matches_real(const char *s) {
 /* The JSON value of a scalar node, resolved as YAML 1.2's core schema does
  * for plain scalars (null, bool, int, real, else string); quoted scalars are
  * always strings. Caller owns. */
-static json_t *resolve_scalar(const yaml_node_t *n) {
+json_t *tp__cfg_resolve_scalar(const yaml_node_t *n) {
     const char *s = stext(n);
     if (!is_plain(n)) return json_stringn(s, n->data.scalar.length);
     if (!*s || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL") || !strcmp(s, "~"))
@@ -119,18 +93,18 @@ static json_t *resolve_scalar(const yaml_node_t *n) {
 
 /* A number (int or real, plain scalar) from n into *out; 0 or -EINVAL
  * (without a message: callers word it). */
-static int node_number(const yaml_node_t *n, double *out) {
+int tp__cfg_node_number(const yaml_node_t *n, double *out) {
     if (n->type != YAML_SCALAR_NODE) return -EINVAL;
-    json_t *v = resolve_scalar(n);
+    json_t *v = tp__cfg_resolve_scalar(n);
     int ok = json_is_number(v);
     if (ok) *out = json_number_value(v);
     json_decref(v);
     return ok ? 0 : -EINVAL;
 }
 
-static int node_integer(const yaml_node_t *n, long long *out) {
+int tp__cfg_node_integer(const yaml_node_t *n, long long *out) {
     if (n->type != YAML_SCALAR_NODE) return -EINVAL;
-    json_t *v = resolve_scalar(n);
+    json_t *v = tp__cfg_resolve_scalar(n);
     int ok = json_is_integer(v);
     if (ok) *out = json_integer_value(v);
     json_decref(v);
@@ -138,24 +112,24 @@ static int node_integer(const yaml_node_t *n, long long *out) {
 }
 
 /* An integer setting in [lo, hi]; hi == LLONG_MAX means unbounded. */
-static int get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
+int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
                    long long *out) {
-    if (node_integer(v, out) == 0 && *out >= lo && *out <= hi) return 0;
+    if (tp__cfg_node_integer(v, out) == 0 && *out >= lo && *out <= hi) return 0;
     char got[256];
     const char *hint = v->type == YAML_SCALAR_NODE && !is_plain(v) && matches_int(stext(v))
                            ? " (quoted, so it is a string; remove the quotes)" : "";
     if (hi == LLONG_MAX)
         return fail(c, v, "\"%s\" must be an integer >= %lld, got %s%s", key, lo,
-                    describe(v, got, sizeof got), hint);
+                    tp__cfg_describe(v, got, sizeof got), hint);
     return fail(c, v, "\"%s\" must be an integer from %lld to %lld, got %s%s", key, lo, hi,
-                describe(v, got, sizeof got), hint);
+                tp__cfg_describe(v, got, sizeof got), hint);
 }
 
 /* A non-empty string setting (any scalar's text). */
-static int get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out) {
+int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out) {
     if (v->type != YAML_SCALAR_NODE || (is_plain(v) && !*stext(v))) {
         char got[256];
-        return fail(c, v, "\"%s\" must be a string, got %s", key, describe(v, got, sizeof got));
+        return fail(c, v, "\"%s\" must be a string, got %s", key, tp__cfg_describe(v, got, sizeof got));
     }
     *out = stext(v);
     return 0;
@@ -164,19 +138,19 @@ static int get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char *
 /* ---- mappings ----------------------------------------------------------------- */
 
 /* v must be a mapping whose keys are scalars, each once. */
-static int check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example) {
+int tp__cfg_check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example) {
     if (v->type != YAML_MAPPING_NODE) {
         char got[256];
         return fail(c, v, "\"%s\" must be a mapping, e.g. %s; got %s", key, example,
-                    describe(v, got, sizeof got));
+                    tp__cfg_describe(v, got, sizeof got));
     }
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node_at(c, p->key);
+        yaml_node_t *k = tp__cfg_node_at(c, p->key);
         if (k->type != YAML_SCALAR_NODE)
             return fail(c, k, "a key in \"%s\" must be a plain name, not %s", key,
                         k->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
         for (yaml_node_pair_t *q = v->data.mapping.pairs.start; q < p; q++)
-            if (strcmp(stext(node_at(c, q->key)), stext(k)) == 0)
+            if (strcmp(stext(tp__cfg_node_at(c, q->key)), stext(k)) == 0)
                 return fail(c, k, "duplicate key \"%s\"; keep one of them", stext(k));
     }
     return 0;
@@ -195,20 +169,20 @@ static int unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, si
 
 /* Dispatch each pair of mapping v through spec; then report the first
  * required key that is missing, at the mapping's start. O(keys * spec). */
-static int walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
+int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
                         size_t nspec, const char *example) {
-    int rc = check_mapping(c, what, v, example);
+    int rc = tp__cfg_check_mapping(c, what, v, example);
     if (rc < 0) return rc;
     const char *names[32];
     for (size_t i = 0; i < nspec; i++) names[i] = spec[i].key;
     int seen[32] = {0};
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node_at(c, p->key);
+        yaml_node_t *k = tp__cfg_node_at(c, p->key);
         size_t i;
         for (i = 0; i < nspec && strcmp(spec[i].key, stext(k)) != 0; i++) continue;
         if (i == nspec) return unknown_key(c, k, names, nspec);
         seen[i] = 1;
-        if ((rc = spec[i].fn(c, spec[i].key, node_at(c, p->value))) < 0) return rc;
+        if ((rc = spec[i].fn(c, spec[i].key, tp__cfg_node_at(c, p->value))) < 0) return rc;
     }
     for (size_t i = 0; i < nspec; i++)
         if (spec[i].required && !seen[i])
@@ -221,7 +195,7 @@ static int walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key
 
 static int key_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     const char *s;
-    int rc = get_string(c, key, v, &s);
+    int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     for (const char *p = s; *p; p++)
         if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
@@ -237,7 +211,7 @@ static int key_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static int key_description(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE) return 0;
     char got[256];
-    return fail(c, v, "\"%s\" must be a string, got %s", key, describe(v, got, sizeof got));
+    return fail(c, v, "\"%s\" must be a string, got %s", key, tp__cfg_describe(v, got, sizeof got));
 }
 
 static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -251,18 +225,18 @@ static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return fail(c, v, "command is empty; list the program and its arguments, e.g. "
                           "[python3, train.py, --lr, \"{lr}\"]");
     for (size_t i = 0; i < n; i++) {
-        yaml_node_t *e = node_at(c, v->data.sequence.items.start[i]);
+        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
         if (e->type != YAML_SCALAR_NODE)
             return fail(c, e, "each element of command must be a string, got %s; quote it, e.g. "
                               "\"{lr}\"",
                         e->type == YAML_MAPPING_NODE ? "a mapping (did you forget quotes "
                                                        "around {...}?)" : "a list");
     }
-    if (!*stext(node_at(c, v->data.sequence.items.start[0])))
+    if (!*stext(tp__cfg_node_at(c, v->data.sequence.items.start[0])))
         return fail(c, v, "the program (first element of command) is empty");
     c->x->argv = tp__xcalloc(n + 1, sizeof *c->x->argv);
     for (size_t i = 0; i < n; i++)
-        c->x->argv[i] = tp__strdup(stext(node_at(c, v->data.sequence.items.start[i])));
+        c->x->argv[i] = tp__strdup(stext(tp__cfg_node_at(c, v->data.sequence.items.start[i])));
     c->x->argc = n;
     c->command = v;
     return 0;
@@ -270,7 +244,7 @@ static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static int metric_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     const char *s;
-    int rc = get_string(c, key, v, &s);
+    int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     c->x->metric = tp__strdup(s);
     return 0;
@@ -282,7 +256,7 @@ static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
     else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "min")) c->x->maximize = 0;
     else {
         char got[256];
-        return fail(c, v, "\"mode\" must be max or min, got %s", describe(v, got, sizeof got));
+        return fail(c, v, "\"mode\" must be max or min, got %s", tp__cfg_describe(v, got, sizeof got));
     }
     return 0;
 }
@@ -293,7 +267,7 @@ static const key_spec_t metric_keys[] = {
 };
 
 static int key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return walk_mapping(c, key, v, metric_keys, TP_ARRAY_LEN(metric_keys),
+    return tp__cfg_walk_mapping(c, key, v, metric_keys, TP_ARRAY_LEN(metric_keys),
                         "metric: {name: val_acc, mode: max}");
 }
 
@@ -314,21 +288,21 @@ static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
         v->type == YAML_SCALAR_NODE ? tp__did_you_mean(stext(v), tp__searcher_names, n) : NULL;
     if (guess)
         return fail(c, v, "unknown search algorithm %s; did you mean \"%s\"? (known: %s)",
-                    describe(v, got, sizeof got), guess, known);
-    return fail(c, v, "unknown search algorithm %s; known: %s", describe(v, got, sizeof got),
+                    tp__cfg_describe(v, got, sizeof got), guess, known);
+    return fail(c, v, "unknown search algorithm %s; known: %s", tp__cfg_describe(v, got, sizeof got),
                 known);
 }
 
 static int search_trials(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
-    int rc = get_int(c, key, v, 1, LLONG_MAX, &t);
+    int rc = tp__cfg_get_int(c, key, v, 1, LLONG_MAX, &t);
     if (rc == 0) c->x->search.trials = (uint64_t)t;
     return rc;
 }
 
 static int search_seed(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
-    int rc = get_int(c, key, v, 0, LLONG_MAX, &t);
+    int rc = tp__cfg_get_int(c, key, v, 0, LLONG_MAX, &t);
     if (rc == 0) c->x->search.seed = (uint64_t)t;
     return rc;
 }
@@ -341,29 +315,29 @@ static const key_spec_t search_keys[] = {
 
 static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
-    return walk_mapping(c, key, v, search_keys, TP_ARRAY_LEN(search_keys),
+    return tp__cfg_walk_mapping(c, key, v, search_keys, TP_ARRAY_LEN(search_keys),
                         "search: {algorithm: random, trials: 40, seed: 1}");
 }
 
 static int key_concurrency(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
-    int rc = get_int(c, key, v, 1, 4096, &t);
+    int rc = tp__cfg_get_int(c, key, v, 1, 4096, &t);
     if (rc == 0) c->x->concurrency = (int)t;
     return rc;
 }
 
 static int key_retries(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
-    int rc = get_int(c, key, v, 0, 100, &t);
+    int rc = tp__cfg_get_int(c, key, v, 0, 100, &t);
     if (rc == 0) c->x->retries = (int)t;
     return rc;
 }
 
-static int get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
+int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
     if (v->type != YAML_SCALAR_NODE) {
         char got[256];
         return fail(c, v, "\"%s\" must be a duration such as 30s, 5m or 1h30m, got %s", key,
-                    describe(v, got, sizeof got));
+                    tp__cfg_describe(v, got, sizeof got));
     }
     tp_error_t e;
     if (tp__parse_duration(stext(v), out, &e) < 0) return fail(c, v, "%s: %s", key, e.msg);
@@ -371,11 +345,11 @@ static int get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *ou
 }
 
 static int key_timeout(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return get_duration(c, key, v, &c->x->timeout_s);
+    return tp__cfg_get_duration(c, key, v, &c->x->timeout_s);
 }
 
 static int key_stop_grace(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return get_duration(c, key, v, &c->x->grace_s);
+    return tp__cfg_get_duration(c, key, v, &c->x->grace_s);
 }
 
 static int key_log_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -384,7 +358,7 @@ static int key_log_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type != YAML_SCALAR_NODE || tp__parse_size(stext(v), &n, &e) < 0) {
         char got[256];
         return fail(c, v, "\"%s\" must be a size such as 64k, 8M or 1G, got %s", key,
-                    describe(v, got, sizeof got));
+                    tp__cfg_describe(v, got, sizeof got));
     }
     if (n < 4096)
         return fail(c, v, "\"%s\" must be at least 4k, got \"%s\"; e.g. log_limit: 8M", key,
@@ -395,7 +369,7 @@ static int key_log_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static int key_workdir(cfgctx_t *c, const char *key, yaml_node_t *v) {
     const char *s;
-    int rc = get_string(c, key, v, &s);
+    int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     free(c->x->workdir);
     c->x->workdir = tp__strdup(s);
@@ -411,12 +385,12 @@ static int valid_env_name(const char *s) {
 
 static int key_env(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
-    int rc = check_mapping(c, key, v, "env: {OMP_NUM_THREADS: \"4\"}");
+    int rc = tp__cfg_check_mapping(c, key, v, "env: {OMP_NUM_THREADS: \"4\"}");
     if (rc < 0) return rc;
     size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
     c->x->env = tp__xcalloc(n ? n : 1, sizeof *c->x->env);
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = node_at(c, p->key), *val = node_at(c, p->value);
+        yaml_node_t *k = tp__cfg_node_at(c, p->key), *val = tp__cfg_node_at(c, p->value);
         if (!valid_env_name(stext(k)))
             return fail(c, k,
                         "environment variable name \"%s\" is not valid; use letters, digits "
@@ -449,16 +423,16 @@ static int parse_values(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t 
     if (v->type != YAML_SEQUENCE_NODE) {
         char got[256];
         return fail(c, v, "%s for \"%s\" must be a list, e.g. {%s: [16, 32, 64]}; got %s", dk,
-                    p->name, dk, describe(v, got, sizeof got));
+                    p->name, dk, tp__cfg_describe(v, got, sizeof got));
     }
     size_t n = seq_len(v);
     p->values = tp__xcalloc(n ? n : 1, sizeof *p->values);
     for (size_t i = 0; i < n; i++) {
-        yaml_node_t *e = node_at(c, v->data.sequence.items.start[i]);
+        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
         if (e->type != YAML_SCALAR_NODE)
             return fail(c, e, "values of %s for \"%s\" must be numbers or strings, not %s", dk,
                         p->name, e->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
-        p->values[p->nvalues++] = resolve_scalar(e);
+        p->values[p->nvalues++] = tp__cfg_resolve_scalar(e);
     }
     return 0;
 }
@@ -471,23 +445,23 @@ static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t 
     if (v->type != YAML_SEQUENCE_NODE || seq_len(v) != 2) {
         char got[256];
         if (v->type == YAML_SEQUENCE_NODE) snprintf(got, sizeof got, "%zu values", seq_len(v));
-        else describe(v, got, sizeof got);
+        else tp__cfg_describe(v, got, sizeof got);
         return fail(c, v, "%s for \"%s\" must be %s, got %s; e.g. {%s: %s}", dk, p->name, form, got,
                     dk, eg);
     }
     double b[2];
     for (size_t i = 0; i < 2; i++) {
-        yaml_node_t *e = node_at(c, v->data.sequence.items.start[i]);
+        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
         long long iv;
         char got[256];
         if (is_int) {
-            if (node_integer(e, &iv) < 0)
+            if (tp__cfg_node_integer(e, &iv) < 0)
                 return fail(c, e, "int bounds of \"%s\" must be integers, got %s; e.g. {int: %s}",
-                            p->name, describe(e, got, sizeof got), eg);
+                            p->name, tp__cfg_describe(e, got, sizeof got), eg);
             b[i] = (double)iv;
-        } else if (node_number(e, &b[i]) < 0) {
+        } else if (tp__cfg_node_number(e, &b[i]) < 0) {
             return fail(c, e, "%s bounds of \"%s\" must be numbers, got %s; e.g. {%s: %s}", dk,
-                        p->name, describe(e, got, sizeof got), dk, eg);
+                        p->name, tp__cfg_describe(e, got, sizeof got), dk, eg);
         }
     }
     p->lo = b[0];
@@ -498,12 +472,12 @@ static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t 
 /* A mapping with one domain key and optional q / log into p (whose name and
  * position are set). *where is set to the node a domain error points at. */
 static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml_node_t **where) {
-    int rc = check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
+    int rc = tp__cfg_check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
     if (rc < 0) return rc;
     yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL;
     for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
          pr++) {
-        yaml_node_t *k = node_at(c, pr->key), *val = node_at(c, pr->value);
+        yaml_node_t *k = tp__cfg_node_at(c, pr->key), *val = tp__cfg_node_at(c, pr->value);
         size_t i;
         for (i = 0; i < TP_ARRAY_LEN(domain_keys) && strcmp(domain_keys[i], stext(k)); i++)
             continue;
@@ -538,18 +512,18 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
             return fail(c, qnode, "q of \"%s\" applies only to uniform, loguniform, normal and int "
                                   "domains; remove it",
                         p->name);
-        if (node_number(qnode, &p->q) < 0 || !(p->q > 0))
+        if (tp__cfg_node_number(qnode, &p->q) < 0 || !(p->q > 0))
             return fail(c, qnode, "q of \"%s\" must be > 0, got %s; e.g. q: 0.1", p->name,
-                        describe(qnode, got, sizeof got));
+                        tp__cfg_describe(qnode, got, sizeof got));
     }
     if (lognode) {
-        json_t *b = lognode->type == YAML_SCALAR_NODE ? resolve_scalar(lognode) : NULL;
+        json_t *b = lognode->type == YAML_SCALAR_NODE ? tp__cfg_resolve_scalar(lognode) : NULL;
         int ok = json_is_boolean(b);
         p->log = json_is_true(b);
         json_decref(b);
         if (!ok)
             return fail(c, lognode, "log of \"%s\" must be true or false, got %s", p->name,
-                        describe(lognode, got, sizeof got));
+                        tp__cfg_describe(lognode, got, sizeof got));
         if (p->log && p->kind != TP_DOM_INT)
             return fail(c, lognode, "log: true applies only to int domains; for reals write "
                                     "{loguniform: [low, high]}");
@@ -579,7 +553,7 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
     } else if (v->type == YAML_SCALAR_NODE) {
         p.kind = TP_DOM_CONST;
         p.values = tp__xcalloc(1, sizeof *p.values);
-        p.values[p.nvalues++] = resolve_scalar(v);
+        p.values[p.nvalues++] = tp__cfg_resolve_scalar(v);
     } else {
         rc = parse_domain_mapping(c, v, &p, &where);
     }
@@ -598,10 +572,10 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
 
 static int key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
-    int rc = check_mapping(c, key, v, "space: {lr: {loguniform: [1.0e-4, 1.0]}}");
+    int rc = tp__cfg_check_mapping(c, key, v, "space: {lr: {loguniform: [1.0e-4, 1.0]}}");
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
          p++)
-        rc = parse_param(c, node_at(c, p->key), node_at(c, p->value));
+        rc = parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value));
     return rc;
 }
 
@@ -620,6 +594,11 @@ static const key_spec_t top_keys[] = {
     {"log_limit", key_log_limit, 0, NULL},
     {"workdir", key_workdir, 0, NULL},
     {"env", key_env, 0, NULL},
+    {"resources", tp__cfg_key_resources, 0, NULL},
+    {"placement", tp__cfg_key_placement, 0, NULL},
+    {"sharing", tp__cfg_key_sharing, 0, NULL},
+    {"gpus", tp__cfg_key_gpus, 0, NULL},
+    {"profile_by", tp__cfg_key_profile_by, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -629,7 +608,7 @@ static int check_placeholders(cfgctx_t *c) {
     if (!c->command) return 0;
     const tp_space_t *sp = &c->x->space;
     for (size_t i = 0; i < seq_len(c->command); i++) {
-        yaml_node_t *e = node_at(c, c->command->data.sequence.items.start[i]);
+        yaml_node_t *e = tp__cfg_node_at(c, c->command->data.sequence.items.start[i]);
         char **names;
         tp_error_t te;
         if (tp__template_names(stext(e), &names, &te) < 0) return fail(c, e, "%s", te.msg);
@@ -677,6 +656,9 @@ static void set_defaults(tp_experiment_t *x) {
     x->timeout_s = 0;
     x->grace_s = 10;
     x->log_limit = 8u << 20;
+    x->res.gpu_compute = 1.0;
+    x->res.profile_s = 30;
+    x->reserve_mib = 512;
 }
 
 /* See config.h. Parses with libyaml's document API, then walks the tree
@@ -703,10 +685,10 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
         yaml_mark_t m = parser.problem_mark;
         const char *problem = parser.problem ? parser.problem : "malformed document";
         if (parser.context)
-            rc = fail_at(&c, m, "YAML syntax error: %s %s; check indentation and quoting near here",
+            rc = tp__cfg_fail_at(&c, m, "YAML syntax error: %s %s; check indentation and quoting near here",
                          problem, parser.context);
         else
-            rc = fail_at(&c, m, "YAML syntax error: %s; check indentation and quoting near here",
+            rc = tp__cfg_fail_at(&c, m, "YAML syntax error: %s; check indentation and quoting near here",
                          problem);
         yaml_parser_delete(&parser);
         tp__experiment_free(out);
@@ -715,17 +697,19 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     yaml_mark_t start = {0, 0, 0};
     if (!root || (root->type == YAML_SCALAR_NODE && is_plain(root) && !*stext(root))) {
-        rc = fail_at(&c, start, "the file is empty; write at least name, command and metric, e.g. "
+        rc = tp__cfg_fail_at(&c, start, "the file is empty; write at least name, command and metric, e.g. "
                                 "name: demo");
     } else if (root->type != YAML_MAPPING_NODE) {
         char got[256];
         rc = fail(&c, root, "the experiment must be a mapping of keys (name, command, metric, "
                             "space, ...), got %s",
-                  describe(root, got, sizeof got));
+                  tp__cfg_describe(root, got, sizeof got));
     } else {
-        rc = walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
+        rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
                           "name: demo");
         if (rc == 0) rc = check_placeholders(&c);
+        if (rc == 0) rc = tp__cfg_check_resources(&c);
+        if (rc == 0 && !out->policy) out->policy = tp__strdup("wfd");
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
@@ -759,5 +743,10 @@ void tp__experiment_free(tp_experiment_t *x) {
         free(x->env[i].value);
     }
     free(x->env);
+    free(x->policy);
+    for (size_t i = 0; i < x->ngpus; i++) free(x->gpus[i].type);
+    free(x->gpus);
+    for (size_t i = 0; i < x->nprofile_by; i++) free(x->profile_by[i]);
+    free(x->profile_by);
     memset(x, 0, sizeof *x);
 }

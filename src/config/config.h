@@ -16,6 +16,32 @@ typedef struct tp_env_pair {
     char *value;  /* owned */
 } tp_env_pair_t;
 
+typedef enum tp_sharing {
+    TP_SHARING_AUTO,       /* MPS where a control daemon can run, else time-slicing */
+    TP_SHARING_MPS,        /* MPS required: no MPS is an error at start */
+    TP_SHARING_TIMESLICE,  /* share GPUs without MPS */
+    TP_SHARING_NONE,       /* one trial per GPU */
+} tp_sharing_t;
+
+/* A GPU named in `gpus:`: restricts the run to it and may describe it. */
+typedef struct tp_gpu_decl {
+    int index;             /* device index on the node */
+    char *type;            /* owned; NULL: as discovered */
+    uint64_t memory_mib;   /* 0: as discovered */
+    double speed;          /* 0: as discovered (1.0 if unknown) */
+} tp_gpu_decl_t;
+
+/* Each trial's demand (`resources:`). */
+typedef struct tp_resources {
+    int gpus;              /* GPUs per trial, all on one node; default 0 (CPU only) */
+    uint64_t gpu_memory_mib; /* per GPU; 0 = none declared */
+    int gpu_memory_auto;   /* `gpu_memory: auto`: measured by the profiler */
+    double gpu_compute;    /* share of each GPU in (0, 1]; default 1.0 */
+    int gpu_compute_auto;  /* `gpu_compute: auto` */
+    int cpus;              /* CPU cores per trial; default 0 = not counted */
+    double profile_s;      /* `profile_time`: the profiler's bounded run, default 30s */
+} tp_resources_t;
+
 typedef struct tp_experiment {
     char *path;            /* the file as named by the user (for messages), owned */
     char *text;            /* the file's text as given, owned */
@@ -34,7 +60,20 @@ typedef struct tp_experiment {
     char *workdir;         /* `workdir`, trials' cwd; default: NULL = where `run` started */
     tp_env_pair_t *env;    /* `env`: extra environment for trials, owned */
     size_t nenv;           /* number of env pairs */
+    tp_resources_t res;    /* `resources` */
+    char *policy;          /* `placement.policy`, default "wfd", owned */
+    uint64_t reserve_mib;  /* `placement.reserve`: memory kept free per GPU, default 512 MiB */
+    double oversubscribe;  /* `placement.oversubscribe`: compute capacity 1 + this, default 0 */
+    int max_per_gpu;       /* `placement.max_per_gpu`, 0 = no limit */
+    tp_sharing_t sharing;  /* `sharing`, default auto */
+    tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
+    size_t ngpus;
+    char **profile_by;     /* `profile_by`: parameters that shape demand, owned */
+    size_t nprofile_by;
 } tp_experiment_t;
+
+/* Name of a sharing mode as written in the file. */
+const char *tp__sharing_name(tp_sharing_t s);
 
 /* Parse and validate an experiment from text; path is used in messages.
  * On error returns -EINVAL with err->msg "path:line:col: ...", and *out is

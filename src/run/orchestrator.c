@@ -95,6 +95,7 @@ trial_t *tp__trial_new(tp_run_t *r, int64_t id, json_t *params) {
     t->params = params;
     t->step = TP_STORE_NO_STEP;
     t->value = t->best = NAN;
+    t->group = -1;
     r->trials[id] = t;
     if ((size_t)id >= r->ntrials) r->ntrials = (size_t)id + 1;
     return t;
@@ -145,6 +146,7 @@ static int send_launch(tp_run_t *r, trial_t *t) {
         free(arg);
     }
     json_t *env = json_object();
+    if (t->gpu_env) json_object_update(env, t->gpu_env);
     for (size_t i = 0; i < r->x.nenv; i++)
         json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
     const char *key;
@@ -177,50 +179,80 @@ static void send_stop(tp_run_t *r, trial_t *t, const char *reason) {
 /* Fill free slots: pending trials first (lowest id first), then new ones
  * from the searcher. Journals each start; the launches are sent after the
  * commit by pump(). */
+/* The next trial to try: a pending one (lowest id first), else a new one
+ * from the searcher, journaled as added. NULL when there is none now. */
+static trial_t *next_candidate(tp_run_t *r) {
+    while (r->nheap) {
+        trial_t *t = trial_get(r, heap_pop(r));
+        if (t) return t;
+    }
+    if (r->exhausted) return NULL;
+    json_t *cfg = NULL;
+    double now = tp__wall_s();
+    int rc = r->searcher->ops->ask(r->searcher, r->next_index, now, &cfg);
+    if (rc <= 0) {
+        if (rc == 0) r->exhausted = 1;
+        return NULL;
+    }
+    char *text = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    tp__run_tx(r);
+    if (tp__store_trial_add(r->store, (int64_t)r->next_index, text, now) != 0)
+        tp__run_journal_failed(r, "adding a trial");
+    free(text);
+    trial_t *t = tp__trial_new(r, (int64_t)r->next_index, cfg);
+    r->next_index++;
+    return t;
+}
+
+/* Journal the start of t's next attempt where the placer put it; the
+ * launch is sent after the commit by pump(). */
+static void start_attempt(tp_run_t *r, trial_t *t) {
+    double now = tp__wall_s();
+    t->state = T_RUNNING;
+    t->attempts++;
+    t->stop_sent = 0;
+    t->has_value = 0;
+    t->value = t->best = NAN;
+    t->step = TP_STORE_NO_STEP;
+    t->seq = 0;
+    t->garbage = 0;
+    t->started = tp__mono_s();
+    tp__buf_reset(&t->last);
+    tp__run_tx(r);
+    if (tp__store_trial_state(r->store, t->id, "running", t->attempts, NULL, now) != 0)
+        tp__run_journal_failed(r, "recording a start");
+    json_decref(t->gpu_env);
+    t->gpu_env = json_object();
+    tp__placement_journal(r, t, t->gpu_env);
+    r->running++;
+    if (r->nlaunch == r->caplaunch) {
+        r->caplaunch = r->caplaunch ? r->caplaunch * 2 : 32;
+        r->launch = tp__xrealloc(r->launch, r->caplaunch * sizeof *r->launch);
+    }
+    r->launch[r->nlaunch++] = t->id;
+}
+
+/* Fill free slots: take up to the free concurrency of candidates, let the
+ * placement policy decide where they go, start those placed and keep the
+ * others pending until something ends. */
 static void schedule(tp_run_t *r) {
     if (!r->agent_ready || r->stopping || r->shutting_down) return;
-    while (r->running < r->x.concurrency) {
-        trial_t *t = NULL;
-        double now = tp__wall_s();
-        if (r->nheap) {
-            t = trial_get(r, heap_pop(r));
-        } else if (!r->exhausted) {
-            json_t *cfg = NULL;
-            int rc = r->searcher->ops->ask(r->searcher, r->next_index, now, &cfg);
-            if (rc <= 0) {
-                if (rc == 0) r->exhausted = 1;
-                break;
-            }
-            char *text = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            tp__run_tx(r);
-            if (tp__store_trial_add(r->store, (int64_t)r->next_index, text, now) != 0)
-                tp__run_journal_failed(r, "adding a trial");
-            free(text);
-            t = tp__trial_new(r, (int64_t)r->next_index, cfg);
-            r->next_index++;
-        } else {
-            break;
-        }
-        if (!t) continue;
-        t->state = T_RUNNING;
-        t->attempts++;
-        t->stop_sent = 0;
-        t->has_value = 0;
-        t->value = t->best = NAN;
-        t->step = TP_STORE_NO_STEP;
-        t->seq = 0;
-        t->garbage = 0;
-        t->started = tp__mono_s();
-        tp__buf_reset(&t->last);
-        tp__run_tx(r);
-        if (tp__store_trial_state(r->store, t->id, "running", t->attempts, NULL, now) != 0)
-            tp__run_journal_failed(r, "recording a start");
-        r->running++;
-        if (r->nlaunch == r->caplaunch) {
-            r->caplaunch = r->caplaunch ? r->caplaunch * 2 : 32;
-            r->launch = tp__xrealloc(r->launch, r->caplaunch * sizeof *r->launch);
-        }
-        r->launch[r->nlaunch++] = t->id;
+    size_t free_slots = r->running < r->x.concurrency ? (size_t)(r->x.concurrency - r->running) : 0;
+    if (free_slots == 0) return;
+    if (r->capbatch < free_slots) {
+        r->capbatch = free_slots;
+        r->batch = tp__xrealloc(r->batch, free_slots * sizeof *r->batch);
+    }
+    size_t n = 0;
+    trial_t *t;
+    while (n < free_slots && (t = next_candidate(r)) != NULL) r->batch[n++] = t;
+    if (n == 0) return;
+    tp__placement_place(r, r->batch, n);
+    for (size_t i = 0; i < n; i++) {
+        if (r->batch[i]->where.placed)
+            start_attempt(r, r->batch[i]);
+        else
+            tp__pending_push(r, r->batch[i]->id);
     }
 }
 
@@ -283,6 +315,8 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
                          rep->has_value ? rep->value : NAN, data, len) != 0)
         tp__run_journal_failed(r, "storing a metric");
     r->metric_rows++;
+    t->last_report = tp__mono_s();
+    if (t->seq == 1) t->first_report = t->last_report;
     if (rep->step != TP_STORE_NO_STEP) t->step = rep->step;
     tp__buf_reset(&t->last);
     tp__buf_append(&t->last, data, len);
@@ -334,14 +368,19 @@ static const char *signal_name(int sig) {
 /* An attempt ended: decide completed / failed / retry / interrupted. */
 static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     const char *status = "exited", *error = "";
-    int code = -1, sig = 0;
+    int code = -1, sig = 0, oom = 0;
     double dur = 0;
-    json_unpack(m->head, "{s?s, s?i, s?i, s?s, s?F}", "status", &status, "code", &code, "signal",
-                &sig, "error", &error, "duration_s", &dur);
+    json_unpack(m->head, "{s?s, s?i, s?i, s?s, s?F, s?b}", "status", &status, "code", &code,
+                "signal", &sig, "error", &error, "duration_s", &dur, "oom", &oom);
     char why[1200] = "";
-    int ok = 0, interrupted = 0;
+    int ok = 0, interrupted = 0, regrow = 0;
+    tp__placement_ended(r, t);
     if (strcmp(status, "stopped") == 0 && r->stopping) {
         interrupted = 1;
+    } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
+        /* Out of GPU memory: not the trial's fault but its demand's. */
+        regrow = tp__placement_oom(r, t, why, sizeof why);
+        interrupted = regrow;
     } else if (strcmp(status, "exited") == 0 && code == 0) {
         if (t->has_value)
             ok = 1;
@@ -383,8 +422,12 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     if (interrupted) {
         t->state = T_PENDING;
         e.state = "pending";
-        e.error = "interrupted";
+        e.error = regrow ? why : "interrupted";
         tp__pending_push(r, t->id);
+        if (regrow) {
+            tp__run_tx(r);
+            tp__store_event(r->store, t->id, t->attempts, "oom", why, e.at);
+        }
     } else if (ok) {
         t->state = T_COMPLETED;
         e.state = "completed";
@@ -439,7 +482,23 @@ static void on_agent_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
                      (long long)reaped);
             tp__store_event(r->store, -1, 0, "reaped", d, tp__wall_s());
         }
+        int rc = tp__placement_hello(r, m->head);
+        if (rc != 0) {
+            r->exit_code = rc;
+            r->stopping = 1;
+            send_shutdown(r);
+            return;
+        }
+        r->agent_ready = !r->mps_pending;
+        return;
+    }
+    if (strcmp(m->type, "mps") == 0) {
+        tp__placement_on_mps(r, m->head);
         r->agent_ready = 1;
+        return;
+    }
+    if (strcmp(m->type, "usage") == 0) {
+        tp__placement_on_usage(r, m->head);
         return;
     }
     if (strcmp(m->type, "error") == 0) {

@@ -8,6 +8,7 @@
 
 #include "config/config.h"
 #include "launch/launch.h"
+#include "place/place.h"
 #include "search/search.h"
 #include "store/store.h"
 #include "util/util.h"
@@ -30,7 +31,26 @@ typedef struct trial {
     int garbage;        /* garbage lines in this attempt */
     int stop_sent;      /* a stop was sent for this attempt */
     int pid;            /* process group of the attempt, on its agent */
+    int group;          /* index of its demand group (placement.c), -1 before */
+    tp_assign_t where;  /* where the current attempt runs (where.placed) */
+    uint64_t mem_mib;   /* demand it was placed with, per GPU */
+    double compute;     /* compute share it was placed with, per GPU */
+    int profiling;      /* this attempt measures its group's demand */
+    uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
+    double sm_sum;      /* sum of SM use samples (percent) in this attempt */
+    int samples;        /* NVML samples of this attempt */
+    double first_report, last_report; /* monotonic times of reports, for step time */
+    json_t *gpu_env;    /* the GPU environment of the current attempt, owned */
 } trial_t;
+
+/* Demand shared by trials with the same profile_by values. */
+typedef struct demand_group {
+    char *key;          /* JSON of the profile_by values, owned */
+    uint64_t mem_mib;   /* per GPU */
+    double compute;     /* per GPU */
+    int measured;       /* 1 once declared or profiled */
+    int64_t profiler;   /* trial measuring it, -1 if none */
+} demand_group_t;
 
 typedef struct tp_run {
     uv_loop_t loop;             /* the event loop */
@@ -50,6 +70,8 @@ typedef struct tp_run {
     size_t ntrials, cap;        /* ids < ntrials */
     int64_t *heap;              /* pending trial ids (min-heap) */
     size_t nheap, capheap;
+    trial_t **batch;            /* candidates of one schedule() call */
+    size_t capbatch;
     int64_t *launch;            /* trials journaled as started, to send after the commit */
     size_t nlaunch, caplaunch;
     uint64_t next_index;        /* the searcher's next trial number */
@@ -70,6 +92,17 @@ typedef struct tp_run {
     int view_lines;             /* lines drawn by the live view */
     double t0;                  /* monotonic start */
     tp_buf_t scratch;           /* reused for name=value reports */
+    tp_cluster_t cluster;       /* the agent's node and GPUs (from its hello) */
+    uint64_t *foreign_mib;      /* per GPU: memory used by processes that are not ours */
+    const tp_placer_ops_t *placer; /* the placement policy */
+    demand_group_t *groups;     /* demand groups */
+    size_t ngroups;
+    json_t *group_index;        /* key -> index into groups */
+    int placing;                /* trials demand GPUs or CPU cores: placement applies */
+    int mps;                    /* MPS daemons run for the GPUs */
+    int mps_pending;            /* mps_start sent, answer awaited */
+    const char *sharing;        /* mps | time-slicing | exclusive | cpu: what trials get */
+    double gpus_saved_at;       /* last GPU snapshot written to the store */
     tp_error_t err;             /* last error */
 } tp_run_t;
 
@@ -85,6 +118,27 @@ void tp__pending_push(tp_run_t *r, int64_t id);  /* O(log pending) */
 void tp__note_best(tp_run_t *r, trial_t *t);     /* t completed: best so far? */
 void tp__run_tx(tp_run_t *r);                    /* open a transaction if none is */
 void tp__run_journal_failed(tp_run_t *r, const char *what);
+
+/* placement.c: the cluster, demand groups, placing a batch, GPU messages. */
+/* From the agent's hello: build the cluster; decide MPS. 0, or an exit code
+ * (printed) when the experiment cannot run there. */
+int tp__placement_hello(tp_run_t *r, const json_t *hello);
+/* Place a batch of trials (their attempt not yet started); sets where,
+ * mem_mib, compute, profiling of the placed ones; returns how many placed.
+ * Trials that cannot be placed now are left with where.placed = 0. */
+size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n);
+/* Journal the placement of t's new attempt and add its GPU environment. */
+void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env);
+/* `mps` answer, `usage` samples. */
+void tp__placement_on_mps(tp_run_t *r, const json_t *m);
+void tp__placement_on_usage(tp_run_t *r, const json_t *m);
+/* An attempt that ran out of GPU memory: grow its group's demand. Returns 1
+ * when it should be placed again (not a failure), 0 when no GPU can hold
+ * more (why filled). */
+int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n);
+/* An attempt ended: a profiling one records what it measured. */
+void tp__placement_ended(tp_run_t *r, trial_t *t);
+void tp__placement_free(tp_run_t *r);
 
 /* view.c: what the user sees while it runs. */
 void tp__view_start(tp_run_t *r);

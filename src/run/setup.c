@@ -158,12 +158,15 @@ static void run_free(tp_run_t *r) {
     for (size_t i = 0; i < r->ntrials; i++) {
         if (!r->trials[i]) continue;
         json_decref(r->trials[i]->params);
+        json_decref(r->trials[i]->gpu_env);
         tp__buf_free(&r->trials[i]->last);
         free(r->trials[i]);
     }
     free(r->trials);
     free(r->heap);
     free(r->launch);
+    free(r->batch);
+    tp__placement_free(r);
     tp__buf_free(&r->scratch);
     tp__searcher_free(r->searcher);
     tp__store_close(r->store);

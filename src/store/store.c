@@ -34,6 +34,19 @@ static const char *const migrations[] = {
     "  trial INTEGER NOT NULL, attempt INTEGER NOT NULL, seq INTEGER NOT NULL,"
     "  step INTEGER, value REAL, data TEXT NOT NULL,"
     "  PRIMARY KEY(trial, attempt, seq)) WITHOUT ROWID;",
+    /* 1 -> 2: where each attempt was placed, and measured demand. */
+    "CREATE TABLE placements("
+    "  id INTEGER PRIMARY KEY, trial INTEGER NOT NULL, attempt INTEGER NOT NULL,"
+    "  at REAL NOT NULL, node TEXT NOT NULL,"
+    "  gpus TEXT NOT NULL,"           /* JSON array of device indexes on the node */
+    "  memory_mib INTEGER NOT NULL, compute REAL NOT NULL, cpus INTEGER NOT NULL,"
+    "  sharing TEXT NOT NULL,"        /* mps | time-slicing | exclusive | cpu */
+    "  env TEXT);"                     /* JSON: the GPU environment the trial got */
+    "CREATE INDEX placements_by_trial ON placements(trial, attempt);"
+    "CREATE TABLE profiles("
+    "  key TEXT PRIMARY KEY,"         /* JSON of the profile_by parameter values */
+    "  memory_mib INTEGER NOT NULL, compute REAL NOT NULL, step_s REAL,"
+    "  samples INTEGER NOT NULL, at REAL NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -51,6 +64,10 @@ enum {
     ST_TRIAL_ONE,
     ST_METRIC_COUNT,
     ST_EVENTS,
+    ST_PLACEMENT_ADD,
+    ST_PLACEMENTS,
+    ST_PROFILE_SET,
+    ST_PROFILE_GET,
     ST_COUNT
 };
 
@@ -73,6 +90,15 @@ static const char *const statements[ST_COUNT] = {
                      "signal, error, created_at, started_at, ended_at, failures FROM trials WHERE id = ?1",
     [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
     [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
+    [ST_PLACEMENT_ADD] = "INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, "
+                         "compute, cpus, sharing, env) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_PLACEMENTS] = "SELECT trial, attempt, at, node, gpus, memory_mib, compute, cpus, sharing, "
+                      "env FROM placements ORDER BY id",
+    [ST_PROFILE_SET] = "INSERT INTO profiles(key, memory_mib, compute, step_s, samples, at) "
+                       "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(key) DO UPDATE SET "
+                       "memory_mib = excluded.memory_mib, compute = excluded.compute, "
+                       "step_s = excluded.step_s, samples = excluded.samples, at = excluded.at",
+    [ST_PROFILE_GET] = "SELECT memory_mib, compute, step_s, samples FROM profiles WHERE key = ?1",
 };
 
 struct tp_store {
@@ -153,7 +179,7 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
     for (int i = 0; rc == 0 && i < ST_COUNT; i++) {
         if (s->readonly && (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
                             i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT ||
-                            i == ST_METRIC))
+                            i == ST_METRIC || i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET))
             continue;
         if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
                                NULL) != SQLITE_OK)
@@ -375,6 +401,71 @@ int tp__store_events(tp_store_t *s, int64_t trial,
         rc = cb((const char *)sqlite3_column_text(st, 0), sqlite3_column_int(st, 1),
                 sqlite3_column_double(st, 2), (const char *)sqlite3_column_text(st, 3), ud);
         if (rc) break;
+    }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int tp__store_placement(tp_store_t *s, const tp_placement_row_t *p) {
+    sqlite3_stmt *st = s->stmt[ST_PLACEMENT_ADD];
+    sqlite3_bind_int64(st, 1, p->trial);
+    sqlite3_bind_int(st, 2, p->attempt);
+    sqlite3_bind_double(st, 3, p->at);
+    sqlite3_bind_text(st, 4, p->node, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 5, p->gpus, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, (sqlite3_int64)p->memory_mib);
+    sqlite3_bind_double(st, 7, p->compute);
+    sqlite3_bind_int(st, 8, p->cpus);
+    sqlite3_bind_text(st, 9, p->sharing, -1, SQLITE_STATIC);
+    bind_text_or_null(st, 10, p->env);
+    return exec_stmt(s, st);
+}
+
+int tp__store_placements(tp_store_t *s, int (*cb)(const tp_placement_row_t *row, void *ud),
+                         void *ud) {
+    sqlite3_stmt *st = s->stmt[ST_PLACEMENTS];
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        tp_placement_row_t p = {
+            .trial = sqlite3_column_int64(st, 0),
+            .attempt = sqlite3_column_int(st, 1),
+            .at = sqlite3_column_double(st, 2),
+            .node = (const char *)sqlite3_column_text(st, 3),
+            .gpus = (const char *)sqlite3_column_text(st, 4),
+            .memory_mib = (uint64_t)sqlite3_column_int64(st, 5),
+            .compute = sqlite3_column_double(st, 6),
+            .cpus = sqlite3_column_int(st, 7),
+            .sharing = (const char *)sqlite3_column_text(st, 8),
+            .env = (const char *)sqlite3_column_text(st, 9),
+        };
+        if ((rc = cb(&p, ud)) != 0) break;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int tp__store_profile_set(tp_store_t *s, const char *key, const tp_profile_t *p) {
+    sqlite3_stmt *st = s->stmt[ST_PROFILE_SET];
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)p->memory_mib);
+    sqlite3_bind_double(st, 3, p->compute);
+    bind_real_or_null(st, 4, p->step_s > 0, p->step_s);
+    sqlite3_bind_int(st, 5, p->samples);
+    sqlite3_bind_double(st, 6, p->at);
+    return exec_stmt(s, st);
+}
+
+int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p) {
+    sqlite3_stmt *st = s->stmt[ST_PROFILE_GET];
+    int rc = -ENOENT;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        p->memory_mib = (uint64_t)sqlite3_column_int64(st, 0);
+        p->compute = sqlite3_column_double(st, 1);
+        p->step_s = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 2);
+        p->samples = sqlite3_column_int(st, 3);
+        rc = 0;
     }
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);

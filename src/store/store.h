@@ -99,4 +99,33 @@ int tp__store_events(tp_store_t *s, int64_t trial,
                      int (*cb)(const char *kind, int attempt, double at, const char *detail, void *ud),
                      void *ud);
 
+/* ---- placement (schema 2) --------------------------------------------- */
+typedef struct tp_placement_row {
+    int64_t trial;
+    int attempt;
+    double at;
+    const char *node;       /* node name */
+    const char *gpus;       /* JSON array of device indexes, "[]" for CPU-only */
+    uint64_t memory_mib;    /* demand per GPU it was placed with */
+    double compute;         /* compute share per GPU */
+    int cpus;
+    const char *sharing;    /* mps | time-slicing | exclusive | cpu */
+    const char *env;        /* JSON object: the GPU environment given, or NULL */
+} tp_placement_row_t;
+int tp__store_placement(tp_store_t *s, const tp_placement_row_t *p);
+/* Every placement in the order made. */
+int tp__store_placements(tp_store_t *s, int (*cb)(const tp_placement_row_t *row, void *ud),
+                         void *ud);
+
+/* A measured demand, shared by the trials with the same profile_by values. */
+typedef struct tp_profile {
+    uint64_t memory_mib;    /* peak GPU memory seen, per GPU */
+    double compute;         /* mean SM share in use, per GPU */
+    double step_s;          /* mean time between reports, 0 if unknown */
+    int samples;            /* NVML samples behind it */
+    double at;              /* when measured */
+} tp_profile_t;
+int tp__store_profile_set(tp_store_t *s, const char *key, const tp_profile_t *p);
+int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p); /* 0, -ENOENT */
+
 #endif

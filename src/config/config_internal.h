@@ -1,0 +1,65 @@
+/* Internals of the config module shared by its files: the parse context,
+ * table-driven mapping walks and the typed getters with their messages. */
+#ifndef TP_CONFIG_INTERNAL_H
+#define TP_CONFIG_INTERNAL_H
+
+#include <jansson.h>
+#include <yaml.h>
+
+#include "config/config.h"
+
+typedef struct cfgctx {
+    const char *path;      /* for messages */
+    yaml_document_t *doc;  /* the parsed file */
+    tp_experiment_t *x;    /* being filled */
+    tp_error_t *err;       /* first error */
+    yaml_node_t *command;  /* `command` sequence, checked once the space is known */
+    yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
+} cfgctx_t;
+
+/* A key of a mapping: its handler gets the value node. */
+typedef struct key_spec {
+    const char *key;
+    int (*fn)(cfgctx_t *c, const char *key, yaml_node_t *v);
+    int required;
+    const char *example;  /* shown when a required key is missing */
+} key_spec_t;
+
+static inline const char *stext(const yaml_node_t *n) {
+    return (const char *)n->data.scalar.value;
+}
+
+static inline int is_plain(const yaml_node_t *n) {
+    return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
+           n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
+}
+
+/* Fill c->err with "path:line:col: msg" at mark m; returns -EINVAL. */
+int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
+/* How a node reads in "got ...": the scalar quoted, else its kind. */
+const char *tp__cfg_describe(const yaml_node_t *n, char *out, size_t len);
+yaml_node_t *tp__cfg_node_at(cfgctx_t *c, int index);
+/* A plain scalar resolved to a JSON value (int, real, bool, null, string). */
+json_t *tp__cfg_resolve_scalar(const yaml_node_t *n);
+int tp__cfg_node_number(const yaml_node_t *n, double *out);
+int tp__cfg_node_integer(const yaml_node_t *n, long long *out);
+int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
+                    long long *out);
+int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out);
+int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *out);
+int tp__cfg_check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example);
+int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
+                         size_t nspec, const char *example);
+
+/* config_resources.c: resources, placement, sharing, gpus, profile_by. */
+int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_sharing(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* After the whole file: profile_by names must be parameters. */
+int tp__cfg_check_resources(cfgctx_t *c);
+
+#endif

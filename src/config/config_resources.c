@@ -1,0 +1,266 @@
+/* config_resources: the keys that describe what trials need and where they
+ * may go: resources, placement, sharing, gpus, profile_by. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config_internal.h"
+#include "place/place.h"
+
+static const char *const sharing_names[] = {
+    [TP_SHARING_AUTO] = "auto", [TP_SHARING_MPS] = "mps",
+    [TP_SHARING_TIMESLICE] = "time-slicing", [TP_SHARING_NONE] = "none"};
+
+const char *tp__sharing_name(tp_sharing_t s) {
+    return (size_t)s < TP_ARRAY_LEN(sharing_names) ? sharing_names[s] : "?";
+}
+
+static int is_auto(const yaml_node_t *v) {
+    return v->type == YAML_SCALAR_NODE && strcmp(stext(v), "auto") == 0;
+}
+
+/* GPU memory: a number of MiB, or a size with a unit ("2G", "1500M"). */
+static int get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out) {
+    long long n;
+    if (tp__cfg_node_integer(v, &n) == 0 && n > 0) {
+        *out = (uint64_t)n;
+        return 0;
+    }
+    uint64_t bytes;
+    if (v->type == YAML_SCALAR_NODE && tp__parse_size(stext(v), &bytes, NULL) == 0 &&
+        bytes >= (1u << 20)) {
+        *out = bytes >> 20;
+        return 0;
+    }
+    char got[256];
+    return fail(c, v, "\"%s\" must be a memory size such as 2048 (MiB), 1500M or 2G, got %s", key,
+                tp__cfg_describe(v, got, sizeof got));
+}
+
+static int get_real(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, double hi,
+                    double *out) {
+    if (tp__cfg_node_number(v, out) == 0 && *out > lo && *out <= hi) return 0;
+    char got[256];
+    return fail(c, v, "\"%s\" must be a number in (%g, %g], got %s", key, lo, hi,
+                tp__cfg_describe(v, got, sizeof got));
+}
+
+static int res_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long n;
+    int rc = tp__cfg_get_int(c, key, v, 0, TP_PLACE_MAX_GPUS, &n);
+    c->x->res.gpus = (int)n;
+    return rc;
+}
+
+static int res_gpu_memory(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (is_auto(v)) {
+        c->x->res.gpu_memory_auto = 1;
+        return 0;
+    }
+    return get_mib(c, key, v, &c->x->res.gpu_memory_mib);
+}
+
+static int res_gpu_compute(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (is_auto(v)) {
+        c->x->res.gpu_compute_auto = 1;
+        return 0;
+    }
+    return get_real(c, key, v, 0, 1, &c->x->res.gpu_compute);
+}
+
+static int res_cpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long n;
+    int rc = tp__cfg_get_int(c, key, v, 0, 4096, &n);
+    c->x->res.cpus = (int)n;
+    return rc;
+}
+
+static int res_profile_time(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return tp__cfg_get_duration(c, key, v, &c->x->res.profile_s);
+}
+
+static const key_spec_t resource_keys[] = {
+    {"gpus", res_gpus, 0, NULL},
+    {"gpu_memory", res_gpu_memory, 0, NULL},
+    {"gpu_compute", res_gpu_compute, 0, NULL},
+    {"cpus", res_cpus, 0, NULL},
+    {"profile_time", res_profile_time, 0, NULL},
+};
+
+int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return tp__cfg_walk_mapping(c, key, v, resource_keys, TP_ARRAY_LEN(resource_keys),
+                                "resources: {gpus: 1, gpu_memory: 2G, gpu_compute: 0.25}");
+}
+
+static int pl_policy(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    if (!tp__placer_find(s)) {
+        const char *names[16];
+        size_t n = 0;
+        tp_buf_t list;
+        tp__buf_init(&list);
+        for (; tp__placers[n] && n < TP_ARRAY_LEN(names); n++) {
+            names[n] = tp__placers[n]->name;
+            tp__buf_printf(&list, "%s%s", n ? ", " : "", names[n]);
+        }
+        const char *guess = tp__did_you_mean(s, names, n);
+        rc = guess ? fail(c, v, "unknown placement policy \"%s\"; did you mean \"%s\"? (%s)", s,
+                          guess, list.data)
+                   : fail(c, v, "unknown placement policy \"%s\"; use one of: %s", s, list.data);
+        tp__buf_free(&list);
+        return rc;
+    }
+    free(c->x->policy);
+    c->x->policy = tp__strdup(s);
+    return 0;
+}
+
+static int pl_reserve(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long zero;
+    if (tp__cfg_node_integer(v, &zero) == 0 && zero == 0) {
+        c->x->reserve_mib = 0;
+        return 0;
+    }
+    return get_mib(c, key, v, &c->x->reserve_mib);
+}
+
+static int pl_oversubscribe(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    double d;
+    if (tp__cfg_node_number(v, &d) == 0 && d >= 0 && d <= 4) {
+        c->x->oversubscribe = d;
+        return 0;
+    }
+    char got[256];
+    return fail(c, v, "\"%s\" must be a number from 0 to 4 (0.2 lets each GPU take 1.2 of "
+                      "compute), got %s",
+                key, tp__cfg_describe(v, got, sizeof got));
+}
+
+static int pl_max_per_gpu(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long n;
+    int rc = tp__cfg_get_int(c, key, v, 0, 1024, &n);
+    c->x->max_per_gpu = (int)n;
+    return rc;
+}
+
+static const key_spec_t placement_keys[] = {
+    {"policy", pl_policy, 0, NULL},
+    {"reserve", pl_reserve, 0, NULL},
+    {"oversubscribe", pl_oversubscribe, 0, NULL},
+    {"max_per_gpu", pl_max_per_gpu, 0, NULL},
+};
+
+int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return tp__cfg_walk_mapping(c, key, v, placement_keys, TP_ARRAY_LEN(placement_keys),
+                                "placement: {policy: wfd, reserve: 512M}");
+}
+
+int tp__cfg_key_sharing(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    for (size_t i = 0; i < TP_ARRAY_LEN(sharing_names); i++)
+        if (strcmp(s, sharing_names[i]) == 0) {
+            c->x->sharing = (tp_sharing_t)i;
+            return 0;
+        }
+    const char *guess = tp__did_you_mean(s, sharing_names, TP_ARRAY_LEN(sharing_names));
+    if (guess) return fail(c, v, "unknown sharing \"%s\"; did you mean \"%s\"?", s, guess);
+    return fail(c, v, "unknown sharing \"%s\"; use auto, mps, time-slicing or none", s);
+}
+
+/* One entry of `gpus:`: an index, or {index, type, memory, speed}. */
+static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
+    long long n;
+    if (tp__cfg_node_integer(v, &n) == 0) {
+        if (n < 0 || n > 1023) return fail(c, v, "a GPU index must be from 0 to 1023, got %lld", n);
+        g->index = (int)n;
+        return 0;
+    }
+    int rc = tp__cfg_check_mapping(c, "gpus", v, "{index: 0, type: a100_80g, speed: 1.0}");
+    int has_index = 0;
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = tp__cfg_node_at(c, p->key), *val = tp__cfg_node_at(c, p->value);
+        const char *name = stext(k);
+        if (strcmp(name, "index") == 0) {
+            rc = tp__cfg_get_int(c, name, val, 0, 1023, &n);
+            g->index = (int)n;
+            has_index = 1;
+        } else if (strcmp(name, "type") == 0) {
+            const char *s;
+            rc = tp__cfg_get_string(c, name, val, &s);
+            if (rc == 0) g->type = tp__strdup(s);
+        } else if (strcmp(name, "memory") == 0) {
+            rc = get_mib(c, name, val, &g->memory_mib);
+        } else if (strcmp(name, "speed") == 0) {
+            rc = get_real(c, name, val, 0, 1000, &g->speed);
+        } else {
+            static const char *const keys[] = {"index", "type", "memory", "speed"};
+            const char *guess = tp__did_you_mean(name, keys, TP_ARRAY_LEN(keys));
+            rc = guess ? fail(c, k, "unknown key \"%s\"; did you mean \"%s\"?", name, guess)
+                       : fail(c, k, "unknown key \"%s\"; valid keys are: index, type, memory, "
+                                    "speed",
+                              name);
+        }
+    }
+    if (rc == 0 && !has_index)
+        rc = fail(c, v, "missing required key \"index\"; add e.g. index: 0");
+    return rc;
+}
+
+int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type != YAML_SEQUENCE_NODE) {
+        char got[256];
+        return fail(c, v, "\"%s\" must be a list of GPU indexes or {index, type, memory, speed}, "
+                          "e.g. gpus: [0, 1]; got %s",
+                    key, tp__cfg_describe(v, got, sizeof got));
+    }
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    c->x->gpus = tp__xcalloc(n ? n : 1, sizeof *c->x->gpus);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
+        int rc = gpu_entry(c, e, &c->x->gpus[i]);
+        c->x->ngpus = i + 1;
+        if (rc < 0) return rc;
+        for (size_t j = 0; j < i; j++)
+            if (c->x->gpus[j].index == c->x->gpus[i].index)
+                return fail(c, e, "GPU %d is listed twice; keep one", c->x->gpus[i].index);
+    }
+    return 0;
+}
+
+int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type != YAML_SEQUENCE_NODE) {
+        char got[256];
+        return fail(c, v, "\"%s\" must be a list of parameter names, e.g. [model, batch_size]; "
+                          "got %s",
+                    key, tp__cfg_describe(v, got, sizeof got));
+    }
+    c->profile_by = v;
+    return 0;
+}
+
+int tp__cfg_check_resources(cfgctx_t *c) {
+    tp_experiment_t *x = c->x;
+    if (c->profile_by) {
+        yaml_node_t *v = c->profile_by;
+        size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        x->profile_by = tp__xcalloc(n ? n : 1, sizeof *x->profile_by);
+        for (size_t i = 0; i < n; i++) {
+            yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
+            if (e->type != YAML_SCALAR_NODE || !tp__space_find(&x->space, stext(e))) {
+                char got[256];
+                return fail(c, e, "profile_by names %s, which is not a parameter of space",
+                            tp__cfg_describe(e, got, sizeof got));
+            }
+            x->profile_by[x->nprofile_by++] = tp__strdup(stext(e));
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,149 @@
+/* place: the cluster model (nodes, GPUs, capacities), trial demand, and the
+ * placement policies. Every policy is a pure function of (pending trials,
+ * cluster state): no I/O, no clock, no globals; the orchestrator, the
+ * simulator, `tunepack place` and the tests call the very same code. */
+#ifndef TP_PLACE_H
+#define TP_PLACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/util.h"
+
+typedef struct tp_gpu {
+    char name[64];        /* "gpu0" (unique within its node) */
+    char type[64];        /* "a100_80g", "NVIDIA H100 80GB HBM3" */
+    char uuid[96];        /* NVML UUID, "" if declared */
+    int index;            /* device index on its node (CUDA_VISIBLE_DEVICES), -1 if unknown */
+    uint64_t memory_mib;  /* total memory */
+    double speed;         /* relative speed, 1.0 = reference GPU */
+    int healthy;          /* 0: no new trials on it */
+} tp_gpu_t;
+
+typedef struct tp_node {
+    char name[64];        /* host name */
+    int cpus;             /* CPU cores for trials */
+    tp_gpu_t *gpus;       /* owned */
+    size_t ngpus;
+} tp_node_t;
+
+/* Limits that apply to every GPU. */
+typedef struct tp_place_limits {
+    uint64_t reserve_mib;     /* memory kept free on each GPU (default 512) */
+    double oversubscribe;     /* compute capacity per GPU = 1.0 + oversubscribe (default 0) */
+    int max_per_gpu;          /* trials per GPU at most, 0 = no limit */
+    int sharing;              /* 0: one trial per GPU whatever the policy (sharing: none) */
+} tp_place_limits_t;
+
+typedef struct tp_cluster {
+    tp_node_t *nodes;         /* owned */
+    size_t nnodes;
+    tp_place_limits_t limits;
+} tp_cluster_t;
+
+/* What is in use now; indexes follow the cluster (gpu g of node n is at
+ * gpu_base[n] + g). Placement updates it. Foreign use (processes that are
+ * not ours) is added to mem_used and compute_used by the caller. */
+typedef struct tp_usage {
+    size_t *gpu_base;         /* per node: index of its first GPU in the arrays below */
+    size_t ngpus;             /* GPUs in all */
+    uint64_t *mem_used;       /* per GPU, MiB */
+    double *compute_used;     /* per GPU, share */
+    int *count;               /* per GPU, trials */
+    int *cpus_used;           /* per node */
+} tp_usage_t;
+
+/* One trial's demand. */
+typedef struct tp_demand {
+    int64_t id;               /* the caller's trial id */
+    int gpus;                 /* GPUs wanted, all on one node; 0 = CPU only */
+    uint64_t memory_mib;      /* per GPU */
+    double compute;           /* per GPU, share in (0, 1] */
+    int cpus;                 /* CPU cores */
+    double duration_s;        /* expected duration (decreasing variants sort by it) */
+} tp_demand_t;
+
+#define TP_PLACE_MAX_GPUS 16  /* GPUs one trial may take */
+
+/* A decision for one trial. */
+typedef struct tp_assign {
+    int placed;               /* 1 if placed */
+    size_t node;              /* node index */
+    size_t ngpus;             /* = demand.gpus */
+    size_t gpu[TP_PLACE_MAX_GPUS]; /* GPU indexes within the node */
+} tp_assign_t;
+
+typedef struct tp_placer_ops {
+    const char *name;         /* "wfd" */
+    const char *summary;      /* one line for --help */
+    /* Place trials[0..n) on cluster given usage (updated in place);
+     * out[i] is the decision for trials[i]. time_limit_s bounds `optimal`.
+     * Returns 0 or -errno (err filled). Pure. */
+    int (*place)(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                 tp_assign_t *out, double time_limit_s, tp_error_t *err);
+} tp_placer_ops_t;
+
+/* Policies by name: one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal. */
+const tp_placer_ops_t *tp__placer_find(const char *name);
+extern const tp_placer_ops_t *const tp__placers[]; /* NULL-terminated */
+
+void tp__cluster_free(tp_cluster_t *c);
+/* Usage arrays for c, all zero. Caller frees with tp__usage_free. */
+int tp__usage_init(tp_usage_t *u, const tp_cluster_t *c);
+void tp__usage_free(tp_usage_t *u);
+/* Whether trial d fits on GPU g of node n now (memory minus reserve,
+ * compute capacity, count limit, and node CPUs). */
+int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu,
+             const tp_demand_t *d);
+/* Occupancy: compute share in use summed over GPUs, each capped at 1.0,
+ * divided by the number of GPUs. */
+double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u);
+
+/* What `optimal` did: for reports and the benchmark. */
+typedef struct tp_place_mip_info {
+    int proved_optimal;  /* the solver proved its answer optimal */
+    int time_limit_hit;  /* the time limit stopped the search */
+    int used_wfd;        /* wfd's answer was used (no solution, or wfd's was better) */
+    double objective;    /* solver's objective: new compute share placed, capped per GPU */
+    double seconds;      /* wall time of the whole call */
+} tp_place_mip_info_t;
+
+/* The `optimal` policy with what it did in *info (may be NULL): an exact MIP
+ * over single-GPU trials through GLPK, bounded by time_limit_s (<= 0: 10 s),
+ * then wfd for the rest. Never worse than wfd. Not pure in time: it reads
+ * the clock to report info->seconds only. */
+int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                      size_t n, tp_assign_t *out, double time_limit_s,
+                      tp_place_mip_info_t *info, tp_error_t *err);
+
+/* ---- JSON instances (place_json.c): `tunepack place` and tests ----------
+ * {"nodes": [{"name", "cpus", "gpus": [{"name", "type", "memory_mib", "speed"}]}],
+ *  "trials": [{"id", "gpus", "memory_mib", "compute", "cpus", "duration_s"}],
+ *  "policy": "wfd", "limits": {"reserve_mib", "oversubscribe", "max_per_gpu"},
+ *  "time_limit_s": 10} */
+typedef struct tp_place_instance {
+    tp_cluster_t cluster;     /* owned */
+    tp_demand_t *trials;      /* owned; trials[i].id = i (ids may be strings) */
+    char **trial_ids;         /* owned; per trial, the caller's id as written */
+    int *id_numeric;          /* owned; per trial, 1 if the id was a JSON integer */
+    size_t ntrials;
+    char policy[32];          /* "" when the file names none */
+    double time_limit_s;      /* for `optimal`; 10 unless given */
+} tp_place_instance_t;
+
+/* Parse an instance from JSON text (len bytes); `where` names it in errors
+ * ("inst.json: trials[3].compute must be a number in (0, 1], got 1.5";
+ * syntax errors as "inst.json:LINE:COL: ..."). Limits default to reserve 512
+ * MiB, no oversubscription, no count limit, sharing on. Returns 0 or -EINVAL;
+ * on error *inst is empty. Free with tp__place_instance_free. */
+int tp__place_instance_parse(const char *text, size_t len, const char *where,
+                             tp_place_instance_t *inst, tp_error_t *err);
+/* Read and parse the file at path (errors name the path). */
+int tp__place_instance_load(const char *path, tp_place_instance_t *inst, tp_error_t *err);
+void tp__place_instance_free(tp_place_instance_t *inst);
+/* The decision as one compact JSON object, malloc'd (caller frees):
+ * {"policy", "placed": [{"trial", "node", "gpus": [names]}], "unplaced": [ids],
+ *  "occupancy", "decision_us"}. */
+char *tp__place_decision_json(const tp_place_instance_t *inst, const char *policy,
+                              const tp_assign_t *out, double occupancy, double decision_us);
+#endif

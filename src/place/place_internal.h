@@ -1,0 +1,29 @@
+/* place internals shared by the placers (placer_fit.c, placer_optimal.c). */
+#ifndef TP_PLACE_INTERNAL_H
+#define TP_PLACE_INTERNAL_H
+
+#include "place/place.h"
+
+/* Slack for compute comparisons: a GPU at 1.0 takes a trial of 0.3 after
+ * 0.7 even when the sum rounds to 1.0000000000000002. */
+#define TP_PLACE_EPS 1e-9
+
+/* Memory a trial may still take on GPU g of node n (total - reserve - used,
+ * 0 when negative). O(1). */
+uint64_t tp__place_mem_free(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g);
+/* Compute share still free on global GPU gi: 1 + oversubscribe - used. */
+double tp__place_comp_free(const tp_cluster_t *c, const tp_usage_t *u, size_t gi);
+/* Whether GPU g of node n may take one more trial by health, sharing and
+ * max_per_gpu (memory, compute and CPUs aside). */
+int tp__place_gpu_open(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g);
+/* Record decision a for demand d in u (assumes it fits). */
+void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
+                      const tp_assign_t *a);
+/* Trial indexes in placement order: 0..n-1, or by expected duration,
+ * longest first, stable (decreasing = 1). Caller frees. O(n log n). */
+size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing);
+
+extern const tp_placer_ops_t tp__placer_one_per_gpu, tp__placer_ff, tp__placer_ffd,
+    tp__placer_bf, tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal;
+
+#endif

@@ -1,0 +1,349 @@
+/* The greedy placers: ff, bf, wf, their decreasing variants ffd, bfd, wfd,
+ * and one-per-gpu (the baseline). All share one loop (place_greedy) and one
+ * structure, a segment tree over the cluster's GPUs (gtree_t), so that
+ * choosing a GPU for a single-GPU trial costs O(log G) in the common case:
+ *
+ * - each leaf holds its GPU's free memory, free compute and its node's free
+ *   CPUs (or "closed": unhealthy, count limit reached, shared under
+ *   one-per-gpu); each inner node holds the maxima (and, for bf, the minima)
+ *   of its subtree;
+ * - ff descends left first into subtrees whose maxima could fit the trial;
+ * - wf and bf are branch and bound over the same tree: a subtree is skipped
+ *   when its bound (max free compute for wf, min for bf, then memory, then
+ *   its lowest index) cannot beat the best GPU found so far.
+ * The maxima are necessary conditions only, so a leaf is always confirmed
+ * with tp__fits; the decision is exactly the linear scan's (the tests check
+ * it against a slow reference). Multi-GPU and CPU-only trials take a linear
+ * pass over the nodes, O(G) each: they are rare.
+ *
+ * The order of GPUs for wf/bf: by free compute BEFORE placement, which
+ * orders GPUs the same as "remaining after" (same trial) without rounding
+ * ties, then free memory, then cluster order. */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place/place_internal.h"
+
+typedef enum rule { RULE_FIRST, RULE_BEST, RULE_WORST, RULE_WHOLE } rule_t;
+
+#define SLACK 1e-6 /* pruning slack: never prunes a GPU that tp__fits accepts */
+
+typedef struct gtree {
+    const tp_cluster_t *c;
+    const tp_usage_t *u;
+    rule_t rule;
+    size_t size;      /* leaves, a power of two >= G */
+    int64_t *mem;     /* max free memory over open leaves; -1 when none */
+    int64_t *minmem;  /* min free memory over open leaves; INT64_MAX when none */
+    double *comp;     /* max free compute; -INFINITY when none */
+    double *mincomp;  /* min free compute; INFINITY when none */
+    int *cpus;        /* max free CPUs of the leaves' nodes; -1 when none */
+    size_t *node_of;  /* per GPU: its node */
+    size_t *local_of; /* per GPU: its index within the node */
+} gtree_t;
+
+static void leaf_set(gtree_t *t, size_t gi) {
+    size_t i = t->size + gi, n = t->node_of[gi], g = t->local_of[gi];
+    int open = tp__place_gpu_open(t->c, t->u, n, g) &&
+               (t->rule != RULE_WHOLE || t->u->count[gi] == 0);
+    if (open) {
+        t->mem[i] = t->minmem[i] = (int64_t)tp__place_mem_free(t->c, t->u, n, g);
+        t->comp[i] = t->mincomp[i] = tp__place_comp_free(t->c, t->u, gi);
+        t->cpus[i] = t->c->nodes[n].cpus - t->u->cpus_used[n];
+    } else {
+        t->mem[i] = -1;
+        t->minmem[i] = INT64_MAX;
+        t->comp[i] = -INFINITY;
+        t->mincomp[i] = INFINITY;
+        t->cpus[i] = -1;
+    }
+}
+
+static void pull(gtree_t *t, size_t i) {
+    size_t l = 2 * i, r = l + 1;
+    t->mem[i] = t->mem[l] > t->mem[r] ? t->mem[l] : t->mem[r];
+    t->minmem[i] = t->minmem[l] < t->minmem[r] ? t->minmem[l] : t->minmem[r];
+    t->comp[i] = t->comp[l] > t->comp[r] ? t->comp[l] : t->comp[r];
+    t->mincomp[i] = t->mincomp[l] < t->mincomp[r] ? t->mincomp[l] : t->mincomp[r];
+    t->cpus[i] = t->cpus[l] > t->cpus[r] ? t->cpus[l] : t->cpus[r];
+}
+
+static void update(gtree_t *t, size_t gi) {
+    leaf_set(t, gi);
+    for (size_t i = (t->size + gi) / 2; i >= 1; i /= 2) pull(t, i);
+}
+
+/* O(G). */
+static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, rule_t rule) {
+    memset(t, 0, sizeof *t);
+    t->c = c;
+    t->u = u;
+    t->rule = rule;
+    t->size = 1;
+    while (t->size < u->ngpus) t->size *= 2;
+    size_t m = 2 * t->size;
+    t->mem = tp__xmalloc(m * sizeof *t->mem);
+    t->minmem = tp__xmalloc(m * sizeof *t->minmem);
+    t->comp = tp__xmalloc(m * sizeof *t->comp);
+    t->mincomp = tp__xmalloc(m * sizeof *t->mincomp);
+    t->cpus = tp__xmalloc(m * sizeof *t->cpus);
+    t->node_of = tp__xmalloc((u->ngpus ? u->ngpus : 1) * sizeof *t->node_of);
+    t->local_of = tp__xmalloc((u->ngpus ? u->ngpus : 1) * sizeof *t->local_of);
+    for (size_t n = 0; n < c->nnodes; n++)
+        for (size_t g = 0; g < c->nodes[n].ngpus; g++) {
+            t->node_of[u->gpu_base[n] + g] = n;
+            t->local_of[u->gpu_base[n] + g] = g;
+        }
+    for (size_t i = t->size; i < m; i++) {
+        size_t gi = i - t->size;
+        if (gi < u->ngpus) {
+            leaf_set(t, gi);
+        } else {
+            t->mem[i] = -1;
+            t->minmem[i] = INT64_MAX;
+            t->comp[i] = -INFINITY;
+            t->mincomp[i] = INFINITY;
+            t->cpus[i] = -1;
+        }
+    }
+    for (size_t i = t->size - 1; i >= 1; i--) pull(t, i);
+}
+
+static void gtree_free(gtree_t *t) {
+    free(t->mem);
+    free(t->minmem);
+    free(t->comp);
+    free(t->mincomp);
+    free(t->cpus);
+    free(t->node_of);
+    free(t->local_of);
+}
+
+/* Whether some leaf of subtree i could take d (a necessary condition). */
+static int may_fit(const gtree_t *t, size_t i, const tp_demand_t *d) {
+    return t->mem[i] >= (int64_t)d->memory_mib && t->comp[i] + SLACK >= d->compute &&
+           t->cpus[i] >= d->cpus;
+}
+
+static int leaf_fits(const gtree_t *t, size_t gi, const tp_demand_t *d) {
+    return t->mem[t->size + gi] >= 0 && tp__fits(t->c, t->u, t->node_of[gi], t->local_of[gi], d);
+}
+
+/* ff: the leftmost fitting leaf of subtree i spanning GPUs [lo, lo+span). */
+static size_t first_fit(const gtree_t *t, size_t i, size_t lo, size_t span, const tp_demand_t *d) {
+    if (!may_fit(t, i, d)) return SIZE_MAX;
+    if (i >= t->size) return lo < t->u->ngpus && leaf_fits(t, lo, d) ? lo : SIZE_MAX;
+    size_t half = span / 2, r = first_fit(t, 2 * i, lo, half, d);
+    return r != SIZE_MAX ? r : first_fit(t, 2 * i + 1, lo + half, half, d);
+}
+
+typedef struct best {
+    size_t gi;   /* SIZE_MAX: none yet */
+    double comp; /* its free compute */
+    int64_t mem; /* its free memory */
+} best_t;
+
+/* Whether key (comp, mem, idx) is better than b's for the rule. */
+static int better(rule_t rule, double comp, int64_t mem, size_t idx, const best_t *b) {
+    if (b->gi == SIZE_MAX) return 1;
+    if (comp != b->comp) return rule == RULE_WORST ? comp > b->comp : comp < b->comp;
+    if (mem != b->mem) return rule == RULE_WORST ? mem > b->mem : mem < b->mem;
+    return idx < b->gi;
+}
+
+/* The subtree's bound for the rule: no leaf in it has a better key. */
+static void bound(const gtree_t *t, size_t i, const tp_demand_t *d, double *comp, int64_t *mem) {
+    if (t->rule == RULE_WORST) {
+        *comp = t->comp[i];
+        *mem = t->mem[i];
+    } else {
+        *comp = t->mincomp[i] > d->compute - SLACK ? t->mincomp[i] : d->compute - SLACK;
+        *mem = t->minmem[i] > (int64_t)d->memory_mib ? t->minmem[i] : (int64_t)d->memory_mib;
+    }
+}
+
+static void branch_bound(const gtree_t *t, size_t i, size_t lo, size_t span,
+                         const tp_demand_t *d, best_t *b) {
+    if (!may_fit(t, i, d)) return;
+    double bc;
+    int64_t bm;
+    bound(t, i, d, &bc, &bm);
+    if (!better(t->rule, bc, bm, lo, b)) return;
+    if (i >= t->size) {
+        if (lo < t->u->ngpus && leaf_fits(t, lo, d)) {
+            *b = (best_t){lo, t->comp[i], t->mem[i]};
+        }
+        return;
+    }
+    size_t half = span / 2, l = 2 * i, r = l + 1;
+    double lc, rc;
+    int64_t lm, rm;
+    bound(t, l, d, &lc, &lm);
+    bound(t, r, d, &rc, &rm);
+    best_t left = {lo, lc, lm}; /* the more promising child first */
+    if (better(t->rule, rc, rm, lo + half, &left)) {
+        branch_bound(t, r, lo + half, half, d, b);
+        branch_bound(t, l, lo, half, d, b);
+    } else {
+        branch_bound(t, l, lo, half, d, b);
+        branch_bound(t, r, lo + half, half, d, b);
+    }
+}
+
+/* A trial wanting k > 1 GPUs, or none: a linear pass over the nodes. For k
+ * GPUs, each node's fitting GPUs are ranked by the rule and its k best taken;
+ * ff (and one-per-gpu) take the first node with k, bf the node whose k have
+ * the least free compute in sum, wf the most (ties: node order). CPU-only
+ * trials: ff the first node with the CPUs, bf the fewest CPUs left, wf the
+ * most. O(G log G) worst case. */
+typedef struct cand {
+    size_t g;    /* GPU within the node */
+    double comp; /* free compute */
+    int64_t mem; /* free memory */
+} cand_t;
+
+static int cand_cmp(const void *a, const void *b, void *rule) {
+    const cand_t *x = a, *y = b;
+    best_t yb = {y->g, y->comp, y->mem};
+    if (x->g == y->g) return 0;
+    return better(*(rule_t *)rule, x->comp, x->mem, x->g, &yb) ? -1 : 1;
+}
+
+static int place_wide(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d, rule_t rule,
+                      tp_assign_t *a) {
+    size_t k = (size_t)d->gpus;
+    int found = 0;
+    double best_score = 0;
+    cand_t *cand = NULL;
+    size_t cap = 0;
+    for (size_t n = 0; n < c->nnodes && !(found && (rule == RULE_FIRST || rule == RULE_WHOLE));
+         n++) {
+        if (u->cpus_used[n] + d->cpus > c->nodes[n].cpus) continue;
+        if (k == 0) {
+            double score = c->nodes[n].cpus - u->cpus_used[n];
+            if (found && !(rule == RULE_BEST ? score < best_score : score > best_score)) continue;
+            found = 1;
+            best_score = score;
+            *a = (tp_assign_t){.placed = 1, .node = n, .ngpus = 0};
+            continue;
+        }
+        const tp_node_t *node = &c->nodes[n];
+        if (node->ngpus < k) continue;
+        if (cap < node->ngpus) {
+            cap = node->ngpus;
+            cand = tp__xrealloc(cand, cap * sizeof *cand);
+        }
+        size_t m = 0;
+        for (size_t g = 0; g < node->ngpus; g++) {
+            size_t gi = u->gpu_base[n] + g;
+            if (rule == RULE_WHOLE && u->count[gi] != 0) continue;
+            if (!tp__fits(c, u, n, g, d)) continue;
+            cand[m++] = (cand_t){g, tp__place_comp_free(c, u, gi),
+                                 (int64_t)tp__place_mem_free(c, u, n, g)};
+        }
+        if (m < k) continue;
+        if (rule == RULE_BEST || rule == RULE_WORST) {
+            qsort_r(cand, m, sizeof *cand, cand_cmp, &rule);
+        }
+        double score = 0;
+        for (size_t j = 0; j < k; j++) score += cand[j].comp;
+        if (found && (rule == RULE_FIRST || rule == RULE_WHOLE ||
+                      !(rule == RULE_BEST ? score < best_score : score > best_score)))
+            continue;
+        found = 1;
+        best_score = score;
+        *a = (tp_assign_t){.placed = 1, .node = n, .ngpus = k};
+        for (size_t j = 0; j < k; j++) a->gpu[j] = cand[j].g;
+    }
+    free(cand);
+    return found;
+}
+
+/* The shared loop: trials in order (or longest first), each to the GPU the
+ * rule picks, usage and tree updated after each. O(n log n + n log G)
+ * for single-GPU trials. */
+static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                        size_t n, tp_assign_t *out, rule_t rule, int decreasing,
+                        tp_error_t *err) {
+    (void)err;
+    size_t *order = tp__place_order(trials, n, decreasing);
+    gtree_t t;
+    gtree_init(&t, c, u, rule);
+    for (size_t j = 0; j < n; j++) {
+        size_t i = order[j];
+        const tp_demand_t *d = &trials[i];
+        tp_assign_t *a = &out[i];
+        memset(a, 0, sizeof *a);
+        if (d->gpus < 0 || d->gpus > TP_PLACE_MAX_GPUS) continue;
+        if (d->gpus == 1) {
+            size_t gi;
+            if (rule == RULE_FIRST || rule == RULE_WHOLE) {
+                gi = first_fit(&t, 1, 0, t.size, d);
+            } else {
+                best_t b = {SIZE_MAX, 0, 0};
+                branch_bound(&t, 1, 0, t.size, d, &b);
+                gi = b.gi;
+            }
+            if (gi == SIZE_MAX) continue;
+            *a = (tp_assign_t){.placed = 1, .node = t.node_of[gi], .ngpus = 1};
+            a->gpu[0] = t.local_of[gi];
+        } else if (!place_wide(c, u, d, rule, a)) {
+            continue;
+        }
+        tp__place_commit(c, u, d, a);
+        /* the node's CPUs changed: every GPU leaf of the node; else the GPUs taken */
+        size_t base = u->gpu_base[a->node];
+        if (d->cpus != 0) {
+            for (size_t g = 0; g < c->nodes[a->node].ngpus; g++) update(&t, base + g);
+        } else {
+            for (size_t k = 0; k < a->ngpus; k++) update(&t, base + a->gpu[k]);
+        }
+    }
+    gtree_free(&t);
+    free(order);
+    return 0;
+}
+
+#define GREEDY(fn, rule, decreasing)                                                          \
+    static int fn(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n, \
+                  tp_assign_t *out, double time_limit_s, tp_error_t *err) {                   \
+        (void)time_limit_s;                                                                   \
+        return place_greedy(c, u, trials, n, out, rule, decreasing, err);                    \
+    }
+GREEDY(place_ff, RULE_FIRST, 0)
+GREEDY(place_ffd, RULE_FIRST, 1)
+GREEDY(place_bf, RULE_BEST, 0)
+GREEDY(place_bfd, RULE_BEST, 1)
+GREEDY(place_wf, RULE_WORST, 0)
+GREEDY(place_wfd, RULE_WORST, 1)
+GREEDY(place_whole, RULE_WHOLE, 0)
+
+const tp_placer_ops_t tp__placer_one_per_gpu = {
+    .name = "one-per-gpu",
+    .summary = "baseline: each trial takes whole GPUs, the first free ones",
+    .place = place_whole,
+};
+const tp_placer_ops_t tp__placer_ff = {
+    .name = "ff", .summary = "first fit: the first GPU where the trial fits", .place = place_ff};
+const tp_placer_ops_t tp__placer_bf = {
+    .name = "bf",
+    .summary = "best fit: the fitting GPU left with the least free compute",
+    .place = place_bf};
+const tp_placer_ops_t tp__placer_wf = {
+    .name = "wf",
+    .summary = "worst fit: the fitting GPU left with the most free compute",
+    .place = place_wf};
+/* The decreasing variants sort trials by expected duration, longest first
+ * (stable), as HyperSack does: long trials start together and short ones
+ * fill in beside them, so long and short overlap instead of queueing. */
+const tp_placer_ops_t tp__placer_ffd = {
+    .name = "ffd", .summary = "first fit, longest trials first", .place = place_ffd};
+const tp_placer_ops_t tp__placer_bfd = {
+    .name = "bfd", .summary = "best fit, longest trials first", .place = place_bfd};
+const tp_placer_ops_t tp__placer_wfd = {
+    .name = "wfd",
+    .summary = "worst fit, longest trials first (HyperSack's choice)",
+    .place = place_wfd};

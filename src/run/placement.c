@@ -1,0 +1,511 @@
+/* placement: the orchestrator's side of resource-aware packing. It builds
+ * the cluster from the agent's hello, keeps one demand per group of trials
+ * that share their profile_by values (declared, profiled or grown after an
+ * out-of-memory death), places batches of trials with the chosen policy
+ * (a pure function of pending demand and cluster state), gives each trial
+ * its GPU environment (CUDA_VISIBLE_DEVICES and MPS settings) and journals
+ * every placement. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu/gpu.h"
+#include "run/orchestrator_internal.h"
+#include "run/run.h"
+
+#define MPS_MEM_HEADROOM 0.10   /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
+#define PROFILE_HEADROOM 1.10   /* measured peak memory -> demand */
+#define SNAPSHOT_PERIOD_S 2.0   /* GPU state written to the store at most this often */
+#define NO_MEMORY_LIMIT (UINT64_C(1) << 40) /* a declared GPU without memory: unbounded */
+
+/* ---- demand groups ----------------------------------------------------------- */
+
+static int needs_profile(const tp_run_t *r) {
+    return r->x.res.gpu_memory_auto || r->x.res.gpu_compute_auto;
+}
+
+/* The group key of a configuration: its profile_by values as JSON. */
+static char *group_key(const tp_run_t *r, const json_t *params) {
+    json_t *o = json_object();
+    for (size_t i = 0; i < r->x.nprofile_by; i++) {
+        json_t *v = json_object_get(params, r->x.profile_by[i]);
+        json_object_set(o, r->x.profile_by[i], v ? v : json_null());
+    }
+    char *key = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return key;
+}
+
+static void apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p) {
+    if (r->x.res.gpu_memory_auto) g->mem_mib = (uint64_t)ceil((double)p->memory_mib * PROFILE_HEADROOM);
+    if (r->x.res.gpu_compute_auto) g->compute = p->compute;
+    g->measured = 1;
+}
+
+/* The group of t, created on first use with the declared demand, or the
+ * stored measurement of an earlier run (reused on resume). */
+static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
+    if (t->group >= 0) return &r->groups[t->group];
+    if (!r->group_index) r->group_index = json_object();
+    char *key = group_key(r, t->params);
+    json_t *idx = json_object_get(r->group_index, key);
+    if (idx) {
+        free(key);
+        t->group = (int)json_integer_value(idx);
+        return &r->groups[t->group];
+    }
+    r->groups = tp__xrealloc(r->groups, (r->ngroups + 1) * sizeof *r->groups);
+    demand_group_t *g = &r->groups[r->ngroups];
+    memset(g, 0, sizeof *g);
+    g->key = key;
+    g->mem_mib = r->x.res.gpu_memory_mib;
+    g->compute = r->x.res.gpu_compute;
+    g->profiler = -1;
+    g->measured = !needs_profile(r);
+    tp_profile_t p;
+    if (!g->measured && tp__store_profile_get(r->store, key, &p) == 0) apply_profile(r, g, &p);
+    json_object_set_new(r->group_index, key, json_integer((json_int_t)r->ngroups));
+    t->group = (int)r->ngroups++;
+    return g;
+}
+
+/* ---- the cluster ------------------------------------------------------------- */
+
+static const tp_gpu_decl_t *declared(const tp_run_t *r, int index) {
+    for (size_t i = 0; i < r->x.ngpus; i++)
+        if (r->x.gpus[i].index == index) return &r->x.gpus[i];
+    return NULL;
+}
+
+static void add_gpu(tp_node_t *node, int index, const char *name, const char *uuid,
+                    uint64_t memory_mib, int healthy, const tp_gpu_decl_t *d) {
+    tp_gpu_t *g = &node->gpus[node->ngpus++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "gpu%d", index);
+    snprintf(g->type, sizeof g->type, "%s", d && d->type ? d->type : name);
+    snprintf(g->uuid, sizeof g->uuid, "%s", uuid ? uuid : "");
+    g->index = index;
+    g->memory_mib = d && d->memory_mib ? d->memory_mib : memory_mib ? memory_mib : NO_MEMORY_LIMIT;
+    g->speed = d && d->speed > 0 ? d->speed : 1.0;
+    g->healthy = healthy;
+}
+
+/* The node the agent described, with the GPUs the experiment may use. */
+static void build_cluster(tp_run_t *r, const json_t *hello) {
+    tp__cluster_free(&r->cluster);
+    memset(&r->cluster, 0, sizeof r->cluster);
+    tp_node_t *node = tp__xcalloc(1, sizeof *node);
+    const char *host = json_string_value(json_object_get(hello, "node"));
+    snprintf(node->name, sizeof node->name, "%s", host ? host : "local");
+    node->cpus = (int)json_integer_value(json_object_get(hello, "cpus"));
+    const json_t *list = json_object_get(hello, "gpus");
+    size_t found = json_array_size(list);
+    node->gpus = tp__xcalloc(found + r->x.ngpus + 1, sizeof *node->gpus);
+    for (size_t i = 0; i < found; i++) {
+        const json_t *e = json_array_get(list, i);
+        int index = (int)json_integer_value(json_object_get(e, "index"));
+        const tp_gpu_decl_t *d = declared(r, index);
+        if (r->x.ngpus && !d) continue; /* `gpus:` restricts the run to the ones it names */
+        add_gpu(node, index, json_string_value(json_object_get(e, "name")),
+                json_string_value(json_object_get(e, "uuid")),
+                (uint64_t)json_integer_value(json_object_get(e, "memory_mib")),
+                json_is_true(json_object_get(e, "healthy")), d);
+    }
+    if (found == 0) /* no NVML here: the declared GPUs describe what there is */
+        for (size_t i = 0; i < r->x.ngpus; i++)
+            add_gpu(node, r->x.gpus[i].index, "declared", NULL, 0, 1, &r->x.gpus[i]);
+    r->cluster.nodes = node;
+    r->cluster.nnodes = 1;
+    r->cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
+                                            .oversubscribe = r->x.oversubscribe,
+                                            .max_per_gpu = r->x.max_per_gpu,
+                                            .sharing = r->x.sharing != TP_SHARING_NONE};
+    free(r->foreign_mib);
+    r->foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *r->foreign_mib);
+}
+
+static tp_gpu_t *gpu_by_index(tp_run_t *r, int index, size_t *pos) {
+    if (!r->cluster.nnodes) return NULL;
+    tp_node_t *n = &r->cluster.nodes[0];
+    for (size_t i = 0; i < n->ngpus; i++)
+        if (n->gpus[i].index == index) {
+            if (pos) *pos = i;
+            return &n->gpus[i];
+        }
+    return NULL;
+}
+
+static void device_id(const tp_gpu_t *g, char *out, size_t n) {
+    if (g->uuid[0])
+        snprintf(out, n, "%s", g->uuid);
+    else
+        snprintf(out, n, "%d", g->index);
+}
+
+static void mps_dirs(const tp_run_t *r, int index, char *pipe, char *log, size_t n) {
+    snprintf(pipe, n, "%s/mps/gpu%d/pipe", r->dir, index);
+    snprintf(log, n, "%s/mps/gpu%d/log", r->dir, index);
+}
+
+int tp__placement_hello(tp_run_t *r, const json_t *hello) {
+    build_cluster(r, hello);
+    r->placer = tp__placer_find(r->x.policy);
+    r->placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
+    tp_node_t *node = &r->cluster.nodes[0];
+    const char *nvml = json_string_value(json_object_get(hello, "nvml"));
+    if (r->x.res.gpus > 0 && (size_t)r->x.res.gpus > node->ngpus) {
+        fprintf(stderr,
+                "%s: each trial asks for %d GPU(s) but node %s has %zu usable (NVML: %s); "
+                "declare them under gpus: or run where there are GPUs\n",
+                r->x.path, r->x.res.gpus, node->name, node->ngpus, nvml ? nvml : "?");
+        return TP_EXIT_CONFIG;
+    }
+    if (r->x.res.gpus > 0 && needs_profile(r) && (!nvml || strcmp(nvml, "ok") != 0)) {
+        fprintf(stderr, "%s: gpu_memory or gpu_compute is auto, which needs NVML on node %s "
+                        "(NVML: %s); declare the demand instead\n",
+                r->x.path, node->name, nvml ? nvml : "?");
+        return TP_EXIT_CONFIG;
+    }
+    int control = json_is_true(json_object_get(hello, "mps_control"));
+    const char *why = "";
+    r->mps = 0;
+    if (r->x.res.gpus == 0) {
+        r->sharing = "cpu";
+    } else if (r->x.sharing == TP_SHARING_NONE) {
+        r->sharing = "exclusive";
+    } else if (control && r->x.sharing != TP_SHARING_TIMESLICE) {
+        r->sharing = "mps";
+        json_t *list = json_array();
+        for (size_t i = 0; i < node->ngpus; i++) {
+            char pipe[4200], log[4200], dev[128];
+            mps_dirs(r, node->gpus[i].index, pipe, log, sizeof pipe);
+            device_id(&node->gpus[i], dev, sizeof dev);
+            json_array_append_new(list, json_pack("{s:i, s:s, s:s, s:s}", "index",
+                                                  node->gpus[i].index, "device", dev, "pipe_dir",
+                                                  pipe, "log_dir", log));
+        }
+        json_t *m = json_pack("{s:s, s:o}", "type", "mps_start", "gpus", list);
+        tp__conn_send(&r->conn, m, NULL, 0);
+        json_decref(m);
+        r->mps_pending = 1;
+    } else if (r->x.sharing == TP_SHARING_MPS) {
+        fprintf(stderr, "%s: sharing: mps, but node %s has no nvidia-cuda-mps-control; install "
+                        "it or use sharing: time-slicing\n",
+                r->x.path, node->name);
+        return TP_EXIT_CONFIG;
+    } else {
+        r->sharing = "time-slicing";
+        why = r->x.sharing == TP_SHARING_TIMESLICE ? " (as asked)"
+                                                   : " (no nvidia-cuda-mps-control found)";
+    }
+    char text[200];
+    snprintf(text, sizeof text, "%s%s", r->sharing, why);
+    tp__run_tx(r);
+    tp__store_meta_set(r->store, "sharing", text);
+    tp__store_meta_set(r->store, "policy", r->x.policy);
+    return 0;
+}
+
+void tp__placement_on_mps(tp_run_t *r, const json_t *m) {
+    r->mps_pending = 0;
+    const json_t *failed = json_object_get(m, "failed");
+    if (json_array_size(failed) == 0) {
+        r->mps = 1;
+        return;
+    }
+    /* Without a daemon on every GPU, MPS settings would point trials at a
+     * missing pipe: share by time-slicing instead, and say why. */
+    const json_t *e = json_array_get(failed, 0);
+    const char *err = json_string_value(json_object_get(e, "error"));
+    char text[600];
+    snprintf(text, sizeof text, "time-slicing (MPS failed on GPU %lld: %s)",
+             (long long)json_integer_value(json_object_get(e, "index")), err ? err : "?");
+    fprintf(stderr, "tunepack: warn: %s\n", text);
+    r->sharing = "time-slicing";
+    r->mps = 0;
+    tp__run_tx(r);
+    tp__store_meta_set(r->store, "sharing", text);
+}
+
+/* ---- placing ------------------------------------------------------------------- */
+
+/* What is in use: our running attempts' demands plus foreign processes. */
+static void current_usage(tp_run_t *r, tp_usage_t *u) {
+    tp__usage_init(u, &r->cluster);
+    for (size_t i = 0; i < r->ntrials; i++) {
+        trial_t *t = r->trials[i];
+        if (!t || t->state != T_RUNNING || !t->where.placed) continue;
+        size_t base = u->gpu_base[t->where.node];
+        u->cpus_used[t->where.node] += r->x.res.cpus;
+        for (size_t k = 0; k < t->where.ngpus; k++) {
+            size_t g = base + t->where.gpu[k];
+            u->mem_used[g] += t->mem_mib;
+            u->compute_used[g] += t->compute;
+            u->count[g]++;
+        }
+    }
+    for (size_t g = 0; g < u->ngpus; g++) u->mem_used[g] += r->foreign_mib[g];
+}
+
+size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
+    if (!r->placing) {
+        for (size_t i = 0; i < n; i++) {
+            memset(&batch[i]->where, 0, sizeof batch[i]->where);
+            batch[i]->where.placed = 1;
+        }
+        return n;
+    }
+    tp_demand_t *d = tp__xcalloc(n, sizeof *d);
+    tp_assign_t *out = tp__xcalloc(n, sizeof *out);
+    trial_t **who = tp__xcalloc(n, sizeof *who);
+    int *profiling = tp__xcalloc(n, sizeof *profiling);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        trial_t *t = batch[i];
+        memset(&t->where, 0, sizeof t->where);
+        demand_group_t *g = group_of(r, t);
+        if (!g->measured && g->profiler >= 0) continue; /* wait for its group's measurement */
+        d[m] = (tp_demand_t){.id = t->id, .gpus = r->x.res.gpus, .memory_mib = g->mem_mib,
+                             .compute = g->compute, .cpus = r->x.res.cpus};
+        if (!g->measured) {
+            /* The profiler runs the trial alone: all of a GPU's compute, so
+             * nothing else joins it while it is measured. */
+            profiling[m] = 1;
+            g->profiler = t->id;
+            d[m].memory_mib = 0;
+            d[m].compute = 1.0 + r->x.oversubscribe;
+        }
+        who[m++] = t;
+    }
+    size_t placed = 0;
+    if (m) {
+        tp_usage_t u;
+        current_usage(r, &u);
+        tp_error_t err = {0};
+        if (r->placer->place(&r->cluster, &u, d, m, out, 10.0, &err) != 0)
+            fprintf(stderr, "tunepack: warn: placement failed: %s\n", err.msg);
+        tp__usage_free(&u);
+    }
+    for (size_t i = 0; i < m; i++) {
+        trial_t *t = who[i];
+        demand_group_t *g = &r->groups[t->group];
+        if (!out[i].placed) {
+            if (profiling[i]) g->profiler = -1;
+            continue;
+        }
+        t->where = out[i];
+        t->mem_mib = d[i].memory_mib;
+        t->compute = d[i].compute;
+        t->profiling = profiling[i];
+        placed++;
+    }
+    free(d);
+    free(out);
+    free(who);
+    free(profiling);
+    return placed;
+}
+
+void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
+    t->peak_mib = 0;
+    t->sm_sum = 0;
+    t->samples = 0;
+    t->first_report = t->last_report = 0;
+    if (!r->placing) return;
+    tp_node_t *node = &r->cluster.nodes[t->where.node];
+    json_t *gpus = json_array(), *genv = json_object();
+    char visible[1024] = "";
+    size_t k = 0;
+    for (size_t i = 0; i < t->where.ngpus; i++) {
+        const tp_gpu_t *g = &node->gpus[t->where.gpu[i]];
+        char dev[128];
+        device_id(g, dev, sizeof dev);
+        json_array_append_new(gpus, json_integer(g->index));
+        int w = snprintf(visible + k, sizeof visible - k, "%s%s", i ? "," : "", dev);
+        if (w > 0 && (size_t)w < sizeof visible - k) k += (size_t)w;
+    }
+    const char *sharing = r->sharing;
+    if (t->where.ngpus) {
+        json_object_set_new(genv, "CUDA_VISIBLE_DEVICES", json_string(visible));
+        if (t->profiling || strcmp(r->sharing, "exclusive") == 0) {
+            sharing = "exclusive";
+        } else if (r->mps && t->where.ngpus == 1) {
+            /* One daemon per GPU; the client sees its one GPU as device 0. */
+            char pipe[4200], log[4200], vars[3][512];
+            mps_dirs(r, node->gpus[t->where.gpu[0]].index, pipe, log, sizeof pipe);
+            int nv = tp__mps_env(pipe, "0", t->compute, t->mem_mib, MPS_MEM_HEADROOM, vars);
+            for (int i = 0; i < nv; i++) {
+                char *eq = strchr(vars[i], '=');
+                if (!eq) continue;
+                *eq = 0;
+                json_object_set_new(genv, vars[i], json_string(eq + 1));
+            }
+        } else if (r->mps) {
+            sharing = "time-slicing"; /* a multi-GPU trial cannot join per-GPU daemons */
+        }
+    } else {
+        sharing = "cpu";
+    }
+    json_object_update(env, genv);
+    char *gtext = json_dumps(gpus, JSON_COMPACT);
+    char *etext = json_dumps(genv, JSON_COMPACT | JSON_SORT_KEYS);
+    tp_placement_row_t row = {.trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),
+                              .node = node->name, .gpus = gtext, .memory_mib = t->mem_mib,
+                              .compute = t->compute, .cpus = r->x.res.cpus, .sharing = sharing,
+                              .env = etext};
+    tp__run_tx(r);
+    if (tp__store_placement(r->store, &row) != 0) tp__run_journal_failed(r, "placement");
+    free(gtext);
+    free(etext);
+    json_decref(gpus);
+    json_decref(genv);
+}
+
+/* ---- measuring ------------------------------------------------------------------ */
+
+/* A profiling attempt has seen enough (or ended): record its group's demand
+ * and shrink its own reservation to it, so its GPU can be shared. */
+static void finish_profile(tp_run_t *r, trial_t *t) {
+    demand_group_t *g = &r->groups[t->group];
+    t->profiling = 0;
+    g->profiler = -1;
+    if (t->samples == 0) return; /* nothing measured: the next trial of the group profiles */
+    tp_profile_t p = {.memory_mib = t->peak_mib, .compute = t->sm_sum / t->samples / 100.0,
+                      .samples = t->samples, .at = tp__wall_s()};
+    if (p.compute < 0.05) p.compute = 0.05;
+    if (p.compute > 1.0) p.compute = 1.0;
+    if (t->seq > 1 && t->last_report > t->first_report)
+        p.step_s = (t->last_report - t->first_report) / (double)(t->seq - 1);
+    apply_profile(r, g, &p);
+    t->mem_mib = g->mem_mib;
+    t->compute = g->compute;
+    char detail[300];
+    snprintf(detail, sizeof detail,
+             "measured %llu MiB peak, compute %.2f, step %.3g s from %d samples; demand now "
+             "%llu MiB, compute %.2f",
+             (unsigned long long)p.memory_mib, p.compute, p.step_s, p.samples,
+             (unsigned long long)g->mem_mib, g->compute);
+    tp__run_tx(r);
+    if (tp__store_profile_set(r->store, g->key, &p) != 0 ||
+        tp__store_event(r->store, t->id, t->attempts, "profiled", detail, p.at) != 0)
+        tp__run_journal_failed(r, "profile");
+}
+
+/* The GPU state as JSON, with our trials on each GPU, for `tunepack gpus`. */
+static void save_snapshot(tp_run_t *r, const json_t *gpus) {
+    json_t *snap = json_deep_copy(gpus);
+    size_t i;
+    json_t *e;
+    json_array_foreach(snap, i, e) {
+        size_t pos;
+        tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), &pos);
+        json_t *ours = json_array();
+        for (size_t k = 0; g && k < r->ntrials; k++) {
+            trial_t *t = r->trials[k];
+            if (!t || t->state != T_RUNNING || !t->where.placed) continue;
+            for (size_t j = 0; j < t->where.ngpus; j++)
+                if (t->where.gpu[j] == pos) json_array_append_new(ours, json_integer(t->id));
+        }
+        json_object_set_new(e, "trials", ours);
+        if (g) json_object_set_new(e, "type", json_string(g->type));
+    }
+    char *text = json_dumps(snap, JSON_COMPACT);
+    tp__run_tx(r);
+    tp__store_meta_set(r->store, "gpus", text);
+    free(text);
+    json_decref(snap);
+}
+
+void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
+    const json_t *gpus = json_object_get(m, "gpus"), *e;
+    size_t i;
+    json_array_foreach(gpus, i, e) {
+        size_t pos;
+        tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), &pos);
+        if (!g) continue;
+        r->foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
+        int healthy = json_is_true(json_object_get(e, "healthy"));
+        if (g->healthy && !healthy) {
+            const char *err = json_string_value(json_object_get(e, "error"));
+            char detail[300];
+            snprintf(detail, sizeof detail, "GPU %d is unhealthy (%s); it gets no new trials",
+                     g->index, err && *err ? err : "NVML error");
+            fprintf(stderr, "tunepack: warn: %s\n", detail);
+            tp__run_tx(r);
+            tp__store_event(r->store, -1, 0, "gpu-unhealthy", detail, tp__wall_s());
+        }
+        g->healthy = healthy;
+    }
+    double now = tp__mono_s();
+    const json_t *trials = json_object_get(m, "trials");
+    json_array_foreach(trials, i, e) {
+        trial_t *t = NULL;
+        json_int_t id = json_integer_value(json_object_get(e, "trial"));
+        if (id >= 0 && (size_t)id < r->ntrials) t = r->trials[id];
+        if (!t || t->state != T_RUNNING ||
+            t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
+            continue;
+        uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
+        if (used > t->peak_mib) t->peak_mib = used;
+        t->sm_sum += (double)json_integer_value(json_object_get(e, "sm_util"));
+        t->samples++;
+        demand_group_t *g = t->group >= 0 ? &r->groups[t->group] : NULL;
+        if (t->profiling && now - t->started >= r->x.res.profile_s) {
+            finish_profile(r, t);
+        } else if (g && g->measured && r->x.res.gpu_memory_auto &&
+                   (double)t->peak_mib * PROFILE_HEADROOM > (double)g->mem_mib) {
+            /* Live refinement: the group's trials need more than measured. */
+            g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
+        }
+    }
+    if (now - r->gpus_saved_at >= SNAPSHOT_PERIOD_S) {
+        r->gpus_saved_at = now;
+        save_snapshot(r, gpus);
+    }
+}
+
+int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
+    if (t->group < 0 || !r->cluster.nnodes) {
+        snprintf(why, n, "out of GPU memory");
+        return 0;
+    }
+    demand_group_t *g = &r->groups[t->group];
+    uint64_t most = 0;
+    const tp_node_t *node = &r->cluster.nodes[0];
+    for (size_t i = 0; i < node->ngpus; i++) {
+        uint64_t usable = node->gpus[i].memory_mib > r->x.reserve_mib
+                              ? node->gpus[i].memory_mib - r->x.reserve_mib
+                              : 0;
+        if (usable > most) most = usable;
+    }
+    uint64_t old = t->mem_mib > g->mem_mib ? t->mem_mib : g->mem_mib;
+    uint64_t grown = old + old / 2;
+    if (t->peak_mib + t->peak_mib / 4 > grown) grown = t->peak_mib + t->peak_mib / 4;
+    if (grown < old + 256) grown = old + 256;
+    if (old >= most) {
+        snprintf(why, n, "out of GPU memory with %llu MiB, as much as any GPU here offers",
+                 (unsigned long long)old);
+        return 0;
+    }
+    if (grown > most) grown = most;
+    g->mem_mib = grown;
+    g->measured = 1;
+    snprintf(why, n, "out of GPU memory with %llu MiB; placing it again with %llu MiB",
+             (unsigned long long)old, (unsigned long long)grown);
+    return 1;
+}
+
+void tp__placement_ended(tp_run_t *r, trial_t *t) {
+    if (t->profiling) finish_profile(r, t);
+    t->where.placed = 0;
+}
+
+void tp__placement_free(tp_run_t *r) {
+    for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].key);
+    free(r->groups);
+    json_decref(r->group_index);
+    free(r->foreign_mib);
+    tp__cluster_free(&r->cluster);
+}

@@ -1,0 +1,467 @@
+/* place: every policy respects every constraint; optimal equals a brute-force
+ * oracle on small instances and bounds the heuristics; the fast ff/bf/wf
+ * structures decide exactly as slow linear scans; the checker catches a
+ * planted error; the JSON instance parser's errors. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place/place.h"
+#include "tp_test.h"
+
+/* ---- random instances ---------------------------------------------------- */
+
+typedef struct inst {
+    tp_cluster_t c;
+    tp_demand_t t[64];
+    size_t n;
+} inst_t;
+
+/* nnodes nodes of up to maxg GPUs; n trials; multi: allow gpus 0..3. */
+static void random_inst(inst_t *in, tp_rng_t *r, size_t nnodes, size_t maxg, size_t n, int multi) {
+    memset(in, 0, sizeof *in);
+    in->c.nnodes = nnodes;
+    in->c.nodes = tp__xcalloc(nnodes, sizeof *in->c.nodes);
+    in->c.limits = (tp_place_limits_t){.reserve_mib = tp__rng_below(r, 3) * 512,
+                                       .oversubscribe = tp__rng_below(r, 4) == 0 ? 0.25 : 0,
+                                       .max_per_gpu = (int)tp__rng_below(r, 4),
+                                       .sharing = tp__rng_below(r, 6) != 0};
+    for (size_t k = 0; k < nnodes; k++) {
+        tp_node_t *nd = &in->c.nodes[k];
+        snprintf(nd->name, sizeof nd->name, "n%zu", k);
+        nd->cpus = 4 + (int)tp__rng_below(r, 12);
+        nd->ngpus = 1 + tp__rng_below(r, maxg);
+        nd->gpus = tp__xcalloc(nd->ngpus, sizeof *nd->gpus);
+        for (size_t g = 0; g < nd->ngpus; g++) {
+            snprintf(nd->gpus[g].name, sizeof nd->gpus[g].name, "gpu%zu", g);
+            nd->gpus[g].memory_mib = 4096 + 1024 * tp__rng_below(r, 8);
+            nd->gpus[g].speed = 1;
+            nd->gpus[g].healthy = tp__rng_below(r, 8) != 0;
+        }
+    }
+    in->n = n;
+    for (size_t i = 0; i < n; i++) {
+        int gpus = 1;
+        if (multi) {
+            uint64_t k = tp__rng_below(r, 8);
+            gpus = k == 0 ? 0 : k == 1 ? 2 : k == 2 ? 3 : 1;
+        }
+        in->t[i] = (tp_demand_t){.id = (int64_t)i, .gpus = gpus,
+                                 .memory_mib = 256 + 512 * tp__rng_below(r, 8),
+                                 .compute = 0.05 * (double)(1 + tp__rng_below(r, 12)),
+                                 .cpus = (int)tp__rng_below(r, 4),
+                                 .duration_s = (double)(10 * tp__rng_below(r, 6))};
+    }
+}
+
+/* ---- the checker: recompute usage from the decisions and test every rule --- */
+
+/* NULL when the decision respects every constraint, else what is violated. */
+static const char *violation(const tp_cluster_t *c, const tp_demand_t *t, size_t n,
+                             const tp_assign_t *out) {
+    static char why[256];
+    tp_usage_t u;
+    tp__usage_init(&u, c);
+    const char *bad = NULL;
+    for (size_t i = 0; i < n && !bad; i++) {
+        const tp_assign_t *a = &out[i];
+        if (!a->placed) continue;
+        if (a->node >= c->nnodes) { bad = "node out of range"; break; }
+        if ((int)a->ngpus != t[i].gpus) { bad = "wrong number of GPUs"; break; }
+        for (size_t k = 0; k < a->ngpus; k++) {
+            if (a->gpu[k] >= c->nodes[a->node].ngpus) bad = "GPU out of range";
+            for (size_t j = 0; j < k; j++)
+                if (a->gpu[j] == a->gpu[k]) bad = "same GPU twice for one trial";
+        }
+        if (bad) break;
+        u.cpus_used[a->node] += t[i].cpus;
+        for (size_t k = 0; k < a->ngpus; k++) {
+            size_t gi = u.gpu_base[a->node] + a->gpu[k];
+            u.mem_used[gi] += t[i].memory_mib;
+            u.compute_used[gi] += t[i].compute;
+            u.count[gi]++;
+        }
+    }
+    for (size_t nd = 0; nd < c->nnodes && !bad; nd++) {
+        if (u.cpus_used[nd] > c->nodes[nd].cpus) bad = "node CPUs exceeded";
+        for (size_t g = 0; g < c->nodes[nd].ngpus && !bad; g++) {
+            size_t gi = u.gpu_base[nd] + g;
+            const tp_gpu_t *gpu = &c->nodes[nd].gpus[g];
+            if (!u.count[gi]) continue;
+            if (!gpu->healthy) bad = "trial on an unhealthy GPU";
+            else if (u.mem_used[gi] + c->limits.reserve_mib > gpu->memory_mib)
+                bad = "GPU memory (with reserve) exceeded";
+            else if (u.compute_used[gi] > 1.0 + c->limits.oversubscribe + 1e-9)
+                bad = "GPU compute exceeded";
+            else if (!c->limits.sharing && u.count[gi] > 1) bad = "shared with sharing off";
+            else if (c->limits.max_per_gpu && u.count[gi] > c->limits.max_per_gpu)
+                bad = "max_per_gpu exceeded";
+        }
+    }
+    tp__usage_free(&u);
+    if (bad) snprintf(why, sizeof why, "%s", bad);
+    return bad ? why : NULL;
+}
+
+static double run_policy(const tp_placer_ops_t *p, const tp_cluster_t *c, const tp_demand_t *t,
+                         size_t n, tp_assign_t *out) {
+    tp_usage_t u;
+    tp__usage_init(&u, c);
+    p->place(c, &u, t, n, out, 5.0, NULL);
+    double occ = tp__occupancy(c, &u);
+    tp__usage_free(&u);
+    return occ;
+}
+
+TP_TEST(test_every_policy_respects_every_constraint_on_random_instances) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 7, 1);
+    int checked = 0;
+    for (int it = 0; it < 300; it++) {
+        inst_t in;
+        random_inst(&in, &r, 1 + tp__rng_below(&r, 3), 4, 1 + tp__rng_below(&r, 40), 1);
+        for (size_t p = 0; tp__placers[p]; p++) {
+            if (strcmp(tp__placers[p]->name, "optimal") == 0 && it % 10) continue;
+            tp_assign_t out[64];
+            run_policy(tp__placers[p], &in.c, in.t, in.n, out);
+            const char *v = violation(&in.c, in.t, in.n, out);
+            if (v) fprintf(stderr, "  %s, instance %d: %s\n", tp__placers[p]->name, it, v);
+            TP_CHECK(v == NULL);
+            checked++;
+        }
+        tp__cluster_free(&in.c);
+    }
+    TP_CHECK(checked > 2000);
+}
+
+/* ---- the brute-force oracle ------------------------------------------------ */
+
+typedef struct oracle {
+    const tp_cluster_t *c;
+    const tp_demand_t *t;
+    size_t n;
+    tp_usage_t u;
+    double best;
+} oracle_t;
+
+/* Every assignment of trials[i..n) (unplaced or on any GPU), pruning infeasible ones. */
+static void search(oracle_t *o, size_t i) {
+    if (i == o->n) {
+        double occ = tp__occupancy(o->c, &o->u);
+        if (occ > o->best) o->best = occ;
+        return;
+    }
+    search(o, i + 1);
+    for (size_t nd = 0; nd < o->c->nnodes; nd++)
+        for (size_t g = 0; g < o->c->nodes[nd].ngpus; g++) {
+            if (!tp__fits(o->c, &o->u, nd, g, &o->t[i])) continue;
+            size_t gi = o->u.gpu_base[nd] + g;
+            o->u.cpus_used[nd] += o->t[i].cpus;
+            o->u.mem_used[gi] += o->t[i].memory_mib;
+            o->u.compute_used[gi] += o->t[i].compute;
+            o->u.count[gi]++;
+            search(o, i + 1);
+            o->u.cpus_used[nd] -= o->t[i].cpus;
+            o->u.mem_used[gi] -= o->t[i].memory_mib;
+            o->u.compute_used[gi] -= o->t[i].compute;
+            o->u.count[gi]--;
+        }
+}
+
+static double brute_force_optimum(const tp_cluster_t *c, const tp_demand_t *t, size_t n) {
+    oracle_t o = {c, t, n, {0}, 0};
+    tp__usage_init(&o.u, c);
+    search(&o, 0);
+    tp__usage_free(&o.u);
+    return o.best;
+}
+
+TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 11, 2);
+    for (int it = 0; it < 120; it++) {
+        inst_t in;
+        random_inst(&in, &r, 1 + tp__rng_below(&r, 2), 2, 1 + tp__rng_below(&r, 7), 0);
+        size_t g = 0;
+        for (size_t k = 0; k < in.c.nnodes; k++) g += in.c.nodes[k].ngpus;
+        if (g > 3) in.c.nodes[in.c.nnodes - 1].ngpus = 1; /* <= 3 GPUs */
+        /* tighter GPUs so that choices matter */
+        for (size_t i = 0; i < in.n; i++) in.t[i].compute = 0.1 * (double)(1 + tp__rng_below(&r, 7));
+        double truth = brute_force_optimum(&in.c, in.t, in.n);
+        tp_assign_t out[64];
+        double opt = run_policy(tp__placer_find("optimal"), &in.c, in.t, in.n, out);
+        if (fabs(opt - truth) > 1e-9)
+            fprintf(stderr, "  instance %d: optimal %.6f, brute force %.6f\n", it, opt, truth);
+        TP_CHECK_NEAR(opt, truth, 1e-9);
+        for (size_t p = 0; tp__placers[p]; p++) {
+            double occ = run_policy(tp__placers[p], &in.c, in.t, in.n, out);
+            TP_CHECK(occ <= truth + 1e-9);
+        }
+        tp__cluster_free(&in.c);
+    }
+}
+
+/* ---- slow, obviously right references for ff, bf, wf (single-GPU trials) --- */
+
+/* rule: 0 ff, 1 bf, 2 wf. Linear scan of every GPU with tp__fits. */
+static void reference_place(const tp_cluster_t *c, const tp_demand_t *t, size_t n, int rule,
+                            int decreasing, tp_assign_t *out) {
+    tp_usage_t u;
+    tp__usage_init(&u, c);
+    size_t order[64];
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    if (decreasing) /* insertion sort: stable, longest first */
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = i; j > 0 && t[order[j]].duration_s > t[order[j - 1]].duration_s; j--) {
+                size_t x = order[j];
+                order[j] = order[j - 1];
+                order[j - 1] = x;
+            }
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k];
+        memset(&out[i], 0, sizeof out[i]);
+        int found = 0;
+        size_t bn = 0, bg = 0;
+        double bc = 0, bm = 0;
+        for (size_t nd = 0; nd < c->nnodes; nd++)
+            for (size_t g = 0; g < c->nodes[nd].ngpus; g++) {
+                if (!tp__fits(c, &u, nd, g, &t[i])) continue;
+                size_t gi = u.gpu_base[nd] + g;
+                double fc = 1.0 + c->limits.oversubscribe - u.compute_used[gi];
+                double fm = (double)(c->nodes[nd].gpus[g].memory_mib - c->limits.reserve_mib -
+                                     u.mem_used[gi]);
+                int take = !found;
+                if (found && rule == 1) take = fc < bc || (fc == bc && fm < bm);
+                if (found && rule == 2) take = fc > bc || (fc == bc && fm > bm);
+                if (take) {
+                    found = 1;
+                    bn = nd, bg = g, bc = fc, bm = fm;
+                }
+            }
+        if (!found) continue;
+        out[i] = (tp_assign_t){.placed = 1, .node = bn, .ngpus = 1};
+        out[i].gpu[0] = bg;
+        size_t gi = u.gpu_base[bn] + bg;
+        u.cpus_used[bn] += t[i].cpus;
+        u.mem_used[gi] += t[i].memory_mib;
+        u.compute_used[gi] += t[i].compute;
+        u.count[gi]++;
+    }
+    tp__usage_free(&u);
+}
+
+static int same_decisions(const tp_assign_t *a, const tp_assign_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (a[i].placed != b[i].placed) return 0;
+        if (a[i].placed && (a[i].node != b[i].node || a[i].gpu[0] != b[i].gpu[0])) return 0;
+    }
+    return 1;
+}
+
+TP_TEST(test_fast_ff_bf_wf_decide_exactly_as_linear_scans) {
+    static const struct { const char *name; int rule, decreasing; } cases[] = {
+        {"ff", 0, 0}, {"ffd", 0, 1}, {"bf", 1, 0}, {"bfd", 1, 1}, {"wf", 2, 0}, {"wfd", 2, 1}};
+    tp_rng_t r;
+    tp__rng_seed(&r, 5, 3);
+    for (int it = 0; it < 400; it++) {
+        inst_t in;
+        /* up to 6 nodes x 8 GPUs: several tree levels */
+        random_inst(&in, &r, 1 + tp__rng_below(&r, 6), 8, 1 + tp__rng_below(&r, 64), 0);
+        if (it % 2) /* homogeneous: many ties */
+            for (size_t k = 0; k < in.c.nnodes; k++)
+                for (size_t g = 0; g < in.c.nodes[k].ngpus; g++) {
+                    in.c.nodes[k].gpus[g].memory_mib = 8192;
+                    in.c.nodes[k].gpus[g].healthy = 1;
+                }
+        for (size_t k = 0; k < TP_ARRAY_LEN(cases); k++) {
+            tp_assign_t fast[64], slow[64];
+            run_policy(tp__placer_find(cases[k].name), &in.c, in.t, in.n, fast);
+            reference_place(&in.c, in.t, in.n, cases[k].rule, cases[k].decreasing, slow);
+            int same = same_decisions(fast, slow, in.n);
+            if (!same) fprintf(stderr, "  %s differs on instance %d\n", cases[k].name, it);
+            TP_CHECK(same);
+        }
+        tp__cluster_free(&in.c);
+    }
+}
+
+/* A deliberately broken placer: wfd that forgets the memory reserve. */
+static int broken_ignores_reserve(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t,
+                                  size_t n, tp_assign_t *out, double lim, tp_error_t *err) {
+    tp_cluster_t lax = *c;
+    lax.limits.reserve_mib = 0;
+    return tp__placer_find("wfd")->place(&lax, u, t, n, out, lim, err);
+}
+
+/* A deliberately broken ff: picks the GPU after the right one when it can. */
+static void broken_ff_off_by_one(const tp_cluster_t *c, const tp_demand_t *t, size_t n,
+                                 tp_assign_t *out) {
+    tp_usage_t u;
+    tp__usage_init(&u, c);
+    tp__placer_find("ff")->place(c, &u, t, n, out, 0, NULL);
+    for (size_t i = 0; i < n; i++)
+        if (out[i].placed && out[i].gpu[0] + 1 < c->nodes[out[i].node].ngpus) out[i].gpu[0]++;
+    tp__usage_free(&u);
+}
+
+TP_TEST(test_the_oracles_catch_planted_errors) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 9, 4);
+    int caught_reserve = 0, caught_offbyone = 0;
+    for (int it = 0; it < 200; it++) {
+        inst_t in;
+        random_inst(&in, &r, 1 + tp__rng_below(&r, 3), 4, 10 + tp__rng_below(&r, 40), 0);
+        in.c.limits.reserve_mib = 1024;
+        in.c.limits.sharing = 1;
+        in.c.limits.max_per_gpu = 0;
+        tp_assign_t out[64], slow[64];
+        tp_usage_t u;
+        tp__usage_init(&u, &in.c);
+        broken_ignores_reserve(&in.c, &u, in.t, in.n, out, 0, NULL);
+        tp__usage_free(&u);
+        if (violation(&in.c, in.t, in.n, out)) caught_reserve++;
+        broken_ff_off_by_one(&in.c, in.t, in.n, out);
+        reference_place(&in.c, in.t, in.n, 0, 0, slow);
+        if (!same_decisions(out, slow, in.n)) caught_offbyone++;
+        tp__cluster_free(&in.c);
+    }
+    TP_CHECK(caught_reserve > 0);
+    TP_CHECK(caught_offbyone > 0);
+}
+
+/* ---- specific behaviours ----------------------------------------------------- */
+
+static tp_cluster_t small_cluster(size_t nnodes, size_t ngpus, int cpus) {
+    tp_cluster_t c = {.limits = {.reserve_mib = 512, .sharing = 1}};
+    c.nnodes = nnodes;
+    c.nodes = tp__xcalloc(nnodes, sizeof *c.nodes);
+    for (size_t k = 0; k < nnodes; k++) {
+        snprintf(c.nodes[k].name, sizeof c.nodes[k].name, "n%zu", k);
+        c.nodes[k].cpus = cpus;
+        c.nodes[k].ngpus = ngpus;
+        c.nodes[k].gpus = tp__xcalloc(ngpus, sizeof *c.nodes[k].gpus);
+        for (size_t g = 0; g < ngpus; g++) {
+            snprintf(c.nodes[k].gpus[g].name, sizeof c.nodes[k].gpus[g].name, "gpu%zu", g);
+            c.nodes[k].gpus[g].memory_mib = 81920;
+            c.nodes[k].gpus[g].healthy = 1;
+        }
+    }
+    return c;
+}
+
+TP_TEST(test_decreasing_variants_place_longest_trials_first) {
+    tp_cluster_t c = small_cluster(1, 1, 64);
+    /* one GPU fits two of these; the two longest must win */
+    tp_demand_t t[4] = {{0, 1, 1000, 0.5, 1, 10}, {1, 1, 1000, 0.5, 1, 300},
+                        {2, 1, 1000, 0.5, 1, 20}, {3, 1, 1000, 0.5, 1, 300}};
+    for (const char *const *p = (const char *const[]){"ffd", "bfd", "wfd", NULL}; *p; p++) {
+        tp_assign_t out[4];
+        run_policy(tp__placer_find(*p), &c, t, 4, out);
+        TP_CHECK(!out[0].placed && out[1].placed && !out[2].placed && out[3].placed);
+    }
+    tp_assign_t out[4];
+    run_policy(tp__placer_find("ff"), &c, t, 4, out);
+    TP_CHECK(out[0].placed && out[1].placed && !out[2].placed && !out[3].placed);
+    tp__cluster_free(&c);
+}
+
+TP_TEST(test_one_per_gpu_never_shares_and_sharing_off_forces_one_per_gpu) {
+    tp_cluster_t c = small_cluster(2, 2, 64);
+    tp_demand_t t[6];
+    for (int i = 0; i < 6; i++) t[i] = (tp_demand_t){i, 1, 1000, 0.2, 1, 10};
+    tp_assign_t out[6];
+    run_policy(tp__placer_find("one-per-gpu"), &c, t, 6, out);
+    int placed = 0;
+    for (int i = 0; i < 6; i++) placed += out[i].placed;
+    TP_CHECK_INT(placed, 4);
+    TP_CHECK(violation(&c, t, 6, out) == NULL);
+    c.limits.sharing = 0;
+    for (size_t p = 0; tp__placers[p]; p++) {
+        run_policy(tp__placers[p], &c, t, 6, out);
+        placed = 0;
+        for (int i = 0; i < 6; i++) placed += out[i].placed;
+        TP_CHECK_INT(placed, 4);
+    }
+    tp__cluster_free(&c);
+}
+
+TP_TEST(test_multi_gpu_trial_takes_gpus_of_one_node_and_skips_unhealthy) {
+    tp_cluster_t c = small_cluster(2, 2, 64);
+    c.nodes[0].gpus[1].healthy = 0;
+    tp_demand_t t[2] = {{0, 2, 1000, 0.5, 4, 10}, {1, 0, 0, 0, 8, 10}};
+    for (size_t p = 0; tp__placers[p]; p++) {
+        tp_assign_t out[2];
+        run_policy(tp__placers[p], &c, t, 2, out);
+        TP_CHECK(out[0].placed && out[0].node == 1 && out[0].ngpus == 2);
+        TP_CHECK(out[1].placed && out[1].ngpus == 0);
+    }
+    tp__cluster_free(&c);
+}
+
+TP_TEST(test_wfd_spreads_and_ff_packs) {
+    tp_cluster_t c = small_cluster(1, 4, 64);
+    tp_demand_t t[4];
+    for (int i = 0; i < 4; i++) t[i] = (tp_demand_t){i, 1, 1000, 0.2, 1, 10};
+    tp_assign_t out[4];
+    run_policy(tp__placer_find("wfd"), &c, t, 4, out);
+    for (int i = 0; i < 4; i++) TP_CHECK_INT(out[i].gpu[0], i);
+    run_policy(tp__placer_find("ff"), &c, t, 4, out);
+    for (int i = 0; i < 4; i++) TP_CHECK_INT(out[i].gpu[0], 0);
+    TP_CHECK(tp__placer_find("nope") == NULL);
+    tp__cluster_free(&c);
+}
+
+/* ---- JSON instances --------------------------------------------------------- */
+
+static const char *parse_error(const char *text) {
+    static tp_error_t err;
+    tp_place_instance_t in;
+    memset(&err, 0, sizeof err);
+    int rc = tp__place_instance_parse(text, strlen(text), "inst.json", &in, &err);
+    if (rc == 0) tp__place_instance_free(&in);
+    return rc ? err.msg : NULL;
+}
+
+#define NODES "\"nodes\": [{\"name\": \"n0\", \"cpus\": 8, \"gpus\": [{\"name\": \"gpu0\", \"memory_mib\": 81920}]}]"
+
+TP_TEST(test_json_instance_parses_and_prints_the_decision) {
+    const char *text = "{" NODES ", \"trials\": [{\"id\": \"t0\", \"gpus\": 1, \"memory_mib\": 1320, "
+                       "\"compute\": 0.22, \"cpus\": 4, \"duration_s\": 120}, {\"id\": 7, "
+                       "\"memory_mib\": 100, \"compute\": 0.9, \"cpus\": 8}], \"policy\": \"ff\", "
+                       "\"limits\": {\"reserve_mib\": 0}}";
+    tp_place_instance_t in;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__place_instance_parse(text, strlen(text), "inst.json", &in, &err), 0);
+    TP_CHECK_STR(in.policy, "ff");
+    TP_CHECK_INT(in.ntrials, 2);
+    TP_CHECK_INT(in.cluster.limits.reserve_mib, 0);
+    tp_assign_t out[2];
+    tp_usage_t u;
+    tp__usage_init(&u, &in.cluster);
+    tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, 1, &err);
+    char *json = tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5);
+    TP_CHECK_CONTAINS(json, "{\"trial\": \"t0\", \"node\": \"n0\", \"gpus\": [\"gpu0\"]}");
+    TP_CHECK_CONTAINS(json, "\"unplaced\": [7]");
+    free(json);
+    tp__usage_free(&u);
+    tp__place_instance_free(&in);
+}
+
+TP_TEST(test_json_instance_errors_say_what_and_where) {
+    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 0}, {\"gpus\": 0}, {\"gpus\": 0}, {\"gpus\": 1, \"memory_mib\": 1, \"compute\": 1.5}]}"),
+                      "inst.json: trials[3].compute must be a number in (0, 1], got 1.5");
+    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 1, \"memory_mib\": 1}]}"),
+                      "trials[0].compute is required");
+    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [], \"limts\": {}}"),
+                      "did you mean \"limits\"");
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [], \"trials\": []}"), "nodes must be a non-empty list");
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [{\"cpus\": -1}], \"trials\": []}"),
+                      "nodes[0].cpus must be an integer");
+    TP_CHECK_CONTAINS(parse_error("{\n  \"nodes\": [,]}"), "inst.json:2:");
+    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"id\": \"a\", \"compute\": 0.1, \"memory_mib\": 1}, {\"id\": \"a\", \"compute\": 0.1, \"memory_mib\": 1}]}"),
+                      "trials[1].id must be unique");
+    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 17, \"compute\": 0.1}]}"),
+                      "trials[0].gpus must be an integer in [0, 16]");
+}
+
+int main(void) { return tp_test_main(); }
