@@ -23,7 +23,7 @@
 
 extern char **environ;
 
-#define MPS_WAIT_S 5.0                          /* the most start or stop waits */
+#define MPS_WAIT_S 5.0                             /* the most start or stop waits */
 #define MPS_PID_FILE "nvidia-cuda-mps-control.pid" /* in the pipe dir, if the daemon keeps one */
 
 static void sleep_ms(long ms) {
@@ -62,7 +62,8 @@ char *tp__mps_control_path(void) {
  * The array is malloc'd, its strings borrowed; free the array only. */
 static char **env_with(const char *const *set, size_t nset) {
     size_t n = 0;
-    while (environ && environ[n]) n++;
+    while (environ && environ[n])
+        n++;
     char **env = tp__xcalloc(n + nset + 1, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -73,7 +74,8 @@ static char **env_with(const char *const *set, size_t nset) {
         }
         if (!replaced) env[k++] = environ[i];
     }
-    for (size_t j = 0; j < nset; j++) env[k++] = (char *)set[j];
+    for (size_t j = 0; j < nset; j++)
+        env[k++] = (char *)set[j];
     env[k] = NULL;
     return env;
 }
@@ -213,8 +215,9 @@ int tp__mps_start(const char *control, const char *device, const char *pipe_dir,
                   const char *log_dir, tp_error_t *err) {
     if (!control || !*control || !device || !*device || !pipe_dir || !*pipe_dir || !log_dir ||
         !*log_dir)
-        return tp__errorf(err, -EINVAL, "MPS start needs the control program, a device, a pipe "
-                                        "directory and a log directory");
+        return tp__errorf(err, -EINVAL,
+                          "MPS start needs the control program, a device, a pipe "
+                          "directory and a log directory");
     if (strlen(pipe_dir) > 3000 || strlen(log_dir) > 3000 || strlen(device) > 200)
         return tp__errorf(err, -ENAMETOOLONG, "MPS directory or device name too long");
     int rc = tp__mkdir_p(pipe_dir, err);

@@ -50,7 +50,7 @@ typedef struct {
 typedef struct {
     unsigned int pid;
     unsigned long long usedGpuMemory;
-    unsigned int gpuInstanceId;     /* MIG; 0xFFFFFFFF when not MIG */
+    unsigned int gpuInstanceId; /* MIG; 0xFFFFFFFF when not MIG */
     unsigned int computeInstanceId;
 } nvmlProcessInfo_v2_t;
 
@@ -190,7 +190,11 @@ static int library_missing(const char *path, const char *dlmsg) {
         struct stat st;
         return stat(path, &st) != 0 && errno == ENOENT;
     }
-    return dlmsg && strstr(dlmsg, "No such file or directory") != NULL;
+    /* "libnvidia-ml.so.1: cannot open shared object file: No such file or
+     * directory" -- about the library itself, not one of its dependencies. */
+    size_t n = strlen(path);
+    return dlmsg && strncmp(dlmsg, path, n) == 0 && dlmsg[n] == ':' &&
+           strstr(dlmsg, "No such file or directory") != NULL;
 }
 
 int tp__nvml_open_with(const char *path, tp_nvml_lookup_fn lookup, void *ctx, tp_nvml_t **out,
@@ -216,8 +220,9 @@ int tp__nvml_open_with(const char *path, tp_nvml_lookup_fn lookup, void *ctx, tp
     if (rc == 0) {
         nvmlReturn_t r = n->init();
         if (r != NVML_SUCCESS)
-            rc = tp__errorf(err, -EIO, "NVML initialisation failed (%s, NVML error %d): is the "
-                                       "NVIDIA driver loaded? (nvidia-smi would say)",
+            rc = tp__errorf(err, -EIO,
+                            "NVML initialisation failed (%s, NVML error %d): is the "
+                            "NVIDIA driver loaded? (nvidia-smi would say)",
                             nvml_text(n, r), r);
     }
     if (rc) {
@@ -249,8 +254,8 @@ const char *tp__nvml_symbol(const tp_nvml_t *n, const char *base) {
         if (!n->found[i] || strncmp(name, base, blen) != 0) continue;
         const char *rest = name + blen;
         if (*rest == '\0') return name;
-        if (rest[0] == '_' && rest[1] == 'v' && rest[2] && strspn(rest + 2, "0123456789") ==
-                                                               strlen(rest + 2))
+        if (rest[0] == '_' && rest[1] == 'v' && rest[2] &&
+            strspn(rest + 2, "0123456789") == strlen(rest + 2))
             return name;
     }
     return NULL;
@@ -269,8 +274,10 @@ static void device_failed(const tp_nvml_t *n, tp_gpu_info_t *g, const char *call
 static const char *query_device(const tp_nvml_t *n, tp_gpu_info_t *g, nvmlReturn_t *r) {
     nvmlDevice_t dev = NULL;
     if ((*r = n->get_handle(g->index, &dev)) != NVML_SUCCESS) return "nvmlDeviceGetHandleByIndex";
-    if ((*r = n->get_name(dev, g->name, sizeof g->name)) != NVML_SUCCESS) return "nvmlDeviceGetName";
-    if ((*r = n->get_uuid(dev, g->uuid, sizeof g->uuid)) != NVML_SUCCESS) return "nvmlDeviceGetUUID";
+    if ((*r = n->get_name(dev, g->name, sizeof g->name)) != NVML_SUCCESS)
+        return "nvmlDeviceGetName";
+    if ((*r = n->get_uuid(dev, g->uuid, sizeof g->uuid)) != NVML_SUCCESS)
+        return "nvmlDeviceGetUUID";
     nvmlMemory_t mem = {0};
     if ((*r = n->get_memory(dev, &mem)) != NVML_SUCCESS) return "nvmlDeviceGetMemoryInfo";
     g->memory_total_mib = mem.total / MIB;
@@ -372,8 +379,8 @@ int tp__nvml_processes(tp_nvml_t *n, unsigned index, tp_gpu_proc_t **out, size_t
     }
     if (r != NVML_SUCCESS || got > cap) {
         free(buf);
-        return tp__errorf(err, -EIO, "GPU %u: listing compute processes: %s (NVML error %d)",
-                          index, nvml_text(n, r), r);
+        return tp__errorf(err, -EIO, "GPU %u: listing compute processes: %s (NVML error %d)", index,
+                          nvml_text(n, r), r);
     }
     tp_gpu_proc_t *procs = tp__xcalloc(got ? got : 1, sizeof *procs);
     for (unsigned int i = 0; i < got; i++) {

@@ -244,14 +244,22 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 EXPORT const char *nvmlErrorString(nvmlReturn_t r) {
     switch (r) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_FOUND: return "Not Found";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+        return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+        return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return "Invalid Argument";
+    case NVML_ERROR_NOT_FOUND:
+        return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+        return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+        return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST:
+        return "GPU is lost";
+    default:
+        return "Unknown Error";
     }
 }
 
@@ -367,7 +375,8 @@ static nvmlReturn_t do_processes(nvmlDevice_t dev, unsigned int *n, void *infos,
         return r;
     }
     unsigned have = 0;
-    for (size_t i = 0; i < s.nprocs; i++) have += s.procs[i].gpu == index;
+    for (size_t i = 0; i < s.nprocs; i++)
+        have += s.procs[i].gpu == index;
     if (have > *n || (have > 0 && !infos)) {
         *n = have;
         state_free(&s);
@@ -413,8 +422,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsig
  * when there is none newer than last_seen (as the real one says). */
 EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev,
                                                     nvmlProcessUtilizationSample_t *samples,
-                                                    unsigned int *n,
-                                                    unsigned long long last_seen) {
+                                                    unsigned int *n, unsigned long long last_seen) {
     count(__func__);
     fake_state_t s;
     fake_gpu_t *g = NULL;
@@ -429,8 +437,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev,
     gettimeofday(&tv, NULL);
     unsigned long long now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned)tv.tv_usec;
     unsigned have = 0;
-    for (size_t i = 0; i < s.nprocs; i++) have += s.procs[i].gpu == index;
-    if (have == 0 || now <= last_seen) r = NVML_ERROR_NOT_FOUND;
+    for (size_t i = 0; i < s.nprocs; i++)
+        have += s.procs[i].gpu == index;
+    if (have == 0 || now <= last_seen)
+        r = NVML_ERROR_NOT_FOUND;
     else if (!samples || have > *n) {
         *n = have;
         r = NVML_ERROR_INSUFFICIENT_SIZE;

@@ -71,19 +71,20 @@ static void set_fake_json(const char *dir, const char *json) {
 /* Four GPUs; GPU 2's "error" is filled in by the caller ("null" or "\"lost\""). */
 static void set_four_gpus(const char *dir, const char *gpu2_error) {
     char json[2048];
-    snprintf(json, sizeof json,
-             "{\"gpus\": ["
-             "{\"name\": \"NVIDIA A100-SXM4-80GB\", \"uuid\": \"GPU-fake-0\", \"memory_mib\": 81920,"
-             " \"util\": 12, \"error\": null},"
-             "{\"name\": \"NVIDIA A100-SXM4-80GB\", \"uuid\": \"GPU-fake-1\", \"memory_mib\": 81920,"
-             " \"util\": 0},"
-             "{\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-fake-2\", \"memory_mib\": 81559,"
-             " \"util\": 97, \"error\": %s},"
-             "{\"name\": \"Tesla T4\", \"uuid\": \"GPU-fake-3\", \"memory_mib\": 15360, \"util\": 5}],"
-             " \"processes\": [{\"gpu\": 0, \"pid\": 4242, \"used_mib\": 2048, \"sm_util\": 30},"
-             "                 {\"gpu\": 2, \"pid\": 4343, \"used_mib\": 100, \"sm_util\": 80}],"
-             " \"process_dir\": \"%s/procs\", \"init_error\": null}",
-             gpu2_error, dir);
+    snprintf(
+        json, sizeof json,
+        "{\"gpus\": ["
+        "{\"name\": \"NVIDIA A100-SXM4-80GB\", \"uuid\": \"GPU-fake-0\", \"memory_mib\": 81920,"
+        " \"util\": 12, \"error\": null},"
+        "{\"name\": \"NVIDIA A100-SXM4-80GB\", \"uuid\": \"GPU-fake-1\", \"memory_mib\": 81920,"
+        " \"util\": 0},"
+        "{\"name\": \"NVIDIA H100 80GB HBM3\", \"uuid\": \"GPU-fake-2\", \"memory_mib\": 81559,"
+        " \"util\": 97, \"error\": %s},"
+        "{\"name\": \"Tesla T4\", \"uuid\": \"GPU-fake-3\", \"memory_mib\": 15360, \"util\": 5}],"
+        " \"processes\": [{\"gpu\": 0, \"pid\": 4242, \"used_mib\": 2048, \"sm_util\": 30},"
+        "                 {\"gpu\": 2, \"pid\": 4343, \"used_mib\": 100, \"sm_util\": 80}],"
+        " \"process_dir\": \"%s/procs\", \"init_error\": null}",
+        gpu2_error, dir);
     set_fake_json(dir, json);
     char procs[512];
     snprintf(procs, sizeof procs, "%s/procs", dir);
@@ -357,8 +358,8 @@ TP_TEST(test_nvml_process_list_grows_past_its_first_guess) {
     int right = 0;
     for (size_t i = 0; i < count; i++) {
         int k = (int)p[i].pid - 10000;
-        right += k >= 0 && k < 40 && p[i].used_mib == (uint64_t)(100 + k) &&
-                 p[i].sm_util == (unsigned)k;
+        right +=
+            k >= 0 && k < 40 && p[i].used_mib == (uint64_t)(100 + k) && p[i].sm_util == (unsigned)k;
     }
     TP_CHECK_INT(right, 40);
     /* It asked more than once: the first room (16) was too small. */
@@ -378,8 +379,7 @@ TP_TEST(test_nvml_table_picks_the_newest_versioned_symbols) {
     }
     TP_CHECK_STR(tp__nvml_symbol(n, "nvmlInit"), "nvmlInit_v2");
     TP_CHECK_STR(tp__nvml_symbol(n, "nvmlDeviceGetCount"), "nvmlDeviceGetCount_v2");
-    TP_CHECK_STR(tp__nvml_symbol(n, "nvmlDeviceGetHandleByIndex"),
-                 "nvmlDeviceGetHandleByIndex_v2");
+    TP_CHECK_STR(tp__nvml_symbol(n, "nvmlDeviceGetHandleByIndex"), "nvmlDeviceGetHandleByIndex_v2");
     TP_CHECK_STR(tp__nvml_symbol(n, "nvmlDeviceGetComputeRunningProcesses"),
                  "nvmlDeviceGetComputeRunningProcesses_v3");
     TP_CHECK_STR(tp__nvml_symbol(n, "nvmlDeviceGetMemoryInfo"), "nvmlDeviceGetMemoryInfo");
@@ -490,9 +490,17 @@ TP_TEST(test_nvml_missing_required_symbol_is_eio_naming_it) {
 
 TP_TEST(test_gpu_table_shows_each_gpu_and_why_one_is_unhealthy) {
     tp_gpu_info_t g[2] = {
-        {.index = 0, .name = "NVIDIA A100-SXM4-80GB", .uuid = "GPU-fake-0",
-         .memory_total_mib = 81920, .memory_used_mib = 20480, .util_gpu = 12, .healthy = 1},
-        {.index = 1, .name = "Tesla T4", .uuid = "GPU-fake-1", .healthy = 0,
+        {.index = 0,
+         .name = "NVIDIA A100-SXM4-80GB",
+         .uuid = "GPU-fake-0",
+         .memory_total_mib = 81920,
+         .memory_used_mib = 20480,
+         .util_gpu = 12,
+         .healthy = 1},
+        {.index = 1,
+         .name = "Tesla T4",
+         .uuid = "GPU-fake-1",
+         .healthy = 0,
          .error = "nvmlDeviceGetMemoryInfo: GPU is lost (NVML error 15)"},
     };
     size_t procs[2] = {3, 0};
@@ -599,7 +607,8 @@ TP_TEST(test_mps_start_creates_the_pipe_and_logs_the_device_and_stop_quits_it) {
     TP_CHECK_CONTAINS(text, "] quit\n");
     free(text);
     if (daemon > 0) {
-        for (int i = 0; i < 200 && !process_gone(daemon); i++) usleep(10000);
+        for (int i = 0; i < 200 && !process_gone(daemon); i++)
+            usleep(10000);
         TP_CHECK(process_gone(daemon));
     }
     /* Started again after a stop: fine. Then stopped for good. */
@@ -642,9 +651,9 @@ TP_TEST(test_mps_start_reports_a_control_program_that_fails) {
     snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir);
     snprintf(log_dir, sizeof log_dir, "%s/log", dir);
     tp_error_t err = {0};
-    TP_CHECK_INT(tp__mps_start("/nonexistent/nvidia-cuda-mps-control", "0", pipe_dir, log_dir,
-                               &err),
-                 -ENOENT);
+    TP_CHECK_INT(
+        tp__mps_start("/nonexistent/nvidia-cuda-mps-control", "0", pipe_dir, log_dir, &err),
+        -ENOENT);
     TP_CHECK_CONTAINS(err.msg, "/nonexistent/nvidia-cuda-mps-control");
     TP_CHECK_INT(tp__mps_start("/bin/false", "0", pipe_dir, log_dir, &err), -EIO);
     TP_CHECK_CONTAINS(err.msg, "exit status 1");
