@@ -124,6 +124,27 @@ static void build_cluster(tp_run_t *r, const json_t *hello) {
                                             .sharing = r->x.sharing != TP_SHARING_NONE};
     free(r->foreign_mib);
     r->foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *r->foreign_mib);
+    /* At hello none of our trials runs (the agent has just reaped any
+     * leftovers), so whatever a GPU already uses is foreign. */
+    for (size_t i = 0; i < found; i++) {
+        const json_t *e = json_array_get(list, i);
+        int index = (int)json_integer_value(json_object_get(e, "index"));
+        for (size_t k = 0; k < node->ngpus; k++)
+            if (node->gpus[k].index == index)
+                r->foreign_mib[k] =
+                    (uint64_t)json_integer_value(json_object_get(e, "memory_used_mib"));
+    }
+}
+
+/* A GPU that is unhealthy when the run starts is recorded like one that
+ * breaks during it. */
+static void note_unhealthy(tp_run_t *r, const tp_gpu_t *g, const char *err) {
+    char detail[300];
+    snprintf(detail, sizeof detail, "GPU %d is unhealthy (%s); it gets no new trials", g->index,
+             err && *err ? err : "NVML error");
+    fprintf(stderr, "tunepack: warn: %s\n", detail);
+    tp__run_tx(r);
+    tp__store_event(r->store, -1, 0, "gpu-unhealthy", detail, tp__wall_s());
 }
 
 static tp_gpu_t *gpu_by_index(tp_run_t *r, int index, size_t *pos) {
@@ -154,6 +175,12 @@ int tp__placement_hello(tp_run_t *r, const json_t *hello) {
     r->placer = tp__placer_find(r->x.policy);
     r->placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
     tp_node_t *node = &r->cluster.nodes[0];
+    const json_t *found = json_object_get(hello, "gpus"), *e;
+    size_t k;
+    json_array_foreach(found, k, e) {
+        const tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), NULL);
+        if (g && !g->healthy) note_unhealthy(r, g, json_string_value(json_object_get(e, "error")));
+    }
     const char *nvml = json_string_value(json_object_get(hello, "nvml"));
     if (r->x.res.gpus > 0 && (size_t)r->x.res.gpus > node->ngpus) {
         fprintf(stderr,
@@ -427,15 +454,8 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
         if (!g) continue;
         r->foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
         int healthy = json_is_true(json_object_get(e, "healthy"));
-        if (g->healthy && !healthy) {
-            const char *err = json_string_value(json_object_get(e, "error"));
-            char detail[300];
-            snprintf(detail, sizeof detail, "GPU %d is unhealthy (%s); it gets no new trials",
-                     g->index, err && *err ? err : "NVML error");
-            fprintf(stderr, "tunepack: warn: %s\n", detail);
-            tp__run_tx(r);
-            tp__store_event(r->store, -1, 0, "gpu-unhealthy", detail, tp__wall_s());
-        }
+        if (g->healthy && !healthy)
+            note_unhealthy(r, g, json_string_value(json_object_get(e, "error")));
         g->healthy = healthy;
     }
     double now = tp__mono_s();

@@ -30,6 +30,40 @@ def yaml_str(text):
     return json.dumps(text)
 
 
+def merged_env(env):
+    """os.environ updated with env (None: unchanged); a value of None removes that name."""
+    full = dict(os.environ)
+    for k, v in (env or {}).items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
+    return full
+
+
+def pids_mentioning(text):
+    """Live (non-zombie) processes other than this one whose command line or environment
+    contains text: for finding whatever a test started under its own directory."""
+    needle = text.encode()
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+            with open("/proc/%s/cmdline" % name, "rb") as f:
+                cmd = f.read()
+            with open("/proc/%s/environ" % name, "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
+        if state != b"Z" and (needle in cmd or needle in env):
+            out.append(int(name))
+    return out
+
+
 def token_pids(token):
     """Return the pids of live processes whose environment holds TUNEPACK_RUN_TOKEN=token."""
     needle = ("TUNEPACK_RUN_TOKEN=" + token).encode()
@@ -193,9 +227,7 @@ class E2E(unittest.TestCase):
 
     def tp(self, *args, cwd=None, timeout=RUN_TIMEOUT, env=None):
         """Run `tunepack args...` to its end; return CompletedProcess (text output)."""
-        full_env = dict(os.environ)
-        if env:
-            full_env.update(env)
+        full_env = merged_env(env)
         try:
             return subprocess.run([BIN] + [str(a) for a in args], cwd=cwd or self.tmp,
                                   stdin=subprocess.DEVNULL, capture_output=True,
@@ -205,18 +237,19 @@ class E2E(unittest.TestCase):
             raise AssertionError("tunepack %s ran past %ss; stderr: %r"
                                  % (" ".join(map(str, args)), timeout, e.stderr)) from None
 
-    def run_exp(self, exp_path, run_dir, *extra, cwd=None, timeout=RUN_TIMEOUT):
+    def run_exp(self, exp_path, run_dir, *extra, cwd=None, timeout=RUN_TIMEOUT, env=None):
         """`tunepack run EXP --dir DIR --plain`; remember DIR for cleanup."""
         self.run_dirs.append(run_dir)
         return self.tp("run", exp_path, "--dir", run_dir, "--plain", *extra,
-                       cwd=cwd, timeout=timeout)
+                       cwd=cwd, timeout=timeout, env=env)
 
-    def start_run(self, exp_path, run_dir, cwd=None):
+    def start_run(self, exp_path, run_dir, cwd=None, env=None):
         """Start `tunepack run` in the background; return the Popen (killed in tearDown)."""
         self.run_dirs.append(run_dir)
         p = subprocess.Popen([BIN, "run", exp_path, "--dir", run_dir, "--plain"],
                              cwd=cwd or self.tmp, stdin=subprocess.DEVNULL,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             env=merged_env(env))
         self.procs.append(p)
         return p
 
@@ -261,6 +294,122 @@ class E2E(unittest.TestCase):
             return int(text.split()[0]) if text else None
         except (OSError, ValueError, IndexError):
             return None
+
+
+# -- GPUs (stand-ins from $TUNEPACK_FAKE_DIR) ---------------------------------------------
+
+FAKE_DIR = os.environ.get("TUNEPACK_FAKE_DIR") or os.path.join(BUILD, "fake")
+MPS_CONTROL = "nvidia-cuda-mps-control"
+
+# Event kinds that end an attempt (its resources are free again afterwards).
+END_KINDS = ("completed", "failed", "pending", "oom")
+
+
+def path_without_mps_control():
+    """$PATH less every directory that holds an nvidia-cuda-mps-control."""
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep)
+            if d and not os.path.exists(os.path.join(d, MPS_CONTROL))]
+    return os.pathsep.join(dirs)
+
+
+def attempt_intervals(store):
+    """{(trial, attempt): (start, end)} in event ids (the orchestrator's own order): start is
+    the attempt's 'running' event, end its first ending event (None while it runs)."""
+    out = {}
+    for e in store.q("SELECT id, trial, attempt, kind FROM events WHERE trial >= 0 ORDER BY id"):
+        key = (e["trial"], e["attempt"])
+        if e["kind"] == "running":
+            out[key] = (e["id"], None)
+        elif e["kind"] in END_KINDS and key in out and out[key][1] is None:
+            out[key] = (out[key][0], e["id"])
+    return out
+
+
+def gpu_timeline(store):
+    """Replay the placements over the attempts' [start, end) intervals. Returns (moments,
+    rows): moments is a list, one per attempt start, of {gpu: [placement rows there]}
+    right after that start; rows maps (trial, attempt) to its placement row (gpus parsed)."""
+    rows = {}
+    for p in store.q("SELECT * FROM placements ORDER BY id"):
+        p["gpus"] = json.loads(p["gpus"])
+        p["env"] = json.loads(p["env"]) if p["env"] else {}
+        key = (p["trial"], p["attempt"])
+        if key in rows:
+            raise AssertionError("two placement rows for trial %d attempt %d" % key)
+        rows[key] = p
+    points = []
+    for key, (start, end) in attempt_intervals(store).items():
+        points.append((start, 1, key))
+        if end is not None:
+            points.append((end, 0, key))
+    points.sort()
+    live, moments = set(), []
+    for _, is_start, key in points:
+        if not is_start:
+            live.discard(key)
+            continue
+        if key not in rows:
+            raise AssertionError("trial %d attempt %d ran without a placement row" % key)
+        live.add(key)
+        on = {}
+        for k in live:
+            for g in rows[k]["gpus"]:
+                on.setdefault(g, []).append(rows[k])
+        moments.append(on)
+    return moments, rows
+
+
+class GpuE2E(E2E):
+    """E2E with fake GPUs: an NVML JSON per test, and no MPS daemon left behind."""
+
+    def tearDown(self):
+        # Whatever still runs with this test's directory in its command line or environment
+        # (trials, fake MPS daemons, a foreign stand-in) is this test's: kill it by pid.
+        for pid in pids_mentioning(self.tmp):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        super().tearDown()
+
+    def fake_gpus(self, gpus, processes=(), name="nvml.json"):
+        """Write the fake NVML's JSON: gpus is a list of (memory_mib, extra dict or None)."""
+        self.proc_dir = self.path("nvml-procs")
+        os.makedirs(self.proc_dir, exist_ok=True)
+        self.uuids = []
+        out = []
+        for i, (mib, extra) in enumerate(gpus):
+            uuid = "GPU-%08x-fake-%d" % (0xbeef0000 + i, i)
+            self.uuids.append(uuid)
+            g = {"name": "NVIDIA Fake %dG" % (mib // 1024), "uuid": uuid, "memory_mib": mib,
+                 "util": 0}
+            g.update(extra or {})
+            out.append(g)
+        self.nvml_json = self.write(name, json.dumps(
+            {"gpus": out, "processes": list(processes), "process_dir": self.proc_dir}))
+        return self.nvml_json
+
+    def gpu_env(self, mps=True, nvml=True):
+        """Environment for `tunepack run`: the fake NVML (nvml), the fake MPS control program
+        on PATH (mps) or no MPS control program at all."""
+        env = {"TUNEPACK_MPS_CONTROL": None, "TUNEPACK_NVML_LIB": None,
+               "CUDA_VISIBLE_DEVICES": None, "CUDA_MPS_PIPE_DIRECTORY": None,
+               "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": None,
+               "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": None, "TUNEPACK_FAKE_MPS_MAX_S": "120"}
+        path = path_without_mps_control()
+        env["PATH"] = FAKE_DIR + os.pathsep + path if mps else path
+        if nvml:
+            env["LD_LIBRARY_PATH"] = FAKE_DIR
+            env["TUNEPACK_FAKE_NVML"] = self.nvml_json
+        else:
+            env["LD_LIBRARY_PATH"] = None
+            env["TUNEPACK_FAKE_NVML"] = None
+        return env
+
+    def mps_daemons(self, run_dir):
+        """Live fake MPS daemons serving run_dir (pids)."""
+        return [pid for pid in pids_mentioning(os.path.join(run_dir, "mps"))
+                if any(MPS_CONTROL in a for a in cmdline(pid))]
 
 
 def main():

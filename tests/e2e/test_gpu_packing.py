@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""GPU packing end to end (issue 3): trials with declared demands packed onto fake GPUs.
+
+Every check reads what happened from the store's placement records: each attempt's
+[start, end) interval (its 'running' event to its ending event) replayed with its placement
+row proves that no GPU ever held more than its memory (less the reserve), its compute
+(1 + oversubscribe) or max_per_gpu trials; and each trial writes the environment it really got
+to $TUNEPACK_TRIAL_DIR/env.<attempt>.json, compared with its placement row.
+"""
+
+import json
+import math
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import (GpuE2E, PY, gpu_timeline, main, token_pids, wait_for, yaml_str)
+
+GIB = 1024
+RESERVE_MIB = 512
+MPS_KEYS = ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
+GPU_KEYS = ("CUDA_VISIBLE_DEVICES",) + MPS_KEYS
+
+# The trial: record the GPU environment it got, sleep, die of CUDA OOM on attempt 1 when x is
+# the OOM value, else report acc = x.
+TRIAL = r'''
+import json, os, sys, time
+x = int(sys.argv[1]); oom_x = int(sys.argv[2]); sleep_s = float(sys.argv[3])
+attempt = os.environ["TUNEPACK_ATTEMPT"]
+env = {k: v for k, v in os.environ.items() if k.startswith("CUDA_")}
+with open(os.path.join(os.environ["TUNEPACK_TRIAL_DIR"], "env.%s.json" % attempt), "w") as f:
+    json.dump(env, f)
+time.sleep(sleep_s)
+if x == oom_x and attempt == "1":
+    sys.stderr.write("Traceback (most recent call last):\n"
+                     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB "
+                     "(GPU 0; 79.35 GiB total capacity)\n")
+    sys.exit(1)
+os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"acc": %d}\n' % x).encode())
+'''
+
+
+class GpuPacking(GpuE2E):
+
+    def setUp(self):
+        super().setUp()
+        self.trial_py = self.write("trial.py", TRIAL)
+        # Two 80 GB and two 40 GB GPUs.
+        self.fake_gpus([(80 * GIB, None), (80 * GIB, None), (40 * GIB, None), (40 * GIB, None)])
+
+    def exp(self, trials=24, oom_x=-1, sleep_s=1.0, resources="gpu_memory: 20G, gpu_compute: 0.3",
+            placement="policy: wfd, reserve: 512M", extra=""):
+        return self.experiment(
+            "name: gpupack\n"
+            "command: [%s, %s, \"{x}\", \"%d\", \"%s\"]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space:\n"
+            "  x: {grid: [%s]}\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "concurrency: %d\n"
+            "resources: {gpus: 1, %s}\n"
+            "placement: {%s}\n%s"
+            % (yaml_str(PY), yaml_str(self.trial_py), oom_x, sleep_s,
+               ", ".join(str(i) for i in range(trials)), trials, resources, placement, extra))
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def check_capacity(self, run_dir, reserve_mib=RESERVE_MIB, oversubscribe=0.0,
+                       max_per_gpu=0):
+        """Replay every attempt's placement over its interval; assert no GPU was ever over
+        memory - reserve, 1 + oversubscribe compute, or max_per_gpu trials. Returns (the most
+        trials any GPU held at once, the most compute any GPU held, the placement rows)."""
+        with self.store(run_dir) as s:
+            moments, rows = gpu_timeline(s)
+        mem = {i: g_mib for i, g_mib in enumerate(self.gpu_mib)}
+        most, most_compute = 0, 0.0
+        for on in moments:
+            for g, there in on.items():
+                self.assertIn(g, mem, "a trial was placed on GPU %s, which does not exist" % g)
+                who = sorted((p["trial"], p["attempt"]) for p in there)
+                used = sum(p["memory_mib"] for p in there)
+                compute = sum(p["compute"] for p in there)
+                self.assertLessEqual(
+                    used, mem[g] - reserve_mib,
+                    "GPU %d held %d MiB of demand (> %d - %d reserve) at once: %s"
+                    % (g, used, mem[g], reserve_mib, who))
+                self.assertLessEqual(
+                    compute, 1.0 + oversubscribe + 1e-9,
+                    "GPU %d held compute %.3f (> 1 + %.2f) at once: %s"
+                    % (g, compute, oversubscribe, who))
+                if max_per_gpu:
+                    self.assertLessEqual(len(there), max_per_gpu,
+                                         "GPU %d held %d trials (max_per_gpu %d): %s"
+                                         % (g, len(there), max_per_gpu, who))
+                most = max(most, len(there))
+                most_compute = max(most_compute, compute)
+        return most, most_compute, rows
+
+    def trial_env(self, run_dir, trial, attempt):
+        path = os.path.join(run_dir, "trials", "%06d" % trial, "env.%d.json" % attempt)
+        self.assertTrue(os.path.exists(path), "trial %d attempt %d wrote no %s"
+                        % (trial, attempt, path))
+        with open(path) as f:
+            return json.load(f)
+
+    def check_env(self, run_dir, rows, mps=True):
+        """Each attempt got the device and MPS variables its placement row says."""
+        for (trial, attempt), p in sorted(rows.items()):
+            what = "trial %d attempt %d (placed %s)" % (trial, attempt, p)
+            got = self.trial_env(run_dir, trial, attempt)
+            self.assertEqual(len(p["gpus"]), 1, what)
+            g = p["gpus"][0]
+            self.assertEqual(got.get("CUDA_VISIBLE_DEVICES"), self.uuids[g], what)
+            if mps:
+                self.assertEqual(p["sharing"], "mps", what)
+                self.assertEqual(got.get("CUDA_MPS_PIPE_DIRECTORY"),
+                                 os.path.join(run_dir, "mps", "gpu%d" % g, "pipe"), what)
+                self.assertEqual(got.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
+                                 str(math.ceil(100 * p["compute"] - 1e-9)), what)
+                self.assertEqual(got.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+                                 "0=%dM" % math.ceil(p["memory_mib"] * 1.1 - 1e-9), what)
+            else:
+                for k in MPS_KEYS:
+                    self.assertNotIn(k, got, what)
+            # The journaled environment is the one the trial saw.
+            self.assertEqual(p["env"], {k: v for k, v in got.items() if k in GPU_KEYS}, what)
+
+    def check_no_daemons(self, run_dir):
+        left = wait_for(lambda: not self.mps_daemons(run_dir), 10)
+        self.assertTrue(left, "MPS daemons of %s still run: %s"
+                        % (run_dir, self.mps_daemons(run_dir)))
+
+    # -- tests -------------------------------------------------------------------------------
+
+    def test_24_trials_packed_within_capacity_with_mps_env_and_oom_replacement(self):
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        exp = self.exp(trials=24, oom_x=3)
+        run_dir = self.path("run")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir)
+        self.assertGreater(most, 1, "no GPU ever held two trials: nothing was packed")
+        self.check_env(run_dir, rows, mps=True)
+
+        with self.store(run_dir) as s:
+            meta = s.meta()
+            self.assertEqual(meta.get("sharing"), "mps")
+            self.assertEqual(meta.get("policy"), "wfd")
+            trials = s.trials()
+            self.assertEqual(len(trials), 24)
+            for t in trials:
+                self.assertEqual(t["state"], "completed", t)
+                self.assertEqual(t["failures"], 0, t)
+                self.assertEqual(t["value"], t["params"]["x"], t)
+            # Every placed trial is a 20 GB, 0.3 trial until the OOM, then the group grows.
+            for (trial, attempt), p in rows.items():
+                self.assertEqual(p["compute"], 0.3, p)
+                self.assertIn(p["memory_mib"], (20 * GIB, 30 * GIB), p)
+                self.assertEqual(p["cpus"], 0, p)
+
+            # The OOM: trial with x = 3 died of CUDA OOM on attempt 1 and was placed again.
+            oomer = [t for t in trials if t["params"]["x"] == 3][0]
+            tid = oomer["id"]
+            self.assertEqual(oomer["attempts"], 2, oomer)
+            self.assertEqual(oomer["failures"], 0, oomer)
+            ooms = s.events(tid, "oom")
+            self.assertEqual(len(ooms), 1, s.events(tid))
+            self.assertEqual(ooms[0]["attempt"], 1)
+            self.assertIn("20480 MiB", ooms[0]["detail"])
+            self.assertIn("30720 MiB", ooms[0]["detail"])
+            self.assertEqual(s.events(tid, "failed"), [])
+            mine = sorted((a, p["memory_mib"]) for (t, a), p in rows.items() if t == tid)
+            # x1.5 (at least +256 MiB, at most 80 GB - reserve): 20480 -> 30720 MiB.
+            self.assertEqual(mine, [(1, 20480), (2, 30720)])
+            kinds = [(e["attempt"], e["kind"]) for e in s.events(tid)
+                     if e["kind"] in ("running", "oom", "completed", "failed")]
+            self.assertEqual(kinds, [(1, "running"), (1, "oom"), (2, "running"),
+                                     (2, "completed")])
+            with open(os.path.join(run_dir, "trials", "%06d" % tid, "stderr.1.log")) as f:
+                self.assertIn("CUDA out of memory", f.read())
+            # Nobody else died of anything.
+            self.assertEqual([e for e in s.events() if e["kind"] == "oom"], ooms)
+            token = meta["token"]
+
+        status = self.tp("status", run_dir)
+        self.assertExit(status, 0)
+        gpus_line = [l for l in status.stdout.splitlines() if l.startswith("gpus")]
+        self.assertEqual(len(gpus_line), 1, status.stdout)
+        self.assertRegex(gpus_line[0], r"^gpus\s+shared by mps, placed by wfd$")
+
+        # One MPS daemon per GPU, started for that GPU and told to quit at the end.
+        for i, uuid in enumerate(self.uuids):
+            log = os.path.join(run_dir, "mps", "gpu%d" % i, "log", "control.log")
+            self.assertTrue(os.path.exists(log), "no MPS daemon log %s" % log)
+            with open(log) as f:
+                lines = f.read().splitlines()
+            starts = [n for n, l in enumerate(lines) if " start " in l]
+            self.assertEqual(len(starts), 1, lines)
+            self.assertIn("CUDA_VISIBLE_DEVICES=%s " % uuid, lines[starts[0]])
+            self.assertTrue(lines and lines[-1].endswith("] quit"),
+                            "the MPS daemon of GPU %d was not told to quit: %s" % (i, lines))
+        self.check_no_daemons(run_dir)
+        self.assertEqual(token_pids(token), [])
+
+    def test_oversubscribe_and_max_per_gpu_bound_what_shares_a_gpu(self):
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        # Compute 0.5 with oversubscribe 0.5: three to a GPU (1.5), not four.
+        exp = self.exp(trials=12, resources="gpu_memory: 4G, gpu_compute: 0.5",
+                       placement="policy: ff, reserve: 512M, oversubscribe: 0.5")
+        run_dir = self.path("over")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, most_compute, rows = self.check_capacity(run_dir, oversubscribe=0.5)
+        self.assertEqual(len(rows), 12)
+        self.assertGreater(most_compute, 1.0 + 1e-9,
+                           "oversubscribe 0.5 was never used (most compute %.2f)" % most_compute)
+        self.check_env(run_dir, rows, mps=True)
+        self.check_no_daemons(run_dir)
+
+        # Small demands, max_per_gpu 2: memory and compute would allow five to a GPU.
+        exp = self.exp(trials=12, resources="gpu_memory: 4G, gpu_compute: 0.2",
+                       placement="policy: ff, reserve: 512M, max_per_gpu: 2")
+        run_dir = self.path("max2")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir, max_per_gpu=2)
+        self.assertEqual(len(rows), 12)
+        self.assertEqual(most, 2, "max_per_gpu 2 with room for five: expected pairs")
+        self.check_env(run_dir, rows, mps=True)
+        self.check_no_daemons(run_dir)
+
+    def test_sharing_none_gives_each_trial_a_gpu_of_its_own(self):
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        exp = self.exp(trials=8, extra="sharing: none\n")
+        run_dir = self.path("none")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir)
+        self.assertEqual(len(rows), 8)
+        self.assertEqual(most, 1, "sharing: none, yet a GPU held two trials at once")
+        for (trial, attempt), p in rows.items():
+            self.assertEqual(p["sharing"], "exclusive", p)
+            got = self.trial_env(run_dir, trial, attempt)
+            self.assertEqual(got.get("CUDA_VISIBLE_DEVICES"), self.uuids[p["gpus"][0]], p)
+        with self.store(run_dir) as s:
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 8)
+        self.check_no_daemons(run_dir)
+
+    def test_without_mps_control_trials_time_slice_with_no_mps_variables(self):
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        exp = self.exp(trials=10)
+        run_dir = self.path("ts")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=False))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir)
+        self.assertEqual(len(rows), 10)
+        self.assertGreater(most, 1, "time-slicing still packs: expected a shared GPU")
+        for p in rows.values():
+            self.assertEqual(p["sharing"], "time-slicing", p)
+        self.check_env(run_dir, rows, mps=False)
+        with self.store(run_dir) as s:
+            sharing = s.meta().get("sharing") or ""
+        self.assertTrue(sharing.startswith("time-slicing"), sharing)
+        self.assertIn("no nvidia-cuda-mps-control", sharing)
+        status = self.tp("status", run_dir)
+        self.assertExit(status, 0)
+        gpus_line = [l for l in status.stdout.splitlines() if l.startswith("gpus")]
+        self.assertEqual(len(gpus_line), 1, status.stdout)
+        self.assertRegex(gpus_line[0], r"^gpus\s+shared by time-slicing\b")
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "mps", "gpu0", "log",
+                                                     "control.log")),
+                         "an MPS daemon started though no control program was on PATH")
+        self.check_no_daemons(run_dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""What tunepack learns from the GPUs (fake NVML) and how it acts on it: a lost GPU, a foreign
+process, measured (`auto`) demand, the experiment's GPU view, a machine without the GPUs asked
+for, and MPS daemons left behind by a killed run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import (GpuE2E, PY, children_of, cmdline, gpu_timeline, main, token_pids,
+                     wait_for, yaml_str)
+
+GIB = 1024
+
+# The trial: optionally pretend to use a GPU (a process file of its own pid for the fake
+# NVML), wait until the release file exists (or sleep_s passes), report acc = x.
+TRIAL = r'''
+import json, os, sys, time
+x = int(sys.argv[1]); sleep_s = float(sys.argv[2]); release = sys.argv[3]
+proc_dir = sys.argv[4]; uuids = json.loads(sys.argv[5]); used_mib = int(sys.argv[6])
+sm_util = int(sys.argv[7])
+if used_mib:
+    gpu = uuids.index(os.environ["CUDA_VISIBLE_DEVICES"])
+    tmp = os.path.join(proc_dir, ".%d.tmp" % os.getpid())
+    with open(tmp, "w") as f:
+        json.dump({"gpu": gpu, "used_mib": used_mib, "sm_util": sm_util}, f)
+    os.rename(tmp, os.path.join(proc_dir, "%d.json" % os.getpid()))
+end = time.monotonic() + sleep_s
+while time.monotonic() < end and not (release and os.path.exists(release)):
+    time.sleep(0.05)
+os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"acc": %d}\n' % x).encode())
+'''
+
+
+class GpuState(GpuE2E):
+
+    def setUp(self):
+        super().setUp()
+        self.trial_py = self.write("trial.py", TRIAL)
+        self.release = self.path("release")
+
+    def exp(self, trials=6, sleep_s=1.0, resources="gpu_memory: 20G, gpu_compute: 0.3",
+            used_mib=0, sm_util=0, release=False, extra="", concurrency=None):
+        argv = [PY, self.trial_py, "{x}", str(sleep_s), self.release if release else "",
+                self.proc_dir, json.dumps(self.uuids).replace("{", "{{").replace("}", "}}"),
+                str(used_mib), str(sm_util)]
+        return self.experiment(
+            "name: gpustate\n"
+            "command: [%s]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space:\n"
+            "  model: small\n"
+            "  x: {grid: [%s]}\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "concurrency: %d\n"
+            "resources: {gpus: 1, %s}\n"
+            "placement: {policy: wfd, reserve: 512M}\n%s"
+            % (", ".join(yaml_str(a) for a in argv), ", ".join(str(i) for i in range(trials)),
+               concurrency or trials, resources, extra))
+
+    def gpus_json(self, run_dir):
+        r = self.tp("gpus", run_dir, "--json")
+        self.assertExit(r, 0)
+        return json.loads(r.stdout)
+
+    # -- health and foreign use --------------------------------------------------------------
+
+    def test_a_lost_gpu_gets_no_trials(self):
+        self.fake_gpus([(80 * GIB, None), (80 * GIB, {"error": "lost"}), (80 * GIB, None),
+                        (80 * GIB, None)])
+        exp = self.exp(trials=12)
+        run_dir = self.path("run")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env())
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            _, rows = gpu_timeline(s)
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 12)
+            self.assertEqual(len(rows), 12)
+            on_lost = [p for p in rows.values() if 1 in p["gpus"]]
+            self.assertEqual(on_lost, [], "trials were placed on the lost GPU 1")
+            self.assertEqual({p["gpus"][0] for p in rows.values()}, {0, 2, 3})
+            unhealthy = s.events(kind="gpu-unhealthy")
+        view = {g["index"]: g for g in self.gpus_json(run_dir)["gpus"]}
+        self.assertFalse(view[1]["healthy"], view[1])
+        self.assertTrue(view[0]["healthy"], view[0])
+        # docs/gpus.md: a GPU whose NVML calls fail gets no new trials (event gpu-unhealthy),
+        # also when it is lost before the run starts: the journal must say why it is unused.
+        self.assertEqual(len(unhealthy), 1, "no gpu-unhealthy event for the lost GPU 1: %s"
+                         % unhealthy)
+        self.assertIn("GPU 1", unhealthy[0]["detail"] or "")
+
+    def test_a_gpu_lost_while_running_gets_no_new_trials(self):
+        self.fake_gpus([(80 * GIB, None), (80 * GIB, None)])
+        exp = self.exp(trials=16, sleep_s=1.0)
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir, env=self.gpu_env())
+
+        def both_used():
+            rows = self.poll_query(run_dir, "SELECT DISTINCT gpus FROM placements")
+            return rows is not None and len(rows) == 2
+        self.assertTrue(wait_for(both_used, 30), "trials should run on both GPUs")
+        # GPU 1 is lost now (the fake re-reads its JSON on every call; replace it whole).
+        with open(self.nvml_json) as f:
+            state = json.load(f)
+        state["gpus"][1]["error"] = "lost"
+        tmp = self.nvml_json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.rename(tmp, self.nvml_json)
+        try:
+            p.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            self.fail("the run did not end")
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+        with self.store(run_dir) as s:
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 16)
+            unhealthy = s.events(kind="gpu-unhealthy")
+            self.assertEqual(len(unhealthy), 1, unhealthy)
+            self.assertIn("GPU 1", unhealthy[0]["detail"])
+            _, rows = gpu_timeline(s)
+            running = {(e["trial"], e["attempt"]): e["id"] for e in s.events(kind="running")}
+        after = [p for k, p in rows.items() if running[k] > unhealthy[0]["id"]]
+        self.assertTrue(after, "no trial started after GPU 1 was lost: nothing to check")
+        self.assertEqual([p for p in after if 1 in p["gpus"]], [],
+                         "trials were placed on GPU 1 after it was lost")
+
+    def test_foreign_process_keeps_trials_off_a_full_gpu(self):
+        # A process that is not ours holds 70 GB of GPU 0's 80 GB: a 20 GB trial cannot fit.
+        foreign = subprocess.Popen(["sleep", "120"])
+        self.procs.append(foreign)
+        self.fake_gpus([(80 * GIB, None), (80 * GIB, None)],
+                       processes=[{"gpu": 0, "pid": foreign.pid, "used_mib": 70 * GIB,
+                                   "sm_util": 40}])
+        exp = self.exp(trials=6, sleep_s=30, release=True, used_mib=1000, sm_util=10)
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir, env=self.gpu_env())
+
+        # While it runs, `tunepack gpus DIR --json` shows the foreign process and our trials.
+        def snapshot_with_trials():
+            try:
+                v = self.gpus_json(run_dir)
+            except (AssertionError, ValueError):
+                return None
+            return v if any(g.get("trials") for g in v.get("gpus", [])) else None
+        view = wait_for(snapshot_with_trials, 30, interval=0.3)
+        self.assertTrue(view, "`tunepack gpus DIR --json` never listed our trials")
+        running = self.poll_query(run_dir, "SELECT id FROM trials WHERE state = 'running'")
+        gpus = {g["index"]: g for g in view["gpus"]}
+        self.assertEqual(sorted(gpus), [0, 1])
+        self.assertEqual(gpus[0]["trials"], [], "a trial runs beside the 70 GB foreign process")
+        self.assertGreaterEqual(gpus[0]["foreign_mib"], 70 * GIB, gpus[0])
+        self.assertIn(foreign.pid, gpus[0]["foreign"])
+        self.assertTrue(gpus[1]["trials"])
+        self.assertTrue(set(gpus[1]["trials"]) <= {r["id"] for r in running} | set(range(6)),
+                        (gpus[1], running))
+        self.assertEqual(gpus[1]["foreign_mib"], 0, gpus[1])
+
+        with open(self.release, "w"):
+            pass
+        try:
+            p.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            self.fail("the run did not end after the release")
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+        with self.store(run_dir) as s:
+            _, rows = gpu_timeline(s)
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 6)
+        self.assertEqual(len(rows), 6)
+        self.assertEqual({p["gpus"][0] for p in rows.values()}, {1},
+                         "20 GB trials were placed on GPU 0, where only 10 GB are free")
+
+    # -- auto demand ---------------------------------------------------------------------------
+
+    def test_auto_demand_is_profiled_then_packed(self):
+        self.fake_gpus([(80 * GIB, None), (80 * GIB, None)])
+        exp = self.exp(trials=6, sleep_s=3.5, used_mib=5000, sm_util=25,
+                       resources="gpu_memory: auto, gpu_compute: auto, profile_time: 2s",
+                       extra="profile_by: [model]\n")
+        run_dir = self.path("run")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env())
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 6)
+            profiles = s.q("SELECT * FROM profiles")
+            self.assertEqual(len(profiles), 1, profiles)
+            prof = profiles[0]
+            self.assertEqual(json.loads(prof["key"]), {"model": "small"})
+            self.assertEqual(prof["memory_mib"], 5000, prof)
+            self.assertAlmostEqual(prof["compute"], 0.25, delta=0.02, msg=prof)
+            self.assertGreaterEqual(prof["samples"], 1, prof)
+            profiled = s.events(kind="profiled")
+            self.assertEqual(len(profiled), 1, profiled)
+            profiler = profiled[0]["trial"]
+            self.assertIn("5000", profiled[0]["detail"] or "")
+            _, rows = gpu_timeline(s)
+            running = {(e["trial"], e["attempt"]): e["id"] for e in s.events(kind="running")}
+        self.assertEqual(len(rows), 6)
+        first = rows[(profiler, 1)]
+        self.assertEqual(first["sharing"], "exclusive", first)
+        self.assertEqual(first["compute"], 1.0, first)
+        later = [p for k, p in rows.items() if k != (profiler, 1)]
+        for p in later:
+            # The profiler ran alone: the others started only once it was measured.
+            self.assertGreater(running[(p["trial"], p["attempt"])], profiled[0]["id"],
+                               "trial %d started before the profile was taken" % p["trial"])
+            self.assertAlmostEqual(p["memory_mib"], 5500, delta=10, msg=p)
+            self.assertAlmostEqual(p["compute"], 0.25, delta=0.02, msg=p)
+            self.assertEqual(p["sharing"], "mps", p)
+        per_gpu = {}
+        for p in later:
+            per_gpu.setdefault(p["gpus"][0], []).append(p["trial"])
+        self.assertTrue(any(len(v) > 1 for v in per_gpu.values()),
+                        "the measured trials were not packed: %s" % per_gpu)
+
+    # -- no GPUs -------------------------------------------------------------------------------
+
+    def test_two_gpus_per_trial_where_nvml_finds_none_is_a_config_error(self):
+        self.fake_gpus([])
+        exp = self.exp(trials=2, resources="gpu_memory: 1G, gpu_compute: 0.5")
+        with open(exp) as f:
+            text = f.read().replace("resources: {gpus: 1,", "resources: {gpus: 2,")
+        exp = self.experiment(text)
+        cases = [("fake NVML with no GPU", self.gpu_env()),
+                 ("no NVML library", dict(self.gpu_env(nvml=False),
+                                          TUNEPACK_NVML_LIB=self.path("no-such-libnvidia-ml.so.1")))]
+        for what, env in cases:
+            with self.subTest(what):
+                run_dir = self.path("run-%d" % len(self.run_dirs))
+                r = self.run_exp(exp, run_dir, env=env)
+                self.assertExit(r, 3)
+                self.assertIn("2 GPU", r.stderr)
+                self.assertIn("NVML", r.stderr)
+                if os.path.exists(os.path.join(run_dir, "tunepack.db")):
+                    with self.store(run_dir) as s:
+                        self.assertEqual(s.events(kind="running"), [])
+                        self.assertEqual(s.q("SELECT * FROM placements"), [])
+        # The local view says the same.
+        r = self.tp("gpus", "--json", env=cases[1][1])
+        self.assertExit(r, 0)
+        local = json.loads(r.stdout)
+        self.assertEqual(local["gpus"], [])
+        self.assertNotEqual(local["nvml"], "ok")
+
+    def test_local_gpus_view_through_fake_nvml(self):
+        self.fake_gpus([(80 * GIB, None), (40 * GIB, {"error": "lost"})],
+                       processes=[{"gpu": 0, "pid": os.getpid(), "used_mib": 1234,
+                                   "sm_util": 5}])
+        r = self.tp("gpus", "--json", env=self.gpu_env())
+        self.assertExit(r, 0)
+        local = json.loads(r.stdout)
+        self.assertEqual(local["nvml"], "ok")
+        gpus = {g["index"]: g for g in local["gpus"]}
+        self.assertEqual(sorted(gpus), [0, 1])
+        self.assertEqual(gpus[0]["uuid"], self.uuids[0])
+        self.assertEqual(gpus[0]["memory_mib"], 80 * GIB)
+        self.assertEqual(gpus[0]["memory_used_mib"], 1234)
+        self.assertTrue(gpus[0]["healthy"])
+        self.assertFalse(gpus[1]["healthy"])
+
+    # -- a killed run's MPS daemons ------------------------------------------------------------
+
+    def test_resume_after_sigkill_stops_the_stale_mps_daemons(self):
+        self.fake_gpus([(80 * GIB, None), (80 * GIB, None)])
+        exp = self.exp(trials=4, sleep_s=60, release=True,
+                       extra="stop_grace: 1s\n")
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir, env=self.gpu_env())
+        pid_files = [os.path.join(run_dir, "mps", "gpu%d" % i, "pipe",
+                                  "nvidia-cuda-mps-control.pid") for i in range(2)]
+
+        def running4():
+            rows = self.poll_query(run_dir, "SELECT id FROM trials WHERE state = 'running'")
+            return rows is not None and len(rows) == 4
+        self.assertTrue(wait_for(running4, 30), "four trials should be running")
+        self.assertTrue(wait_for(lambda: all(os.path.exists(f) for f in pid_files), 10),
+                        "the MPS daemons did not start")
+        stale = []
+        for f in pid_files:
+            with open(f) as fh:
+                stale.append(int(fh.read().strip()))
+        self.assertTrue(all(pid in self.mps_daemons(run_dir) for pid in stale),
+                        (stale, self.mps_daemons(run_dir)))
+
+        # Kill the run hard: orchestrator and agent at once (stopped first, so that neither
+        # sees the other go and cleans up). The trials and the daemons stay behind.
+        agents = [c for c in children_of(p.pid) if "agent" in " ".join(cmdline(c))]
+        self.assertTrue(agents, "no agent child of %d" % p.pid)
+        for pid in [p.pid] + agents:
+            os.kill(pid, signal.SIGSTOP)
+        for pid in [p.pid] + agents:
+            os.kill(pid, signal.SIGKILL)
+        p.wait(timeout=10)
+        time.sleep(0.5)
+        self.assertEqual(sorted(stale), sorted(d for d in self.mps_daemons(run_dir)
+                                               if d in stale),
+                         "the daemons should outlive a SIGKILLed run")
+
+        with open(self.release, "w"):
+            pass
+        r = self.run_exp(exp, run_dir, env=self.gpu_env())
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 4)
+            token = s.meta()["token"]
+        alive = [pid for pid in stale if pid in self.mps_daemons(run_dir)]
+        self.assertEqual(alive, [], "MPS daemons of the killed run still run: %s"
+                         % [(pid, cmdline(pid)) for pid in alive])
+        self.assertTrue(wait_for(lambda: not self.mps_daemons(run_dir), 10),
+                        "MPS daemons still run after the resumed run: %s"
+                        % self.mps_daemons(run_dir))
+        self.assertEqual(token_pids(token), [])
+        # The resumed run's own daemon started once the stale one was gone, and quit at the end.
+        for i in range(2):
+            with open(os.path.join(run_dir, "mps", "gpu%d" % i, "log", "control.log")) as f:
+                lines = f.read().splitlines()
+            self.assertFalse([l for l in lines if "already runs here" in l], lines)
+            starts = [l for l in lines if " start " in l]
+            self.assertEqual(len(starts), 2, lines)
+            self.assertNotIn("pid=%d" % stale[i], starts[1])
+            self.assertTrue(lines[-1].endswith("] quit"), lines)
+
+
+if __name__ == "__main__":
+    main()
