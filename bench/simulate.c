@@ -1,0 +1,127 @@
+/* bench/simulate: the HyperSack study replayed by the simulator (SP1-SP4 on
+ * the homogeneous 4-, 8- and 16-GPU clusters, SP4 on the mixed ones of
+ * shared/workloads/sp.yaml) for one-per-gpu and every greedy packing
+ * policy, with the published figures beside; then the scale figure: a
+ * million trials of SP4's mix on 10,000 A100s.
+ *
+ *   simulate [sp.yaml] [--quick]     (--quick: 100k trials for the scale run) */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "sim/sim.h"
+
+#ifndef TP_SHARED_DIR
+#define TP_SHARED_DIR "../shared"
+#endif
+
+typedef struct row {
+    const char *space, *cluster;
+    const char *published; /* "" when the study gave none */
+} row_t;
+
+static const row_t rows[] = {
+    {"SP1", "homog_4", ""},  {"SP1", "homog_8", ""},  {"SP1", "homog_16", ""},
+    {"SP2", "homog_4", ""},  {"SP2", "homog_8", ""},  {"SP2", "homog_16", ""},
+    {"SP3", "homog_4", ""},  {"SP3", "homog_8", ""},  {"SP3", "homog_16", ""},
+    {"SP4", "homog_4", "2.1 h -> 48.2 min (2.6x)"},
+    {"SP4", "homog_8", "1.1 h -> 24.5 min (2.7x)"},
+    {"SP4", "homog_16", "35.1 -> 13.1 min (2.7x)"},
+    {"SP4", "hetero_4h", "H100+A100: 3.9-4x"},
+    {"SP4", "hetero_4h6a", "H100+A100: 3.9-4x"},
+    {"SP4", "hetero_4h12a", "H100+A100: 3.9-4x"},
+};
+
+static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf", "bfd", "wf", "wfd"};
+
+static int run(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
+               double oversub, tp_sim_result_t *r) {
+    tp_cluster_t c;
+    tp_error_t err = {0};
+    if (tp__sim_study_cluster(w, cluster, &c, &err) < 0) {
+        fprintf(stderr, "simulate: %s\n", err.msg);
+        return -1;
+    }
+    c.limits.oversubscribe = oversub;
+    tp_sim_opts_t o = {.policy = policy, .overhead = 0.03};
+    int rc = tp__sim_run(w, space, &c, &o, r, &err);
+    if (rc < 0) fprintf(stderr, "simulate: %s on %s, %s: %s\n", space, cluster, policy, err.msg);
+    tp__cluster_free(&c);
+    return rc;
+}
+
+static int scale(const tp_workload_t *w, uint64_t trials, size_t gpus) {
+    tp_cluster_t c;
+    tp_error_t err = {0};
+    if (tp__sim_cluster(w, "a100_80g", gpus, 8, 0, &c, &err) < 0) {
+        fprintf(stderr, "simulate: %s\n", err.msg);
+        return -1;
+    }
+    tp_sim_opts_t o = {.policy = "wfd", .overhead = 0.03, .trials = trials};
+    tp_sim_result_t r;
+    clock_t c0 = clock();
+    int rc = tp__sim_run(w, "SP4", &c, &o, &r, &err);
+    double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+    tp__cluster_free(&c);
+    if (rc < 0) {
+        fprintf(stderr, "simulate: scale: %s\n", err.msg);
+        return -1;
+    }
+    printf("%9llu trials on %5zu A100s (wfd, %s rounds): %8llu events, %6llu placer rounds, "
+           "%.2f s wall, %.2f s CPU = %.2f us CPU/event; makespan %.1f min, /LB %.3f\n",
+           (unsigned long long)r.trials, gpus,
+           r.rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full",
+           (unsigned long long)r.events, (unsigned long long)r.rounds, r.wall_s, cpu,
+           1e6 * cpu / (double)r.events, r.makespan_s / 60, r.ratio);
+    tp__sim_result_free(&r);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    const char *path = TP_SHARED_DIR "/workloads/sp.yaml";
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else path = argv[i];
+    }
+    tp_workload_t w;
+    tp_error_t err = {0};
+    if (tp__workload_load(path, &w, &err) < 0) {
+        fprintf(stderr, "simulate: %s\n", err.msg);
+        return 1;
+    }
+    printf("HyperSack study replayed (contention model of docs/simulator.md, MPS overhead 3%%,\n"
+           "profiles ASSUMED in sp.yaml). makespan in minutes; x = speedup over one-per-gpu;\n"
+           "/LB = makespan over the lower bound; busy = mean GPU busy share.\n"
+           "wfd+os0.2: wfd with placement.oversubscribe 0.2 (compute capacity 1.2 per GPU).\n\n");
+    printf("%-4s %-12s %-10s %9s %6s %6s %6s   %s\n", "sp", "cluster", "policy", "makespan",
+           "x", "/LB", "busy", "published (one-per-gpu -> HyperSack)");
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        tp_sim_result_t base;
+        if (run(&w, rows[i].space, rows[i].cluster, "one-per-gpu", 0, &base) < 0) return 1;
+        size_t np = sizeof policies / sizeof policies[0];
+        for (size_t p = 0; p <= np; p++) {
+            tp_sim_result_t r;
+            const char *pol = p < np ? policies[p] : "wfd";
+            double os = p < np ? 0 : 0.2;
+            if (p == 0) r = base;
+            else if (run(&w, rows[i].space, rows[i].cluster, pol, os, &r) < 0) return 1;
+            printf("%-4s %-12s %-10s %9.1f %5.2fx %6.3f %5.1f%%   %s\n", rows[i].space,
+                   rows[i].cluster, p < np ? pol : "wfd+os0.2", r.makespan_s / 60,
+                   base.makespan_s / r.makespan_s, r.ratio, 100 * r.busy_share,
+                   p == 0 || p == np ? "" : p + 1 == np ? rows[i].published : "");
+            if (p != 0) tp__sim_result_free(&r);
+        }
+        printf("%-4s %-12s %-10s %9.1f\n", rows[i].space, rows[i].cluster, "bound",
+               base.lower_bound_s / 60);
+        tp__sim_result_free(&base);
+    }
+    printf("\nscale (cost per event should not grow with the trials done; the first run's\n"
+           "cost is mostly the initial fill of 10,000 empty GPUs):\n");
+    if (scale(&w, quick ? 10000 : 100000, 10000) < 0) return 1;
+    if (scale(&w, quick ? 100000 : 1000000, 10000) < 0) return 1;
+    tp__workload_free(&w);
+    return 0;
+}

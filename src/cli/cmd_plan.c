@@ -1,0 +1,186 @@
+/* tunepack plan FILE --space NAME --gpu-type T --deadline D [--policy P] ...
+ * The smallest number of GPUs of one type that finishes a space by a
+ * deadline, found by simulation (binary search over counts). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+#include "sim/sim.h"
+
+typedef struct plan {
+    const tp_workload_t *w;
+    const char *space, *gpu_type;
+    int gpn, cpn;
+    tp_sim_opts_t o;
+    int sims;             /* simulations run */
+} plan_t;
+
+/* Makespan of the space on n GPUs, or a negative errno. */
+static int simulate_n(plan_t *p, size_t n, double *makespan, tp_error_t *err) {
+    tp_cluster_t c;
+    int rc = tp__sim_cluster(p->w, p->gpu_type, n, p->gpn, p->cpn, &c, err);
+    if (rc < 0) return rc;
+    tp_sim_result_t r;
+    rc = tp__sim_run(p->w, p->space, &c, &p->o, &r, err);
+    tp__cluster_free(&c);
+    if (rc < 0) return rc;
+    p->sims++;
+    *makespan = r.makespan_s;
+    tp__sim_result_free(&r);
+    return 0;
+}
+
+static int plan_main(int argc, char **argv) {
+    const char *file = NULL, *space = NULL, *gtype = NULL, *deadline_a = NULL, *policy = NULL,
+               *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL;
+    int as_json = 0;
+    const tp_cli_opt_t opts[] = {
+        {"--space", NULL, &space},      {"--gpu-type", NULL, &gtype},
+        {"--deadline", NULL, &deadline_a}, {"--policy", NULL, &policy},
+        {"--gpus-per-node", NULL, &gpn_a}, {"--cpus-per-node", NULL, &cpn_a},
+        {"--overhead", NULL, &ov_a},    {"--max-gpus", NULL, &max_a},
+        {"--json", &as_json, NULL}};
+    int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
+    if (rc != TP_CLI_PARSED) return rc;
+    if (!file) return tp__cli_usage_error(&tp__cmd_plan, "which workload? give a FILE such as ../shared/workloads/sp.yaml");
+    if (!deadline_a) return tp__cli_usage_error(&tp__cmd_plan, "--deadline is required (30m, 1h30m, 900s)");
+    tp_error_t err = {0};
+    double deadline = 0;
+    if (tp__parse_duration(deadline_a, &deadline, &err) < 0 || deadline <= 0)
+        return tp__cli_usage_error(&tp__cmd_plan, "--deadline: %s",
+                                   err.msg[0] ? err.msg : "must be longer than zero");
+    plan_t p = {.gpn = 4, .cpn = 0, .o = {.policy = policy ? policy : "wfd", .overhead = 0.03}};
+    char *end = NULL;
+    if (gpn_a) {
+        long v = strtol(gpn_a, &end, 10);
+        if (*end || v < 1 || v > 64)
+            return tp__cli_usage_error(&tp__cmd_plan, "--gpus-per-node must be a whole number in [1, 64], got \"%s\"", gpn_a);
+        p.gpn = (int)v;
+    }
+    if (cpn_a) {
+        long v = strtol(cpn_a, &end, 10);
+        if (*end || v < 1 || v > 1 << 20)
+            return tp__cli_usage_error(&tp__cmd_plan, "--cpus-per-node must be a positive whole number, got \"%s\"", cpn_a);
+        p.cpn = (int)v;
+    }
+    if (ov_a) {
+        double v = strtod(ov_a, &end);
+        if (*end || !(v >= 0 && v <= 1))
+            return tp__cli_usage_error(&tp__cmd_plan, "--overhead must be a number in [0, 1], got \"%s\"", ov_a);
+        p.o.overhead = v;
+    }
+    size_t cap = 0;
+    if (max_a) {
+        long v = strtol(max_a, &end, 10);
+        if (*end || v < 1 || v > 1 << 20)
+            return tp__cli_usage_error(&tp__cmd_plan, "--max-gpus must be a positive whole number, got \"%s\"", max_a);
+        cap = (size_t)v;
+    }
+    if (!tp__placer_find(p.o.policy))
+        return tp__cli_usage_error(&tp__cmd_plan, "unknown policy \"%s\"; choose one of one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", p.o.policy);
+
+    tp_workload_t w;
+    if (tp__workload_load(file, &w, &err) < 0) {
+        fprintf(stderr, "tunepack: %s\n", err.msg);
+        return err.code == -EINVAL ? TP_EXIT_CONFIG : TP_EXIT_ERROR;
+    }
+    p.w = &w;
+    p.space = space ? space : w.nspaces ? w.spaces[w.nspaces - 1].name : "";
+    p.gpu_type = gtype ? gtype : w.ngpu_types ? w.gpu_types[0].name : "";
+    int code = TP_EXIT_OK;
+    tp_space_t sp;
+    rc = tp__sim_space(&w, p.space, &sp, &err);
+    if (rc == 0) {
+        /* more GPUs than trials cannot help */
+        uint64_t ntrials = tp__space_grid_size(&sp);
+        if (!cap) cap = ntrials ? (size_t)ntrials : 1;
+        tp__space_free(&sp);
+    }
+    tp_cluster_t probe;
+    if (rc == 0 && (rc = tp__sim_cluster(&w, p.gpu_type, 1, p.gpn, p.cpn, &probe, &err)) == 0)
+        tp__cluster_free(&probe);
+    if (rc < 0) {
+        fprintf(stderr, "tunepack plan: %s\n", err.msg);
+        tp__workload_free(&w);
+        return TP_EXIT_USAGE;
+    }
+    double at_cap = 0, best_ms = 0;
+    size_t best = 0;
+    rc = simulate_n(&p, cap, &at_cap, &err);
+    if (rc == 0 && at_cap <= deadline) {
+        size_t lo = 1, hi = cap; /* invariant: hi meets the deadline */
+        best_ms = at_cap;
+        while (lo < hi && rc == 0) {
+            size_t mid = lo + (hi - lo) / 2;
+            double ms = 0;
+            rc = simulate_n(&p, mid, &ms, &err);
+            if (rc < 0) break;
+            if (ms <= deadline) {
+                hi = mid;
+                best_ms = ms;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        best = hi;
+        if (rc == 0 && best != cap && best_ms > deadline) rc = simulate_n(&p, best, &best_ms, &err);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "tunepack plan: %s\n", err.msg);
+        code = rc == -ENOENT ? TP_EXIT_USAGE : TP_EXIT_CONFIG;
+    } else if (as_json) {
+        json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:i, s:I, s:i}", "space", p.space,
+                              "gpu_type", p.gpu_type, "policy", p.o.policy, "deadline_s",
+                              deadline, "gpus_per_node", p.gpn, "max_gpus", (json_int_t)cap,
+                              "simulations", p.sims);
+        if (best) {
+            json_object_set_new(o, "gpus", json_integer((json_int_t)best));
+            json_object_set_new(o, "makespan_s", json_real(best_ms));
+        } else {
+            json_object_set_new(o, "gpus", json_null());
+            json_object_set_new(o, "makespan_s_at_max", json_real(at_cap));
+        }
+        char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+        if (!best) code = TP_EXIT_ERROR;
+    } else if (best) {
+        printf("%zu %s GPUs (%zu nodes of %d) finish %s by %s under %s: simulated makespan "
+               "%.1f s (%.1f min), deadline %.0f s; %d simulations\n",
+               best, p.gpu_type, (best + (size_t)p.gpn - 1) / (size_t)p.gpn, p.gpn, p.space,
+               deadline_a, p.o.policy, best_ms, best_ms / 60, deadline, p.sims);
+    } else {
+        printf("no number of %s GPUs up to %zu finishes %s by %s under %s: the best is %.1f s "
+               "(%.1f min)\n",
+               p.gpu_type, cap, p.space, deadline_a, p.o.policy, at_cap, at_cap / 60);
+        code = TP_EXIT_ERROR;
+    }
+    tp__workload_free(&w);
+    return code;
+}
+
+const tp_cmd_t tp__cmd_plan = {
+    .name = "plan",
+    .summary = "the fewest GPUs that finish a workload by a deadline (by simulation)",
+    .usage =
+        "usage: tunepack plan FILE --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
+        "                     [--gpus-per-node 4] [--cpus-per-node N] [--overhead 0.03]\n"
+        "                     [--max-gpus N] [--json]\n\n"
+        "Finds the smallest number of GPUs of type T (in nodes of --gpus-per-node,\n"
+        "32 CPU cores per GPU unless --cpus-per-node) on which the space's trials,\n"
+        "placed by policy P (default wfd), finish within the deadline, simulating each\n"
+        "count tried (binary search, assuming more GPUs never take longer). The search\n"
+        "stops at --max-gpus (default: the number of trials).\n\n"
+        "Prints the count and its simulated makespan, or says that no count up to the\n"
+        "cap meets the deadline (exit code 1). --json: {\"gpus\" (null when none),\n"
+        "\"makespan_s\", \"deadline_s\", ...}. Exit code 2 for a bad command line (a bad\n"
+        "deadline, an unknown space, GPU type or policy), 3 when FILE is invalid.\n\n"
+        "example:\n"
+        "  tunepack plan ../shared/workloads/sp.yaml --space SP4 --gpu-type a100_80g --deadline 30m\n",
+    .main = plan_main,
+};

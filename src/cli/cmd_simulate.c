@@ -1,0 +1,210 @@
+/* tunepack simulate FILE [--space NAME] [--cluster NAME] [--policy P] ...
+ * Replays a workload (sp.yaml format) on a virtual clock: the real searcher
+ * and placer, the contention model of docs/simulator.md. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+#include "sim/sim.h"
+
+/* A whole number in [lo, hi] from option `name`; -1 after a usage message. */
+static int opt_u64(const char *name, const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || *v == '-' || x < lo || x > hi) {
+        tp__cli_usage_error(&tp__cmd_simulate, "%s must be a whole number in [%llu, %llu], got \"%s\"",
+                            name, (unsigned long long)lo, (unsigned long long)hi, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static int opt_real(const char *name, const char *v, double lo, double hi, double *out) {
+    char *end = NULL;
+    double x = v ? strtod(v, &end) : NAN;
+    if (!v || end == v || *end || !isfinite(x) || x < lo || x > hi) {
+        tp__cli_usage_error(&tp__cmd_simulate, "%s must be a number in [%g, %g], got \"%s\"", name,
+                            lo, hi, v ? v : "");
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+static void print_summary(const tp_sim_result_t *r, const char *space, const char *cluster,
+                          size_t ngpus, const char *searcher) {
+    printf("simulated %s on %s (%zu GPUs, summed speed %g), policy %s, %s searcher: %llu trials\n",
+           space, cluster, ngpus, r->sum_speed, r->policy, searcher,
+           (unsigned long long)r->trials);
+    printf("  makespan      %10.1f s  (%.1f min)\n", r->makespan_s, r->makespan_s / 60);
+    printf("  lower bound   %10.1f s  (%.1f min); makespan / bound = %.3f\n", r->lower_bound_s,
+           r->lower_bound_s / 60, r->ratio);
+    printf("  GPU busy      %9.1f%%  mean over GPUs and the makespan\n", 100 * r->busy_share);
+    printf("  %llu events, %llu placer rounds (%s), at most %d trials on one GPU, "
+           "simulated in %.3f s\n",
+           (unsigned long long)r->events, (unsigned long long)r->rounds,
+           r->rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full",
+           r->max_colocated, r->wall_s);
+}
+
+static int simulate_main(int argc, char **argv) {
+    const char *file = NULL, *space = NULL, *cluster = NULL, *policy = NULL, *searcher = NULL,
+               *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
+               *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
+               *gpn_a = NULL, *oversub_a = NULL;
+    int as_json = 0;
+    const tp_cli_opt_t opts[] = {
+        {"--space", NULL, &space},       {"--cluster", NULL, &cluster},
+        {"--policy", NULL, &policy},     {"--searcher", NULL, &searcher},
+        {"--trials", NULL, &trials_a},   {"--seed", NULL, &seed_a},
+        {"--overhead", NULL, &ov_a},     {"--json", &as_json, NULL},
+        {"--csv", NULL, &csv},           {"--svg", NULL, &svg},
+        {"--window", NULL, &window_a},   {"--rounds", NULL, &rounds_a},
+        {"--scale-trials", NULL, &st_a}, {"--scale-gpus", NULL, &sg_a},
+        {"--gpu-type", NULL, &gtype},    {"--gpus-per-node", NULL, &gpn_a},
+        {"--oversubscribe", NULL, &oversub_a}};
+    int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
+    if (rc != TP_CLI_PARSED) return rc;
+    if (!file) return tp__cli_usage_error(&tp__cmd_simulate, "which workload? give a FILE such as ../shared/workloads/sp.yaml");
+
+    tp_sim_opts_t o = {.policy = policy, .searcher = searcher, .overhead = 0.03};
+    uint64_t window = 0, scale_trials = 0, scale_gpus = 0, gpn = 8;
+    if (trials_a && opt_u64("--trials", trials_a, 1, UINT64_C(1) << 32, &o.trials) < 0) return TP_EXIT_USAGE;
+    if (seed_a && opt_u64("--seed", seed_a, 0, UINT64_MAX, &o.seed) < 0) return TP_EXIT_USAGE;
+    if (ov_a && opt_real("--overhead", ov_a, 0, 1, &o.overhead) < 0) return TP_EXIT_USAGE;
+    if (window_a && opt_u64("--window", window_a, 1, 1 << 20, &window) < 0) return TP_EXIT_USAGE;
+    if (st_a && opt_u64("--scale-trials", st_a, 1, UINT64_C(1) << 32, &scale_trials) < 0) return TP_EXIT_USAGE;
+    if (sg_a && opt_u64("--scale-gpus", sg_a, 1, 1 << 22, &scale_gpus) < 0) return TP_EXIT_USAGE;
+    if (gpn_a && opt_u64("--gpus-per-node", gpn_a, 1, 64, &gpn) < 0) return TP_EXIT_USAGE;
+    double oversub = 0;
+    if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0) return TP_EXIT_USAGE;
+    o.window = (size_t)window;
+    if (searcher && strcmp(searcher, "grid") != 0 && strcmp(searcher, "random") != 0)
+        return tp__cli_usage_error(&tp__cmd_simulate, "--searcher must be grid or random, got \"%s\"",
+                                   searcher);
+    if (rounds_a) {
+        if (strcmp(rounds_a, "auto") == 0) o.rounds = TP_SIM_ROUNDS_AUTO;
+        else if (strcmp(rounds_a, "full") == 0) o.rounds = TP_SIM_ROUNDS_FULL;
+        else if (strcmp(rounds_a, "incremental") == 0) o.rounds = TP_SIM_ROUNDS_INCREMENTAL;
+        else return tp__cli_usage_error(&tp__cmd_simulate, "--rounds must be auto, full or incremental, got \"%s\"", rounds_a);
+    }
+    if (!!scale_trials != !!scale_gpus)
+        return tp__cli_usage_error(&tp__cmd_simulate, "--scale-trials and --scale-gpus go together");
+    if (scale_gpus && cluster)
+        return tp__cli_usage_error(&tp__cmd_simulate, "--cluster and --scale-gpus exclude each other");
+    if (policy && !tp__placer_find(policy)) {
+        const char *names[16] = {0};
+        size_t n = 0;
+        for (; tp__placers[n] && n < 16; n++) names[n] = tp__placers[n]->name;
+        const char *guess = tp__did_you_mean(policy, names, n);
+        if (guess) return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; did you mean \"%s\"?", policy, guess);
+        return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; choose one of one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", policy);
+    }
+    if (scale_trials) o.trials = scale_trials;
+    o.record = csv || svg;
+
+    tp_workload_t w;
+    tp_error_t err = {0};
+    if (tp__workload_load(file, &w, &err) < 0) {
+        fprintf(stderr, "tunepack: %s\n", err.msg);
+        return err.code == -EINVAL ? TP_EXIT_CONFIG : TP_EXIT_ERROR;
+    }
+    if (!space) space = w.nspaces ? w.spaces[w.nspaces - 1].name : "";
+    char cname[96];
+    tp_cluster_t c;
+    if (scale_gpus) {
+        if (!gtype) gtype = "a100_80g";
+        snprintf(cname, sizeof cname, "%llu x %s", (unsigned long long)scale_gpus, gtype);
+        rc = tp__sim_cluster(&w, gtype, (size_t)scale_gpus, (int)gpn, 0, &c, &err);
+    } else {
+        snprintf(cname, sizeof cname, "%s", cluster ? cluster : w.nclusters ? w.clusters[0].name : "");
+        rc = tp__sim_study_cluster(&w, cname, &c, &err);
+    }
+    if (rc < 0) {
+        fprintf(stderr, "tunepack simulate: %s\n", err.msg);
+        tp__workload_free(&w);
+        return TP_EXIT_USAGE;
+    }
+    c.limits.oversubscribe = oversub;
+    tp_sim_result_t r;
+    rc = tp__sim_run(&w, space, &c, &o, &r, &err);
+    int code = TP_EXIT_OK;
+    if (rc < 0) {
+        fprintf(stderr, "tunepack simulate: %s\n", err.msg);
+        code = rc == -ENOENT ? TP_EXIT_USAGE : TP_EXIT_CONFIG;
+    } else {
+        size_t ng = 0;
+        for (size_t n = 0; n < c.nnodes; n++) ng += c.nodes[n].ngpus;
+        if (csv && tp__sim_write_csv(csv, &r, &w, &c, &err) < 0) {
+            fprintf(stderr, "tunepack simulate: %s\n", err.msg);
+            code = TP_EXIT_ERROR;
+        }
+        if (svg) {
+            char title[256];
+            snprintf(title, sizeof title, "%s on %s, policy %s: makespan %.1f min", space, cname,
+                     r.policy, r.makespan_s / 60);
+            if (tp__sim_write_svg(svg, &r, &w, &c, title, &err) < 0) {
+                fprintf(stderr, "tunepack simulate: %s\n", err.msg);
+                code = TP_EXIT_ERROR;
+            }
+        }
+        if (as_json) {
+            char *text = tp__sim_json(&r, cname, space, &c);
+            printf("%s\n", text);
+            free(text);
+        } else {
+            print_summary(&r, space, cname, ng, searcher ? searcher : "grid");
+        }
+        tp__sim_result_free(&r);
+    }
+    tp__cluster_free(&c);
+    tp__workload_free(&w);
+    return code;
+}
+
+const tp_cmd_t tp__cmd_simulate = {
+    .name = "simulate",
+    .summary = "replay a workload on a virtual clock (real searcher and placer)",
+    .usage =
+        "usage: tunepack simulate FILE [--space NAME] [--cluster NAME] [--policy P]\n"
+        "                         [--searcher grid|random] [--trials N] [--seed S]\n"
+        "                         [--overhead 0.03] [--json] [--csv FILE] [--svg FILE]\n"
+        "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
+        "                          [--gpus-per-node 8]] [--window N] [--rounds auto|full|incremental]\n\n"
+        "Runs the real searcher and placement policy against a virtual clock and a\n"
+        "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
+        "bound (work over summed GPU speed, or the longest trial alone), their ratio\n"
+        "and the mean GPU busy share. FILE is a workload in the format of\n"
+        "shared/workloads/sp.yaml (GPU types, clusters, model profiles, spaces).\n\n"
+        "  --space NAME       a space of FILE (default: the last one)\n"
+        "  --cluster NAME     a cluster of FILE (default: the first one)\n"
+        "  --policy P         one-per-gpu, ff, ffd, bf, bfd, wf, wfd (default), optimal\n"
+        "  --searcher S       grid (default: each job once; --trials N: N trials, repeating\n"
+        "                     the grid) or random (--trials N, default the grid's size)\n"
+        "  --overhead X       MPS cost per co-located trial (default 0.03)\n"
+        "  --oversubscribe X  the placer's compute capacity per GPU is 1 + X (default 0,\n"
+        "                     as placement.oversubscribe)\n"
+        "  --csv FILE         per-GPU timelines, one row per trial\n"
+        "  --svg FILE         a Gantt chart: a band per GPU, colour by model\n"
+        "  --scale-trials N --scale-gpus G\n"
+        "                     N trials of the space's job mix on G GPUs of --gpu-type\n"
+        "                     (default a100_80g) in nodes of --gpus-per-node (default 8)\n"
+        "  --window N         pending trials offered to the placer per round\n"
+        "                     (default 4096; 64 with incremental rounds)\n"
+        "  --rounds R         full: each round offers the whole cluster; incremental: the\n"
+        "                     nodes freed since the last round; auto (default): full up\n"
+        "                     to 1024 GPUs\n"
+        "  --json             one object: {\"makespan_s\", \"lower_bound_s\", \"ratio\",\n"
+        "                     \"busy_share\", \"trials\", \"policy\", \"cluster\", \"space\", ...}\n\n"
+        "Exit code 3 when FILE is invalid, 2 for a bad command line or an unknown\n"
+        "space, cluster or policy.\n\n"
+        "example:\n"
+        "  tunepack simulate ../shared/workloads/sp.yaml --space SP4 --cluster homog_16 --policy wfd --json\n",
+    .main = simulate_main,
+};

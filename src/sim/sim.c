@@ -1,0 +1,628 @@
+/* sim: the event loop. The real searcher asks, the real placer places, on
+ * a virtual clock; trials progress by the contention model of sim.h.
+ *
+ * State: the cluster's usage (tp_usage_t, as the orchestrator keeps it),
+ * per GPU its running trials and the time its state was last brought up to
+ * date, and an indexed min-heap of GPUs keyed by their next finish. An
+ * event touches one GPU: its trials are advanced to now, its rates
+ * recomputed, its heap entry moved: O(log G + k). Finished trials leave
+ * nothing behind unless intervals are recorded. */
+#include "sim/sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "search/search.h"
+#include "space/space.h"
+
+typedef struct rtrial {     /* a running trial */
+    int64_t id;             /* searcher index */
+    uint32_t gpu;           /* global GPU index */
+    uint16_t lane, model;   /* sub-lane; model index */
+    int batch;
+    double lr;
+    double gpu_s, host_s;   /* profile at speed 1 */
+    tp_demand_t d;          /* what it holds in the usage */
+    double p;               /* progress in [0, 1] */
+    double rate;            /* progress per second now */
+    double gw;              /* GPU-busy seconds per unit of progress now */
+    double busy_s;          /* GPU-busy seconds so far */
+    double start;           /* when it was placed */
+} rtrial_t;
+
+typedef struct gstate {     /* one GPU */
+    uint32_t *slots;        /* running trials (indexes into sim.run) */
+    size_t n, cap;
+    double last;            /* progress is up to date at this time */
+    double busy;            /* min(1, D) now */
+    double busy_int;        /* integral of busy over time */
+    uint64_t lanes;         /* sub-lanes in use */
+    uint32_t next;          /* slot that finishes first */
+} gstate_t;
+
+typedef struct pend {       /* a trial asked and not placed yet */
+    tp_demand_t d;
+    uint16_t model;
+    int batch;
+    double lr, gpu_s, host_s;
+} pend_t;
+
+typedef struct sim {
+    const tp_workload_t *w;
+    const tp_cluster_t *c;
+    tp_usage_t u;
+    const tp_placer_ops_t *placer;
+    tp_space_t space;
+    tp_searcher_t *searcher;
+    uint64_t next_index, limit;
+    int exhausted;
+    double overhead;
+    size_t ngpus;
+    uint32_t *node_of;      /* per GPU */
+    double *speed;          /* per GPU */
+    gstate_t *g;
+    rtrial_t *run;          /* slot pool */
+    size_t nrun, caprun;
+    uint32_t *freeslot;
+    size_t nfree;
+    uint32_t *heap;         /* GPU indexes */
+    size_t *hpos;           /* per GPU: position in heap */
+    double *key;            /* per GPU: next finish (INFINITY: idle) */
+    pend_t *pend;
+    size_t npend, window;
+    tp_demand_t *dbuf;
+    tp_assign_t *abuf;
+    int incremental;
+    uint8_t *dirty;         /* per node: freed since the last round */
+    size_t *dirty_list, ndirty;
+    tp_node_t *sub_nodes;   /* the offered part of the cluster, reused */
+    tp_usage_t sub_u;
+    size_t running;
+    size_t capint;          /* room in r->intervals */
+    double smax;            /* the fastest GPU's speed */
+    double longest;         /* longest trial alone on the fastest GPU so far */
+    tp_sim_result_t *r;
+    const tp_sim_opts_t *o;
+    tp_error_t *err;
+} sim_t;
+
+/* ---- the heap of GPUs by next finish --------------------------------------- */
+
+static int hless(const sim_t *S, uint32_t a, uint32_t b) {
+    return S->key[a] < S->key[b] || (S->key[a] == S->key[b] && a < b);
+}
+
+static void hswap(sim_t *S, size_t i, size_t j) {
+    uint32_t t = S->heap[i];
+    S->heap[i] = S->heap[j];
+    S->heap[j] = t;
+    S->hpos[S->heap[i]] = i;
+    S->hpos[S->heap[j]] = j;
+}
+
+/* Restore the heap around GPU gi after its key changed. O(log G). */
+static void hfix(sim_t *S, uint32_t gi) {
+    size_t i = S->hpos[gi];
+    while (i > 0 && hless(S, S->heap[i], S->heap[(i - 1) / 2])) {
+        hswap(S, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < S->ngpus && hless(S, S->heap[l], S->heap[m])) m = l;
+        if (r < S->ngpus && hless(S, S->heap[r], S->heap[m])) m = r;
+        if (m == i) break;
+        hswap(S, i, m);
+        i = m;
+    }
+}
+
+/* ---- the contention model ------------------------------------------------- */
+
+/* Bring GPU gi's trials up to time now at their current rates. O(k). */
+static void advance(sim_t *S, uint32_t gi, double now) {
+    gstate_t *g = &S->g[gi];
+    double dt = now - g->last;
+    if (dt > 0) {
+        for (size_t i = 0; i < g->n; i++) {
+            rtrial_t *t = &S->run[g->slots[i]];
+            t->p += t->rate * dt;
+            t->busy_s += t->rate * t->gw * dt;
+        }
+        g->busy_int += g->busy * dt;
+    }
+    g->last = now;
+}
+
+/* Rates of GPU gi's trials for its current set (the model in sim.h), its
+ * next finish into the heap. O(k + log G). */
+static void recompute(sim_t *S, uint32_t gi) {
+    gstate_t *g = &S->g[gi];
+    double s = S->speed[gi], next = INFINITY;
+    double m = 1.0 + S->overhead * (g->n ? (double)(g->n - 1) : 0.0), D = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        rtrial_t *t = &S->run[g->slots[i]];
+        t->gw = m * t->gpu_s / s;
+        double T = t->host_s + t->gw;
+        t->rate = 1.0 / T;
+        D += t->gw / T;
+    }
+    double f = D > 1.0 ? 1.0 / D : 1.0;
+    for (size_t i = 0; i < g->n; i++) {
+        rtrial_t *t = &S->run[g->slots[i]];
+        t->rate *= f;
+        double left = (1.0 - t->p) / t->rate;
+        if (left < 0) left = 0;
+        if (g->last + left < next) {
+            next = g->last + left;
+            g->next = g->slots[i];
+        }
+    }
+    g->busy = D < 1.0 ? D : 1.0;
+    S->r->gpu_updates += g->n + 1;
+    S->key[gi] = next;
+    hfix(S, gi);
+}
+
+/* ---- trials ------------------------------------------------------------- */
+
+static const char *cfg_str(const json_t *cfg, const char *k) {
+    return json_string_value(json_object_get(cfg, k));
+}
+
+/* Ask the searcher until the window is full or it has no more. */
+static int refill(sim_t *S) {
+    while (!S->exhausted && S->npend < S->window) {
+        if (S->limit && S->next_index >= S->limit) {
+            S->exhausted = 1;
+            break;
+        }
+        json_t *cfg = NULL;
+        int rc = S->searcher->ops->ask(S->searcher, S->next_index, S->r->makespan_s, &cfg);
+        if (rc <= 0) {
+            if (rc == 0) S->exhausted = 1;
+            break; /* -EAGAIN: grid and random never wait */
+        }
+        const char *model = cfg_str(cfg, "model");
+        size_t mi = 0;
+        while (model && mi < S->w->nmodels && strcmp(S->w->models[mi].name, model) != 0) mi++;
+        json_t *b = json_object_get(cfg, "batch_size"), *lr = json_object_get(cfg, "lr");
+        if (!model || mi == S->w->nmodels || !json_is_integer(b) || !json_is_number(lr)) {
+            json_decref(cfg);
+            return tp__errorf(S->err, -EINVAL, "trial %llu: the searcher proposed a configuration "
+                              "with no known model, batch_size or lr",
+                              (unsigned long long)S->next_index);
+        }
+        tp_wl_job_t j = tp__workload_profile(&S->w->models[mi], (int)json_integer_value(b),
+                                             json_number_value(lr));
+        json_decref(cfg);
+        pend_t *p = &S->pend[S->npend++];
+        p->d = (tp_demand_t){.id = (int64_t)S->next_index, .gpus = 1, .memory_mib = j.memory_mib,
+                             .compute = j.util, .cpus = j.cpus, .duration_s = j.time_s};
+        p->model = (uint16_t)mi;
+        p->batch = j.batch;
+        p->lr = j.lr;
+        p->gpu_s = j.gpu_s;
+        p->host_s = j.host_s;
+        S->r->total_gpu_s += j.gpu_s;
+        S->longest = fmax(S->longest, j.host_s + j.gpu_s / S->smax);
+        S->next_index++;
+    }
+    return 0;
+}
+
+static void start_trial(sim_t *S, const pend_t *p, size_t node, size_t gpu, double now) {
+    uint32_t gi = (uint32_t)(S->u.gpu_base[node] + gpu);
+    uint32_t slot;
+    if (S->nfree) {
+        slot = S->freeslot[--S->nfree];
+    } else {
+        if (S->nrun == S->caprun) {
+            S->caprun = S->caprun ? 2 * S->caprun : 256;
+            S->run = tp__xrealloc(S->run, S->caprun * sizeof *S->run);
+            S->freeslot = tp__xrealloc(S->freeslot, S->caprun * sizeof *S->freeslot);
+        }
+        slot = (uint32_t)S->nrun++;
+    }
+    gstate_t *g = &S->g[gi];
+    advance(S, gi, now);
+    uint16_t lane = 0;
+    while (lane < 63 && (g->lanes >> lane & 1)) lane++;
+    g->lanes |= (uint64_t)1 << lane;
+    S->run[slot] = (rtrial_t){.id = p->d.id, .gpu = gi, .lane = lane, .model = p->model,
+                              .batch = p->batch, .lr = p->lr, .gpu_s = p->gpu_s,
+                              .host_s = p->host_s, .d = p->d, .start = now};
+    if (g->n == g->cap) {
+        g->cap = g->cap ? 2 * g->cap : 4;
+        g->slots = tp__xrealloc(g->slots, g->cap * sizeof *g->slots);
+    }
+    g->slots[g->n++] = slot;
+    if ((int)g->n > S->r->max_colocated) S->r->max_colocated = (int)g->n;
+    S->running++;
+    S->r->events++;
+    recompute(S, gi);
+}
+
+/* Trial at position i of GPU gi's list ends at time now: give back what it
+ * held, record it, free its slot. */
+static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
+    gstate_t *g = &S->g[gi];
+    uint32_t slot = g->slots[i];
+    rtrial_t *t = &S->run[slot];
+    size_t node = S->node_of[gi];
+    S->u.mem_used[gi] -= t->d.memory_mib;
+    S->u.compute_used[gi] -= t->d.compute;
+    if (S->u.compute_used[gi] < 1e-12) S->u.compute_used[gi] = 0;
+    S->u.count[gi]--;
+    S->u.cpus_used[node] -= t->d.cpus;
+    g->lanes &= ~((uint64_t)1 << t->lane);
+    if (S->o->record) {
+        tp_sim_result_t *r = S->r;
+        if (r->nintervals == S->capint) {
+            S->capint = S->capint ? 2 * S->capint : 256;
+            r->intervals = tp__xrealloc(r->intervals, S->capint * sizeof *r->intervals);
+        }
+        r->intervals[r->nintervals++] = (tp_sim_interval_t){
+            .trial = t->id, .gpu = gi, .lane = t->lane, .model = t->model, .batch = t->batch,
+            .lr = t->lr, .start_s = t->start, .end_s = now, .busy_s = t->busy_s};
+    }
+    g->slots[i] = g->slots[--g->n];
+    S->freeslot[S->nfree++] = slot;
+    S->running--;
+    S->r->trials++;
+    S->r->events++;
+    if (now > S->r->makespan_s) S->r->makespan_s = now;
+    if (!S->dirty[node]) {
+        S->dirty[node] = 1;
+        S->dirty_list[S->ndirty++] = node;
+    }
+}
+
+/* GPU gi's next finish is due at time t: end every trial done by then. */
+static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
+    gstate_t *g = &S->g[gi];
+    advance(S, gi, t);
+    uint32_t first = g->next;
+    for (size_t i = 0; i < g->n;) {
+        rtrial_t *tr = &S->run[g->slots[i]];
+        if (g->slots[i] == first || tr->p >= 1.0 - 1e-9) {
+            tr->p = 1.0;
+            finish_trial(S, gi, i, t);
+        } else {
+            i++;
+        }
+    }
+    recompute(S, gi);
+}
+
+/* ---- placement rounds ---------------------------------------------------- */
+
+/* Offer the first `window` pending trials to the placer over the whole
+ * cluster (full) or the nodes freed since the last round (incremental);
+ * start those placed. Returns how many were placed, or -errno. */
+static long place_round(sim_t *S, double now, int whole) {
+    size_t n = S->npend < S->window ? S->npend : S->window;
+    if (!n) return 0;
+    for (size_t i = 0; i < n; i++) S->dbuf[i] = S->pend[i].d;
+    memset(S->abuf, 0, n * sizeof *S->abuf);
+    const tp_cluster_t *c = S->c;
+    tp_usage_t *u = &S->u;
+    tp_cluster_t sub;
+    int partial = !whole && S->ndirty < S->c->nnodes;
+    if (partial) {
+        if (!S->ndirty) return 0;
+        sub = (tp_cluster_t){.nodes = S->sub_nodes, .nnodes = S->ndirty, .limits = S->c->limits};
+        size_t gb = 0;
+        for (size_t k = 0; k < S->ndirty; k++) {
+            size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd], ng = S->c->nodes[nd].ngpus;
+            S->sub_nodes[k] = S->c->nodes[nd];
+            S->sub_u.gpu_base[k] = gb;
+            S->sub_u.cpus_used[k] = S->u.cpus_used[nd];
+            memcpy(S->sub_u.mem_used + gb, S->u.mem_used + base, ng * sizeof *S->u.mem_used);
+            memcpy(S->sub_u.compute_used + gb, S->u.compute_used + base,
+                   ng * sizeof *S->u.compute_used);
+            memcpy(S->sub_u.count + gb, S->u.count + base, ng * sizeof *S->u.count);
+            gb += ng;
+        }
+        S->sub_u.ngpus = gb;
+        c = &sub;
+        u = &S->sub_u;
+    }
+    S->r->rounds++;
+    if (S->placer->place(c, u, S->dbuf, n, S->abuf, 10.0, S->err) != 0) return -EINVAL;
+    if (partial) { /* the decisions' usage back into the whole cluster's */
+        for (size_t k = 0; k < S->ndirty; k++) {
+            size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd], ng = S->c->nodes[nd].ngpus;
+            size_t gb = S->sub_u.gpu_base[k];
+            S->u.cpus_used[nd] = S->sub_u.cpus_used[k];
+            memcpy(S->u.mem_used + base, S->sub_u.mem_used + gb, ng * sizeof *S->u.mem_used);
+            memcpy(S->u.compute_used + base, S->sub_u.compute_used + gb,
+                   ng * sizeof *S->u.compute_used);
+            memcpy(S->u.count + base, S->sub_u.count + gb, ng * sizeof *S->u.count);
+        }
+    }
+    long placed = 0;
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!S->abuf[i].placed) {
+            S->pend[keep++] = S->pend[i];
+            continue;
+        }
+        if (S->abuf[i].ngpus != 1)
+            return tp__errorf(S->err, -EINVAL, "trial %lld: the placer gave it %zu GPUs; the "
+                              "simulator models single-GPU trials only",
+                              (long long)S->pend[i].d.id, S->abuf[i].ngpus);
+        size_t node = partial ? S->dirty_list[S->abuf[i].node] : S->abuf[i].node;
+        start_trial(S, &S->pend[i], node, S->abuf[i].gpu[0], now);
+        placed++;
+    }
+    memmove(S->pend + keep, S->pend + n, (S->npend - n) * sizeof *S->pend);
+    S->npend -= n - keep;
+    return placed;
+}
+
+/* Rounds at time now: repeated while they place trials and fresh ones come
+ * into the window, then the freed nodes are forgotten. */
+static int schedule(sim_t *S, double now, int whole) {
+    int rc = refill(S);
+    if (rc < 0) return rc;
+    for (;;) {
+        long placed = place_round(S, now, whole || !S->incremental);
+        if (placed < 0) return (int)placed;
+        if (placed == 0) break;
+        uint64_t before = S->next_index;
+        rc = refill(S);
+        if (rc < 0) return rc;
+        if (S->next_index == before) break; /* nothing new to offer */
+    }
+    for (size_t k = 0; k < S->ndirty; k++) S->dirty[S->dirty_list[k]] = 0;
+    S->ndirty = 0;
+    return 0;
+}
+
+/* ---- setup and the loop --------------------------------------------------- */
+
+int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp_error_t *err) {
+    tp__space_init(out);
+    const tp_wl_space_t *s = tp__workload_find_space(w, space);
+    if (!s) {
+        const char *names[64] = {0};
+        size_t n = 0;
+        for (; n < w->nspaces && n < 64; n++) names[n] = w->spaces[n].name;
+        const char *guess = tp__did_you_mean(space, names, n);
+        char list[512] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     names[i]);
+        if (guess)
+            return tp__errorf(err, -ENOENT, "no space \"%s\" in the workload; did you mean \"%s\"? "
+                              "(there are: %s)", space, guess, list);
+        return tp__errorf(err, -ENOENT, "no space \"%s\" in the workload; there are: %s", space,
+                          list);
+    }
+    tp_param_t p = {.name = tp__strdup("model"), .kind = TP_DOM_GRID, .nvalues = s->nmodels};
+    p.values = tp__xcalloc(s->nmodels ? s->nmodels : 1, sizeof *p.values);
+    for (size_t i = 0; i < s->nmodels; i++) p.values[i] = json_string(w->models[s->models[i]].name);
+    tp__space_add(out, &p);
+    p = (tp_param_t){.name = tp__strdup("batch_size"), .kind = TP_DOM_GRID, .nvalues = s->nbatch};
+    p.values = tp__xcalloc(s->nbatch ? s->nbatch : 1, sizeof *p.values);
+    for (size_t i = 0; i < s->nbatch; i++) p.values[i] = json_integer(s->batch_sizes[i]);
+    tp__space_add(out, &p);
+    size_t nlr = s->lr_count > 0 ? (size_t)s->lr_count : 1;
+    p = (tp_param_t){.name = tp__strdup("lr"), .kind = TP_DOM_GRID, .nvalues = nlr};
+    p.values = tp__xcalloc(nlr, sizeof *p.values);
+    for (size_t i = 0; i < nlr; i++) { /* as tp__workload_jobs */
+        double f = nlr > 1 ? (double)i / (double)(nlr - 1) : 0.5;
+        p.values[i] = json_real(s->lr_lo * pow(s->lr_hi / s->lr_lo, f));
+    }
+    tp__space_add(out, &p);
+    return 0;
+}
+
+int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
+                    int gpus_per_node, int cpus_per_node, tp_cluster_t *out, tp_error_t *err) {
+    memset(out, 0, sizeof *out);
+    const tp_wl_gpu_type_t *t = NULL;
+    const char *names[64] = {0};
+    size_t nn = 0;
+    for (size_t i = 0; i < w->ngpu_types; i++) {
+        if (strcmp(w->gpu_types[i].name, gpu_type) == 0) t = &w->gpu_types[i];
+        if (nn < 64) names[nn++] = w->gpu_types[i].name;
+    }
+    if (!t) {
+        const char *guess = tp__did_you_mean(gpu_type, names, nn);
+        char list[512] = "";
+        for (size_t i = 0; i < nn; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     names[i]);
+        if (guess)
+            return tp__errorf(err, -ENOENT, "no GPU type \"%s\" in the workload; did you mean "
+                              "\"%s\"? (there are: %s)", gpu_type, guess, list);
+        return tp__errorf(err, -ENOENT, "no GPU type \"%s\" in the workload; there are: %s",
+                          gpu_type, list);
+    }
+    if (gpus_per_node <= 0 || ngpus == 0)
+        return tp__errorf(err, -EINVAL, "a cluster needs at least one GPU and one GPU per node");
+    size_t per = (size_t)gpus_per_node, nnodes = (ngpus + per - 1) / per;
+    out->nodes = tp__xcalloc(nnodes, sizeof *out->nodes);
+    out->nnodes = nnodes;
+    out->limits = (tp_place_limits_t){.reserve_mib = 512, .sharing = 1};
+    for (size_t n = 0; n < nnodes; n++) {
+        tp_node_t *node = &out->nodes[n];
+        snprintf(node->name, sizeof node->name, "n%zu", n);
+        node->ngpus = n + 1 < nnodes ? per : ngpus - per * (nnodes - 1);
+        node->cpus = cpus_per_node > 0 ? cpus_per_node : 32 * gpus_per_node;
+        node->gpus = tp__xcalloc(node->ngpus, sizeof *node->gpus);
+        for (size_t i = 0; i < node->ngpus; i++) {
+            tp_gpu_t *g = &node->gpus[i];
+            snprintf(g->name, sizeof g->name, "gpu%zu", i);
+            snprintf(g->type, sizeof g->type, "%s", t->name);
+            g->index = (int)i;
+            g->memory_mib = t->memory_mib;
+            g->speed = t->speed;
+            g->healthy = 1;
+        }
+    }
+    return 0;
+}
+
+int tp__sim_study_cluster(const tp_workload_t *w, const char *name, tp_cluster_t *out,
+                          tp_error_t *err) {
+    if (!tp__workload_find_cluster(w, name)) {
+        memset(out, 0, sizeof *out);
+        const char *names[64] = {0};
+        size_t n = 0;
+        for (; n < w->nclusters && n < 64; n++) names[n] = w->clusters[n].name;
+        const char *guess = tp__did_you_mean(name, names, n);
+        char list[512] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     names[i]);
+        if (guess)
+            return tp__errorf(err, -ENOENT, "no cluster \"%s\" in the workload; did you mean "
+                              "\"%s\"? (there are: %s)", name, guess, list);
+        return tp__errorf(err, -ENOENT, "no cluster \"%s\" in the workload; there are: %s", name,
+                          list);
+    }
+    return tp__workload_cluster(w, name, out, err);
+}
+
+static void sim_free(sim_t *S) {
+    if (S->searcher) tp__searcher_free(S->searcher);
+    tp__space_free(&S->space);
+    tp__usage_free(&S->u);
+    tp__usage_free(&S->sub_u);
+    if (S->g)
+        for (size_t i = 0; i < S->ngpus; i++) free(S->g[i].slots);
+    free(S->g);
+    free(S->node_of);
+    free(S->speed);
+    free(S->run);
+    free(S->freeslot);
+    free(S->heap);
+    free(S->hpos);
+    free(S->key);
+    free(S->pend);
+    free(S->dbuf);
+    free(S->abuf);
+    free(S->dirty);
+    free(S->dirty_list);
+    free(S->sub_nodes);
+}
+
+static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const tp_cluster_t *c,
+                     const tp_sim_opts_t *o) {
+    S->w = w;
+    S->c = c;
+    S->o = o;
+    const char *pname = o->policy ? o->policy : "wfd";
+    S->placer = tp__placer_find(pname);
+    if (!S->placer) {
+        const char *names[16] = {0};
+        size_t n = 0;
+        for (; tp__placers[n] && n < 16; n++) names[n] = tp__placers[n]->name;
+        const char *guess = tp__did_you_mean(pname, names, n);
+        return tp__errorf(S->err, -EINVAL, "unknown policy \"%s\"%s%s%s", pname,
+                          guess ? "; did you mean \"" : "", guess ? guess : "", guess ? "\"?" : "");
+    }
+    snprintf(S->r->policy, sizeof S->r->policy, "%s", S->placer->name);
+    int rc = tp__sim_space(w, space, &S->space, S->err);
+    if (rc < 0) return rc;
+    tp_search_cfg_t cfg = {.algorithm = o->searcher ? o->searcher : "grid", .seed = o->seed};
+    uint64_t gsize = tp__space_grid_size(&S->space);
+    if (strcmp(cfg.algorithm, "grid") == 0)
+        cfg.trials = o->trials ? (o->trials + gsize - 1) / gsize : 1;
+    else
+        cfg.trials = o->trials ? o->trials : gsize;
+    S->limit = o->trials;
+    S->searcher = tp__searcher_new(&S->space, &cfg, 1, S->err);
+    if (!S->searcher) return -EINVAL;
+    S->overhead = o->overhead < 0 ? 0.03 : o->overhead;
+    if (tp__usage_init(&S->u, c) < 0) return tp__errorf(S->err, -ENOMEM, "out of memory");
+    S->ngpus = S->u.ngpus;
+    if (!S->ngpus) return tp__errorf(S->err, -EINVAL, "the cluster has no GPUs");
+    if (tp__usage_init(&S->sub_u, c) < 0) return tp__errorf(S->err, -ENOMEM, "out of memory");
+    S->g = tp__xcalloc(S->ngpus, sizeof *S->g);
+    S->node_of = tp__xcalloc(S->ngpus, sizeof *S->node_of);
+    S->speed = tp__xcalloc(S->ngpus, sizeof *S->speed);
+    S->heap = tp__xcalloc(S->ngpus, sizeof *S->heap);
+    S->hpos = tp__xcalloc(S->ngpus, sizeof *S->hpos);
+    S->key = tp__xcalloc(S->ngpus, sizeof *S->key);
+    for (size_t n = 0; n < c->nnodes; n++)
+        for (size_t k = 0; k < c->nodes[n].ngpus; k++) {
+            size_t gi = S->u.gpu_base[n] + k;
+            S->node_of[gi] = (uint32_t)n;
+            double s = c->nodes[n].gpus[k].speed > 0 ? c->nodes[n].gpus[k].speed : 1.0;
+            S->speed[gi] = s;
+            S->r->sum_speed += s;
+            if (s > S->smax) S->smax = s;
+        }
+    for (size_t i = 0; i < S->ngpus; i++) {
+        S->heap[i] = (uint32_t)i;
+        S->hpos[i] = i;
+        S->key[i] = INFINITY;
+    }
+    S->incremental = o->rounds == TP_SIM_ROUNDS_INCREMENTAL ||
+                     (o->rounds == TP_SIM_ROUNDS_AUTO && S->ngpus > 1024);
+    S->r->rounds_mode = S->incremental ? TP_SIM_ROUNDS_INCREMENTAL : TP_SIM_ROUNDS_FULL;
+    S->window = o->window ? o->window : S->incremental ? 64 : 4096;
+    S->pend = tp__xcalloc(S->window, sizeof *S->pend);
+    S->dbuf = tp__xcalloc(S->window, sizeof *S->dbuf);
+    S->abuf = tp__xcalloc(S->window, sizeof *S->abuf);
+    S->dirty = tp__xcalloc(c->nnodes, 1);
+    S->dirty_list = tp__xcalloc(c->nnodes, sizeof *S->dirty_list);
+    S->sub_nodes = tp__xcalloc(c->nnodes, sizeof *S->sub_nodes);
+    return 0;
+}
+
+int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c,
+                const tp_sim_opts_t *o, tp_sim_result_t *r, tp_error_t *err) {
+    memset(r, 0, sizeof *r);
+    double t0 = tp__mono_s();
+    sim_t S = {.r = r, .err = err};
+    int rc = sim_setup(&S, w, space, c, o);
+    if (rc == 0) rc = schedule(&S, 0.0, 1);
+    while (rc == 0) {
+        if (S.running == 0) {
+            if (S.npend == 0) break;
+            /* Nothing runs and something waits: one offer of the whole cluster. */
+            rc = schedule(&S, r->makespan_s, 1);
+            if (rc < 0) break;
+            if (S.running == 0) {
+                const pend_t *p = &S.pend[0];
+                rc = tp__errorf(err, -EINVAL, "trial %lld (%s, batch %d) fits on no GPU of the "
+                                "cluster: it needs %llu MiB, compute %.2f and %d CPU cores",
+                                (long long)p->d.id, w->models[p->model].name, p->batch,
+                                (unsigned long long)p->d.memory_mib, p->d.compute, p->d.cpus);
+                break;
+            }
+        }
+        double t = S.key[S.heap[0]];
+        double tol = 1e-9 * (t > 1 ? t : 1);
+        while (S.key[S.heap[0]] <= t + tol) gpu_finishes(&S, S.heap[0], S.key[S.heap[0]]);
+        rc = schedule(&S, t, 0);
+    }
+    if (rc == 0) {
+        /* lower bound: the work over the summed speed, or the longest trial
+         * alone on the fastest GPU */
+        double work = r->total_gpu_s / r->sum_speed;
+        r->lower_bound_s = r->trials ? fmax(work, S.longest) : 0;
+        r->ratio = r->lower_bound_s > 0 ? r->makespan_s / r->lower_bound_s : 0;
+        double busy = 0;
+        for (size_t i = 0; i < S.ngpus; i++) busy += S.g[i].busy_int;
+        r->busy_share = r->makespan_s > 0 ? busy / ((double)S.ngpus * r->makespan_s) : 0;
+    }
+    r->wall_s = tp__mono_s() - t0;
+    sim_free(&S);
+    if (rc < 0) tp__sim_result_free(r);
+    return rc;
+}
+
+void tp__sim_result_free(tp_sim_result_t *r) {
+    free(r->intervals);
+    r->intervals = NULL;
+    r->nintervals = 0;
+}

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""`tunepack simulate` and `tunepack plan` on the study workload: the study command as
+written, CSV and SVG outputs (the SVG parsed as XML), errors with exit codes."""
+
+import csv
+import json
+import os
+import sys
+import xml.etree.ElementTree as ET
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import SRC, E2E, main
+
+SP = os.path.join("..", "shared", "workloads", "sp.yaml")  # relative to the repository root
+
+
+class Simulate(E2E):
+
+    def test_study_command_prints_makespan_bound_and_trials(self):
+        p = self.tp("simulate", SP, "--space", "SP4", "--cluster", "homog_16", "--policy", "wfd",
+                    "--json", cwd=SRC)
+        self.assertExit(p, 0)
+        d = json.loads(p.stdout)
+        self.assertEqual(d["trials"], 384)
+        self.assertLessEqual(d["lower_bound_s"], d["makespan_s"])
+        self.assertAlmostEqual(d["ratio"], d["makespan_s"] / d["lower_bound_s"], places=6)
+        base = json.loads(self.tp("simulate", SP, "--space", "SP4", "--cluster", "homog_16",
+                                  "--policy", "one-per-gpu", "--json", cwd=SRC).stdout)
+        self.assertGreaterEqual(base["makespan_s"] / d["makespan_s"], 2.7)
+
+    def test_csv_and_svg_describe_every_trial(self):
+        out_csv, out_svg = self.path("t.csv"), self.path("t.svg")
+        p = self.tp("simulate", SP, "--space", "SP4", "--cluster", "homog_4", "--csv", out_csv,
+                    "--svg", out_svg, cwd=SRC)
+        self.assertExit(p, 0)
+        self.assertIn("makespan", p.stdout)
+        with open(out_csv) as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 384)
+        self.assertEqual(sorted(int(r["trial"]) for r in rows), list(range(384)))
+        for r in rows:
+            self.assertLess(float(r["start_s"]), float(r["end_s"]))
+        root = ET.parse(out_svg).getroot()
+        self.assertEqual(root.tag, "{http://www.w3.org/2000/svg}svg")
+        titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+        self.assertEqual(sum(1 for t in titles if t.startswith("trial ")), 384)
+        texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+        self.assertIn("resnet34", texts)  # the legend
+
+    def test_unknown_cluster_and_space_say_what_there_is(self):
+        p = self.tp("simulate", SP, "--space", "SP4", "--cluster", "homog16", cwd=SRC)
+        self.assertExit(p, 2)
+        self.assertIn('did you mean "homog_16"', p.stderr)
+        p = self.tp("simulate", SP, "--space", "SP5", cwd=SRC)
+        self.assertExit(p, 2)
+        self.assertIn('no space "SP5"', p.stderr)
+        p = self.tp("simulate", SP, "--policy", "wfdd", cwd=SRC)
+        self.assertExit(p, 2)
+        self.assertIn('did you mean "wfd"', p.stderr)
+        bad = self.write("bad.yaml", "gpu_types: [1, 2]\n")
+        p = self.tp("simulate", bad)
+        self.assertExit(p, 3)
+        self.assertIn("bad.yaml:", p.stderr)
+
+    def test_plan_finds_the_fewest_gpus_for_a_deadline(self):
+        p = self.tp("plan", SP, "--space", "SP4", "--gpu-type", "a100_80g", "--deadline", "30m",
+                    "--json", cwd=SRC)
+        self.assertExit(p, 0)
+        d = json.loads(p.stdout)
+        self.assertLessEqual(d["makespan_s"], 1800)
+        n = d["gpus"]
+        # one GPU fewer misses the deadline
+        q = self.tp("plan", SP, "--space", "SP4", "--gpu-type", "a100_80g", "--deadline", "30m",
+                    "--max-gpus", str(n - 1), "--json", cwd=SRC)
+        self.assertExit(q, 1)
+        self.assertIsNone(json.loads(q.stdout)["gpus"])
+        p = self.tp("plan", SP, "--deadline", "soon", cwd=SRC)
+        self.assertExit(p, 2)
+        self.assertIn("--deadline", p.stderr)
+        p = self.tp("plan", SP, "--deadline", "1m", cwd=SRC)  # the longest trial alone is longer
+        self.assertExit(p, 1)
+        self.assertIn("no number of", p.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,353 @@
+/* sim: the contention model's hand-computed cases, the lower bound, the
+ * one-per-gpu baseline against list scheduling, the real placer's
+ * constraints, determinism, per-event work, and the CSV/SVG outputs. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim/sim.h"
+#include "tp_test.h"
+
+/* A tiny workload: light (30 GPU-s + 70 host-s, util 0.3), heavy (80 + 20,
+ * util 0.8), big (light's timing, 30000 MiB). */
+static const char *tiny_yaml =
+    "gpu_types:\n"
+    "  ref: {memory_mib: 40960, speed: 1.0}\n"
+    "  fast: {memory_mib: 40960, speed: 2.0}\n"
+    "clusters:\n"
+    "  one: {nodes: 1, gpus_per_node: 1, gpu_type: ref, cpus_per_node: 64}\n"
+    "  onefast: {nodes: 1, gpus_per_node: 1, gpu_type: fast, cpus_per_node: 64}\n"
+    "  two: {nodes: 1, gpus_per_node: 2, gpu_type: ref, cpus_per_node: 64}\n"
+    "  few_cpus: {nodes: 1, gpus_per_node: 1, gpu_type: ref, cpus_per_node: 1}\n"
+    "models:\n"
+    "  light: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: test}\n"
+    "  heavy: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.8, cpus: 1, source: test}\n"
+    "  big: {b_ref: 64, mem_base_mib: 30000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: test}\n"
+    "spaces:\n"
+    "  L1: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 1}}\n"
+    "  L2: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
+    "  H2: {models: [heavy], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
+    "  B2: {models: [big], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n";
+
+static int load_tiny(tp_workload_t *w) {
+    char path[] = "/tmp/tp_test_sim_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return -1;
+    ssize_t n = write(fd, tiny_yaml, strlen(tiny_yaml));
+    close(fd);
+    tp_error_t err = {0};
+    int rc = n < 0 ? -1 : tp__workload_load(path, w, &err);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    unlink(path);
+    return rc;
+}
+
+static int load_sp(tp_workload_t *w) {
+    const char *src = getenv("TUNEPACK_SRC");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/../shared/workloads/sp.yaml", src ? src : ".");
+    tp_error_t err = {0};
+    int rc = tp__workload_load(path, w, &err);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    return rc;
+}
+
+/* Simulate space on the workload's cluster; oversub sets the placer's
+ * oversubscription (to let saturating trials share). */
+static int sim(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
+               double oversub, tp_sim_opts_t *o, tp_sim_result_t *r) {
+    tp_cluster_t c;
+    tp_error_t err = {0};
+    if (tp__sim_study_cluster(w, cluster, &c, &err) < 0) {
+        fprintf(stderr, "  %s\n", err.msg);
+        return -1;
+    }
+    c.limits.oversubscribe = oversub;
+    tp_sim_opts_t def = {.overhead = 0.03};
+    if (!o) o = &def;
+    o->policy = policy;
+    int rc = tp__sim_run(w, space, &c, o, r, &err);
+    if (rc) fprintf(stderr, "  %s\n", err.msg);
+    tp__cluster_free(&c);
+    return rc;
+}
+
+TP_TEST(test_one_trial_alone_finishes_in_host_plus_gpu_time) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_tiny(&w), 0);
+    tp_sim_result_t r;
+    TP_CHECK_INT(sim(&w, "L1", "one", "wfd", 0, NULL, &r), 0);
+    TP_CHECK_INT(r.trials, 1);
+    TP_CHECK_NEAR(r.makespan_s, 70 + 30, 1e-9);
+    TP_CHECK_NEAR(r.lower_bound_s, 100, 1e-9); /* the longest trial alone */
+    TP_CHECK_NEAR(r.busy_share, 0.3, 1e-9);
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_faster_gpu_shrinks_only_the_gpu_part) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_tiny(&w), 0);
+    tp_sim_result_t r;
+    TP_CHECK_INT(sim(&w, "L1", "onefast", "wfd", 0, NULL, &r), 0);
+    TP_CHECK_NEAR(r.makespan_s, 70 + 30 / 2.0, 1e-9);
+    TP_CHECK_NEAR(r.busy_share, 15 / 85.0, 1e-9);
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_two_light_trials_share_a_gpu_at_their_alone_pace_plus_mps_overhead) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_tiny(&w), 0);
+    tp_sim_result_t r;
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1};
+    TP_CHECK_INT(sim(&w, "L2", "one", "wfd", 0, &o, &r), 0);
+    /* m = 1.03: 70 + 1.03 * 30 = 100.9 each; D = 2 * 30.9 / 100.9 < 1 */
+    TP_CHECK_INT(r.max_colocated, 2);
+    TP_CHECK_NEAR(r.makespan_s, 100.9, 1e-9);
+    TP_CHECK_INT(r.nintervals, 2);
+    for (size_t i = 0; i < r.nintervals; i++) {
+        TP_CHECK_NEAR(r.intervals[i].start_s, 0, 1e-12);
+        TP_CHECK_NEAR(r.intervals[i].end_s, 100.9, 1e-9);
+        TP_CHECK_NEAR(r.intervals[i].busy_s, 30.9, 1e-9);
+    }
+    TP_CHECK(r.intervals[0].lane != r.intervals[1].lane);
+    tp__sim_result_free(&r);
+    /* without overhead they finish exactly at their alone time */
+    o.overhead = 0;
+    TP_CHECK_INT(sim(&w, "L2", "one", "wfd", 0, &o, &r), 0);
+    TP_CHECK_NEAR(r.makespan_s, 100, 1e-9);
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_two_saturating_trials_share_the_gpu_busy_time) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_tiny(&w), 0);
+    tp_sim_result_t r;
+    /* util 0.8 each: the placer needs oversubscription to put both on one GPU.
+     * m = 1.03: GPU part 82.4, T = 102.4, d = 0.8047, D = 1.609375 > 1, so
+     * each runs at 1 / (102.4 * 1.609375): both end at 164.8 = 2 * 82.4, the
+     * GPU busy all along. */
+    TP_CHECK_INT(sim(&w, "H2", "one", "wfd", 1.0, NULL, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 2);
+    TP_CHECK_NEAR(r.makespan_s, 164.8, 1e-9);
+    TP_CHECK_NEAR(r.busy_share, 1.0, 1e-9);
+    TP_CHECK_NEAR(r.lower_bound_s, 160, 1e-9); /* 2 * 80 GPU-s on speed 1 */
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_memory_limit_forbids_colocation_through_the_real_placer) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_tiny(&w), 0);
+    tp_sim_result_t r;
+    /* 30000 MiB each on a 40960 MiB GPU: one after the other */
+    TP_CHECK_INT(sim(&w, "B2", "one", "wfd", 0, NULL, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 1);
+    TP_CHECK_NEAR(r.makespan_s, 200, 1e-9);
+    tp__sim_result_free(&r);
+    /* and CPU cores: one core on the node, trials take one each */
+    TP_CHECK_INT(sim(&w, "L2", "few_cpus", "wfd", 0, NULL, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 1);
+    TP_CHECK_NEAR(r.makespan_s, 200, 1e-9);
+    tp__sim_result_free(&r);
+    /* the policy is the placer's: one-per-gpu never shares, wfd spreads */
+    TP_CHECK_INT(sim(&w, "L2", "two", "wfd", 0, NULL, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 1);
+    TP_CHECK_NEAR(r.makespan_s, 100, 1e-9);
+    tp__sim_result_free(&r);
+    TP_CHECK_INT(sim(&w, "L2", "two", "bf", 0, NULL, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 2); /* best fit fills the first GPU */
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_unknown_policy_and_space_are_named) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_tiny(&w), 0);
+    tp_cluster_t c;
+    tp_error_t err = {0};
+    TP_CHECK(tp__sim_study_cluster(&w, "onee", &c, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "did you mean \"one\"");
+    TP_CHECK_INT(tp__sim_study_cluster(&w, "one", &c, &err), 0);
+    tp_sim_opts_t o = {.policy = "wfdd"};
+    tp_sim_result_t r;
+    TP_CHECK(tp__sim_run(&w, "L1", &c, &o, &r, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "did you mean \"wfd\"");
+    o.policy = "wfd";
+    TP_CHECK(tp__sim_run(&w, "L3", &c, &o, &r, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "no space \"L3\"");
+    tp__cluster_free(&c);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_lower_bound_never_above_makespan_on_random_workloads) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_sp(&w), 0);
+    const char *spaces[] = {"SP1", "SP2", "SP3", "SP4"};
+    const char *clusters[] = {"homog_4", "homog_8", "hetero_4h6a", "hetero_4h"};
+    const char *policies[] = {"one-per-gpu", "ff", "bfd", "wf", "wfd"};
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        tp_sim_opts_t o = {.searcher = "random", .trials = 20 + 13 * seed, .seed = seed,
+                           .overhead = 0.01 * (double)(seed % 4)};
+        tp_sim_result_t r;
+        const char *pol = policies[seed % 5];
+        TP_CHECK_INT(sim(&w, spaces[seed % 4], clusters[(seed / 2) % 4], pol, 0, &o, &r), 0);
+        TP_CHECK_INT(r.trials, o.trials);
+        TP_CHECK(r.lower_bound_s > 0);
+        TP_CHECK(r.lower_bound_s <= r.makespan_s * (1 + 1e-12));
+        TP_CHECK(r.busy_share > 0 && r.busy_share <= 1 + 1e-12);
+        tp__sim_result_free(&r);
+    }
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_one_per_gpu_on_a_homogeneous_cluster_is_list_scheduling) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_sp(&w), 0);
+    const char *spaces[] = {"SP1", "SP3", "SP4"};
+    for (size_t s = 0; s < 3; s++) {
+        tp_sim_result_t r;
+        TP_CHECK_INT(sim(&w, spaces[s], "homog_4", "one-per-gpu", 0, NULL, &r), 0);
+        tp_wl_job_t *jobs = NULL;
+        size_t n = 0;
+        TP_CHECK_INT(tp__workload_jobs(&w, spaces[s], &jobs, NULL, &n, NULL), 0);
+        double free_at[4] = {0};
+        for (size_t i = 0; i < n; i++) { /* each job, in order, on the GPU free first */
+            size_t g = 0;
+            for (size_t k = 1; k < 4; k++)
+                if (free_at[k] < free_at[g]) g = k;
+            free_at[g] += jobs[i].host_s + jobs[i].gpu_s;
+        }
+        double ms = fmax(fmax(free_at[0], free_at[1]), fmax(free_at[2], free_at[3]));
+        TP_CHECK_NEAR(r.makespan_s, ms, 1e-6 * ms);
+        TP_CHECK_INT(r.max_colocated, 1);
+        free(jobs);
+        tp__sim_result_free(&r);
+    }
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_same_inputs_give_identical_outputs) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_sp(&w), 0);
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1};
+    tp_sim_result_t a, b;
+    TP_CHECK_INT(sim(&w, "SP4", "hetero_4h6a", "wfd", 0, &o, &a), 0);
+    TP_CHECK_INT(sim(&w, "SP4", "hetero_4h6a", "wfd", 0, &o, &b), 0);
+    TP_CHECK(a.makespan_s == b.makespan_s && a.events == b.events && a.rounds == b.rounds);
+    TP_CHECK_INT(a.nintervals, b.nintervals);
+    TP_CHECK(a.nintervals == b.nintervals &&
+             memcmp(a.intervals, b.intervals, a.nintervals * sizeof *a.intervals) == 0);
+    tp__sim_result_free(&a);
+    tp__sim_result_free(&b);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_events_are_two_per_trial_and_their_work_does_not_grow) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_sp(&w), 0);
+    double per_event[2];
+    const uint64_t trials[2] = {384, 384 * 16};
+    for (int k = 0; k < 2; k++) {
+        tp_sim_opts_t o = {.overhead = 0.03, .trials = trials[k]};
+        tp_sim_result_t r;
+        TP_CHECK_INT(sim(&w, "SP4", "homog_4", "wfd", 0, &o, &r), 0);
+        TP_CHECK_INT(r.trials, trials[k]);
+        TP_CHECK_INT(r.events, 2 * trials[k]);
+        per_event[k] = (double)r.gpu_updates / (double)r.events;
+        tp__sim_result_free(&r);
+    }
+    /* work per event is bounded by the trials per GPU, not the trials done */
+    TP_CHECK(per_event[1] < 1.25 * per_event[0]);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_incremental_rounds_decide_as_full_rounds_at_the_same_window) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_sp(&w), 0);
+    tp_sim_result_t full, inc;
+    tp_sim_opts_t o = {.overhead = 0.03, .trials = 3840, .window = 64,
+                       .rounds = TP_SIM_ROUNDS_FULL};
+    TP_CHECK_INT(sim(&w, "SP4", "homog_16", "wfd", 0, &o, &full), 0);
+    o.rounds = TP_SIM_ROUNDS_INCREMENTAL;
+    TP_CHECK_INT(sim(&w, "SP4", "homog_16", "wfd", 0, &o, &inc), 0);
+    TP_CHECK_INT(inc.trials, 3840);
+    TP_CHECK_INT(inc.rounds_mode, TP_SIM_ROUNDS_INCREMENTAL);
+    /* a round on the freed nodes only places as the whole cluster would */
+    TP_CHECK_NEAR(inc.makespan_s, full.makespan_s, 1e-9 * full.makespan_s);
+    TP_CHECK(inc.lower_bound_s == full.lower_bound_s);
+    tp__sim_result_free(&full);
+    tp__sim_result_free(&inc);
+    tp__workload_free(&w);
+}
+
+/* Whether the tags of an XML file balance (no attributes with '>' inside). */
+static int xml_balanced(const char *text) {
+    char stack[64][32];
+    int depth = 0, seen_root = 0;
+    for (const char *p = strchr(text, '<'); p; p = strchr(p + 1, '<')) {
+        if (p[1] == '?' || p[1] == '!') continue;
+        const char *end = strchr(p, '>');
+        if (!end) return 0;
+        int closing = p[1] == '/';
+        const char *name = p + 1 + closing;
+        size_t len = strcspn(name, " \t\n/>");
+        if (len == 0 || len >= 32) return 0;
+        if (closing) {
+            if (depth == 0 || strncmp(stack[depth - 1], name, len) != 0 ||
+                stack[depth - 1][len] != 0)
+                return 0;
+            depth--;
+        } else if (end[-1] != '/') {
+            if (depth == 64) return 0;
+            memcpy(stack[depth], name, len);
+            stack[depth++][len] = 0;
+            seen_root = 1;
+        }
+    }
+    return depth == 0 && seen_root;
+}
+
+TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
+    tp_workload_t w;
+    TP_CHECK_INT(load_sp(&w), 0);
+    tp_cluster_t c;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__sim_study_cluster(&w, "homog_4", &c, &err), 0);
+    tp_sim_opts_t o = {.policy = "wfd", .overhead = 0.03, .record = 1};
+    tp_sim_result_t r;
+    TP_CHECK_INT(tp__sim_run(&w, "SP3", &c, &o, &r, &err), 0);
+    char csv[] = "/tmp/tp_test_sim_csv_XXXXXX", svg[] = "/tmp/tp_test_sim_svg_XXXXXX";
+    close(mkstemp(csv));
+    close(mkstemp(svg));
+    TP_CHECK_INT(tp__sim_write_csv(csv, &r, &w, &c, &err), 0);
+    TP_CHECK_INT(tp__sim_write_svg(svg, &r, &w, &c, "SP3 on homog_4 <wfd>", &err), 0);
+    char *text = NULL;
+    size_t len = 0;
+    TP_CHECK_INT(tp__read_file(csv, &text, &len, &err), 0);
+    size_t lines = 0;
+    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    TP_CHECK_INT(lines, 96 + 1);
+    TP_CHECK(text && strncmp(text, "gpu,node,gpu_type,lane,start_s,end_s,trial,model", 48) == 0);
+    free(text);
+    TP_CHECK_INT(tp__read_file(svg, &text, &len, &err), 0);
+    TP_CHECK(text && xml_balanced(text));
+    TP_CHECK_CONTAINS(text, "&lt;wfd&gt;");
+    TP_CHECK_CONTAINS(text, ">shufflenet</text>");
+    size_t bars = 0;
+    for (const char *p = text; (p = strstr(p, "<title>trial ")); p++) bars++;
+    TP_CHECK_INT(bars, 96);
+    free(text);
+    TP_CHECK(!xml_balanced("<svg><g></svg>")); /* the checker catches a planted error */
+    unlink(csv);
+    unlink(svg);
+    tp__sim_result_free(&r);
+    tp__cluster_free(&c);
+    tp__workload_free(&w);
+}
+
+int main(void) { return tp_test_main(); }
