@@ -179,6 +179,13 @@ static void on_stop(tp_agent_t *a, json_t *m) {
     if (t) tp__trial_stop(t, TP_END_STOPPED);
 }
 
+static void on_pause(tp_agent_t *a, json_t *m) {
+    json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
+    if (!json_is_integer(tr) || !json_is_integer(at)) return;
+    tp_trial_t *t = tp__trial_find(a, json_integer_value(tr), json_integer_value(at));
+    if (t) tp__trial_pause(t);
+}
+
 static void on_shutdown(tp_agent_t *a, json_t *m) {
     (void)m;
     begin_stop(a, 1, 0);
@@ -191,6 +198,7 @@ static const struct {
     {"hello", on_hello},
     {"launch", on_launch},
     {"stop", on_stop},
+    {"pause", on_pause},
     {"shutdown", on_shutdown},
     {"mps_start", tp__agent_mps_start},
 };

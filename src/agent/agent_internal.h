@@ -93,6 +93,7 @@ typedef enum {
     TP_TIMER_TIMEOUT, /* fires at timeout_s: SIGTERM */
     TP_TIMER_GRACE,   /* fires after grace_s: SIGKILL */
     TP_TIMER_LINGER,  /* after the leader's exit: stop waiting for pipes */
+    TP_TIMER_PAUSE,   /* after a pause request: stop it if it has not exited */
 } tp_timer_phase_t;
 
 struct tp_trial {
@@ -117,12 +118,18 @@ struct tp_trial {
     int exited_sent;                  /* `exited` queued */
     int handles_open;                 /* handles not yet closed; free at 0 */
     int oom;                          /* stderr said the GPU ran out of memory */
+    int ctl_fd;                       /* write end of the trial's control channel, -1 if none */
+    int pause_signal;                 /* signal for pause requests, 0: none */
+    int pause_requested;              /* `pause` was asked */
     char err_tail[128];               /* last bytes of stderr, for OOM lines split by reads */
     size_t err_tail_len;
 };
 
 /* Start one attempt from a `launch` message; sends started/exited. */
 void tp__trial_launch(tp_agent_t *a, json_t *msg);
+/* Ask it to checkpoint and exit (control channel, optional signal); stop it
+ * after its grace if it does not. Its status is then "paused". */
+void tp__trial_pause(tp_trial_t *t);
 /* SIGTERM the group, SIGKILL after grace; status becomes reason's. */
 void tp__trial_stop(tp_trial_t *t, tp_end_reason_t reason);
 /* Stop or resume reading a trial's pipes (output backpressure). */

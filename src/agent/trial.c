@@ -90,6 +90,7 @@ static void free_trial(tp_trial_t *t) {
     tp__lines_free(&t->out_lines);
     tp__logfile_close(&t->logs[0]);
     tp__logfile_close(&t->logs[1]);
+    if (t->ctl_fd >= 0) close(t->ctl_fd);
     free(t);
     tp__agent_trial_gone(a);
 }
@@ -118,6 +119,7 @@ static void check_group(tp_trial_t *t) {
 static const char *status_name(const tp_trial_t *t) {
     if (t->reason == TP_END_TIMEOUT) return "timeout";
     if (t->reason == TP_END_STOPPED) return "stopped";
+    if (t->pause_requested && !t->term_signal && t->exit_code == 0) return "paused";
     return t->term_signal ? "signaled" : "exited";
 }
 
@@ -251,6 +253,10 @@ static void on_timer(uv_timer_t *h) {
     case TP_TIMER_GRACE:
         kill_group(t, SIGKILL);
         break;
+    case TP_TIMER_PAUSE:
+        /* It did not checkpoint and exit in time: stop it (TERM, KILL). */
+        tp__trial_stop(t, TP_END_STOPPED);
+        break;
     case TP_TIMER_LINGER:
         if (t->a->paused) {
             /* Our own output is backed up, so the pipes may just be unread:
@@ -287,6 +293,19 @@ void tp__trial_stop(tp_trial_t *t, tp_end_reason_t reason) {
     arm(t, TP_TIMER_GRACE, t->grace_s);
 }
 
+/* Ask the attempt to checkpoint and exit: "pause" on its control channel
+ * and, if the experiment says so, a signal to its leader (not the group:
+ * helpers that do not handle it would die). After grace_s it is stopped. */
+void tp__trial_pause(tp_trial_t *t) {
+    if (t->leader_exited || t->reason != TP_END_NONE || t->pause_requested) return;
+    t->pause_requested = 1;
+    if (t->ctl_fd >= 0 && write(t->ctl_fd, "pause\n", 6) < 0 && errno != EAGAIN)
+        tp__log(TP_LOG_DEBUG, "agent: control channel of trial %lld: %s", (long long)t->trial,
+                strerror(errno));
+    if (t->pause_signal > 0 && t->pid > 0) kill(t->pid, t->pause_signal);
+    arm(t, TP_TIMER_PAUSE, t->grace_s > 0 ? t->grace_s : 0);
+}
+
 /* The leader exited (reaped by the agent's SIGCHLD handler with wait
  * status `status`): kill what is left of its group, then wait (at most the
  * linger) for the pipes to drain and the group to go. */
@@ -307,6 +326,8 @@ typedef struct launch_args {
     const char *cwd, *dir;
     double timeout_s, grace_s;
     uint64_t log_limit;
+    const char *checkpoint_dir;  /* created if given: persists across attempts */
+    int pause_signal;            /* sent to the leader on `pause`, 0: none */
 } launch_args_t;
 
 /* Validate a launch message's members (beyond trial/attempt). Returns 0 or
@@ -369,6 +390,12 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
                               nums[k].name);
         *nums[k].out = json_number_value(v);
     }
+    v = json_object_get(m, "checkpoint_dir");
+    la->checkpoint_dir = json_is_string(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+    v = json_object_get(m, "pause_signal");
+    la->pause_signal = json_is_integer(v) ? (int)json_integer_value(v) : 0;
+    if (la->pause_signal < 0 || la->pause_signal >= 65)
+        return tp__errorf(err, -EINVAL, "launch message: \"pause_signal\" is not a signal number");
     v = json_object_get(m, "log_limit");
     la->log_limit = 0;
     if (v && !json_is_null(v)) {
@@ -406,7 +433,8 @@ static int env_key_is(const char *entry, const char *key, size_t klen) {
     return strncmp(entry, key, klen) == 0 && entry[klen] == '=';
 }
 
-static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_TRIAL_ID",
+static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_CONTROL_FD",
+                                       "TUNEPACK_CHECKPOINT_DIR", "TUNEPACK_TRIAL_ID",
                                        "TUNEPACK_ATTEMPT", "TUNEPACK_TRIAL_DIR",
                                        "TUNEPACK_RUN_TOKEN"};
 
@@ -449,6 +477,8 @@ static char **build_env(tp_agent_t *a, const launch_args_t *la) {
     out[k++] = strf("TUNEPACK_ATTEMPT=%lld", (long long)la->attempt);
     out[k++] = strf("TUNEPACK_TRIAL_DIR=%s", la->dir);
     out[k++] = strf("TUNEPACK_RUN_TOKEN=%s", a->token ? a->token : "");
+    out[k++] = strf("TUNEPACK_CONTROL_FD=%d", TP_NPIPES + 1);
+    if (la->checkpoint_dir) out[k++] = strf("TUNEPACK_CHECKPOINT_DIR=%s", la->checkpoint_dir);
     out[k] = NULL;
     return out;
 }
@@ -464,6 +494,7 @@ static void free_strv(char **v) {
  * the new ones. Returns 0 or a negative code with err filled. */
 static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) {
     int rc = tp__mkdir_p(la->dir, err);
+    if (rc == 0 && la->checkpoint_dir) rc = tp__mkdir_p(la->checkpoint_dir, err);
     if (rc < 0) return rc;
     char *path = strf("%s/params.json", la->dir);
     char *text = la->params ? json_dumps(la->params, JSON_INDENT(2)) : tp__strdup("{}");
@@ -509,13 +540,14 @@ static void send_launch_error(tp_agent_t *a, json_t *m, const char *what) {
  * pipes whose read ends are returned in fds[i][0]. Signal dispositions and
  * mask are reset. Returns 0 or -errno (nothing left open then). */
 static int spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIPES][2],
-                       pid_t *pid) {
-    int made = 0, rc = 0;
+                       int *ctl_fd, pid_t *pid) {
+    int made = 0, rc = 0, ctl[2] = {-1, -1};
     for (; made < TP_NPIPES; made++)
         if (pipe2(fds[made], O_CLOEXEC) != 0) {
             rc = -errno;
             break;
         }
+    if (rc == 0 && pipe2(ctl, O_CLOEXEC | O_NONBLOCK) != 0) rc = -errno;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
     posix_spawn_file_actions_init(&fa);
@@ -531,6 +563,9 @@ static int spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIP
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         for (int i = 0; i < TP_NPIPES; i++)
             posix_spawn_file_actions_adddup2(&fa, fds[i][1], i + 1);
+        /* The control channel: the trial reads "pause" lines on fd 4. The
+         * read end is made blocking-agnostic: the trial polls it. */
+        posix_spawn_file_actions_adddup2(&fa, ctl[0], TP_NPIPES + 1);
         if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
         rc = -posix_spawnp(pid, args[0], &fa, &at, args, env);
     }
@@ -540,6 +575,9 @@ static int spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIP
         close(fds[i][1]);
         if (rc != 0) close(fds[i][0]);
     }
+    if (ctl[0] >= 0) close(ctl[0]);
+    if (rc != 0 && ctl[1] >= 0) close(ctl[1]);
+    *ctl_fd = rc == 0 ? ctl[1] : -1;
     return rc;
 }
 
@@ -576,6 +614,7 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     t->grace_s = la.grace_s;
     t->t0 = t0;
     t->logs[0].fd = t->logs[1].fd = -1;
+    t->ctl_fd = -1;
     tp__lines_init(&t->fd_lines, TP_LINES_FD);
     tp__lines_init(&t->out_lines, TP_LINES_STDOUT);
     if (prepare_dir(t, &la, &err) < 0) {
@@ -601,7 +640,8 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
         args[i] = (char *)json_string_value(json_array_get(la.argv, i));
     char **env = build_env(a, &la);
     int fds[TP_NPIPES][2];
-    int rc = spawn_trial(args, env, la.cwd, fds, &t->pid);
+    t->pause_signal = la.pause_signal;
+    int rc = spawn_trial(args, env, la.cwd, fds, &t->ctl_fd, &t->pid);
     free_strv(env);
     if (rc == 0) {
         for (int i = 0; i < TP_NPIPES; i++) {

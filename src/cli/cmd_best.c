@@ -14,7 +14,9 @@ typedef struct best_acc {
 
 static int pick(const tp_trial_row_t *row, void *ud) {
     best_acc_t *a = ud;
-    if (strcmp(row->state, "completed") != 0 || !row->has_value) return 0;
+    if ((strcmp(row->state, "completed") != 0 && strcmp(row->state, "stopped") != 0) ||
+        !row->has_value)
+        return 0;
     if (a->best && !(a->maximize ? row->value > a->value : row->value < a->value)) return 0;
     json_decref(a->best);
     a->best = tp__cli_trial_json(row);

@@ -8,7 +8,7 @@
 #include "run/run.h"
 
 typedef struct status_acc {
-    int total, completed, failed, running, pending, stopped; /* counts by state */
+    int total, completed, failed, running, pending, stopped, paused; /* counts by state */
     int64_t best_id;                                         /* -1 if none */
     double best;                                             /* its value */
     char best_params[512];                                   /* its params, as text */
@@ -19,22 +19,25 @@ typedef struct status_acc {
 static int count_row(const tp_trial_row_t *row, void *ud) {
     status_acc_t *a = ud;
     a->total++;
+    int finished = !strcmp(row->state, "completed") || !strcmp(row->state, "stopped");
+    if (finished && row->has_value &&
+        (a->best_id < 0 || (a->maximize ? row->value > a->best : row->value < a->best))) {
+        a->best_id = row->id;
+        a->best = row->value;
+        json_t *p = json_loads(row->params, 0, NULL);
+        tp__params_text(p, a->best_params, sizeof a->best_params);
+        json_decref(p);
+    }
     if (strcmp(row->state, "completed") == 0) {
         a->completed++;
-        if (row->has_value && (a->best_id < 0 || (a->maximize ? row->value > a->best
-                                                               : row->value < a->best))) {
-            a->best_id = row->id;
-            a->best = row->value;
-            json_t *p = json_loads(row->params, 0, NULL);
-            tp__params_text(p, a->best_params, sizeof a->best_params);
-            json_decref(p);
-        }
     } else if (strcmp(row->state, "failed") == 0) {
         a->failed++;
     } else if (strcmp(row->state, "running") == 0) {
         a->running++;
     } else if (strcmp(row->state, "stopped") == 0) {
         a->stopped++;
+    } else if (strcmp(row->state, "paused") == 0) {
+        a->paused++;
     } else {
         a->pending++;
     }
@@ -68,8 +71,10 @@ static int status_main(int argc, char **argv) {
     printf("experiment  %s (%s)\n", name ? name : "?", path ? path : "?");
     printf("directory   %s\n", dir);
     printf("state       %s\n", st);
-    printf("trials      %d: %d completed, %d failed, %d running, %d pending\n", a.total,
-           a.completed, a.failed, owner ? a.running : 0, a.pending + (owner ? 0 : a.running));
+    printf("trials      %d: %d completed, %d stopped early, %d failed, %d running, %d paused, "
+           "%d pending\n",
+           a.total, a.completed, a.stopped, a.failed, owner ? a.running : 0, a.paused,
+           a.pending + (owner ? 0 : a.running));
     if (sharing && strcmp(sharing, "cpu") != 0)
         printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
     if (a.best_id >= 0) {

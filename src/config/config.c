@@ -311,6 +311,7 @@ static const key_spec_t search_keys[] = {
     {"algorithm", search_algorithm, 0, NULL},
     {"trials", search_trials, 0, NULL},
     {"seed", search_seed, 0, NULL},
+    {"scheduler", tp__cfg_search_scheduler, 0, NULL},
 };
 
 static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -599,6 +600,8 @@ static const key_spec_t top_keys[] = {
     {"sharing", tp__cfg_key_sharing, 0, NULL},
     {"gpus", tp__cfg_key_gpus, 0, NULL},
     {"profile_by", tp__cfg_key_profile_by, 0, NULL},
+    {"budget", tp__cfg_key_budget, 0, NULL},
+    {"checkpoint", tp__cfg_key_checkpoint, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -614,7 +617,8 @@ static int check_placeholders(cfgctx_t *c) {
         if (tp__template_names(stext(e), &names, &te) < 0) return fail(c, e, "%s", te.msg);
         int rc = 0;
         for (char **n = names; rc == 0 && *n; n++) {
-            if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir"))
+            if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
+                (c->x->budget_name && !strcmp(*n, c->x->budget_name)))
                 continue;
             const char **cand = tp__xcalloc(sp->n + 2, sizeof *cand);
             tp_buf_t list;
@@ -659,6 +663,8 @@ static void set_defaults(tp_experiment_t *x) {
     x->res.gpu_compute = 1.0;
     x->res.profile_s = 30;
     x->reserve_mib = 512;
+    x->scheduler = "fifo";
+    x->budget_eta = 3;
 }
 
 /* See config.h. Parses with libyaml's document API, then walks the tree
@@ -709,6 +715,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                           "name: demo");
         if (rc == 0) rc = check_placeholders(&c);
         if (rc == 0) rc = tp__cfg_check_resources(&c);
+        if (rc == 0) rc = tp__cfg_check_budget(&c, root);
         if (rc == 0 && !out->policy) out->policy = tp__strdup("wfd");
     }
     yaml_document_delete(&doc);
@@ -748,5 +755,6 @@ void tp__experiment_free(tp_experiment_t *x) {
     free(x->gpus);
     for (size_t i = 0; i < x->nprofile_by; i++) free(x->profile_by[i]);
     free(x->profile_by);
+    free(x->budget_name);
     memset(x, 0, sizeof *x);
 }

@@ -70,6 +70,12 @@ typedef struct tp_experiment {
     size_t ngpus;
     char **profile_by;     /* `profile_by`: parameters that shape demand, owned */
     size_t nprofile_by;
+    const char *scheduler; /* `search.scheduler`: fifo (default), asha, hyperband, median */
+    char *budget_name;     /* `budget.name`: the growing resource's placeholder, owned; NULL: none */
+    double budget_min;     /* `budget.min` (> 0) */
+    double budget_max;     /* `budget.max` (>= min) */
+    double budget_eta;     /* `budget.eta` (> 1, default 3) */
+    int pause_signal;      /* `checkpoint.signal`: SIGUSR1 or 0 (control channel only) */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */
@@ -88,6 +94,8 @@ void tp__experiment_free(tp_experiment_t *x);
 typedef struct tp_subst_extra {
     const char *trial_id;   /* e.g. "17" */
     const char *trial_dir;  /* absolute path of the trial's directory */
+    const char *budget_name;  /* the budget's placeholder, NULL if none */
+    const char *budget_value; /* its value for this job */
 } tp_subst_extra_t;
 
 /* Substitute {name} in tmpl from params (a JSON object) and extra; "{{" and

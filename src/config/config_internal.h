@@ -15,6 +15,8 @@ typedef struct cfgctx {
     tp_error_t *err;       /* first error */
     yaml_node_t *command;  /* `command` sequence, checked once the space is known */
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
+    yaml_node_t *budget;     /* `budget` mapping, for messages */
+    yaml_node_t *scheduler;  /* `search.scheduler` value, for messages */
 } cfgctx_t;
 
 /* A key of a mapping: its handler gets the value node. */
@@ -59,6 +61,13 @@ int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_sharing(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* config_search.c: budget, checkpoint, search.scheduler. */
+int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* After the whole file: a scheduler with rungs has a budget; the budget's
+ * name is no parameter. */
+int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

@@ -152,6 +152,9 @@ static int subst_name(void *ctx, const char *p, size_t n) {
         return tp__buf_puts(&c->out, c->extra->trial_id);
     if (c->extra && c->extra->trial_dir && strcmp(name, "trial_dir") == 0)
         return tp__buf_puts(&c->out, c->extra->trial_dir);
+    if (c->extra && c->extra->budget_name && c->extra->budget_value &&
+        strcmp(name, c->extra->budget_name) == 0)
+        return tp__buf_puts(&c->out, c->extra->budget_value);
     return tp__errorf(c->err, -EINVAL, "placeholder {%s} in \"%s\" names no parameter", name,
                       c->tmpl);
 }

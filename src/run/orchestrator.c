@@ -29,13 +29,13 @@
 const char *tp__trial_state_name(int state) {
     static const char *const names[] = {
         [T_PENDING] = "pending",     [T_RUNNING] = "running", [T_COMPLETED] = "completed",
-        [T_FAILED] = "failed",       [T_STOPPED] = "stopped",
+        [T_FAILED] = "failed",       [T_STOPPED] = "stopped", [T_PAUSED] = "paused",
     };
     return state >= 0 && state < (int)TP_ARRAY_LEN(names) ? names[state] : "?";
 }
 
 int tp__trial_state_from_name(const char *s) {
-    for (int i = 0; i <= T_STOPPED; i++)
+    for (int i = 0; i <= T_PAUSED; i++)
         if (strcmp(s, tp__trial_state_name(i)) == 0) return i;
     return T_PENDING;
 }
@@ -113,7 +113,7 @@ static int better(const tp_run_t *r, double a, double b) {
 }
 
 void tp__note_best(tp_run_t *r, trial_t *t) {
-    if (t->state != T_COMPLETED || !t->has_value) return;
+    if ((t->state != T_COMPLETED && t->state != T_STOPPED) || !t->has_value) return;
     trial_t *b = trial_get(r, r->best_id);
     if (!b || better(r, t->value, b->value)) r->best_id = t->id;
 }
@@ -133,7 +133,11 @@ static int send_launch(tp_run_t *r, trial_t *t) {
     char id[32], dir[4096];
     snprintf(id, sizeof id, "%lld", (long long)t->id);
     snprintf(dir, sizeof dir, "%s/trials/%06lld", r->dir, (long long)t->id);
-    tp_subst_extra_t extra = {.trial_id = id, .trial_dir = dir};
+    char budget[32] = "", ckpt[4200];
+    if (r->x.budget_name) tp__fmt_double(t->budget, budget);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint", dir);
+    tp_subst_extra_t extra = {.trial_id = id, .trial_dir = dir,
+                              .budget_name = r->x.budget_name, .budget_value = budget};
     json_t *argv = json_array();
     for (size_t i = 0; i < r->x.argc; i++) {
         tp_error_t err = {0};
@@ -147,6 +151,7 @@ static int send_launch(tp_run_t *r, trial_t *t) {
     }
     json_t *env = json_object();
     if (t->gpu_env) json_object_update(env, t->gpu_env);
+    if (r->x.budget_name) json_object_set_new(env, "TUNEPACK_BUDGET", json_string(budget));
     for (size_t i = 0; i < r->x.nenv; i++)
         json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
     const char *key;
@@ -162,9 +167,43 @@ static int send_launch(tp_run_t *r, trial_t *t) {
                           argv, "env", env, "cwd", r->workdir, "dir", dir, "params", t->params,
                           "timeout_s", r->x.timeout_s, "grace_s", r->x.grace_s, "log_limit",
                           (json_int_t)r->x.log_limit);
+    json_object_set_new(m, "checkpoint_dir", json_string(ckpt));
+    if (r->x.pause_signal) json_object_set_new(m, "pause_signal", json_integer(r->x.pause_signal));
     int rc = tp__conn_send(&r->conn, m, NULL, 0);
     json_decref(m);
     return rc;
+}
+
+/* Ask t to checkpoint and exit; the agent stops it after its grace. */
+static void send_pause(tp_run_t *r, trial_t *t) {
+    if (t->stop_sent) return;
+    t->stop_sent = 1;
+    json_t *m = json_pack("{s:s, s:I, s:i}", "type", "pause", "trial", (json_int_t)t->id,
+                          "attempt", t->attempts);
+    tp__conn_send(&r->conn, m, NULL, 0);
+    json_decref(m);
+}
+
+/* The search is over: trials still waiting for a promotion will not get
+ * one; they end as stopped at the rung they reached. */
+static void close_paused(tp_run_t *r) {
+    double now = tp__wall_s();
+    for (size_t i = 0; i < r->ntrials; i++) {
+        trial_t *t = r->trials[i];
+        if (!t || t->state != T_PAUSED) continue;
+        char why[200];
+        snprintf(why, sizeof why, "not promoted past rung %d (budget %g)", t->rung, t->budget);
+        t->state = T_STOPPED;
+        r->stopped++;
+        tp_trial_end_t e = {.state = "stopped", .attempt = t->attempts, .failures = t->failures,
+                            .has_value = t->has_value, .value = t->value, .best = t->best,
+                            .step = t->step, .error = why, .at = now};
+        tp__run_tx(r);
+        if (tp__store_trial_end(r->store, t->id, &e) != 0 ||
+            tp__store_trial_progress(r->store, t->id, t->rung, t->budget, why) != 0)
+            tp__run_journal_failed(r, "closing a paused trial");
+        tp__note_best(r, t);
+    }
 }
 
 static void send_stop(tp_run_t *r, trial_t *t, const char *reason) {
@@ -179,28 +218,62 @@ static void send_stop(tp_run_t *r, trial_t *t, const char *reason) {
 /* Fill free slots: pending trials first (lowest id first), then new ones
  * from the searcher. Journals each start; the launches are sent after the
  * commit by pump(). */
-/* The next trial to try: a pending one (lowest id first), else a new one
- * from the searcher, journaled as added. NULL when there is none now. */
+void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
+                      const char *detail) {
+    tp_decision_row_t d = {.at = tp__wall_s(), .kind = kind, .trial = t->id, .rung = t->rung,
+                           .budget = t->budget, .attempt = t->attempts, .ok = ok,
+                           .has_value = !isnan(value), .value = value, .detail = detail};
+    tp__run_tx(r);
+    if (tp__store_decision(r->store, &d) != 0 ||
+        tp__store_trial_progress(r->store, t->id, t->rung, t->budget, detail) != 0)
+        tp__run_journal_failed(r, "recording a decision");
+}
+
+/* The next trial to run: a pending one (lowest id first: retries and
+ * interrupted jobs), else the scheduler's next job — a new trial (journaled
+ * as added) or a paused one promoted. NULL when there is none now. */
 static trial_t *next_candidate(tp_run_t *r) {
     while (r->nheap) {
         trial_t *t = trial_get(r, heap_pop(r));
         if (t) return t;
     }
-    if (r->exhausted) return NULL;
-    json_t *cfg = NULL;
+    if (r->exhausted || r->sched_waiting) return NULL;
+    tp_job_t job;
+    memset(&job, 0, sizeof job);
     double now = tp__wall_s();
-    int rc = r->searcher->ops->ask(r->searcher, r->next_index, now, &cfg);
+    int rc = r->sched->ops->next(r->sched, now, &job);
+    if (rc == 0) r->exhausted = 1;
     if (rc <= 0) {
-        if (rc == 0) r->exhausted = 1;
+        r->sched_waiting = rc < 0;
         return NULL;
     }
-    char *text = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    tp__run_tx(r);
-    if (tp__store_trial_add(r->store, (int64_t)r->next_index, text, now) != 0)
-        tp__run_journal_failed(r, "adding a trial");
-    free(text);
-    trial_t *t = tp__trial_new(r, (int64_t)r->next_index, cfg);
-    r->next_index++;
+    trial_t *t = trial_get(r, job.trial);
+    if (job.is_new) {
+        if (t) { /* a scheduler bug: never reuse a number */
+            json_decref(job.config);
+            fprintf(stderr, "tunepack: error: the scheduler reused trial number %lld\n",
+                    (long long)job.trial);
+            r->exhausted = 1;
+            return NULL;
+        }
+        char *text = json_dumps(job.config, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        tp__run_tx(r);
+        if (tp__store_trial_add(r->store, job.trial, text, now) != 0)
+            tp__run_journal_failed(r, "adding a trial");
+        free(text);
+        t = tp__trial_new(r, job.trial, job.config);
+        if ((uint64_t)job.trial >= r->next_index) r->next_index = (uint64_t)job.trial + 1;
+    } else if (!t || t->state != T_PAUSED) {
+        fprintf(stderr, "tunepack: error: the scheduler promoted trial %lld, which is not "
+                        "waiting\n",
+                (long long)job.trial);
+        return NULL;
+    }
+    t->rung = job.rung;
+    t->budget = job.budget;
+    t->job_fresh = 1;
+    snprintf(t->why, sizeof t->why, "%s", job.why);
+    tp__run_decision(r, "job", t, 1, NAN, job.why);
     return t;
 }
 
@@ -211,11 +284,18 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
     t->state = T_RUNNING;
     t->attempts++;
     t->stop_sent = 0;
-    t->has_value = 0;
-    t->value = t->best = NAN;
-    t->step = TP_STORE_NO_STEP;
+    if (t->job_fresh) {
+        /* A new job: its reports start afresh. Another attempt at the same
+         * job (a retry, or a rerun after an interruption that resumes from
+         * the checkpoint) keeps what the job reported so far. */
+        t->has_value = 0;
+        t->value = t->best = NAN;
+        t->step = TP_STORE_NO_STEP;
+        t->job_fresh = 0;
+    }
     t->seq = 0;
     t->garbage = 0;
+    t->early_stopped = 0;
     t->started = tp__mono_s();
     tp__buf_reset(&t->last);
     tp__run_tx(r);
@@ -283,8 +363,10 @@ static void pump(uv_prepare_t *h) {
     }
     r->nlaunch = 0;
     if (r->stopping && r->running == 0 && r->agent_ready) send_shutdown(r);
-    if (!r->stopping && r->exhausted && r->nheap == 0 && r->running == 0 && r->agent_ready)
+    if (!r->stopping && r->exhausted && r->nheap == 0 && r->running == 0 && r->agent_ready) {
+        close_paused(r);
         send_shutdown(r);
+    }
 }
 
 /* ---- messages from the agent ---------------------------------------------- */
@@ -324,6 +406,15 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         t->has_value = 1;
         t->value = rep->value;
         if (better(r, rep->value, t->best)) t->best = rep->value;
+        char why[200];
+        if (rep->step != TP_STORE_NO_STEP && !t->early_stopped && !r->stopping &&
+            !r->sched->ops->report(r->sched, t->id, rep->step, rep->value, tp__wall_s(), why,
+                                   sizeof why)) {
+            t->early_stopped = 1;
+            snprintf(t->why, sizeof t->why, "%s", why);
+            tp__run_decision(r, "stop", t, 1, rep->value, why);
+            send_stop(r, t, "early stop");
+        }
     }
 }
 
@@ -375,8 +466,12 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     char why[1200] = "";
     int ok = 0, interrupted = 0, regrow = 0;
     tp__placement_ended(r, t);
-    if (strcmp(status, "stopped") == 0 && r->stopping) {
-        interrupted = 1;
+    if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
+                             strcmp(status, "signaled") == 0)) {
+        ok = 1; /* stopped by the scheduler: final, with what it reported */
+        snprintf(why, sizeof why, "%s", t->why);
+    } else if ((strcmp(status, "stopped") == 0 && r->stopping) || strcmp(status, "paused") == 0) {
+        interrupted = 1; /* its job is not done: it runs again, from its checkpoint */
     } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
         /* Out of GPU memory: not the trial's fault but its demand's. */
         regrow = tp__placement_oom(r, t, why, sizeof why);
@@ -429,10 +524,27 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
             tp__store_event(r->store, t->id, t->attempts, "oom", why, e.at);
         }
     } else if (ok) {
-        t->state = T_COMPLETED;
-        e.state = "completed";
-        e.error = NULL;
-        r->completed++;
+        /* The job is done: tell the scheduler; the trial is finished, or
+         * waits (paused, its checkpoint kept) for a promotion. */
+        double v = t->has_value ? t->value : NAN;
+        r->sched->ops->result(r->sched, t->id, t->rung, 1, v, tp__wall_s());
+        r->sched_waiting = 0;
+        if (t->early_stopped) {
+            t->state = T_STOPPED;
+            e.state = "stopped";
+            r->stopped++;
+        } else if (r->sched->ops->final(r->sched, t->id, t->rung)) {
+            t->state = T_COMPLETED;
+            e.state = "completed";
+            e.error = NULL;
+            r->completed++;
+        } else {
+            t->state = T_PAUSED;
+            e.state = "paused";
+            snprintf(why, sizeof why, "rung %d (budget %g) done: waits for a promotion", t->rung,
+                     t->budget);
+        }
+        tp__run_decision(r, "result", t, 1, v, t->early_stopped ? t->why : why);
     } else {
         t->failures++;
         if (t->failures <= r->x.retries) {
@@ -444,6 +556,9 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
             t->state = T_FAILED;
             e.state = "failed";
             r->failed++;
+            r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, tp__wall_s());
+            r->sched_waiting = 0;
+            tp__run_decision(r, "result", t, 0, NAN, why);
         }
     }
     e.failures = t->failures;
@@ -452,10 +567,8 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         tp__store_event(r->store, t->id, t->attempts, "failed", why, e.at) != 0)
         tp__run_journal_failed(r, "recording a failure");
     if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "recording an end");
-    if (t->state != T_PENDING) {
-        r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
-                               t->state == T_COMPLETED ? t->value : NAN, tp__wall_s());
-        tp__note_best(r, t);
+    if (t->state == T_COMPLETED || t->state == T_STOPPED) tp__note_best(r, t);
+    if (t->state != T_PENDING && t->state != T_PAUSED) {
         tp__buf_free(&t->last);
         tp__view_trial_ended(r, t, why, dur);
     }
@@ -596,12 +709,11 @@ static void on_signal(uv_signal_t *h, int sig) {
     }
     r->stopping = 1;
     if (r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_STOPPED;
-    fprintf(stderr, "\ntunepack: stopping: running trials get SIGTERM, then SIGKILL after %gs; "
-                    "run the same command again to resume\n",
+    fprintf(stderr, "\ntunepack: stopping: running trials are asked to checkpoint and exit, "
+                    "and stopped after %gs; run the same command again to resume\n",
             r->x.grace_s);
     for (size_t i = 0; i < r->ntrials; i++)
-        if (r->trials[i] && r->trials[i]->state == T_RUNNING)
-            send_stop(r, r->trials[i], "experiment stopped");
+        if (r->trials[i] && r->trials[i]->state == T_RUNNING) send_pause(r, r->trials[i]);
     if (!r->agent_ready) send_shutdown(r);
 }
 

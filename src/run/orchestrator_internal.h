@@ -9,11 +9,12 @@
 #include "config/config.h"
 #include "launch/launch.h"
 #include "place/place.h"
+#include "search/scheduler.h"
 #include "search/search.h"
 #include "store/store.h"
 #include "util/util.h"
 
-enum { T_PENDING, T_RUNNING, T_COMPLETED, T_FAILED, T_STOPPED };
+enum { T_PENDING, T_RUNNING, T_COMPLETED, T_FAILED, T_STOPPED, T_PAUSED };
 
 typedef struct trial {
     int64_t id;         /* trial number, as the searcher numbered it */
@@ -41,6 +42,11 @@ typedef struct trial {
     int samples;        /* NVML samples of this attempt */
     double first_report, last_report; /* monotonic times of reports, for step time */
     json_t *gpu_env;    /* the GPU environment of the current attempt, owned */
+    int rung;           /* rung of its current (or last) job */
+    double budget;      /* budget of that job, 0 = none */
+    int early_stopped;  /* the scheduler stopped it while it ran */
+    int job_fresh;      /* its job was just handed out: the next attempt starts its reports */
+    char why[200];      /* the scheduler's last decision about it */
 } trial_t;
 
 /* Demand shared by trials with the same profile_by values. */
@@ -58,7 +64,8 @@ typedef struct tp_run {
     uv_signal_t sigint, sigterm;/* stop requests */
     uv_timer_t view_timer;      /* live view refresh */
     tp_experiment_t x;          /* the experiment */
-    tp_searcher_t *searcher;    /* proposes configurations */
+    tp_scheduler_t *sched;      /* decides the next job: sampler + scheduler */
+    int sched_waiting;          /* the scheduler said -EAGAIN and nothing ended since */
     tp_store_t *store;          /* the journal */
     tp_agent_conn_t conn;       /* the (local) agent */
     char *dir;                  /* experiment directory, absolute */
@@ -74,9 +81,9 @@ typedef struct tp_run {
     size_t capbatch;
     int64_t *launch;            /* trials journaled as started, to send after the commit */
     size_t nlaunch, caplaunch;
-    uint64_t next_index;        /* the searcher's next trial number */
-    int exhausted;              /* the searcher has no more */
-    int running, completed, failed, retried; /* counts */
+    uint64_t next_index;        /* one past the highest trial number */
+    int exhausted;              /* the scheduler has no more jobs */
+    int running, completed, failed, retried, stopped; /* counts */
     int resumed_done;           /* completed + failed when this run started */
     int64_t best_id;            /* best completed trial, -1 if none */
     int64_t metric_rows;        /* stored by this run */
@@ -118,6 +125,9 @@ void tp__pending_push(tp_run_t *r, int64_t id);  /* O(log pending) */
 void tp__note_best(tp_run_t *r, trial_t *t);     /* t completed: best so far? */
 void tp__run_tx(tp_run_t *r);                    /* open a transaction if none is */
 void tp__run_journal_failed(tp_run_t *r, const char *what);
+/* Journal a scheduler call (job, result, stop) in the decisions table. */
+void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
+                      const char *detail);
 
 /* placement.c: the cluster, demand groups, placing a batch, GPU messages. */
 /* From the agent's hello: build the cluster; decide MPS. 0, or an exit code

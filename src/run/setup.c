@@ -64,7 +64,22 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     t->value = row->value;
     t->best = row->best;
     t->step = row->step;
+    t->rung = row->rung > 0 ? row->rung : 0;
+    t->budget = row->budget;
+    snprintf(t->why, sizeof t->why, "%s", row->decision ? row->decision : "");
     if ((uint64_t)row->id + 1 > r->next_index) r->next_index = (uint64_t)row->id + 1;
+    return 0;
+}
+
+typedef struct last_report {
+    double value;   /* last objective reported, NaN if none */
+    int64_t step;   /* its step */
+} last_report_t;
+
+static int keep_last(int64_t step, double value, void *ud) {
+    last_report_t *lr = ud;
+    lr->value = value;
+    lr->step = step;
     return 0;
 }
 
@@ -79,8 +94,15 @@ static void resume_trials(tp_run_t *r) {
         if (!t) continue;
         switch (t->state) {
         case T_RUNNING: {
+            /* What its job reported before the crash still counts. */
+            last_report_t lr = {.value = NAN, .step = TP_STORE_NO_STEP};
+            tp__store_metric_values(r->store, t->id, t->attempts, keep_last, &lr);
+            t->has_value = !isnan(lr.value);
+            t->value = t->best = lr.value;
+            t->step = lr.step;
             tp_trial_end_t e = {.state = "pending", .attempt = t->attempts, .failures = t->failures,
-                                .error = "interrupted", .step = TP_STORE_NO_STEP, .at = now};
+                                .error = "interrupted", .has_value = t->has_value,
+                                .value = t->value, .best = t->value, .step = t->step, .at = now};
             if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "resume");
             t->state = T_PENDING;
             interrupted++;
@@ -95,18 +117,67 @@ static void resume_trials(tp_run_t *r) {
         case T_FAILED:
             r->failed++;
             break;
-        default:
+        case T_STOPPED:
+            r->stopped++;
+            tp__note_best(r, t);
+            break;
+        default: /* paused: waits for the scheduler */
             break;
         }
-        if (t->state == T_COMPLETED || t->state == T_FAILED)
-            r->searcher->ops->tell(r->searcher, (uint64_t)t->id, t->params,
-                                   t->state == T_COMPLETED ? t->value : NAN, now);
     }
     r->resumed_done = r->completed + r->failed;
     if (r->ntrials)
         fprintf(stderr,
                 "tunepack: resuming %s: %d completed, %d failed, %zu pending (%d interrupted)\n",
                 r->dir, r->completed, r->failed, r->nheap, interrupted);
+}
+
+typedef struct replay {
+    tp_run_t *r;        /* the run */
+    int64_t trial;      /* trial whose reports are replayed */
+    int64_t diverged;   /* first decision the scheduler did not repeat, -1 if none */
+    int64_t count;      /* decisions replayed */
+} replay_t;
+
+static int replay_report(int64_t step, double value, void *ud) {
+    replay_t *rp = ud;
+    char why[200];
+    rp->r->sched->ops->report(rp->r->sched, rp->trial, step, value, 0, why, sizeof why);
+    return 0;
+}
+
+static int replay_one(const tp_decision_row_t *d, void *ud) {
+    replay_t *rp = ud;
+    tp_scheduler_t *s = rp->r->sched;
+    rp->count++;
+    if (strcmp(d->kind, "job") == 0) {
+        tp_job_t job;
+        memset(&job, 0, sizeof job);
+        int rc = s->ops->next(s, d->at, &job);
+        if (rc == 1 && job.is_new) json_decref(job.config);
+        if ((rc != 1 || job.trial != d->trial || job.rung != d->rung) && rp->diverged < 0)
+            rp->diverged = d->seq;
+    } else if (strcmp(d->kind, "result") == 0) {
+        /* The reports of the job, then its result: what the scheduler saw. */
+        rp->trial = d->trial;
+        if (d->ok) tp__store_metric_values(rp->r->store, d->trial, d->attempt, replay_report, rp);
+        s->ops->result(s, d->trial, d->rung, d->ok, d->has_value ? d->value : NAN, d->at);
+    }
+    return 0;
+}
+
+/* Rebuild the scheduler: replay every call journaled by the runs before,
+ * in order. The scheduler is pure, so it ends in the state it had; jobs
+ * that were running when the last run died are in flight again, run by
+ * their pending trials. */
+static void replay_decisions(tp_run_t *r) {
+    replay_t rp = {.r = r, .diverged = -1};
+    tp__store_decisions(r->store, replay_one, &rp);
+    if (rp.diverged >= 0)
+        fprintf(stderr,
+                "tunepack: warn: replaying the search's %lld decisions diverged at decision "
+                "%lld; it goes on from the journaled state\n",
+                (long long)rp.count, (long long)rp.diverged);
 }
 
 /* Open or create the store and check it holds this experiment. */
@@ -168,7 +239,7 @@ static void run_free(tp_run_t *r) {
     free(r->batch);
     tp__placement_free(r);
     tp__buf_free(&r->scratch);
-    tp__searcher_free(r->searcher);
+    tp__scheduler_free(r->sched);
     tp__store_close(r->store);
     tp__experiment_free(&r->x);
     free(r->dir);
@@ -188,8 +259,12 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         free(r);
         return TP_EXIT_CONFIG;
     }
-    r->searcher = tp__searcher_new(&r->x.space, &r->x.search, r->x.maximize, &err);
-    if (!r->searcher) {
+    tp_scheduler_cfg_t scfg = {.scheduler = r->x.scheduler, .sampler = r->x.search,
+                               .budget = {.name = r->x.budget_name, .min = r->x.budget_min,
+                                          .max = r->x.budget_max, .eta = r->x.budget_eta},
+                               .maximize = r->x.maximize};
+    r->sched = tp__scheduler_new(&r->x.space, &scfg, &err);
+    if (!r->sched) {
         fprintf(stderr, "%s: %s\n", r->x.path, err.msg);
         code = TP_EXIT_CONFIG;
         goto out;
@@ -218,6 +293,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         goto out;
     }
     resume_trials(r);
+    replay_decisions(r);
     tp__store_meta_set(r->store, "state", "running");
     if (r->in_tx) tp__store_commit(r->store);
     r->in_tx = 0;

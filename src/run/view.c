@@ -25,7 +25,7 @@ void tp__params_text(const json_t *params, char *out, size_t n) {
 }
 
 static uint64_t total_trials(const tp_run_t *r) {
-    uint64_t total = r->searcher->ops->total(r->searcher);
+    uint64_t total = r->sched->ops->total(r->sched);
     return total ? total : r->ntrials;
 }
 

@@ -8,9 +8,10 @@
 static const struct tp_searcher_ops *const searcher_table[] = {
     &tp__searcher_grid_ops,
     &tp__searcher_random_ops,
+    &tp__searcher_tpe_ops,
 };
 
-const char *const tp__searcher_names[] = {"grid", "random", NULL};
+const char *const tp__searcher_names[] = {"grid", "random", "tpe", NULL};
 
 /* Create the searcher named by cfg->algorithm (NULL means "random") over
  * space. Returns NULL with errno and err set when the name is unknown or

@@ -10,8 +10,8 @@
 #include "util/util.h"
 
 typedef struct tp_search_cfg {
-    const char *algorithm;  /* "grid" | "random" */
-    uint64_t trials;        /* random: trials; grid: repeats of the full grid */
+    const char *algorithm;  /* "grid" | "random" | "tpe" */
+    uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid */
     uint64_t seed;          /* base seed */
 } tp_search_cfg_t;
 
@@ -51,5 +51,6 @@ void tp__searcher_free(tp_searcher_t *s);
 /* The searchers' ops, one per searcher_<name>.c, listed in search.c. */
 extern const struct tp_searcher_ops tp__searcher_grid_ops;
 extern const struct tp_searcher_ops tp__searcher_random_ops;
+extern const struct tp_searcher_ops tp__searcher_tpe_ops;
 
 #endif

@@ -47,6 +47,15 @@ static const char *const migrations[] = {
     "  key TEXT PRIMARY KEY,"         /* JSON of the profile_by parameter values */
     "  memory_mib INTEGER NOT NULL, compute REAL NOT NULL, step_s REAL,"
     "  samples INTEGER NOT NULL, at REAL NOT NULL);",
+    /* 2 -> 3: budgets and the scheduler's decisions, replayed on resume. */
+    "ALTER TABLE trials ADD COLUMN rung INTEGER;"
+    "ALTER TABLE trials ADD COLUMN budget REAL;"
+    "ALTER TABLE trials ADD COLUMN decision TEXT;"   /* the last decision about it, in words */
+    "CREATE TABLE decisions("
+    "  seq INTEGER PRIMARY KEY, at REAL NOT NULL,"
+    "  kind TEXT NOT NULL,"           /* job | result | stop */
+    "  trial INTEGER NOT NULL, attempt INTEGER NOT NULL, rung INTEGER NOT NULL, budget REAL,"
+    "  ok INTEGER, value REAL, detail TEXT);",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -68,6 +77,10 @@ enum {
     ST_PLACEMENTS,
     ST_PROFILE_SET,
     ST_PROFILE_GET,
+    ST_DECISION_ADD,
+    ST_DECISIONS,
+    ST_TRIAL_PROGRESS,
+    ST_METRIC_VALUES,
     ST_COUNT
 };
 
@@ -85,9 +98,11 @@ static const char *const statements[ST_COUNT] = {
     [ST_METRIC] = "INSERT OR REPLACE INTO metrics(trial, attempt, seq, step, value, data) "
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_TRIALS] = "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, "
-                  "signal, error, created_at, started_at, ended_at, failures FROM trials ORDER BY id",
+                  "signal, error, created_at, started_at, ended_at, failures, rung, budget, decision "
+                  "FROM trials ORDER BY id",
     [ST_TRIAL_ONE] = "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, "
-                     "signal, error, created_at, started_at, ended_at, failures FROM trials WHERE id = ?1",
+                     "signal, error, created_at, started_at, ended_at, failures, rung, budget, decision "
+                     "FROM trials WHERE id = ?1",
     [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
     [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
     [ST_PLACEMENT_ADD] = "INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, "
@@ -99,6 +114,13 @@ static const char *const statements[ST_COUNT] = {
                        "memory_mib = excluded.memory_mib, compute = excluded.compute, "
                        "step_s = excluded.step_s, samples = excluded.samples, at = excluded.at",
     [ST_PROFILE_GET] = "SELECT memory_mib, compute, step_s, samples FROM profiles WHERE key = ?1",
+    [ST_DECISION_ADD] = "INSERT INTO decisions(at, kind, trial, rung, budget, ok, value, detail, "
+                        "attempt) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [ST_DECISIONS] = "SELECT seq, at, kind, trial, rung, budget, ok, value, detail, attempt "
+                     "FROM decisions ORDER BY seq",
+    [ST_METRIC_VALUES] = "SELECT step, value FROM metrics WHERE trial = ?1 AND attempt = ?2 "
+                         "AND step IS NOT NULL AND value IS NOT NULL ORDER BY seq",
+    [ST_TRIAL_PROGRESS] = "UPDATE trials SET rung = ?2, budget = ?3, decision = ?4 WHERE id = ?1",
 };
 
 struct tp_store {
@@ -179,7 +201,8 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
     for (int i = 0; rc == 0 && i < ST_COUNT; i++) {
         if (s->readonly && (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
                             i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT ||
-                            i == ST_METRIC || i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET))
+                            i == ST_METRIC || i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET ||
+                            i == ST_DECISION_ADD || i == ST_TRIAL_PROGRESS))
             continue;
         if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
                                NULL) != SQLITE_OK)
@@ -352,6 +375,9 @@ static void read_trial_row(sqlite3_stmt *st, tp_trial_row_t *r) {
     r->started_at = sqlite3_column_double(st, 12);
     r->ended_at = sqlite3_column_double(st, 13);
     r->failures = sqlite3_column_int(st, 14);
+    r->rung = sqlite3_column_type(st, 15) != SQLITE_NULL ? sqlite3_column_int(st, 15) : -1;
+    r->budget = sqlite3_column_double(st, 16);
+    r->decision = (const char *)sqlite3_column_text(st, 17);
 }
 
 static int each_trial(sqlite3_stmt *st, int (*cb)(const tp_trial_row_t *, void *), void *ud,
@@ -467,6 +493,66 @@ int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p) {
         p->samples = sqlite3_column_int(st, 3);
         rc = 0;
     }
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d) {
+    sqlite3_stmt *st = s->stmt[ST_DECISION_ADD];
+    sqlite3_bind_double(st, 1, d->at);
+    sqlite3_bind_text(st, 2, d->kind, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, d->trial);
+    sqlite3_bind_int(st, 4, d->rung);
+    bind_real_or_null(st, 5, d->budget > 0, d->budget);
+    sqlite3_bind_int(st, 6, d->ok);
+    bind_real_or_null(st, 7, d->has_value, d->value);
+    bind_text_or_null(st, 8, d->detail);
+    sqlite3_bind_int(st, 9, d->attempt);
+    return exec_stmt(s, st);
+}
+
+int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, void *ud), void *ud) {
+    sqlite3_stmt *st = s->stmt[ST_DECISIONS];
+    int rc = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        tp_decision_row_t d = {
+            .seq = sqlite3_column_int64(st, 0),
+            .at = sqlite3_column_double(st, 1),
+            .kind = (const char *)sqlite3_column_text(st, 2),
+            .trial = sqlite3_column_int64(st, 3),
+            .rung = sqlite3_column_int(st, 4),
+            .budget = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5) : 0,
+            .ok = sqlite3_column_int(st, 6),
+            .has_value = sqlite3_column_type(st, 7) != SQLITE_NULL,
+            .value = sqlite3_column_type(st, 7) != SQLITE_NULL ? sqlite3_column_double(st, 7) : NAN,
+            .detail = (const char *)sqlite3_column_text(st, 8),
+            .attempt = sqlite3_column_int(st, 9),
+        };
+        if ((rc = cb(&d, ud)) != 0) break;
+    }
+    sqlite3_reset(st);
+    return rc;
+}
+
+int tp__store_trial_progress(tp_store_t *s, int64_t id, int rung, double budget,
+                             const char *decision) {
+    sqlite3_stmt *st = s->stmt[ST_TRIAL_PROGRESS];
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int(st, 2, rung);
+    bind_real_or_null(st, 3, budget > 0, budget);
+    bind_text_or_null(st, 4, decision);
+    return exec_stmt(s, st);
+}
+
+int tp__store_metric_values(tp_store_t *s, int64_t trial, int attempt,
+                            int (*cb)(int64_t step, double value, void *ud), void *ud) {
+    sqlite3_stmt *st = s->stmt[ST_METRIC_VALUES];
+    int rc = 0;
+    sqlite3_bind_int64(st, 1, trial);
+    sqlite3_bind_int(st, 2, attempt);
+    while (sqlite3_step(st) == SQLITE_ROW)
+        if ((rc = cb(sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1), ud)) != 0) break;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return rc;

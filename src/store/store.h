@@ -82,6 +82,9 @@ typedef struct tp_trial_row {
     int signal;
     const char *error;     /* NULL if none */
     double created_at, started_at, ended_at; /* 0 if unset */
+    int rung;              /* rung of its last job, -1 if none (schema 3) */
+    double budget;         /* budget of its last job, 0 if none */
+    const char *decision;  /* the scheduler's last decision about it, or NULL */
 } tp_trial_row_t;
 
 /* Call cb for every trial in id order; stops early when cb returns non-zero
@@ -127,5 +130,30 @@ typedef struct tp_profile {
 } tp_profile_t;
 int tp__store_profile_set(tp_store_t *s, const char *key, const tp_profile_t *p);
 int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p); /* 0, -ENOENT */
+
+/* ---- the scheduler's journal (schema 3) ------------------------------------
+ * Every call that changed the scheduler, in order: a job handed out, a job's
+ * result, an early stop. Replaying them rebuilds the same scheduler. */
+typedef struct tp_decision_row {
+    int64_t seq;            /* order (set by the store) */
+    double at;
+    const char *kind;       /* job | result | stop */
+    int64_t trial;
+    int attempt;            /* the attempt that ran the job / ended it */
+    int rung;
+    double budget;          /* 0: none */
+    int ok;                 /* result: the job succeeded */
+    int has_value;
+    double value;           /* result / stop: the objective */
+    const char *detail;     /* the decision in words */
+} tp_decision_row_t;
+int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d);
+int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, void *ud), void *ud);
+/* The (step, objective) rows an attempt reported, in order. */
+int tp__store_metric_values(tp_store_t *s, int64_t trial, int attempt,
+                            int (*cb)(int64_t step, double value, void *ud), void *ud);
+/* A trial's rung, budget and the last decision about it. */
+int tp__store_trial_progress(tp_store_t *s, int64_t id, int rung, double budget,
+                             const char *decision);
 
 #endif

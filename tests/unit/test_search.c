@@ -153,13 +153,14 @@ TP_TEST(test_unknown_algorithm_suggests_the_closest_name) {
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
     TP_CHECK_INT(errno, EINVAL);
     TP_CHECK_STR(err.msg,
-                 "unknown search algorithm \"rnd\"; did you mean \"random\"? (known: grid, random)");
+                 "unknown search algorithm \"rnd\"; did you mean \"random\"? (known: grid, random, tpe)");
     cfg.algorithm = "bayesian";
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
-    TP_CHECK_STR(err.msg, "unknown search algorithm \"bayesian\"; known: grid, random");
+    TP_CHECK_STR(err.msg, "unknown search algorithm \"bayesian\"; known: grid, random, tpe");
     TP_CHECK_STR(tp__searcher_names[0], "grid");
     TP_CHECK_STR(tp__searcher_names[1], "random");
-    TP_CHECK(tp__searcher_names[2] == NULL);
+    TP_CHECK_STR(tp__searcher_names[2], "tpe");
+    TP_CHECK(tp__searcher_names[3] == NULL);
     tp__space_free(&sp);
 }
 

@@ -1,0 +1,121 @@
+/* config_search: how the search spends its budget: `budget` (the resource
+ * that grows), `search.scheduler` (fifo, asha, hyperband, median) and
+ * `checkpoint` (how a trial is asked to pause). */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config_internal.h"
+#include "search/scheduler.h"
+
+static int get_positive(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
+    if (tp__cfg_node_number(v, out) == 0 && *out > 0) return 0;
+    char got[256];
+    return fail(c, v, "\"%s\" must be a number > 0, got %s", key,
+                tp__cfg_describe(v, got, sizeof got));
+}
+
+static int budget_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    if (!tp__is_placeholder_name(s))
+        return fail(c, v, "budget name \"%s\" must be a placeholder name ([A-Za-z_][A-Za-z0-9_]*), "
+                          "e.g. epochs",
+                    s);
+    free(c->x->budget_name);
+    c->x->budget_name = tp__strdup(s);
+    return 0;
+}
+
+static int budget_min(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return get_positive(c, key, v, &c->x->budget_min);
+}
+
+static int budget_max(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return get_positive(c, key, v, &c->x->budget_max);
+}
+
+static int budget_eta(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    double d;
+    if (tp__cfg_node_number(v, &d) == 0 && d > 1 && d <= 100) {
+        c->x->budget_eta = d;
+        return 0;
+    }
+    char got[256];
+    return fail(c, v, "\"%s\" must be a number > 1 (the reduction factor, e.g. 3), got %s", key,
+                tp__cfg_describe(v, got, sizeof got));
+}
+
+static const key_spec_t budget_keys[] = {
+    {"name", budget_name, 1, "name: epochs"},
+    {"min", budget_min, 1, "min: 1"},
+    {"max", budget_max, 1, "max: 81"},
+    {"eta", budget_eta, 0, NULL},
+};
+
+int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    int rc = tp__cfg_walk_mapping(c, key, v, budget_keys, TP_ARRAY_LEN(budget_keys),
+                                  "budget: {name: epochs, min: 1, max: 81, eta: 3}");
+    if (rc == 0 && c->x->budget_min > c->x->budget_max)
+        return fail(c, v, "budget min %g is above max %g; write min <= max", c->x->budget_min,
+                    c->x->budget_max);
+    c->budget = v;
+    return rc;
+}
+
+static int checkpoint_signal(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    if (!strcmp(s, "SIGUSR1") || !strcmp(s, "USR1")) {
+        c->x->pause_signal = SIGUSR1;
+        return 0;
+    }
+    if (!strcmp(s, "none")) {
+        c->x->pause_signal = 0;
+        return 0;
+    }
+    return fail(c, v, "checkpoint signal \"%s\" is not supported; use SIGUSR1 or none", s);
+}
+
+static const key_spec_t checkpoint_keys[] = {
+    {"signal", checkpoint_signal, 0, NULL},
+};
+
+int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return tp__cfg_walk_mapping(c, key, v, checkpoint_keys, TP_ARRAY_LEN(checkpoint_keys),
+                                "checkpoint: {signal: SIGUSR1}");
+}
+
+int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    size_t n = 0;
+    for (; tp__scheduler_names[n]; n++)
+        if (!strcmp(s, tp__scheduler_names[n])) {
+            c->x->scheduler = tp__scheduler_names[n];
+            c->scheduler = v;
+            return 0;
+        }
+    const char *guess = tp__did_you_mean(s, tp__scheduler_names, n);
+    if (guess) return fail(c, v, "unknown scheduler \"%s\"; did you mean \"%s\"?", s, guess);
+    return fail(c, v, "unknown scheduler \"%s\"; use fifo, asha, hyperband or median", s);
+}
+
+int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
+    tp_experiment_t *x = c->x;
+    int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband");
+    if (rungs && !x->budget_name)
+        return fail(c, c->scheduler ? c->scheduler : root,
+                    "scheduler %s needs a budget to grow; add e.g. budget: {name: epochs, min: 1, "
+                    "max: 81, eta: 3} and pass {epochs} to the command",
+                    x->scheduler);
+    if (x->budget_name && tp__space_find(&x->space, x->budget_name))
+        return fail(c, c->budget, "the budget \"%s\" is also a parameter in space; the scheduler "
+                                  "sets it: remove it from space",
+                    x->budget_name);
+    return 0;
+}

@@ -1,0 +1,92 @@
+/* scheduler: decides which job runs next. A job is a trial run up to a
+ * budget (e.g. epochs); a sampler (grid, random, tpe: a tp_searcher_t)
+ * proposes new configurations, the scheduler (fifo, asha, hyperband,
+ * median) decides budgets, promotions and early stops. Pure: no I/O, no
+ * clock reads (time is an argument), no globals; the same sequence of calls
+ * always gives the same decisions, which is how the orchestrator rebuilds a
+ * scheduler on resume (it replays the journaled calls in order). */
+#ifndef TP_SCHEDULER_H
+#define TP_SCHEDULER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "search/search.h"
+
+/* The resource that grows (`budget: {name: epochs, min: 1, max: 81, eta: 3}`). */
+typedef struct tp_budget {
+    const char *name;   /* placeholder name, borrowed; NULL: no budget (jobs run to the end) */
+    double min, max;    /* smallest and largest budget, 0 < min <= max */
+    double eta;         /* reduction factor, > 1 (default 3) */
+} tp_budget_t;
+
+typedef struct tp_scheduler_cfg {
+    const char *scheduler;     /* fifo | asha | hyperband | median (NULL: fifo) */
+    tp_search_cfg_t sampler;   /* sampler name (grid | random | tpe), trials, seed */
+    tp_budget_t budget;        /* budget, or name NULL */
+    int maximize;              /* the metric is maximized */
+} tp_scheduler_cfg_t;
+
+typedef struct tp_job {
+    int64_t trial;      /* trial number; new trials are numbered 0, 1, 2, ... in creation order */
+    int is_new;         /* a new trial: config is set */
+    json_t *config;     /* is_new: its configuration (caller owns) */
+    int rung;           /* rung of this job, 0-based (0 without rungs) */
+    double budget;      /* resource to reach, 0 when there is no budget */
+    char why[200];      /* the decision in words: "new trial at rung 0 (budget 1)",
+                           "promoted to rung 2 (budget 9): 0.91 is in the top 1/3 of rung 1" */
+} tp_job_t;
+
+typedef struct tp_scheduler tp_scheduler_t;
+
+struct tp_scheduler_ops {
+    const char *name;
+    int (*init)(tp_scheduler_t *s, tp_error_t *err);
+    /* The next job. 1 with *out filled, 0 when the search is over (no job
+     * will ever come: every trial is finished or waits for nothing), -EAGAIN
+     * when it must wait for running jobs to end first. */
+    int (*next)(tp_scheduler_t *s, double now, tp_job_t *out);
+    /* A job ended: ok with the objective's value at its end, or failed
+     * (ok 0, value NaN: the trial is out of the search). */
+    void (*result)(tp_scheduler_t *s, int64_t trial, int rung, int ok, double value, double now);
+    /* A report of a running job: returns 1 to let it run on, 0 to stop the
+     * trial now (early stopping; why says why). Schedulers without early
+     * stopping return 1. */
+    int (*report)(tp_scheduler_t *s, int64_t trial, int64_t step, double value, double now,
+                  char *why, size_t whylen);
+    /* Whether a trial whose job ended at `rung` is finished for good (its
+     * budget was the largest, or it was stopped), as opposed to waiting for
+     * a possible promotion. */
+    int (*final)(const tp_scheduler_t *s, int64_t trial, int rung);
+    /* Trials the search expects to create, 0 if unknown (progress view). */
+    uint64_t (*total)(const tp_scheduler_t *s);
+    void (*destroy)(tp_scheduler_t *s);
+};
+
+struct tp_scheduler {
+    const struct tp_scheduler_ops *ops; /* chosen by name */
+    tp_searcher_t *sampler;             /* proposes configurations, owned */
+    tp_scheduler_cfg_t cfg;             /* copy */
+    const tp_space_t *space;            /* borrowed */
+    void *impl;                         /* the scheduler's own state */
+};
+
+/* Names, NULL-terminated (for did-you-mean). */
+extern const char *const tp__scheduler_names[];
+/* Create the scheduler and its sampler; NULL with err filled (unknown
+ * name, a budget missing for asha/hyperband, ...). */
+tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cfg_t *cfg,
+                                  tp_error_t *err);
+void tp__scheduler_free(tp_scheduler_t *s);
+/* The rung budgets min * eta^k (k = 0, 1, ...) up to max (the last one is
+ * max itself). Returns the number of rungs and fills out[0..n) (n <= cap). */
+size_t tp__budget_rungs(const tp_budget_t *b, double *out, size_t cap);
+
+/* The schedulers' ops, one per sched_<name>.c, listed in scheduler.c. */
+extern const struct tp_scheduler_ops tp__sched_fifo_ops;
+extern const struct tp_scheduler_ops tp__sched_asha_ops;
+extern const struct tp_scheduler_ops tp__sched_hyperband_ops;
+extern const struct tp_scheduler_ops tp__sched_median_ops;
+
+#endif

@@ -1,0 +1,197 @@
+"""Adaptive search end to end: budgets and rungs (ASHA, Hyperband), early stopping (median),
+the checkpoint contract (pause, resume from the checkpoint), and a SIGKILL in the middle of an
+ASHA run that resumes into the same decisions as an uninterrupted run."""
+
+import os
+import signal
+import time
+import unittest
+
+from helpers import E2E, PY, yaml_str, wait_for
+
+# A trial with a learning curve: value(epoch) = q * (1 - exp(-epoch / 3)) where q depends on
+# x. It resumes from $TUNEPACK_CHECKPOINT_DIR/ckpt (the epoch reached), trains to the budget,
+# saves a checkpoint each epoch, and honours "pause" on $TUNEPACK_CONTROL_FD (unless told to
+# ignore it). Every epoch it runs is appended to epochs.log in its trial dir.
+TRAINER = r'''
+import json, math, os, select, sys, time
+x = float(sys.argv[1]); budget = int(float(sys.argv[2])); sleep = float(sys.argv[3])
+ignore_pause = len(sys.argv) > 4 and sys.argv[4] == "ignore"
+ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
+start = int(open(ck).read()) if os.path.exists(ck) else 0
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+ctl = int(os.environ.get("TUNEPACK_CONTROL_FD", "-1"))
+q = 1.0 - (x - 0.3) ** 2
+for epoch in range(start + 1, budget + 1):
+    time.sleep(sleep)
+    v = q * (1 - math.exp(-epoch / 3.0))
+    with open(os.path.join(os.environ["TUNEPACK_TRIAL_DIR"], "epochs.log"), "a") as f:
+        f.write("%d\n" % epoch)
+    rep.write(json.dumps({"step": epoch, "score": round(v, 6)}) + "\n")
+    tmp = ck + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(epoch))
+    os.rename(tmp, ck)
+    if ctl >= 0 and not ignore_pause and select.select([ctl], [], [], 0)[0]:
+        if b"pause" in os.read(ctl, 64):
+            sys.exit(0)
+'''
+
+
+def tuples(rows):
+    """Store.q gives dicts (column order kept); these tests compare tuples."""
+    return [tuple(r.values()) for r in rows]
+
+
+def count(run_dir, sql):
+    rows = E2E.poll_query(run_dir, sql)
+    return list(rows[0].values())[0] if rows else 0
+
+
+class AdaptiveTest(E2E):
+    def trainer(self):
+        return self.write("trainer.py", TRAINER)
+
+    def exp(self, scheduler, trials=12, budget="{name: epochs, min: 1, max: 9, eta: 3}",
+            sleep=0.01, concurrency=2, extra="", algorithm="random", args=""):
+        return self.experiment(
+            "name: adaptive\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\", \"%s\"%s]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: %s, trials: %d, seed: 7, scheduler: %s}\n"
+            "budget: %s\n"
+            "concurrency: %d\nstop_grace: 1s\n%s"
+            % (yaml_str(PY), yaml_str(self.trainer()), sleep, args, algorithm, trials,
+               scheduler, budget, concurrency, extra))
+
+    def decisions(self, run_dir):
+        with self.store(run_dir) as s:
+            return tuples(s.q("SELECT kind, trial, rung, ok FROM decisions ORDER BY seq"))
+
+    def test_asha_promotes_the_top_third_and_uses_fewer_epochs(self):
+        d = self.path("run")
+        p = self.run_exp(self.exp("asha", trials=12), d)
+        self.assertExit(p, 0)
+        with self.store(d) as s:
+            rows = tuples(s.q("SELECT id, state, rung, budget, decision FROM trials ORDER BY id"))
+            epochs = tuples(s.q("SELECT count(*) FROM metrics"))[0][0]
+        self.assertEqual(len(rows), 12)
+        states = {r[1] for r in rows}
+        self.assertLessEqual(states, {"completed", "stopped"})
+        at_max = [r for r in rows if r[3] == 9]
+        self.assertGreaterEqual(len(at_max), 1, rows)
+        self.assertLess(len(at_max), 12)
+        # Rungs 1, 3, 9: promotions only to the top 1/3 of a rung.
+        for r in rows:
+            if r[1] == "stopped":
+                self.assertIn("not promoted", r[4])
+        promoted = [r for r in rows if r[2] >= 1]
+        self.assertLessEqual(len(promoted), 12 // 3 + 1)
+        # Far fewer epochs than 12 trials x 9.
+        self.assertLess(epochs, 12 * 9 / 2)
+        # Each epoch of a trial ran once: promotions resumed from the checkpoint.
+        for r in rows:
+            log = open(os.path.join(d, "trials", "%06d" % r[0], "epochs.log")).read().split()
+            self.assertEqual(log, [str(e) for e in range(1, len(log) + 1)], r)
+        out = self.tp("trials", d)
+        self.assertIn("promoted", out.stdout)
+
+    def test_hyperband_runs_synchronous_brackets_to_the_end(self):
+        d = self.path("run")
+        p = self.run_exp(self.exp("hyperband", trials=0 or 30), d)
+        self.assertExit(p, 0)
+        with self.store(d) as s:
+            rows = tuples(s.q("SELECT state, budget FROM trials"))
+            kinds = tuples(s.q("SELECT count(*) FROM decisions WHERE kind = 'job'"))[0][0]
+        self.assertTrue(any(b == 9 for _, b in rows))
+        self.assertTrue(all(st in ("completed", "stopped") for st, _ in rows), rows)
+        self.assertGreater(kinds, len(rows))  # some trials were promoted
+
+    def test_median_rule_stops_clearly_worse_trials_early(self):
+        d = self.path("run")
+        exp = self.experiment(
+            "name: median\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\", \"0.005\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {grid: [0.3, 0.3, 0.3, 0.3, 0.3, 0.32, 0.31, 0.29, 0.95, 1.0, 0.9]}\n"
+            "search: {algorithm: grid, trials: 1, scheduler: median}\n"
+            "budget: {name: epochs, min: 1, max: 12}\n"
+            "concurrency: 1\n" % (yaml_str(PY), yaml_str(self.trainer())))
+        p = self.run_exp(exp, d)
+        self.assertExit(p, 0)
+        with self.store(d) as s:
+            rows = tuples(s.q("SELECT id, state, step, decision FROM trials ORDER BY id"))
+        bad = [r for r in rows if r[0] >= 8]
+        for r in bad:
+            self.assertEqual(r[1], "stopped", rows)
+            self.assertLess(r[2], 12)
+            self.assertIn("median", r[3])
+        for r in rows[:5]:
+            self.assertEqual(r[1], "completed", rows)
+
+    def test_stop_pauses_through_the_control_channel_and_resume_continues_from_the_checkpoint(self):
+        d = self.path("run")
+        exp = self.exp("fifo", trials=2, budget="{name: epochs, min: 1, max: 40}", sleep=0.05)
+        p = self.start_run(exp, d)
+        self.assertTrue(wait_for(lambda: count(d, "SELECT count(*) FROM metrics") >= 6, 30))
+        stop = self.tp("stop", d)
+        self.assertEqual(stop.returncode, 0, stop.stderr)
+        p.wait(timeout=60)
+        self.assertEqual(p.returncode, 6)
+        with self.store(d) as s:
+            states = [r["state"] for r in s.q("SELECT state FROM trials")]
+        self.assertTrue(all(st == "pending" for st in states), states)
+        r = self.run_exp(exp, d)
+        self.assertExit(r, 0)
+        for tid in (0, 1):
+            log = open(os.path.join(d, "trials", "%06d" % tid, "epochs.log")).read().split()
+            self.assertEqual(log, [str(e) for e in range(1, 41)])  # no epoch ran twice
+        with self.store(d) as s:
+            self.assertEqual(tuples(s.q("SELECT count(DISTINCT attempt) FROM metrics "
+                                        "WHERE trial = 0"))[0][0], 2)
+
+    def test_a_trial_ignoring_the_pause_is_stopped_and_resumed_from_its_last_checkpoint(self):
+        d = self.path("run")
+        exp = self.exp("fifo", trials=1, budget="{name: epochs, min: 1, max: 30}", sleep=0.05,
+                       args=', "ignore"')
+        p = self.start_run(exp, d)
+        self.assertTrue(wait_for(lambda: count(d, "SELECT count(*) FROM metrics") >= 4, 30))
+        t0 = time.monotonic()
+        self.tp("stop", d)
+        p.wait(timeout=60)
+        self.assertLess(time.monotonic() - t0, 20)
+        self.assertEqual(p.returncode, 6)
+        r = self.run_exp(exp, d)
+        self.assertExit(r, 0)
+        log = [int(e) for e in open(os.path.join(d, "trials", "000000", "epochs.log")).read().split()]
+        # At most the epoch in flight when it was killed runs twice; it never starts over.
+        self.assertEqual(log[-1], 30)
+        self.assertLessEqual(len(log), 31)
+        self.assertEqual(sorted(set(log)), list(range(1, 31)))
+
+    def test_asha_killed_at_any_moment_resumes_into_the_same_decisions(self):
+        plain = self.path("plain")
+        exp = self.exp("asha", trials=9, concurrency=1, sleep=0.02)
+        self.assertExit(self.run_exp(exp, plain), 0)
+        want = self.decisions(plain)
+        killed = self.path("killed")
+        for delay in (0.4, 0.9, 1.5, 2.2):
+            p = self.start_run(exp, killed)
+            time.sleep(delay)
+            if p.poll() is not None:
+                break
+            pid = self.lock_pid(killed)
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+            p.wait(timeout=30)
+        self.assertExit(self.run_exp(exp, killed), 0)
+        self.assertEqual(self.decisions(killed), want)
+        with self.store(plain) as a, self.store(killed) as b:
+            qa = tuples(a.q("SELECT id, state, rung, round(value, 6) FROM trials ORDER BY id"))
+            qb = tuples(b.q("SELECT id, state, rung, round(value, 6) FROM trials ORDER BY id"))
+        self.assertEqual(qb, qa)
+
+
+if __name__ == "__main__":
+    unittest.main()
