@@ -73,6 +73,11 @@ int tp__place_gpu_open(const tp_cluster_t *c, const tp_usage_t *u, size_t n, siz
     return c->limits.max_per_gpu <= 0 || count < c->limits.max_per_gpu;
 }
 
+double tp__place_share(const tp_cluster_t *c, size_t node, size_t gpu, double compute) {
+    double speed = c->nodes[node].gpus[gpu].speed;
+    return speed > 0 ? compute / speed : compute;
+}
+
 int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu,
              const tp_demand_t *d) {
     if (node >= c->nnodes) return 0;
@@ -81,7 +86,8 @@ int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu
     if (gpu >= c->nodes[node].ngpus || !tp__place_gpu_open(c, u, node, gpu)) return 0;
     if (d->memory_mib > tp__place_mem_free(c, u, node, gpu)) return 0;
     size_t gi = u->gpu_base[node] + gpu;
-    return u->compute_used[gi] + d->compute <= 1.0 + c->limits.oversubscribe + TP_PLACE_EPS;
+    return u->compute_used[gi] + tp__place_share(c, node, gpu, d->compute) <=
+           1.0 + c->limits.oversubscribe + TP_PLACE_EPS;
 }
 
 double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u) {
@@ -94,13 +100,12 @@ double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u) {
 
 void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
                       const tp_assign_t *a) {
-    (void)c;
     if (!a->placed) return;
     u->cpus_used[a->node] += d->cpus;
     for (size_t k = 0; k < a->ngpus; k++) {
         size_t gi = u->gpu_base[a->node] + a->gpu[k];
         u->mem_used[gi] += d->memory_mib;
-        u->compute_used[gi] += d->compute;
+        u->compute_used[gi] += tp__place_share(c, a->node, a->gpu[k], d->compute);
         u->count[gi]++;
     }
 }

@@ -58,7 +58,8 @@ typedef struct tp_demand {
     int64_t id;               /* the caller's trial id */
     int gpus;                 /* GPUs wanted, all on one node; 0 = CPU only */
     uint64_t memory_mib;      /* per GPU */
-    double compute;           /* per GPU, share in (0, 1] */
+    double compute;           /* per GPU: share of a reference GPU (speed 1.0) in (0, 1];
+                                 on a GPU of speed s it takes compute / s of that GPU */
     int cpus;                 /* CPU cores */
     double duration_s;        /* expected duration (decreasing variants sort by it) */
 } tp_demand_t;
@@ -95,6 +96,10 @@ void tp__usage_free(tp_usage_t *u);
  * compute capacity, count limit, and node CPUs). */
 int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu,
              const tp_demand_t *d);
+/* The share of GPU g of node n that a demand of `compute` (in reference-GPU
+ * units) takes: compute / speed, since a faster GPU is busy for less of the
+ * time with the same work. */
+double tp__place_share(const tp_cluster_t *c, size_t node, size_t gpu, double compute);
 /* Occupancy: compute share in use summed over GPUs, each capped at 1.0,
  * divided by the number of GPUs. */
 double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u);

@@ -51,7 +51,10 @@ static void leaf_set(gtree_t *t, size_t gi) {
                (t->rule != RULE_WHOLE || t->u->count[gi] == 0);
     if (open) {
         t->mem[i] = t->minmem[i] = (int64_t)tp__place_mem_free(t->c, t->u, n, g);
-        t->comp[i] = t->mincomp[i] = tp__place_comp_free(t->c, t->u, gi);
+        /* Free compute in reference-GPU units (free share x speed), the
+         * units of a demand, so subtree bounds compare with demands as is. */
+        double speed = t->c->nodes[n].gpus[g].speed > 0 ? t->c->nodes[n].gpus[g].speed : 1.0;
+        t->comp[i] = t->mincomp[i] = tp__place_comp_free(t->c, t->u, gi) * speed;
         t->cpus[i] = t->c->nodes[n].cpus - t->u->cpus_used[n];
     } else {
         t->mem[i] = -1;

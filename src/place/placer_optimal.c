@@ -187,9 +187,10 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
             const tp_demand_t *d = &trials[t];
             ADD(trow[t], (int)j, 1.0);
             ADD(grow[gi], (int)j, (double)d->memory_mib);
-            ADD(grow[gi] + 1, (int)j, d->compute);
+            double share = tp__place_share(c, nd, gi - u->gpu_base[nd], d->compute);
+            ADD(grow[gi] + 1, (int)j, share);
             ADD(grow[gi] + 2, (int)j, 1.0);
-            ADD(grow[gi] + 3, (int)j, -d->compute);
+            ADD(grow[gi] + 3, (int)j, -share);
             if (d->cpus) ADD(nrow[nd], (int)j, (double)d->cpus);
         }
 #undef ADD
@@ -208,7 +209,8 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
             const tp_assign_t *a = &wfd_out[m.col_t[j]];
             if (a->placed && u->gpu_base[a->node] + a->gpu[0] == m.col_g[j]) {
                 m.heur[j] = 1.0;
-                ysum[m.col_g[j]] += trials[m.col_t[j]].compute;
+                ysum[m.col_g[j]] += tp__place_share(c, a->node, a->gpu[0],
+                                                    trials[m.col_t[j]].compute);
             }
         }
         for (size_t gi = 0; gi < G; gi++)

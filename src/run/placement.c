@@ -269,7 +269,8 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
         for (size_t k = 0; k < t->where.ngpus; k++) {
             size_t g = base + t->where.gpu[k];
             u->mem_used[g] += t->mem_mib;
-            u->compute_used[g] += t->compute;
+            u->compute_used[g] += tp__place_share(&r->cluster, t->where.node, t->where.gpu[k],
+                                                  t->compute);
             u->count[g]++;
         }
     }
@@ -362,7 +363,8 @@ void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
             /* One daemon per GPU; the client sees its one GPU as device 0. */
             char pipe[4200], log[4200], vars[3][512];
             mps_dirs(r, node->gpus[t->where.gpu[0]].index, pipe, log, sizeof pipe);
-            int nv = tp__mps_env(pipe, "0", t->compute, t->mem_mib, MPS_MEM_HEADROOM, vars);
+            double share = tp__place_share(&r->cluster, t->where.node, t->where.gpu[0], t->compute);
+            int nv = tp__mps_env(pipe, "0", share, t->mem_mib, MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');
                 if (!eq) continue;

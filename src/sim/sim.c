@@ -254,7 +254,7 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     rtrial_t *t = &S->run[slot];
     size_t node = S->node_of[gi];
     S->u.mem_used[gi] -= t->d.memory_mib;
-    S->u.compute_used[gi] -= t->d.compute;
+    S->u.compute_used[gi] -= tp__place_share(S->c, node, gi - S->u.gpu_base[node], t->d.compute);
     if (S->u.compute_used[gi] < 1e-12) S->u.compute_used[gi] = 0;
     S->u.count[gi]--;
     S->u.cpus_used[node] -= t->d.cpus;
