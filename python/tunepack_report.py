@@ -14,14 +14,32 @@ Example::
     for epoch in range(1, 21):
         loss, acc = train_one_epoch(lr)
         report(step=epoch, val_loss=loss, val_acc=acc)
+
+Budget, checkpoints and pause requests (docs/checkpoints.md)::
+
+    from tunepack_report import budget, checkpoint_dir, handle_pause_signal, report, should_pause
+
+    handle_pause_signal()                     # optional: SIGUSR1 also asks to pause
+    epochs = int(budget(default=20))          # TUNEPACK_BUDGET: train until this epoch
+    ckpt = os.path.join(checkpoint_dir() or ".", "model.ckpt")
+    epoch = load(ckpt) if os.path.exists(ckpt) else 0     # resume where it stopped
+    while epoch < epochs:
+        epoch += 1
+        report(step=epoch, val_acc=train_one_epoch())
+        save(ckpt, epoch)                     # write a temp file, then os.replace()
+        if should_pause():                    # tunepack wants the slot back
+            break                             # exit 0 with the checkpoint saved = paused
 """
 
 import json
 import math
 import os
+import select
+import signal
 import sys
 
-__all__ = ["report", "params", "trial_dir"]
+__all__ = ["report", "params", "trial_dir", "checkpoint_dir", "budget", "should_pause",
+           "handle_pause_signal"]
 
 _UNSET = object()
 _fd = _UNSET  # TUNEPACK_REPORT_FD, parsed on the first report(): an int, or None when unset
@@ -132,3 +150,131 @@ def params():
             return json.load(f)
     except FileNotFoundError:
         return {}
+
+
+def checkpoint_dir():
+    """Return this trial's persistent checkpoint directory, or None outside tunepack.
+
+    It is TUNEPACK_CHECKPOINT_DIR, kept across the trial's attempts and jobs (a promotion
+    to a larger budget, a resume after a pause): a trial that finds a checkpoint there
+    resumes from it.
+
+    Example::
+
+        ckpt = os.path.join(checkpoint_dir() or ".", "model.pt")
+    """
+    return os.environ.get("TUNEPACK_CHECKPOINT_DIR") or None
+
+
+def budget(default=None):
+    """Return the budget this job must reach (TUNEPACK_BUDGET) as a float, else default.
+
+    Train until step == budget, then exit 0. The same number arrives through the command's
+    placeholder (``{epochs}`` for ``budget: {name: epochs, ...}``). default is returned
+    when the variable is unset or is not a finite number > 0.
+
+    Example::
+
+        epochs = int(budget(default=20))
+    """
+    text = os.environ.get("TUNEPACK_BUDGET", "")
+    try:
+        value = float(text)
+    except ValueError:
+        return default
+    if not math.isfinite(value) or value <= 0:
+        return default
+    return value
+
+
+class _PauseState:
+    """What should_pause() has seen: the sticky flag and a control line being read."""
+
+    def __init__(self):
+        self.requested = False  # a pause was asked for (stays True)
+        self.done = False       # the control fd reached EOF or failed: poll it no more
+        self.partial = b""      # bytes of a control line not yet ended by a newline
+        self.skipping = False   # the current line is too long: drop it at its newline
+
+
+_pause = _PauseState()
+_CONTROL_LINE_MAX = 64  # longer control lines are skipped
+
+
+def _on_pause_signal(signum, frame):
+    _pause.requested = True
+
+
+def handle_pause_signal(signum=signal.SIGUSR1):
+    """Make SIGUSR1 (or signum) a pause request that should_pause() reports.
+
+    For experiments that say ``checkpoint: {signal: SIGUSR1}``. The handler only sets a
+    flag, so the signal never interrupts training midway; check should_pause() at the end
+    of an epoch or batch. Call it from the main thread (Python's rule for signal handlers).
+    Returns the previous handler.
+    """
+    return signal.signal(signum, _on_pause_signal)
+
+
+def _feed(data):
+    """Add bytes read from the control fd; set the flag on a line that is exactly b"pause".
+
+    Lines longer than _CONTROL_LINE_MAX bytes are skipped whole, as the C helper does.
+    """
+    lines = (_pause.partial + data).split(b"\n")
+    _pause.partial = lines.pop()
+    for line in lines:
+        if not _pause.skipping and line.rstrip(b"\r") == b"pause":
+            _pause.requested = True
+        _pause.skipping = False
+    if len(_pause.partial) > _CONTROL_LINE_MAX:
+        _pause.partial = b""
+        _pause.skipping = True
+
+
+def should_pause():
+    """Return True when tunepack asked this trial to checkpoint and exit, else False.
+
+    A request is a line ``pause`` on the file descriptor named by TUNEPACK_CONTROL_FD (a
+    pipe; the variable is absent when the run does not support it), or SIGUSR1 once
+    handle_pause_signal() is installed. Never blocks: the descriptor is polled with a zero
+    timeout and only what is there is read. Once True, always True. On True, save a
+    checkpoint and exit with status 0 soon (exit 0 after a request means paused, not
+    completed); a trial that ignores it is stopped after a grace period and later resumed
+    from its last checkpoint. Cost: one poll (and a read when data waits): call it at
+    epoch or batch ends.
+    """
+    if _pause.requested:
+        return True
+    if _pause.done:
+        return False
+    text = os.environ.get("TUNEPACK_CONTROL_FD", "")
+    if text == "":
+        return False
+    try:
+        fd = int(text, 10)
+    except ValueError:
+        fd = -1
+    if fd < 0:
+        _pause.done = True
+        return False
+    while not _pause.requested:
+        try:
+            ready, _, _ = select.select([fd], [], [], 0)
+        except (OSError, ValueError):
+            _pause.done = True
+            break
+        if not ready:
+            break
+        try:
+            data = os.read(fd, 256)
+        except BlockingIOError:
+            break
+        except OSError:
+            _pause.done = True
+            break
+        if not data:  # EOF: tunepack closed its end
+            _pause.done = True
+            break
+        _feed(data)
+    return _pause.requested

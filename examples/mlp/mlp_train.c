@@ -9,20 +9,34 @@
  *
  * Each epoch is reported with tp_report(epoch, "val_acc", ..., "loss", ...); a one-line summary
  * goes to stderr at the end. Exit status: 0 after training (a diverged run included: it reports
- * and stops early), 2 for bad arguments, 1 when memory runs out.
+ * and stops early) or after a pause, 2 for bad arguments or a checkpoint of another network,
+ * 1 when memory runs out or a checkpoint cannot be written.
+ *
+ * Budget and checkpoints (docs/checkpoints.md): --epochs is the budget, the epoch to train up
+ * to (TUNEPACK_BUDGET when --epochs is not given). With a checkpoint directory (--checkpoint-dir,
+ * else TUNEPACK_CHECKPOINT_DIR) it resumes from DIR/mlp.ckpt when that exists (weights, momentum
+ * buffers, batch order and its PRNG, the epoch reached) and saves it after every epoch (a temp
+ * file renamed over the old one), so 3 epochs then --epochs 9 give bit for bit the reports and
+ * weights of one 9-epoch run. At each epoch end it checks for a pause request ("pause" on
+ * TUNEPACK_CONTROL_FD, or SIGUSR1 when a checkpoint directory is set) and, on one, exits 0
+ * with the checkpoint saved.
  *
  * Cost: about 6 * (weights) float operations per sample and epoch; the largest configuration
  * the demo's search space allows (3 x 128 units) takes about a second on one core at -O2.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <tunepack/report.h>
 
@@ -37,6 +51,8 @@
 #define SPIRAL_RADIUS 3.0  /* outer radius: inputs of order 1 keep tanh units sensitive */
 #define ANGLE_NOISE 0.15   /* radians, standard deviation */
 #define POINT_NOISE 0.02   /* added to x and y before scaling, standard deviation */
+#define CKPT_NAME "mlp.ckpt"  /* checkpoint file in the checkpoint directory */
+#define CKPT_MAGIC "tpmlpck1" /* first 8 bytes of a checkpoint; the 1 is the version */
 
 struct options {
     double lr;               /* learning rate */
@@ -46,6 +62,16 @@ struct options {
     long epochs;             /* passes over the training set */
     long batch;              /* samples per SGD step */
     unsigned long long seed; /* weight init and batch order */
+    const char *ckpt_dir;    /* --checkpoint-dir, else TUNEPACK_CHECKPOINT_DIR; NULL: none */
+};
+
+/* Where training stands: what a checkpoint holds besides the network's parameters. */
+struct progress {
+    long epoch;       /* epochs done */
+    int diverged;     /* the loss went non-finite at `epoch`: training stopped there */
+    uint64_t order;   /* PRNG state of the batch order */
+    double best;      /* best validation accuracy so far */
+    double acc, loss; /* validation accuracy and training loss of epoch `epoch` */
 };
 
 struct dataset {
@@ -358,6 +384,214 @@ static double train_epoch(struct net *nt, const struct dataset *d, const int *pe
     return loss / N_TRAIN;
 }
 
+/* ---- checkpoints: DIR/mlp.ckpt ----
+ *
+ * Layout, native byte order (a checkpoint is read back on the machine that wrote it):
+ * CKPT_MAGIC (8 bytes); int64 layers, hidden, batch, seed, epoch, diverged; uint64 order;
+ * double best, acc, loss; int32 perm[N_TRAIN]; then per dense layer float w, b, vw, vb; last a
+ * uint64 FNV-1a hash of everything before it. Gradients and activations are not saved: every
+ * batch recomputes them from scratch, so the state above is all a resumed run needs to go on
+ * bit for bit as if it had never stopped. */
+
+struct buf {
+    unsigned char *p; /* bytes, malloc'd; NULL when sizing only */
+    size_t len;       /* bytes written (or that would be) */
+};
+
+static void put(struct buf *b, const void *src, size_t n)
+{
+    if (b->p != NULL)
+        memcpy(b->p + b->len, src, n);
+    b->len += n;
+}
+
+static void put_i64(struct buf *b, int64_t v) { put(b, &v, sizeof v); }
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Serialises everything but the trailing hash into b (sizes only when b->p is NULL). */
+static void ckpt_encode(struct buf *b, const struct net *nt, const struct options *o,
+                        const struct progress *pg, const int *perm)
+{
+    put(b, CKPT_MAGIC, 8);
+    put_i64(b, o->layers);
+    put_i64(b, o->hidden);
+    put_i64(b, o->batch);
+    put_i64(b, (int64_t)o->seed);
+    put_i64(b, pg->epoch);
+    put_i64(b, pg->diverged);
+    put(b, &pg->order, sizeof pg->order);
+    put(b, &pg->best, sizeof pg->best);
+    put(b, &pg->acc, sizeof pg->acc);
+    put(b, &pg->loss, sizeof pg->loss);
+    for (int i = 0; i < N_TRAIN; i++) {
+        int32_t v = perm[i];
+        put(b, &v, sizeof v);
+    }
+    for (int l = 0; l < nt->n_layers; l++) {
+        const struct layer *ly = &nt->layer[l];
+        size_t nw = (size_t)ly->n_in * ly->n_out * sizeof(float);
+        size_t nb = (size_t)ly->n_out * sizeof(float);
+        put(b, ly->w, nw);
+        put(b, ly->b, nb);
+        put(b, ly->vw, nw);
+        put(b, ly->vb, nb);
+    }
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Writes the checkpoint to DIR/mlp.ckpt.tmp, then renames it over DIR/mlp.ckpt, so a reader
+ * (this program, resumed after a kill at any instant) sees the old checkpoint or the new one,
+ * never half of one. Returns 0, or -1 with a message on stderr. O(parameters + N_TRAIN). */
+static int ckpt_save(const char *dir, const struct net *nt, const struct options *o,
+                     const struct progress *pg, const int *perm)
+{
+    char path[4096], tmp[4096];
+    struct buf b = {NULL, 0};
+    uint64_t h;
+    int fd, rc = -1;
+
+    if (snprintf(path, sizeof path, "%s/%s", dir, CKPT_NAME) >= (int)sizeof path ||
+        snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, CKPT_NAME) >= (int)sizeof tmp) {
+        fprintf(stderr, "mlp_train: checkpoint directory name too long: %s\n", dir);
+        return -1;
+    }
+    ckpt_encode(&b, nt, o, pg, perm);
+    b.p = malloc(b.len + sizeof h);
+    if (b.p == NULL) {
+        fprintf(stderr, "mlp_train: out of memory for a checkpoint\n");
+        return -1;
+    }
+    b.len = 0;
+    ckpt_encode(&b, nt, o, pg, perm);
+    h = fnv1a(b.p, b.len);
+    put(&b, &h, sizeof h);
+
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 || write_all(fd, b.p, b.len) != 0) {
+        fprintf(stderr, "mlp_train: cannot write %s: %s\n", tmp, strerror(errno));
+    } else if (close(fd) != 0) {
+        fd = -1;
+        fprintf(stderr, "mlp_train: cannot write %s: %s\n", tmp, strerror(errno));
+    } else if (fd = -1, rename(tmp, path) != 0) {
+        fprintf(stderr, "mlp_train: cannot rename %s to %s: %s\n", tmp, path, strerror(errno));
+    } else {
+        rc = 0;
+    }
+    if (fd >= 0)
+        close(fd);
+    free(b.p);
+    return rc;
+}
+
+/* Reads DIR/mlp.ckpt into nt, pg and perm (nt already built by net_init for options o).
+ * Returns 1 when loaded; 0 when there is none, or it is damaged (said on stderr: training
+ * starts over); -1 when it belongs to another network shape, batch size or seed (said on
+ * stderr: the caller stops, since going on would mix two trials). */
+static int ckpt_load(const char *dir, struct net *nt, const struct options *o,
+                     struct progress *pg, int *perm)
+{
+    char path[4096];
+    struct buf want = {NULL, 0};
+    unsigned char *data = NULL;
+    const unsigned char *p;
+    int64_t hdr[6];
+    uint64_t h;
+    struct stat st;
+    FILE *f;
+    int rc = 0;
+
+    if (snprintf(path, sizeof path, "%s/%s", dir, CKPT_NAME) >= (int)sizeof path)
+        return 0;
+    f = fopen(path, "rb");
+    if (f == NULL) {
+        if (errno != ENOENT)
+            fprintf(stderr, "mlp_train: cannot read %s (%s): starting from epoch 0\n", path,
+                    strerror(errno));
+        return 0;
+    }
+    ckpt_encode(&want, nt, o, pg, perm); /* sizes only: the length this network needs */
+    if (fstat(fileno(f), &st) != 0 || st.st_size < 8 + (off_t)sizeof hdr) {
+        fprintf(stderr, "mlp_train: %s is truncated: starting from epoch 0\n", path);
+        goto out;
+    }
+    data = malloc((size_t)st.st_size);
+    if (data == NULL || fread(data, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+        fprintf(stderr, "mlp_train: cannot read %s: starting from epoch 0\n", path);
+        goto out;
+    }
+    if (memcmp(data, CKPT_MAGIC, 8) != 0) {
+        fprintf(stderr, "mlp_train: %s is not an mlp_train checkpoint: starting from epoch 0\n",
+                path);
+        goto out;
+    }
+    memcpy(hdr, data + 8, sizeof hdr);
+    if (hdr[0] != o->layers || hdr[1] != o->hidden || hdr[2] != o->batch ||
+        hdr[3] != (int64_t)o->seed) {
+        fprintf(stderr,
+                "mlp_train: %s is of another network (layers %lld, hidden %lld, batch %lld, "
+                "seed %lld); this run has layers %ld, hidden %ld, batch %ld, seed %llu: use "
+                "another checkpoint directory or remove the file\n",
+                path, (long long)hdr[0], (long long)hdr[1], (long long)hdr[2],
+                (long long)hdr[3], o->layers, o->hidden, o->batch, o->seed);
+        rc = -1;
+        goto out;
+    }
+    memcpy(&h, data + st.st_size - sizeof h, sizeof h);
+    if ((size_t)st.st_size != want.len + sizeof h ||
+        fnv1a(data, (size_t)st.st_size - sizeof h) != h) {
+        fprintf(stderr, "mlp_train: %s is damaged (size or hash): starting from epoch 0\n",
+                path);
+        goto out;
+    }
+    pg->epoch = (long)hdr[4];
+    pg->diverged = hdr[5] != 0;
+    p = data + 8 + sizeof hdr;
+    memcpy(&pg->order, p, sizeof pg->order), p += sizeof pg->order;
+    memcpy(&pg->best, p, sizeof pg->best), p += sizeof pg->best;
+    memcpy(&pg->acc, p, sizeof pg->acc), p += sizeof pg->acc;
+    memcpy(&pg->loss, p, sizeof pg->loss), p += sizeof pg->loss;
+    for (int i = 0; i < N_TRAIN; i++, p += sizeof(int32_t)) {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        perm[i] = v;
+    }
+    for (int l = 0; l < nt->n_layers; l++) {
+        struct layer *ly = &nt->layer[l];
+        size_t nw = (size_t)ly->n_in * ly->n_out * sizeof(float);
+        size_t nb = (size_t)ly->n_out * sizeof(float);
+        memcpy(ly->w, p, nw), p += nw;
+        memcpy(ly->b, p, nb), p += nb;
+        memcpy(ly->vw, p, nw), p += nw;
+        memcpy(ly->vb, p, nb), p += nb;
+    }
+    rc = 1;
+out:
+    free(data);
+    fclose(f);
+    return rc;
+}
+
 /* ---- arguments ---- */
 
 /* Parses a finite double from the whole of s. Returns 0 or -1. */
@@ -386,14 +620,17 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mlp_train [--lr X] [--momentum X] [--hidden N] [--layers N] [--epochs N]\n"
-            "                 [--batch N] [--seed N]\n"
+            "                 [--batch N] [--seed N] [--checkpoint-dir DIR]\n"
             "  --lr        learning rate, > 0 (default 0.05)\n"
             "  --momentum  SGD momentum, in [0, 1) (default 0.9)\n"
             "  --hidden    units per hidden layer, 1..%d (default 32)\n"
             "  --layers    hidden layers, 1..%d (default 1)\n"
-            "  --epochs    passes over the %d training points, 1..100000 (default 20)\n"
+            "  --epochs    the budget: train until this epoch, over %d training points,\n"
+            "              1..100000 (default $TUNEPACK_BUDGET, else 20)\n"
             "  --batch     samples per step, 1..%d (default 32)\n"
-            "  --seed      weight-init seed, >= 0 (default 0); the data never changes\n",
+            "  --seed      weight-init seed, >= 0 (default 0); the data never changes\n"
+            "  --checkpoint-dir  resume from and save DIR/" CKPT_NAME " each epoch\n"
+            "              (default $TUNEPACK_CHECKPOINT_DIR; none: no checkpoints)\n",
             MAX_HIDDEN, MAX_LAYERS, N_TRAIN, N_TRAIN);
 }
 
@@ -405,12 +642,17 @@ static int parse_args(int argc, char **argv, struct options *o)
         {"hidden", required_argument, NULL, 'H'}, {"layers", required_argument, NULL, 'L'},
         {"epochs", required_argument, NULL, 'e'}, {"batch", required_argument, NULL, 'b'},
         {"seed", required_argument, NULL, 's'},   {"help", no_argument, NULL, 'h'},
+        {"checkpoint-dir", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
+    double budget = tp_budget(20.0);
     int c;
 
     *o = (struct options){.lr = 0.05, .momentum = 0.9, .hidden = 32, .layers = 1,
-                          .epochs = 20, .batch = 32, .seed = 0};
+                          .epochs = 20, .batch = 32, .seed = 0,
+                          .ckpt_dir = tp_checkpoint_dir()};
+    if (budget == floor(budget) && budget >= 1.0 && budget <= 100000.0)
+        o->epochs = (long)budget;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const char *what = NULL;
@@ -447,6 +689,12 @@ static int parse_args(int argc, char **argv, struct options *o)
             else
                 o->seed = (unsigned long long)seed;
             break;
+        case 'c':
+            if (*optarg == '\0')
+                what = "--checkpoint-dir wants a directory";
+            else
+                o->ckpt_dir = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 1;
@@ -479,15 +727,26 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Makes dir when it does not exist (one level). Returns 0 or -1 with a message on stderr. */
+static int ensure_dir(const char *dir)
+{
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+        return 0;
+    fprintf(stderr, "mlp_train: cannot create checkpoint directory %s: %s\n", dir,
+            strerror(errno));
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     static struct dataset data;
     static int perm[N_TRAIN];
     struct options o;
     struct net nt;
-    double t0 = now_s(), best = 0.0, acc = 0.0, loss = 0.0;
-    long epoch;
-    int rc;
+    struct progress pg;
+    double t0 = now_s();
+    long resumed_from = 0, epoch;
+    int rc, paused = 0, failed = 0;
 
     rc = parse_args(argc, argv, &o);
     if (rc != 0)
@@ -500,32 +759,76 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    uint64_t order = o.seed ^ 0xd1b54a32d192ed03ULL;
+    pg = (struct progress){.order = o.seed ^ 0xd1b54a32d192ed03ULL};
     for (int i = 0; i < N_TRAIN; i++)
         perm[i] = i;
-    for (epoch = 1; epoch <= o.epochs; epoch++) {
+    if (o.ckpt_dir != NULL) {
+        if (ensure_dir(o.ckpt_dir) != 0) {
+            net_free(&nt);
+            return 1;
+        }
+        rc = ckpt_load(o.ckpt_dir, &nt, &o, &pg, perm);
+        if (rc < 0) {
+            net_free(&nt);
+            return 2;
+        }
+        resumed_from = pg.epoch;
+        /* SIGUSR1 asks for a pause too (checkpoint: {signal: SIGUSR1}); without a checkpoint
+         * directory it keeps its default action, as before. */
+        if (tp_handle_pause_signal() != 0)
+            perror("mlp_train: SIGUSR1 handler");
+    }
+    if (resumed_from > 0)
+        fprintf(stderr, "mlp_train: resumed from %s/%s at epoch %ld%s\n", o.ckpt_dir,
+                CKPT_NAME, pg.epoch, pg.diverged ? " (diverged there)" : "");
+    if (pg.epoch >= o.epochs || pg.diverged) {
+        /* Nothing left to train (the checkpoint is at or past this budget, or training had
+         * diverged): report where it stands, so this job too has a value. */
+        if (tp_report(pg.epoch, "val_acc", pg.acc, "loss", pg.loss, NULL) != 0)
+            perror("mlp_train: report");
+    }
+
+    for (epoch = pg.epoch + 1; epoch <= o.epochs && !pg.diverged; epoch++) {
         for (int i = N_TRAIN - 1; i > 0; i--) {
-            int j = (int)rng_below(&order, (size_t)i + 1), t = perm[i];
+            int j = (int)rng_below(&pg.order, (size_t)i + 1), t = perm[i];
             perm[i] = perm[j];
             perm[j] = t;
         }
-        loss = train_epoch(&nt, &data, perm, &o);
-        acc = evaluate(&nt, &data, N_TRAIN, N_VAL);
-        if (acc > best)
-            best = acc;
-        if (tp_report(epoch, "val_acc", acc, "loss", loss, NULL) != 0)
+        pg.loss = train_epoch(&nt, &data, perm, &o);
+        pg.acc = evaluate(&nt, &data, N_TRAIN, N_VAL);
+        pg.epoch = epoch;
+        if (pg.acc > pg.best)
+            pg.best = pg.acc;
+        /* report before saving: a kill between the two repeats this epoch's report on resume
+         * rather than losing it */
+        if (tp_report(epoch, "val_acc", pg.acc, "loss", pg.loss, NULL) != 0)
             perror("mlp_train: report");
-        if (!isfinite(loss)) {
+        if (!isfinite(pg.loss)) {
             fprintf(stderr, "mlp_train: training diverged at epoch %ld (lr %g), stopping\n",
                     epoch, o.lr);
+            pg.diverged = 1;
+        }
+        if (o.ckpt_dir != NULL && ckpt_save(o.ckpt_dir, &nt, &o, &pg, perm) != 0) {
+            failed = 1;
+            break;
+        }
+        if (epoch < o.epochs && !pg.diverged && tp_should_pause()) {
+            paused = 1;
             break;
         }
     }
     net_free(&nt);
+    if (paused)
+        fprintf(stderr, "mlp_train: pause requested: %s at epoch %ld, exiting\n",
+                o.ckpt_dir != NULL ? "checkpoint saved" : "no checkpoint directory, progress lost",
+                pg.epoch);
     fprintf(stderr,
             "mlp_train: lr=%g momentum=%g hidden=%ld layers=%ld epochs=%ld batch=%ld seed=%llu: "
-            "final val_acc=%.4f best=%.4f loss=%.4g in %.2f s\n",
-            o.lr, o.momentum, o.hidden, o.layers, epoch > o.epochs ? o.epochs : epoch, o.batch,
-            o.seed, acc, best, loss, now_s() - t0);
-    return 0;
+            "final val_acc=%.4f best=%.4f loss=%.4g in %.2f s",
+            o.lr, o.momentum, o.hidden, o.layers, pg.epoch, o.batch, o.seed, pg.acc, pg.best,
+            pg.loss, now_s() - t0);
+    if (resumed_from > 0)
+        fprintf(stderr, " (resumed from epoch %ld)", resumed_from);
+    fputc('\n', stderr);
+    return failed ? 1 : 0;
 }

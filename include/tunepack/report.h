@@ -1,14 +1,23 @@
-/* tunepack/report.h - report a trial's metrics to tunepack from C or C++.
+/* tunepack/report.h - report a trial's metrics to tunepack from C or C++, and follow its
+ * budget, checkpoint and pause contract (docs/checkpoints.md).
  *
  * Usage (header only, no library to link, no -lm needed):
  *
  *     #include <tunepack/report.h>
- *     for (long epoch = 1; epoch <= epochs; epoch++) {
+ *     long budget = (long)tp_budget(20);          // TUNEPACK_BUDGET, else 20 epochs
+ *     const char *ckpt = tp_checkpoint_dir();     // NULL outside tunepack
+ *     long epoch = ckpt ? load_checkpoint(ckpt, &net) : 0;   // epochs already done
+ *     tp_handle_pause_signal();                   // optional: SIGUSR1 also asks to pause
+ *     while (epoch < budget) {
  *         train_one_epoch(&net);
+ *         epoch++;
  *         tp_report(epoch, "val_acc", val_acc, "loss", train_loss, NULL);
+ *         if (ckpt) save_checkpoint(ckpt, &net, epoch);
+ *         if (tp_should_pause())                  // "pause" on TUNEPACK_CONTROL_FD, or SIGUSR1
+ *             return 0;                           // checkpoint saved: exit 0 = paused
  *     }
  *
- * Under tunepack (TUNEPACK_REPORT_FD set) each call writes one JSON line
+ * Under tunepack (TUNEPACK_REPORT_FD set) each tp_report() writes one JSON line
  *     {"step": 3, "val_acc": 0.91000000000000003, "loss": 0.20000000000000001}
  * to that file descriptor with a single write(2), so lines from one process never interleave
  * (a line is at most TP_REPORT_LINE_MAX = 4096 bytes = PIPE_BUF on Linux, which the kernel
@@ -18,8 +27,13 @@
  * tunepack ties a step and the other metrics to the objective only when they share its line.
  * So the program runs unchanged outside tunepack (or with a runner that reads stdout only).
  *
- * Contract: C99 or later, or C++; POSIX (write(2)); nothing beyond libc; no state kept between
- * calls. In C++ end the list with NULL or nullptr; a bare 0 is not a pointer in varargs.
+ * Contract: C99 or later, or C++; POSIX (write(2), poll(2), sigaction(2)); nothing beyond libc.
+ * tp_report() keeps no state between calls. The pause functions keep one small state object
+ * (the pause flag, the control line being read) per translation unit: call
+ * tp_handle_pause_signal() and tp_should_pause() from the same .c file. Define
+ * _POSIX_C_SOURCE 200809L (or _GNU_SOURCE) before the first #include when compiling with a
+ * strict -std=c17; without it the SIGUSR1 handler falls back to ISO C signal().
+ * In C++ end the list with NULL or nullptr; a bare 0 is not a pointer in varargs.
  */
 #ifndef TUNEPACK_REPORT_H
 #define TUNEPACK_REPORT_H
@@ -27,6 +41,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -218,6 +234,167 @@ static inline int tp_report(long step, const char *name, double value, ...)
 too_long:
     errno = EMSGSIZE;
     return -1;
+}
+
+/* ---- budget, checkpoint directory, pause requests (docs/checkpoints.md) ---- */
+
+#define TP_CONTROL_LINE_MAX 64 /* longest control line kept; longer lines are skipped */
+
+/* Returns the trial's persistent checkpoint directory (TUNEPACK_CHECKPOINT_DIR, kept across
+ * the trial's attempts and jobs), or NULL when it is unset or empty (outside tunepack). The
+ * string belongs to the environment: do not free it. Costs one getenv. */
+static inline const char *tp_checkpoint_dir(void)
+{
+    const char *s = getenv("TUNEPACK_CHECKPOINT_DIR");
+    return s != NULL && *s != '\0' ? s : NULL;
+}
+
+/* Returns the budget this job must reach (TUNEPACK_BUDGET: train until step == budget), or
+ * fallback when the variable is unset, empty, not a number, or not finite and > 0. The same
+ * value also arrives through the command's {name} placeholder of the experiment's budget. */
+static inline double tp_budget(double fallback)
+{
+    const char *s = getenv("TUNEPACK_BUDGET");
+    char *end;
+    double v;
+
+    if (s == NULL || *s == '\0')
+        return fallback;
+    v = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(v) || !(v > 0.0))
+        return fallback;
+    return v;
+}
+
+/* The pause state of this translation unit (one per .c file that includes this header). */
+struct tp__pause_state {
+    volatile sig_atomic_t requested; /* 1 once a pause was asked for (sticky) */
+    int control_done;                /* the control fd hit EOF or an error: poll it no more */
+    size_t len;                      /* bytes of the current control line in line[] */
+    int skipping;                    /* the current line overflowed line[]: drop it */
+    char line[TP_CONTROL_LINE_MAX];  /* a control line being read, not yet ended by '\n' */
+};
+
+static inline struct tp__pause_state *tp__pause(void)
+{
+    static struct tp__pause_state state;
+    return &state;
+}
+
+static inline void tp__pause_signal_handler(int signo)
+{
+    tp__pause()->requested = 1;
+#ifndef SA_RESTART
+    signal(signo, tp__pause_signal_handler); /* ISO signal() may reset the handler */
+#else
+    (void)signo;
+#endif
+}
+
+/* Installs a SIGUSR1 handler that records a pause request for tp_should_pause() (used when
+ * the experiment says `checkpoint: {signal: SIGUSR1}`). The handler only sets a flag
+ * (async-signal-safe); system calls it interrupts are restarted (SA_RESTART). Returns 0, or
+ * -1 with errno set by sigaction(2). Optional: the control fd works without it. */
+static inline int tp_handle_pause_signal(void)
+{
+#ifdef SA_RESTART
+    struct sigaction sa;
+
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = tp__pause_signal_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    return sigaction(SIGUSR1, &sa, NULL);
+#else
+    return signal(SIGUSR1, tp__pause_signal_handler) == SIG_ERR ? -1 : 0;
+#endif
+}
+
+/* Feeds n bytes read from the control fd into the line state; sets requested on a line that
+ * is exactly "pause" (a trailing '\r' allowed). Other lines are ignored (room for later
+ * requests). */
+static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = buf[i];
+        if (c == '\n') {
+            if (!ps->skipping) {
+                size_t len = ps->len;
+                if (len > 0 && ps->line[len - 1] == '\r')
+                    len--;
+                if (len == 5 && memcmp(ps->line, "pause", 5) == 0)
+                    ps->requested = 1;
+            }
+            ps->len = 0;
+            ps->skipping = 0;
+        } else if (!ps->skipping) {
+            if (ps->len < sizeof ps->line)
+                ps->line[ps->len++] = c;
+            else
+                ps->skipping = 1;
+        }
+    }
+}
+
+/* Returns 1 when tunepack has asked this trial to checkpoint and exit (a "pause" line on the
+ * descriptor in TUNEPACK_CONTROL_FD, or SIGUSR1 once tp_handle_pause_signal() is installed),
+ * 0 otherwise. Never blocks: it polls the descriptor with a zero timeout and reads only what
+ * is there. The answer is sticky: once 1, always 1. Without TUNEPACK_CONTROL_FD (or once the
+ * descriptor reached EOF) only the signal flag counts. The trial should then save a
+ * checkpoint and exit 0 soon (exit 0 after a pause request means "paused", not "completed").
+ * Costs one getenv and one poll(2) per call (plus a read(2) when a request is waiting):
+ * call it at epoch or batch ends, not per sample. */
+static inline int tp_should_pause(void)
+{
+    struct tp__pause_state *ps = tp__pause();
+    const char *s;
+    char *end;
+    long fd;
+
+    if (ps->requested)
+        return 1;
+    if (ps->control_done)
+        return 0;
+    s = getenv("TUNEPACK_CONTROL_FD");
+    if (s == NULL || *s == '\0')
+        return 0;
+    errno = 0;
+    fd = strtol(s, &end, 10);
+    if (errno != 0 || *end != '\0' || fd < 0 || fd > INT_MAX) {
+        ps->control_done = 1;
+        return 0;
+    }
+    for (;;) {
+        struct pollfd p;
+        char buf[256];
+        ssize_t n;
+        int r;
+
+        p.fd = (int)fd;
+        p.events = POLLIN;
+        p.revents = 0;
+        r = poll(&p, 1, 0);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (p.revents & POLLNVAL) {
+            ps->control_done = 1;
+            break;
+        }
+        n = read((int)fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) { /* EOF: tunepack closed its end; an error: not a usable descriptor */
+            ps->control_done = 1;
+            break;
+        }
+        tp__pause_feed(ps, buf, (size_t)n);
+        if (ps->requested)
+            break;
+    }
+    return ps->requested ? 1 : 0;
 }
 
 #endif /* TUNEPACK_REPORT_H */

@@ -15,7 +15,7 @@ typedef struct write_req {
 static void conn_lost(tp_agent_conn_t *c, const char *why) {
     if (c->lost) return;
     c->lost = 1;
-    snprintf(c->why, sizeof c->why, "%s", why);
+    snprintf(c->why, sizeof c->why, "%.*s", (int)sizeof c->why - 1, why);
     if (!c->closing) uv_read_stop((uv_stream_t *)&c->from_agent);
     if (c->on_lost) c->on_lost(c, c->why);
 }

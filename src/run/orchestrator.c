@@ -25,6 +25,7 @@
 
 #define MAX_AGENT_RESTARTS 3
 #define MAX_GARBAGE_EVENTS 20 /* per attempt; more are only counted */
+#define COMMIT_PERIOD_S 0.05  /* report rows wait at most this long for their commit */
 
 const char *tp__trial_state_name(int state) {
     static const char *const names[] = {
@@ -74,7 +75,18 @@ void tp__run_tx(tp_run_t *r) {
     if (!r->in_tx) {
         tp__store_begin(r->store);
         r->in_tx = 1;
+        r->tx_opened = tp__mono_s();
     }
+}
+
+static void commit(tp_run_t *r) {
+    if (!r->in_tx) return;
+    if (tp__store_commit(r->store) != 0) tp__run_journal_failed(r, "commit");
+    r->in_tx = 0;
+}
+
+static void on_commit_timer(uv_timer_t *h) {
+    commit(h->data);
 }
 
 void tp__run_journal_failed(tp_run_t *r, const char *what) {
@@ -349,10 +361,23 @@ static void pump(uv_prepare_t *h) {
     tp_run_t *r = h->data;
     if (r->finished) return;
     schedule(r);
+    /* Commit before any action that depends on what was journaled; report
+     * rows alone are committed in groups, at most COMMIT_PERIOD_S late, so
+     * a chatty trial does not cost a commit per line. */
     if (r->in_tx) {
-        if (tp__store_commit(r->store) != 0) tp__run_journal_failed(r, "commit");
-        r->in_tx = 0;
+        if (r->nlaunch || r->nstops || r->stopping || r->shutting_down ||
+            tp__mono_s() - r->tx_opened >= COMMIT_PERIOD_S) {
+            commit(r);
+        } else if (!uv_is_active((uv_handle_t *)&r->commit_timer)) {
+            uv_timer_start(&r->commit_timer, on_commit_timer, (uint64_t)(COMMIT_PERIOD_S * 1000),
+                           0);
+        }
     }
+    for (size_t i = 0; i < r->nstops; i++) {
+        trial_t *t = trial_get(r, r->stops[i]);
+        if (t && t->state == T_RUNNING) send_stop(r, t, "early stop");
+    }
+    r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
         trial_t *t = trial_get(r, r->launch[i]);
         if (t && t->state == T_RUNNING && send_launch(r, t) != 0) {
@@ -413,7 +438,12 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
             t->early_stopped = 1;
             snprintf(t->why, sizeof t->why, "%s", why);
             tp__run_decision(r, "stop", t, 1, rep->value, why);
-            send_stop(r, t, "early stop");
+            /* Journal, then act: the stop goes out after the commit. */
+            if (r->nstops == r->capstops) {
+                r->capstops = r->capstops ? 2 * r->capstops : 16;
+                r->stops = tp__xrealloc(r->stops, r->capstops * sizeof *r->stops);
+            }
+            r->stops[r->nstops++] = t->id;
         }
     }
 }
@@ -736,7 +766,9 @@ void tp__orchestrator_finish(tp_run_t *r) {
     tp__store_event(r->store, -1, 0, "experiment", state, tp__wall_s());
     if (tp__store_commit(r->store) != 0) tp__run_journal_failed(r, "final commit");
     r->in_tx = 0;
-    if (r->exit_code == TP_EXIT_OK && !r->stopping && r->completed == 0)
+    /* A search whose trials all ended early (stopped, with values) found
+     * something; only a run with no value at all is a failure. */
+    if (r->exit_code == TP_EXIT_OK && !r->stopping && r->best_id < 0)
         r->exit_code = TP_EXIT_NO_TRIAL;
     if (r->store_broken && r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_ERROR;
     tp__view_final(r);
@@ -752,6 +784,8 @@ int tp__orchestrator_loop(tp_run_t *r) {
     r->t0 = tp__mono_s();
     uv_prepare_init(&r->loop, &r->prepare);
     r->prepare.data = r;
+    uv_timer_init(&r->loop, &r->commit_timer);
+    r->commit_timer.data = r;
     uv_prepare_start(&r->prepare, pump);
     uv_signal_init(&r->loop, &r->sigint);
     uv_signal_init(&r->loop, &r->sigterm);

@@ -88,6 +88,10 @@ typedef struct tp_run {
     int64_t best_id;            /* best completed trial, -1 if none */
     int64_t metric_rows;        /* stored by this run */
     int in_tx;                  /* a store transaction is open */
+    double tx_opened;           /* monotonic time it was opened */
+    uv_timer_t commit_timer;    /* commits report rows left waiting */
+    int64_t *stops;             /* early stops journaled, to send after the commit */
+    size_t nstops, capstops;
     int store_broken;           /* a store write failed */
     int agent_ready;            /* hello answered */
     int agent_restarts;         /* agents lost so far */

@@ -237,6 +237,7 @@ static void run_free(tp_run_t *r) {
     free(r->heap);
     free(r->launch);
     free(r->batch);
+    free(r->stops);
     tp__placement_free(r);
     tp__buf_free(&r->scratch);
     tp__scheduler_free(r->sched);

@@ -116,8 +116,10 @@ void tp__view_final(tp_run_t *r) {
     char el[32], best[700];
     tp__format_duration(tp__mono_s() - r->t0, el, sizeof el);
     best_line(r, best, sizeof best);
-    printf("%s %s after %s: %d completed, %d failed, %d retried\n%s\nresults: %s\n", r->x.name,
-           r->stopping ? "stopped" : "finished", el, r->completed, r->failed, r->retried, best,
-           r->dir);
+    char early[48] = "";
+    if (r->stopped) snprintf(early, sizeof early, ", %d stopped early", r->stopped);
+    printf("%s %s after %s: %d completed%s, %d failed, %d retried\n%s\nresults: %s\n", r->x.name,
+           r->stopping ? "stopped" : "finished", el, r->completed, early, r->failed, r->retried,
+           best, r->dir);
     fflush(stdout);
 }
