@@ -88,6 +88,9 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row) {
     json_object_set_new(o, "signal", row->has_exit && row->signal ? json_integer(row->signal)
                                                                   : json_null());
     json_object_set_new(o, "error", row->error ? json_string(row->error) : json_null());
+    json_object_set_new(o, "rung", row->rung >= 0 ? json_integer(row->rung) : json_null());
+    json_object_set_new(o, "budget", row->budget > 0 ? json_real(row->budget) : json_null());
+    json_object_set_new(o, "decision", row->decision ? json_string(row->decision) : json_null());
     json_object_set_new(o, "started_at", row->started_at > 0 ? json_real(row->started_at)
                                                              : json_null());
     json_object_set_new(o, "ended_at", row->ended_at > 0 ? json_real(row->ended_at) : json_null());

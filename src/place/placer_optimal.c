@@ -226,7 +226,12 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         parm.presolve = GLP_ON;
         parm.cb_func = callback;
         parm.cb_info = &m;
-        double lim_ms = time_limit_s > 0 ? time_limit_s * 1000.0 : 10000.0;
+        /* GLPK's limit covers the search only: give it what is left of ours
+         * after building the problem, less a margin for reading the answer
+         * and the wfd pass after it, so the whole call keeps to the limit. */
+        double lim_ms = (time_limit_s > 0 ? time_limit_s : 10.0) * 1000.0;
+        lim_ms -= (tp__mono_s() - t0) * 1000.0 + 0.02 * lim_ms + 20.0;
+        if (lim_ms < 1) lim_ms = 1;
         parm.tm_lim = lim_ms > 2e9 ? 2000000000 : (int)lim_ms;
         int rc = glp_intopt(P, &parm);
         int st = glp_mip_status(P);

@@ -284,8 +284,17 @@ static trial_t *next_candidate(tp_run_t *r) {
     t->rung = job.rung;
     t->budget = job.budget;
     t->job_fresh = 1;
-    snprintf(t->why, sizeof t->why, "%s", job.why);
-    tp__run_decision(r, "job", t, 1, NAN, job.why);
+    if (job.why[0])
+        snprintf(t->why, sizeof t->why, "%s", job.why);
+    else if (job.is_new)
+        snprintf(t->why, sizeof t->why, "new trial");
+    else
+        snprintf(t->why, sizeof t->why, "promoted to rung %d", job.rung);
+    if (!job.why[0] && job.budget > 0) {
+        size_t k = strlen(t->why);
+        snprintf(t->why + k, sizeof t->why - k, " (budget %g)", job.budget);
+    }
+    tp__run_decision(r, "job", t, 1, NAN, t->why);
     return t;
 }
 
