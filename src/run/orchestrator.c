@@ -323,8 +323,8 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
     if (tp__store_trial_state(r->store, t->id, "running", t->attempts, NULL, now) != 0)
         tp__run_journal_failed(r, "recording a start");
     json_decref(t->gpu_env);
-    t->gpu_env = json_object();
-    tp__placement_journal(r, t, t->gpu_env);
+    t->gpu_env = r->placing ? json_object() : NULL; /* CPU-only runs keep none per trial */
+    if (t->gpu_env) tp__placement_journal(r, t, t->gpu_env);
     r->running++;
     if (r->nlaunch == r->caplaunch) {
         r->caplaunch = r->caplaunch ? r->caplaunch * 2 : 32;
@@ -609,6 +609,8 @@ static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     if (t->state == T_COMPLETED || t->state == T_STOPPED) tp__note_best(r, t);
     if (t->state != T_PENDING && t->state != T_PAUSED) {
         tp__buf_free(&t->last);
+        json_decref(t->gpu_env);
+        t->gpu_env = NULL;
         tp__view_trial_ended(r, t, why, dur);
     }
 }

@@ -147,7 +147,7 @@ static int asha_next(tp_scheduler_t *s, double now, tp_job_t *out) {
             memset(out, 0, sizeof *out);
             out->trial = (int64_t)st->ntrials++;
             out->is_new = 1;
-            out->config = json_deep_copy(cfg);
+            out->config = json_incref(cfg); /* shared, never modified */
             out->budget = st->budgets[0];
             snprintf(out->why, sizeof out->why, "new trial at rung 0 (budget %g)", out->budget);
             return 1;

@@ -42,7 +42,7 @@ static int fifo_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     st->configs[st->next] = cfg;
     out->trial = st->next++;
     out->is_new = 1;
-    out->config = json_deep_copy(cfg);
+    out->config = json_incref(cfg); /* shared, never modified: one copy per trial */
     out->rung = 0;
     out->budget = s->cfg.budget.name ? s->cfg.budget.max : 0;
     if (s->cfg.budget.name)

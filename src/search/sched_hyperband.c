@@ -175,7 +175,7 @@ static int hb_next(tp_scheduler_t *s, double now, tp_job_t *out) {
         st->members[st->dispatched++] = (int64_t)st->ntrials;
         out->trial = (int64_t)st->ntrials++;
         out->is_new = 1;
-        out->config = json_deep_copy(cfg);
+        out->config = json_incref(cfg); /* shared, never modified */
         snprintf(out->why, sizeof out->why,
                  "new trial in bracket s=%d (%zu configs) at rung 0 (budget %g)", st->s, st->n,
                  out->budget);

@@ -78,7 +78,7 @@ static int med_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     memset(out, 0, sizeof *out);
     out->trial = (int64_t)st->ntrials++;
     out->is_new = 1;
-    out->config = json_deep_copy(cfg);
+    out->config = json_incref(cfg); /* shared, never modified */
     out->budget = s->cfg.budget.name ? s->cfg.budget.max : 0;
     if (s->cfg.budget.name)
         snprintf(out->why, sizeof out->why, "new trial (budget %g)", out->budget);
