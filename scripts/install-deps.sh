@@ -5,8 +5,10 @@ set -eu
 export DEBIAN_FRONTEND=noninteractive
 SUDO=""
 [ "$(id -u)" = 0 ] || SUDO=sudo
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
+# Wait for another apt (an unattended upgrade, say) instead of failing at once.
+APT="apt-get -o DPkg::Lock::Timeout=300"
+$SUDO $APT update -qq
+$SUDO $APT install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
     libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev \
     python3 procps >/dev/null
