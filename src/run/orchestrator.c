@@ -24,7 +24,6 @@
 #include "store/store.h"
 
 #define MAX_AGENT_RESTARTS 3
-#define MAX_GARBAGE_EVENTS 20 /* per attempt; more are only counted */
 #define COMMIT_PERIOD_S 0.05  /* report rows wait at most this long for their commit */
 
 const char *tp__trial_state_name(int state) {
@@ -113,12 +112,12 @@ trial_t *tp__trial_new(tp_run_t *r, int64_t id, json_t *params) {
     return t;
 }
 
-static trial_t *trial_get(tp_run_t *r, int64_t id) {
+trial_t *tp__trial_get(tp_run_t *r, int64_t id) {
     return id >= 0 && (size_t)id < r->ntrials ? r->trials[id] : NULL;
 }
 
 /* Better by the metric's mode; NaN is never better. */
-static int better(const tp_run_t *r, double a, double b) {
+int tp__run_better(const tp_run_t *r, double a, double b) {
     if (isnan(a)) return 0;
     if (isnan(b)) return 1;
     return r->x.maximize ? a > b : a < b;
@@ -126,8 +125,8 @@ static int better(const tp_run_t *r, double a, double b) {
 
 void tp__note_best(tp_run_t *r, trial_t *t) {
     if ((t->state != T_COMPLETED && t->state != T_STOPPED) || !t->has_value) return;
-    trial_t *b = trial_get(r, r->best_id);
-    if (!b || better(r, t->value, b->value)) r->best_id = t->id;
+    trial_t *b = tp__trial_get(r, r->best_id);
+    if (!b || tp__run_better(r, t->value, b->value)) r->best_id = t->id;
 }
 
 /* ---- launching ------------------------------------------------------------ */
@@ -246,7 +245,7 @@ void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, d
  * as added) or a paused one promoted. NULL when there is none now. */
 static trial_t *next_candidate(tp_run_t *r) {
     while (r->nheap) {
-        trial_t *t = trial_get(r, heap_pop(r));
+        trial_t *t = tp__trial_get(r, heap_pop(r));
         if (t) return t;
     }
     if (r->exhausted || r->sched_waiting) return NULL;
@@ -259,7 +258,7 @@ static trial_t *next_candidate(tp_run_t *r) {
         r->sched_waiting = rc < 0;
         return NULL;
     }
-    trial_t *t = trial_get(r, job.trial);
+    trial_t *t = tp__trial_get(r, job.trial);
     if (job.is_new) {
         if (t) { /* a scheduler bug: never reuse a number */
             json_decref(job.config);
@@ -383,12 +382,12 @@ static void pump(uv_prepare_t *h) {
         }
     }
     for (size_t i = 0; i < r->nstops; i++) {
-        trial_t *t = trial_get(r, r->stops[i]);
+        trial_t *t = tp__trial_get(r, r->stops[i]);
         if (t && t->state == T_RUNNING) send_stop(r, t, "early stop");
     }
     r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
-        trial_t *t = trial_get(r, r->launch[i]);
+        trial_t *t = tp__trial_get(r, r->launch[i]);
         if (t && t->state == T_RUNNING && send_launch(r, t) != 0) {
             fprintf(stderr, "tunepack: error: %s\n", r->err.msg);
             r->exit_code = TP_EXIT_ERROR;
@@ -407,212 +406,9 @@ static void pump(uv_prepare_t *h) {
 static trial_t *msg_trial(tp_run_t *r, const tp_msg_t *m) {
     json_int_t id = -1, attempt = -1;
     json_unpack(m->head, "{s:I, s:I}", "trial", &id, "attempt", &attempt);
-    trial_t *t = trial_get(r, id);
+    trial_t *t = tp__trial_get(r, id);
     if (!t || t->state != T_RUNNING || t->attempts != attempt) return NULL; /* stale */
     return t;
-}
-
-static void record_garbage(tp_run_t *r, trial_t *t, const char *what) {
-    t->garbage++;
-    if (t->garbage > MAX_GARBAGE_EVENTS) return;
-    tp__run_tx(r);
-    char detail[600];
-    snprintf(detail, sizeof detail, "%s%s", what,
-             t->garbage == MAX_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
-                                              : "");
-    if (tp__store_event(r->store, t->id, t->attempts, "garbage", detail, tp__wall_s()) != 0)
-        tp__run_journal_failed(r, "recording garbage");
-}
-
-static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const char *data,
-                          size_t len) {
-    tp__run_tx(r);
-    if (tp__store_metric(r->store, t->id, t->attempts, t->seq++, rep->step,
-                         rep->has_value ? rep->value : NAN, data, len) != 0)
-        tp__run_journal_failed(r, "storing a metric");
-    r->metric_rows++;
-    t->last_report = tp__mono_s();
-    if (t->seq == 1) t->first_report = t->last_report;
-    if (rep->step != TP_STORE_NO_STEP) t->step = rep->step;
-    tp__buf_reset(&t->last);
-    tp__buf_append(&t->last, data, len);
-    if (rep->has_value) {
-        t->has_value = 1;
-        t->value = rep->value;
-        if (better(r, rep->value, t->best)) t->best = rep->value;
-        char why[200];
-        if (rep->step != TP_STORE_NO_STEP && !t->early_stopped && !r->stopping &&
-            !r->sched->ops->report(r->sched, t->id, rep->step, rep->value, tp__wall_s(), why,
-                                   sizeof why)) {
-            t->early_stopped = 1;
-            snprintf(t->why, sizeof t->why, "%s", why);
-            tp__run_decision(r, "stop", t, 1, rep->value, why);
-            /* Journal, then act: the stop goes out after the commit. */
-            if (r->nstops == r->capstops) {
-                r->capstops = r->capstops ? 2 * r->capstops : 16;
-                r->stops = tp__xrealloc(r->stops, r->capstops * sizeof *r->stops);
-            }
-            r->stops[r->nstops++] = t->id;
-        }
-    }
-}
-
-static void on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
-    const char *channel = json_string_value(json_object_get(m->head, "channel"));
-    int kv = channel && strcmp(channel, "stdout") == 0;
-    const char *p = m->payload, *end = m->payload + m->payload_len;
-    char why[300];
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        tp_report_t rep;
-        if (len > 0 && p[len - 1] == '\r') len--;
-        if (len == 0) {
-        } else if (kv) {
-            tp__buf_reset(&r->scratch);
-            int rc = tp__report_parse_kv(p, len, r->x.metric, &rep, &r->scratch, why, sizeof why);
-            if (rc > 0)
-                accept_report(r, t, &rep, r->scratch.data, r->scratch.len);
-            else if (rc < 0)
-                record_garbage(r, t, why);
-        } else if (tp__report_parse_json(p, len, r->x.metric, &rep, why, sizeof why) == 0) {
-            accept_report(r, t, &rep, p, len);
-        } else {
-            record_garbage(r, t, why);
-        }
-        p = nl ? nl + 1 : end;
-    }
-}
-
-static const char *signal_name(int sig) {
-    static char buf[32];
-    const char *s = sigabbrev_np(sig);
-    if (s) {
-        snprintf(buf, sizeof buf, "SIG%s", s);
-        return buf;
-    }
-    snprintf(buf, sizeof buf, "signal %d", sig);
-    return buf;
-}
-
-/* An attempt ended: decide completed / failed / retry / interrupted. */
-static void on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
-    const char *status = "exited", *error = "";
-    int code = -1, sig = 0, oom = 0;
-    double dur = 0;
-    json_unpack(m->head, "{s?s, s?i, s?i, s?s, s?F, s?b}", "status", &status, "code", &code,
-                "signal", &sig, "error", &error, "duration_s", &dur, "oom", &oom);
-    char why[1200] = "";
-    int ok = 0, interrupted = 0, regrow = 0;
-    tp__placement_ended(r, t);
-    if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
-                             strcmp(status, "signaled") == 0)) {
-        ok = 1; /* stopped by the scheduler: final, with what it reported */
-        snprintf(why, sizeof why, "%s", t->why);
-    } else if ((strcmp(status, "stopped") == 0 && r->stopping) || strcmp(status, "paused") == 0) {
-        interrupted = 1; /* its job is not done: it runs again, from its checkpoint */
-    } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
-        /* Out of GPU memory: not the trial's fault but its demand's. */
-        regrow = tp__placement_oom(r, t, why, sizeof why);
-        interrupted = regrow;
-    } else if (strcmp(status, "exited") == 0 && code == 0) {
-        if (t->has_value)
-            ok = 1;
-        else
-            snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\"%s",
-                     r->x.metric, t->seq ? "" : " (no report at all)");
-    } else if (strcmp(status, "exited") == 0) {
-        snprintf(why, sizeof why, "exited with code %d", code);
-    } else if (strcmp(status, "signaled") == 0) {
-        snprintf(why, sizeof why, "killed by %s", signal_name(sig));
-    } else if (strcmp(status, "timeout") == 0) {
-        char d[32];
-        tp__format_duration(r->x.timeout_s, d, sizeof d);
-        snprintf(why, sizeof why, "timed out after %s", d);
-    } else if (strcmp(status, "stopped") == 0) {
-        snprintf(why, sizeof why, "stopped");
-    } else {
-        snprintf(why, sizeof why, "could not start: %s", *error ? error : status);
-    }
-    if (t->garbage > MAX_GARBAGE_EVENTS) {
-        size_t n = strlen(why);
-        snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
-                 t->garbage);
-    }
-    r->running--;
-    tp_trial_end_t e = {
-        .attempt = t->attempts,
-        .has_exit = strcmp(status, "spawn_failed") != 0,
-        .exit_code = code,
-        .signal = sig,
-        .error = why,
-        .has_value = t->has_value,
-        .value = t->value,
-        .best = t->best,
-        .step = t->step,
-        .metrics = t->last.len ? t->last.data : NULL,
-        .at = tp__wall_s(),
-    };
-    if (interrupted) {
-        t->state = T_PENDING;
-        e.state = "pending";
-        e.error = regrow ? why : "interrupted";
-        tp__pending_push(r, t->id);
-        if (regrow) {
-            tp__run_tx(r);
-            tp__store_event(r->store, t->id, t->attempts, "oom", why, e.at);
-        }
-    } else if (ok) {
-        /* The job is done: tell the scheduler; the trial is finished, or
-         * waits (paused, its checkpoint kept) for a promotion. */
-        double v = t->has_value ? t->value : NAN;
-        r->sched->ops->result(r->sched, t->id, t->rung, 1, v, tp__wall_s());
-        r->sched_waiting = 0;
-        if (t->early_stopped) {
-            t->state = T_STOPPED;
-            e.state = "stopped";
-            r->stopped++;
-        } else if (r->sched->ops->final(r->sched, t->id, t->rung)) {
-            t->state = T_COMPLETED;
-            e.state = "completed";
-            e.error = NULL;
-            r->completed++;
-        } else {
-            t->state = T_PAUSED;
-            e.state = "paused";
-            snprintf(why, sizeof why, "rung %d (budget %g) done: waits for a promotion", t->rung,
-                     t->budget);
-        }
-        tp__run_decision(r, "result", t, 1, v, t->early_stopped ? t->why : why);
-    } else {
-        t->failures++;
-        if (t->failures <= r->x.retries) {
-            t->state = T_PENDING;
-            e.state = "pending";
-            tp__pending_push(r, t->id);
-            r->retried++;
-        } else {
-            t->state = T_FAILED;
-            e.state = "failed";
-            r->failed++;
-            r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, tp__wall_s());
-            r->sched_waiting = 0;
-            tp__run_decision(r, "result", t, 0, NAN, why);
-        }
-    }
-    e.failures = t->failures;
-    tp__run_tx(r);
-    if (!ok && !interrupted && t->state == T_PENDING &&
-        tp__store_event(r->store, t->id, t->attempts, "failed", why, e.at) != 0)
-        tp__run_journal_failed(r, "recording a failure");
-    if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "recording an end");
-    if (t->state == T_COMPLETED || t->state == T_STOPPED) tp__note_best(r, t);
-    if (t->state != T_PENDING && t->state != T_PAUSED) {
-        tp__buf_free(&t->last);
-        json_decref(t->gpu_env);
-        t->gpu_env = NULL;
-        tp__view_trial_ended(r, t, why, dur);
-    }
 }
 
 static void on_agent_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
@@ -664,16 +460,16 @@ static void on_agent_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
     trial_t *t = msg_trial(r, m);
     if (!t) return;
     if (strcmp(m->type, "report") == 0) {
-        on_report(r, t, m);
+        tp__run_on_report(r, t, m);
     } else if (strcmp(m->type, "garbage") == 0) {
         const char *what = json_string_value(json_object_get(m->head, "what"));
-        record_garbage(r, t, what ? what : "garbage");
+        tp__run_garbage(r, t, what ? what : "garbage");
     } else if (strcmp(m->type, "started") == 0) {
         json_int_t pid = 0;
         json_unpack(m->head, "{s?I}", "pid", &pid);
         t->pid = (int)pid;
     } else if (strcmp(m->type, "exited") == 0) {
-        on_exited(r, t, m);
+        tp__run_on_exited(r, t, m);
     }
 }
 

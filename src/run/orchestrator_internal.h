@@ -129,6 +129,15 @@ void tp__pending_push(tp_run_t *r, int64_t id);  /* O(log pending) */
 void tp__note_best(tp_run_t *r, trial_t *t);     /* t completed: best so far? */
 void tp__run_tx(tp_run_t *r);                    /* open a transaction if none is */
 void tp__run_journal_failed(tp_run_t *r, const char *what);
+trial_t *tp__trial_get(tp_run_t *r, int64_t id);   /* NULL if no such trial */
+/* a better than b by the metric's mode; NaN is never better. */
+int tp__run_better(const tp_run_t *r, double a, double b);
+
+/* outcome.c: a running attempt's `report` and `exited` messages. */
+void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+/* Something on a report channel that is no report: an event (the first 20). */
+void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what);
 /* Journal a scheduler call (job, result, stop) in the decisions table. */
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
                       const char *detail);
