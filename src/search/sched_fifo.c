@@ -29,8 +29,8 @@ static int fifo_init(tp_scheduler_t *s, tp_error_t *err) {
 static int fifo_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     fifo_state_t *st = s->impl;
     if (st->exhausted) return 0;
-    json_t *cfg = NULL;
-    int rc = s->sampler->ops->ask(s->sampler, (uint64_t)st->next, now, &cfg);
+    json_t *cfg;
+    int rc = tp__sched_new_trial(s, st->next, now, out, &cfg);
     if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
     if ((size_t)st->next >= st->cap) {
@@ -39,16 +39,7 @@ static int fifo_next(tp_scheduler_t *s, double now, tp_job_t *out) {
         for (size_t i = st->cap; i < cap; i++) st->configs[i] = NULL;
         st->cap = cap;
     }
-    st->configs[st->next] = cfg;
-    out->trial = st->next++;
-    out->is_new = 1;
-    out->config = json_incref(cfg); /* shared, never modified: one copy per trial */
-    out->rung = 0;
-    out->budget = s->cfg.budget.name ? s->cfg.budget.max : 0;
-    if (s->cfg.budget.name)
-        snprintf(out->why, sizeof out->why, "new trial (budget %g)", out->budget);
-    else
-        snprintf(out->why, sizeof out->why, "new trial");
+    st->configs[st->next++] = cfg;
     return 1;
 }
 

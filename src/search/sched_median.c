@@ -62,8 +62,8 @@ static int med_init(tp_scheduler_t *s, tp_error_t *err) {
 static int med_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     med_state_t *st = s->impl;
     if (st->exhausted) return 0;
-    json_t *cfg = NULL;
-    int rc = s->sampler->ops->ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
+    json_t *cfg;
+    int rc = tp__sched_new_trial(s, (int64_t)st->ntrials, now, out, &cfg);
     if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
     if (st->ntrials == st->cap) {
@@ -72,18 +72,9 @@ static int med_next(tp_scheduler_t *s, double now, tp_job_t *out) {
         st->completed = tp__xrealloc(st->completed, st->cap * sizeof *st->completed);
         st->scratch = tp__xrealloc(st->scratch, st->cap * sizeof *st->scratch);
     }
-    med_trial_t *t = &st->trials[st->ntrials];
+    med_trial_t *t = &st->trials[st->ntrials++];
     memset(t, 0, sizeof *t);
     t->config = cfg;
-    memset(out, 0, sizeof *out);
-    out->trial = (int64_t)st->ntrials++;
-    out->is_new = 1;
-    out->config = json_incref(cfg); /* shared, never modified */
-    out->budget = s->cfg.budget.name ? s->cfg.budget.max : 0;
-    if (s->cfg.budget.name)
-        snprintf(out->why, sizeof out->why, "new trial (budget %g)", out->budget);
-    else
-        snprintf(out->why, sizeof out->why, "new trial");
     return 1;
 }
 

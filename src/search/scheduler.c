@@ -5,6 +5,7 @@
  * result (the latest value per trial wins in the sampler). */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -124,4 +125,22 @@ void tp__scheduler_free(tp_scheduler_t *s) {
     if (s->ops && s->ops->destroy) s->ops->destroy(s);
     tp__searcher_free(s->sampler);
     free(s);
+}
+
+/* See scheduler.h. */
+int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out,
+                        json_t **cfg) {
+    *cfg = NULL;
+    int rc = s->sampler->ops->ask(s->sampler, (uint64_t)index, now, cfg);
+    if (rc <= 0) return rc;
+    memset(out, 0, sizeof *out);
+    out->trial = index;
+    out->is_new = 1;
+    out->config = json_incref(*cfg); /* shared, never modified: one copy per trial */
+    out->budget = s->cfg.budget.name ? s->cfg.budget.max : 0;
+    if (s->cfg.budget.name)
+        snprintf(out->why, sizeof out->why, "new trial (budget %g)", out->budget);
+    else
+        snprintf(out->why, sizeof out->why, "new trial");
+    return 1;
 }

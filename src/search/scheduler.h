@@ -79,6 +79,13 @@ extern const char *const tp__scheduler_names[];
 tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cfg_t *cfg,
                                   tp_error_t *err);
 void tp__scheduler_free(tp_scheduler_t *s);
+/* For schedulers that run each trial once at the full budget (fifo,
+ * median): ask the sampler for trial number index; on 1, *out is that new
+ * trial at rung 0 with budget max (0 without a budget) and *cfg the
+ * scheduler's own reference to its configuration. Returns the sampler's
+ * answer: 1, 0 (exhausted) or -EAGAIN. */
+int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out,
+                        json_t **cfg);
 /* The rung budgets min * eta^k (k = 0, 1, ...) up to max (the last one is
  * max itself). Returns the number of rungs and fills out[0..n) (n <= cap). */
 size_t tp__budget_rungs(const tp_budget_t *b, double *out, size_t cap);
