@@ -571,6 +571,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
     tp__store_meta_set(r->store, "ended_at", at);
     tp__store_event(r->store, -1, 0, "experiment", state, tp__wall_s());
+    tp__placement_finish(r);
     if (tp__store_commit(r->store) != 0) tp__run_journal_failed(r, "final commit");
     r->in_tx = 0;
     /* A search whose trials all ended early (stopped, with values) found

@@ -114,6 +114,7 @@ typedef struct tp_run {
     int mps_pending;            /* mps_start sent, answer awaited */
     const char *sharing;        /* mps | time-slicing | exclusive | cpu: what trials get */
     double gpus_saved_at;       /* last GPU snapshot written to the store */
+    json_t *last_gpus;          /* the last `usage` sample's GPUs, owned */
     tp_error_t err;             /* last error */
 } tp_run_t;
 
@@ -161,6 +162,8 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m);
 int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n);
 /* An attempt ended: a profiling one records what it measured. */
 void tp__placement_ended(tp_run_t *r, trial_t *t);
+/* The run ends: the stored GPU snapshot shows no trial of ours any more. */
+void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
 
 /* view.c: what the user sees while it runs. */

@@ -482,6 +482,8 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
             g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
         }
     }
+    json_decref(r->last_gpus);
+    r->last_gpus = json_incref((json_t *)gpus);
     if (now - r->gpus_saved_at >= SNAPSHOT_PERIOD_S) {
         r->gpus_saved_at = now;
         save_snapshot(r, gpus);
@@ -524,7 +526,13 @@ void tp__placement_ended(tp_run_t *r, trial_t *t) {
     t->where.placed = 0;
 }
 
+void tp__placement_finish(tp_run_t *r) {
+    /* The last sample, with what runs now (nothing of ours, at the end). */
+    if (r->last_gpus) save_snapshot(r, r->last_gpus);
+}
+
 void tp__placement_free(tp_run_t *r) {
+    json_decref(r->last_gpus);
     for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].key);
     free(r->groups);
     json_decref(r->group_index);
