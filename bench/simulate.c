@@ -40,7 +40,7 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
                double oversub, tp_sim_result_t *r) {
     tp_cluster_t c;
     tp_error_t err = {0};
-    if (tp__sim_study_cluster(w, cluster, &c, &err) < 0) {
+    if (tp__workload_cluster(w, cluster, &c, &err) < 0) {
         fprintf(stderr, "simulate: %s\n", err.msg);
         return -1;
     }

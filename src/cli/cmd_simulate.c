@@ -124,7 +124,7 @@ static int simulate_main(int argc, char **argv) {
         rc = tp__sim_cluster(&w, gtype, (size_t)scale_gpus, (int)gpn, 0, &c, &err);
     } else {
         snprintf(cname, sizeof cname, "%s", cluster ? cluster : w.nclusters ? w.clusters[0].name : "");
-        rc = tp__sim_study_cluster(&w, cname, &c, &err);
+        rc = tp__workload_cluster(&w, cname, &c, &err);
     }
     if (rc < 0) {
         fprintf(stderr, "tunepack simulate: %s\n", err.msg);

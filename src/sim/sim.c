@@ -389,19 +389,10 @@ int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp
     tp__space_init(out);
     const tp_wl_space_t *s = tp__workload_find_space(w, space);
     if (!s) {
-        const char *names[64] = {0};
+        const char *names[64];
         size_t n = 0;
         for (; n < w->nspaces && n < 64; n++) names[n] = w->spaces[n].name;
-        const char *guess = tp__did_you_mean(space, names, n);
-        char list[512] = "";
-        for (size_t i = 0; i < n; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                     names[i]);
-        if (guess)
-            return tp__errorf(err, -ENOENT, "no space \"%s\" in the workload; did you mean \"%s\"? "
-                              "(there are: %s)", space, guess, list);
-        return tp__errorf(err, -ENOENT, "no space \"%s\" in the workload; there are: %s", space,
-                          list);
+        return tp__workload_no_such(err, "space", space, names, n);
     }
     tp_param_t p = {.name = tp__strdup("model"), .kind = TP_DOM_GRID, .nvalues = s->nmodels};
     p.values = tp__xcalloc(s->nmodels ? s->nmodels : 1, sizeof *p.values);
@@ -414,10 +405,7 @@ int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp
     size_t nlr = s->lr_count > 0 ? (size_t)s->lr_count : 1;
     p = (tp_param_t){.name = tp__strdup("lr"), .kind = TP_DOM_GRID, .nvalues = nlr};
     p.values = tp__xcalloc(nlr, sizeof *p.values);
-    for (size_t i = 0; i < nlr; i++) { /* as tp__workload_jobs */
-        double f = nlr > 1 ? (double)i / (double)(nlr - 1) : 0.5;
-        p.values[i] = json_real(s->lr_lo * pow(s->lr_hi / s->lr_lo, f));
-    }
+    for (size_t i = 0; i < nlr; i++) p.values[i] = json_real(tp__workload_lr(s, i));
     tp__space_add(out, &p);
     return 0;
 }
@@ -432,18 +420,7 @@ int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
         if (strcmp(w->gpu_types[i].name, gpu_type) == 0) t = &w->gpu_types[i];
         if (nn < 64) names[nn++] = w->gpu_types[i].name;
     }
-    if (!t) {
-        const char *guess = tp__did_you_mean(gpu_type, names, nn);
-        char list[512] = "";
-        for (size_t i = 0; i < nn; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                     names[i]);
-        if (guess)
-            return tp__errorf(err, -ENOENT, "no GPU type \"%s\" in the workload; did you mean "
-                              "\"%s\"? (there are: %s)", gpu_type, guess, list);
-        return tp__errorf(err, -ENOENT, "no GPU type \"%s\" in the workload; there are: %s",
-                          gpu_type, list);
-    }
+    if (!t) return tp__workload_no_such(err, "GPU type", gpu_type, names, nn);
     if (gpus_per_node <= 0 || ngpus == 0)
         return tp__errorf(err, -EINVAL, "a cluster needs at least one GPU and one GPU per node");
     size_t per = (size_t)gpus_per_node, nnodes = (ngpus + per - 1) / per;
@@ -451,43 +428,11 @@ int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
     out->nnodes = nnodes;
     out->limits = (tp_place_limits_t){.reserve_mib = 512, .sharing = 1};
     for (size_t n = 0; n < nnodes; n++) {
-        tp_node_t *node = &out->nodes[n];
-        snprintf(node->name, sizeof node->name, "n%zu", n);
-        node->ngpus = n + 1 < nnodes ? per : ngpus - per * (nnodes - 1);
-        node->cpus = cpus_per_node > 0 ? cpus_per_node : 32 * gpus_per_node;
-        node->gpus = tp__xcalloc(node->ngpus, sizeof *node->gpus);
-        for (size_t i = 0; i < node->ngpus; i++) {
-            tp_gpu_t *g = &node->gpus[i];
-            snprintf(g->name, sizeof g->name, "gpu%zu", i);
-            snprintf(g->type, sizeof g->type, "%s", t->name);
-            g->index = (int)i;
-            g->memory_mib = t->memory_mib;
-            g->speed = t->speed;
-            g->healthy = 1;
-        }
+        size_t k = n + 1 < nnodes ? per : ngpus - per * (nnodes - 1);
+        tp__workload_node(&out->nodes[n], n, k, cpus_per_node > 0 ? cpus_per_node
+                                                                  : 32 * gpus_per_node, t);
     }
     return 0;
-}
-
-int tp__sim_study_cluster(const tp_workload_t *w, const char *name, tp_cluster_t *out,
-                          tp_error_t *err) {
-    if (!tp__workload_find_cluster(w, name)) {
-        memset(out, 0, sizeof *out);
-        const char *names[64] = {0};
-        size_t n = 0;
-        for (; n < w->nclusters && n < 64; n++) names[n] = w->clusters[n].name;
-        const char *guess = tp__did_you_mean(name, names, n);
-        char list[512] = "";
-        for (size_t i = 0; i < n; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
-                     names[i]);
-        if (guess)
-            return tp__errorf(err, -ENOENT, "no cluster \"%s\" in the workload; did you mean "
-                              "\"%s\"? (there are: %s)", name, guess, list);
-        return tp__errorf(err, -ENOENT, "no cluster \"%s\" in the workload; there are: %s", name,
-                          list);
-    }
-    return tp__workload_cluster(w, name, out, err);
 }
 
 static void sim_free(sim_t *S) {

@@ -93,10 +93,6 @@ int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp
 int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
                     int gpus_per_node, int cpus_per_node, tp_cluster_t *out, tp_error_t *err);
 
-/* The workload's cluster called name (tp__workload_cluster), with a
- * did-you-mean when there is none. 0 or -ENOENT. */
-int tp__sim_study_cluster(const tp_workload_t *w, const char *name, tp_cluster_t *out,
-                          tp_error_t *err);
 
 /* ---- outputs (sim_output.c) ---------------------------------------------- */
 

@@ -322,16 +322,51 @@ const tp_wl_space_t *tp__workload_find_space(const tp_workload_t *w, const char 
     return NULL;
 }
 
+int tp__workload_no_such(tp_error_t *err, const char *what, const char *name,
+                         const char *const *names, size_t n) {
+    const char *guess = tp__did_you_mean(name, names, n);
+    char list[512] = "";
+    for (size_t i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    if (guess)
+        return tp__errorf(err, -ENOENT, "no %s \"%s\" in the workload; did you mean \"%s\"? "
+                          "(there are: %s)", what, name, guess, list);
+    return tp__errorf(err, -ENOENT, "no %s \"%s\" in the workload; there are: %s", what, name,
+                      list);
+}
+
+double tp__workload_lr(const tp_wl_space_t *s, size_t i) {
+    /* log-spaced, both ends included; one point: the geometric middle */
+    double f = s->lr_count > 1 ? (double)i / (double)(s->lr_count - 1) : 0.5;
+    return s->lr_lo * pow(s->lr_hi / s->lr_lo, f);
+}
+
+void tp__workload_node(tp_node_t *n, size_t number, size_t ngpus, int cpus,
+                       const tp_wl_gpu_type_t *t) {
+    snprintf(n->name, sizeof n->name, "n%zu", number);
+    n->cpus = cpus;
+    n->ngpus = ngpus;
+    n->gpus = tp__xcalloc(ngpus ? ngpus : 1, sizeof *n->gpus);
+    for (size_t i = 0; i < ngpus; i++) {
+        tp_gpu_t *g = &n->gpus[i];
+        snprintf(g->name, sizeof g->name, "gpu%zu", i);
+        snprintf(g->type, sizeof g->type, "%s", t->name);
+        g->index = (int)i;
+        g->memory_mib = t->memory_mib;
+        g->speed = t->speed;
+        g->healthy = 1;
+    }
+}
+
 int tp__workload_cluster(const tp_workload_t *w, const char *name, tp_cluster_t *out,
                          tp_error_t *err) {
     memset(out, 0, sizeof *out);
     const tp_wl_cluster_t *wc = tp__workload_find_cluster(w, name);
     if (!wc) {
-        char names[512] = "";
-        for (size_t i = 0; i < w->nclusters; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-                     w->clusters[i].name);
-        return tp__errorf(err, -ENOENT, "no cluster \"%s\" in the workload; there are: %s", name, names);
+        const char *names[64];
+        size_t n = 0;
+        for (; n < w->nclusters && n < 64; n++) names[n] = w->clusters[n].name;
+        return tp__workload_no_such(err, "cluster", name, names, n);
     }
     size_t nnodes = 0;
     for (size_t g = 0; g < wc->ngroups; g++) nnodes += (size_t)wc->groups[g].nodes;
@@ -341,20 +376,9 @@ int tp__workload_cluster(const tp_workload_t *w, const char *name, tp_cluster_t 
         const tp_wl_group_t *gr = &wc->groups[g];
         const tp_wl_gpu_type_t *t = &w->gpu_types[gr->gpu_type];
         for (int k = 0; k < gr->nodes; k++) {
-            tp_node_t *n = &out->nodes[out->nnodes];
-            snprintf(n->name, sizeof n->name, "n%zu", out->nnodes++);
-            n->cpus = gr->cpus_per_node;
-            n->ngpus = (size_t)gr->gpus_per_node;
-            n->gpus = tp__xcalloc(n->ngpus ? n->ngpus : 1, sizeof *n->gpus);
-            for (size_t i = 0; i < n->ngpus; i++) {
-                tp_gpu_t *gpu = &n->gpus[i];
-                snprintf(gpu->name, sizeof gpu->name, "gpu%zu", i);
-                snprintf(gpu->type, sizeof gpu->type, "%s", t->name);
-                gpu->index = (int)i;
-                gpu->memory_mib = t->memory_mib;
-                gpu->speed = t->speed;
-                gpu->healthy = 1;
-            }
+            tp__workload_node(&out->nodes[out->nnodes], out->nnodes, (size_t)gr->gpus_per_node,
+                              gr->cpus_per_node, t);
+            out->nnodes++;
         }
     }
     return 0;
@@ -375,21 +399,18 @@ int tp__workload_jobs(const tp_workload_t *w, const char *space, tp_wl_job_t **j
                       tp_demand_t **demands, size_t *n, tp_error_t *err) {
     const tp_wl_space_t *s = tp__workload_find_space(w, space);
     if (!s) {
-        char names[512] = "";
-        for (size_t i = 0; i < w->nspaces; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-                     w->spaces[i].name);
-        return tp__errorf(err, -ENOENT, "no space \"%s\" in the workload; there are: %s", space, names);
+        const char *names[64];
+        size_t k = 0;
+        for (; k < w->nspaces && k < 64; k++) names[k] = w->spaces[k].name;
+        return tp__workload_no_such(err, "space", space, names, k);
     }
     size_t total = s->nmodels * s->nbatch * (size_t)s->lr_count, k = 0;
     tp_wl_job_t *js = tp__xcalloc(total ? total : 1, sizeof *js);
     for (size_t mi = 0; mi < s->nmodels; mi++)
         for (size_t bi = 0; bi < s->nbatch; bi++)
             for (int li = 0; li < s->lr_count; li++) {
-                /* log-spaced, both ends included; one point: the geometric middle */
-                double f = s->lr_count > 1 ? (double)li / (s->lr_count - 1) : 0.5;
-                double lr = s->lr_lo * pow(s->lr_hi / s->lr_lo, f);
-                js[k++] = tp__workload_profile(&w->models[s->models[mi]], s->batch_sizes[bi], lr);
+                js[k++] = tp__workload_profile(&w->models[s->models[mi]], s->batch_sizes[bi],
+                                               tp__workload_lr(s, (size_t)li));
             }
     if (demands) {
         tp_demand_t *d = tp__xcalloc(total ? total : 1, sizeof *d);

@@ -94,7 +94,7 @@ const tp_wl_space_t *tp__workload_find_space(const tp_workload_t *w, const char 
 /* Build the named cluster: nodes "n0", "n1", ... in group order, GPUs "gpu0"..
  * per node (index = position, healthy), limits reserve 512 MiB, no
  * oversubscription, no count limit, sharing on. Free with tp__cluster_free.
- * Returns 0 or -ENOENT (err names the clusters there are). */
+ * Returns 0 or -ENOENT (err names the clusters there are, with a did-you-mean). */
 int tp__workload_cluster(const tp_workload_t *w, const char *name, tp_cluster_t *out,
                          tp_error_t *err);
 
@@ -104,6 +104,18 @@ int tp__workload_cluster(const tp_workload_t *w, const char *name, tp_cluster_t 
  * time_s). Either output may be NULL; the caller frees both. O(jobs). */
 int tp__workload_jobs(const tp_workload_t *w, const char *space, tp_wl_job_t **jobs,
                       tp_demand_t **demands, size_t *n, tp_error_t *err);
+
+/* "no cluster "x" in the workload; did you mean "y"? (there are: ...)",
+ * as -ENOENT: the message for a name the workload does not have. */
+int tp__workload_no_such(tp_error_t *err, const char *what, const char *name,
+                         const char *const *names, size_t n);
+/* The i-th learning rate of space s: lr_count log-spaced points from lr_lo
+ * to lr_hi, both included; one point: the geometric middle. */
+double tp__workload_lr(const tp_wl_space_t *s, size_t i);
+/* Node number `number` ("n<number>") with ngpus GPUs of type t ("gpu0"..,
+ * index = position, healthy) and cpus cores. */
+void tp__workload_node(tp_node_t *n, size_t number, size_t ngpus, int cpus,
+                       const tp_wl_gpu_type_t *t);
 
 /* A job's profile from its model, batch size and lr (the formulas above). */
 tp_wl_job_t tp__workload_profile(const tp_wl_model_t *m, int batch, double lr);

@@ -60,7 +60,7 @@ static int sim(const tp_workload_t *w, const char *space, const char *cluster, c
                double oversub, tp_sim_opts_t *o, tp_sim_result_t *r) {
     tp_cluster_t c;
     tp_error_t err = {0};
-    if (tp__sim_study_cluster(w, cluster, &c, &err) < 0) {
+    if (tp__workload_cluster(w, cluster, &c, &err) < 0) {
         fprintf(stderr, "  %s\n", err.msg);
         return -1;
     }
@@ -170,9 +170,9 @@ TP_TEST(test_unknown_policy_and_space_are_named) {
     TP_CHECK_INT(load_tiny(&w), 0);
     tp_cluster_t c;
     tp_error_t err = {0};
-    TP_CHECK(tp__sim_study_cluster(&w, "onee", &c, &err) < 0);
+    TP_CHECK(tp__workload_cluster(&w, "onee", &c, &err) < 0);
     TP_CHECK_CONTAINS(err.msg, "did you mean \"one\"");
-    TP_CHECK_INT(tp__sim_study_cluster(&w, "one", &c, &err), 0);
+    TP_CHECK_INT(tp__workload_cluster(&w, "one", &c, &err), 0);
     tp_sim_opts_t o = {.policy = "wfdd"};
     tp_sim_result_t r;
     TP_CHECK(tp__sim_run(&w, "L1", &c, &o, &r, &err) < 0);
@@ -317,7 +317,7 @@ TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
     TP_CHECK_INT(load_sp(&w), 0);
     tp_cluster_t c;
     tp_error_t err = {0};
-    TP_CHECK_INT(tp__sim_study_cluster(&w, "homog_4", &c, &err), 0);
+    TP_CHECK_INT(tp__workload_cluster(&w, "homog_4", &c, &err), 0);
     tp_sim_opts_t o = {.policy = "wfd", .overhead = 0.03, .record = 1};
     tp_sim_result_t r;
     TP_CHECK_INT(tp__sim_run(&w, "SP3", &c, &o, &r, &err), 0);
