@@ -41,6 +41,11 @@ tp_store_t *tp__cli_open(const char *dir, char **dir_out);
 /* Print "tunepack VERB: MSG" plus a pointer to --help; returns TP_EXIT_USAGE. */
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Whether row is a better "best trial" than the one held (have: one is held,
+ * with value best): a completed or early-stopped trial with a value, better
+ * by the metric's mode. `best` and `status` share it; the orchestrator's
+ * tp__note_best applies the same rule to its in-memory trials. */
+int tp__cli_beats(const tp_trial_row_t *row, int maximize, int have, double best);
 /* A trial as JSON: id, state, params, metrics, value, attempts, ... (for
  * export and best). Caller owns. */
 json_t *tp__cli_trial_json(const tp_trial_row_t *row);

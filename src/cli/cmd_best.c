@@ -14,10 +14,7 @@ typedef struct best_acc {
 
 static int pick(const tp_trial_row_t *row, void *ud) {
     best_acc_t *a = ud;
-    if ((strcmp(row->state, "completed") != 0 && strcmp(row->state, "stopped") != 0) ||
-        !row->has_value)
-        return 0;
-    if (a->best && !(a->maximize ? row->value > a->value : row->value < a->value)) return 0;
+    if (!tp__cli_beats(row, a->maximize, a->best != NULL, a->value)) return 0;
     json_decref(a->best);
     a->best = tp__cli_trial_json(row);
     a->value = row->value;

@@ -19,9 +19,7 @@ typedef struct status_acc {
 static int count_row(const tp_trial_row_t *row, void *ud) {
     status_acc_t *a = ud;
     a->total++;
-    int finished = !strcmp(row->state, "completed") || !strcmp(row->state, "stopped");
-    if (finished && row->has_value &&
-        (a->best_id < 0 || (a->maximize ? row->value > a->best : row->value < a->best))) {
+    if (tp__cli_beats(row, a->maximize, a->best_id >= 0, a->best)) {
         a->best_id = row->id;
         a->best = row->value;
         json_t *p = json_loads(row->params, 0, NULL);

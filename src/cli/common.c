@@ -72,6 +72,13 @@ tp_store_t *tp__cli_open(const char *dir, char **dir_out) {
     return s;
 }
 
+int tp__cli_beats(const tp_trial_row_t *row, int maximize, int have, double best) {
+    if ((strcmp(row->state, "completed") != 0 && strcmp(row->state, "stopped") != 0) ||
+        !row->has_value)
+        return 0;
+    return !have || (maximize ? row->value > best : row->value < best);
+}
+
 json_t *tp__cli_trial_json(const tp_trial_row_t *row) {
     json_t *params = json_loads(row->params, 0, NULL);
     json_t *metrics = row->metrics ? json_loads(row->metrics, 0, NULL) : NULL;
