@@ -336,7 +336,7 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
  * placement policy decide where they go, start those placed and keep the
  * others pending until something ends. */
 static void schedule(tp_run_t *r) {
-    if (!r->agent_ready || r->stopping || r->shutting_down) return;
+    if (!r->agent_ready || r->stopping || r->shutting_down || r->placement_blocked) return;
     size_t free_slots = r->running < r->x.concurrency ? (size_t)(r->x.concurrency - r->running) : 0;
     if (free_slots == 0) return;
     if (r->capbatch < free_slots) {
@@ -347,13 +347,16 @@ static void schedule(tp_run_t *r) {
     trial_t *t;
     while (n < free_slots && (t = next_candidate(r)) != NULL) r->batch[n++] = t;
     if (n == 0) return;
-    tp__placement_place(r, r->batch, n);
+    size_t placed = tp__placement_place(r, r->batch, n);
     for (size_t i = 0; i < n; i++) {
         if (r->batch[i]->where.placed)
             start_attempt(r, r->batch[i]);
         else
             tp__pending_push(r, r->batch[i]->id);
     }
+    /* What did not fit now will not fit until something changes: do not try
+     * again on every loop turn (reports keep the loop busy). */
+    if (placed < n) r->placement_blocked = 1;
 }
 
 static void send_shutdown(tp_run_t *r) {
@@ -499,6 +502,7 @@ static void on_agent_lost(tp_agent_conn_t *c, const char *why) {
         for (size_t i = 0; i < r->ntrials; i++) {
             trial_t *t = r->trials[i];
             if (!t || t->state != T_RUNNING) continue;
+            tp__placement_ended(r, t); /* a profiling attempt gives its group back */
             t->state = T_PENDING;
             r->running--;
             tp_trial_end_t e = {.state = "pending", .attempt = t->attempts,

@@ -110,6 +110,7 @@ typedef struct tp_run {
     size_t ngroups;
     json_t *group_index;        /* key -> index into groups */
     int placing;                /* trials demand GPUs or CPU cores: placement applies */
+    int placement_blocked;      /* pending trials did not fit; wait until capacity changes */
     int mps;                    /* MPS daemons run for the GPUs */
     int mps_pending;            /* mps_start sent, answer awaited */
     const char *sharing;        /* mps | time-slicing | exclusive | cpu: what trials get */
@@ -160,7 +161,8 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m);
  * when it should be placed again (not a failure), 0 when no GPU can hold
  * more (why filled). */
 int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n);
-/* An attempt ended: a profiling one records what it measured. */
+/* An attempt ended (or was interrupted): a profiling one records what it
+ * measured; pending trials may fit again. */
 void tp__placement_ended(tp_run_t *r, trial_t *t);
 /* The run ends: the stored GPU snapshot shows no trial of ours any more. */
 void tp__placement_finish(tp_run_t *r);

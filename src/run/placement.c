@@ -172,6 +172,7 @@ static void mps_dirs(const tp_run_t *r, int index, char *pipe, char *log, size_t
 
 int tp__placement_hello(tp_run_t *r, const json_t *hello) {
     build_cluster(r, hello);
+    r->placement_blocked = 0;
     r->placer = tp__placer_find(r->x.policy);
     r->placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
     tp_node_t *node = &r->cluster.nodes[0];
@@ -294,7 +295,8 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
         trial_t *t = batch[i];
         memset(&t->where, 0, sizeof t->where);
         demand_group_t *g = group_of(r, t);
-        if (!g->measured && g->profiler >= 0) continue; /* wait for its group's measurement */
+        if (!g->measured && g->profiler >= 0 && g->profiler != t->id)
+            continue; /* wait for its group's measurement */
         d[m] = (tp_demand_t){.id = t->id, .gpus = r->x.res.gpus, .memory_mib = g->mem_mib,
                              .compute = g->compute, .cpus = r->x.res.cpus};
         if (!g->measured) {
@@ -448,6 +450,7 @@ static void save_snapshot(tp_run_t *r, const json_t *gpus) {
 }
 
 void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
+    r->placement_blocked = 0; /* foreign use, health or a measurement may have changed */
     const json_t *gpus = json_object_get(m, "gpus"), *e;
     size_t i;
     json_array_foreach(gpus, i, e) {
@@ -522,6 +525,7 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
 }
 
 void tp__placement_ended(tp_run_t *r, trial_t *t) {
+    r->placement_blocked = 0; /* what it held is free again */
     if (t->profiling) finish_profile(r, t);
     t->where.placed = 0;
 }
