@@ -8,42 +8,38 @@
 #include "gpu/gpu.h"
 #include "run/run.h"
 
-/* This machine's GPUs, read through NVML now. */
+/* This machine's GPUs, read through NVML now: the table of tp__gpu_table,
+ * or one JSON object with every GPU and its processes. */
 static int local_gpus(int as_json) {
     tp_nvml_t *n = NULL;
     tp_error_t err = {0};
     int rc = tp__nvml_open(NULL, &n, &err);
     char *control = tp__mps_control_path();
+    tp_gpu_info_t *g = NULL;
+    size_t count = 0;
+    if (rc == 0 && tp__nvml_gpus(n, &g, &count, &err) != 0) count = 0;
+    size_t *nprocs = tp__xcalloc(count ? count : 1, sizeof *nprocs);
     json_t *list = json_array();
-    if (rc == 0) {
-        tp_gpu_info_t *g = NULL;
-        size_t count = 0;
-        if (tp__nvml_gpus(n, &g, &count, &err) == 0) {
-            for (size_t i = 0; i < count; i++) {
-                tp_gpu_proc_t *p = NULL;
-                size_t np = 0;
-                json_t *procs = json_array();
-                if (g[i].healthy && tp__nvml_processes(n, g[i].index, &p, &np, &err) == 0)
-                    for (size_t k = 0; k < np; k++)
-                        json_array_append_new(procs, json_pack("{s:i, s:I, s:i}", "pid",
-                                                               (int)p[k].pid, "used_mib",
-                                                               (json_int_t)p[k].used_mib,
-                                                               "sm_util", (int)p[k].sm_util));
-                free(p);
-                json_array_append_new(
-                    list, json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:b, s:s, s:o}", "index",
-                                    (int)g[i].index, "name", g[i].name, "uuid", g[i].uuid,
-                                    "memory_mib", (json_int_t)g[i].memory_total_mib,
-                                    "memory_used_mib", (json_int_t)g[i].memory_used_mib, "util",
-                                    (int)g[i].util_gpu, "healthy", g[i].healthy, "error",
-                                    g[i].error, "processes", procs));
-            }
-        }
-        free(g);
-        tp__nvml_close(n);
+    for (size_t i = 0; i < count; i++) {
+        tp_gpu_proc_t *p = NULL;
+        size_t np = 0;
+        json_t *procs = json_array();
+        if (g[i].healthy && tp__nvml_processes(n, g[i].index, &p, &np, &err) == 0)
+            for (size_t k = 0; k < np; k++)
+                json_array_append_new(procs, json_pack("{s:i, s:I, s:i}", "pid", (int)p[k].pid,
+                                                       "used_mib", (json_int_t)p[k].used_mib,
+                                                       "sm_util", (int)p[k].sm_util));
+        free(p);
+        nprocs[i] = np;
+        json_array_append_new(
+            list, json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:b, s:s, s:o}", "index",
+                            (int)g[i].index, "name", g[i].name, "uuid", g[i].uuid, "memory_mib",
+                            (json_int_t)g[i].memory_total_mib, "memory_used_mib",
+                            (json_int_t)g[i].memory_used_mib, "util", (int)g[i].util_gpu,
+                            "healthy", g[i].healthy, "error", g[i].error, "processes", procs));
     }
     if (as_json) {
-        json_t *o = json_pack("{s:s, s:o, s:s?}", "nvml",
+        json_t *o = json_pack("{s:s, s:O, s:s?}", "nvml",
                               rc == 0 ? "ok" : rc == -ENOENT ? "absent" : err.msg, "gpus", list,
                               "mps_control", control);
         char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -55,22 +51,15 @@ static int local_gpus(int as_json) {
             printf("no NVML on this machine (libnvidia-ml.so.1 not found): trials run CPU-only\n");
         else if (rc != 0)
             printf("NVML failed: %s\n", err.msg);
-        size_t i;
-        json_t *e;
-        json_array_foreach(list, i, e) {
-            printf("gpu%lld  %-28s  %6lld / %6lld MiB  util %3lld%%  %s  %zu process(es)\n",
-                   (long long)json_integer_value(json_object_get(e, "index")),
-                   json_string_value(json_object_get(e, "name")),
-                   (long long)json_integer_value(json_object_get(e, "memory_used_mib")),
-                   (long long)json_integer_value(json_object_get(e, "memory_mib")),
-                   (long long)json_integer_value(json_object_get(e, "util")),
-                   json_is_true(json_object_get(e, "healthy")) ? "healthy" : "UNHEALTHY",
-                   json_array_size(json_object_get(e, "processes")));
-        }
+        else
+            tp__gpu_table(stdout, g, count, nprocs);
         printf("MPS: %s\n", control ? control : "no nvidia-cuda-mps-control: GPUs are shared by "
                                                 "time-slicing");
-        json_decref(list);
     }
+    json_decref(list);
+    free(nprocs);
+    free(g);
+    if (n) tp__nvml_close(n);
     free(control);
     return TP_EXIT_OK;
 }
