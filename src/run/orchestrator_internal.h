@@ -1,4 +1,15 @@
-/* The orchestrator's state, shared by orchestrator.c and view.c. */
+/* The orchestrator's state, split by concern. Each part is owned by one
+ * file; the others use it only through that file's functions below (or, for
+ * trials and the journal, through their own headers).
+ *
+ *   part          owner            what it holds
+ *   trials        trial_state.c    the trial table, the state machine, counts
+ *   journal       journal.c        the store, transactions, write failures
+ *   agents        agents.c         one link per agent: transport, readiness, loss
+ *   pl            placement.c      cluster, demand groups, profiling, MPS, GPU state
+ *   view          view.c           the live terminal view or log lines
+ *   the rest      orchestrator.c   the loop, the scheduler, launches and stops
+ *                 setup.c          opening, resuming and freeing a run */
 #ifndef TP_ORCHESTRATOR_INTERNAL_H
 #define TP_ORCHESTRATOR_INTERNAL_H
 
@@ -9,46 +20,43 @@
 #include "config/config.h"
 #include "launch/launch.h"
 #include "place/place.h"
+#include "run/journal.h"
+#include "run/trial_state.h"
 #include "search/scheduler.h"
 #include "search/search.h"
 #include "store/store.h"
 #include "util/util.h"
 
-enum { T_PENDING, T_RUNNING, T_COMPLETED, T_FAILED, T_STOPPED, T_PAUSED };
+typedef struct tp_run tp_run_t;
 
-typedef struct trial {
-    int64_t id;         /* trial number, as the searcher numbered it */
-    json_t *params;     /* its configuration, owned */
-    int state;          /* T_* */
-    int attempts;       /* attempts started */
-    int failures;       /* attempts failed */
-    int has_value;      /* objective reported in the current/last attempt */
-    double value;       /* last reported objective */
-    double best;        /* best objective within the attempt */
-    int64_t step;       /* last reported step */
-    int64_t seq;        /* report rows stored in this attempt */
-    tp_buf_t last;      /* last report line (while running) */
-    double started;     /* monotonic start time of the attempt */
-    int garbage;        /* garbage lines in this attempt */
-    int stop_sent;      /* a stop was sent for this attempt */
-    int pid;            /* process group of the attempt, on its agent */
-    int group;          /* index of its demand group (placement.c), -1 before */
-    tp_assign_t where;  /* where the current attempt runs (where.placed) */
-    uint64_t mem_mib;   /* demand it was placed with, per GPU */
-    double compute;     /* compute share it was placed with, per GPU */
-    int profiling;      /* this attempt measures its group's demand */
-    uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
-    double sm_sum;      /* sum of SM use samples (percent) in this attempt */
-    int samples;        /* NVML samples of this attempt */
-    double first_report, last_report; /* monotonic times of reports, for step time */
-    json_t *gpu_env;    /* the GPU environment of the current attempt, owned */
-    int rung;           /* rung of its current (or last) job */
-    double budget;      /* budget of that job, 0 = none */
-    int early_stopped;  /* the scheduler stopped it while it ran */
-    int job_fresh;      /* its job was just handed out: the next attempt starts its reports */
-    char why[200];      /* the scheduler's last decision about it */
-} trial_t;
+/* ---- agents.c -------------------------------------------------------------- */
+/* One agent: today the local one; ssh and srun agents will be more links. */
+typedef struct tp_agent_link {
+    tp_agent_conn_t conn;   /* the transport */
+    tp_run_t *run;          /* back to the run, for callbacks */
+    int ready;              /* hello answered and its GPUs set up: trials may go there */
+    int restarts;           /* times it was lost and started again */
+} tp_agent_link_t;
 
+typedef struct tp_agents {
+    tp_agent_link_t link;   /* the one agent (the cluster's node 0) */
+    char exe[4096];         /* this binary, to start agents */
+    int shutting_down;      /* shutdown sent: losing the agent now is the end */
+} tp_agents_t;
+
+/* Start the agent (and say hello). 0, or an error (printed). */
+int tp__agents_start(tp_run_t *r);
+/* Send m to the agent running node `node` (today: 0). 0 or -errno. */
+int tp__agents_send(tp_run_t *r, int node, const json_t *m);
+/* Every agent has said hello and is set up. */
+int tp__agents_ready(const tp_run_t *r);
+/* The agent of `node` is set up: trials may go there. */
+void tp__agents_mark_ready(tp_run_t *r, int node);
+/* Ask every agent to end; the run finishes when they are gone. */
+void tp__agents_shutdown(tp_run_t *r);
+void tp__agents_close(tp_run_t *r);
+
+/* ---- placement.c ----------------------------------------------------------- */
 /* Demand shared by trials with the same profile_by values. */
 typedef struct demand_group {
     char *key;          /* JSON of the profile_by values, owned */
@@ -58,108 +66,42 @@ typedef struct demand_group {
     int64_t profiler;   /* trial measuring it, -1 if none */
 } demand_group_t;
 
-typedef struct tp_run {
-    uv_loop_t loop;             /* the event loop */
-    uv_prepare_t prepare;       /* pump: schedule, commit, act */
-    uv_signal_t sigint, sigterm;/* stop requests */
-    uv_timer_t view_timer;      /* live view refresh */
-    tp_experiment_t x;          /* the experiment */
-    tp_scheduler_t *sched;      /* decides the next job: sampler + scheduler */
-    int sched_waiting;          /* the scheduler said -EAGAIN and nothing ended since */
-    tp_store_t *store;          /* the journal */
-    tp_agent_conn_t conn;       /* the (local) agent */
-    char *dir;                  /* experiment directory, absolute */
-    char *workdir;              /* trials' working directory, absolute */
-    char exe[4096];             /* this binary, to start the agent */
-    char token[40];             /* names this experiment's processes */
-    int lock_fd;                /* holds DIR/lock */
-    trial_t **trials;           /* by id; NULL holes never happen in practice */
-    size_t ntrials, cap;        /* ids < ntrials */
-    int64_t *heap;              /* pending trial ids (min-heap) */
-    size_t nheap, capheap;
-    trial_t **batch;            /* candidates of one schedule() call */
-    size_t capbatch;
-    int64_t *launch;            /* trials journaled as started, to send after the commit */
-    size_t nlaunch, caplaunch;
-    uint64_t next_index;        /* one past the highest trial number */
-    int exhausted;              /* the scheduler has no more jobs */
-    int running, completed, failed, retried, stopped; /* counts */
-    int resumed_done;           /* completed + failed when this run started */
-    int64_t best_id;            /* best completed trial, -1 if none */
-    int64_t metric_rows;        /* stored by this run */
-    int in_tx;                  /* a store transaction is open */
-    double tx_opened;           /* monotonic time it was opened */
-    uv_timer_t commit_timer;    /* commits report rows left waiting */
-    int64_t *stops;             /* early stops journaled, to send after the commit */
-    size_t nstops, capstops;
-    int store_broken;           /* a store write failed */
-    int agent_ready;            /* hello answered */
-    int agent_restarts;         /* agents lost so far */
-    int stopping;               /* stop requested */
-    int shutting_down;          /* shutdown sent to the agent */
-    int finished;               /* tp__orchestrator_finish ran */
-    int exit_code;              /* TP_EXIT_* */
-    int live, quiet;            /* view mode */
-    int view_lines;             /* lines drawn by the live view */
-    double t0;                  /* monotonic start */
-    tp_buf_t scratch;           /* reused for name=value reports */
-    tp_cluster_t cluster;       /* the agent's node and GPUs (from its hello) */
+typedef struct tp_placement {
+    tp_cluster_t cluster;       /* the agents' nodes and GPUs (from their hellos) */
     uint64_t *foreign_mib;      /* per GPU: memory used by processes that are not ours */
     const tp_placer_ops_t *placer; /* the placement policy */
     demand_group_t *groups;     /* demand groups */
     size_t ngroups;
     json_t *group_index;        /* key -> index into groups */
     int placing;                /* trials demand GPUs or CPU cores: placement applies */
-    int placement_blocked;      /* pending trials did not fit; wait until capacity changes */
+    int blocked;                /* pending trials did not fit; wait until capacity changes */
     int mps;                    /* MPS daemons run for the GPUs */
     int mps_pending;            /* mps_start sent, answer awaited */
     const char *sharing;        /* mps | time-slicing | exclusive | cpu: what trials get */
-    double gpus_saved_at;       /* last GPU snapshot written to the store */
+    double saved_at;            /* last GPU snapshot written to the store */
     json_t *last_gpus;          /* the last `usage` sample's GPUs, owned */
-    tp_error_t err;             /* last error */
-} tp_run_t;
+} tp_placement_t;
 
-const char *tp__trial_state_name(int state);
-int tp__trial_state_from_name(const char *name); /* T_PENDING if unknown */
-
-/* orchestrator.c */
-/* Run the event loop until the experiment ends or stops; TP_EXIT_* code. */
-int tp__orchestrator_loop(tp_run_t *r);
-void tp__orchestrator_finish(tp_run_t *r);
-trial_t *tp__trial_new(tp_run_t *r, int64_t id, json_t *params); /* r owns it */
-void tp__pending_push(tp_run_t *r, int64_t id);  /* O(log pending) */
-void tp__note_best(tp_run_t *r, trial_t *t);     /* t completed: best so far? */
-void tp__run_tx(tp_run_t *r);                    /* open a transaction if none is */
-void tp__run_journal_failed(tp_run_t *r, const char *what);
-trial_t *tp__trial_get(tp_run_t *r, int64_t id);   /* NULL if no such trial */
-/* a better than b by the metric's mode; NaN is never better. */
-int tp__run_better(const tp_run_t *r, double a, double b);
-
-/* outcome.c: a running attempt's `report` and `exited` messages. */
-void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m);
-void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m);
-/* Something on a report channel that is no report: an event (the first 20). */
-void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what);
-/* Journal a scheduler call (job, result, stop) in the decisions table. */
-void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
-                      const char *detail);
-
-/* placement.c: the cluster, demand groups, placing a batch, GPU messages. */
-/* From the agent's hello: build the cluster; decide MPS. 0, or an exit code
- * (printed) when the experiment cannot run there. */
-int tp__placement_hello(tp_run_t *r, const json_t *hello);
+/* From an agent's hello: build the cluster; decide MPS. 0, or an exit code
+ * (printed) when the experiment cannot run there. *wait set when the agent
+ * must first answer an mps_start. */
+int tp__placement_hello(tp_run_t *r, const json_t *hello, int *wait);
+/* Whether trials waiting for room may fit now (capacity changed since the
+ * last try); tp__placement_place clears it when some did not fit. */
+int tp__placement_may_fit(const tp_run_t *r);
 /* Place a batch of trials (their attempt not yet started); sets where,
  * mem_mib, compute, profiling of the placed ones; returns how many placed.
  * Trials that cannot be placed now are left with where.placed = 0. */
 size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n);
-/* Journal the placement of t's new attempt and add its GPU environment. */
-void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env);
+/* Journal the placement of t's new attempt; its GPU environment, or NULL
+ * in CPU-only runs (t->gpu_env is set to it). */
+void tp__placement_attempt(tp_run_t *r, trial_t *t);
 /* `mps` answer, `usage` samples. */
 void tp__placement_on_mps(tp_run_t *r, const json_t *m);
 void tp__placement_on_usage(tp_run_t *r, const json_t *m);
 /* An attempt that ran out of GPU memory: grow its group's demand. Returns 1
  * when it should be placed again (not a failure), 0 when no GPU can hold
- * more (why filled). */
+ * more (why filled either way). */
 int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n);
 /* An attempt ended (or was interrupted): a profiling one records what it
  * measured; pending trials may fit again. */
@@ -168,9 +110,73 @@ void tp__placement_ended(tp_run_t *r, trial_t *t);
 void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
 
-/* view.c: what the user sees while it runs. */
+/* ---- view.c ---------------------------------------------------------------- */
+typedef struct tp_view {
+    uv_timer_t timer;           /* live view refresh */
+    int live, quiet;            /* mode: live block, log lines, or nothing */
+    int lines;                  /* lines drawn by the live view */
+    double t0;                  /* monotonic start of this run */
+    int done_before;            /* trials already ended when this run started */
+} tp_view_t;
+
 void tp__view_start(tp_run_t *r);
 void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double duration_s);
 void tp__view_final(tp_run_t *r);
+
+/* ---- orchestrator.c -------------------------------------------------------- */
+struct tp_run {
+    uv_loop_t loop;             /* the event loop */
+    uv_prepare_t prepare;       /* pump: schedule, commit, act */
+    uv_signal_t sigint, sigterm;/* stop requests */
+    tp_experiment_t x;          /* the experiment */
+    tp_scheduler_t *sched;      /* decides the next job: sampler + scheduler */
+    int sched_waiting;          /* the scheduler said -EAGAIN and nothing ended since */
+    int exhausted;              /* the scheduler has no more jobs */
+    char *dir;                  /* experiment directory, absolute */
+    char *workdir;              /* trials' working directory, absolute */
+    char token[40];             /* names this experiment's processes */
+    int lock_fd;                /* holds DIR/lock */
+    trial_t **batch;            /* candidates of one schedule() call */
+    size_t capbatch;
+    int64_t *launch;            /* trials journaled as started, to send after the commit */
+    size_t nlaunch, caplaunch;
+    int64_t *stops;             /* early stops journaled, to send after the commit */
+    size_t nstops, capstops;
+    int64_t best_id;            /* best trial with a value, -1 if none */
+    int stopping;               /* stop requested */
+    int finished;               /* tp__orchestrator_finish ran */
+    int exit_code;              /* TP_EXIT_* */
+    tp_buf_t scratch;           /* reused for name=value reports */
+    tp_error_t err;             /* last error */
+    tp_trials_t trials;         /* trial_state.c */
+    tp_journal_t journal;       /* journal.c */
+    tp_agents_t agents;         /* agents.c */
+    tp_placement_t pl;          /* placement.c */
+    tp_view_t view;             /* view.c */
+};
+
+/* Run the event loop until the experiment ends or stops; TP_EXIT_* code. */
+int tp__orchestrator_loop(tp_run_t *r);
+void tp__orchestrator_finish(tp_run_t *r);
+/* A message from the agent of node `node`. */
+void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m);
+/* The agent of node `node` is gone: its attempts are interrupted. */
+void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
+void tp__note_best(tp_run_t *r, const trial_t *t); /* t has a final value: best so far? */
+/* a better than b by the metric's mode; NaN is never better. */
+int tp__run_better(const tp_run_t *r, double a, double b);
+/* Journal a scheduler call (job, result, stop) in the decisions table, and
+ * the trial's rung, budget and last decision. */
+void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
+                      const char *detail);
+
+/* Stop t's attempt early once what was journaled is committed. */
+void tp__run_queue_stop(tp_run_t *r, const trial_t *t);
+
+/* outcome.c: a running attempt's `report` and `exited` messages. */
+void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+/* Something on a report channel that is no report: an event (the first 20). */
+void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what);
 
 #endif

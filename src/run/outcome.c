@@ -17,22 +17,23 @@
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
     t->garbage++;
     if (t->garbage > MAX_GARBAGE_EVENTS) return;
-    tp__run_tx(r);
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s", what,
              t->garbage == MAX_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
                                               : "");
-    if (tp__store_event(r->store, t->id, t->attempts, "garbage", detail, tp__wall_s()) != 0)
-        tp__run_journal_failed(r, "recording garbage");
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "garbage",
+                                   detail, tp__wall_s()),
+                   "recording garbage");
 }
 
 static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const char *data,
                           size_t len) {
-    tp__run_tx(r);
-    if (tp__store_metric(r->store, t->id, t->attempts, t->seq++, rep->step,
-                         rep->has_value ? rep->value : NAN, data, len) != 0)
-        tp__run_journal_failed(r, "storing a metric");
-    r->metric_rows++;
+    if (tp__journal_ok(&r->journal,
+                       tp__store_metric(tp__journal_tx(&r->journal), t->id, t->attempts, t->seq++,
+                                        rep->step, rep->has_value ? rep->value : NAN, data, len),
+                       "storing a report") == 0)
+        r->journal.metric_rows++;
     t->last_report = tp__mono_s();
     if (t->seq == 1) t->first_report = t->last_report;
     if (rep->step != TP_STORE_NO_STEP) t->step = rep->step;
@@ -50,11 +51,7 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
             snprintf(t->why, sizeof t->why, "%s", why);
             tp__run_decision(r, "stop", t, 1, rep->value, why);
             /* Journal, then act: the stop goes out after the commit. */
-            if (r->nstops == r->capstops) {
-                r->capstops = r->capstops ? 2 * r->capstops : 16;
-                r->stops = tp__xrealloc(r->stops, r->capstops * sizeof *r->stops);
-            }
-            r->stops[r->nstops++] = t->id;
+            tp__run_queue_stop(r, t);
         }
     }
 }
@@ -97,7 +94,8 @@ static const char *signal_name(int sig) {
     return buf;
 }
 
-/* An attempt ended: decide completed / failed / retry / interrupted. */
+/* An attempt ended: decide completed / paused / stopped / failed / retried /
+ * interrupted, and make that one transition. */
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     const char *status = "exited", *error = "";
     int code = -1, sig = 0, oom = 0;
@@ -110,7 +108,6 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
                              strcmp(status, "signaled") == 0)) {
         ok = 1; /* stopped by the scheduler: final, with what it reported */
-        snprintf(why, sizeof why, "%s", t->why);
     } else if ((strcmp(status, "stopped") == 0 && r->stopping) || strcmp(status, "paused") == 0) {
         interrupted = 1; /* its job is not done: it runs again, from its checkpoint */
     } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
@@ -141,79 +138,62 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
                  t->garbage);
     }
-    r->running--;
-    tp_trial_end_t e = {
-        .attempt = t->attempts,
-        .has_exit = strcmp(status, "spawn_failed") != 0,
-        .exit_code = code,
-        .signal = sig,
-        .error = why,
-        .has_value = t->has_value,
-        .value = t->value,
-        .best = t->best,
-        .step = t->step,
-        .metrics = t->last.len ? t->last.data : NULL,
-        .at = tp__wall_s(),
-    };
+    tp_transition_t how = {.has_exit = strcmp(status, "spawn_failed") != 0, .exit_code = code,
+                           .signal = sig, .at = tp__wall_s()};
+    tp_trial_state_t to;
+    const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
+    char note[300] = "";
     if (interrupted) {
-        t->state = T_PENDING;
-        e.state = "pending";
-        e.error = regrow ? why : "interrupted";
-        tp__pending_push(r, t->id);
-        if (regrow) {
-            tp__run_tx(r);
-            tp__store_event(r->store, t->id, t->attempts, "oom", why, e.at);
-        }
+        to = TP_TRIAL_PENDING;
+        how.requeue = regrow ? TP_REQUEUE_REGROW : TP_REQUEUE_INTERRUPTED;
+        how.detail = regrow ? why : "interrupted";
+        if (regrow)
+            tp__journal_ok(&r->journal,
+                           tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "oom",
+                                           why, how.at),
+                           "recording an out-of-memory end");
     } else if (ok) {
         /* The job is done: tell the scheduler; the trial is finished, or
          * waits (paused, its checkpoint kept) for a promotion. */
         double v = t->has_value ? t->value : NAN;
-        r->sched->ops->result(r->sched, t->id, t->rung, 1, v, tp__wall_s());
+        r->sched->ops->result(r->sched, t->id, t->rung, 1, v, how.at);
         r->sched_waiting = 0;
         if (t->early_stopped) {
-            t->state = T_STOPPED;
-            e.state = "stopped";
-            r->stopped++;
+            to = TP_TRIAL_STOPPED;
+            decided = t->why;
         } else if (r->sched->ops->final(r->sched, t->id, t->rung)) {
-            t->state = T_COMPLETED;
-            e.state = "completed";
-            e.error = NULL;
-            r->completed++;
+            to = TP_TRIAL_COMPLETED;
+            decided = "completed";
         } else {
-            t->state = T_PAUSED;
-            e.state = "paused";
-            snprintf(why, sizeof why, "rung %d (budget %g) done: waits for a promotion", t->rung,
-                     t->budget);
+            to = TP_TRIAL_PAUSED;
+            snprintf(note, sizeof note, "rung %d (budget %g) done: waits for a promotion",
+                     t->rung, t->budget);
+            decided = note;
         }
-        tp__run_decision(r, "result", t, 1, v, t->early_stopped ? t->why : why);
+        how.detail = decided;
     } else {
         t->failures++;
+        how.error = why;
         if (t->failures <= r->x.retries) {
-            t->state = T_PENDING;
-            e.state = "pending";
-            tp__pending_push(r, t->id);
-            r->retried++;
+            to = TP_TRIAL_PENDING;
+            how.requeue = TP_REQUEUE_RETRY;
+            tp__journal_ok(&r->journal,
+                           tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts,
+                                           "failed", why, how.at),
+                           "recording a failure");
         } else {
-            t->state = T_FAILED;
-            e.state = "failed";
-            r->failed++;
-            r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, tp__wall_s());
+            to = TP_TRIAL_FAILED;
+            r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, how.at);
             r->sched_waiting = 0;
-            tp__run_decision(r, "result", t, 0, NAN, why);
+            decided = why;
         }
     }
-    e.failures = t->failures;
-    tp__run_tx(r);
-    if (!ok && !interrupted && t->state == T_PENDING &&
-        tp__store_event(r->store, t->id, t->attempts, "failed", why, e.at) != 0)
-        tp__run_journal_failed(r, "recording a failure");
-    if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "recording an end");
-    if (t->state == T_COMPLETED || t->state == T_STOPPED) tp__note_best(r, t);
-    if (t->state != T_PENDING && t->state != T_PAUSED) {
-        tp__buf_free(&t->last);
+    tp__trial_set_state(&r->trials, t, to, &how);
+    if (decided) tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided);
+    if (to == TP_TRIAL_COMPLETED || to == TP_TRIAL_STOPPED) tp__note_best(r, t);
+    if (to != TP_TRIAL_PENDING) {
         json_decref(t->gpu_env);
         t->gpu_env = NULL;
-        tp__view_trial_ended(r, t, why, dur);
+        tp__view_trial_ended(r, t, ok ? decided : why, dur);
     }
 }
-

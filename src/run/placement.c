@@ -47,17 +47,17 @@ static void apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p)
 /* The group of t, created on first use with the declared demand, or the
  * stored measurement of an earlier run (reused on resume). */
 static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
-    if (t->group >= 0) return &r->groups[t->group];
-    if (!r->group_index) r->group_index = json_object();
+    if (t->group >= 0) return &r->pl.groups[t->group];
+    if (!r->pl.group_index) r->pl.group_index = json_object();
     char *key = group_key(r, t->params);
-    json_t *idx = json_object_get(r->group_index, key);
+    json_t *idx = json_object_get(r->pl.group_index, key);
     if (idx) {
         free(key);
         t->group = (int)json_integer_value(idx);
-        return &r->groups[t->group];
+        return &r->pl.groups[t->group];
     }
-    r->groups = tp__xrealloc(r->groups, (r->ngroups + 1) * sizeof *r->groups);
-    demand_group_t *g = &r->groups[r->ngroups];
+    r->pl.groups = tp__xrealloc(r->pl.groups, (r->pl.ngroups + 1) * sizeof *r->pl.groups);
+    demand_group_t *g = &r->pl.groups[r->pl.ngroups];
     memset(g, 0, sizeof *g);
     g->key = key;
     g->mem_mib = r->x.res.gpu_memory_mib;
@@ -65,9 +65,9 @@ static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
     g->profiler = -1;
     g->measured = !needs_profile(r);
     tp_profile_t p;
-    if (!g->measured && tp__store_profile_get(r->store, key, &p) == 0) apply_profile(r, g, &p);
-    json_object_set_new(r->group_index, key, json_integer((json_int_t)r->ngroups));
-    t->group = (int)r->ngroups++;
+    if (!g->measured && tp__store_profile_get(r->journal.store, key, &p) == 0) apply_profile(r, g, &p);
+    json_object_set_new(r->pl.group_index, key, json_integer((json_int_t)r->pl.ngroups));
+    t->group = (int)r->pl.ngroups++;
     return g;
 }
 
@@ -94,8 +94,8 @@ static void add_gpu(tp_node_t *node, int index, const char *name, const char *uu
 
 /* The node the agent described, with the GPUs the experiment may use. */
 static void build_cluster(tp_run_t *r, const json_t *hello) {
-    tp__cluster_free(&r->cluster);
-    memset(&r->cluster, 0, sizeof r->cluster);
+    tp__cluster_free(&r->pl.cluster);
+    memset(&r->pl.cluster, 0, sizeof r->pl.cluster);
     tp_node_t *node = tp__xcalloc(1, sizeof *node);
     const char *host = json_string_value(json_object_get(hello, "node"));
     snprintf(node->name, sizeof node->name, "%s", host ? host : "local");
@@ -116,14 +116,14 @@ static void build_cluster(tp_run_t *r, const json_t *hello) {
     if (found == 0) /* no NVML here: the declared GPUs describe what there is */
         for (size_t i = 0; i < r->x.ngpus; i++)
             add_gpu(node, r->x.gpus[i].index, "declared", NULL, 0, 1, &r->x.gpus[i]);
-    r->cluster.nodes = node;
-    r->cluster.nnodes = 1;
-    r->cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
+    r->pl.cluster.nodes = node;
+    r->pl.cluster.nnodes = 1;
+    r->pl.cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
                                             .oversubscribe = r->x.oversubscribe,
                                             .max_per_gpu = r->x.max_per_gpu,
                                             .sharing = r->x.sharing != TP_SHARING_NONE};
-    free(r->foreign_mib);
-    r->foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *r->foreign_mib);
+    free(r->pl.foreign_mib);
+    r->pl.foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *r->pl.foreign_mib);
     /* At hello none of our trials runs (the agent has just reaped any
      * leftovers), so whatever a GPU already uses is foreign. */
     for (size_t i = 0; i < found; i++) {
@@ -131,7 +131,7 @@ static void build_cluster(tp_run_t *r, const json_t *hello) {
         int index = (int)json_integer_value(json_object_get(e, "index"));
         for (size_t k = 0; k < node->ngpus; k++)
             if (node->gpus[k].index == index)
-                r->foreign_mib[k] =
+                r->pl.foreign_mib[k] =
                     (uint64_t)json_integer_value(json_object_get(e, "memory_used_mib"));
     }
 }
@@ -142,14 +142,16 @@ static void note_unhealthy(tp_run_t *r, const tp_gpu_t *g, const char *err) {
     char detail[300];
     snprintf(detail, sizeof detail, "GPU %d is unhealthy (%s); it gets no new trials", g->index,
              err && *err ? err : "NVML error");
-    fprintf(stderr, "tunepack: warn: %s\n", detail);
-    tp__run_tx(r);
-    tp__store_event(r->store, -1, 0, "gpu-unhealthy", detail, tp__wall_s());
+    tp__log(TP_LOG_WARN, "%s", detail);
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "gpu-unhealthy", detail,
+                                   tp__wall_s()),
+                   "recording an unhealthy GPU");
 }
 
 static tp_gpu_t *gpu_by_index(tp_run_t *r, int index, size_t *pos) {
-    if (!r->cluster.nnodes) return NULL;
-    tp_node_t *n = &r->cluster.nodes[0];
+    if (!r->pl.cluster.nnodes) return NULL;
+    tp_node_t *n = &r->pl.cluster.nodes[0];
     for (size_t i = 0; i < n->ngpus; i++)
         if (n->gpus[i].index == index) {
             if (pos) *pos = i;
@@ -170,12 +172,16 @@ static void mps_dirs(const tp_run_t *r, int index, char *pipe, char *log, size_t
     snprintf(log, n, "%s/mps/gpu%d/log", r->dir, index);
 }
 
-int tp__placement_hello(tp_run_t *r, const json_t *hello) {
+int tp__placement_may_fit(const tp_run_t *r) {
+    return !r->pl.blocked;
+}
+
+int tp__placement_hello(tp_run_t *r, const json_t *hello, int *wait) {
     build_cluster(r, hello);
-    r->placement_blocked = 0;
-    r->placer = tp__placer_find(r->x.policy);
-    r->placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
-    tp_node_t *node = &r->cluster.nodes[0];
+    r->pl.blocked = 0;
+    r->pl.placer = tp__placer_find(r->x.policy);
+    r->pl.placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
+    tp_node_t *node = &r->pl.cluster.nodes[0];
     const json_t *found = json_object_get(hello, "gpus"), *e;
     size_t k;
     json_array_foreach(found, k, e) {
@@ -198,13 +204,13 @@ int tp__placement_hello(tp_run_t *r, const json_t *hello) {
     }
     int control = json_is_true(json_object_get(hello, "mps_control"));
     const char *why = "";
-    r->mps = 0;
+    r->pl.mps = 0;
     if (r->x.res.gpus == 0) {
-        r->sharing = "cpu";
+        r->pl.sharing = "cpu";
     } else if (r->x.sharing == TP_SHARING_NONE) {
-        r->sharing = "exclusive";
+        r->pl.sharing = "exclusive";
     } else if (control && r->x.sharing != TP_SHARING_TIMESLICE) {
-        r->sharing = "mps";
+        r->pl.sharing = "mps";
         json_t *list = json_array();
         for (size_t i = 0; i < node->ngpus; i++) {
             char pipe[4200], log[4200], dev[128];
@@ -215,32 +221,35 @@ int tp__placement_hello(tp_run_t *r, const json_t *hello) {
                                                   pipe, "log_dir", log));
         }
         json_t *m = json_pack("{s:s, s:o}", "type", "mps_start", "gpus", list);
-        tp__conn_send(&r->conn, m, NULL, 0);
+        tp__agents_send(r, 0, m);
         json_decref(m);
-        r->mps_pending = 1;
+        r->pl.mps_pending = 1;
+        *wait = 1;
     } else if (r->x.sharing == TP_SHARING_MPS) {
         fprintf(stderr, "%s: sharing: mps, but node %s has no nvidia-cuda-mps-control; install "
                         "it or use sharing: time-slicing\n",
                 r->x.path, node->name);
         return TP_EXIT_CONFIG;
     } else {
-        r->sharing = "time-slicing";
+        r->pl.sharing = "time-slicing";
         why = r->x.sharing == TP_SHARING_TIMESLICE ? " (as asked)"
                                                    : " (no nvidia-cuda-mps-control found)";
     }
     char text[200];
-    snprintf(text, sizeof text, "%s%s", r->sharing, why);
-    tp__run_tx(r);
-    tp__store_meta_set(r->store, "sharing", text);
-    tp__store_meta_set(r->store, "policy", r->x.policy);
+    snprintf(text, sizeof text, "%s%s", r->pl.sharing, why);
+    tp_store_t *s = tp__journal_tx(&r->journal);
+    tp__journal_ok(&r->journal,
+                   tp__store_meta_set(s, "sharing", text) ||
+                       tp__store_meta_set(s, "policy", r->x.policy),
+                   "recording how GPUs are shared");
     return 0;
 }
 
 void tp__placement_on_mps(tp_run_t *r, const json_t *m) {
-    r->mps_pending = 0;
+    r->pl.mps_pending = 0;
     const json_t *failed = json_object_get(m, "failed");
     if (json_array_size(failed) == 0) {
-        r->mps = 1;
+        r->pl.mps = 1;
         return;
     }
     /* Without a daemon on every GPU, MPS settings would point trials at a
@@ -250,36 +259,36 @@ void tp__placement_on_mps(tp_run_t *r, const json_t *m) {
     char text[600];
     snprintf(text, sizeof text, "time-slicing (MPS failed on GPU %lld: %s)",
              (long long)json_integer_value(json_object_get(e, "index")), err ? err : "?");
-    fprintf(stderr, "tunepack: warn: %s\n", text);
-    r->sharing = "time-slicing";
-    r->mps = 0;
-    tp__run_tx(r);
-    tp__store_meta_set(r->store, "sharing", text);
+    tp__log(TP_LOG_WARN, "%s", text);
+    r->pl.sharing = "time-slicing";
+    r->pl.mps = 0;
+    tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "sharing", text),
+                   "recording how GPUs are shared");
 }
 
 /* ---- placing ------------------------------------------------------------------- */
 
 /* What is in use: our running attempts' demands plus foreign processes. */
 static void current_usage(tp_run_t *r, tp_usage_t *u) {
-    tp__usage_init(u, &r->cluster);
-    for (size_t i = 0; i < r->ntrials; i++) {
-        trial_t *t = r->trials[i];
-        if (!t || t->state != T_RUNNING || !t->where.placed) continue;
+    tp__usage_init(u, &r->pl.cluster);
+    for (size_t i = 0; i < r->trials.n; i++) {
+        trial_t *t = r->trials.by_id[i];
+        if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         size_t base = u->gpu_base[t->where.node];
         u->cpus_used[t->where.node] += r->x.res.cpus;
         for (size_t k = 0; k < t->where.ngpus; k++) {
             size_t g = base + t->where.gpu[k];
             u->mem_used[g] += t->mem_mib;
-            u->compute_used[g] += tp__place_share(&r->cluster, t->where.node, t->where.gpu[k],
+            u->compute_used[g] += tp__place_share(&r->pl.cluster, t->where.node, t->where.gpu[k],
                                                   t->compute);
             u->count[g]++;
         }
     }
-    for (size_t g = 0; g < u->ngpus; g++) u->mem_used[g] += r->foreign_mib[g];
+    for (size_t g = 0; g < u->ngpus; g++) u->mem_used[g] += r->pl.foreign_mib[g];
 }
 
 size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
-    if (!r->placing) {
+    if (!r->pl.placing) {
         for (size_t i = 0; i < n; i++) {
             memset(&batch[i]->where, 0, sizeof batch[i]->where);
             batch[i]->where.placed = 1;
@@ -314,13 +323,13 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
         tp_usage_t u;
         current_usage(r, &u);
         tp_error_t err = {0};
-        if (r->placer->place(&r->cluster, &u, d, m, out, 10.0, &err) != 0)
-            fprintf(stderr, "tunepack: warn: placement failed: %s\n", err.msg);
+        if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, 10.0, &err) != 0)
+            tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
         tp__usage_free(&u);
     }
     for (size_t i = 0; i < m; i++) {
         trial_t *t = who[i];
-        demand_group_t *g = &r->groups[t->group];
+        demand_group_t *g = &r->pl.groups[t->group];
         if (!out[i].placed) {
             if (profiling[i]) g->profiler = -1;
             continue;
@@ -338,13 +347,9 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     return placed;
 }
 
-void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
-    t->peak_mib = 0;
-    t->sm_sum = 0;
-    t->samples = 0;
-    t->first_report = t->last_report = 0;
-    if (!r->placing) return;
-    tp_node_t *node = &r->cluster.nodes[t->where.node];
+/* Journal where t's new attempt runs and fill env with its GPU settings. */
+static void journal_placement(tp_run_t *r, trial_t *t, json_t *env) {
+    tp_node_t *node = &r->pl.cluster.nodes[t->where.node];
     json_t *gpus = json_array(), *genv = json_object();
     char visible[1024] = "";
     size_t k = 0;
@@ -356,16 +361,16 @@ void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
         int w = snprintf(visible + k, sizeof visible - k, "%s%s", i ? "," : "", dev);
         if (w > 0 && (size_t)w < sizeof visible - k) k += (size_t)w;
     }
-    const char *sharing = r->sharing;
+    const char *sharing = r->pl.sharing;
     if (t->where.ngpus) {
         json_object_set_new(genv, "CUDA_VISIBLE_DEVICES", json_string(visible));
-        if (t->profiling || strcmp(r->sharing, "exclusive") == 0) {
+        if (t->profiling || strcmp(r->pl.sharing, "exclusive") == 0) {
             sharing = "exclusive";
-        } else if (r->mps && t->where.ngpus == 1) {
+        } else if (r->pl.mps && t->where.ngpus == 1) {
             /* One daemon per GPU; the client sees its one GPU as device 0. */
             char pipe[4200], log[4200], vars[3][512];
             mps_dirs(r, node->gpus[t->where.gpu[0]].index, pipe, log, sizeof pipe);
-            double share = tp__place_share(&r->cluster, t->where.node, t->where.gpu[0], t->compute);
+            double share = tp__place_share(&r->pl.cluster, t->where.node, t->where.gpu[0], t->compute);
             int nv = tp__mps_env(pipe, "0", share, t->mem_mib, MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');
@@ -373,7 +378,7 @@ void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
                 *eq = 0;
                 json_object_set_new(genv, vars[i], json_string(eq + 1));
             }
-        } else if (r->mps) {
+        } else if (r->pl.mps) {
             sharing = "time-slicing"; /* a multi-GPU trial cannot join per-GPU daemons */
         }
     } else {
@@ -386,12 +391,24 @@ void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
                               .node = node->name, .gpus = gtext, .memory_mib = t->mem_mib,
                               .compute = t->compute, .cpus = r->x.res.cpus, .sharing = sharing,
                               .env = etext};
-    tp__run_tx(r);
-    if (tp__store_placement(r->store, &row) != 0) tp__run_journal_failed(r, "placement");
+    tp__journal_ok(&r->journal, tp__store_placement(tp__journal_tx(&r->journal), &row),
+                   "recording a placement");
     free(gtext);
     free(etext);
     json_decref(gpus);
     json_decref(genv);
+}
+
+void tp__placement_attempt(tp_run_t *r, trial_t *t) {
+    t->peak_mib = 0;
+    t->sm_sum = 0;
+    t->samples = 0;
+    t->first_report = t->last_report = 0;
+    json_decref(t->gpu_env);
+    t->gpu_env = NULL; /* CPU-only runs keep none per trial */
+    if (!r->pl.placing) return;
+    t->gpu_env = json_object();
+    journal_placement(r, t, t->gpu_env);
 }
 
 /* ---- measuring ------------------------------------------------------------------ */
@@ -399,7 +416,7 @@ void tp__placement_journal(tp_run_t *r, trial_t *t, json_t *env) {
 /* A profiling attempt has seen enough (or ended): record its group's demand
  * and shrink its own reservation to it, so its GPU can be shared. */
 static void finish_profile(tp_run_t *r, trial_t *t) {
-    demand_group_t *g = &r->groups[t->group];
+    demand_group_t *g = &r->pl.groups[t->group];
     t->profiling = 0;
     g->profiler = -1;
     if (t->samples == 0) return; /* nothing measured: the next trial of the group profiles */
@@ -418,10 +435,11 @@ static void finish_profile(tp_run_t *r, trial_t *t) {
              "%llu MiB, compute %.2f",
              (unsigned long long)p.memory_mib, p.compute, p.step_s, p.samples,
              (unsigned long long)g->mem_mib, g->compute);
-    tp__run_tx(r);
-    if (tp__store_profile_set(r->store, g->key, &p) != 0 ||
-        tp__store_event(r->store, t->id, t->attempts, "profiled", detail, p.at) != 0)
-        tp__run_journal_failed(r, "profile");
+    tp_store_t *s = tp__journal_tx(&r->journal);
+    tp__journal_ok(&r->journal,
+                   tp__store_profile_set(s, g->key, &p) ||
+                       tp__store_event(s, t->id, t->attempts, "profiled", detail, p.at),
+                   "recording a measured demand");
 }
 
 /* The GPU state as JSON, with our trials on each GPU, for `tunepack gpus`. */
@@ -433,9 +451,9 @@ static void save_snapshot(tp_run_t *r, const json_t *gpus) {
         size_t pos;
         tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), &pos);
         json_t *ours = json_array();
-        for (size_t k = 0; g && k < r->ntrials; k++) {
-            trial_t *t = r->trials[k];
-            if (!t || t->state != T_RUNNING || !t->where.placed) continue;
+        for (size_t k = 0; g && k < r->trials.n; k++) {
+            trial_t *t = r->trials.by_id[k];
+            if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
             for (size_t j = 0; j < t->where.ngpus; j++)
                 if (t->where.gpu[j] == pos) json_array_append_new(ours, json_integer(t->id));
         }
@@ -443,21 +461,21 @@ static void save_snapshot(tp_run_t *r, const json_t *gpus) {
         if (g) json_object_set_new(e, "type", json_string(g->type));
     }
     char *text = json_dumps(snap, JSON_COMPACT);
-    tp__run_tx(r);
-    tp__store_meta_set(r->store, "gpus", text);
+    tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "gpus", text),
+                   "recording the GPUs' state");
     free(text);
     json_decref(snap);
 }
 
 void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
-    r->placement_blocked = 0; /* foreign use, health or a measurement may have changed */
+    r->pl.blocked = 0; /* foreign use, health or a measurement may have changed */
     const json_t *gpus = json_object_get(m, "gpus"), *e;
     size_t i;
     json_array_foreach(gpus, i, e) {
         size_t pos;
         tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), &pos);
         if (!g) continue;
-        r->foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
+        r->pl.foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
         int healthy = json_is_true(json_object_get(e, "healthy"));
         if (g->healthy && !healthy)
             note_unhealthy(r, g, json_string_value(json_object_get(e, "error")));
@@ -466,17 +484,15 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
     double now = tp__mono_s();
     const json_t *trials = json_object_get(m, "trials");
     json_array_foreach(trials, i, e) {
-        trial_t *t = NULL;
-        json_int_t id = json_integer_value(json_object_get(e, "trial"));
-        if (id >= 0 && (size_t)id < r->ntrials) t = r->trials[id];
-        if (!t || t->state != T_RUNNING ||
+        trial_t *t = tp__trials_get(&r->trials, json_integer_value(json_object_get(e, "trial")));
+        if (!t || t->state != TP_TRIAL_RUNNING ||
             t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
             continue;
         uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
         if (used > t->peak_mib) t->peak_mib = used;
         t->sm_sum += (double)json_integer_value(json_object_get(e, "sm_util"));
         t->samples++;
-        demand_group_t *g = t->group >= 0 ? &r->groups[t->group] : NULL;
+        demand_group_t *g = t->group >= 0 ? &r->pl.groups[t->group] : NULL;
         if (t->profiling && now - t->started >= r->x.res.profile_s) {
             finish_profile(r, t);
         } else if (g && g->measured && r->x.res.gpu_memory_auto &&
@@ -485,22 +501,22 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
             g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
         }
     }
-    json_decref(r->last_gpus);
-    r->last_gpus = json_incref((json_t *)gpus);
-    if (now - r->gpus_saved_at >= SNAPSHOT_PERIOD_S) {
-        r->gpus_saved_at = now;
+    json_decref(r->pl.last_gpus);
+    r->pl.last_gpus = json_incref((json_t *)gpus);
+    if (now - r->pl.saved_at >= SNAPSHOT_PERIOD_S) {
+        r->pl.saved_at = now;
         save_snapshot(r, gpus);
     }
 }
 
 int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
-    if (t->group < 0 || !r->cluster.nnodes) {
+    if (t->group < 0 || !r->pl.cluster.nnodes) {
         snprintf(why, n, "out of GPU memory");
         return 0;
     }
-    demand_group_t *g = &r->groups[t->group];
+    demand_group_t *g = &r->pl.groups[t->group];
     uint64_t most = 0;
-    const tp_node_t *node = &r->cluster.nodes[0];
+    const tp_node_t *node = &r->pl.cluster.nodes[0];
     for (size_t i = 0; i < node->ngpus; i++) {
         uint64_t usable = node->gpus[i].memory_mib > r->x.reserve_mib
                               ? node->gpus[i].memory_mib - r->x.reserve_mib
@@ -525,21 +541,21 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
 }
 
 void tp__placement_ended(tp_run_t *r, trial_t *t) {
-    r->placement_blocked = 0; /* what it held is free again */
+    r->pl.blocked = 0; /* what it held is free again */
     if (t->profiling) finish_profile(r, t);
     t->where.placed = 0;
 }
 
 void tp__placement_finish(tp_run_t *r) {
     /* The last sample, with what runs now (nothing of ours, at the end). */
-    if (r->last_gpus) save_snapshot(r, r->last_gpus);
+    if (r->pl.last_gpus) save_snapshot(r, r->pl.last_gpus);
 }
 
 void tp__placement_free(tp_run_t *r) {
-    json_decref(r->last_gpus);
-    for (size_t i = 0; i < r->ngroups; i++) free(r->groups[i].key);
-    free(r->groups);
-    json_decref(r->group_index);
-    free(r->foreign_mib);
-    tp__cluster_free(&r->cluster);
+    json_decref(r->pl.last_gpus);
+    for (size_t i = 0; i < r->pl.ngroups; i++) free(r->pl.groups[i].key);
+    free(r->pl.groups);
+    json_decref(r->pl.group_index);
+    free(r->pl.foreign_mib);
+    tp__cluster_free(&r->pl.cluster);
 }

@@ -56,8 +56,13 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     json_error_t jerr;
     json_t *params = json_loads(row->params, 0, &jerr);
     if (!params) params = json_object();
-    trial_t *t = tp__trial_new(r, row->id, params);
-    t->state = tp__trial_state_from_name(row->state);
+    int state = tp__trial_state_from_name(row->state);
+    if (state < 0) {
+        tp__log(TP_LOG_WARN, "trial %lld has an unknown state \"%s\" in the store; it runs again",
+                (long long)row->id, row->state);
+        state = TP_TRIAL_PENDING;
+    }
+    trial_t *t = tp__trials_load(&r->trials, row->id, params, (tp_trial_state_t)state);
     t->attempts = row->attempts;
     t->failures = row->failures;
     t->has_value = row->has_value;
@@ -66,8 +71,8 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     t->step = row->step;
     t->rung = row->rung > 0 ? row->rung : 0;
     t->budget = row->budget;
+    if (row->metrics) tp__buf_append(&t->last, row->metrics, strlen(row->metrics));
     snprintf(t->why, sizeof t->why, "%s", row->decision ? row->decision : "");
-    if ((uint64_t)row->id + 1 > r->next_index) r->next_index = (uint64_t)row->id + 1;
     return 0;
 }
 
@@ -84,52 +89,42 @@ static int keep_last(int64_t step, double value, void *ud) {
 }
 
 /* Reconcile the journal with reality: attempts that were running when the
- * last orchestrator died are interrupted and run again. */
+ * last orchestrator died are interrupted and run again; pending trials are
+ * queued; trials with a final value compete for the best. */
 static void resume_trials(tp_run_t *r) {
-    double now = tp__wall_s();
     int interrupted = 0;
-    tp__run_tx(r);
-    for (size_t i = 0; i < r->ntrials; i++) {
-        trial_t *t = r->trials[i];
+    for (size_t i = 0; i < r->trials.n; i++) {
+        trial_t *t = r->trials.by_id[i];
         if (!t) continue;
-        switch (t->state) {
-        case T_RUNNING: {
+        if (t->state == TP_TRIAL_RUNNING) {
             /* What its job reported before the crash still counts. */
             last_report_t lr = {.value = NAN, .step = TP_STORE_NO_STEP};
-            tp__store_metric_values(r->store, t->id, t->attempts, keep_last, &lr);
+            tp__journal_ok(&r->journal,
+                           tp__store_metric_values(r->journal.store, t->id, t->attempts,
+                                                   keep_last, &lr),
+                           "reading the reports of an interrupted trial");
             t->has_value = !isnan(lr.value);
             t->value = t->best = lr.value;
             t->step = lr.step;
-            tp_trial_end_t e = {.state = "pending", .attempt = t->attempts, .failures = t->failures,
-                                .error = "interrupted", .has_value = t->has_value,
-                                .value = t->value, .best = t->value, .step = t->step, .at = now};
-            if (tp__store_trial_end(r->store, t->id, &e) != 0) tp__run_journal_failed(r, "resume");
-            t->state = T_PENDING;
+            tp_transition_t how = {.detail = "interrupted",
+                                   .requeue = TP_REQUEUE_INTERRUPTED};
+            tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
             interrupted++;
-        } /* fall through */
-        case T_PENDING:
-            tp__pending_push(r, t->id);
-            break;
-        case T_COMPLETED:
-            r->completed++;
+        } else if (t->state == TP_TRIAL_PENDING) {
+            tp__trials_push(&r->trials, t);
+        } else {
             tp__note_best(r, t);
-            break;
-        case T_FAILED:
-            r->failed++;
-            break;
-        case T_STOPPED:
-            r->stopped++;
-            tp__note_best(r, t);
-            break;
-        default: /* paused: waits for the scheduler */
-            break;
         }
     }
-    r->resumed_done = r->completed + r->failed;
-    if (r->ntrials)
-        fprintf(stderr,
-                "tunepack: resuming %s: %d completed, %d failed, %zu pending (%d interrupted)\n",
-                r->dir, r->completed, r->failed, r->nheap, interrupted);
+    const int *c = r->trials.count;
+    r->view.done_before = c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_FAILED] + c[TP_TRIAL_STOPPED];
+    r->trials.interrupted = 0; /* this run's own interruptions are counted from here */
+    if (r->trials.n)
+        tp__log(TP_LOG_INFO,
+                "resuming %s: %d completed, %d stopped early, %d failed, %d paused, %d pending "
+                "(%d interrupted)",
+                r->dir, c[TP_TRIAL_COMPLETED], c[TP_TRIAL_STOPPED], c[TP_TRIAL_FAILED],
+                c[TP_TRIAL_PAUSED], c[TP_TRIAL_PENDING], interrupted);
 }
 
 typedef struct replay {
@@ -160,7 +155,7 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
     } else if (strcmp(d->kind, "result") == 0) {
         /* The reports of the job, then its result: what the scheduler saw. */
         rp->trial = d->trial;
-        if (d->ok) tp__store_metric_values(rp->r->store, d->trial, d->attempt, replay_report, rp);
+        if (d->ok) tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
         s->ops->result(s, d->trial, d->rung, d->ok, d->has_value ? d->value : NAN, d->at);
     }
     return 0;
@@ -172,19 +167,22 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
  * their pending trials. */
 static void replay_decisions(tp_run_t *r) {
     replay_t rp = {.r = r, .diverged = -1};
-    tp__store_decisions(r->store, replay_one, &rp);
+    tp__journal_ok(&r->journal, tp__store_decisions(r->journal.store, replay_one, &rp),
+                   "reading the search's decisions");
     if (rp.diverged >= 0)
-        fprintf(stderr,
-                "tunepack: warn: replaying the search's %lld decisions diverged at decision "
-                "%lld; it goes on from the journaled state\n",
+        tp__log(TP_LOG_WARN,
+                "replaying the search's %lld decisions diverged at decision %lld; it goes on "
+                "from the journaled state",
                 (long long)rp.count, (long long)rp.diverged);
 }
 
 /* Open or create the store and check it holds this experiment. */
 static int open_experiment(tp_run_t *r, tp_error_t *err) {
-    int rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->store, err);
+    r->trials.journal = &r->journal;
+    int rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->journal.store, err);
     if (rc) return rc;
-    char *text = tp__store_meta_get(r->store, "experiment_text");
+    tp_store_t *s = r->journal.store;
+    char *text = tp__store_meta_get(s, "experiment_text");
     if (text) {
         int same = strcmp(text, r->x.text) == 0;
         free(text);
@@ -193,29 +191,27 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
                               "%s holds an experiment started from a different version of %s; "
                               "restore the file, or give a new --dir to start afresh",
                               r->dir, r->x.path);
-        char *tok = tp__store_meta_get(r->store, "token");
-        char *wd = tp__store_meta_get(r->store, "workdir");
+        char *tok = tp__store_meta_get(s, "token");
+        char *wd = tp__store_meta_get(s, "workdir");
         snprintf(r->token, sizeof r->token, "%s", tok ? tok : "");
         free(tok);
         if (wd) {
             free(r->workdir);
             r->workdir = wd;
         }
-        return tp__store_trials(r->store, load_trial_row, r);
+        return tp__store_trials(s, load_trial_row, r);
     }
     make_token(r->token);
     char at[32];
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
-    tp__store_begin(r->store);
-    rc = tp__store_meta_set(r->store, "name", r->x.name) ||
-         tp__store_meta_set(r->store, "experiment_path", r->x.path) ||
-         tp__store_meta_set(r->store, "experiment_text", r->x.text) ||
-         tp__store_meta_set(r->store, "metric", r->x.metric) ||
-         tp__store_meta_set(r->store, "mode", r->x.maximize ? "max" : "min") ||
-         tp__store_meta_set(r->store, "workdir", r->workdir) ||
-         tp__store_meta_set(r->store, "token", r->token) ||
-         tp__store_meta_set(r->store, "created_at", at);
-    if (rc || tp__store_commit(r->store) != 0)
+    rc = tp__store_begin(s) || tp__store_meta_set(s, "name", r->x.name) ||
+         tp__store_meta_set(s, "experiment_path", r->x.path) ||
+         tp__store_meta_set(s, "experiment_text", r->x.text) ||
+         tp__store_meta_set(s, "metric", r->x.metric) ||
+         tp__store_meta_set(s, "mode", r->x.maximize ? "max" : "min") ||
+         tp__store_meta_set(s, "workdir", r->workdir) || tp__store_meta_set(s, "token", r->token) ||
+         tp__store_meta_set(s, "created_at", at);
+    if (rc || tp__store_commit(s) != 0)
         return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
     return 0;
 }
@@ -226,22 +222,14 @@ static char *absolute(const char *path) {
 }
 
 static void run_free(tp_run_t *r) {
-    for (size_t i = 0; i < r->ntrials; i++) {
-        if (!r->trials[i]) continue;
-        json_decref(r->trials[i]->params);
-        json_decref(r->trials[i]->gpu_env);
-        tp__buf_free(&r->trials[i]->last);
-        free(r->trials[i]);
-    }
-    free(r->trials);
-    free(r->heap);
+    tp__trials_free(&r->trials);
     free(r->launch);
     free(r->batch);
     free(r->stops);
     tp__placement_free(r);
     tp__buf_free(&r->scratch);
     tp__scheduler_free(r->sched);
-    tp__store_close(r->store);
+    if (r->journal.store) tp__journal_close(&r->journal);
     tp__experiment_free(&r->x);
     free(r->dir);
     free(r->workdir);
@@ -253,8 +241,8 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     tp_error_t err = {0};
     int code = TP_EXIT_OK;
     r->best_id = -1;
-    r->live = o->live;
-    r->quiet = o->quiet;
+    r->view.live = o->live;
+    r->view.quiet = o->quiet;
     if (tp__experiment_load(o->file, &r->x, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         free(r);
@@ -295,9 +283,12 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     }
     resume_trials(r);
     replay_decisions(r);
-    tp__store_meta_set(r->store, "state", "running");
-    if (r->in_tx) tp__store_commit(r->store);
-    r->in_tx = 0;
+    tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running"),
+                   "recording the start of the run");
+    if (tp__journal_commit(&r->journal) != 0) {
+        code = TP_EXIT_STORE;
+        goto out;
+    }
 
     code = tp__orchestrator_loop(r);
 out:

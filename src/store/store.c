@@ -92,7 +92,7 @@ static const char *const statements[ST_COUNT] = {
     [ST_TRIAL_STATE] = "UPDATE trials SET state = ?2 WHERE id = ?1",
     [ST_TRIAL_RUNNING] = "UPDATE trials SET state = 'running', attempts = ?2, started_at = ?3, "
                          "ended_at = NULL WHERE id = ?1",
-    [ST_TRIAL_END] = "UPDATE trials SET state = ?2, value = ?3, best = ?4, step = ?5, metrics = ?6, "
+    [ST_TRIAL_END] = "UPDATE trials SET state = ?2, value = ?3, best = ?4, step = ?5, metrics = COALESCE(?6, metrics), "
                      "exit_code = ?7, signal = ?8, error = ?9, ended_at = ?10, failures = ?11 WHERE id = ?1",
     [ST_EVENT] = "INSERT INTO events(trial, attempt, at, kind, detail) VALUES(?1, ?2, ?3, ?4, ?5)",
     [ST_METRIC] = "INSERT OR REPLACE INTO metrics(trial, attempt, seq, step, value, data) "
@@ -336,7 +336,8 @@ int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *e) {
         sqlite3_bind_double(st, 10, e->at);
     sqlite3_bind_int(st, 11, e->failures);
     int rc = exec_stmt(s, st);
-    return rc ? rc : tp__store_event(s, id, e->attempt, e->state, e->error, e->at);
+    return rc ? rc : tp__store_event(s, id, e->attempt, e->state, e->detail ? e->detail : e->error,
+                                     e->at);
 }
 
 int tp__store_metric(tp_store_t *s, int64_t trial, int attempt, int64_t seq, int64_t step,

@@ -47,12 +47,13 @@ typedef struct tp_trial_end {
     int has_exit;         /* exit status known */
     int exit_code;        /* exit code, -1 if signaled */
     int signal;           /* terminating signal, 0 if none */
-    const char *error;    /* NULL or text */
+    const char *error;    /* what went wrong with the attempt, NULL if nothing */
+    const char *detail;   /* the event's text when it is no error, or NULL */
     int has_value;        /* objective reported */
     double value;         /* objective: last reported value */
     double best;          /* best value reported during the attempt */
     int64_t step;         /* last reported step, TP_STORE_NO_STEP if none */
-    const char *metrics;  /* last report line (JSON object), NULL if none */
+    const char *metrics;  /* last report line (JSON object), NULL: keep the stored one */
     double at;            /* time */
 } tp_trial_end_t;
 int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *end);

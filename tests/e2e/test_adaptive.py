@@ -2,6 +2,7 @@
 the checkpoint contract (pause, resume from the checkpoint), and a SIGKILL in the middle of an
 ASHA run that resumes into the same decisions as an uninterrupted run."""
 
+import json
 import os
 import signal
 import time
@@ -99,6 +100,15 @@ class AdaptiveTest(E2E):
             self.assertEqual(log, [str(e) for e in range(1, len(log) + 1)], r)
         out = self.tp("trials", d)
         self.assertIn("promoted", out.stdout)
+        # Export: every trial reported, so every one carries its last metrics,
+        # stopped ones included; scheduler decisions are decisions, not errors.
+        exported = json.loads(self.tp("export", d, "--format", "json").stdout)
+        self.assertEqual(len(exported), 12)
+        for t in exported:
+            self.assertIsNotNone(t["metrics"], t)
+            self.assertEqual(t["metrics"]["score"], t["value"], t)
+            self.assertIsNone(t["error"], t)
+            self.assertTrue(t["decision"], t)
 
     def test_hyperband_runs_synchronous_brackets_to_the_end(self):
         d = self.path("run")

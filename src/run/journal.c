@@ -1,0 +1,62 @@
+/* journal: grouped transactions over the store, the commit timer, and the
+ * one place where a failed write is noticed (see journal.h). */
+#include "run/journal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util/util.h"
+
+int tp__journal_ok(tp_journal_t *j, int rc, const char *what) {
+    if (rc == 0) return 0;
+    if (!j->broken) {
+        snprintf(j->failed, sizeof j->failed, "%s", what);
+        tp__log(TP_LOG_ERROR,
+                "the store failed while %s; no further trial is started, and what was "
+                "not recorded is run again on resume",
+                what);
+    }
+    j->broken = 1;
+    return rc;
+}
+
+tp_store_t *tp__journal_tx(tp_journal_t *j) {
+    if (!j->in_tx) {
+        if (tp__journal_ok(j, tp__store_begin(j->store), "opening a transaction") == 0) {
+            j->in_tx = 1;
+            j->tx_opened = tp__mono_s();
+        }
+    }
+    return j->store;
+}
+
+int tp__journal_commit(tp_journal_t *j) {
+    if (!j->in_tx) return 0;
+    j->in_tx = 0;
+    return tp__journal_ok(j, tp__store_commit(j->store), "committing");
+}
+
+static void on_timer(uv_timer_t *h) {
+    tp__journal_commit(h->data);
+}
+
+void tp__journal_start(tp_journal_t *j, uv_loop_t *loop) {
+    uv_timer_init(loop, &j->timer);
+    j->timer.data = j;
+    j->timer_ready = 1;
+}
+
+void tp__journal_settle(tp_journal_t *j, int urgent) {
+    if (!j->in_tx) return;
+    if (urgent || tp__mono_s() - j->tx_opened >= TP_JOURNAL_PERIOD_S) {
+        tp__journal_commit(j);
+    } else if (j->timer_ready && !uv_is_active((uv_handle_t *)&j->timer)) {
+        uv_timer_start(&j->timer, on_timer, (uint64_t)(TP_JOURNAL_PERIOD_S * 1000), 0);
+    }
+}
+
+void tp__journal_close(tp_journal_t *j) {
+    tp__journal_commit(j);
+    tp__store_close(j->store);
+    j->store = NULL;
+}

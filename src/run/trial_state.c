@@ -1,0 +1,171 @@
+/* trial_state: the trial table, the transition table and the one function
+ * every state change goes through (see trial_state.h). */
+#include "run/trial_state.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+
+static const char *const state_names[TP_TRIAL_NSTATES] = {
+    [TP_TRIAL_PENDING] = "pending",     [TP_TRIAL_RUNNING] = "running",
+    [TP_TRIAL_PAUSED] = "paused",       [TP_TRIAL_COMPLETED] = "completed",
+    [TP_TRIAL_STOPPED] = "stopped",     [TP_TRIAL_FAILED] = "failed",
+};
+
+/* allowed[from][to]: the trial life of DESIGN.md, nothing else. */
+static const unsigned char allowed[TP_TRIAL_NSTATES][TP_TRIAL_NSTATES] = {
+    [TP_TRIAL_PENDING] = {[TP_TRIAL_RUNNING] = 1},
+    [TP_TRIAL_RUNNING] = {[TP_TRIAL_PENDING] = 1, [TP_TRIAL_PAUSED] = 1, [TP_TRIAL_COMPLETED] = 1,
+                          [TP_TRIAL_STOPPED] = 1, [TP_TRIAL_FAILED] = 1},
+    [TP_TRIAL_PAUSED] = {[TP_TRIAL_PENDING] = 1, [TP_TRIAL_RUNNING] = 1, [TP_TRIAL_STOPPED] = 1},
+    /* completed, stopped and failed are final */
+};
+
+const char *tp__trial_state_name(tp_trial_state_t state) {
+    return (unsigned)state < TP_TRIAL_NSTATES ? state_names[state] : "?";
+}
+
+int tp__trial_state_from_name(const char *name) {
+    for (int i = 0; i < TP_TRIAL_NSTATES; i++)
+        if (name && strcmp(name, state_names[i]) == 0) return i;
+    return -1;
+}
+
+int tp__trial_transition_ok(tp_trial_state_t from, tp_trial_state_t to) {
+    return (unsigned)from < TP_TRIAL_NSTATES && (unsigned)to < TP_TRIAL_NSTATES &&
+           allowed[from][to];
+}
+
+/* ---- the table of trials ------------------------------------------------------ */
+static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_state_t state) {
+    if ((size_t)id >= ts->cap) {
+        size_t cap = ts->cap ? ts->cap : 64;
+        while (cap <= (size_t)id) cap *= 2;
+        ts->by_id = tp__xrealloc(ts->by_id, cap * sizeof *ts->by_id);
+        memset(ts->by_id + ts->cap, 0, (cap - ts->cap) * sizeof *ts->by_id);
+        ts->cap = cap;
+    }
+    trial_t *t = tp__xcalloc(1, sizeof *t);
+    t->id = id;
+    t->params = params;
+    t->state = state;
+    t->step = TP_STORE_NO_STEP;
+    t->value = t->best = NAN;
+    t->group = -1;
+    ts->by_id[id] = t;
+    if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;
+    ts->count[state]++;
+    return t;
+}
+
+trial_t *tp__trials_add(tp_trials_t *ts, int64_t id, json_t *params, double at) {
+    char *text = json_dumps(params, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    tp_store_t *s = tp__journal_tx(ts->journal);
+    tp__journal_ok(ts->journal, tp__store_trial_add(s, id, text, at), "adding a trial");
+    free(text);
+    return insert(ts, id, params, TP_TRIAL_PENDING);
+}
+
+trial_t *tp__trials_load(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_state_t state) {
+    return insert(ts, id, params, state);
+}
+
+trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id) {
+    return id >= 0 && (size_t)id < ts->n ? ts->by_id[id] : NULL;
+}
+
+void tp__trials_free(tp_trials_t *ts) {
+    for (size_t i = 0; i < ts->n; i++) {
+        trial_t *t = ts->by_id[i];
+        if (!t) continue;
+        json_decref(t->params);
+        json_decref(t->gpu_env);
+        tp__buf_free(&t->last);
+        free(t);
+    }
+    free(ts->by_id);
+    free(ts->heap);
+    memset(ts, 0, sizeof *ts);
+}
+
+/* ---- the pending queue: a binary min-heap of trial ids --------------------- */
+void tp__trials_push(tp_trials_t *ts, trial_t *t) {
+    if (ts->nheap == ts->capheap) {
+        ts->capheap = ts->capheap ? ts->capheap * 2 : 64;
+        ts->heap = tp__xrealloc(ts->heap, ts->capheap * sizeof *ts->heap);
+    }
+    size_t i = ts->nheap++;
+    while (i > 0 && ts->heap[(i - 1) / 2] > t->id) {
+        ts->heap[i] = ts->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    ts->heap[i] = t->id;
+}
+
+trial_t *tp__trials_pop(tp_trials_t *ts) {
+    while (ts->nheap) {
+        int64_t top = ts->heap[0], last = ts->heap[--ts->nheap];
+        size_t i = 0;
+        for (;;) {
+            size_t c = 2 * i + 1;
+            if (c >= ts->nheap) break;
+            if (c + 1 < ts->nheap && ts->heap[c + 1] < ts->heap[c]) c++;
+            if (ts->heap[c] >= last) break;
+            ts->heap[i] = ts->heap[c];
+            i = c;
+        }
+        if (ts->nheap) ts->heap[i] = last;
+        trial_t *t = tp__trials_get(ts, top);
+        if (t && t->state == TP_TRIAL_PENDING) return t;
+    }
+    return NULL;
+}
+
+/* ---- the state machine ------------------------------------------------------- */
+/* Journal t's change to `to`: the end of an attempt when it leaves running
+ * (with what it reported), a plain state change otherwise. */
+static int journal_change(tp_trials_t *ts, const trial_t *t, tp_trial_state_t to,
+                          const tp_transition_t *how, double at) {
+    tp_store_t *s = tp__journal_tx(ts->journal);
+    int rc;
+    if (t->state == TP_TRIAL_RUNNING) {
+        tp_trial_end_t e = {.state = state_names[to], .attempt = t->attempts,
+                            .failures = t->failures, .has_exit = how->has_exit,
+                            .exit_code = how->exit_code, .signal = how->signal,
+                            .error = how->error, .detail = how->detail,
+                            .has_value = t->has_value, .value = t->value, .best = t->best,
+                            .step = t->step, .metrics = t->last.len ? t->last.data : NULL,
+                            .at = at};
+        rc = tp__store_trial_end(s, t->id, &e);
+    } else {
+        const char *detail = how->detail ? how->detail : how->error;
+        rc = tp__store_trial_state(s, t->id, state_names[to], t->attempts, detail, at);
+    }
+    return tp__journal_ok(ts->journal, rc, "recording a trial's state");
+}
+
+int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
+                        const tp_transition_t *how) {
+    static const tp_transition_t none = {0};
+    if (!how) how = &none;
+    if (!tp__trial_transition_ok(t->state, to)) {
+        ts->bugs++;
+        tp__log(TP_LOG_ERROR, "bug: trial %lld cannot go from %s to %s; the change is refused",
+                (long long)t->id, tp__trial_state_name(t->state), tp__trial_state_name(to));
+        return -EINVAL;
+    }
+    double at = how->at > 0 ? how->at : tp__wall_s();
+    int rc = journal_change(ts, t, to, how, at);
+    if (t->state == TP_TRIAL_RUNNING && to == TP_TRIAL_PENDING) {
+        if (how->requeue == TP_REQUEUE_RETRY) ts->retried++;
+        if (how->requeue == TP_REQUEUE_INTERRUPTED) ts->interrupted++;
+    }
+    ts->count[t->state]--;
+    ts->count[to]++;
+    t->state = to;
+    if (to == TP_TRIAL_PENDING) tp__trials_push(ts, t);
+    return rc;
+}

@@ -1,0 +1,132 @@
+/* trial_state: the trials of a run, their one state machine, the pending
+ * queue and the counts.
+ *
+ *   pending --> running --> completed
+ *      ^          |  |----> stopped    (the scheduler stopped it early)
+ *      |          |  |----> failed     (retries spent)
+ *      |          |  \----> paused     (rung done, checkpointed, waits) --+
+ *      +----------+ (retry, interrupted, out of GPU memory)               |
+ *      ^                                                                  |
+ *      +-------------------- paused (promoted, waiting for room) <-------+
+ *                            paused --> running (promoted and placed)
+ *                            paused --> stopped (the search ended without it)
+ *
+ * Every change goes through tp__trial_set_state(), which checks the table,
+ * journals the change and keeps the counts; an illegal change is refused as
+ * a programmer error (logged, counted in `bugs`, -EINVAL).
+ *
+ * Owned by trial_state.c; the orchestrator reads trials and counts, and
+ * changes a trial's state only through this interface. */
+#ifndef TP_RUN_TRIAL_STATE_H
+#define TP_RUN_TRIAL_STATE_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "place/place.h"
+#include "run/journal.h"
+#include "util/util.h"
+
+typedef enum tp_trial_state {
+    TP_TRIAL_PENDING,    /* waits for a slot (new, retried, interrupted, promoted) */
+    TP_TRIAL_RUNNING,    /* an attempt runs on an agent */
+    TP_TRIAL_PAUSED,     /* its job is done and checkpointed; waits for a promotion */
+    TP_TRIAL_COMPLETED,  /* final: its last job completed */
+    TP_TRIAL_STOPPED,    /* final: stopped early by the scheduler, or never promoted */
+    TP_TRIAL_FAILED,     /* final: every attempt allowed failed */
+    TP_TRIAL_NSTATES
+} tp_trial_state_t;
+
+typedef struct trial {
+    int64_t id;         /* trial number, as the searcher numbered it */
+    json_t *params;     /* its configuration, owned */
+    tp_trial_state_t state; /* changed only by tp__trial_set_state */
+    int attempts;       /* attempts started */
+    int failures;       /* attempts failed */
+    int has_value;      /* objective reported in the current/last job */
+    double value;       /* last reported objective */
+    double best;        /* best objective within the job */
+    int64_t step;       /* last reported step */
+    int64_t seq;        /* report rows stored in this attempt */
+    tp_buf_t last;      /* last report line */
+    double started;     /* monotonic start time of the attempt */
+    int garbage;        /* garbage lines in this attempt */
+    int stop_sent;      /* a stop or pause was sent for this attempt */
+    int pid;            /* process group of the attempt, on its agent */
+    int group;          /* index of its demand group (placement.c), -1 before */
+    tp_assign_t where;  /* where the current attempt runs (where.placed) */
+    uint64_t mem_mib;   /* demand it was placed with, per GPU */
+    double compute;     /* compute share it was placed with, per GPU */
+    int profiling;      /* this attempt measures its group's demand */
+    uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
+    double sm_sum;      /* sum of SM use samples (percent) in this attempt */
+    int samples;        /* NVML samples of this attempt */
+    double first_report, last_report; /* monotonic times of reports, for step time */
+    json_t *gpu_env;    /* the GPU environment of the current attempt, owned */
+    int rung;           /* rung of its current (or last) job */
+    double budget;      /* budget of that job, 0 = none */
+    int early_stopped;  /* the scheduler stopped it while it ran */
+    int job_fresh;      /* its job was just handed out: the next attempt starts its reports */
+    char why[200];      /* the scheduler's last decision about it */
+} trial_t;
+
+/* Why an attempt left `running` for `pending`. */
+typedef enum tp_requeue {
+    TP_REQUEUE_NONE,        /* not an attempt's end */
+    TP_REQUEUE_RETRY,       /* it failed and has retries left */
+    TP_REQUEUE_INTERRUPTED, /* stopped, paused by a stop, lost with its agent or orchestrator */
+    TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
+} tp_requeue_t;
+
+/* What a transition records besides the new state. */
+typedef struct tp_transition {
+    const char *error;    /* what went wrong with the attempt, NULL if nothing */
+    int has_exit;         /* the attempt's exit status is known */
+    int exit_code;        /* its exit code, -1 if signaled */
+    int signal;           /* its terminating signal, 0 if none */
+    const char *detail;   /* a note for the event (not an error), or NULL */
+    tp_requeue_t requeue; /* running -> pending: why */
+    double at;            /* wall time; 0: now */
+} tp_transition_t;
+
+typedef struct tp_trials {
+    trial_t **by_id;        /* by trial number; NULL for numbers not (yet) used */
+    size_t n, cap;          /* numbers < n are in use or holes */
+    int64_t *heap;          /* pending trials waiting for a slot (min-heap of ids) */
+    size_t nheap, capheap;
+    int count[TP_TRIAL_NSTATES]; /* trials in each state */
+    int retried;            /* attempts that failed and were retried, this run */
+    int interrupted;        /* attempts interrupted, this run */
+    int bugs;               /* illegal transitions refused */
+    tp_journal_t *journal;  /* where changes are journaled; borrowed */
+} tp_trials_t;
+
+const char *tp__trial_state_name(tp_trial_state_t state);
+/* The state named `name`; -1 if no state has that name. */
+int tp__trial_state_from_name(const char *name);
+/* Whether from -> to is in the table. O(1). */
+int tp__trial_transition_ok(tp_trial_state_t from, tp_trial_state_t to);
+
+/* A new trial (pending, not queued: the caller runs it or queues it),
+ * journaled as added. ts owns it. */
+trial_t *tp__trials_add(tp_trials_t *ts, int64_t id, json_t *params, double at);
+/* A trial read back from the store in `state` (nothing journaled). */
+trial_t *tp__trials_load(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_state_t state);
+trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id); /* NULL if no such trial */
+void tp__trials_free(tp_trials_t *ts);
+
+/* The one way a trial changes state. Checks the table (an illegal change
+ * logs a bug, counts it and returns -EINVAL, changing nothing), journals
+ * the change into the open transaction (an attempt's end with what it
+ * reported, or a plain state change), updates the counts, and queues a
+ * trial that became pending. 0, -EINVAL, or the store's error (recorded in
+ * the journal). O(log pending). */
+int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
+                        const tp_transition_t *how);
+
+/* The pending queue, lowest id first. push: put a pending trial (back) in
+ * the queue; pop: the next one, NULL if none. O(log pending). */
+void tp__trials_push(tp_trials_t *ts, trial_t *t);
+trial_t *tp__trials_pop(tp_trials_t *ts);
+
+#endif
