@@ -2,7 +2,6 @@
  * constant liar spreads parallel asks, and it stays inside the domains. */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "search/search.h"
 #include "tp_test.h"
@@ -263,7 +262,8 @@ TP_TEST(test_tpe_values_stay_in_their_domains) {
     tp__space_free(&sp);
 }
 
-TP_TEST(test_tpe_ask_with_1000_observations_and_5_params_takes_milliseconds) {
+/* How long such an ask takes is a figure for bench/tpe_ask, not a check. */
+TP_TEST(test_tpe_asks_with_1000_observations_and_5_params) {
     tp_space_t sp;
     tp__space_init(&sp);
     add_real(&sp, "a", TP_DOM_UNIFORM, 0, 1, 0);
@@ -282,15 +282,12 @@ TP_TEST(test_tpe_ask_with_1000_observations_and_5_params_takes_milliseconds) {
         s->ops->tell(s, i, c, tp__rng_uniform(&rng), 0);
         json_decref(c);
     }
-    double t0 = tp__mono_s();
     for (uint64_t i = 1000; i < 1020; i++) {
         json_t *c = NULL;
         TP_CHECK_INT(s->ops->ask(s, i, 0, &c), 1);
+        TP_CHECK(c != NULL && json_object_size(c) == 5);
         json_decref(c);
     }
-    double per_ask_ms = (tp__mono_s() - t0) / 20 * 1e3;
-    printf("  tpe ask with 1000..1019 observations, 5 params: %.2f ms\n", per_ask_ms);
-    TP_CHECK(per_ask_ms < 50); /* about 2 ms in a plain build; slack for sanitizers */
     tp__searcher_free(s);
     tp__space_free(&sp);
 }
