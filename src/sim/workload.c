@@ -322,15 +322,18 @@ int tp__workload_default_path(char *out, size_t size) {
         if ((size_t)snprintf(out, size, "%s%s", env, rel) >= size) return -ENAMETOOLONG;
         return 0;
     }
-    /* installed: <prefix>/bin/tunepack beside <prefix>/share/tunepack */
+    /* installed: <prefix>/bin/tunepack beside <prefix>/share/tunepack
+     * (<exe dir>/.. written as the prefix itself) */
     char exe[4096], installed[4096 + 64] = "";
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n > 0) {
         exe[n] = 0;
         char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0; /* the binary's directory */
+        slash = slash ? strrchr(exe, '/') : NULL;
         if (slash) {
-            *slash = 0;
-            snprintf(installed, sizeof installed, "%s/../share/tunepack%s", exe, rel);
+            *slash = 0; /* its parent, the prefix ("" for /bin) */
+            snprintf(installed, sizeof installed, "%s/share/tunepack%s", exe, rel);
         }
     }
     char source[4096];
