@@ -1,6 +1,6 @@
 /* placement: occupancy and decision time of every placement policy on the
  * HyperSack study instances (SP3 on homog_4, SP4 on homog_16, from
- * shared/workloads/sp.yaml) and on random instances, with the gap to
+ * data/workloads/sp.yaml) and on random instances, with the gap to
  * `optimal`; then a scale sweep (trials x GPUs up to 1M x 10k) for the
  * greedy policies. Prints figures; not a test.
  *
@@ -13,8 +13,8 @@
 #include "place/place.h"
 #include "sim/workload.h"
 
-#ifndef TP_SHARED_DIR
-#define TP_SHARED_DIR "../shared"
+#ifndef TP_DATA_DIR
+#define TP_DATA_DIR "data"
 #endif
 
 typedef struct instance {
@@ -109,7 +109,7 @@ static void free_instance(instance_t *in) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = TP_SHARED_DIR "/workloads/sp.yaml";
+    const char *path = TP_DATA_DIR "/workloads/sp.yaml";
     int quick = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;

@@ -1,6 +1,6 @@
 /* bench/simulate: the HyperSack study replayed by the simulator (SP1-SP4 on
  * the homogeneous 4-, 8- and 16-GPU clusters, SP4 on the mixed ones of
- * shared/workloads/sp.yaml) for one-per-gpu and every greedy packing
+ * data/workloads/sp.yaml) for one-per-gpu and every greedy packing
  * policy, with the published figures beside; then the scale figure: a
  * million trials of SP4's mix on 10,000 A100s.
  *
@@ -13,8 +13,8 @@
 
 #include "sim/sim.h"
 
-#ifndef TP_SHARED_DIR
-#define TP_SHARED_DIR "../shared"
+#ifndef TP_DATA_DIR
+#define TP_DATA_DIR "data"
 #endif
 
 typedef struct row {
@@ -80,7 +80,7 @@ static int scale(const tp_workload_t *w, uint64_t trials, size_t gpus) {
 }
 
 int main(int argc, char **argv) {
-    const char *path = TP_SHARED_DIR "/workloads/sp.yaml";
+    const char *path = TP_DATA_DIR "/workloads/sp.yaml";
     int quick = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;

@@ -4,6 +4,18 @@
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh
+
+# The repository is self-contained: no tracked file but prose (*.md) may reach
+# outside it for data.
+if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    outside=$(git ls-files -z -- ':!*.md' | xargs -0 -r grep -ns -e '\.\./shared' -- || true)
+    if [ -n "$outside" ]; then
+        echo "test.sh: these tracked files read data from outside the repository:" >&2
+        echo "$outside" >&2
+        exit 1
+    fi
+fi
+
 jobs=$(nproc 2>/dev/null || echo 2)
 
 cmake -S . -B build-test -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTP_WERROR=ON >/dev/null

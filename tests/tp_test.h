@@ -28,6 +28,16 @@ static int tp_ntests_;
             *tp_failed_ = 1;                                                        \
         }                                                                           \
     } while (0)
+/* As TP_CHECK, and ends the test at once when cond is false: for a check
+ * that what follows depends on (a loaded file, an allocated result). */
+#define TP_REQUIRE(cond)                                                            \
+    do {                                                                            \
+        if (!(cond)) {                                                              \
+            fprintf(stderr, "  %s:%d: required: %s\n", __FILE__, __LINE__, #cond);  \
+            *tp_failed_ = 1;                                                        \
+            return;                                                                 \
+        }                                                                           \
+    } while (0)
 #define TP_CHECK_INT(a, b)                                                          \
     do {                                                                            \
         long long a_ = (long long)(a), b_ = (long long)(b);                         \

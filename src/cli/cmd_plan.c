@@ -1,4 +1,4 @@
-/* tunepack plan FILE --space NAME --gpu-type T --deadline D [--policy P] ...
+/* tunepack plan [FILE] --space NAME --gpu-type T --deadline D [--policy P] ...
  * The smallest number of GPUs of one type that finishes a space by a
  * deadline, found by simulation (binary search over counts). */
 #include <errno.h>
@@ -46,7 +46,12 @@ static int plan_main(int argc, char **argv) {
         {"--json", &as_json, NULL}};
     int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
-    if (!file) return tp__cli_usage_error(&tp__cmd_plan, "which workload? give a FILE such as ../shared/workloads/sp.yaml");
+    char default_file[4096];
+    if (!file) {
+        if (tp__workload_default_path(default_file, sizeof default_file) < 0)
+            return tp__cli_usage_error(&tp__cmd_plan, "the default workload path is too long; give a FILE");
+        file = default_file;
+    }
     if (!deadline_a) return tp__cli_usage_error(&tp__cmd_plan, "--deadline is required (30m, 1h30m, 900s)");
     tp_error_t err = {0};
     double deadline = 0;
@@ -168,7 +173,7 @@ const tp_cmd_t tp__cmd_plan = {
     .name = "plan",
     .summary = "the fewest GPUs that finish a workload by a deadline (by simulation)",
     .usage =
-        "usage: tunepack plan FILE --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
+        "usage: tunepack plan [FILE] --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
         "                     [--gpus-per-node 4] [--cpus-per-node N] [--overhead 0.03]\n"
         "                     [--max-gpus N] [--json]\n\n"
         "Finds the smallest number of GPUs of type T (in nodes of --gpus-per-node,\n"
@@ -180,7 +185,11 @@ const tp_cmd_t tp__cmd_plan = {
         "cap meets the deadline (exit code 1). --json: {\"gpus\" (null when none),\n"
         "\"makespan_s\", \"deadline_s\", ...}. Exit code 2 for a bad command line (a bad\n"
         "deadline, an unknown space, GPU type or policy), 3 when FILE is invalid.\n\n"
+        "FILE is a workload in the format of the installed sp.yaml. Without FILE:\n"
+        "$TUNEPACK_DATA_DIR/workloads/sp.yaml if that variable is set, else\n"
+        "<dir of the tunepack binary>/../share/tunepack/workloads/sp.yaml (installed),\n"
+        "else the source tree's data/workloads/sp.yaml (a build tree's binary).\n\n"
         "example:\n"
-        "  tunepack plan ../shared/workloads/sp.yaml --space SP4 --gpu-type a100_80g --deadline 30m\n",
+        "  tunepack plan --space SP4 --gpu-type a100_80g --deadline 30m\n",
     .main = plan_main,
 };

@@ -1,4 +1,4 @@
-/* tunepack simulate FILE [--space NAME] [--cluster NAME] [--policy P] ...
+/* tunepack simulate [FILE] [--space NAME] [--cluster NAME] [--policy P] ...
  * Replays a workload (sp.yaml format) on a virtual clock: the real searcher
  * and placer, the contention model of docs/simulator.md. */
 #include <errno.h>
@@ -71,7 +71,12 @@ static int simulate_main(int argc, char **argv) {
         {"--oversubscribe", NULL, &oversub_a}};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
-    if (!file) return tp__cli_usage_error(&tp__cmd_simulate, "which workload? give a FILE such as ../shared/workloads/sp.yaml");
+    char default_file[4096];
+    if (!file) {
+        if (tp__workload_default_path(default_file, sizeof default_file) < 0)
+            return tp__cli_usage_error(&tp__cmd_simulate, "the default workload path is too long; give a FILE");
+        file = default_file;
+    }
 
     tp_sim_opts_t o = {.policy = policy, .searcher = searcher, .overhead = 0.03};
     uint64_t window = 0, scale_trials = 0, scale_gpus = 0, gpn = 8;
@@ -172,7 +177,7 @@ const tp_cmd_t tp__cmd_simulate = {
     .name = "simulate",
     .summary = "replay a workload on a virtual clock (real searcher and placer)",
     .usage =
-        "usage: tunepack simulate FILE [--space NAME] [--cluster NAME] [--policy P]\n"
+        "usage: tunepack simulate [FILE] [--space NAME] [--cluster NAME] [--policy P]\n"
         "                         [--searcher grid|random] [--trials N] [--seed S]\n"
         "                         [--overhead 0.03] [--json] [--csv FILE] [--svg FILE]\n"
         "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
@@ -180,8 +185,11 @@ const tp_cmd_t tp__cmd_simulate = {
         "Runs the real searcher and placement policy against a virtual clock and a\n"
         "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
         "bound (work over summed GPU speed, or the longest trial alone), their ratio\n"
-        "and the mean GPU busy share. FILE is a workload in the format of\n"
-        "shared/workloads/sp.yaml (GPU types, clusters, model profiles, spaces).\n\n"
+        "and the mean GPU busy share. FILE is a workload (GPU types, clusters, model\n"
+        "profiles, spaces) in the format of the installed sp.yaml. Without FILE:\n"
+        "$TUNEPACK_DATA_DIR/workloads/sp.yaml if that variable is set, else\n"
+        "<dir of the tunepack binary>/../share/tunepack/workloads/sp.yaml (installed),\n"
+        "else the source tree's data/workloads/sp.yaml (a build tree's binary).\n\n"
         "  --space NAME       a space of FILE (default: the last one)\n"
         "  --cluster NAME     a cluster of FILE (default: the first one)\n"
         "  --policy P         one-per-gpu, ff, ffd, bf, bfd, wf, wfd (default), optimal\n"
@@ -205,6 +213,6 @@ const tp_cmd_t tp__cmd_simulate = {
         "Exit code 3 when FILE is invalid, 2 for a bad command line or an unknown\n"
         "space, cluster or policy.\n\n"
         "example:\n"
-        "  tunepack simulate ../shared/workloads/sp.yaml --space SP4 --cluster homog_16 --policy wfd --json\n",
+        "  tunepack simulate --space SP4 --cluster homog_16 --policy wfd --json\n",
     .main = simulate_main,
 };

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <yaml.h>
 
 typedef struct wctx {
@@ -160,6 +161,21 @@ static int parse_clusters(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
     return 0;
 }
 
+/* A model's required `source`: one of the words below (whether its profile
+ * is a modelled guess or was measured on a GPU). */
+static int model_source(wctx_t *x, const yaml_node_t *v, const char *what, tp_wl_model_t *m) {
+    static const char *const sources[] = {"assumed", "measured"};
+    yaml_node_t *src = get(x, v, "source");
+    if (!src) return fail(x, v, "%s.source is missing; give assumed or measured", what);
+    for (size_t i = 0; i < TP_ARRAY_LEN(sources); i++)
+        if (text(src) && strcmp(text(src), sources[i]) == 0) {
+            snprintf(m->source, sizeof m->source, "%s", sources[i]);
+            return 0;
+        }
+    return fail(x, src, "%s.source must be assumed or measured, got \"%s\"", what,
+                text(src) ? text(src) : "a collection");
+}
+
 static int parse_models(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
     int rc = mapping(x, sec, "models", "{resnet18: {b_ref: 64, mem_base_mib: 1000, ...}}");
     if (rc) return rc;
@@ -179,8 +195,7 @@ static int parse_models(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
             (rc = num(x, v, "util_ref", what, 1e-9, 1, &m->util_ref)) ||
             (rc = integer(x, v, "cpus", what, 0, 1 << 20, &m->cpus)))
             return rc;
-        yaml_node_t *src = get(x, v, "source");
-        snprintf(m->source, sizeof m->source, "%s", text(src) ? text(src) : "");
+        if ((rc = model_source(x, v, what, m))) return rc;
     }
     return 0;
 }
@@ -267,7 +282,7 @@ static int parse_spaces(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
 int tp__workload_load(const char *path, tp_workload_t *w, tp_error_t *err) {
     memset(w, 0, sizeof *w);
     FILE *f = fopen(path, "rb");
-    if (!f) return tp__errorf(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    if (!f) return tp__errorf(err, -errno, "%s: %s", path, strerror(errno));
     yaml_parser_t parser;
     yaml_document_t doc;
     yaml_parser_initialize(&parser);
@@ -294,6 +309,41 @@ int tp__workload_load(const char *path, tp_workload_t *w, tp_error_t *err) {
     yaml_document_delete(&doc);
     if (rc) tp__workload_free(w);
     return rc;
+}
+
+#ifndef TP_SOURCE_DATA_DIR
+#define TP_SOURCE_DATA_DIR "data"
+#endif
+
+int tp__workload_default_path(char *out, size_t size) {
+    const char *rel = "/workloads/sp.yaml";
+    const char *env = getenv("TUNEPACK_DATA_DIR");
+    if (env && *env) {
+        if ((size_t)snprintf(out, size, "%s%s", env, rel) >= size) return -ENAMETOOLONG;
+        return 0;
+    }
+    /* installed: <prefix>/bin/tunepack beside <prefix>/share/tunepack
+     * (<exe dir>/.. written as the prefix itself) */
+    char exe[4096], installed[4096 + 64] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0; /* the binary's directory */
+        slash = slash ? strrchr(exe, '/') : NULL;
+        if (slash) {
+            *slash = 0; /* its parent, the prefix ("" for /bin) */
+            snprintf(installed, sizeof installed, "%s/share/tunepack%s", exe, rel);
+        }
+    }
+    char source[4096];
+    snprintf(source, sizeof source, "%s%s", TP_SOURCE_DATA_DIR, rel);
+    /* the first that exists; if none does, the installed one (the error names it) */
+    const char *pick = installed[0] && access(installed, F_OK) == 0 ? installed
+                       : access(source, F_OK) == 0 || !installed[0] ? source
+                                                                     : installed;
+    if ((size_t)snprintf(out, size, "%s", pick) >= size) return -ENAMETOOLONG;
+    return 0;
 }
 
 void tp__workload_free(tp_workload_t *w) {

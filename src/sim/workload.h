@@ -1,7 +1,7 @@
-/* workload: the study workloads of shared/workloads/sp.yaml (GPU types,
+/* workload: the study workloads of data/workloads/sp.yaml (GPU types,
  * clusters, model profiles, search spaces) and the jobs of a space with
  * each job's modelled profile. Used by the placement benchmark, the tests
- * and the simulator. Profiles follow shared/workloads/README.md, on the
+ * and the simulator. Profiles follow data/workloads/README.md, on the
  * reference GPU (speed 1.0):
  *   memory_mib(b) = mem_base_mib + mem_per_sample_mib * b   (rounded up)
  *   time_s(b)     = time_ref_s * (b_ref / b) ^ 0.5
@@ -46,7 +46,7 @@ typedef struct tp_wl_model {
     double time_ref_s;    /* whole job alone at b_ref */
     double util_ref;      /* GPU-busy share alone at b_ref */
     int cpus;             /* dataloader cores */
-    char source[64];      /* "assumed" or where it was measured */
+    char source[64];      /* "assumed" or "measured" (required in the file) */
 } tp_wl_model_t;
 
 typedef struct tp_wl_space {
@@ -87,6 +87,15 @@ typedef struct tp_wl_job {
  * what would be right". Returns 0 or -errno; free with tp__workload_free. */
 int tp__workload_load(const char *path, tp_workload_t *w, tp_error_t *err);
 void tp__workload_free(tp_workload_t *w);
+
+/* The workload file used when a command names none, in this order:
+ * $TUNEPACK_DATA_DIR/workloads/sp.yaml when that variable is set (not empty);
+ * else <dir of the running binary>/../share/tunepack/workloads/sp.yaml (the
+ * installed layout) when it exists; else TP_SOURCE_DATA_DIR/workloads/sp.yaml
+ * (the source tree's data/, for a binary run from its build tree) when it
+ * exists; else the installed path, so that the error names it. Writes the
+ * path into out; returns 0, or -ENAMETOOLONG when it does not fit. */
+int tp__workload_default_path(char *out, size_t size);
 
 const tp_wl_cluster_t *tp__workload_find_cluster(const tp_workload_t *w, const char *name);
 const tp_wl_space_t *tp__workload_find_space(const tp_workload_t *w, const char *name);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`tunepack simulate` and `tunepack plan` on the study workload: the study command as
-written, CSV and SVG outputs (the SVG parsed as XML), errors with exit codes."""
+written, CSV and SVG outputs (the SVG parsed as XML), errors with exit codes, and the default
+workload file when no FILE is given."""
 
 import csv
 import json
@@ -12,7 +13,7 @@ sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
 from helpers import SRC, E2E, main
 
-SP = os.path.join("..", "shared", "workloads", "sp.yaml")  # relative to the repository root
+SP = os.path.join("data", "workloads", "sp.yaml")  # relative to the repository root
 
 
 class Simulate(E2E):
@@ -62,6 +63,52 @@ class Simulate(E2E):
         p = self.tp("simulate", bad)
         self.assertExit(p, 3)
         self.assertIn("bad.yaml:", p.stderr)
+
+    def test_no_file_uses_the_default_workload(self):
+        # run from an empty directory, so nothing relative to the working directory helps
+        env = {"TUNEPACK_DATA_DIR": None}
+        p = self.tp("simulate", "--space", "SP3", "--cluster", "homog_4", "--json", env=env)
+        self.assertExit(p, 0)
+        q = self.tp("simulate", SP, "--space", "SP3", "--cluster", "homog_4", "--json", cwd=SRC)
+        got, want = json.loads(p.stdout), json.loads(q.stdout)
+        for d in (got, want):
+            d.pop("wall_s")  # how long the simulation took, not what it found
+        self.assertEqual(got, want)
+        p = self.tp("plan", "--space", "SP3", "--deadline", "1h", "--json", env=env)
+        self.assertExit(p, 0)
+        self.assertIsNotNone(json.loads(p.stdout)["gpus"])
+
+    def test_tunepack_data_dir_overrides_the_default_and_errors_name_it(self):
+        data = self.path("data")
+        os.makedirs(os.path.join(data, "workloads"))
+        # a model with a bad source on line 4, column 104
+        self.write(os.path.join("data", "workloads", "sp.yaml"),
+                   "gpu_types: {g: {memory_mib: 100, speed: 1}}\n"
+                   "clusters: {c: {nodes: 1, gpus_per_node: 1, gpu_type: g, cpus_per_node: 1}}\n"
+                   "models:\n"
+                   "  m: {b_ref: 8, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, "
+                   "util_ref: 0.5, cpus: 1, source: guess}\n"
+                   "spaces: {}\n")
+        for verb in (["simulate"], ["plan", "--deadline", "30m"]):
+            p = self.tp(*verb, env={"TUNEPACK_DATA_DIR": data})
+            self.assertExit(p, 3)
+            self.assertIn(os.path.join(data, "workloads", "sp.yaml") + ":4:104: "
+                          "models.m.source must be assumed or measured", p.stderr)
+        p = self.tp("simulate", env={"TUNEPACK_DATA_DIR": self.path("nowhere")})
+        self.assertExit(p, 1)
+        self.assertIn(self.path("nowhere", "workloads", "sp.yaml") + ": No such file or directory",
+                      p.stderr)
+        self.assertNotIn("Sanitizer", p.stderr)
+
+    def test_bad_file_exits_nonzero_with_its_location(self):
+        bad = self.write("bad.yaml", "gpu_types:\n  g: {memory_mib: lots, speed: 1}\n")
+        for verb in (["simulate", bad], ["plan", bad, "--deadline", "30m"]):
+            p = self.tp(*verb)
+            self.assertExit(p, 3)
+            self.assertIn(bad + ":2:19: gpu_types.g.memory_mib must be a number", p.stderr)
+        p = self.tp("simulate", self.path("missing.yaml"))
+        self.assertExit(p, 1)
+        self.assertIn(self.path("missing.yaml") + ": No such file or directory", p.stderr)
 
     def test_plan_finds_the_fewest_gpus_for_a_deadline(self):
         p = self.tp("plan", SP, "--space", "SP4", "--gpu-type", "a100_80g", "--deadline", "30m",

@@ -22,9 +22,9 @@ static const char *tiny_yaml =
     "  two: {nodes: 1, gpus_per_node: 2, gpu_type: ref, cpus_per_node: 64}\n"
     "  few_cpus: {nodes: 1, gpus_per_node: 1, gpu_type: ref, cpus_per_node: 1}\n"
     "models:\n"
-    "  light: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: test}\n"
-    "  heavy: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.8, cpus: 1, source: test}\n"
-    "  big: {b_ref: 64, mem_base_mib: 30000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: test}\n"
+    "  light: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
+    "  heavy: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.8, cpus: 1, source: assumed}\n"
+    "  big: {b_ref: 64, mem_base_mib: 30000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
     "spaces:\n"
     "  L1: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 1}}\n"
     "  L2: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
@@ -47,7 +47,7 @@ static int load_tiny(tp_workload_t *w) {
 static int load_sp(tp_workload_t *w) {
     const char *src = getenv("TUNEPACK_SRC");
     char path[1024];
-    snprintf(path, sizeof path, "%s/../shared/workloads/sp.yaml", src ? src : ".");
+    snprintf(path, sizeof path, "%s/data/workloads/sp.yaml", src ? src : ".");
     tp_error_t err = {0};
     int rc = tp__workload_load(path, w, &err);
     if (rc) fprintf(stderr, "  %s\n", err.msg);
@@ -76,7 +76,7 @@ static int sim(const tp_workload_t *w, const char *space, const char *cluster, c
 
 TP_TEST(test_one_trial_alone_finishes_in_host_plus_gpu_time) {
     tp_workload_t w;
-    TP_CHECK_INT(load_tiny(&w), 0);
+    TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
     TP_CHECK_INT(sim(&w, "L1", "one", "wfd", 0, NULL, &r), 0);
     TP_CHECK_INT(r.trials, 1);
@@ -89,7 +89,7 @@ TP_TEST(test_one_trial_alone_finishes_in_host_plus_gpu_time) {
 
 TP_TEST(test_faster_gpu_shrinks_only_the_gpu_part) {
     tp_workload_t w;
-    TP_CHECK_INT(load_tiny(&w), 0);
+    TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
     TP_CHECK_INT(sim(&w, "L1", "onefast", "wfd", 0, NULL, &r), 0);
     TP_CHECK_NEAR(r.makespan_s, 70 + 30 / 2.0, 1e-9);
@@ -100,7 +100,7 @@ TP_TEST(test_faster_gpu_shrinks_only_the_gpu_part) {
 
 TP_TEST(test_two_light_trials_share_a_gpu_at_their_alone_pace_plus_mps_overhead) {
     tp_workload_t w;
-    TP_CHECK_INT(load_tiny(&w), 0);
+    TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
     tp_sim_opts_t o = {.overhead = 0.03, .record = 1};
     TP_CHECK_INT(sim(&w, "L2", "one", "wfd", 0, &o, &r), 0);
@@ -125,7 +125,7 @@ TP_TEST(test_two_light_trials_share_a_gpu_at_their_alone_pace_plus_mps_overhead)
 
 TP_TEST(test_two_saturating_trials_share_the_gpu_busy_time) {
     tp_workload_t w;
-    TP_CHECK_INT(load_tiny(&w), 0);
+    TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
     /* util 0.8 each: the placer needs oversubscription to put both on one GPU.
      * m = 1.03: GPU part 82.4, T = 102.4, d = 0.8047, D = 1.609375 > 1, so
@@ -142,7 +142,7 @@ TP_TEST(test_two_saturating_trials_share_the_gpu_busy_time) {
 
 TP_TEST(test_memory_limit_forbids_colocation_through_the_real_placer) {
     tp_workload_t w;
-    TP_CHECK_INT(load_tiny(&w), 0);
+    TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
     /* 30000 MiB each on a 40960 MiB GPU: one after the other */
     TP_CHECK_INT(sim(&w, "B2", "one", "wfd", 0, NULL, &r), 0);
@@ -167,7 +167,7 @@ TP_TEST(test_memory_limit_forbids_colocation_through_the_real_placer) {
 
 TP_TEST(test_unknown_policy_and_space_are_named) {
     tp_workload_t w;
-    TP_CHECK_INT(load_tiny(&w), 0);
+    TP_REQUIRE(load_tiny(&w) == 0);
     tp_cluster_t c;
     tp_error_t err = {0};
     TP_CHECK(tp__workload_cluster(&w, "onee", &c, &err) < 0);
@@ -186,7 +186,7 @@ TP_TEST(test_unknown_policy_and_space_are_named) {
 
 TP_TEST(test_lower_bound_never_above_makespan_on_random_workloads) {
     tp_workload_t w;
-    TP_CHECK_INT(load_sp(&w), 0);
+    TP_REQUIRE(load_sp(&w) == 0);
     const char *spaces[] = {"SP1", "SP2", "SP3", "SP4"};
     const char *clusters[] = {"homog_4", "homog_8", "hetero_4h6a", "hetero_4h"};
     const char *policies[] = {"one-per-gpu", "ff", "bfd", "wf", "wfd"};
@@ -207,7 +207,7 @@ TP_TEST(test_lower_bound_never_above_makespan_on_random_workloads) {
 
 TP_TEST(test_one_per_gpu_on_a_homogeneous_cluster_is_list_scheduling) {
     tp_workload_t w;
-    TP_CHECK_INT(load_sp(&w), 0);
+    TP_REQUIRE(load_sp(&w) == 0);
     const char *spaces[] = {"SP1", "SP3", "SP4"};
     for (size_t s = 0; s < 3; s++) {
         tp_sim_result_t r;
@@ -233,7 +233,7 @@ TP_TEST(test_one_per_gpu_on_a_homogeneous_cluster_is_list_scheduling) {
 
 TP_TEST(test_same_inputs_give_identical_outputs) {
     tp_workload_t w;
-    TP_CHECK_INT(load_sp(&w), 0);
+    TP_REQUIRE(load_sp(&w) == 0);
     tp_sim_opts_t o = {.overhead = 0.03, .record = 1};
     tp_sim_result_t a, b;
     TP_CHECK_INT(sim(&w, "SP4", "hetero_4h6a", "wfd", 0, &o, &a), 0);
@@ -249,7 +249,7 @@ TP_TEST(test_same_inputs_give_identical_outputs) {
 
 TP_TEST(test_events_are_two_per_trial_and_their_work_does_not_grow) {
     tp_workload_t w;
-    TP_CHECK_INT(load_sp(&w), 0);
+    TP_REQUIRE(load_sp(&w) == 0);
     double per_event[2];
     const uint64_t trials[2] = {384, 384 * 16};
     for (int k = 0; k < 2; k++) {
@@ -268,7 +268,7 @@ TP_TEST(test_events_are_two_per_trial_and_their_work_does_not_grow) {
 
 TP_TEST(test_incremental_rounds_decide_as_full_rounds_at_the_same_window) {
     tp_workload_t w;
-    TP_CHECK_INT(load_sp(&w), 0);
+    TP_REQUIRE(load_sp(&w) == 0);
     tp_sim_result_t full, inc;
     tp_sim_opts_t o = {.overhead = 0.03, .trials = 3840, .window = 64,
                        .rounds = TP_SIM_ROUNDS_FULL};
@@ -314,7 +314,7 @@ static int xml_balanced(const char *text) {
 
 TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
     tp_workload_t w;
-    TP_CHECK_INT(load_sp(&w), 0);
+    TP_REQUIRE(load_sp(&w) == 0);
     tp_cluster_t c;
     tp_error_t err = {0};
     TP_CHECK_INT(tp__workload_cluster(&w, "homog_4", &c, &err), 0);

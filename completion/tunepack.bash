@@ -1,0 +1,71 @@
+# bash completion for tunepack: verbs, each verb's options (as its --help
+# lists them), files for FILE, directories for DIR, policy names for --policy.
+# Installed as share/bash-completion/completions/tunepack.
+
+_tunepack_verbs="run status trials best export stop gpus place simulate plan"
+_tunepack_policies="one-per-gpu ff ffd bf bfd wf wfd optimal"
+
+# The options of a verb, one table for all of them.
+_tunepack_options() {
+    case $1 in
+        run) echo "--dir --plain --quiet --help" ;;
+        status | trials) echo "--help" ;;
+        best | gpus) echo "--json --help" ;;
+        export) echo "--format --help" ;;
+        stop) echo "--no-wait --help" ;;
+        place) echo "--json --policy --time-limit --help" ;;
+        simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
+                       "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
+                       "--gpu-type --gpus-per-node --window --rounds --help" ;;
+        plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
+                   "--overhead --max-gpus --json --help" ;;
+        agent) echo "--help" ;;
+    esac
+}
+
+# Files (-f) or directories (-d) matching the word being completed.
+_tunepack_paths() {
+    local IFS=$'\n'
+    COMPREPLY=($(compgen "$1" -- "$2"))
+    compopt -o filenames 2>/dev/null # outside a completion (a test), no matter
+}
+
+_tunepack() {
+    local cur prev verb i
+    COMPREPLY=()
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    if ((COMP_CWORD == 1)); then
+        COMPREPLY=($(compgen -W "$_tunepack_verbs --help --version" -- "$cur"))
+        return 0
+    fi
+    verb=${COMP_WORDS[1]}
+
+    # the value of an option
+    case $prev in
+        --policy) COMPREPLY=($(compgen -W "$_tunepack_policies" -- "$cur")); return 0 ;;
+        --format) COMPREPLY=($(compgen -W "csv json" -- "$cur")); return 0 ;;
+        --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
+        --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;
+        --dir) _tunepack_paths -d "$cur"; return 0 ;;
+        --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
+        --space | --cluster | --gpu-type | --trials | --seed | --overhead | --oversubscribe | \
+            --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
+            --deadline | --max-gpus | --time-limit)
+            return 0 ;;
+    esac
+
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$(_tunepack_options "$verb")" -- "$cur"))
+        return 0
+    fi
+
+    # the positional argument: FILE or DIR
+    case $verb in
+        run | place | simulate | plan) _tunepack_paths -f "$cur" ;;
+        status | trials | best | export | stop | gpus) _tunepack_paths -d "$cur" ;;
+    esac
+    return 0
+}
+
+complete -F _tunepack tunepack
