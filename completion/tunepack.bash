@@ -8,7 +8,7 @@ _tunepack_policies="one-per-gpu ff ffd bf bfd wf wfd optimal"
 # The options of a verb, one table for all of them.
 _tunepack_options() {
     case $1 in
-        run) echo "--dir --plain --quiet --help" ;;
+        run) echo "--dir --cluster --plain --quiet --help" ;;
         status | trials) echo "--help" ;;
         best | gpus) echo "--json --help" ;;
         export) echo "--format --help" ;;
@@ -48,8 +48,12 @@ _tunepack() {
         --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
         --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;
         --dir) _tunepack_paths -d "$cur"; return 0 ;;
+        --cluster)
+            # run: where trials run; simulate and plan: a cluster of the workload file
+            [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))
+            return 0 ;;
         --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
-        --space | --cluster | --gpu-type | --trials | --seed | --overhead | --oversubscribe | \
+        --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
             --deadline | --max-gpus | --time-limit)
             return 0 ;;

@@ -105,6 +105,10 @@ static void finish(tp_agent_t *a) {
     if (a->finished) return;
     a->finished = 1;
     tp__agent_gpu_close(a);
+    if (a->hb_open) {
+        a->hb_open = 0;
+        uv_close((uv_handle_t *)&a->hb_timer, on_handle_closed);
+    }
     if (a->send_bye) tp__agent_send(a, json_pack("{s:s}", "type", "bye"), NULL, 0);
     close_in(a);
     uv_close((uv_handle_t *)&a->sig_term, on_handle_closed);
@@ -142,6 +146,25 @@ static void send_error(tp_agent_t *a, const char *text) {
     tp__agent_send(a, json_pack("{s:s, s:s}", "type", "error", "message", text), NULL, 0);
 }
 
+/* Heartbeats: the orchestrator pings every heartbeat_s; an agent that hears
+ * nothing from it for HEARTBEAT_MISSES of those (a cut link that no EOF
+ * announces) stops every trial and exits, leaving no orphans. */
+#define HEARTBEAT_MISSES 5
+
+static void on_hb_timer(uv_timer_t *h) {
+    tp_agent_t *a = h->data;
+    double quiet = tp__mono_s() - a->heard_at;
+    if (a->stopping || quiet < a->hb_timeout_s) return;
+    tp__log(TP_LOG_WARN, "agent: no word from the orchestrator for %.0fs: stopping every trial",
+            quiet);
+    begin_stop(a, 0, 1);
+}
+
+static void on_ping(tp_agent_t *a, json_t *m) {
+    (void)m;
+    tp__agent_send(a, json_pack("{s:s}", "type", "pong"), NULL, 0);
+}
+
 static void on_hello(tp_agent_t *a, json_t *m) {
     json_t *pv = json_object_get(m, "protocol");
     if (!json_is_integer(pv) || json_integer_value(pv) != TP_PROTO_VERSION) {
@@ -158,9 +181,20 @@ static void on_hello(tp_agent_t *a, json_t *m) {
         a->token = tp__strdup(json_string_value(tok));
     }
     int reaped = tp__reap_token(a, a->token);
+    double hb = json_number_value(json_object_get(m, "heartbeat_s"));
+    if (hb > 0 && !a->hb_open) {
+        a->hb_timeout_s = hb * HEARTBEAT_MISSES;
+        uv_timer_init(&a->loop, &a->hb_timer);
+        a->hb_timer.data = a;
+        a->hb_open = 1;
+        uint64_t ms = (uint64_t)(hb * 1000);
+        uv_timer_start(&a->hb_timer, on_hb_timer, ms, ms);
+    }
     char host[256] = "";
     if (gethostname(host, sizeof host - 1) < 0) strcpy(host, "unknown");
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* Inside a Slurm step, the CPUs Slurm gave the job on this node. */
+    const char *slurm_cpus = getenv("SLURM_CPUS_ON_NODE");
+    long cpus = slurm_cpus && atol(slurm_cpus) > 0 ? atol(slurm_cpus) : sysconf(_SC_NPROCESSORS_ONLN);
     json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol",
                           TP_PROTO_VERSION, "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid",
                           (int)getpid(), "version", TP_VERSION, "reaped", reaped);
@@ -201,6 +235,7 @@ static const struct {
     {"pause", on_pause},
     {"shutdown", on_shutdown},
     {"mps_start", tp__agent_mps_start},
+    {"ping", on_ping},
 };
 
 static void dispatch(tp_agent_t *a, tp_msg_t *msg) {
@@ -239,6 +274,7 @@ static void on_in_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
             begin_stop(a, 0, 1);
             return;
         }
+        a->heard_at = tp__mono_s();
         dispatch(a, &msg);
         json_decref(msg.head);
         if (!a->in_open) return; /* stopping: read nothing more */

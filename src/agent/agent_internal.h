@@ -173,6 +173,10 @@ struct tp_agent {
     size_t nmps;
     uv_timer_t gpu_timer;                    /* usage sampling, while NVML is open */
     int gpu_timer_open;                      /* gpu_timer initialised, not yet closed */
+    uv_timer_t hb_timer;                     /* checks that the orchestrator is still there */
+    int hb_open;                             /* hb_timer initialised, not yet closed */
+    double hb_timeout_s;                     /* silence that means it is gone; 0: no check */
+    double heard_at;                         /* monotonic time of its last message */
 };
 
 /* Queue one message (head is consumed: json_decref'd). Never blocks. */

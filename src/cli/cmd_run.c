@@ -10,7 +10,11 @@ static int run_main(int argc, char **argv) {
     tp_run_opts_t o = {.live = isatty(STDOUT_FILENO)};
     int plain = 0;
     const tp_cli_opt_t opts[] = {
-        {"--dir", NULL, &o.dir}, {"--plain", &plain, NULL}, {"--quiet", &o.quiet, NULL}};
+        {"--dir", NULL, &o.dir},
+        {"--plain", &plain, NULL},
+        {"--quiet", &o.quiet, NULL},
+        {"--cluster", NULL, &o.cluster},
+    };
     int rc = tp__cli_parse(&tp__cmd_run, argc, argv, opts, TP_ARRAY_LEN(opts), &o.file);
     if (rc != TP_CLI_PARSED) return rc;
     if (plain) o.live = 0;
@@ -22,11 +26,14 @@ const tp_cmd_t tp__cmd_run = {
     .name = "run",
     .summary = "run an experiment, or resume it where it stopped",
     .usage =
-        "usage: tunepack run FILE [--dir DIR] [--plain] [--quiet]\n\n"
+        "usage: tunepack run FILE [--dir DIR] [--cluster WHERE] [--plain] [--quiet]\n\n"
         "Runs the experiment described by FILE (YAML) to its end. Every event is journaled in\n"
         "DIR/tunepack.db; if the run is stopped or killed, the same command resumes it: finished\n"
         "trials are kept, interrupted ones run again, and the search continues where it was.\n\n"
         "  --dir DIR   experiment directory (default: runs/<name>)\n"
+        "  --cluster WHERE\n"
+        "              where trials run, instead of the file's cluster: local, slurm (the\n"
+        "              nodes of the Slurm allocation it runs in) or ssh:HOST[,HOST...]\n"
         "  --plain     log lines instead of the live view, even on a terminal\n"
         "  --quiet     no progress output\n\n"
         "example:\n"

@@ -602,6 +602,7 @@ static const key_spec_t top_keys[] = {
     {"profile_by", tp__cfg_key_profile_by, 0, NULL},
     {"budget", tp__cfg_key_budget, 0, NULL},
     {"checkpoint", tp__cfg_key_checkpoint, 0, NULL},
+    {"cluster", tp__cfg_key_cluster, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -756,5 +757,6 @@ void tp__experiment_free(tp_experiment_t *x) {
     for (size_t i = 0; i < x->nprofile_by; i++) free(x->profile_by[i]);
     free(x->profile_by);
     free(x->budget_name);
+    tp__cluster_cfg_free(&x->cluster);
     memset(x, 0, sizeof *x);
 }

@@ -31,6 +31,35 @@ typedef struct tp_gpu_decl {
     double speed;          /* 0: as discovered (1.0 if unknown) */
 } tp_gpu_decl_t;
 
+/* Where trials run (`cluster:`). */
+typedef enum tp_cluster_kind {
+    TP_CLUSTER_LOCAL,      /* this machine: one local agent (the default) */
+    TP_CLUSTER_SLURM,      /* the nodes of a Slurm allocation, an agent per node through srun */
+    TP_CLUSTER_SSH,        /* hosts reached over ssh, an agent per host */
+} tp_cluster_kind_t;
+
+typedef struct tp_cluster_cfg {
+    tp_cluster_kind_t kind;
+    char **hosts;          /* ssh: [user@]host[:port], owned, NULL-terminated */
+    size_t nhosts;
+    char *identity;        /* ssh: -i FILE, owned; NULL: ssh's own choice */
+    char *ssh_config;      /* ssh: -F FILE, owned; NULL: ~/.ssh/config */
+    int slurm_request;     /* slurm: tunepack asks for the allocation itself */
+    int nodes_min, nodes_max; /* slurm: nodes asked for */
+    int gpus_per_node;     /* slurm: GPUs asked for per node, 0: none */
+    int cpus_per_node;     /* slurm: CPUs asked for per node, 0: Slurm's default */
+    char *partition, *account, *time_limit; /* slurm: owned; NULL: Slurm's default */
+    char **extra;          /* slurm: more salloc arguments, owned */
+    size_t nextra;
+    char **agent;          /* the command that runs an agent on a node, owned; NULL: this binary */
+    size_t nagent;
+} tp_cluster_cfg_t;
+
+const char *tp__cluster_kind_name(tp_cluster_kind_t k);
+/* --cluster local | slurm | ssh:HOST[,HOST...] into *out (freed first). */
+int tp__cluster_cfg_from_arg(const char *arg, tp_cluster_cfg_t *out, tp_error_t *err);
+void tp__cluster_cfg_free(tp_cluster_cfg_t *k);
+
 /* Each trial's demand (`resources:`). */
 typedef struct tp_resources {
     int gpus;              /* GPUs per trial, all on one node; default 0 (CPU only) */
@@ -76,6 +105,7 @@ typedef struct tp_experiment {
     double budget_max;     /* `budget.max` (>= min) */
     double budget_eta;     /* `budget.eta` (> 1, default 3) */
     int pause_signal;      /* `checkpoint.signal`: SIGUSR1 or 0 (control channel only) */
+    tp_cluster_cfg_t cluster; /* `cluster`: where trials run */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */

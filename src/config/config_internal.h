@@ -61,6 +61,8 @@ int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_sharing(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* config_cluster.c: cluster. */
+int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* config_search.c: budget, checkpoint, search.scheduler. */
 int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v);

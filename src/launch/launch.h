@@ -43,10 +43,46 @@ struct tp_agent_conn {
  * failure no callback fires. */
 int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
                      tp_conn_lost_cb on_lost, void *data, tp_error_t *err);
+/* Start argv[0] (searched in PATH) with argv as a child in its own session
+ * and connect to its stdin/stdout: a command that runs `tunepack agent`
+ * somewhere, such as `ssh -o BatchMode=yes HOST tunepack agent` or `srun
+ * --overlap -N1 -n1 -w NODE tunepack agent`. Same contract as
+ * tp__launch_local. */
+int tp__launch_argv(uv_loop_t *loop, char *const *argv, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
+                    tp_conn_lost_cb on_lost, void *data, tp_error_t *err);
 /* Queue a message; it is written as soon as the stream takes it. */
 int tp__conn_send(tp_agent_conn_t *c, const json_t *head, const void *payload, size_t len);
+/* The agent is taken for lost (it went silent): kill the command that
+ * carries it (the agent, ssh or srun) and report the loss with why. */
+void tp__conn_kill(tp_agent_conn_t *c, const char *why);
 /* Close the handles; done_cb (may be NULL) fires when all are closed. The
  * agent process, if alive, is left to exit on its own input's EOF. */
 void tp__conn_close(tp_agent_conn_t *c, void (*done_cb)(tp_agent_conn_t *c));
+
+/* ---- Slurm (launch_slurm.c): short commands, run without a shell -------- */
+/* Run argv (PATH searched, stdin /dev/null), its stdout and stderr into out
+ * (NUL-terminated, truncated to n). 0 when it exited 0; else -errno with
+ * err naming the command and what it said. Blocks until it exits. */
+int tp__run_capture(char *const *argv, char *out, size_t n, tp_error_t *err);
+/* The node names of a Slurm node list ("n[1-3]"), through scontrol; a
+ * malloc'd NULL-terminated array of malloc'd names. */
+int tp__slurm_nodes(const char *nodelist, char ***nodes, size_t *count, tp_error_t *err);
+
+/* An allocation tunepack asks for itself. */
+typedef struct tp_slurm_request {
+    int nodes;                  /* nodes */
+    int gpus_per_node;          /* --gres=gpu:N, 0: none */
+    int cpus_per_node;          /* --cpus-per-task, 0: Slurm's default */
+    const char *partition, *account, *time_limit; /* NULL: Slurm's defaults */
+    char *const *extra;         /* more sbatch arguments */
+    size_t nextra;
+} tp_slurm_request_t;
+/* Submit a placeholder job that holds the nodes; its id into jobid. */
+int tp__slurm_request(const tp_slurm_request_t *q, char *jobid, size_t n, tp_error_t *err);
+/* The job's state ("PENDING", "RUNNING"), reason ("Priority") and node list. */
+int tp__slurm_job_state(const char *jobid, char *state, size_t sn, char *reason, size_t rn,
+                        char *nodelist, size_t nn, tp_error_t *err);
+/* Give the allocation back (scancel). */
+int tp__slurm_release(const char *jobid, tp_error_t *err);
 
 #endif

@@ -1,8 +1,10 @@
-/* launch_local: the local agent as a child process, and the framed
- * connection over its stdin/stdout. */
+/* launch_local: an agent as a child process (the local agent itself, or
+ * ssh / srun starting one elsewhere), and the framed connection over the
+ * child's stdin/stdout. */
 #include "launch/launch.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,8 +113,8 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
     conn_lost(c, why);
 }
 
-int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
-                     tp_conn_lost_cb on_lost, void *data, tp_error_t *err) {
+int tp__launch_argv(uv_loop_t *loop, char *const *argv, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
+                    tp_conn_lost_cb on_lost, void *data, tp_error_t *err) {
     memset(c, 0, sizeof *c);
     c->loop = loop;
     c->on_msg = on_msg;
@@ -125,7 +127,6 @@ int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_co
     c->to_agent.data = c->from_agent.data = c->proc.data = c;
     c->open_handles = 2;
 
-    char *args[] = {(char *)exe, "agent", NULL};
     uv_stdio_container_t stdio[3] = {
         {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&c->to_agent},
         {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&c->from_agent},
@@ -133,8 +134,8 @@ int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_co
     };
     uv_process_options_t opt = {
         .exit_cb = on_exit_cb,
-        .file = exe,
-        .args = args,
+        .file = argv[0],
+        .args = (char **)argv,
         .flags = UV_PROCESS_DETACHED,
         .stdio_count = 3,
         .stdio = stdio,
@@ -142,11 +143,22 @@ int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_co
     int rc = uv_spawn(loop, &c->proc, &opt);
     if (rc < 0) {
         tp__conn_close(c, NULL);
-        return tp__errorf(err, rc, "cannot start the local agent %s: %s", exe, uv_strerror(rc));
+        return tp__errorf(err, rc, "cannot start the agent with %s: %s", argv[0], uv_strerror(rc));
     }
     c->open_handles++;
     uv_read_start((uv_stream_t *)&c->from_agent, on_alloc, on_read);
     return 0;
+}
+
+int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
+                     tp_conn_lost_cb on_lost, void *data, tp_error_t *err) {
+    char *argv[] = {(char *)exe, "agent", NULL};
+    return tp__launch_argv(loop, argv, c, on_msg, on_lost, data, err);
+}
+
+void tp__conn_kill(tp_agent_conn_t *c, const char *why) {
+    if (!c->exited && !c->closing && c->open_handles == 3) uv_process_kill(&c->proc, SIGKILL);
+    conn_lost(c, why);
 }
 
 static void on_closed(uv_handle_t *h) {

@@ -1,45 +1,277 @@
-/* agents: the orchestrator's links to its agents. Starts the agent, says
- * hello, hands its messages to the orchestrator, and when an agent is lost
- * tells the orchestrator (its attempts are interrupted) and starts a new
- * one, up to MAX_AGENT_RESTARTS times. Today there is one local agent, the
- * cluster's node 0; agents started over ssh or srun are more links. */
+/* agents: the orchestrator's links to its agents, one per node: the local
+ * agent, one per ssh host (`ssh -o BatchMode=yes HOST tunepack agent`), or
+ * one per node of a Slurm allocation (`srun --overlap -N1 -n1 -w NODE
+ * tunepack agent`). The protocol runs over each command's stdin/stdout;
+ * authentication belongs to the transport (ssh keys, munge).
+ *
+ * A lost agent's attempts are interrupted (the orchestrator places them
+ * again elsewhere) and the agent is started again: at once for the local
+ * agent, up to MAX_RESTARTS times in a row; after a growing delay for a
+ * remote node, for as long as another node keeps the run going. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
-#define MAX_AGENT_RESTARTS 3
+#define MAX_RESTARTS 3          /* losses in a row before a node is given up */
+#define RETRY_FIRST_MS 1000     /* a remote node is tried again after this, doubling */
+#define RETRY_MAX_MS 30000
+#define HEARTBEAT_S 2.0         /* pings each way; the agent hears one at least this often */
+#define SILENCE_S 10.0          /* an agent silent this long (a cut link) is taken for lost */
 
-static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
-    tp_agent_link_t *link = c->data;
-    tp__orchestrator_on_msg(link->run, 0, m);
+/* ---- the plan: which agents ---------------------------------------------------- */
+static char **argv_dup(char *const *v) {
+    size_t n = 0;
+    while (v[n]) n++;
+    char **out = tp__xcalloc(n + 1, sizeof *out);
+    for (size_t i = 0; i < n; i++) out[i] = tp__strdup(v[i]);
+    return out;
 }
 
-static void on_closed(tp_agent_conn_t *c) {
-    tp_agent_link_t *link = c->data;
-    tp_run_t *r = link->run;
-    if (r->finished) return;
-    if (r->agents.shutting_down || link->restarts > MAX_AGENT_RESTARTS) {
-        tp__orchestrator_finish(r);
-        return;
+static void argv_free(char **v) {
+    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    free(v);
+}
+
+static tp_agent_link_t *add_link(tp_agents_t *a, const char *name) {
+    a->links = tp__xrealloc(a->links, (a->n + 1) * sizeof *a->links);
+    tp_agent_link_t *l = &a->links[a->n];
+    memset(l, 0, sizeof *l);
+    l->node = (int)a->n++;
+    l->closed = 1;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    return l;
+}
+
+/* The command that runs an agent on a node: the experiment's `agent`, else
+ * this binary's own path (the same install on every node), then "agent". */
+static void agent_words(const tp_run_t *r, const char **w, size_t *k) {
+    if (r->x.cluster.nagent) {
+        for (size_t i = 0; i < r->x.cluster.nagent; i++) w[(*k)++] = r->x.cluster.agent[i];
+    } else {
+        w[(*k)++] = r->agents.exe;
+        w[(*k)++] = "agent";
     }
-    if (tp__agents_start(r) != 0) {
+}
+
+static void plan_ssh(tp_run_t *r) {
+    const tp_cluster_cfg_t *k = &r->x.cluster;
+    for (size_t i = 0; i < k->nhosts; i++) {
+        char host[256], port[16] = "";
+        snprintf(host, sizeof host, "%s", k->hosts[i]);
+        char *colon = strrchr(host, ':');
+        if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+            snprintf(port, sizeof port, "%.15s", colon + 1);
+            *colon = 0;
+        }
+        const char *w[64];
+        size_t n = 0;
+        w[n++] = "ssh";
+        w[n++] = "-o";
+        w[n++] = "BatchMode=yes"; /* never a password prompt */
+        w[n++] = "-o";
+        w[n++] = "ServerAliveInterval=5";
+        w[n++] = "-o";
+        w[n++] = "ServerAliveCountMax=3";
+        if (k->ssh_config) w[n++] = "-F", w[n++] = k->ssh_config;
+        if (k->identity) w[n++] = "-i", w[n++] = k->identity;
+        if (port[0]) w[n++] = "-p", w[n++] = port;
+        w[n++] = "--";
+        w[n++] = host;
+        agent_words(r, w, &n);
+        w[n] = NULL;
+        add_link(&r->agents, k->hosts[i])->argv = argv_dup((char *const *)w);
+    }
+}
+
+static int plan_slurm_nodes(tp_run_t *r, const char *nodelist) {
+    char **nodes;
+    size_t count;
+    tp_error_t err = {0};
+    if (tp__slurm_nodes(nodelist, &nodes, &count, &err) != 0) {
+        tp__log(TP_LOG_ERROR, "cannot list the nodes of Slurm job %s: %s", r->agents.jobid,
+                err.msg);
+        return TP_EXIT_AGENT;
+    }
+    char jobopt[64];
+    snprintf(jobopt, sizeof jobopt, "--jobid=%s", r->agents.jobid);
+    for (size_t i = 0; i < count; i++) {
+        const char *w[64];
+        size_t n = 0;
+        w[n++] = "srun";
+        w[n++] = "--overlap"; /* beside other steps, and beside the placeholder of our own job */
+        w[n++] = jobopt;
+        w[n++] = "--nodes=1";
+        w[n++] = "--ntasks=1";
+        w[n++] = "--nodelist";
+        w[n++] = nodes[i];
+        w[n++] = "--kill-on-bad-exit=1";
+        w[n++] = "--quiet";
+        agent_words(r, w, &n);
+        w[n] = NULL;
+        add_link(&r->agents, nodes[i])->argv = argv_dup((char *const *)w);
+        free(nodes[i]);
+    }
+    free(nodes);
+    return 0;
+}
+
+/* Ask Slurm for the allocation and wait for it, saying why it waits. */
+static int request_allocation(tp_run_t *r, char *nodelist, size_t n) {
+    const tp_cluster_cfg_t *k = &r->x.cluster;
+    tp_slurm_request_t q = {.nodes = k->nodes_max, .gpus_per_node = k->gpus_per_node,
+                            .cpus_per_node = k->cpus_per_node, .partition = k->partition,
+                            .account = k->account, .time_limit = k->time_limit,
+                            .extra = k->extra, .nextra = k->nextra};
+    tp_error_t err = {0};
+    if (tp__slurm_request(&q, r->agents.jobid, sizeof r->agents.jobid, &err) != 0) {
+        tp__log(TP_LOG_ERROR, "Slurm refused the allocation: %s", err.msg);
+        return TP_EXIT_AGENT;
+    }
+    r->agents.own_job = 1;
+    char last[300] = "";
+    for (;;) {
+        char state[64], reason[200];
+        if (tp__slurm_job_state(r->agents.jobid, state, sizeof state, reason, sizeof reason,
+                                nodelist, n, &err) != 0) {
+            tp__log(TP_LOG_ERROR, "Slurm job %s: %s", r->agents.jobid, err.msg);
+            return TP_EXIT_AGENT;
+        }
+        if (strcmp(state, "RUNNING") == 0) break;
+        if (strcmp(state, "PENDING") != 0 && strcmp(state, "CONFIGURING") != 0) {
+            tp__log(TP_LOG_ERROR, "Slurm job %s is %s (%s), not running", r->agents.jobid,
+                    state, reason);
+            return TP_EXIT_AGENT;
+        }
+        char now[300];
+        snprintf(now, sizeof now, "Slurm job %s %s: %s", r->agents.jobid,
+                 strcmp(state, "PENDING") == 0 ? "pending" : "configuring", reason);
+        if (strcmp(now, last) != 0) tp__log(TP_LOG_INFO, "%s", now);
+        snprintf(last, sizeof last, "%s", now);
+        if (r->stopping) return TP_EXIT_STOPPED;
+        uv_sleep(500);
+    }
+    tp__log(TP_LOG_INFO, "Slurm job %s running on %s", r->agents.jobid, nodelist);
+    return 0;
+}
+
+int tp__agents_plan(tp_run_t *r) {
+    tp_agents_t *a = &r->agents;
+    size_t len = sizeof a->exe;
+    if (uv_exepath(a->exe, &len) != 0) snprintf(a->exe, sizeof a->exe, "/proc/self/exe");
+    switch (r->x.cluster.kind) {
+    case TP_CLUSTER_LOCAL: {
+        char *w[] = {a->exe, "agent", NULL};
+        add_link(a, "local")->argv = argv_dup(w);
+        return 0;
+    }
+    case TP_CLUSTER_SSH:
+        plan_ssh(r);
+        return 0;
+    case TP_CLUSTER_SLURM: {
+        char nodelist[4096];
+        if (r->x.cluster.slurm_request) {
+            int rc = request_allocation(r, nodelist, sizeof nodelist);
+            if (rc) return rc;
+        } else {
+            const char *job = getenv("SLURM_JOB_ID"), *list = getenv("SLURM_JOB_NODELIST");
+            if (!job || !*job || !list || !*list) {
+                tp__log(TP_LOG_ERROR,
+                        "cluster: slurm runs inside an allocation (salloc ... tunepack run, or "
+                        "an sbatch script), and SLURM_JOB_ID is not set here; or let tunepack "
+                        "ask for one: cluster: {slurm: {nodes: 2}}");
+                return TP_EXIT_CONFIG;
+            }
+            snprintf(a->jobid, sizeof a->jobid, "%s", job);
+            snprintf(nodelist, sizeof nodelist, "%s", list);
+        }
+        return plan_slurm_nodes(r, nodelist);
+    }
+    }
+    return 0;
+}
+
+/* ---- links ---------------------------------------------------------------------- */
+static int start_link(tp_agent_link_t *l);
+
+static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
+    tp_agent_link_t *l = c->data;
+    l->heard_at = tp__mono_s();
+    if (strcmp(m->type, "pong") == 0) return;
+    if (strcmp(m->type, "hello") == 0) l->restarts = 0;
+    tp__orchestrator_on_msg(l->run, l->node, m);
+}
+
+static int links_up(const tp_run_t *r) {
+    int up = 0;
+    for (size_t i = 0; i < r->agents.n; i++) up += r->agents.links[i].up;
+    return up;
+}
+
+static int links_open(const tp_run_t *r) {
+    int open = 0;
+    for (size_t i = 0; i < r->agents.n; i++) open += !r->agents.links[i].closed;
+    return open;
+}
+
+static void on_retry(uv_timer_t *h) {
+    tp_agent_link_t *l = h->data;
+    tp_run_t *r = l->run;
+    if (r->finished || r->agents.shutting_down || l->up) return;
+    if (start_link(l) != 0 && !links_up(r)) {
         r->exit_code = TP_EXIT_AGENT;
         tp__orchestrator_finish(r);
     }
 }
 
+static void on_closed(tp_agent_conn_t *c) {
+    tp_agent_link_t *l = c->data;
+    tp_run_t *r = l->run;
+    l->closed = 1;
+    if (r->finished) return;
+    if (r->agents.shutting_down) {
+        if (!links_open(r)) tp__orchestrator_finish(r);
+        return;
+    }
+    int local = r->x.cluster.kind == TP_CLUSTER_LOCAL;
+    if (l->restarts > MAX_RESTARTS && !links_up(r)) {
+        /* No node is left to run the experiment. */
+        r->exit_code = TP_EXIT_AGENT;
+        r->agents.shutting_down = 1;
+        if (!links_open(r)) tp__orchestrator_finish(r);
+        return;
+    }
+    if (local) {
+        if (start_link(l) != 0) {
+            r->exit_code = TP_EXIT_AGENT;
+            tp__orchestrator_finish(r);
+        }
+        return;
+    }
+    /* A remote node: try again later, less often the more it fails. */
+    uint64_t ms = RETRY_FIRST_MS;
+    for (int i = 1; i < l->restarts && ms < RETRY_MAX_MS; i++) ms *= 2;
+    if (ms > RETRY_MAX_MS) ms = RETRY_MAX_MS;
+    uv_timer_start(&l->retry, on_retry, ms, 0);
+}
+
 static void on_lost(tp_agent_conn_t *c, const char *why) {
-    tp_agent_link_t *link = c->data;
-    tp_run_t *r = link->run;
-    link->ready = 0;
+    tp_agent_link_t *l = c->data;
+    tp_run_t *r = l->run;
+    l->ready = 0;
+    l->up = 0;
     if (!r->agents.shutting_down) {
-        link->restarts++;
-        int give_up = link->restarts > MAX_AGENT_RESTARTS;
-        tp__log(TP_LOG_WARN, "lost the agent (%s)%s", why,
-                give_up ? "; giving up" : "; starting a new one");
-        tp__orchestrator_on_agent_lost(r, 0, why);
+        l->restarts++;
+        int local = r->x.cluster.kind == TP_CLUSTER_LOCAL;
+        int give_up = local && l->restarts > MAX_RESTARTS;
+        tp__log(TP_LOG_WARN, "lost the agent on %s (%s)%s", l->name, why,
+                give_up ? "; giving up"
+                        : local ? "; starting a new one"
+                                : "; its trials run elsewhere, and it is tried again later");
+        tp__orchestrator_on_agent_lost(r, l->node, why);
         if (give_up) {
             r->exit_code = TP_EXIT_AGENT;
             r->agents.shutting_down = 1;
@@ -48,50 +280,118 @@ static void on_lost(tp_agent_conn_t *c, const char *why) {
     tp__conn_close(c, on_closed);
 }
 
-int tp__agents_start(tp_run_t *r) {
-    tp_agent_link_t *link = &r->agents.link;
-    if (!r->agents.exe[0]) {
-        size_t len = sizeof r->agents.exe;
-        if (uv_exepath(r->agents.exe, &len) != 0)
-            snprintf(r->agents.exe, sizeof r->agents.exe, "/proc/self/exe");
-    }
-    link->run = r;
-    link->ready = 0;
+static int start_link(tp_agent_link_t *l) {
+    tp_run_t *r = l->run;
     tp_error_t err = {0};
-    int rc = tp__launch_local(&r->loop, r->agents.exe, &link->conn, on_msg, on_lost, link, &err);
+    l->ready = 0;
+    int rc = tp__launch_argv(&r->loop, l->argv, &l->conn, on_msg, on_lost, l, &err);
     if (rc != 0) {
-        tp__log(TP_LOG_ERROR, "%s", err.msg);
+        tp__log(TP_LOG_ERROR, "%s: %s", l->name, err.msg);
         return rc;
     }
-    json_t *m = json_pack("{s:s, s:i, s:s}", "type", "hello", "protocol", TP_PROTO_VERSION,
-                          "token", r->token);
-    rc = tp__conn_send(&link->conn, m, NULL, 0);
+    l->up = 1;
+    l->closed = 0;
+    l->heard_at = tp__mono_s();
+    json_t *m = json_pack("{s:s, s:i, s:s, s:s, s:f}", "type", "hello", "protocol",
+                          TP_PROTO_VERSION, "token", r->token, "node", l->name, "heartbeat_s",
+                          HEARTBEAT_S);
+    rc = tp__conn_send(&l->conn, m, NULL, 0);
     json_decref(m);
     return rc;
 }
 
+/* Ping every agent that is up; one silent for SILENCE_S (a cut link, a
+ * frozen node: nothing that closes the stream) is taken for lost. */
+static void on_heartbeat(uv_timer_t *h) {
+    tp_run_t *r = h->data;
+    if (r->finished) return;
+    double now = tp__mono_s();
+    json_t *ping = json_pack("{s:s}", "type", "ping");
+    for (size_t i = 0; i < r->agents.n; i++) {
+        tp_agent_link_t *l = &r->agents.links[i];
+        if (!l->up || l->conn.lost || l->conn.closing) continue;
+        if (now - l->heard_at > SILENCE_S) {
+            char why[96];
+            snprintf(why, sizeof why, "no word from it for %.0fs", now - l->heard_at);
+            tp__conn_kill(&l->conn, why);
+        } else {
+            tp__conn_send(&l->conn, ping, NULL, 0);
+        }
+    }
+    json_decref(ping);
+}
+
+int tp__agents_start(tp_run_t *r) {
+    int started = 0;
+    uv_timer_init(&r->loop, &r->agents.heartbeat);
+    r->agents.heartbeat.data = r;
+    uint64_t ms = (uint64_t)(HEARTBEAT_S * 1000);
+    uv_timer_start(&r->agents.heartbeat, on_heartbeat, ms, ms);
+    for (size_t i = 0; i < r->agents.n; i++) {
+        tp_agent_link_t *l = &r->agents.links[i];
+        l->run = r;
+        uv_timer_init(&r->loop, &l->retry);
+        l->retry.data = l;
+        if (start_link(l) == 0) started++;
+    }
+    return started ? 0 : -EIO;
+}
+
 int tp__agents_send(tp_run_t *r, int node, const json_t *m) {
-    (void)node; /* one agent today */
-    return tp__conn_send(&r->agents.link.conn, m, NULL, 0);
+    if (node < 0 || (size_t)node >= r->agents.n) return -EINVAL;
+    tp_agent_link_t *l = &r->agents.links[node];
+    return l->up ? tp__conn_send(&l->conn, m, NULL, 0) : -ENOTCONN;
 }
 
 int tp__agents_ready(const tp_run_t *r) {
-    return r->agents.link.ready;
+    int ready = 0;
+    for (size_t i = 0; i < r->agents.n; i++) ready += r->agents.links[i].ready;
+    return ready;
 }
 
 void tp__agents_mark_ready(tp_run_t *r, int node) {
-    (void)node;
-    r->agents.link.ready = 1;
+    if (node >= 0 && (size_t)node < r->agents.n) r->agents.links[node].ready = 1;
 }
 
 void tp__agents_shutdown(tp_run_t *r) {
     if (r->agents.shutting_down) return;
     r->agents.shutting_down = 1;
+    uv_timer_stop(&r->agents.heartbeat);
     json_t *m = json_pack("{s:s}", "type", "shutdown");
-    if (tp__agents_send(r, 0, m) != 0) tp__orchestrator_finish(r);
+    int open = 0;
+    for (size_t i = 0; i < r->agents.n; i++) {
+        tp_agent_link_t *l = &r->agents.links[i];
+        uv_timer_stop(&l->retry);
+        if (l->up && tp__conn_send(&l->conn, m, NULL, 0) == 0) open++;
+        else if (!l->closed) tp__conn_close(&l->conn, on_closed);
+    }
     json_decref(m);
+    if (!open && !links_open(r)) tp__orchestrator_finish(r);
+}
+
+/* Give back the Slurm job tunepack asked for, once. */
+static void give_back(tp_run_t *r) {
+    if (r->agents.own_job) {
+        tp_error_t err = {0};
+        if (tp__slurm_release(r->agents.jobid, &err) != 0)
+            tp__log(TP_LOG_WARN, "could not give back Slurm job %s: %s", r->agents.jobid,
+                    err.msg);
+        else
+            tp__log(TP_LOG_INFO, "gave back Slurm job %s", r->agents.jobid);
+        r->agents.own_job = 0;
+    }
 }
 
 void tp__agents_close(tp_run_t *r) {
-    tp__conn_close(&r->agents.link.conn, NULL);
+    for (size_t i = 0; i < r->agents.n; i++)
+        if (!r->agents.links[i].closed) tp__conn_close(&r->agents.links[i].conn, NULL);
+    give_back(r);
+}
+
+void tp__agents_free(tp_run_t *r) {
+    give_back(r);
+    for (size_t i = 0; i < r->agents.n; i++) argv_free(r->agents.links[i].argv);
+    free(r->agents.links);
+    r->agents.links = NULL;
+    r->agents.n = 0;
 }

@@ -318,7 +318,7 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
                        "recording reaped processes");
     }
     int wait = 0;
-    int rc = tp__placement_hello(r, m->head, &wait);
+    int rc = tp__placement_hello(r, (size_t)node, m->head, &wait);
     if (rc != 0) {
         r->exit_code = rc;
         r->stopping = 1;
@@ -334,12 +334,12 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
         return;
     }
     if (strcmp(m->type, "mps") == 0) {
-        tp__placement_on_mps(r, m->head);
+        tp__placement_on_mps(r, (size_t)node, m->head);
         tp__agents_mark_ready(r, node);
         return;
     }
     if (strcmp(m->type, "usage") == 0) {
-        tp__placement_on_usage(r, m->head);
+        tp__placement_on_usage(r, (size_t)node, m->head);
         return;
     }
     if (strcmp(m->type, "error") == 0) {
@@ -375,8 +375,11 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
     }
+    tp__placement_node_down(r, (size_t)node);
+    char what[400];
+    snprintf(what, sizeof what, "%s: %s", r->agents.links[node].name, why);
     tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", why,
+                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", what,
                                    tp__wall_s()),
                    "recording a lost agent");
     tp__journal_commit(&r->journal);
@@ -452,6 +455,7 @@ int tp__orchestrator_loop(tp_run_t *r) {
     uv_signal_start(&r->sigint, on_signal, SIGINT);
     uv_signal_start(&r->sigterm, on_signal, SIGTERM);
     tp__view_start(r);
+    tp__placement_init(r);
     if (tp__agents_start(r) != 0) {
         r->exit_code = TP_EXIT_AGENT;
         uv_walk(&r->loop, close_walk, NULL);

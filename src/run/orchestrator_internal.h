@@ -30,31 +30,50 @@
 typedef struct tp_run tp_run_t;
 
 /* ---- agents.c -------------------------------------------------------------- */
-/* One agent: today the local one; ssh and srun agents will be more links. */
+/* One agent: the local one, or one per ssh host or Slurm node. Link i runs
+ * the cluster's node i. */
 typedef struct tp_agent_link {
     tp_agent_conn_t conn;   /* the transport */
     tp_run_t *run;          /* back to the run, for callbacks */
+    int node;               /* its node's index in the cluster */
+    char name[128];         /* host or Slurm node name; "local" */
+    char **argv;            /* the command that starts it, owned, NULL-terminated */
+    int up;                 /* started and not lost */
     int ready;              /* hello answered and its GPUs set up: trials may go there */
-    int restarts;           /* times it was lost and started again */
+    int restarts;           /* losses in a row (a hello resets it) */
+    int closed;             /* its connection is closed */
+    double heard_at;        /* monotonic time of its last message */
+    uv_timer_t retry;       /* starts it again a while after a loss */
 } tp_agent_link_t;
 
 typedef struct tp_agents {
-    tp_agent_link_t link;   /* the one agent (the cluster's node 0) */
+    tp_agent_link_t *links; /* owned */
+    size_t n;
     char exe[4096];         /* this binary, to start agents */
-    int shutting_down;      /* shutdown sent: losing the agent now is the end */
+    char jobid[32];         /* the Slurm job the agents run in, "" if none */
+    int own_job;            /* tunepack asked for that job: it gives it back at the end */
+    uv_timer_t heartbeat;   /* pings every agent; takes a silent one for lost */
+    int shutting_down;      /* shutdown sent: losing agents now is the end */
 } tp_agents_t;
 
-/* Start the agent (and say hello). 0, or an error (printed). */
+/* Decide the agents (one local, one per ssh host, one per node of the Slurm
+ * allocation, asking Slurm for it first if the experiment says so). 0, or
+ * an exit code (printed). Blocks while Slurm queues the allocation. */
+int tp__agents_plan(tp_run_t *r);
+/* Start every agent (and say hello). 0, or an error (printed) when none
+ * could start. */
 int tp__agents_start(tp_run_t *r);
-/* Send m to the agent running node `node` (today: 0). 0 or -errno. */
+/* Send m to the agent running node `node`. 0 or -errno. */
 int tp__agents_send(tp_run_t *r, int node, const json_t *m);
-/* Every agent has said hello and is set up. */
+/* How many agents have said hello and are set up. */
 int tp__agents_ready(const tp_run_t *r);
 /* The agent of `node` is set up: trials may go there. */
 void tp__agents_mark_ready(tp_run_t *r, int node);
 /* Ask every agent to end; the run finishes when they are gone. */
 void tp__agents_shutdown(tp_run_t *r);
+/* Close every connection; give back a Slurm job tunepack asked for. */
 void tp__agents_close(tp_run_t *r);
+void tp__agents_free(tp_run_t *r);
 
 /* ---- placement.c ----------------------------------------------------------- */
 /* Demand shared by trials with the same profile_by values. */
@@ -66,26 +85,35 @@ typedef struct demand_group {
     int64_t profiler;   /* trial measuring it, -1 if none */
 } demand_group_t;
 
-typedef struct tp_placement {
-    tp_cluster_t cluster;       /* the agents' nodes and GPUs (from their hellos) */
+/* What placement knows of one node besides its capacity. */
+typedef struct tp_node_state {
     uint64_t *foreign_mib;      /* per GPU: memory used by processes that are not ours */
+    int mps;                    /* MPS daemons run for its GPUs */
+    int mps_pending;            /* mps_start sent, answer awaited */
+    const char *sharing;        /* mps | time-slicing | exclusive | cpu: what its trials get */
+    json_t *last_gpus;          /* its last `usage` sample's GPUs, owned */
+} tp_node_state_t;
+
+typedef struct tp_placement {
+    tp_cluster_t cluster;       /* node i is agent link i's (capacities from its hello) */
+    tp_node_state_t *node;      /* per node, owned */
     const tp_placer_ops_t *placer; /* the placement policy */
     demand_group_t *groups;     /* demand groups */
     size_t ngroups;
     json_t *group_index;        /* key -> index into groups */
     int placing;                /* trials demand GPUs or CPU cores: placement applies */
     int blocked;                /* pending trials did not fit; wait until capacity changes */
-    int mps;                    /* MPS daemons run for the GPUs */
-    int mps_pending;            /* mps_start sent, answer awaited */
-    const char *sharing;        /* mps | time-slicing | exclusive | cpu: what trials get */
     double saved_at;            /* last GPU snapshot written to the store */
-    json_t *last_gpus;          /* the last `usage` sample's GPUs, owned */
 } tp_placement_t;
 
-/* From an agent's hello: build the cluster; decide MPS. 0, or an exit code
- * (printed) when the experiment cannot run there. *wait set when the agent
- * must first answer an mps_start. */
-int tp__placement_hello(tp_run_t *r, const json_t *hello, int *wait);
+/* The cluster's nodes, one per agent link, empty until each says hello. */
+void tp__placement_init(tp_run_t *r);
+/* From node n's hello: its capacity; decide MPS there. 0, or an exit code
+ * (printed) when the experiment cannot run at all. *wait set when the
+ * agent must first answer an mps_start. */
+int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait);
+/* Node n's agent is gone: nothing is placed there until it says hello. */
+void tp__placement_node_down(tp_run_t *r, size_t n);
 /* Whether trials waiting for room may fit now (capacity changed since the
  * last try); tp__placement_place clears it when some did not fit. */
 int tp__placement_may_fit(const tp_run_t *r);
@@ -97,8 +125,8 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n);
  * in CPU-only runs (t->gpu_env is set to it). */
 void tp__placement_attempt(tp_run_t *r, trial_t *t);
 /* `mps` answer, `usage` samples. */
-void tp__placement_on_mps(tp_run_t *r, const json_t *m);
-void tp__placement_on_usage(tp_run_t *r, const json_t *m);
+void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m);
+void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);
 /* An attempt that ran out of GPU memory: grow its group's demand. Returns 1
  * when it should be placed again (not a failure), 0 when no GPU can hold
  * more (why filled either way). */

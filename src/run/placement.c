@@ -92,13 +92,35 @@ static void add_gpu(tp_node_t *node, int index, const char *name, const char *uu
     g->healthy = healthy;
 }
 
-/* The node the agent described, with the GPUs the experiment may use. */
-static void build_cluster(tp_run_t *r, const json_t *hello) {
-    tp__cluster_free(&r->pl.cluster);
-    memset(&r->pl.cluster, 0, sizeof r->pl.cluster);
-    tp_node_t *node = tp__xcalloc(1, sizeof *node);
+void tp__placement_init(tp_run_t *r) {
+    tp_placement_t *pl = &r->pl;
+    pl->placer = tp__placer_find(r->x.policy);
+    pl->placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
+    pl->cluster.nnodes = r->agents.n;
+    pl->cluster.nodes = tp__xcalloc(r->agents.n + 1, sizeof *pl->cluster.nodes);
+    pl->node = tp__xcalloc(r->agents.n + 1, sizeof *pl->node);
+    for (size_t i = 0; i < r->agents.n; i++) {
+        snprintf(pl->cluster.nodes[i].name, sizeof pl->cluster.nodes[i].name, "%.63s",
+                 r->agents.links[i].name);
+        pl->node[i].sharing = "none yet";
+    }
+    pl->cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
+                                             .oversubscribe = r->x.oversubscribe,
+                                             .max_per_gpu = r->x.max_per_gpu,
+                                             .sharing = r->x.sharing != TP_SHARING_NONE};
+}
+
+/* Node n as its agent described it, with the GPUs the experiment may use;
+ * what they use at hello is foreign (the agent has just reaped leftovers). */
+static void build_node(tp_run_t *r, size_t n, const json_t *hello) {
+    tp_node_t *node = &r->pl.cluster.nodes[n];
+    tp_node_state_t *ns = &r->pl.node[n];
+    free(node->gpus);
+    node->gpus = NULL;
+    node->ngpus = 0;
     const char *host = json_string_value(json_object_get(hello, "node"));
-    snprintf(node->name, sizeof node->name, "%s", host ? host : "local");
+    if (r->x.cluster.kind == TP_CLUSTER_LOCAL) /* remote nodes keep the name they were given */
+        snprintf(node->name, sizeof node->name, "%s", host ? host : "local");
     node->cpus = (int)json_integer_value(json_object_get(hello, "cpus"));
     const json_t *list = json_object_get(hello, "gpus");
     size_t found = json_array_size(list);
@@ -116,32 +138,24 @@ static void build_cluster(tp_run_t *r, const json_t *hello) {
     if (found == 0) /* no NVML here: the declared GPUs describe what there is */
         for (size_t i = 0; i < r->x.ngpus; i++)
             add_gpu(node, r->x.gpus[i].index, "declared", NULL, 0, 1, &r->x.gpus[i]);
-    r->pl.cluster.nodes = node;
-    r->pl.cluster.nnodes = 1;
-    r->pl.cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
-                                            .oversubscribe = r->x.oversubscribe,
-                                            .max_per_gpu = r->x.max_per_gpu,
-                                            .sharing = r->x.sharing != TP_SHARING_NONE};
-    free(r->pl.foreign_mib);
-    r->pl.foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *r->pl.foreign_mib);
-    /* At hello none of our trials runs (the agent has just reaped any
-     * leftovers), so whatever a GPU already uses is foreign. */
+    free(ns->foreign_mib);
+    ns->foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *ns->foreign_mib);
     for (size_t i = 0; i < found; i++) {
         const json_t *e = json_array_get(list, i);
         int index = (int)json_integer_value(json_object_get(e, "index"));
         for (size_t k = 0; k < node->ngpus; k++)
             if (node->gpus[k].index == index)
-                r->pl.foreign_mib[k] =
+                ns->foreign_mib[k] =
                     (uint64_t)json_integer_value(json_object_get(e, "memory_used_mib"));
     }
 }
 
 /* A GPU that is unhealthy when the run starts is recorded like one that
  * breaks during it. */
-static void note_unhealthy(tp_run_t *r, const tp_gpu_t *g, const char *err) {
-    char detail[300];
-    snprintf(detail, sizeof detail, "GPU %d is unhealthy (%s); it gets no new trials", g->index,
-             err && *err ? err : "NVML error");
+static void note_unhealthy(tp_run_t *r, size_t n, const tp_gpu_t *g, const char *err) {
+    char detail[400];
+    snprintf(detail, sizeof detail, "GPU %d of %s is unhealthy (%s); it gets no new trials",
+             g->index, r->pl.cluster.nodes[n].name, err && *err ? err : "NVML error");
     tp__log(TP_LOG_WARN, "%s", detail);
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), -1, 0, "gpu-unhealthy", detail,
@@ -149,9 +163,9 @@ static void note_unhealthy(tp_run_t *r, const tp_gpu_t *g, const char *err) {
                    "recording an unhealthy GPU");
 }
 
-static tp_gpu_t *gpu_by_index(tp_run_t *r, int index, size_t *pos) {
-    if (!r->pl.cluster.nnodes) return NULL;
-    tp_node_t *n = &r->pl.cluster.nodes[0];
+static tp_gpu_t *gpu_by_index(tp_run_t *r, size_t node, int index, size_t *pos) {
+    if (node >= r->pl.cluster.nnodes) return NULL;
+    tp_node_t *n = &r->pl.cluster.nodes[node];
     for (size_t i = 0; i < n->ngpus; i++)
         if (n->gpus[i].index == index) {
             if (pos) *pos = i;
@@ -167,76 +181,100 @@ static void device_id(const tp_gpu_t *g, char *out, size_t n) {
         snprintf(out, n, "%d", g->index);
 }
 
-static void mps_dirs(const tp_run_t *r, int index, char *pipe, char *log, size_t n) {
-    snprintf(pipe, n, "%s/mps/gpu%d/pipe", r->dir, index);
-    snprintf(log, n, "%s/mps/gpu%d/log", r->dir, index);
+/* DIR/mps/gpu<i> on this machine; DIR/mps/<node>/gpu<i> on a cluster, where
+ * nodes may share the experiment directory. */
+static void mps_dirs(const tp_run_t *r, size_t node, int index, char *pipe, char *log, size_t n) {
+    char sub[160] = "";
+    if (r->x.cluster.kind != TP_CLUSTER_LOCAL)
+        snprintf(sub, sizeof sub, "%s/", r->pl.cluster.nodes[node].name);
+    snprintf(pipe, n, "%s/mps/%sgpu%d/pipe", r->dir, sub, index);
+    snprintf(log, n, "%s/mps/%sgpu%d/log", r->dir, sub, index);
 }
 
 int tp__placement_may_fit(const tp_run_t *r) {
     return !r->pl.blocked;
 }
 
-int tp__placement_hello(tp_run_t *r, const json_t *hello, int *wait) {
-    build_cluster(r, hello);
+/* A node that cannot take this experiment's trials: on a single machine
+ * that is the end (a config error, printed); on a cluster the node gets no
+ * trials (0 capacity) and a warning, and the others carry on. */
+static int unusable(tp_run_t *r, size_t n, const char *what) {
+    tp_node_t *node = &r->pl.cluster.nodes[n];
+    if (r->pl.cluster.nnodes == 1) {
+        fprintf(stderr, "%s: %s\n", r->x.path, what);
+        return TP_EXIT_CONFIG;
+    }
+    tp__log(TP_LOG_WARN, "%s; node %s gets no trials", what, node->name);
+    node->cpus = 0;
+    for (size_t i = 0; i < node->ngpus; i++) node->gpus[i].healthy = 0;
+    return 0;
+}
+
+int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
+    build_node(r, n, hello);
     r->pl.blocked = 0;
-    r->pl.placer = tp__placer_find(r->x.policy);
-    r->pl.placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
-    tp_node_t *node = &r->pl.cluster.nodes[0];
+    tp_node_t *node = &r->pl.cluster.nodes[n];
+    tp_node_state_t *ns = &r->pl.node[n];
     const json_t *found = json_object_get(hello, "gpus"), *e;
     size_t k;
     json_array_foreach(found, k, e) {
-        const tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), NULL);
-        if (g && !g->healthy) note_unhealthy(r, g, json_string_value(json_object_get(e, "error")));
+        const tp_gpu_t *g =
+            gpu_by_index(r, n, (int)json_integer_value(json_object_get(e, "index")), NULL);
+        if (g && !g->healthy)
+            note_unhealthy(r, n, g, json_string_value(json_object_get(e, "error")));
     }
     const char *nvml = json_string_value(json_object_get(hello, "nvml"));
+    char what[600];
     if (r->x.res.gpus > 0 && (size_t)r->x.res.gpus > node->ngpus) {
-        fprintf(stderr,
-                "%s: each trial asks for %d GPU(s) but node %s has %zu usable (NVML: %s); "
-                "declare them under gpus: or run where there are GPUs\n",
-                r->x.path, r->x.res.gpus, node->name, node->ngpus, nvml ? nvml : "?");
-        return TP_EXIT_CONFIG;
+        snprintf(what, sizeof what,
+                 "each trial asks for %d GPU(s) but node %s has %zu usable (NVML: %s); "
+                 "declare them under gpus: or run where there are GPUs",
+                 r->x.res.gpus, node->name, node->ngpus, nvml ? nvml : "?");
+        return unusable(r, n, what);
     }
     if (r->x.res.gpus > 0 && needs_profile(r) && (!nvml || strcmp(nvml, "ok") != 0)) {
-        fprintf(stderr, "%s: gpu_memory or gpu_compute is auto, which needs NVML on node %s "
-                        "(NVML: %s); declare the demand instead\n",
-                r->x.path, node->name, nvml ? nvml : "?");
-        return TP_EXIT_CONFIG;
+        snprintf(what, sizeof what,
+                 "gpu_memory or gpu_compute is auto, which needs NVML on node %s (NVML: %s); "
+                 "declare the demand instead",
+                 node->name, nvml ? nvml : "?");
+        return unusable(r, n, what);
     }
     int control = json_is_true(json_object_get(hello, "mps_control"));
     const char *why = "";
-    r->pl.mps = 0;
+    ns->mps = 0;
     if (r->x.res.gpus == 0) {
-        r->pl.sharing = "cpu";
+        ns->sharing = "cpu";
     } else if (r->x.sharing == TP_SHARING_NONE) {
-        r->pl.sharing = "exclusive";
+        ns->sharing = "exclusive";
     } else if (control && r->x.sharing != TP_SHARING_TIMESLICE) {
-        r->pl.sharing = "mps";
+        ns->sharing = "mps";
         json_t *list = json_array();
         for (size_t i = 0; i < node->ngpus; i++) {
             char pipe[4200], log[4200], dev[128];
-            mps_dirs(r, node->gpus[i].index, pipe, log, sizeof pipe);
+            mps_dirs(r, n, node->gpus[i].index, pipe, log, sizeof pipe);
             device_id(&node->gpus[i], dev, sizeof dev);
             json_array_append_new(list, json_pack("{s:i, s:s, s:s, s:s}", "index",
                                                   node->gpus[i].index, "device", dev, "pipe_dir",
                                                   pipe, "log_dir", log));
         }
         json_t *m = json_pack("{s:s, s:o}", "type", "mps_start", "gpus", list);
-        tp__agents_send(r, 0, m);
+        tp__agents_send(r, (int)n, m);
         json_decref(m);
-        r->pl.mps_pending = 1;
+        ns->mps_pending = 1;
         *wait = 1;
     } else if (r->x.sharing == TP_SHARING_MPS) {
-        fprintf(stderr, "%s: sharing: mps, but node %s has no nvidia-cuda-mps-control; install "
-                        "it or use sharing: time-slicing\n",
-                r->x.path, node->name);
-        return TP_EXIT_CONFIG;
+        snprintf(what, sizeof what,
+                 "sharing: mps, but node %s has no nvidia-cuda-mps-control; install it or use "
+                 "sharing: time-slicing",
+                 node->name);
+        return unusable(r, n, what);
     } else {
-        r->pl.sharing = "time-slicing";
+        ns->sharing = "time-slicing";
         why = r->x.sharing == TP_SHARING_TIMESLICE ? " (as asked)"
                                                    : " (no nvidia-cuda-mps-control found)";
     }
     char text[200];
-    snprintf(text, sizeof text, "%s%s", r->pl.sharing, why);
+    snprintf(text, sizeof text, "%s%s", ns->sharing, why);
     tp_store_t *s = tp__journal_tx(&r->journal);
     tp__journal_ok(&r->journal,
                    tp__store_meta_set(s, "sharing", text) ||
@@ -245,11 +283,12 @@ int tp__placement_hello(tp_run_t *r, const json_t *hello, int *wait) {
     return 0;
 }
 
-void tp__placement_on_mps(tp_run_t *r, const json_t *m) {
-    r->pl.mps_pending = 0;
+void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m) {
+    tp_node_state_t *ns = &r->pl.node[n];
+    ns->mps_pending = 0;
     const json_t *failed = json_object_get(m, "failed");
     if (json_array_size(failed) == 0) {
-        r->pl.mps = 1;
+        ns->mps = 1;
         return;
     }
     /* Without a daemon on every GPU, MPS settings would point trials at a
@@ -257,11 +296,12 @@ void tp__placement_on_mps(tp_run_t *r, const json_t *m) {
     const json_t *e = json_array_get(failed, 0);
     const char *err = json_string_value(json_object_get(e, "error"));
     char text[600];
-    snprintf(text, sizeof text, "time-slicing (MPS failed on GPU %lld: %s)",
-             (long long)json_integer_value(json_object_get(e, "index")), err ? err : "?");
+    snprintf(text, sizeof text, "time-slicing (MPS failed on GPU %lld of %s: %s)",
+             (long long)json_integer_value(json_object_get(e, "index")),
+             r->pl.cluster.nodes[n].name, err ? err : "?");
     tp__log(TP_LOG_WARN, "%s", text);
-    r->pl.sharing = "time-slicing";
-    r->pl.mps = 0;
+    ns->sharing = "time-slicing";
+    ns->mps = 0;
     tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "sharing", text),
                    "recording how GPUs are shared");
 }
@@ -284,16 +324,35 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             u->count[g]++;
         }
     }
-    for (size_t g = 0; g < u->ngpus; g++) u->mem_used[g] += r->pl.foreign_mib[g];
+    for (size_t n = 0; n < r->pl.cluster.nnodes; n++)
+        for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
+            u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
 }
 
 size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     if (!r->pl.placing) {
+        /* Trials that count no resources: each to the ready node running
+         * the fewest of ours (the only one, on this machine). */
+        size_t nn = r->pl.cluster.nnodes;
+        int *load = tp__xcalloc(nn + 1, sizeof *load);
+        for (size_t i = 0; i < r->trials.n; i++) {
+            const trial_t *t = r->trials.by_id[i];
+            if (t && t->state == TP_TRIAL_RUNNING && t->where.node < nn) load[t->where.node]++;
+        }
+        size_t placed = 0;
         for (size_t i = 0; i < n; i++) {
             memset(&batch[i]->where, 0, sizeof batch[i]->where);
+            size_t best = nn;
+            for (size_t k = 0; k < nn; k++)
+                if (r->agents.links[k].ready && (best == nn || load[k] < load[best])) best = k;
+            if (best == nn) continue;
             batch[i]->where.placed = 1;
+            batch[i]->where.node = best;
+            load[best]++;
+            placed++;
         }
-        return n;
+        free(load);
+        return placed;
     }
     tp_demand_t *d = tp__xcalloc(n, sizeof *d);
     tp_assign_t *out = tp__xcalloc(n, sizeof *out);
@@ -361,15 +420,16 @@ static void journal_placement(tp_run_t *r, trial_t *t, json_t *env) {
         int w = snprintf(visible + k, sizeof visible - k, "%s%s", i ? "," : "", dev);
         if (w > 0 && (size_t)w < sizeof visible - k) k += (size_t)w;
     }
-    const char *sharing = r->pl.sharing;
+    const tp_node_state_t *ns = &r->pl.node[t->where.node];
+    const char *sharing = ns->sharing;
     if (t->where.ngpus) {
         json_object_set_new(genv, "CUDA_VISIBLE_DEVICES", json_string(visible));
-        if (t->profiling || strcmp(r->pl.sharing, "exclusive") == 0) {
+        if (t->profiling || strcmp(ns->sharing, "exclusive") == 0) {
             sharing = "exclusive";
-        } else if (r->pl.mps && t->where.ngpus == 1) {
+        } else if (ns->mps && t->where.ngpus == 1) {
             /* One daemon per GPU; the client sees its one GPU as device 0. */
             char pipe[4200], log[4200], vars[3][512];
-            mps_dirs(r, node->gpus[t->where.gpu[0]].index, pipe, log, sizeof pipe);
+            mps_dirs(r, t->where.node, node->gpus[t->where.gpu[0]].index, pipe, log, sizeof pipe);
             double share = tp__place_share(&r->pl.cluster, t->where.node, t->where.gpu[0], t->compute);
             int nv = tp__mps_env(pipe, "0", share, t->mem_mib, MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
@@ -378,7 +438,7 @@ static void journal_placement(tp_run_t *r, trial_t *t, json_t *env) {
                 *eq = 0;
                 json_object_set_new(genv, vars[i], json_string(eq + 1));
             }
-        } else if (r->pl.mps) {
+        } else if (ns->mps) {
             sharing = "time-slicing"; /* a multi-GPU trial cannot join per-GPU daemons */
         }
     } else {
@@ -442,23 +502,32 @@ static void finish_profile(tp_run_t *r, trial_t *t) {
                    "recording a measured demand");
 }
 
-/* The GPU state as JSON, with our trials on each GPU, for `tunepack gpus`. */
-static void save_snapshot(tp_run_t *r, const json_t *gpus) {
-    json_t *snap = json_deep_copy(gpus);
-    size_t i;
-    json_t *e;
-    json_array_foreach(snap, i, e) {
-        size_t pos;
-        tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), &pos);
-        json_t *ours = json_array();
-        for (size_t k = 0; g && k < r->trials.n; k++) {
-            trial_t *t = r->trials.by_id[k];
-            if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
-            for (size_t j = 0; j < t->where.ngpus; j++)
-                if (t->where.gpu[j] == pos) json_array_append_new(ours, json_integer(t->id));
+/* The GPU state as JSON, with our trials on each GPU, for `tunepack gpus`:
+ * every node's last sample, each GPU naming its node on a cluster. */
+static void save_snapshot(tp_run_t *r) {
+    json_t *snap = json_array();
+    int many = r->x.cluster.kind != TP_CLUSTER_LOCAL;
+    for (size_t n = 0; n < r->pl.cluster.nnodes; n++) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(r->pl.node[n].last_gpus, i, e) {
+            json_t *copy = json_deep_copy(e);
+            size_t pos;
+            tp_gpu_t *g =
+                gpu_by_index(r, n, (int)json_integer_value(json_object_get(e, "index")), &pos);
+            json_t *ours = json_array();
+            for (size_t k = 0; g && k < r->trials.n; k++) {
+                trial_t *t = r->trials.by_id[k];
+                if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed || t->where.node != n)
+                    continue;
+                for (size_t j = 0; j < t->where.ngpus; j++)
+                    if (t->where.gpu[j] == pos) json_array_append_new(ours, json_integer(t->id));
+            }
+            json_object_set_new(copy, "trials", ours);
+            if (g) json_object_set_new(copy, "type", json_string(g->type));
+            if (many) json_object_set_new(copy, "node", json_string(r->pl.cluster.nodes[n].name));
+            json_array_append_new(snap, copy);
         }
-        json_object_set_new(e, "trials", ours);
-        if (g) json_object_set_new(e, "type", json_string(g->type));
     }
     char *text = json_dumps(snap, JSON_COMPACT);
     tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "gpus", text),
@@ -467,25 +536,26 @@ static void save_snapshot(tp_run_t *r, const json_t *gpus) {
     json_decref(snap);
 }
 
-void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
+void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
     r->pl.blocked = 0; /* foreign use, health or a measurement may have changed */
+    tp_node_state_t *ns = &r->pl.node[n];
     const json_t *gpus = json_object_get(m, "gpus"), *e;
     size_t i;
     json_array_foreach(gpus, i, e) {
         size_t pos;
-        tp_gpu_t *g = gpu_by_index(r, (int)json_integer_value(json_object_get(e, "index")), &pos);
+        tp_gpu_t *g = gpu_by_index(r, n, (int)json_integer_value(json_object_get(e, "index")), &pos);
         if (!g) continue;
-        r->pl.foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
+        ns->foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
         int healthy = json_is_true(json_object_get(e, "healthy"));
         if (g->healthy && !healthy)
-            note_unhealthy(r, g, json_string_value(json_object_get(e, "error")));
+            note_unhealthy(r, n, g, json_string_value(json_object_get(e, "error")));
         g->healthy = healthy;
     }
     double now = tp__mono_s();
     const json_t *trials = json_object_get(m, "trials");
     json_array_foreach(trials, i, e) {
         trial_t *t = tp__trials_get(&r->trials, json_integer_value(json_object_get(e, "trial")));
-        if (!t || t->state != TP_TRIAL_RUNNING ||
+        if (!t || t->state != TP_TRIAL_RUNNING || t->where.node != n ||
             t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
             continue;
         uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
@@ -501,11 +571,11 @@ void tp__placement_on_usage(tp_run_t *r, const json_t *m) {
             g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
         }
     }
-    json_decref(r->pl.last_gpus);
-    r->pl.last_gpus = json_incref((json_t *)gpus);
+    json_decref(ns->last_gpus);
+    ns->last_gpus = json_incref((json_t *)gpus);
     if (now - r->pl.saved_at >= SNAPSHOT_PERIOD_S) {
         r->pl.saved_at = now;
-        save_snapshot(r, gpus);
+        save_snapshot(r);
     }
 }
 
@@ -516,12 +586,14 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
     }
     demand_group_t *g = &r->pl.groups[t->group];
     uint64_t most = 0;
-    const tp_node_t *node = &r->pl.cluster.nodes[0];
-    for (size_t i = 0; i < node->ngpus; i++) {
-        uint64_t usable = node->gpus[i].memory_mib > r->x.reserve_mib
-                              ? node->gpus[i].memory_mib - r->x.reserve_mib
-                              : 0;
-        if (usable > most) most = usable;
+    for (size_t k = 0; k < r->pl.cluster.nnodes; k++) {
+        const tp_node_t *node = &r->pl.cluster.nodes[k];
+        for (size_t i = 0; i < node->ngpus; i++) {
+            uint64_t usable = node->gpus[i].memory_mib > r->x.reserve_mib
+                                  ? node->gpus[i].memory_mib - r->x.reserve_mib
+                                  : 0;
+            if (usable > most) most = usable;
+        }
     }
     uint64_t old = t->mem_mib > g->mem_mib ? t->mem_mib : g->mem_mib;
     uint64_t grown = old + old / 2;
@@ -546,16 +618,33 @@ void tp__placement_ended(tp_run_t *r, trial_t *t) {
     t->where.placed = 0;
 }
 
+void tp__placement_node_down(tp_run_t *r, size_t n) {
+    if (n >= r->pl.cluster.nnodes) return;
+    tp_node_t *node = &r->pl.cluster.nodes[n];
+    node->cpus = 0; /* nothing goes there until its agent says hello again */
+    for (size_t i = 0; i < node->ngpus; i++) node->gpus[i].healthy = 0;
+    r->pl.node[n].mps = 0;
+    json_decref(r->pl.node[n].last_gpus);
+    r->pl.node[n].last_gpus = NULL;
+}
+
 void tp__placement_finish(tp_run_t *r) {
     /* The last sample, with what runs now (nothing of ours, at the end). */
-    if (r->pl.last_gpus) save_snapshot(r, r->pl.last_gpus);
+    for (size_t n = 0; n < r->pl.cluster.nnodes; n++)
+        if (r->pl.node[n].last_gpus) {
+            save_snapshot(r);
+            break;
+        }
 }
 
 void tp__placement_free(tp_run_t *r) {
-    json_decref(r->pl.last_gpus);
+    for (size_t n = 0; r->pl.node && n < r->pl.cluster.nnodes; n++) {
+        json_decref(r->pl.node[n].last_gpus);
+        free(r->pl.node[n].foreign_mib);
+    }
+    free(r->pl.node);
     for (size_t i = 0; i < r->pl.ngroups; i++) free(r->pl.groups[i].key);
     free(r->pl.groups);
     json_decref(r->pl.group_index);
-    free(r->pl.foreign_mib);
     tp__cluster_free(&r->pl.cluster);
 }

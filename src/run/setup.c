@@ -227,6 +227,7 @@ static void run_free(tp_run_t *r) {
     free(r->batch);
     free(r->stops);
     tp__placement_free(r);
+    tp__agents_free(r);
     tp__buf_free(&r->scratch);
     tp__scheduler_free(r->sched);
     if (r->journal.store) tp__journal_close(&r->journal);
@@ -247,6 +248,12 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         fprintf(stderr, "%s\n", err.msg);
         free(r);
         return TP_EXIT_CONFIG;
+    }
+    if (o->cluster && tp__cluster_cfg_from_arg(o->cluster, &r->x.cluster, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        tp__experiment_free(&r->x);
+        free(r);
+        return TP_EXIT_USAGE;
     }
     tp_scheduler_cfg_t scfg = {.scheduler = r->x.scheduler, .sampler = r->x.search,
                                .budget = {.name = r->x.budget_name, .min = r->x.budget_min,
@@ -283,6 +290,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     }
     resume_trials(r);
     replay_decisions(r);
+    if ((code = tp__agents_plan(r)) != 0) goto out;
     tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running"),
                    "recording the start of the run");
     if (tp__journal_commit(&r->journal) != 0) {

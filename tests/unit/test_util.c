@@ -84,6 +84,9 @@ TP_TEST(test_edit_distance_counts_insertions_deletions_substitutions) {
     TP_CHECK_INT(tp__edit_distance("abc", ""), 3);
     TP_CHECK_INT(tp__edit_distance("kitten", "sitting"), 3);
     TP_CHECK_INT(tp__edit_distance("concurency", "concurrency"), 1);
+    TP_CHECK_INT(tp__edit_distance("slrum", "slurm"), 1); /* a transposition is one slip */
+    TP_CHECK_INT(tp__edit_distance("ab", "ba"), 1);
+    TP_CHECK_INT(tp__edit_distance("abc", "ca"), 3);
 }
 
 TP_TEST(test_did_you_mean_suggests_only_close_candidates) {
