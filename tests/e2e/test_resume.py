@@ -62,6 +62,9 @@ class Resume(E2E):
         for delay in (0.3, 1.0, 2.0):
             p = self.start_run(exp, run_dir)
             time.sleep(delay)
+            # A slow start (a sanitized build on a busy machine) may not have taken the
+            # lock yet: wait for it, or for the run's end.
+            wait_for(lambda: self.lock_pid(run_dir) == p.pid or p.poll() is not None, 20)
             pid = self.lock_pid(run_dir)
             if p.poll() is not None:
                 break  # it finished before we could kill it
