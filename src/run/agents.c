@@ -8,6 +8,7 @@
  * again elsewhere) and the agent is started again: at once for the local
  * agent, up to MAX_RESTARTS times in a row; after a growing delay for a
  * remote node, for as long as another node keeps the run going. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -292,8 +293,20 @@ static int start_link(tp_agent_link_t *l) {
     l->up = 1;
     l->closed = 0;
     l->heard_at = tp__mono_s();
+    /* Each node's agent reaps its predecessor's leftovers by token: on a
+     * cluster the token names the node too, so that nodes sharing one
+     * process table (containers, namespaces) never reap each other's. */
+    char token[200];
+    if (r->x.cluster.kind == TP_CLUSTER_LOCAL) {
+        snprintf(token, sizeof token, "%s", r->token);
+    } else {
+        int k = snprintf(token, sizeof token, "%s-", r->token);
+        for (const char *p = l->name; *p && k + 1 < (int)sizeof token; p++)
+            token[k++] = (char)(isalnum((unsigned char)*p) ? *p : '_');
+        token[k] = 0;
+    }
     json_t *m = json_pack("{s:s, s:i, s:s, s:s, s:f}", "type", "hello", "protocol",
-                          TP_PROTO_VERSION, "token", r->token, "node", l->name, "heartbeat_s",
+                          TP_PROTO_VERSION, "token", token, "node", l->name, "heartbeat_s",
                           HEARTBEAT_S);
     rc = tp__conn_send(&l->conn, m, NULL, 0);
     json_decref(m);

@@ -466,9 +466,17 @@ void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     t->first_report = t->last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
-    if (!r->pl.placing) return;
-    t->gpu_env = json_object();
-    journal_placement(r, t, t->gpu_env);
+    if (r->pl.placing) {
+        t->gpu_env = json_object();
+        journal_placement(r, t, t->gpu_env);
+    } else if (r->x.cluster.kind != TP_CLUSTER_LOCAL) {
+        /* On a cluster every attempt's node is journaled, GPUs or not. */
+        tp_placement_row_t row = {.trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),
+                                  .node = r->pl.cluster.nodes[t->where.node].name, .gpus = "[]",
+                                  .sharing = "cpu"};
+        tp__journal_ok(&r->journal, tp__store_placement(tp__journal_tx(&r->journal), &row),
+                       "recording a placement");
+    }
 }
 
 /* ---- measuring ------------------------------------------------------------------ */

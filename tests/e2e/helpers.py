@@ -65,7 +65,8 @@ def pids_mentioning(text):
 
 
 def token_pids(token):
-    """Return the pids of live processes whose environment holds TUNEPACK_RUN_TOKEN=token."""
+    """Return the pids of live processes whose environment holds TUNEPACK_RUN_TOKEN=token,
+    or token-NODE (the token an agent on a cluster node gives its trials)."""
     needle = ("TUNEPACK_RUN_TOKEN=" + token).encode()
     pids = []
     for name in os.listdir("/proc"):
@@ -80,7 +81,7 @@ def token_pids(token):
             continue
         # A zombie keeps no environment worth caring about (it is already dead).
         state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
-        if needle in env and state != b"Z":
+        if state != b"Z" and any(e == needle or e.startswith(needle + b"-") for e in env):
             pids.append(int(name))
     return pids
 
