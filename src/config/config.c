@@ -297,6 +297,7 @@ static int search_trials(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
     int rc = tp__cfg_get_int(c, key, v, 1, LLONG_MAX, &t);
     if (rc == 0) c->x->search.trials = (uint64_t)t;
+    c->trials_given = 1;
     return rc;
 }
 
@@ -648,12 +649,19 @@ static int check_placeholders(cfgctx_t *c) {
     return 0;
 }
 
+/* Without `search.trials`: grid makes one pass over its product, the
+ * other samplers propose 10 trials. O(1). */
+static void default_trials(cfgctx_t *c) {
+    if (!c->trials_given)
+        c->x->search.trials = strcmp(c->x->search.algorithm, "grid") == 0 ? 1 : 10;
+}
+
 static void set_defaults(tp_experiment_t *x) {
     memset(x, 0, sizeof *x);
     tp__space_init(&x->space);
     for (size_t i = 0; tp__searcher_names[i]; i++)
         if (!strcmp(tp__searcher_names[i], "random")) x->search.algorithm = tp__searcher_names[i];
-    x->search.trials = 10;
+    x->search.trials = 10; /* until the sampler is known: see default_trials */
     x->search.seed = 0;
     x->concurrency = 1;
     x->retries = 0;
@@ -713,6 +721,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
     } else {
         rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
                           "name: demo");
+        if (rc == 0) default_trials(&c);
         if (rc == 0) rc = check_placeholders(&c);
         if (rc == 0) rc = tp__cfg_check_resources(&c);
         if (rc == 0) rc = tp__cfg_check_budget(&c, root);

@@ -51,7 +51,8 @@ typedef struct tp_experiment {
     char *metric;          /* `metric.name`, required */
     int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required) */
     tp_space_t space;      /* `space` */
-    tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10), seed (default 0) */
+    tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10;
+                              grid: 1, one pass over the product), seed (default 0) */
     int concurrency;       /* `concurrency`, default 1, 1..4096 */
     int retries;           /* `retries`, default 0, 0..100: extra attempts after a failure */
     double timeout_s;      /* `timeout`, per attempt, 0 = none */

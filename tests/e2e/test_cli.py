@@ -160,6 +160,24 @@ class Cli(E2E):
         self.assertExit(st, 0)
         self.assertIn("2 failed", st.stdout)
 
+    def test_grid_without_trials_runs_each_point_once(self):
+        exp = self.experiment(
+            "name: grid-once\n"
+            "command: [sh, -c, 'echo \"acc=$0\"', \"{x}\"]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space: {x: {grid: [1, 2, 3]}}\n"
+            "search: {algorithm: grid}\n")
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir), 0)
+        with self.store(run_dir) as s:
+            trials = s.trials()
+        self.assertEqual(sorted(t["params"]["x"] for t in trials), [1, 2, 3])
+        self.assertEqual({t["state"] for t in trials}, {"completed"})
+        tr = self.tp("trials", run_dir)
+        self.assertExit(tr, 0)
+        rows = [l for l in tr.stdout.splitlines()[1:] if l.strip()]
+        self.assertEqual(len(rows), 3, tr.stdout)
+
     def test_mlp_example_runs_a_six_trial_grid(self):
         mlp = os.path.join(BUILD, "examples", "mlp_train")
         self.assertTrue(os.access(mlp, os.X_OK), "build examples/mlp_train first")

@@ -82,6 +82,43 @@ TP_TEST(test_example_file_parses_into_the_right_fields) {
     tp__experiment_free(&x);
 }
 
+/* Runs the searcher the file describes to exhaustion: how many trials it proposes. */
+static uint64_t proposed_trials(const tp_experiment_t *x) {
+    tp_error_t err = {0};
+    tp_searcher_t *s = tp__searcher_new(&x->space, &x->search, x->maximize, &err);
+    if (!s) return 0;
+    uint64_t n = 0;
+    json_t *cfg;
+    while (n < 1000 && s->ops->ask(s, n, 0, &cfg) == 1) {
+        json_decref(cfg);
+        n++;
+    }
+    tp__searcher_free(s);
+    return n;
+}
+
+TP_TEST(test_grid_without_trials_makes_one_pass_and_trials_repeats_it) {
+    const char *once = HEAD "space: {a: {grid: [1, 2, 3]}, b: {grid: [x, y]}}\n"
+                            "search: {algorithm: grid}\n";
+    const char *twice = HEAD "space: {a: {grid: [1, 2, 3]}, b: {grid: [x, y]}}\n"
+                             "search: {algorithm: grid, trials: 2}\n";
+    const char *random = HEAD "space: {a: {grid: [1, 2, 3]}}\nsearch: {algorithm: random}\n";
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", once, strlen(once), &x, &err), 0);
+    TP_CHECK_INT(x.search.trials, 1);
+    TP_CHECK_INT(proposed_trials(&x), 6);
+    tp__experiment_free(&x);
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", twice, strlen(twice), &x, &err), 0);
+    TP_CHECK_INT(x.search.trials, 2);
+    TP_CHECK_INT(proposed_trials(&x), 12);
+    tp__experiment_free(&x);
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", random, strlen(random), &x, &err), 0);
+    TP_CHECK_INT(x.search.trials, 10);
+    TP_CHECK_INT(proposed_trials(&x), 10);
+    tp__experiment_free(&x);
+}
+
 TP_TEST(test_defaults_and_optional_keys) {
     const char *text = HEAD "space:\n"
                             "  n: {int: [1, 1024], log: true, q: 2}\n"
