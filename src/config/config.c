@@ -607,7 +607,8 @@ static const key_spec_t top_keys[] = {
 
 /* ---- whole file ---------------------------------------------------------------- */
 
-/* Every {name} in command must be a parameter, trial_id or trial_dir. */
+/* Every {name} in command must be a parameter, trial_id, trial_dir or the
+ * budget's name; other braces are literal text. O(command length * params). */
 static int check_placeholders(cfgctx_t *c) {
     if (!c->command) return 0;
     const tp_space_t *sp = &c->x->space;
@@ -621,7 +622,7 @@ static int check_placeholders(cfgctx_t *c) {
             if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
                 (c->x->budget_name && !strcmp(*n, c->x->budget_name)))
                 continue;
-            const char **cand = tp__xcalloc(sp->n + 2, sizeof *cand);
+            const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
             tp_buf_t list;
             tp__buf_init(&list);
             for (size_t j = 0; j < sp->n; j++) {
@@ -630,7 +631,8 @@ static int check_placeholders(cfgctx_t *c) {
             }
             cand[sp->n] = "trial_id";
             cand[sp->n + 1] = "trial_dir";
-            const char *guess = tp__did_you_mean(*n, cand, sp->n + 2);
+            cand[sp->n + 2] = c->x->budget_name; /* NULL (skipped) without a budget */
+            const char *guess = tp__did_you_mean(*n, cand, sp->n + 3);
             const char *plist = sp->n ? list.data : "none";
             if (guess)
                 rc = fail(c, e, "placeholder {%s} names no parameter; did you mean {%s}? "
@@ -638,8 +640,9 @@ static int check_placeholders(cfgctx_t *c) {
                           *n, guess, plist);
             else
                 rc = fail(c, e, "placeholder {%s} names no parameter; use one of the parameters "
-                                "(%s) or {trial_id}, {trial_dir}; write {{ for a literal brace",
-                          *n, plist);
+                                "(%s) or {trial_id}, {trial_dir}; write {{%s}} for the literal "
+                                "text {%s}",
+                          *n, plist, *n, *n);
             tp__buf_free(&list);
             free(cand);
         }

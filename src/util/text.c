@@ -43,26 +43,31 @@ char *tp__strdup(const char *s) {
     return p;
 }
 
-/* Levenshtein distance with one row of memory: O(len(a)*len(b)) time,
+/* Optimal string alignment distance: Levenshtein's insertions, deletions
+ * and substitutions plus swaps of two adjacent characters, each costing 1
+ * ("nmae" is 1 from "name"). Three rows of memory: O(len(a)*len(b)) time,
  * O(len(b)) space. */
 size_t tp__edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    size_t *row = tp__xmalloc((lb + 1) * sizeof *row);
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    size_t *rows = tp__xmalloc(3 * (lb + 1) * sizeof *rows);
+    size_t *prev2 = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
+    for (size_t j = 0; j <= lb; j++) prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
+            size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < best) best = prev[j] + 1;
+            if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                prev2[j - 2] + 1 < best)
+                best = prev2[j - 2] + 1;
+            cur[j] = best;
         }
+        size_t *t = prev2;
+        prev2 = prev, prev = cur, cur = t;
     }
-    size_t d = row[lb];
-    free(row);
+    size_t d = prev[lb];
+    free(rows);
     return d;
 }
 

@@ -44,7 +44,8 @@ char *tp__strdup(const char *s);                 /* NULL-safe; aborts on OOM */
 void *tp__xmalloc(size_t n);                     /* aborts on OOM */
 void *tp__xcalloc(size_t n, size_t size);
 void *tp__xrealloc(void *p, size_t n);
-/* Levenshtein distance, O(len(a)*len(b)). */
+/* Edit distance counting insertions, deletions, substitutions and swaps of
+ * adjacent characters (optimal string alignment), O(len(a)*len(b)). */
 size_t tp__edit_distance(const char *a, const char *b);
 /* The candidate closest to word if it is close enough to be a plausible
  * typo (distance <= max(1, len/3), or a case-insensitive match, or else one

@@ -79,11 +79,14 @@ TP_TEST(test_parse_size_rejects_garbage_and_overflow) {
     TP_CHECK(tp__parse_size("17179869184G", &n, NULL) < 0);
 }
 
-TP_TEST(test_edit_distance_counts_insertions_deletions_substitutions) {
+TP_TEST(test_edit_distance_counts_insertions_deletions_substitutions_and_swaps) {
     TP_CHECK_INT(tp__edit_distance("", ""), 0);
     TP_CHECK_INT(tp__edit_distance("abc", ""), 3);
     TP_CHECK_INT(tp__edit_distance("kitten", "sitting"), 3);
     TP_CHECK_INT(tp__edit_distance("concurency", "concurrency"), 1);
+    TP_CHECK_INT(tp__edit_distance("nmae", "name"), 1);   /* a swap of neighbours is one edit */
+    TP_CHECK_INT(tp__edit_distance("ab", "ba"), 1);
+    TP_CHECK_INT(tp__edit_distance("abc", "ca"), 3);
 }
 
 TP_TEST(test_did_you_mean_suggests_only_close_candidates) {
