@@ -134,6 +134,15 @@ void tp__fmt_double(double v, char out[32]) {
     snprintf(out, 32, "%.17g", v);
 }
 
+/* "%.6g" of v; NaN of either sign is "nan". O(1). */
+void tp__fmt_sig(double v, char out[32]) {
+    if (isnan(v)) {
+        strcpy(out, "nan");
+        return;
+    }
+    snprintf(out, 32, "%.6g", v);
+}
+
 /* Read path into a malloc'd NUL-terminated buffer (*out, caller frees) and
  * its length (*len, may be NULL). Returns 0 or -errno with "cannot read
  * path: reason". */
