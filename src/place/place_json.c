@@ -203,7 +203,8 @@ static int parse_trial(jctx_t *x, const json_t *jt, size_t i, tp_place_instance_
 }
 
 static int parse_root(jctx_t *x, const json_t *root, tp_place_instance_t *inst) {
-    static const char *const keys[] = {"nodes", "trials", "policy", "limits", "time_limit_s"};
+    static const char *const keys[] = {"nodes", "trials", "policy", "limits", "time_limit_s",
+                                       "node_limit"};
     static const char *const lkeys[] = {"reserve_mib", "oversubscribe", "max_per_gpu", "sharing"};
     if (!json_is_object(root)) FAIL(x, root, "the instance", "must be an object {\"nodes\", \"trials\", ...}");
     int rc = known_keys(x, root, "", keys, TP_ARRAY_LEN(keys));
@@ -250,9 +251,12 @@ static int parse_root(jctx_t *x, const json_t *root, tp_place_instance_t *inst) 
             FAIL(x, pol, "policy", "must be a policy name such as \"wfd\"");
         snprintf(inst->policy, sizeof inst->policy, "%s", json_string_value(pol));
     }
-    if ((rc = get_num(x, root, "time_limit_s", "the instance", 0, 1, 86400, 10, 0,
-                      &inst->time_limit_s)))
+    long long node_limit;
+    if ((rc = get_num(x, root, "time_limit_s", "the instance", 0, 1, 86400, 0, 0,
+                      &inst->effort.time_limit_s)) ||
+        (rc = get_int(x, root, "node_limit", "the instance", 1, INT64_MAX, 0, 0, &node_limit)))
         return rc;
+    inst->effort.node_limit = (uint64_t)node_limit;
     inst->ntrials = json_array_size(trials);
     size_t k = inst->ntrials ? inst->ntrials : 1;
     inst->trials = tp__xcalloc(k, sizeof *inst->trials);
@@ -266,7 +270,6 @@ static int parse_root(jctx_t *x, const json_t *root, tp_place_instance_t *inst) 
 int tp__place_instance_parse(const char *text, size_t len, const char *where,
                              tp_place_instance_t *inst, tp_error_t *err) {
     memset(inst, 0, sizeof *inst);
-    inst->time_limit_s = 10;
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)

@@ -314,7 +314,8 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
         tp_usage_t u;
         current_usage(r, &u);
         tp_error_t err = {0};
-        if (r->placer->place(&r->cluster, &u, d, m, out, 10.0, &err) != 0)
+        if (r->placer->place(&r->cluster, &u, d, m, out, &(tp_place_effort_t){.time_limit_s = 10.0},
+                             &err) != 0)
             fprintf(stderr, "tunepack: warn: placement failed: %s\n", err.msg);
         tp__usage_free(&u);
     }

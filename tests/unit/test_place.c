@@ -107,7 +107,7 @@ static double run_policy(const tp_placer_ops_t *p, const tp_cluster_t *c, const 
                          size_t n, tp_assign_t *out) {
     tp_usage_t u;
     tp__usage_init(&u, c);
-    p->place(c, &u, t, n, out, 5.0, NULL);
+    p->place(c, &u, t, n, out, &(tp_place_effort_t){.time_limit_s = 5.0}, NULL);
     double occ = tp__occupancy(c, &u);
     tp__usage_free(&u);
     return occ;
@@ -201,6 +201,45 @@ TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
     }
 }
 
+/* optimal with effort on a fresh usage: the decisions in out, what it did
+ * in *info; returns what tp__place_optimal returned. */
+static int run_optimal(const inst_t *in, const tp_place_effort_t *e, tp_assign_t *out,
+                       tp_place_mip_info_t *info) {
+    tp_usage_t u;
+    tp__usage_init(&u, &in->c);
+    memset(out, 0, in->n * sizeof *out);
+    int rc = tp__place_optimal(&in->c, &u, in->t, in->n, out, e, info, NULL);
+    tp__usage_free(&u);
+    return rc;
+}
+
+TP_TEST(test_optimal_with_a_node_limit_gives_the_same_answer_twice_and_says_it_stopped) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 23, 4);
+    const tp_place_effort_t nodes = {.node_limit = 3};
+    int stopped = 0;
+    for (int it = 0; it < 20; it++) {
+        inst_t in;
+        random_inst(&in, &r, 2, 4, 30 + tp__rng_below(&r, 30), 0);
+        for (size_t i = 0; i < in.n; i++) in.t[i].compute = 0.05 * (double)(1 + tp__rng_below(&r, 9));
+        tp_assign_t a[64], b[64];
+        tp_place_mip_info_t ia, ib;
+        TP_CHECK_INT(run_optimal(&in, &nodes, a, &ia), 0);
+        TP_CHECK_INT(run_optimal(&in, &nodes, b, &ib), 0);
+        TP_CHECK(memcmp(a, b, in.n * sizeof *a) == 0);
+        TP_CHECK(memcmp(&ia, &ib, sizeof ia) == 0);
+        TP_CHECK(violation(&in.c, in.t, in.n, a) == NULL);
+        TP_CHECK(!ia.time_limit_hit);
+        if (ia.node_limit_hit) {
+            stopped++;
+            TP_CHECK(!ia.proved_optimal);
+            TP_CHECK(ia.nodes >= nodes.node_limit);
+        }
+        tp__cluster_free(&in.c);
+    }
+    TP_CHECK(stopped > 0); /* the limit bit at least once, or this proves nothing */
+}
+
 /* ---- slow, obviously right references for ff, bf, wf (single-GPU trials) --- */
 
 /* rule: 0 ff, 1 bf, 2 wf. Linear scan of every GPU with tp__fits. */
@@ -287,7 +326,8 @@ TP_TEST(test_fast_ff_bf_wf_decide_exactly_as_linear_scans) {
 
 /* A deliberately broken placer: wfd that forgets the memory reserve. */
 static int broken_ignores_reserve(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t,
-                                  size_t n, tp_assign_t *out, double lim, tp_error_t *err) {
+                                  size_t n, tp_assign_t *out, const tp_place_effort_t *lim,
+                                  tp_error_t *err) {
     tp_cluster_t lax = *c;
     lax.limits.reserve_mib = 0;
     return tp__placer_find("wfd")->place(&lax, u, t, n, out, lim, err);
@@ -298,7 +338,7 @@ static void broken_ff_off_by_one(const tp_cluster_t *c, const tp_demand_t *t, si
                                  tp_assign_t *out) {
     tp_usage_t u;
     tp__usage_init(&u, c);
-    tp__placer_find("ff")->place(c, &u, t, n, out, 0, NULL);
+    tp__placer_find("ff")->place(c, &u, t, n, out, NULL, NULL);
     for (size_t i = 0; i < n; i++)
         if (out[i].placed && out[i].gpu[0] + 1 < c->nodes[out[i].node].ngpus) out[i].gpu[0]++;
     tp__usage_free(&u);
@@ -438,7 +478,7 @@ TP_TEST(test_json_instance_parses_and_prints_the_decision) {
     tp_assign_t out[2];
     tp_usage_t u;
     tp__usage_init(&u, &in.cluster);
-    tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, 1, &err);
+    tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, NULL, &err);
     char *json = tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5);
     TP_CHECK_CONTAINS(json, "{\"trial\": \"t0\", \"node\": \"n0\", \"gpus\": [\"gpu0\"]}");
     TP_CHECK_CONTAINS(json, "\"unplaced\": [7]");
