@@ -157,9 +157,9 @@ int tp__place_instance_parse(const char *text, size_t len, const char *where,
 /* Read and parse the file at path (errors name the path). */
 int tp__place_instance_load(const char *path, tp_place_instance_t *inst, tp_error_t *err);
 void tp__place_instance_free(tp_place_instance_t *inst);
-/* The decision as one compact JSON object, malloc'd (caller frees):
- * {"policy", "placed": [{"trial", "node", "gpus": [names]}], "unplaced": [ids],
- *  "occupancy", "decision_us"}. */
+/* The decision as one JSON object on one line, malloc'd (caller frees; NULL
+ * when out of memory): {"policy", "placed": [{"trial", "node", "gpus":
+ * [names]}], "unplaced": [ids], "occupancy", "decision_us"}. O(trials). */
 char *tp__place_decision_json(const tp_place_instance_t *inst, const char *policy,
                               const tp_assign_t *out, double occupancy, double decision_us);
 #endif

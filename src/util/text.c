@@ -145,7 +145,7 @@ void tp__fmt_sig(double v, char out[32]) {
 
 /* Read path into a malloc'd NUL-terminated buffer (*out, caller frees) and
  * its length (*len, may be NULL). Returns 0 or -errno with "cannot read
- * path: reason". */
+ * path: reason". O(size), sized once from fstat for a regular file. */
 int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
@@ -155,14 +155,19 @@ int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err) {
     }
     tp_buf_t b;
     tp__buf_init(&b);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (tp__buf_append(&b, chunk, n) < 0) {
+    struct stat st; /* a regular file's size: one allocation instead of one per doubling */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        tp__buf_reserve(&b, (size_t)st.st_size);
+    for (;;) { /* straight into the buffer, 64 KiB at a time beyond the size known */
+        if (b.cap - b.len < 2 && tp__buf_reserve(&b, 65536) < 0) {
             fclose(f);
             tp__buf_free(&b);
             return tp__errorf(err, -ENOMEM, "cannot read %s: out of memory", path);
         }
+        size_t n = fread(b.data + b.len, 1, b.cap - b.len - 1, f);
+        b.len += n;
+        b.data[b.len] = '\0';
+        if (n == 0) break;
     }
     if (ferror(f)) {
         int e = errno ? errno : EIO;

@@ -504,4 +504,121 @@ TP_TEST(test_json_instance_errors_say_what_and_where) {
                       "trials[0].gpus must be an integer in [0, 16]");
 }
 
+/* A random valid instance as JSON text: ids numeric, string or absent, fields
+ * present or defaulted, numbers in several spellings, varied whitespace. When
+ * escape_last, the last trial's string id is written with an escape ("z\/"
+ * for "z/"), which only jansson reads. */
+static char *random_instance_text(tp_rng_t *r, size_t n, int escape_last) {
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__buf_puts(&b, "{\"policy\": \"ff\", \"trials\" :[");
+    for (size_t i = 0; i < n; i++) {
+        const char *sep = tp__rng_below(r, 2) ? ", " : ",\n\t ";
+        tp__buf_printf(&b, "%s{", i ? sep : "");
+        if (i + 1 == n) tp__buf_puts(&b, escape_last ? "\"id\": \"z\\/\", " : "\"id\": \"z/\", ");
+        else if (tp__rng_below(r, 3) == 0) tp__buf_printf(&b, "\"id\": %zu, ", 1000 + i);
+        else if (tp__rng_below(r, 2)) tp__buf_printf(&b, "\"id\": \"t-%zu x\", ", i);
+        tp__buf_printf(&b, "\"gpus\": %d", (int)tp__rng_below(r, 3));
+        tp__buf_printf(&b, ", \"memory_mib\": %d", (int)tp__rng_below(r, 9000));
+        const char *fmt = tp__rng_below(r, 2) ? ", \"compute\": %.3f" : ", \"compute\" : %.2e";
+        tp__buf_printf(&b, fmt, 0.05 + 0.9 * tp__rng_uniform(r));
+        if (tp__rng_below(r, 2)) tp__buf_printf(&b, ", \"cpus\": %d", (int)tp__rng_below(r, 5));
+        if (tp__rng_below(r, 2)) tp__buf_printf(&b, ", \"duration_s\": %d", (int)tp__rng_below(r, 900));
+        tp__buf_puts(&b, "}");
+    }
+    tp__buf_printf(&b, "], " NODES ", \"node_limit\": 7, \"time_limit_s\": 2.5}\n");
+    return tp__buf_steal(&b);
+}
+
+TP_TEST(test_fast_and_jansson_readers_read_the_same_instance) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 5, 9);
+    for (int it = 0; it < 40; it++) {
+        size_t n = 1 + tp__rng_below(&r, 60);
+        tp_rng_t r2 = r; /* the same draws for both texts */
+        char *plain = random_instance_text(&r, n, 0), *escaped = random_instance_text(&r2, n, 1);
+        tp_place_instance_t a, b;
+        tp_error_t err = {0};
+        TP_CHECK_INT(tp__place_instance_parse(plain, strlen(plain), "a.json", &a, &err), 0);
+        TP_CHECK_INT(tp__place_instance_parse(escaped, strlen(escaped), "b.json", &b, &err), 0);
+        TP_CHECK_INT(a.ntrials, n);
+        TP_CHECK_INT(b.ntrials, n);
+        size_t same = 0;
+        for (size_t i = 0; i < n && a.ntrials == n && b.ntrials == n; i++) {
+            const tp_demand_t *x = &a.trials[i], *y = &b.trials[i];
+            same += x->id == y->id && x->gpus == y->gpus && x->memory_mib == y->memory_mib &&
+                    x->compute == y->compute && x->cpus == y->cpus &&
+                    x->duration_s == y->duration_s && !strcmp(a.trial_ids[i], b.trial_ids[i]) &&
+                    a.id_numeric[i] == b.id_numeric[i];
+        }
+        TP_CHECK_INT(same, n);
+        TP_CHECK_STR(a.policy, "ff");
+        TP_CHECK(a.effort.node_limit == 7 && b.effort.node_limit == 7);
+        TP_CHECK(a.effort.time_limit_s == 2.5 && b.effort.time_limit_s == 2.5);
+        TP_CHECK_INT(a.cluster.nnodes, 1);
+        tp__place_instance_free(&a);
+        tp__place_instance_free(&b);
+        free(plain);
+        free(escaped);
+    }
+}
+
+TP_TEST(test_repeated_ids_are_rejected_naming_the_first_repeat_as_a_slow_scan_finds_it) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 8, 3);
+    for (int it = 0; it < 60; it++) {
+        size_t n = 2 + tp__rng_below(&r, 400);
+        uint64_t pool = 2 * n + tp__rng_below(&r, 4 * n); /* repeats in some instances only */
+        char (*ids)[32] = tp__xcalloc(n, sizeof *ids);
+        tp_buf_t b;
+        tp__buf_init(&b);
+        tp__buf_puts(&b, "{" NODES ", \"trials\": [");
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = tp__rng_below(&r, pool);
+            snprintf(ids[i], sizeof ids[i], "%llu", (unsigned long long)v);
+            int as_string = tp__rng_below(&r, 2); /* "7" and 7 are the same id */
+            tp__buf_printf(&b, "%s{\"id\": %s%s%s, \"gpus\": 0}", i ? ", " : "",
+                           as_string ? "\"" : "", ids[i], as_string ? "\"" : "");
+        }
+        tp__buf_puts(&b, "]}");
+        size_t first = 0, earlier = 0; /* the oracle: O(n^2) */
+        for (size_t i = 1; i < n && !first; i++)
+            for (size_t k = 0; k < i && !first; k++)
+                if (strcmp(ids[i], ids[k]) == 0) first = i, earlier = k;
+        const char *msg = parse_error(b.data);
+        if (!first) {
+            TP_CHECK(msg == NULL);
+        } else {
+            char want[128];
+            snprintf(want, sizeof want, "trials[%zu].id must be unique (trials[%zu] has it too), got ",
+                     first, earlier);
+            TP_CHECK_CONTAINS(msg, want);
+            TP_CHECK_CONTAINS(msg, ids[first]);
+        }
+        tp__buf_free(&b);
+        free(ids);
+    }
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [{\"name\": \"a\", \"cpus\": 1}, {\"name\": \"a\", "
+                                  "\"cpus\": 1}], \"trials\": []}"),
+                      "nodes[1].name must be unique (nodes[0] has it too), got \"a\"");
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [{\"cpus\": 1, \"gpus\": [{\"name\": \"g\", "
+                                  "\"memory_mib\": 1}, {\"name\": \"g\", \"memory_mib\": 1}]}], "
+                                  "\"trials\": []}"),
+                      "nodes[0].gpus[1] name must be unique within its node (gpus[0] has it too)");
+}
+
+TP_TEST(test_a_repeat_among_many_trials_is_found) {
+    size_t n = 200000;
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__buf_puts(&b, "{" NODES ", \"trials\": [");
+    for (size_t i = 0; i < n; i++)
+        tp__buf_printf(&b, "%s{\"id\": \"trial-%zu\", \"gpus\": 0}", i ? ", " : "",
+                       i + 1 < n ? i : 4242);
+    tp__buf_puts(&b, "]}");
+    TP_CHECK_CONTAINS(parse_error(b.data), "trials[199999].id must be unique (trials[4242] has it "
+                                           "too), got \"trial-4242\"");
+    tp__buf_free(&b);
+}
+
 int main(void) { return tp_test_main(); }
