@@ -13,7 +13,7 @@ _tunepack_options() {
         best | gpus) echo "--json --help" ;;
         export) echo "--format --help" ;;
         stop) echo "--no-wait --help" ;;
-        place) echo "--json --policy --time-limit --help" ;;
+        place) echo "--json --policy --time-limit --node-limit --timings --help" ;;
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
                        "--gpu-type --gpus-per-node --window --rounds --help" ;;
@@ -55,7 +55,7 @@ _tunepack() {
         --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
-            --deadline | --max-gpus | --time-limit)
+            --deadline | --max-gpus | --time-limit | --node-limit)
             return 0 ;;
     esac
 

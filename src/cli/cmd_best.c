@@ -48,7 +48,7 @@ static int best_main(int argc, char **argv) {
         json_decref(out);
     } else {
         char v[32];
-        tp__fmt_double(a.value, v);
+        tp__fmt_sig(a.value, v);
         printf("best trial %lld: %s = %s\n",
                (long long)json_integer_value(json_object_get(a.best, "id")),
                metric ? metric : "value", v);
@@ -56,7 +56,7 @@ static int best_main(int argc, char **argv) {
         json_t *val;
         json_object_foreach(json_object_get(a.best, "params"), key, val) {
             char t[256];
-            if (tp__value_text(val, t, sizeof t) < 0) snprintf(t, sizeof t, "...");
+            if (tp__cli_value_text(val, t, sizeof t) < 0) snprintf(t, sizeof t, "...");
             printf("  %s: %s\n", key, t);
         }
     }

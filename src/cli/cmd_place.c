@@ -1,8 +1,9 @@
-/* tunepack place FILE [--json] [--policy P] [--time-limit S] */
+/* tunepack place FILE [--json] [--policy P] [--time-limit S] [--node-limit N] [--timings] */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "place/place.h"
@@ -33,11 +34,12 @@ static void print_table(const tp_place_instance_t *in, const char *policy,
 }
 
 static int place_main(int argc, char **argv) {
-    const char *file = NULL, *policy_arg = NULL, *limit_arg = NULL;
-    int as_json = 0;
+    const char *file = NULL, *policy_arg = NULL, *limit_arg = NULL, *nodes_arg = NULL;
+    int as_json = 0, timings = 0;
     const tp_cli_opt_t opts[] = {
-        {"--json", &as_json, NULL}, {"--policy", NULL, &policy_arg},
-        {"--time-limit", NULL, &limit_arg}};
+        {"--json", &as_json, NULL},         {"--policy", NULL, &policy_arg},
+        {"--time-limit", NULL, &limit_arg}, {"--node-limit", NULL, &nodes_arg},
+        {"--timings", &timings, NULL}};
     int rc = tp__cli_parse(&tp__cmd_place, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     if (!file) return tp__cli_usage_error(&tp__cmd_place, "which instance? give a JSON FILE");
@@ -45,8 +47,20 @@ static int place_main(int argc, char **argv) {
     tp_error_t err = {0};
     if (limit_arg && tp__parse_duration(limit_arg, &limit, &err) < 0)
         return tp__cli_usage_error(&tp__cmd_place, "--time-limit: %s", err.msg);
+    unsigned long long nodes = 0;
+    if (nodes_arg) {
+        char *end;
+        errno = 0;
+        nodes = strtoull(nodes_arg, &end, 10);
+        if (errno || end == nodes_arg || *end || nodes == 0 || *nodes_arg == '-')
+            return tp__cli_usage_error(&tp__cmd_place,
+                                       "--node-limit must be a whole number > 0, got \"%s\"; "
+                                       "e.g. --node-limit 1000",
+                                       nodes_arg);
+    }
 
     tp_place_instance_t in;
+    double t_read = tp__mono_s(), c_read = (double)clock() / CLOCKS_PER_SEC;
     if (tp__place_instance_load(file, &in, &err) < 0) {
         fprintf(stderr, "tunepack: %s\n", err.msg);
         return err.code == -EINVAL ? TP_EXIT_CONFIG : TP_EXIT_ERROR;
@@ -72,25 +86,36 @@ static int place_main(int argc, char **argv) {
         tp__place_instance_free(&in);
         return code;
     }
-    if (limit > 0) in.time_limit_s = limit;
+    if (limit > 0) in.effort.time_limit_s = limit;
+    if (nodes > 0) in.effort.node_limit = nodes;
 
     tp_usage_t u;
     tp__usage_init(&u, &in.cluster);
     tp_assign_t *out = tp__xcalloc(in.ntrials ? in.ntrials : 1, sizeof *out);
-    double t0 = tp__mono_s();
-    rc = p->place(&in.cluster, &u, in.trials, in.ntrials, out, in.time_limit_s, &err);
-    double us = (tp__mono_s() - t0) * 1e6;
+    double t0 = tp__mono_s(), c0 = (double)clock() / CLOCKS_PER_SEC;
+    rc = p->place(&in.cluster, &u, in.trials, in.ntrials, out, &in.effort, &err);
+    double t1 = tp__mono_s(), c1 = (double)clock() / CLOCKS_PER_SEC, us = (t1 - t0) * 1e6;
     int code = TP_EXIT_OK;
     if (rc < 0) {
         fprintf(stderr, "tunepack: placement failed: %s\n", err.msg);
         code = TP_EXIT_ERROR;
     } else if (as_json) {
         char *text = tp__place_decision_json(&in, p->name, out, tp__occupancy(&in.cluster, &u), us);
-        printf("%s\n", text);
+        if (!text || fputs(text, stdout) < 0 || putchar('\n') < 0 || fflush(stdout) != 0) {
+            fprintf(stderr, "tunepack: cannot write the decision: %s\n",
+                    text ? strerror(errno) : "out of memory");
+            code = TP_EXIT_ERROR;
+        }
         free(text);
     } else {
         print_table(&in, p->name, out, tp__occupancy(&in.cluster, &u), us);
+        fflush(stdout);
     }
+    if (timings && rc == 0) /* wall seconds, then CPU seconds of this process */
+        fprintf(stderr, "tunepack place: read %.3f s, decide %.3f s, write %.3f s "
+                        "(cpu: %.3f s, %.3f s, %.3f s)\n",
+                t0 - t_read, t1 - t0, tp__mono_s() - t1, c0 - c_read, c1 - c0,
+                (double)clock() / CLOCKS_PER_SEC - c1);
     free(out);
     tp__usage_free(&u);
     tp__place_instance_free(&in);
@@ -100,15 +125,22 @@ static int place_main(int argc, char **argv) {
 const tp_cmd_t tp__cmd_place = {
     .name = "place",
     .summary = "decide where trials go on a cluster (packing several per GPU)",
-    .usage = "usage: tunepack place FILE [--json] [--policy P] [--time-limit S]\n\n"
+    .usage = "usage: tunepack place FILE [--json] [--policy P] [--time-limit S] [--node-limit N]\n"
+             "                      [--timings]\n\n"
              "Reads a placement instance (JSON: nodes with their GPUs, trials with their\n"
-             "demand, optional \"policy\", \"limits\" and \"time_limit_s\") and prints where\n"
-             "each trial goes, the GPU occupancy, and how long the decision took.\n\n"
+             "demand, optional \"policy\", \"limits\", \"time_limit_s\" and \"node_limit\")\n"
+             "and prints where each trial goes, the GPU occupancy, and how long the decision\n"
+             "took.\n\n"
              "  --policy P       one-per-gpu, ff, ffd, bf, bfd, wf, wfd (default) or optimal;\n"
              "                   overrides the file's \"policy\"\n"
-             "  --time-limit S   how long `optimal` may search (default 10s)\n"
+             "  --time-limit S   how long `optimal` may search (default 10s unless a node\n"
+             "                   limit alone is given)\n"
+             "  --node-limit N   stop `optimal`'s branch and bound after N subproblems: the\n"
+             "                   same answer on every machine (file: \"node_limit\")\n"
              "  --json           one object: {\"policy\", \"placed\": [{\"trial\", \"node\",\n"
-             "                   \"gpus\"}], \"unplaced\", \"occupancy\", \"decision_us\"}\n\n"
+             "                   \"gpus\"}], \"unplaced\", \"occupancy\", \"decision_us\"}\n"
+             "  --timings        print to stderr the seconds spent reading the file,\n"
+             "                   deciding and writing the answer (wall, then CPU)\n\n"
              "Exit code 3 when the file is invalid, 2 for a bad command line.\n\n"
              "example:\n  tunepack place inst.json --policy wfd --json\n",
     .main = place_main,

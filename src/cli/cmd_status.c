@@ -23,7 +23,7 @@ static int count_row(const tp_trial_row_t *row, void *ud) {
         a->best_id = row->id;
         a->best = row->value;
         json_t *p = json_loads(row->params, 0, NULL);
-        tp__params_text(p, a->best_params, sizeof a->best_params);
+        tp__cli_params_text(p, a->best_params, sizeof a->best_params);
         json_decref(p);
     }
     if (strcmp(row->state, "completed") == 0) {
@@ -77,7 +77,7 @@ static int status_main(int argc, char **argv) {
         printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
     if (a.best_id >= 0) {
         char v[32];
-        tp__fmt_double(a.best, v);
+        tp__fmt_sig(a.best, v);
         printf("best        %s %s (trial %lld): %s\n", metric ? metric : "?", v,
                (long long)a.best_id, a.best_params);
     } else {

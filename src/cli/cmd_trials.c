@@ -10,17 +10,17 @@
 static int print_row(const tp_trial_row_t *row, void *ud) {
     (void)ud;
     char value[32] = "-", dur[32] = "-", step[32] = "-", params[400] = "";
-    if (row->has_value) tp__fmt_double(row->value, value);
+    if (row->has_value) tp__fmt_sig(row->value, value);
     if (row->ended_at > 0 && row->started_at > 0)
         tp__format_duration(row->ended_at - row->started_at, dur, sizeof dur);
     if (row->step != TP_STORE_NO_STEP) snprintf(step, sizeof step, "%lld", (long long)row->step);
     json_t *p = json_loads(row->params, 0, NULL);
-    tp__params_text(p, params, sizeof params);
+    tp__cli_params_text(p, params, sizeof params);
     json_decref(p);
     char rung[48] = "-";
     if (row->rung >= 0 && row->budget > 0) {
         char b[32];
-        tp__fmt_double(row->budget, b);
+        tp__fmt_sig(row->budget, b);
         snprintf(rung, sizeof rung, "%d/%s", row->rung, b);
     }
     printf("%5lld  %-9s  %8d  %12s  %6s  %9s  %8s  %s", (long long)row->id, row->state,

@@ -297,6 +297,7 @@ static int search_trials(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
     int rc = tp__cfg_get_int(c, key, v, 1, LLONG_MAX, &t);
     if (rc == 0) c->x->search.trials = (uint64_t)t;
+    c->trials_given = 1;
     return rc;
 }
 
@@ -607,7 +608,8 @@ static const key_spec_t top_keys[] = {
 
 /* ---- whole file ---------------------------------------------------------------- */
 
-/* Every {name} in command must be a parameter, trial_id or trial_dir. */
+/* Every {name} in command must be a parameter, trial_id, trial_dir or the
+ * budget's name; other braces are literal text. O(command length * params). */
 static int check_placeholders(cfgctx_t *c) {
     if (!c->command) return 0;
     const tp_space_t *sp = &c->x->space;
@@ -621,7 +623,7 @@ static int check_placeholders(cfgctx_t *c) {
             if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
                 (c->x->budget_name && !strcmp(*n, c->x->budget_name)))
                 continue;
-            const char **cand = tp__xcalloc(sp->n + 2, sizeof *cand);
+            const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
             tp_buf_t list;
             tp__buf_init(&list);
             for (size_t j = 0; j < sp->n; j++) {
@@ -630,7 +632,8 @@ static int check_placeholders(cfgctx_t *c) {
             }
             cand[sp->n] = "trial_id";
             cand[sp->n + 1] = "trial_dir";
-            const char *guess = tp__did_you_mean(*n, cand, sp->n + 2);
+            cand[sp->n + 2] = c->x->budget_name; /* NULL (skipped) without a budget */
+            const char *guess = tp__did_you_mean(*n, cand, sp->n + 3);
             const char *plist = sp->n ? list.data : "none";
             if (guess)
                 rc = fail(c, e, "placeholder {%s} names no parameter; did you mean {%s}? "
@@ -638,8 +641,9 @@ static int check_placeholders(cfgctx_t *c) {
                           *n, guess, plist);
             else
                 rc = fail(c, e, "placeholder {%s} names no parameter; use one of the parameters "
-                                "(%s) or {trial_id}, {trial_dir}; write {{ for a literal brace",
-                          *n, plist);
+                                "(%s) or {trial_id}, {trial_dir}; write {{%s}} for the literal "
+                                "text {%s}",
+                          *n, plist, *n, *n);
             tp__buf_free(&list);
             free(cand);
         }
@@ -649,12 +653,19 @@ static int check_placeholders(cfgctx_t *c) {
     return 0;
 }
 
+/* Without `search.trials`: grid makes one pass over its product, the
+ * other samplers propose 10 trials. O(1). */
+static void default_trials(cfgctx_t *c) {
+    if (!c->trials_given)
+        c->x->search.trials = strcmp(c->x->search.algorithm, "grid") == 0 ? 1 : 10;
+}
+
 static void set_defaults(tp_experiment_t *x) {
     memset(x, 0, sizeof *x);
     tp__space_init(&x->space);
     for (size_t i = 0; tp__searcher_names[i]; i++)
         if (!strcmp(tp__searcher_names[i], "random")) x->search.algorithm = tp__searcher_names[i];
-    x->search.trials = 10;
+    x->search.trials = 10; /* until the sampler is known: see default_trials */
     x->search.seed = 0;
     x->concurrency = 1;
     x->retries = 0;
@@ -714,6 +725,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
     } else {
         rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
                           "name: demo");
+        if (rc == 0) default_trials(&c);
         if (rc == 0) rc = check_placeholders(&c);
         if (rc == 0) rc = tp__cfg_check_resources(&c);
         if (rc == 0) rc = tp__cfg_check_budget(&c, root);

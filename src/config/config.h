@@ -80,7 +80,8 @@ typedef struct tp_experiment {
     char *metric;          /* `metric.name`, required */
     int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required) */
     tp_space_t space;      /* `space` */
-    tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10), seed (default 0) */
+    tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10;
+                              grid: 1, one pass over the product), seed (default 0) */
     int concurrency;       /* `concurrency`, default 1, 1..4096 */
     int retries;           /* `retries`, default 0, 0..100: extra attempts after a failure */
     double timeout_s;      /* `timeout`, per attempt, 0 = none */
@@ -128,17 +129,19 @@ typedef struct tp_subst_extra {
     const char *budget_value; /* its value for this job */
 } tp_subst_extra_t;
 
-/* Substitute {name} in tmpl from params (a JSON object) and extra; "{{" and
- * "}}" stand for literal braces. Returns a malloc'd string, or NULL with err
- * filled (unknown name, unbalanced brace). The result never passes through a
- * shell. O(len(tmpl)). */
+/* Substitute {name} in tmpl from params (a JSON object) and extra, where
+ * name is a parameter name (tp__is_placeholder_name); "{{" and "}}" stand
+ * for one literal brace each ("{{lr}}" gives "{lr}") and every other brace
+ * is literal text ("{'step': 1}" stays as written). Returns a malloc'd
+ * string, or NULL with err filled when a placeholder names nothing known.
+ * The result never passes through a shell. O(len(tmpl)). */
 char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extra_t *extra,
                      tp_error_t *err);
 
-/* The {name} placeholders of tmpl in order of appearance (repeats kept):
- * sets *names to a malloc'd NULL-terminated array of malloc'd names (free
- * with tp__template_names_free) and returns their count, or returns -EINVAL
- * with err filled on an unbalanced brace (*names is then NULL). O(len). */
+/* The {name} placeholders of tmpl (as tp__substitute reads them) in order
+ * of appearance, repeats kept: sets *names to a malloc'd NULL-terminated
+ * array of malloc'd names (free with tp__template_names_free) and returns
+ * their count (>= 0; err is kept for callers and never filled). O(len). */
 int tp__template_names(const char *tmpl, char ***names, tp_error_t *err);
 void tp__template_names_free(char **names);
 /* Is s a valid placeholder/parameter name: [A-Za-z_][A-Za-z0-9_.-]* ? */

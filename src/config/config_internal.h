@@ -17,6 +17,7 @@ typedef struct cfgctx {
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
     yaml_node_t *budget;     /* `budget` mapping, for messages */
     yaml_node_t *scheduler;  /* `search.scheduler` value, for messages */
+    int trials_given;        /* `search.trials` was written (else a per-sampler default) */
 } cfgctx_t;
 
 /* A key of a mapping: its handler gets the value node. */

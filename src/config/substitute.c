@@ -28,38 +28,39 @@ typedef struct template_visitor {
     void *ctx;
 } template_visitor_t;
 
-/* Walk tmpl once, left to right: "{{" and "}}" are literal braces, {name}
- * a placeholder; any other brace is an error. Stops at the first callback
- * that returns < 0 and returns its value. O(len). */
+/* Length of the placeholder at p ("{name}" with name a parameter name),
+ * or 0 when p starts no placeholder. O(len of the name). */
+static size_t placeholder_len(const char *p) {
+    if (p[0] != '{' || !name_start((unsigned char)p[1])) return 0;
+    const char *e = p + 2;
+    while (name_char((unsigned char)*e)) e++;
+    return *e == '}' ? (size_t)(e + 1 - p) : 0;
+}
+
+/* Walk tmpl once, left to right: "{{" and "}}" are one literal brace each,
+ * "{name}" (name as tp__is_placeholder_name) a placeholder, and any other
+ * brace literal text, so JSON or a Python dict in an argument passes through
+ * as written. Stops at the first callback that returns < 0 and returns its
+ * value. O(len). */
 static int walk_template(const char *tmpl, const template_visitor_t *v, tp_error_t *err) {
+    (void)err; /* every template has a meaning: nothing to report */
     const char *p = tmpl, *lit = tmpl;
     int rc;
     while (*p) {
-        if (*p != '{' && *p != '}') {
+        size_t n = 0;
+        int escape = (p[0] == '{' || p[0] == '}') && p[1] == p[0];
+        if (!escape && (n = placeholder_len(p)) == 0) {
             p++;
             continue;
         }
         if (p > lit && (rc = v->text(v->ctx, lit, (size_t)(p - lit))) < 0) return rc;
-        if (p[0] == p[1]) { /* "{{" or "}}" */
+        if (escape) { /* "{{" or "}}" */
             if ((rc = v->text(v->ctx, p, 1)) < 0) return rc;
             p += 2;
-            lit = p;
-            continue;
+        } else {
+            if ((rc = v->name(v->ctx, p + 1, n - 2)) < 0) return rc;
+            p += n;
         }
-        if (*p == '}')
-            return tp__errorf(err, -EINVAL,
-                              "unbalanced '}' in \"%s\" at offset %zu; write }} for a literal brace",
-                              tmpl, (size_t)(p - tmpl));
-        const char *s = p + 1, *e = s;
-        if (name_start((unsigned char)*e))
-            while (name_char((unsigned char)*e)) e++;
-        if (e == s || *e != '}')
-            return tp__errorf(err, -EINVAL,
-                              "unbalanced '{' in \"%s\" at offset %zu; write {name} for a "
-                              "parameter or {{ for a literal brace",
-                              tmpl, (size_t)(p - tmpl));
-        if ((rc = v->name(v->ctx, s, (size_t)(e - s))) < 0) return rc;
-        p = e + 1;
         lit = p;
     }
     if (p > lit && (rc = v->text(v->ctx, lit, (size_t)(p - lit))) < 0) return rc;

@@ -1,7 +1,8 @@
 /* place: the cluster model (nodes, GPUs, capacities), trial demand, and the
  * placement policies. Every policy is a pure function of (pending trials,
- * cluster state): no I/O, no clock, no globals; the orchestrator, the
- * simulator, `tunepack place` and the tests call the very same code. */
+ * cluster state, effort): no I/O, no clock reads, no globals; the
+ * orchestrator, the simulator, `tunepack place` and the tests call the very
+ * same code, and whoever reports how long a decision took measures it. */
 #ifndef TP_PLACE_H
 #define TP_PLACE_H
 
@@ -74,14 +75,23 @@ typedef struct tp_assign {
     size_t gpu[TP_PLACE_MAX_GPUS]; /* GPU indexes within the node */
 } tp_assign_t;
 
+/* How long `optimal` may search, from its caller; the greedy policies
+ * ignore it. Give either limit or both; with neither, a 10 s time limit. */
+typedef struct tp_place_effort {
+    double time_limit_s;      /* > 0: GLPK's own time limit for its search (GLPK keeps the
+                                 time: the answer then depends on the machine's speed) */
+    uint64_t node_limit;      /* > 0: stop branch and bound once it has created this many
+                                 subproblems: the same answer on every machine */
+} tp_place_effort_t;
+
 typedef struct tp_placer_ops {
     const char *name;         /* "wfd" */
     const char *summary;      /* one line for --help */
     /* Place trials[0..n) on cluster given usage (updated in place);
-     * out[i] is the decision for trials[i]. time_limit_s bounds `optimal`.
-     * Returns 0 or -errno (err filled). Pure. */
+     * out[i] is the decision for trials[i]. effort (NULL: the default)
+     * bounds `optimal`. Returns 0 or -errno (err filled). Pure. */
     int (*place)(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
-                 tp_assign_t *out, double time_limit_s, tp_error_t *err);
+                 tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err);
 } tp_placer_ops_t;
 
 /* Policies by name: one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal. */
@@ -104,28 +114,29 @@ double tp__place_share(const tp_cluster_t *c, size_t node, size_t gpu, double co
  * divided by the number of GPUs. */
 double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u);
 
-/* What `optimal` did: for reports and the benchmark. */
+/* What `optimal` did: for reports and the benchmark (callers time it). */
 typedef struct tp_place_mip_info {
     int proved_optimal;  /* the solver proved its answer optimal */
     int time_limit_hit;  /* the time limit stopped the search */
+    int node_limit_hit;  /* the node limit stopped the search */
     int used_wfd;        /* wfd's answer was used (no solution, or wfd's was better) */
     double objective;    /* solver's objective: new compute share placed, capped per GPU */
-    double seconds;      /* wall time of the whole call */
+    uint64_t nodes;      /* branch-and-bound subproblems created */
 } tp_place_mip_info_t;
 
 /* The `optimal` policy with what it did in *info (may be NULL): an exact MIP
- * over single-GPU trials through GLPK, bounded by time_limit_s (<= 0: 10 s),
- * then wfd for the rest. Never worse than wfd. Not pure in time: it reads
- * the clock to report info->seconds only. */
+ * over single-GPU trials through GLPK, its search bounded by effort (NULL or
+ * no limit given: 10 s), then wfd for the rest. Never worse than wfd. Pure
+ * with a node limit alone; a time limit is GLPK's to keep. */
 int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                      size_t n, tp_assign_t *out, double time_limit_s,
+                      size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
                       tp_place_mip_info_t *info, tp_error_t *err);
 
 /* ---- JSON instances (place_json.c): `tunepack place` and tests ----------
  * {"nodes": [{"name", "cpus", "gpus": [{"name", "type", "memory_mib", "speed"}]}],
  *  "trials": [{"id", "gpus", "memory_mib", "compute", "cpus", "duration_s"}],
  *  "policy": "wfd", "limits": {"reserve_mib", "oversubscribe", "max_per_gpu"},
- *  "time_limit_s": 10} */
+ *  "time_limit_s": 10, "node_limit": 1000} */
 typedef struct tp_place_instance {
     tp_cluster_t cluster;     /* owned */
     tp_demand_t *trials;      /* owned; trials[i].id = i (ids may be strings) */
@@ -133,7 +144,7 @@ typedef struct tp_place_instance {
     int *id_numeric;          /* owned; per trial, 1 if the id was a JSON integer */
     size_t ntrials;
     char policy[32];          /* "" when the file names none */
-    double time_limit_s;      /* for `optimal`; 10 unless given */
+    tp_place_effort_t effort; /* for `optimal`: "time_limit_s", "node_limit"; 0 unless given */
 } tp_place_instance_t;
 
 /* Parse an instance from JSON text (len bytes); `where` names it in errors
@@ -146,9 +157,9 @@ int tp__place_instance_parse(const char *text, size_t len, const char *where,
 /* Read and parse the file at path (errors name the path). */
 int tp__place_instance_load(const char *path, tp_place_instance_t *inst, tp_error_t *err);
 void tp__place_instance_free(tp_place_instance_t *inst);
-/* The decision as one compact JSON object, malloc'd (caller frees):
- * {"policy", "placed": [{"trial", "node", "gpus": [names]}], "unplaced": [ids],
- *  "occupancy", "decision_us"}. */
+/* The decision as one JSON object on one line, malloc'd (caller frees; NULL
+ * when out of memory): {"policy", "placed": [{"trial", "node", "gpus":
+ * [names]}], "unplaced": [ids], "occupancy", "decision_us"}. O(trials). */
 char *tp__place_decision_json(const tp_place_instance_t *inst, const char *policy,
                               const tp_assign_t *out, double occupancy, double decision_us);
 #endif

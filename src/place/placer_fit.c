@@ -312,8 +312,8 @@ static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t 
 
 #define GREEDY(fn, rule, decreasing)                                                          \
     static int fn(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n, \
-                  tp_assign_t *out, double time_limit_s, tp_error_t *err) {                   \
-        (void)time_limit_s;                                                                   \
+                  tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err) {      \
+        (void)effort;                                                                         \
         return place_greedy(c, u, trials, n, out, rule, decreasing, err);                    \
     }
 GREEDY(place_ff, RULE_FIRST, 0)

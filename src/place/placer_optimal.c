@@ -1,5 +1,7 @@
 /* optimal: an exact placement through GLPK's branch and cut (glp_intopt,
- * presolve on, time limit from the caller).
+ * presolve on, a time limit and/or a node limit from the caller; no clock
+ * read here: GLPK keeps its own time limit, and the node limit makes the
+ * answer the same on every machine).
  *
  * Model. Single-GPU trials only: a binary x[t][g] for each trial t and each
  * GPU g it fits on alone (given current usage); a continuous
@@ -18,6 +20,7 @@
  * wfd even when the time limit cuts the search short. */
 #include <errno.h>
 #include <glpk.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,11 +38,28 @@ typedef struct mip {
     int *y_col;       /* per global GPU: its y column, 0 if none */
     double *heur;     /* wfd's solution as column values (1-based), NULL if none */
     int heur_given;   /* handed to the solver already */
+    uint64_t node_limit; /* 0: none */
+    uint64_t nodes;      /* subproblems created so far */
+    int node_limit_hit;  /* we stopped the search */
 } mip_t;
 
+/* GLPK's callback: counts subproblems, stops the search at the node limit
+ * (before it selects the next subproblem), and hands over wfd's answer as
+ * the first incumbent. O(1) per call. */
 static void callback(glp_tree *tree, void *info) {
     mip_t *m = info;
-    if (glp_ios_reason(tree) != GLP_IHEUR || m->heur_given || !m->heur) return;
+    int reason = glp_ios_reason(tree);
+    if (reason == GLP_ISELECT) {
+        int active, live, total;
+        glp_ios_tree_size(tree, &active, &live, &total);
+        m->nodes = (uint64_t)total;
+        if (m->node_limit && m->nodes >= m->node_limit) {
+            m->node_limit_hit = 1;
+            glp_ios_terminate(tree);
+        }
+        return;
+    }
+    if (reason != GLP_IHEUR || m->heur_given || !m->heur) return;
     m->heur_given = 1;
     /* with presolve the tree's problem may be a transformed one */
     if ((size_t)glp_get_num_cols(glp_ios_get_prob(tree)) != m->ncols) return;
@@ -66,17 +86,27 @@ static void wfd_subset(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
     tp_demand_t *sub = tp__xmalloc((k ? k : 1) * sizeof *sub);
     tp_assign_t *sa = tp__xcalloc(k ? k : 1, sizeof *sa);
     for (size_t j = 0; j < k; j++) sub[j] = trials[idx[j]];
-    tp__placer_wfd.place(c, u, sub, k, sa, 0, NULL);
+    tp__placer_wfd.place(c, u, sub, k, sa, NULL, NULL);
     for (size_t j = 0; j < k; j++) out[idx[j]] = sa[j];
     free(sub);
     free(sa);
 }
 
+/* GLPK's tm_lim (ms) for effort: its time limit, none with only a node
+ * limit, 10 s with neither. */
+static int glpk_time_limit_ms(const tp_place_effort_t *e) {
+    double s = e && e->time_limit_s > 0 ? e->time_limit_s : e && e->node_limit ? 0 : 10.0;
+    if (s <= 0 || s * 1000.0 >= (double)INT_MAX) return INT_MAX;
+    return s * 1000.0 < 1 ? 1 : (int)(s * 1000.0);
+}
+
+/* See place.h. Builds the model (O(trials x GPUs) columns), runs wfd for the
+ * incumbent and the floor, then GLPK within effort; the answer is checked
+ * again with tp__fits before it is used. */
 int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                      size_t n, tp_assign_t *out, double time_limit_s,
+                      size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
                       tp_place_mip_info_t *info, tp_error_t *err) {
     (void)err;
-    double t0 = tp__mono_s();
     tp_place_mip_info_t inf = {0};
     for (size_t i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
     size_t G = u->ngpus;
@@ -85,7 +115,7 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         for (size_t g = 0; g < c->nodes[nd].ngpus; g++) gnode[u->gpu_base[nd] + g] = nd;
 
     /* columns: x[t][g] for single-GPU trials that fit alone */
-    mip_t m = {.c = c, .u = u, .trials = trials};
+    mip_t m = {.c = c, .u = u, .trials = trials, .node_limit = effort ? effort->node_limit : 0};
     size_t capx = 64;
     m.col_t = tp__xmalloc((capx + 1) * sizeof *m.col_t);
     m.col_g = tp__xmalloc((capx + 1) * sizeof *m.col_g);
@@ -226,17 +256,13 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         parm.presolve = GLP_ON;
         parm.cb_func = callback;
         parm.cb_info = &m;
-        /* GLPK's limit covers the search only: give it what is left of ours
-         * after building the problem, less a margin for reading the answer
-         * and the wfd pass after it, so the whole call keeps to the limit. */
-        double lim_ms = (time_limit_s > 0 ? time_limit_s : 10.0) * 1000.0;
-        lim_ms -= (tp__mono_s() - t0) * 1000.0 + 0.02 * lim_ms + 20.0;
-        if (lim_ms < 1) lim_ms = 1;
-        parm.tm_lim = lim_ms > 2e9 ? 2000000000 : (int)lim_ms;
+        parm.tm_lim = glpk_time_limit_ms(effort); /* the search only, not building it */
         int rc = glp_intopt(P, &parm);
         int st = glp_mip_status(P);
         inf.proved_optimal = rc == 0 && st == GLP_OPT;
         inf.time_limit_hit = rc == GLP_ETMLIM;
+        inf.node_limit_hit = rc == GLP_ESTOP && m.node_limit_hit;
+        inf.nodes = m.nodes;
         if (st == GLP_OPT || st == GLP_FEAS) {
             mip_ok = 1;
             inf.objective = glp_mip_obj_val(P);
@@ -292,18 +318,18 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     free(m.col_g);
     free(m.y_col);
     free(gnode);
-    inf.seconds = tp__mono_s() - t0;
     if (info) *info = inf;
     return 0;
 }
 
 static int place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                         size_t n, tp_assign_t *out, double time_limit_s, tp_error_t *err) {
-    return tp__place_optimal(c, u, trials, n, out, time_limit_s, NULL, err);
+                         size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
+                         tp_error_t *err) {
+    return tp__place_optimal(c, u, trials, n, out, effort, NULL, err);
 }
 
 const tp_placer_ops_t tp__placer_optimal = {
     .name = "optimal",
-    .summary = "exact MIP (GLPK) maximizing occupancy within --time-limit; slow",
+    .summary = "exact MIP (GLPK) maximizing occupancy within --time-limit/--node-limit; slow",
     .place = place_optimal,
 };

@@ -382,7 +382,8 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
         tp_usage_t u;
         current_usage(r, &u);
         tp_error_t err = {0};
-        if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, 10.0, &err) != 0)
+        const tp_place_effort_t effort = {.time_limit_s = 10.0};
+        if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0)
             tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
         tp__usage_free(&u);
     }

@@ -11,7 +11,8 @@
 
 typedef struct tp_search_cfg {
     const char *algorithm;  /* "grid" | "random" | "tpe" */
-    uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid */
+    uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid
+                               (0 or 1: one pass) */
     uint64_t seed;          /* base seed */
 } tp_search_cfg_t;
 

@@ -43,11 +43,12 @@ char *tp__strdup(const char *s) {
     return p;
 }
 
-/* Levenshtein distance with one row of memory: O(len(a)*len(b)) time,
+/* Optimal string alignment distance: Levenshtein's insertions, deletions
+ * and substitutions plus swaps of two adjacent characters, each costing 1
+ * ("nmae" is 1 from "name"). Three rows of memory: O(len(a)*len(b)) time,
  * O(len(b)) space. */
 size_t tp__edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
-    /* Three rows: two before the current, for transpositions. */
     size_t *rows = tp__xmalloc(3 * (lb + 1) * sizeof *rows);
     size_t *prev2 = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
     for (size_t j = 0; j <= lb; j++) prev[j] = j;
@@ -59,13 +60,11 @@ size_t tp__edit_distance(const char *a, const char *b) {
             if (cur[j - 1] + 1 < best) best = cur[j - 1] + 1;
             if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
                 prev2[j - 2] + 1 < best)
-                best = prev2[j - 2] + 1; /* "slrum" for "slurm": one slip, not two */
+                best = prev2[j - 2] + 1;
             cur[j] = best;
         }
         size_t *t = prev2;
-        prev2 = prev;
-        prev = cur;
-        cur = t;
+        prev2 = prev, prev = cur, cur = t;
     }
     size_t d = prev[lb];
     free(rows);
@@ -135,9 +134,18 @@ void tp__fmt_double(double v, char out[32]) {
     snprintf(out, 32, "%.17g", v);
 }
 
+/* "%.6g" of v; NaN of either sign is "nan". O(1). */
+void tp__fmt_sig(double v, char out[32]) {
+    if (isnan(v)) {
+        strcpy(out, "nan");
+        return;
+    }
+    snprintf(out, 32, "%.6g", v);
+}
+
 /* Read path into a malloc'd NUL-terminated buffer (*out, caller frees) and
  * its length (*len, may be NULL). Returns 0 or -errno with "cannot read
- * path: reason". */
+ * path: reason". O(size), sized once from fstat for a regular file. */
 int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
@@ -147,14 +155,19 @@ int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err) {
     }
     tp_buf_t b;
     tp__buf_init(&b);
-    char chunk[65536];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (tp__buf_append(&b, chunk, n) < 0) {
+    struct stat st; /* a regular file's size: one allocation instead of one per doubling */
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        tp__buf_reserve(&b, (size_t)st.st_size);
+    for (;;) { /* straight into the buffer, 64 KiB at a time beyond the size known */
+        if (b.cap - b.len < 2 && tp__buf_reserve(&b, 65536) < 0) {
             fclose(f);
             tp__buf_free(&b);
             return tp__errorf(err, -ENOMEM, "cannot read %s: out of memory", path);
         }
+        size_t n = fread(b.data + b.len, 1, b.cap - b.len - 1, f);
+        b.len += n;
+        b.data[b.len] = '\0';
+        if (n == 0) break;
     }
     if (ferror(f)) {
         int e = errno ? errno : EIO;

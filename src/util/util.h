@@ -44,8 +44,8 @@ char *tp__strdup(const char *s);                 /* NULL-safe; aborts on OOM */
 void *tp__xmalloc(size_t n);                     /* aborts on OOM */
 void *tp__xcalloc(size_t n, size_t size);
 void *tp__xrealloc(void *p, size_t n);
-/* Edit distance counting an adjacent transposition as one edit (optimal
- * string alignment), O(len(a)*len(b)). */
+/* Edit distance counting insertions, deletions, substitutions and swaps of
+ * adjacent characters (optimal string alignment), O(len(a)*len(b)). */
 size_t tp__edit_distance(const char *a, const char *b);
 /* The candidate closest to word if it is close enough to be a plausible
  * typo (distance <= max(1, len/3), or a case-insensitive match, or else one
@@ -53,6 +53,10 @@ size_t tp__edit_distance(const char *a, const char *b);
 const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n);
 /* Shortest "%.*g" form of v that reads back to the same double. */
 void tp__fmt_double(double v, char out[32]);
+/* v for people: 6 significant digits ("%.6g": 0.34405, 1234.57, 1.23457e+06,
+ * 20), "nan", "inf", "-inf". For tables and status lines; exports and
+ * --json keep full precision through tp__fmt_double. */
+void tp__fmt_sig(double v, char out[32]);
 /* Read a whole file into a NUL-terminated malloc'd buffer. */
 int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err);
 /* Write data to path atomically (temp file + rename). */

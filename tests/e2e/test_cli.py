@@ -78,6 +78,39 @@ class Cli(E2E):
             self.assertTrue(any(l.split()[0] == str(t["id"]) and "completed" in l
                                 for l in lines[1:]), t)
 
+    def test_human_output_shows_six_significant_digits_and_json_keeps_all(self):
+        run_dir = self.finished_run()
+        with self.store(run_dir) as s:
+            trials = s.trials()
+        six = lambda v: "%.6g" % v
+        # a uniform draw has 16-17 digits: the test means something only if they differ
+        self.assertTrue(all(repr(t["params"]["x"]) != six(t["params"]["x"]) for t in trials))
+        tr = self.tp("trials", run_dir)
+        self.assertExit(tr, 0)
+        rows = {int(l.split()[0]): l for l in tr.stdout.splitlines()[1:] if l.strip()}
+        for t in trials:
+            x = t["params"]["x"]
+            self.assertEqual(rows[t["id"]].split()[3], six(t["value"]), rows[t["id"]])
+            self.assertIn("x=%s n=%d" % (six(x), t["params"]["n"]), rows[t["id"]])
+            self.assertNotIn(repr(x), rows[t["id"]])
+        top = max(trials, key=lambda t: t["value"])
+        st = self.tp("status", run_dir)
+        self.assertExit(st, 0)
+        self.assertIn("best        acc %s (trial %d): x=%s n=%d"
+                      % (six(top["value"]), top["id"], six(top["params"]["x"]),
+                         top["params"]["n"]), st.stdout)
+        best = self.tp("best", run_dir)
+        self.assertExit(best, 0)
+        self.assertIn("best trial %d: acc = %s" % (top["id"], six(top["value"])), best.stdout)
+        self.assertIn("  x: %s\n" % six(top["params"]["x"]), best.stdout)
+        self.assertNotIn(repr(top["params"]["x"]), best.stdout + st.stdout)
+        # --json and export keep every digit
+        self.assertEqual(json.loads(self.tp("best", run_dir, "--json").stdout)["value"],
+                         top["value"])
+        exported = json.loads(self.tp("export", run_dir, "--format", "json").stdout)
+        self.assertEqual({r["id"]: r["params"]["x"] for r in exported},
+                         {t["id"]: t["params"]["x"] for t in trials})
+
     def test_export_json_has_one_object_per_trial(self):
         run_dir = self.finished_run()
         r = self.tp("export", run_dir, "--format", "json")
@@ -159,6 +192,24 @@ class Cli(E2E):
         st = self.tp("status", run_dir)
         self.assertExit(st, 0)
         self.assertIn("2 failed", st.stdout)
+
+    def test_grid_without_trials_runs_each_point_once(self):
+        exp = self.experiment(
+            "name: grid-once\n"
+            "command: [sh, -c, 'echo \"acc=$0\"', \"{x}\"]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space: {x: {grid: [1, 2, 3]}}\n"
+            "search: {algorithm: grid}\n")
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir), 0)
+        with self.store(run_dir) as s:
+            trials = s.trials()
+        self.assertEqual(sorted(t["params"]["x"] for t in trials), [1, 2, 3])
+        self.assertEqual({t["state"] for t in trials}, {"completed"})
+        tr = self.tp("trials", run_dir)
+        self.assertExit(tr, 0)
+        rows = [l for l in tr.stdout.splitlines()[1:] if l.strip()]
+        self.assertEqual(len(rows), 3, tr.stdout)
 
     def test_mlp_example_runs_a_six_trial_grid(self):
         mlp = os.path.join(BUILD, "examples", "mlp_train")

@@ -108,6 +108,46 @@ class Substitution(E2E):
                                                "drop-out.p": 0.25})
         self.assertEqual(self.seen(run_dir, 0)["env"]["TUNEPACK_RUN_TOKEN"], token)
 
+    def test_python_dict_and_json_arguments_pass_through_with_placeholders_inside(self):
+        # Braces around no parameter name are literal text: a python -c program with dict
+        # literals runs as written, {x} inside it is still replaced, {{x}} is the text {x}.
+        code = ("import json, os, sys; "
+                "os.write(int(os.environ['TUNEPACK_REPORT_FD']), (json.dumps({'step': 1, "
+                "'acc': float(os.environ['TUNEPACK_PARAM_X']) + {x}}) + chr(10)).encode()); "
+                "out = os.path.join(os.environ['TUNEPACK_TRIAL_DIR'], 'seen.json'); "
+                "json.dump({'argv': sys.argv}, open(out, 'w'))")
+        exp = self.experiment(
+            "name: dicts\n"
+            "command: [%s, -c, %s, %s, \"{{x}}\"]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space: {x: {grid: [0.25, 0.5]}}\n"
+            "search: {algorithm: grid}\n"
+            % (PY, yaml_str(code), yaml_str('{"a": [1, {"b": 2} ], "x": {x}}')))
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir), 0)
+        with self.store(run_dir) as s:
+            trials = s.trials()
+        self.assertEqual(len(trials), 2)
+        for t in trials:
+            self.assertEqual(t["state"], "completed", t)
+            self.assertEqual(t["value"], 2 * t["params"]["x"])
+            argv = self.seen(run_dir, t["id"])["argv"]
+            self.assertEqual(argv[1:], ['{"a": [1, {"b": 2} ], "x": %s}' % t["params"]["x"],
+                                        "{x}"])
+
+    def test_misspelt_placeholder_is_rejected_before_any_trial_with_did_you_mean(self):
+        exp = self.experiment(
+            "name: typo\n"
+            "command: [%s, -c, \"print({'step': 1})\", \"{nmae}\"]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space: {name: {choice: [a]}}\n" % PY)
+        run_dir = self.path("run")
+        r = self.run_exp(exp, run_dir)
+        self.assertExit(r, 3)
+        self.assertIn("exp.yaml:2:", r.stderr)
+        self.assertIn("placeholder {nmae} names no parameter; did you mean {name}?", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "trials")))
+
     def test_relative_program_path_resolves_from_run_cwd(self):
         # The program lives in <tmp>/work/bin/trial.py; the run starts in <tmp>/work and the
         # experiment file lives elsewhere, so only the run's cwd can resolve ./bin/trial.py.

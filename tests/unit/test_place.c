@@ -107,7 +107,7 @@ static double run_policy(const tp_placer_ops_t *p, const tp_cluster_t *c, const 
                          size_t n, tp_assign_t *out) {
     tp_usage_t u;
     tp__usage_init(&u, c);
-    p->place(c, &u, t, n, out, 5.0, NULL);
+    p->place(c, &u, t, n, out, &(tp_place_effort_t){.time_limit_s = 5.0}, NULL);
     double occ = tp__occupancy(c, &u);
     tp__usage_free(&u);
     return occ;
@@ -201,6 +201,45 @@ TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
     }
 }
 
+/* optimal with effort on a fresh usage: the decisions in out, what it did
+ * in *info; returns what tp__place_optimal returned. */
+static int run_optimal(const inst_t *in, const tp_place_effort_t *e, tp_assign_t *out,
+                       tp_place_mip_info_t *info) {
+    tp_usage_t u;
+    tp__usage_init(&u, &in->c);
+    memset(out, 0, in->n * sizeof *out);
+    int rc = tp__place_optimal(&in->c, &u, in->t, in->n, out, e, info, NULL);
+    tp__usage_free(&u);
+    return rc;
+}
+
+TP_TEST(test_optimal_with_a_node_limit_gives_the_same_answer_twice_and_says_it_stopped) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 23, 4);
+    const tp_place_effort_t nodes = {.node_limit = 3};
+    int stopped = 0;
+    for (int it = 0; it < 20; it++) {
+        inst_t in;
+        random_inst(&in, &r, 2, 4, 30 + tp__rng_below(&r, 30), 0);
+        for (size_t i = 0; i < in.n; i++) in.t[i].compute = 0.05 * (double)(1 + tp__rng_below(&r, 9));
+        tp_assign_t a[64], b[64];
+        tp_place_mip_info_t ia, ib;
+        TP_CHECK_INT(run_optimal(&in, &nodes, a, &ia), 0);
+        TP_CHECK_INT(run_optimal(&in, &nodes, b, &ib), 0);
+        TP_CHECK(memcmp(a, b, in.n * sizeof *a) == 0);
+        TP_CHECK(memcmp(&ia, &ib, sizeof ia) == 0);
+        TP_CHECK(violation(&in.c, in.t, in.n, a) == NULL);
+        TP_CHECK(!ia.time_limit_hit);
+        if (ia.node_limit_hit) {
+            stopped++;
+            TP_CHECK(!ia.proved_optimal);
+            TP_CHECK(ia.nodes >= nodes.node_limit);
+        }
+        tp__cluster_free(&in.c);
+    }
+    TP_CHECK(stopped > 0); /* the limit bit at least once, or this proves nothing */
+}
+
 /* ---- slow, obviously right references for ff, bf, wf (single-GPU trials) --- */
 
 /* rule: 0 ff, 1 bf, 2 wf. Linear scan of every GPU with tp__fits. */
@@ -287,7 +326,8 @@ TP_TEST(test_fast_ff_bf_wf_decide_exactly_as_linear_scans) {
 
 /* A deliberately broken placer: wfd that forgets the memory reserve. */
 static int broken_ignores_reserve(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t,
-                                  size_t n, tp_assign_t *out, double lim, tp_error_t *err) {
+                                  size_t n, tp_assign_t *out, const tp_place_effort_t *lim,
+                                  tp_error_t *err) {
     tp_cluster_t lax = *c;
     lax.limits.reserve_mib = 0;
     return tp__placer_find("wfd")->place(&lax, u, t, n, out, lim, err);
@@ -298,7 +338,7 @@ static void broken_ff_off_by_one(const tp_cluster_t *c, const tp_demand_t *t, si
                                  tp_assign_t *out) {
     tp_usage_t u;
     tp__usage_init(&u, c);
-    tp__placer_find("ff")->place(c, &u, t, n, out, 0, NULL);
+    tp__placer_find("ff")->place(c, &u, t, n, out, NULL, NULL);
     for (size_t i = 0; i < n; i++)
         if (out[i].placed && out[i].gpu[0] + 1 < c->nodes[out[i].node].ngpus) out[i].gpu[0]++;
     tp__usage_free(&u);
@@ -438,7 +478,7 @@ TP_TEST(test_json_instance_parses_and_prints_the_decision) {
     tp_assign_t out[2];
     tp_usage_t u;
     tp__usage_init(&u, &in.cluster);
-    tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, 1, &err);
+    tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, NULL, &err);
     char *json = tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5);
     TP_CHECK_CONTAINS(json, "{\"trial\": \"t0\", \"node\": \"n0\", \"gpus\": [\"gpu0\"]}");
     TP_CHECK_CONTAINS(json, "\"unplaced\": [7]");
@@ -462,6 +502,123 @@ TP_TEST(test_json_instance_errors_say_what_and_where) {
                       "trials[1].id must be unique");
     TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 17, \"compute\": 0.1}]}"),
                       "trials[0].gpus must be an integer in [0, 16]");
+}
+
+/* A random valid instance as JSON text: ids numeric, string or absent, fields
+ * present or defaulted, numbers in several spellings, varied whitespace. When
+ * escape_last, the last trial's string id is written with an escape ("z\/"
+ * for "z/"), which only jansson reads. */
+static char *random_instance_text(tp_rng_t *r, size_t n, int escape_last) {
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__buf_puts(&b, "{\"policy\": \"ff\", \"trials\" :[");
+    for (size_t i = 0; i < n; i++) {
+        const char *sep = tp__rng_below(r, 2) ? ", " : ",\n\t ";
+        tp__buf_printf(&b, "%s{", i ? sep : "");
+        if (i + 1 == n) tp__buf_puts(&b, escape_last ? "\"id\": \"z\\/\", " : "\"id\": \"z/\", ");
+        else if (tp__rng_below(r, 3) == 0) tp__buf_printf(&b, "\"id\": %zu, ", 1000 + i);
+        else if (tp__rng_below(r, 2)) tp__buf_printf(&b, "\"id\": \"t-%zu x\", ", i);
+        tp__buf_printf(&b, "\"gpus\": %d", (int)tp__rng_below(r, 3));
+        tp__buf_printf(&b, ", \"memory_mib\": %d", (int)tp__rng_below(r, 9000));
+        const char *fmt = tp__rng_below(r, 2) ? ", \"compute\": %.3f" : ", \"compute\" : %.2e";
+        tp__buf_printf(&b, fmt, 0.05 + 0.9 * tp__rng_uniform(r));
+        if (tp__rng_below(r, 2)) tp__buf_printf(&b, ", \"cpus\": %d", (int)tp__rng_below(r, 5));
+        if (tp__rng_below(r, 2)) tp__buf_printf(&b, ", \"duration_s\": %d", (int)tp__rng_below(r, 900));
+        tp__buf_puts(&b, "}");
+    }
+    tp__buf_printf(&b, "], " NODES ", \"node_limit\": 7, \"time_limit_s\": 2.5}\n");
+    return tp__buf_steal(&b);
+}
+
+TP_TEST(test_fast_and_jansson_readers_read_the_same_instance) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 5, 9);
+    for (int it = 0; it < 40; it++) {
+        size_t n = 1 + tp__rng_below(&r, 60);
+        tp_rng_t r2 = r; /* the same draws for both texts */
+        char *plain = random_instance_text(&r, n, 0), *escaped = random_instance_text(&r2, n, 1);
+        tp_place_instance_t a, b;
+        tp_error_t err = {0};
+        TP_CHECK_INT(tp__place_instance_parse(plain, strlen(plain), "a.json", &a, &err), 0);
+        TP_CHECK_INT(tp__place_instance_parse(escaped, strlen(escaped), "b.json", &b, &err), 0);
+        TP_CHECK_INT(a.ntrials, n);
+        TP_CHECK_INT(b.ntrials, n);
+        size_t same = 0;
+        for (size_t i = 0; i < n && a.ntrials == n && b.ntrials == n; i++) {
+            const tp_demand_t *x = &a.trials[i], *y = &b.trials[i];
+            same += x->id == y->id && x->gpus == y->gpus && x->memory_mib == y->memory_mib &&
+                    x->compute == y->compute && x->cpus == y->cpus &&
+                    x->duration_s == y->duration_s && !strcmp(a.trial_ids[i], b.trial_ids[i]) &&
+                    a.id_numeric[i] == b.id_numeric[i];
+        }
+        TP_CHECK_INT(same, n);
+        TP_CHECK_STR(a.policy, "ff");
+        TP_CHECK(a.effort.node_limit == 7 && b.effort.node_limit == 7);
+        TP_CHECK(a.effort.time_limit_s == 2.5 && b.effort.time_limit_s == 2.5);
+        TP_CHECK_INT(a.cluster.nnodes, 1);
+        tp__place_instance_free(&a);
+        tp__place_instance_free(&b);
+        free(plain);
+        free(escaped);
+    }
+}
+
+TP_TEST(test_repeated_ids_are_rejected_naming_the_first_repeat_as_a_slow_scan_finds_it) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 8, 3);
+    for (int it = 0; it < 60; it++) {
+        size_t n = 2 + tp__rng_below(&r, 400);
+        uint64_t pool = 2 * n + tp__rng_below(&r, 4 * n); /* repeats in some instances only */
+        char (*ids)[32] = tp__xcalloc(n, sizeof *ids);
+        tp_buf_t b;
+        tp__buf_init(&b);
+        tp__buf_puts(&b, "{" NODES ", \"trials\": [");
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = tp__rng_below(&r, pool);
+            snprintf(ids[i], sizeof ids[i], "%llu", (unsigned long long)v);
+            int as_string = tp__rng_below(&r, 2); /* "7" and 7 are the same id */
+            tp__buf_printf(&b, "%s{\"id\": %s%s%s, \"gpus\": 0}", i ? ", " : "",
+                           as_string ? "\"" : "", ids[i], as_string ? "\"" : "");
+        }
+        tp__buf_puts(&b, "]}");
+        size_t first = 0, earlier = 0; /* the oracle: O(n^2) */
+        for (size_t i = 1; i < n && !first; i++)
+            for (size_t k = 0; k < i && !first; k++)
+                if (strcmp(ids[i], ids[k]) == 0) first = i, earlier = k;
+        const char *msg = parse_error(b.data);
+        if (!first) {
+            TP_CHECK(msg == NULL);
+        } else {
+            char want[128];
+            snprintf(want, sizeof want, "trials[%zu].id must be unique (trials[%zu] has it too), got ",
+                     first, earlier);
+            TP_CHECK_CONTAINS(msg, want);
+            TP_CHECK_CONTAINS(msg, ids[first]);
+        }
+        tp__buf_free(&b);
+        free(ids);
+    }
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [{\"name\": \"a\", \"cpus\": 1}, {\"name\": \"a\", "
+                                  "\"cpus\": 1}], \"trials\": []}"),
+                      "nodes[1].name must be unique (nodes[0] has it too), got \"a\"");
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [{\"cpus\": 1, \"gpus\": [{\"name\": \"g\", "
+                                  "\"memory_mib\": 1}, {\"name\": \"g\", \"memory_mib\": 1}]}], "
+                                  "\"trials\": []}"),
+                      "nodes[0].gpus[1] name must be unique within its node (gpus[0] has it too)");
+}
+
+TP_TEST(test_a_repeat_among_many_trials_is_found) {
+    size_t n = 200000;
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__buf_puts(&b, "{" NODES ", \"trials\": [");
+    for (size_t i = 0; i < n; i++)
+        tp__buf_printf(&b, "%s{\"id\": \"trial-%zu\", \"gpus\": 0}", i ? ", " : "",
+                       i + 1 < n ? i : 4242);
+    tp__buf_puts(&b, "]}");
+    TP_CHECK_CONTAINS(parse_error(b.data), "trials[199999].id must be unique (trials[4242] has it "
+                                           "too), got \"trial-4242\"");
+    tp__buf_free(&b);
 }
 
 int main(void) { return tp_test_main(); }

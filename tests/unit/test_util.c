@@ -1,5 +1,6 @@
 /* Unit tests for util: durations, sizes, did-you-mean, number text, buffers, RNG. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -79,14 +80,28 @@ TP_TEST(test_parse_size_rejects_garbage_and_overflow) {
     TP_CHECK(tp__parse_size("17179869184G", &n, NULL) < 0);
 }
 
-TP_TEST(test_edit_distance_counts_insertions_deletions_substitutions) {
+TP_TEST(test_edit_distance_counts_insertions_deletions_substitutions_and_swaps) {
     TP_CHECK_INT(tp__edit_distance("", ""), 0);
     TP_CHECK_INT(tp__edit_distance("abc", ""), 3);
     TP_CHECK_INT(tp__edit_distance("kitten", "sitting"), 3);
     TP_CHECK_INT(tp__edit_distance("concurency", "concurrency"), 1);
-    TP_CHECK_INT(tp__edit_distance("slrum", "slurm"), 1); /* a transposition is one slip */
+    TP_CHECK_INT(tp__edit_distance("slrum", "slurm"), 1);
+    TP_CHECK_INT(tp__edit_distance("nmae", "name"), 1);   /* a swap of neighbours is one edit */
     TP_CHECK_INT(tp__edit_distance("ab", "ba"), 1);
     TP_CHECK_INT(tp__edit_distance("abc", "ca"), 3);
+}
+
+TP_TEST(test_fmt_sig_prints_six_significant_digits) {
+    static const struct { double v; const char *want; } cases[] = {
+        {0.34405013522168104, "0.34405"}, {1234.56789, "1234.57"}, {20.0, "20"},
+        {1e-7 / 3, "3.33333e-08"}, {1234567.0, "1.23457e+06"}, {-0.5, "-0.5"},
+        {NAN, "nan"}, {-NAN, "nan"}, {INFINITY, "inf"}, {-INFINITY, "-inf"},
+    };
+    char out[32];
+    for (size_t i = 0; i < TP_ARRAY_LEN(cases); i++) {
+        tp__fmt_sig(cases[i].v, out);
+        TP_CHECK_STR(out, cases[i].want);
+    }
 }
 
 TP_TEST(test_did_you_mean_suggests_only_close_candidates) {
