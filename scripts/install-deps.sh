@@ -11,5 +11,5 @@ $SUDO $APT update -qq
 $SUDO $APT install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
     libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev \
-    python3 procps file dpkg-dev groff-base >/dev/null
-echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv, GLPK and python3 are installed"
+    python3 procps file dpkg-dev groff-base python3-torch python3-sklearn >/dev/null
+echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv, GLPK, python3, torch and sklearn are installed"

@@ -43,6 +43,39 @@ class Examples(E2E):
         self.assertExit(best, 0)
         self.assertEqual(json.loads(best.stdout)["value"], max(t["value"] for t in trials))
 
+    def test_mlp_example_separates_a_bad_configuration_from_a_good_one_below_perfect(self):
+        # The example's problem is hard on purpose (4 spiral arms, 5% wrong labels): at the
+        # example's 20 epochs a learning rate far too small stays near chance (0.25), a
+        # well-chosen one gets far above it but not to 1.0. Same command line as the example.
+        with open(os.path.join(SRC, "examples", "mlp", "experiment.yaml")) as f:
+            command = [line for line in f if line.startswith("command:")]
+        self.assertEqual(len(command), 1, "examples/mlp/experiment.yaml changed: command")
+        mlp = os.path.join(BUILD, "examples", "mlp_train")
+        exp = self.experiment(
+            command[0].replace("./build/examples/mlp_train", yaml_str(mlp)) +
+            "metric: {name: val_acc, mode: max}\n"
+            "space:\n"
+            "  lr: {grid: [1.0e-4, 0.3]}\n"
+            "  momentum: 0.0\n"
+            "  hidden: 16\n"
+            "  layers: 3\n"
+            "  epochs: 20\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "concurrency: 2\n"
+            "name: mlp-spread\n")
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir), 0)
+        with self.store(run_dir) as s:
+            trials = {t["params"]["lr"]: t for t in s.trials()}
+        self.assertEqual(sorted(trials), [1e-4, 0.3])
+        for t in trials.values():
+            self.assertEqual(t["state"], "completed", t)
+            self.assertEqual(t["step"], 20)
+        bad, good = trials[1e-4]["value"], trials[0.3]["value"]
+        self.assertLess(bad, 0.35)            # near chance: 4 classes
+        self.assertGreater(good, 0.85)        # learnt the spirals...
+        self.assertLess(good, 0.97)           # ...but the wrong labels keep it below 1.0
+
     def test_python_example_completes_from_the_repository_root(self):
         exp = os.path.join(SRC, "examples", "python", "experiment.yaml")
         run_dir = self.path("run")
