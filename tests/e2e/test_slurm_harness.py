@@ -5,6 +5,7 @@ through srun, GPUs from gres, a node that dies and comes back, and a teardown th
 nothing running and nothing on disk."""
 
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -16,6 +17,30 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import slurm  # noqa: E402
 from slurm import SlurmCluster  # noqa: E402
+
+
+def ping_pong(proc, rounds=50, size=100, timeout=10):
+    """Write `size` random bytes (no newline at the end) to proc's stdin and read them back
+    from its stdout before sending the next, `rounds` times; return the round-trip times,
+    or None if an answer did not come within timeout seconds."""
+    times = []
+    for _ in range(rounds):
+        msg = os.urandom(size).replace(b"\n", b"x")
+        t = time.monotonic()
+        os.write(proc.stdin.fileno(), msg)
+        got = b""
+        while len(got) < size:
+            ready, _, _ = select.select([proc.stdout], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            got += chunk
+        times.append(time.monotonic() - t)
+        if got != msg:
+            raise AssertionError("the echo came back changed")
+    return times
 
 
 def salloc(cluster, *args):
@@ -68,6 +93,35 @@ class SlurmHarness(unittest.TestCase):
         self.assertEqual(len(r.stdout), len(data))
         self.assertTrue(r.stdout == data, "the bytes came back changed")
 
+    def test_interactive_stdio_needs_unbuffered(self):
+        # The agent's framed protocol is a conversation: each message must come back
+        # before the next goes. srun -u (--unbuffered) passes bytes at once; without it,
+        # slurmstepd holds the task's output until a newline (or EOF), and a binary
+        # conversation stalls.
+        c = self.cluster
+        job = salloc(c, "-N3")
+        for unbuffered in (True, False):
+            args = step(job, "n2", *(["-u", "cat"] if unbuffered else ["cat"]))
+            p = c.popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL)
+            try:
+                times = ping_pong(p, rounds=50 if unbuffered else 1,
+                                  timeout=10 if unbuffered else 3)
+            finally:
+                p.stdin.close()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                p.stdout.close()
+            if unbuffered:
+                self.assertIsNotNone(times, "srun -u cat did not echo 100 bytes back")
+                print("\n[slurm] srun -u cat, 100-byte echo: median %.2f ms"
+                      % (1000 * statistics.median(times)), file=sys.stderr)
+            else:
+                self.assertIsNone(times, "srun without -u now passes bytes at once")
+
     def test_gpus_from_gres_reach_the_step(self):
         c = self.cluster
         job = salloc(c, "-N1", "-w", "n3", "--gres=gpu:2")
@@ -113,8 +167,7 @@ class SlurmHarness(unittest.TestCase):
         self.addCleanup(running.stderr.close)
         # Wait until the step's task is running on n2.
         deadline = time.monotonic() + 30
-        while not any(slurm._read("/proc/%d/cmdline" % p).startswith(b"sleep\0300")
-                      or b"/sleep\x00300" in slurm._read("/proc/%d/cmdline" % p)
+        while not any(b"sleep\x00300" in slurm._read("/proc/%d/cmdline" % p)
                       for p in c.node_pids("n2")):
             self.assertLess(time.monotonic(), deadline, "the step never started on n2")
             time.sleep(0.1)

@@ -5,6 +5,7 @@ link that ends a running session through ServerAlive, and a teardown that leaves
 namespace, no sshd and no file."""
 
 import os
+import select
 import statistics
 import subprocess
 import sys
@@ -16,6 +17,30 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import sshnet  # noqa: E402
 from sshnet import SshHosts  # noqa: E402
+
+
+def ping_pong(proc, rounds=50, size=100, timeout=10):
+    """Write `size` random bytes (no newline at the end) to proc's stdin and read them back
+    from its stdout before sending the next, `rounds` times; return the round-trip times,
+    or None if an answer did not come within timeout seconds."""
+    times = []
+    for _ in range(rounds):
+        msg = os.urandom(size).replace(b"\n", b"x")
+        t = time.monotonic()
+        os.write(proc.stdin.fileno(), msg)
+        got = b""
+        while len(got) < size:
+            ready, _, _ = select.select([proc.stdout], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            got += chunk
+        times.append(time.monotonic() - t)
+        if got != msg:
+            raise AssertionError("the echo came back changed")
+    return times
 
 
 def pids_mentioning(text):
@@ -85,6 +110,21 @@ class SshHarness(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(len(r.stdout), len(data))
         self.assertTrue(r.stdout == data, "the bytes came back changed")
+
+    def test_interactive_stdio(self):
+        # The agent's framed protocol is a conversation: each message must come back
+        # before the next goes, with no newline to flush on.
+        p = subprocess.Popen(self.hosts.ssh_args("host1") + ["cat"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        try:
+            times = ping_pong(p)
+        finally:
+            p.stdin.close()
+            p.wait(timeout=30)
+            p.stdout.close()
+        self.assertIsNotNone(times, "ssh host cat did not echo 100 bytes back")
+        print("\n[ssh] ssh host cat, 100-byte echo: median %.2f ms"
+              % (1000 * statistics.median(times)), file=sys.stderr)
 
     def test_ssh_latency(self):
         times = []
