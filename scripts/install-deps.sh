@@ -8,8 +8,12 @@ SUDO=""
 # Wait for another apt (an unattended upgrade, say) instead of failing at once.
 APT="apt-get -o DPkg::Lock::Timeout=300"
 $SUDO $APT update -qq
+# slurm-wlm, munge, openssh-server: the real Slurm cluster and sshd hosts that
+# tests/cluster/ starts for the tests. They run on their own ports, sockets and
+# configs, so Debian's packaged services, started or not, neither help nor hinder.
 $SUDO $APT install -y -qq --no-install-recommends \
     build-essential cmake pkg-config \
     libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev \
-    python3 procps file dpkg-dev groff-base python3-torch python3-sklearn >/dev/null
-echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv, GLPK, python3, torch and sklearn are installed"
+    python3 procps file dpkg-dev groff-base python3-torch python3-sklearn \
+    slurm-wlm munge openssh-server openssh-client iproute2 >/dev/null
+echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv, GLPK, python3, torch, sklearn, Slurm, munge, OpenSSH and iproute2 are installed"

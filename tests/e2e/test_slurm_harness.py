@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""The Slurm harness (tests/cluster/slurm.py) gives a real Slurm 22.05 cluster: an allocation
+over three nodes, steps placed on a named node with `srun --overlap -w`, binary-clean stdio
+through srun, GPUs from gres, a node that dies and comes back, and a teardown that leaves
+nothing running and nothing on disk."""
+
+import os
+import select
+import statistics
+import subprocess
+import sys
+import time
+import unittest
+
+sys.dont_write_bytecode = True  # keep tests/ free of __pycache__
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+
+import slurm  # noqa: E402
+from slurm import SlurmCluster  # noqa: E402
+
+
+def ping_pong(proc, rounds=50, size=100, timeout=10):
+    """Write `size` random bytes (no newline at the end) to proc's stdin and read them back
+    from its stdout before sending the next, `rounds` times; return the round-trip times,
+    or None if an answer did not come within timeout seconds."""
+    times = []
+    for _ in range(rounds):
+        msg = os.urandom(size).replace(b"\n", b"x")
+        t = time.monotonic()
+        os.write(proc.stdin.fileno(), msg)
+        got = b""
+        while len(got) < size:
+            ready, _, _ = select.select([proc.stdout], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return None
+            got += chunk
+        times.append(time.monotonic() - t)
+        if got != msg:
+            raise AssertionError("the echo came back changed")
+    return times
+
+
+def salloc(cluster, *args):
+    """Allocate without a shell; return the job id."""
+    r = cluster.run(["salloc", "--no-shell", "--immediate=30"] + list(args), timeout=60)
+    if r.returncode != 0:
+        raise AssertionError("salloc %s failed: %s\n%s" % (args, r.stderr, cluster.logs_tail()))
+    for word in r.stderr.split():
+        if word.isdigit():
+            return word
+    raise AssertionError("no job id in salloc's output: %r" % r.stderr)
+
+
+def step(job, node, *cmd):
+    return ["srun", "--jobid=" + job, "--overlap", "-N1", "-n1", "-w", node] + list(cmd)
+
+
+def env_of(text):
+    return dict(line.split("=", 1) for line in text.split("\n") if "=" in line)
+
+
+class SlurmHarness(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = SlurmCluster(nodes=3, gpus_per_node=2, cpus_per_node=2)
+        cls.cluster.start()
+        cls.addClassCleanup(cls.cluster.close)
+
+    def tearDown(self):
+        self.cluster.run(["scancel", "--full", "-u", "root"], timeout=20)
+
+    def test_a_step_runs_on_the_named_node_of_an_allocation(self):
+        c = self.cluster
+        self.assertEqual(c.node_states(), {"n1": "idle", "n2": "idle", "n3": "idle"})
+        job = salloc(c, "-N3")
+        for node in ("n1", "n2", "n3"):
+            r = c.run(step(job, node, "env"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            env = env_of(r.stdout)
+            self.assertEqual(env.get("SLURMD_NODENAME"), node)
+            self.assertEqual(env.get("SLURM_JOB_ID"), job)
+
+    def test_binary_round_trip_through_srun(self):
+        c = self.cluster
+        job = salloc(c, "-N3")
+        data = os.urandom(64 * 1024)
+        r = c.run(step(job, "n2", "cat"), input=data, text=False, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.stdout), len(data))
+        self.assertTrue(r.stdout == data, "the bytes came back changed")
+
+    def test_interactive_stdio_needs_unbuffered(self):
+        # The agent's framed protocol is a conversation: each message must come back
+        # before the next goes. srun -u (--unbuffered) passes bytes at once; without it,
+        # slurmstepd holds the task's output until a newline (or EOF), and a binary
+        # conversation stalls.
+        c = self.cluster
+        job = salloc(c, "-N3")
+        for unbuffered in (True, False):
+            args = step(job, "n2", *(["-u", "cat"] if unbuffered else ["cat"]))
+            p = c.popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL)
+            try:
+                times = ping_pong(p, rounds=50 if unbuffered else 1,
+                                  timeout=10 if unbuffered else 3)
+            finally:
+                p.stdin.close()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+                p.stdout.close()
+            if unbuffered:
+                self.assertIsNotNone(times, "srun -u cat did not echo 100 bytes back")
+                print("\n[slurm] srun -u cat, 100-byte echo: median %.2f ms"
+                      % (1000 * statistics.median(times)), file=sys.stderr)
+            else:
+                self.assertIsNone(times, "srun without -u now passes bytes at once")
+
+    def test_gpus_from_gres_reach_the_step(self):
+        c = self.cluster
+        job = salloc(c, "-N1", "-w", "n3", "--gres=gpu:2")
+        r = c.run(step(job, "n3", "--gres=gpu:2", "env"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = env_of(r.stdout)
+        gpu_vars = {k: v for k, v in env.items()
+                    if "GPU" in k or k in ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")}
+        print("\n[slurm] GPU variables in a --gres=gpu:2 step: %s" % gpu_vars, file=sys.stderr)
+        if c.gpu_devices_are_files:
+            # mknod refused: slurmd counts the GPUs but names none.
+            self.assertEqual(env.get("SLURM_GPUS_ON_NODE"), "2")
+            return
+        # What Slurm 22.05 sets in a step (SLURM_JOB_GPUS is only in batch/prolog
+        # environments): the device list under every vendor's name, and the count.
+        for name in ("CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS", "GPU_DEVICE_ORDINAL"):
+            self.assertEqual(env.get(name), "0,1", name)
+        self.assertEqual(env.get("SLURM_GPUS_ON_NODE"), "2")
+        # One GPU asked for: one given.
+        r = c.run(step(job, "n3", "--gres=gpu:1", "env"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(env_of(r.stdout).get("CUDA_VISIBLE_DEVICES", "").split(",")), 1)
+
+    def test_srun_latency(self):
+        c = self.cluster
+        job = salloc(c, "-N3")
+        times = []
+        for _ in range(10):
+            t = time.monotonic()
+            r = c.run(step(job, "n1", "true"))
+            times.append(time.monotonic() - t)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        print("\n[slurm] srun --overlap -w n1 true: median %.1f ms (min %.1f, max %.1f)"
+              % (1000 * statistics.median(times), 1000 * min(times), 1000 * max(times)),
+              file=sys.stderr)
+
+    def test_z_a_killed_node_leaves_nothing_and_goes_down_then_comes_back(self):
+        c = self.cluster
+        job = salloc(c, "-N3")
+        running = c.popen(step(job, "n2", "sleep", "300"), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: running.poll() is None and running.kill())
+        self.addCleanup(running.stderr.close)
+        # Wait until the step's task is running on n2.
+        deadline = time.monotonic() + 30
+        while not any(b"sleep\x00300" in slurm._read("/proc/%d/cmdline" % p)
+                      for p in c.node_pids("n2")):
+            self.assertLess(time.monotonic(), deadline, "the step never started on n2")
+            time.sleep(0.1)
+        before = c.node_pids("n2")
+        self.assertGreaterEqual(len(before), 3, before)  # slurmd, slurmstepd, sleep
+        c.kill_node("n2")
+        self.assertEqual(c.node_pids("n2"), [])
+        self.assertEqual([p for p in before if slurm._alive(p)], [])
+        # slurmctld notices (SlurmdTimeout=5): the node goes down, the step fails.
+        deadline = time.monotonic() + 60
+        while not c.node_states().get("n2", "").startswith("down"):
+            self.assertLess(time.monotonic(), deadline, "n2 never went down: %s"
+                            % c.node_states())
+            time.sleep(0.5)
+        running.wait(timeout=60)
+        r = c.run(["srun", "--immediate=2", "-N1", "-w", "n2", "true"], timeout=30)
+        self.assertNotEqual(r.returncode, 0, "srun to a dead node succeeded")
+        # The other nodes still work, and n2 comes back (ReturnToService=2).
+        r = c.run(["srun", "-N1", "-w", "n1", "true"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        c.restart_node("n2")
+        r = c.run(["srun", "-N1", "-w", "n2", "printenv", "SLURMD_NODENAME"])
+        self.assertEqual((r.returncode, r.stdout.strip()), (0, "n2"), r.stderr)
+
+
+class Teardown(unittest.TestCase):
+
+    def test_close_leaves_no_process_and_no_file(self):
+        c = SlurmCluster(nodes=2, gpus_per_node=1)
+        c.start()
+        try:
+            d, conf = c.dir, c.conf
+            daemons = [p.pid for p in c.procs.values()]
+            self.assertEqual(len(daemons), 4)  # munged, slurmctld, 2 x slurmd
+            job = salloc(c, "-N2")
+            steps = [c.popen(step(job, n, "sleep", "300"), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                     for n in ("n1", "n2")]
+            deadline = time.monotonic() + 30
+            while len([p for p in c.all_pids()
+                       if b"sleep\x00300" in slurm._read("/proc/%d/cmdline" % p)]) < 2:
+                self.assertLess(time.monotonic(), deadline, "the steps never started")
+                time.sleep(0.1)
+        finally:
+            c.close()
+        for s in steps:
+            s.wait(timeout=30)
+        self.assertEqual([p for p in daemons if slurm._alive(p)], [])
+        self.assertEqual(slurm.pids_touching(d), [])
+        self.assertEqual(slurm.pids_touching(conf), [])
+        self.assertFalse(os.path.exists(d))
+        c.close()  # twice is fine
+
+    def test_a_crashed_runs_leftovers_are_cleaned_by_the_next_cluster(self):
+        # A cluster whose owner is gone (here: an owner file naming a dead pid).
+        c = SlurmCluster(nodes=1, gpus_per_node=0)
+        c.start()
+        stale_dir, stale_procs = c.dir, list(c.procs.values())
+        stale = [p.pid for p in stale_procs]
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        with open(c.path("owner"), "w") as f:
+            f.write("%d\n" % dead.pid)
+        c.procs.clear()  # forget it, as a crashed run would
+        c.dir = None
+        try:
+            with SlurmCluster(nodes=1, gpus_per_node=0) as fresh:
+                self.assertEqual([p for p in stale if slurm._alive(p)], [])
+                self.assertFalse(os.path.exists(stale_dir))
+                self.assertEqual(fresh.node_states(), {"n1": "idle"})
+                for p in stale_procs:
+                    p.wait(timeout=10)  # killed: reap them
+        finally:
+            slurm.clean_stale()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
