@@ -103,6 +103,7 @@ static int plan_slurm_nodes(tp_run_t *r, const char *nodelist) {
         const char *w[64];
         size_t n = 0;
         w[n++] = "srun";
+        w[n++] = "--unbuffered"; /* else srun holds output until a newline: frames stall */
         w[n++] = "--overlap"; /* beside other steps, and beside the placeholder of our own job */
         w[n++] = jobopt;
         w[n++] = "--nodes=1";

@@ -1,0 +1,132 @@
+"""An experiment across the nodes of a real Slurm allocation (tests/cluster/slurm.py: slurmctld,
+three slurmd, munge, from Debian's packages): `salloc -N3 ... tunepack run --cluster slurm`
+starts one agent per node with `srun --overlap`, trials run on every node, and when a node
+dies mid-run (its slurmd, step daemons and everything started there killed) its trials run
+again on the others: every configuration completes exactly once. Killing the orchestrator
+and running `tunepack run` again inside the same allocation resumes."""
+
+import os
+import subprocess
+import sys
+import time
+
+from helpers import BIN, E2E, PY, main, wait_for, yaml_str
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+from slurm import SlurmCluster  # noqa: E402
+
+# Each attempt appends "node attempt" to runs.log in its trial directory, works for `secs`
+# seconds and reports x.
+TRIAL = r'''
+import json, os, sys, time
+x = float(sys.argv[1]); secs = float(sys.argv[2])
+d = os.environ["TUNEPACK_TRIAL_DIR"]
+with open(os.path.join(d, "runs.log"), "a") as f:
+    f.write("%s %s\n" % (os.environ.get("SLURMD_NODENAME", "?"), os.environ["TUNEPACK_ATTEMPT"]))
+end = time.time() + secs
+while time.time() < end:
+    time.sleep(0.05)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "x": x}) + "\n")
+'''
+
+
+class SlurmCluster3(E2E):
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = SlurmCluster(nodes=3, gpus_per_node=2, cpus_per_node=2)
+        cls.cluster.start()
+        cls.addClassCleanup(cls.cluster.close)
+
+    def tearDown(self):
+        self.cluster.run(["scancel", "--full", "-u", "root"], timeout=20)
+        super().tearDown()
+
+    def exp(self, trials, secs, concurrency):
+        trial = self.write("trial.py", TRIAL)
+        return self.experiment(
+            "name: slurm-cluster\n"
+            "command: [%s, %s, \"{x}\", \"%s\"]\n"
+            "metric: {name: x, mode: max}\n"
+            "space: {x: {uniform: [0, 1]}}\n"
+            "search: {algorithm: random, trials: %d, seed: 5}\n"
+            "concurrency: %d\nstop_grace: 1s\n"
+            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency))
+
+    def salloc_run(self, exp, run_dir, *extra):
+        """`salloc -N3 --no-kill tunepack run EXP --cluster slurm`, in the background."""
+        self.run_dirs.append(run_dir)
+        p = self.cluster.popen(["salloc", "-N3", "--no-kill", "--immediate=30", BIN, "run", exp,
+                                "--dir", run_dir, "--plain", "--cluster", "slurm"] + list(extra),
+                               cwd=self.tmp, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+        self.procs.append(p)
+        return p
+
+    def nodes_of(self, run_dir):
+        rows = self.poll_query(run_dir, "SELECT trial, attempt, node FROM placements") or []
+        return {(r["trial"], r["attempt"]): r["node"] for r in rows}
+
+    def assert_each_completed_once(self, run_dir, n):
+        with self.store(run_dir) as s:
+            trials = s.trials()
+            self.assertEqual([t["id"] for t in trials], list(range(n)))
+            for t in trials:
+                self.assertEqual(t["state"], "completed", t)
+                self.assertEqual(len(s.events(t["id"], "completed")), 1, t)
+
+    def test_three_nodes_and_one_dies(self):
+        d = self.path("run")
+        started = time.monotonic()
+        p = self.salloc_run(self.exp(18, 1.5, 6), d)
+        self.assertTrue(wait_for(lambda: "n2" in self.nodes_of(d).values(), 60),
+                        "no trial was placed on n2")
+        self.cluster.kill_node("n2")
+        out, err = p.communicate(timeout=240)
+        wall = time.monotonic() - started
+        self.assertEqual(p.returncode, 0, err.decode(errors="replace")[-3000:])
+        self.assert_each_completed_once(d, 18)
+        nodes = self.nodes_of(d)
+        with self.store(d) as s:
+            trials = s.trials()
+            lost = s.q("SELECT detail FROM events WHERE kind = 'agent-lost'")
+        self.assertEqual({"n1", "n2", "n3"}, set(nodes.values()))
+        self.assertTrue(any(r["detail"].startswith("n2:") for r in lost), lost)
+        moved = [t for t in trials if t["attempts"] > 1]
+        self.assertTrue(moved, "no trial was interrupted by n2's death")
+        for t in moved:  # interrupted on n2: completed by a later attempt on a live node
+            self.assertIn(nodes[(t["id"], t["attempts"])], ("n1", "n3"), t)
+        for t in trials:  # each ran where the journal placed it
+            with open(os.path.join(d, "trials", "%06d" % t["id"], "runs.log")) as f:
+                runs = f.read().split("\n")
+            self.assertIn("%s %d" % (nodes[(t["id"], t["attempts"])], t["attempts"]), runs)
+        per_node = {}
+        for (tid, attempt), node in nodes.items():
+            per_node[node] = per_node.get(node, 0) + 1
+        print("\n[slurm] 18 trials on 3 nodes, n2 killed: attempts per node %s, %d moved, "
+              "wall %.1fs" % (per_node, len(moved), wall), file=sys.stderr)
+        self.cluster.restart_node("n2")
+
+    def test_killed_orchestrator_resumes_inside_the_same_allocation(self):
+        d = self.path("run")
+        exp = self.exp(9, 1.0, 3)
+        # One allocation; inside it, two `tunepack run`s: the first is killed mid-run.
+        script = self.write("twice.sh", (
+            "set -u\n"
+            "%s run %s --dir %s --plain --cluster slurm & pid=$!\n"
+            "for i in $(seq 200); do\n"
+            "  n=$(ls %s/trials 2>/dev/null | wc -l); [ \"$n\" -ge 4 ] && break; sleep 0.1\n"
+            "done\n"
+            "kill -9 $pid; wait $pid\n"
+            "exec %s run %s --dir %s --plain --cluster slurm\n")
+            % (BIN, exp, d, d, BIN, exp, d))
+        self.run_dirs.append(d)
+        r = self.cluster.run(["salloc", "-N3", "--immediate=30", "sh", script], cwd=self.tmp,
+                             timeout=240)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertIn("resuming", r.stderr)
+        self.assert_each_completed_once(d, 9)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""An experiment across hosts reached over ssh: real sshd servers, each in its own network
+namespace (tests/cluster/sshnet.py), agents started with `ssh -o BatchMode=yes HOST tunepack
+agent` with host keys checked. Trials run on every host, and when a host's link is cut mid-run
+its trials run again elsewhere: every configuration completes exactly once, and nothing of the
+cut host's trials is left running."""
+
+import os
+import sys
+import time
+import unittest
+
+from helpers import BIN, E2E, PY, main, token_pids, wait_for, yaml_str
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+from sshnet import SshHosts  # noqa: E402
+
+# Each attempt appends "host attempt" to runs.log in its trial directory, then works for
+# `secs` seconds in small steps and reports x.
+TRIAL = r'''
+import json, os, socket, sys, time
+x = float(sys.argv[1]); secs = float(sys.argv[2])
+d = os.environ["TUNEPACK_TRIAL_DIR"]
+with open(os.path.join(d, "runs.log"), "a") as f:
+    f.write("%s %s\n" % (os.environ.get("TUNEPACK_RUN_TOKEN", "").split("-")[-1],
+                         os.environ["TUNEPACK_ATTEMPT"]))
+end = time.time() + secs
+while time.time() < end:
+    time.sleep(0.05)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "x": x}) + "\n")
+'''
+
+
+class SshCluster(E2E):
+    @classmethod
+    def setUpClass(cls):
+        cls.hosts = SshHosts(n=2)
+        cls.hosts.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hosts.close()
+
+    def exp(self, trials, secs, concurrency):
+        trial = self.write("trial.py", TRIAL)
+        return self.experiment(
+            "name: ssh-cluster\n"
+            "command: [%s, %s, \"{x}\", \"%s\"]\n"
+            "metric: {name: x, mode: max}\n"
+            "space: {x: {uniform: [0, 1]}}\n"
+            "search: {algorithm: random, trials: %d, seed: 3}\n"
+            "concurrency: %d\nstop_grace: 1s\nretries: 0\n"
+            "cluster: {ssh: {hosts: [host1, host2], config: %s}}\n"
+            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency,
+               yaml_str(self.hosts.config)))
+
+    def nodes_of(self, run_dir):
+        with self.store(run_dir) as s:
+            return {(r["trial"], r["attempt"]): r["node"]
+                    for r in s.q("SELECT trial, attempt, node FROM placements")}
+
+    def assert_each_completed_once(self, run_dir, n):
+        with self.store(run_dir) as s:
+            trials = s.trials()
+            self.assertEqual([t["id"] for t in trials], list(range(n)))
+            for t in trials:
+                self.assertEqual(t["state"], "completed", t)
+                self.assertEqual(len(s.events(t["id"], "completed")), 1, t)
+
+    def test_trials_run_on_every_host(self):
+        d = self.path("run")
+        p = self.run_exp(self.exp(12, 0.4, 4), d)
+        self.assertExit(p, 0)
+        self.assert_each_completed_once(d, 12)
+        nodes = self.nodes_of(d)
+        self.assertEqual(set(nodes.values()), {"host1", "host2"}, nodes)
+        # The trial's own record agrees with the journal: it ran where it was placed.
+        for (tid, attempt), node in nodes.items():
+            with open(os.path.join(d, "trials", "%06d" % tid, "runs.log")) as f:
+                self.assertIn("%s %d" % (node, attempt), f.read().split("\n"))
+
+    def test_cut_link_moves_its_trials_and_leaves_no_orphans(self):
+        d = self.path("run")
+        p = self.start_run(self.exp(10, 2.0, 4), d)
+        # Wait until host1 runs something, then cut its link.
+        on_host1 = lambda: self.poll_query(
+            d, "SELECT trial FROM placements WHERE node = 'host1'")
+        self.assertTrue(wait_for(on_host1, 30), "no trial was placed on host1")
+        cut_at = time.monotonic()
+        self.hosts.cut("host1")
+        try:
+            out, err = p.communicate(timeout=120)
+        finally:
+            self.hosts.restore("host1")
+        self.assertEqual(p.returncode, 0, err.decode(errors="replace"))
+        self.assert_each_completed_once(d, 10)
+        nodes = self.nodes_of(d)
+        with self.store(d) as s:
+            lost = s.q("SELECT detail FROM events WHERE kind = 'agent-lost'")
+            interrupted = [t for t in s.trials() if t["attempts"] > 1]
+        self.assertTrue(any("host1" in r["detail"] for r in lost), lost)
+        # Trials interrupted on host1 were completed by a later attempt on host2.
+        self.assertTrue(interrupted, "no trial was interrupted by the cut")
+        for t in interrupted:
+            self.assertEqual(nodes[(t["id"], t["attempts"])], "host2", t)
+        # The cut host's agent heard nothing and stopped its trials: none is left.
+        token = self.token_of(d)
+        self.assertTrue(wait_for(lambda: token_pids(token) == [], 30),
+                        "trials of the cut host outlived the run: %s" % token_pids(token))
+        del cut_at
+
+
+if __name__ == "__main__":
+    main()
