@@ -46,13 +46,6 @@ int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
  * by the metric's mode. `best` and `status` share it; the orchestrator's
  * tp__note_best applies the same rule to its in-memory trials. */
 int tp__cli_beats(const tp_trial_row_t *row, int maximize, int have, double best);
-/* A parameter value for people: reals through tp__fmt_sig (6 significant
- * digits), other values as tp__value_text. Returns the length, or < 0 when
- * out (n bytes) is too small. O(size of v). */
-int tp__cli_value_text(const json_t *v, char *out, size_t n);
-/* "name=value name=value" of a params object for people (values through
- * tp__cli_value_text), cut at the last pair that fits in out (n bytes). */
-void tp__cli_params_text(const json_t *params, char *out, size_t n);
 /* A trial as JSON: id, state, params, metrics, value, attempts, ... (for
  * export and best). Caller owns. */
 json_t *tp__cli_trial_json(const tp_trial_row_t *row);

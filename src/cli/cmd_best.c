@@ -56,7 +56,7 @@ static int best_main(int argc, char **argv) {
         json_t *val;
         json_object_foreach(json_object_get(a.best, "params"), key, val) {
             char t[256];
-            if (tp__cli_value_text(val, t, sizeof t) < 0) snprintf(t, sizeof t, "...");
+            if (tp__value_text_human(val, t, sizeof t) < 0) snprintf(t, sizeof t, "...");
             printf("  %s: %s\n", key, t);
         }
     }

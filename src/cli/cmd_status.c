@@ -23,7 +23,7 @@ static int count_row(const tp_trial_row_t *row, void *ud) {
         a->best_id = row->id;
         a->best = row->value;
         json_t *p = json_loads(row->params, 0, NULL);
-        tp__cli_params_text(p, a->best_params, sizeof a->best_params);
+        tp__params_text(p, a->best_params, sizeof a->best_params);
         json_decref(p);
     }
     if (strcmp(row->state, "completed") == 0) {

@@ -15,7 +15,7 @@ static int print_row(const tp_trial_row_t *row, void *ud) {
         tp__format_duration(row->ended_at - row->started_at, dur, sizeof dur);
     if (row->step != TP_STORE_NO_STEP) snprintf(step, sizeof step, "%lld", (long long)row->step);
     json_t *p = json_loads(row->params, 0, NULL);
-    tp__cli_params_text(p, params, sizeof params);
+    tp__params_text(p, params, sizeof params);
     json_decref(p);
     char rung[48] = "-";
     if (row->rung >= 0 && row->budget > 0) {

@@ -80,34 +80,6 @@ int tp__cli_beats(const tp_trial_row_t *row, int maximize, int have, double best
     return !have || (maximize ? row->value > best : row->value < best);
 }
 
-int tp__cli_value_text(const json_t *v, char *out, size_t n) {
-    if (!json_is_real(v)) return tp__value_text(v, out, n);
-    char t[32];
-    tp__fmt_sig(json_real_value(v), t);
-    size_t len = strlen(t);
-    if (len >= n) return -ENOSPC;
-    memcpy(out, t, len + 1);
-    return (int)len;
-}
-
-/* O(size of params). */
-void tp__cli_params_text(const json_t *params, char *out, size_t n) {
-    size_t k = 0;
-    const char *key;
-    json_t *val;
-    out[0] = 0;
-    json_object_foreach((json_t *)params, key, val) {
-        char text[128];
-        if (tp__cli_value_text(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
-        int w = snprintf(out + k, n - k, "%s%s=%s", k ? " " : "", key, text);
-        if (w < 0 || (size_t)w >= n - k) {
-            out[k] = 0;
-            break;
-        }
-        k += (size_t)w;
-    }
-}
-
 json_t *tp__cli_trial_json(const tp_trial_row_t *row) {
     json_t *params = json_loads(row->params, 0, NULL);
     json_t *metrics = row->metrics ? json_loads(row->metrics, 0, NULL) : NULL;

@@ -53,9 +53,6 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
 int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_report_t *out,
                         tp_buf_t *json, char *why, size_t whylen);
 
-/* "lr=0.01 hidden=64": a configuration as one line of text, for humans;
- * truncated to fit n. */
-void tp__params_text(const json_t *params, char *out, size_t n);
 
 /* Experiment directory helpers shared by the CLI verbs (rundir.c). */
 /* The directory a command should look at: dir if given, else the most

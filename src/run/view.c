@@ -10,20 +10,6 @@
 
 #define VIEW_PERIOD_MS 500
 
-void tp__params_text(const json_t *params, char *out, size_t n) {
-    size_t k = 0;
-    const char *key;
-    json_t *val;
-    out[0] = 0;
-    json_object_foreach((json_t *)params, key, val) {
-        char text[128];
-        if (tp__value_text(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
-        int w = snprintf(out + k, n - k, "%s%s=%s", k ? " " : "", key, text);
-        if (w < 0 || (size_t)w >= n - k) break;
-        k += (size_t)w;
-    }
-}
-
 static uint64_t total_trials(const tp_run_t *r) {
     uint64_t total = r->sched->ops->total(r->sched);
     return total ? total : r->trials.n;
@@ -43,7 +29,7 @@ static void best_line(const tp_run_t *r, char *out, size_t n) {
     }
     char params[512], v[32];
     tp__params_text(b->params, params, sizeof params);
-    tp__fmt_double(b->value, v);
+    tp__fmt_sig(b->value, v);
     snprintf(out, n, "best %s %s (trial %lld): %s", r->x.metric, v, (long long)b->id, params);
 }
 
@@ -103,7 +89,7 @@ void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double
     tp__format_duration(duration_s, d, sizeof d);
     int done = done_count(r);
     if (t->state == TP_TRIAL_COMPLETED) {
-        tp__fmt_double(t->value, v);
+        tp__fmt_sig(t->value, v);
         printf("[%d/%llu] trial %lld completed in %s: %s=%s\n", done,
                (unsigned long long)total_trials(r), (long long)t->id, d, r->x.metric, v);
     } else {

@@ -331,3 +331,30 @@ int tp__value_text(const json_t *v, char *out, size_t n) {
     }
     return -EINVAL;
 }
+
+int tp__value_text_human(const json_t *v, char *out, size_t n) {
+    if (!json_is_real(v)) return tp__value_text(v, out, n);
+    char t[32];
+    tp__fmt_sig(json_real_value(v), t);
+    size_t len = strlen(t);
+    if (len >= n) return -ENOSPC;
+    memcpy(out, t, len + 1);
+    return (int)len;
+}
+
+void tp__params_text(const json_t *params, char *out, size_t n) {
+    size_t k = 0;
+    const char *key;
+    json_t *val;
+    out[0] = 0;
+    json_object_foreach((json_t *)params, key, val) {
+        char text[128];
+        if (tp__value_text_human(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
+        int w = snprintf(out + k, n - k, "%s%s=%s", k ? " " : "", key, text);
+        if (w < 0 || (size_t)w >= n - k) {
+            out[k] = 0;
+            break;
+        }
+        k += (size_t)w;
+    }
+}

@@ -63,5 +63,13 @@ json_t *tp__space_grid_point(const tp_space_t *s, uint64_t index, tp_rng_t *rng)
  * integers "%lld", reals shortest round-trip, strings as is, true/false,
  * null "null". Returns bytes written (excl NUL) or -ENOSPC if it does not fit. */
 int tp__value_text(const json_t *v, char *out, size_t n);
+/* The same for people: reals with 6 significant digits (tp__fmt_sig), the
+ * rest as tp__value_text. Exports keep full precision; this is for tables
+ * and progress lines. Returns bytes written or -ENOSPC. */
+int tp__value_text_human(const json_t *v, char *out, size_t n);
+/* "lr=0.001 hidden=64": a configuration as one line for people (values as
+ * tp__value_text_human), cut at the last pair that fits in out (n bytes).
+ * O(size of params). */
+void tp__params_text(const json_t *params, char *out, size_t n);
 
 #endif

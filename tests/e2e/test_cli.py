@@ -31,7 +31,9 @@ class Cli(E2E):
             "search: {algorithm: random, trials: %d, seed: 11}\n"
             "concurrency: 2\n" % (worse, mode, trials))
         run_dir = self.path("run")
-        self.assertExit(self.run_exp(exp, run_dir), 0)
+        p = self.run_exp(exp, run_dir)
+        self.assertExit(p, 0)
+        self.run_out = p.stdout
         return run_dir
 
     def test_best_json_is_the_max_for_mode_max(self):
@@ -104,6 +106,14 @@ class Cli(E2E):
         self.assertIn("best trial %d: acc = %s" % (top["id"], six(top["value"])), best.stdout)
         self.assertIn("  x: %s\n" % six(top["params"]["x"]), best.stdout)
         self.assertNotIn(repr(top["params"]["x"]), best.stdout + st.stdout)
+        # so do the run's own log lines and summary
+        for t in trials:
+            self.assertIn("trial %d completed in" % t["id"], self.run_out)
+            self.assertIn(": acc=%s\n" % six(t["value"]), self.run_out)
+            self.assertNotIn(repr(t["value"]), self.run_out)
+        self.assertIn("best acc %s (trial %d): x=%s n=%d" % (six(top["value"]), top["id"],
+                                                            six(top["params"]["x"]),
+                                                            top["params"]["n"]), self.run_out)
         # --json and export keep every digit
         self.assertEqual(json.loads(self.tp("best", run_dir, "--json").stdout)["value"],
                          top["value"])
