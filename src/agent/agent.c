@@ -206,18 +206,21 @@ static void on_launch(tp_agent_t *a, json_t *m) {
     tp__trial_launch(a, m);
 }
 
+/* stop and pause apply to every process (rank) of the attempt here. */
 static void on_stop(tp_agent_t *a, json_t *m) {
     json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
     if (!json_is_integer(tr) || !json_is_integer(at)) return;
-    tp_trial_t *t = tp__trial_find(a, json_integer_value(tr), json_integer_value(at));
-    if (t) tp__trial_stop(t, TP_END_STOPPED);
+    for (tp_trial_t *t = a->trials; t; t = t->next)
+        if (t->trial == json_integer_value(tr) && t->attempt == json_integer_value(at))
+            tp__trial_stop(t, TP_END_STOPPED);
 }
 
 static void on_pause(tp_agent_t *a, json_t *m) {
     json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
     if (!json_is_integer(tr) || !json_is_integer(at)) return;
-    tp_trial_t *t = tp__trial_find(a, json_integer_value(tr), json_integer_value(at));
-    if (t) tp__trial_pause(t);
+    for (tp_trial_t *t = a->trials; t; t = t->next)
+        if (t->trial == json_integer_value(tr) && t->attempt == json_integer_value(at))
+            tp__trial_pause(t);
 }
 
 static void on_shutdown(tp_agent_t *a, json_t *m) {

@@ -100,6 +100,7 @@ struct tp_trial {
     tp_agent_t *a;                    /* the agent */
     tp_trial_t *prev, *next;          /* agent's list of trials */
     int64_t trial, attempt;           /* the attempt's name */
+    int rank;                         /* which process of a multi-process attempt, 0 if one */
     pid_t pid;                        /* leader pid == process group id */
     tp_trial_pipe_t pipes[TP_NPIPES]; /* stdout, stderr, report */
     uv_timer_t timer;                 /* timeout, grace, linger (see phase) */
@@ -138,7 +139,11 @@ void tp__trial_set_reading(tp_trial_t *t, int on);
 void tp__trial_leader_exited(tp_trial_t *t, int status);
 /* SIGCHLD: reap what belongs to lingering groups and finish them. */
 void tp__trial_on_sigchld(tp_trial_t *t);
-tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt);
+/* A TCP port free on this node now (bound to port 0, then released, as
+ * torchrun does for MASTER_PORT); > 0, or -errno. */
+int tp__free_port(void);
+/* The live attempt (trial, attempt, rank); rank -1: any of its ranks. */
+tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt, int rank);
 
 /* ---- agent.c ------------------------------------------------------------------ */
 /* ---- agent_gpu.c: GPUs, MPS daemons, usage sampling ------------------------ */

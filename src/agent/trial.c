@@ -5,7 +5,10 @@
  * only after the leader exited, the group is gone (or a linger of
  * TP_AGENT_LINGER_S passed) and every pipe was drained, so all reports of an
  * attempt precede its `exited`. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,28 +24,43 @@
 
 extern char **environ;
 
-tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt) {
+tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt, int rank) {
     for (tp_trial_t *t = a->trials; t; t = t->next)
-        if (t->trial == trial && t->attempt == attempt) return t;
+        if (t->trial == trial && t->attempt == attempt && (rank < 0 || t->rank == rank)) return t;
     return NULL;
+}
+
+int tp__free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof sa;
+    int port = -EADDRNOTAVAIL;
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+        getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
 }
 
 static double since_s(uint64_t t0) {
     return (double)(uv_hrtime() - t0) / 1e9;
 }
 
-static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, const char *status,
-                        int64_t code, int sig, const char *error, double duration_s, int oom) {
+static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, int rank,
+                        const char *status, int64_t code, int sig, const char *error,
+                        double duration_s, int oom) {
     json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f, s:b}", "type", "exited",
                           "trial", (json_int_t)trial, "attempt", (json_int_t)attempt, "status",
                           status, "code", (json_int_t)code, "signal", sig, "error", error,
                           "duration_s", duration_s, "oom", oom);
+    if (rank) json_object_set_new(m, "rank", json_integer(rank));
     tp__agent_send(a, m, NULL, 0);
 }
 
-static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, const char *error,
-                              uint64_t t0) {
-    send_exited(a, trial, attempt, "spawn_failed", -1, 0, error, since_s(t0), 0);
+static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, int rank,
+                              const char *error, uint64_t t0) {
+    send_exited(a, trial, attempt, rank, "spawn_failed", -1, 0, error, since_s(t0), 0);
 }
 
 /* Send the batch of a line splitter as one `report` message. */
@@ -51,6 +69,7 @@ static void flush_lines(tp_trial_t *t, tp_lines_t *l) {
     json_t *m = json_pack("{s:s, s:I, s:I, s:s}", "type", "report", "trial", (json_int_t)t->trial,
                           "attempt", (json_int_t)t->attempt, "channel",
                           l->kind == TP_LINES_FD ? "fd" : "stdout");
+    if (t->rank) json_object_set_new(m, "rank", json_integer(t->rank));
     tp__agent_send(t->a, m, l->batch.data, l->batch.len);
     if (l->batch.cap > 4 * TP_AGENT_BATCH_MAX)
         tp__buf_free(&l->batch);
@@ -63,6 +82,7 @@ static void send_garbage(tp_trial_t *t, tp_lines_t *l, const char *what) {
     json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial",
                           (json_int_t)t->trial, "attempt", (json_int_t)t->attempt, "channel",
                           l->kind == TP_LINES_FD ? "fd" : "stdout", "what", what);
+    if (t->rank) json_object_set_new(m, "rank", json_integer(t->rank));
     tp__agent_send(t->a, m, NULL, 0);
 }
 
@@ -146,7 +166,7 @@ static void maybe_finish(tp_trial_t *t) {
     if (!t->group_gone)
         snprintf(error + strlen(error), sizeof error - strlen(error),
                  "%sprocesses of group %ld still present", error[0] ? "; " : "", (long)t->pid);
-    send_exited(t->a, t->trial, t->attempt, status_name(t), t->exit_code, t->term_signal, error,
+    send_exited(t->a, t->trial, t->attempt, t->rank, status_name(t), t->exit_code, t->term_signal, error,
                 since_s(t->t0), t->oom);
     t->exited_sent = 1;
     uv_timer_stop(&t->timer);
@@ -328,6 +348,8 @@ typedef struct launch_args {
     uint64_t log_limit;
     const char *checkpoint_dir;  /* created if given: persists across attempts */
     int pause_signal;            /* sent to the leader on `pause`, 0: none */
+    int rank;                    /* process of a multi-process attempt, 0 if one */
+    int master_port;             /* picked here for rank 0 when asked, else 0 */
 } launch_args_t;
 
 /* Validate a launch message's members (beyond trial/attempt). Returns 0 or
@@ -444,7 +466,7 @@ static char **build_env(tp_agent_t *a, const launch_args_t *la) {
     size_t n = 0;
     while (environ[n])
         n++;
-    size_t extra = (la->env ? json_object_size(la->env) : 0) + TP_ARRAY_LEN(own_vars);
+    size_t extra = (la->env ? json_object_size(la->env) : 0) + TP_ARRAY_LEN(own_vars) + 1;
     char **out = tp__xcalloc(n + extra + 1, sizeof *out);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -479,6 +501,7 @@ static char **build_env(tp_agent_t *a, const launch_args_t *la) {
     out[k++] = strf("TUNEPACK_RUN_TOKEN=%s", a->token ? a->token : "");
     out[k++] = strf("TUNEPACK_CONTROL_FD=%d", TP_NPIPES + 1);
     if (la->checkpoint_dir) out[k++] = strf("TUNEPACK_CHECKPOINT_DIR=%s", la->checkpoint_dir);
+    if (la->master_port) out[k++] = strf("MASTER_PORT=%d", la->master_port);
     out[k] = NULL;
     return out;
 }
@@ -522,7 +545,8 @@ static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) 
 static void send_launch_error(tp_agent_t *a, json_t *m, const char *what) {
     json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt");
     if (json_is_integer(tr) && json_is_integer(at)) {
-        send_spawn_failed(a, json_integer_value(tr), json_integer_value(at), what, uv_hrtime());
+        send_spawn_failed(a, json_integer_value(tr), json_integer_value(at),
+                          (int)json_integer_value(json_object_get(m, "rank")), what, uv_hrtime());
         return;
     }
     /* Without trial and attempt there is nobody to answer: the orchestrator
@@ -592,24 +616,32 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     }
     la.trial = json_integer_value(tr);
     la.attempt = json_integer_value(at);
+    la.rank = (int)json_integer_value(json_object_get(m, "rank"));
     if (parse_launch(m, &la, &err) < 0) {
         send_launch_error(a, m, err.msg);
         return;
     }
     uint64_t t0 = uv_hrtime();
     if (a->stopping) {
-        send_spawn_failed(a, la.trial, la.attempt, "the agent is shutting down", t0);
+        send_spawn_failed(a, la.trial, la.attempt, la.rank, "the agent is shutting down", t0);
         return;
     }
-    if (tp__trial_find(a, la.trial, la.attempt)) {
-        send_spawn_failed(a, la.trial, la.attempt, "this attempt is already running on this agent",
-                          t0);
+    if (tp__trial_find(a, la.trial, la.attempt, la.rank)) {
+        send_spawn_failed(a, la.trial, la.attempt, la.rank,
+                          "this attempt is already running on this agent", t0);
+        return;
+    }
+    if (json_is_true(json_object_get(m, "pick_master_port")) &&
+        (la.master_port = tp__free_port()) <= 0) {
+        send_spawn_failed(a, la.trial, la.attempt, la.rank,
+                          "no free TCP port for MASTER_PORT on this node", t0);
         return;
     }
     tp_trial_t *t = tp__xcalloc(1, sizeof *t);
     t->a = a;
     t->trial = la.trial;
     t->attempt = la.attempt;
+    t->rank = la.rank;
     t->timeout_s = la.timeout_s;
     t->grace_s = la.grace_s;
     t->t0 = t0;
@@ -618,7 +650,7 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     tp__lines_init(&t->fd_lines, TP_LINES_FD);
     tp__lines_init(&t->out_lines, TP_LINES_STDOUT);
     if (prepare_dir(t, &la, &err) < 0) {
-        send_spawn_failed(a, la.trial, la.attempt, err.msg, t0);
+        send_spawn_failed(a, la.trial, la.attempt, la.rank, err.msg, t0);
         tp__lines_free(&t->fd_lines);
         tp__lines_free(&t->out_lines);
         tp__logfile_close(&t->logs[0]);
@@ -661,7 +693,7 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
         else
             snprintf(msg, sizeof msg, "cannot run \"%s\": %s", args[0], strerror(-rc));
         free(args);
-        send_spawn_failed(a, t->trial, t->attempt, msg, t0);
+        send_spawn_failed(a, t->trial, t->attempt, t->rank, msg, t0);
         t->exited_sent = 1;
         t->leader_exited = 1;
         uv_close((uv_handle_t *)&t->timer, on_handle_closed);
@@ -671,6 +703,8 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     json_t *started =
         json_pack("{s:s, s:I, s:I, s:i}", "type", "started", "trial", (json_int_t)t->trial,
                   "attempt", (json_int_t)t->attempt, "pid", (int)t->pid);
+    if (t->rank) json_object_set_new(started, "rank", json_integer(t->rank));
+    if (la.master_port) json_object_set_new(started, "master_port", json_integer(la.master_port));
     tp__agent_send(a, started, NULL, 0);
     tp__trial_set_reading(t, !a->paused);
     if (t->timeout_s > 0) arm(t, TP_TIMER_TIMEOUT, t->timeout_s);

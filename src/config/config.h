@@ -62,7 +62,9 @@ void tp__cluster_cfg_free(tp_cluster_cfg_t *k);
 
 /* Each trial's demand (`resources:`). */
 typedef struct tp_resources {
-    int gpus;              /* GPUs per trial, all on one node; default 0 (CPU only) */
+    int gpus;              /* GPUs per trial and node (`gpus` or `gpus_per_node`); default 0 */
+    int nodes;             /* nodes per trial, default 1; more: a multi-node trial */
+    int procs_per_node;    /* processes per node, default 1 (each with RANK, LOCAL_RANK, ...) */
     uint64_t gpu_memory_mib; /* per GPU; 0 = none declared */
     int gpu_memory_auto;   /* `gpu_memory: auto`: measured by the profiler */
     double gpu_compute;    /* share of each GPU in (0, 1]; default 1.0 */

@@ -17,6 +17,8 @@ typedef struct cfgctx {
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
     yaml_node_t *budget;     /* `budget` mapping, for messages */
     yaml_node_t *scheduler;  /* `search.scheduler` value, for messages */
+    yaml_node_t *res_gpus_per_node; /* `resources.gpus_per_node`, for messages */
+    int res_gpus_set;        /* gpus or gpus_per_node seen */
     int trials_given;        /* `search.trials` was written (else a per-sampler default) */
 } cfgctx_t;
 

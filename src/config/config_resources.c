@@ -50,6 +50,10 @@ static int get_real(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, dou
 
 static int res_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long n;
+    if (c->res_gpus_set)
+        return fail(c, v, "give GPUs once: \"gpus\" (one node) or \"gpus_per_node\" (with "
+                          "nodes), not both");
+    c->res_gpus_set = 1;
     int rc = tp__cfg_get_int(c, key, v, 0, TP_PLACE_MAX_GPUS, &n);
     c->x->res.gpus = (int)n;
     return rc;
@@ -78,6 +82,27 @@ static int res_cpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return rc;
 }
 
+/* A trial over several nodes, or several processes per node: the
+ * torchrun-style environment contract (docs/cluster.md). */
+static int res_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long n;
+    int rc = tp__cfg_get_int(c, key, v, 1, 1024, &n);
+    c->x->res.nodes = (int)n;
+    return rc;
+}
+
+static int res_gpus_per_node(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    c->res_gpus_per_node = v;
+    return res_gpus(c, key, v);
+}
+
+static int res_procs_per_node(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    long long n;
+    int rc = tp__cfg_get_int(c, key, v, 1, TP_PLACE_MAX_GPUS, &n);
+    c->x->res.procs_per_node = (int)n;
+    return rc;
+}
+
 static int res_profile_time(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return tp__cfg_get_duration(c, key, v, &c->x->res.profile_s);
 }
@@ -88,11 +113,24 @@ static const key_spec_t resource_keys[] = {
     {"gpu_compute", res_gpu_compute, 0, NULL},
     {"cpus", res_cpus, 0, NULL},
     {"profile_time", res_profile_time, 0, NULL},
+    {"nodes", res_nodes, 0, NULL},
+    {"gpus_per_node", res_gpus_per_node, 0, NULL},
+    {"procs_per_node", res_procs_per_node, 0, NULL},
 };
 
 int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return tp__cfg_walk_mapping(c, key, v, resource_keys, TP_ARRAY_LEN(resource_keys),
-                                "resources: {gpus: 1, gpu_memory: 2G, gpu_compute: 0.25}");
+    int rc = tp__cfg_walk_mapping(c, key, v, resource_keys, TP_ARRAY_LEN(resource_keys),
+                                  "resources: {gpus: 1, gpu_memory: 2G, gpu_compute: 0.25}");
+    tp_resources_t *r = &c->x->res;
+    if (rc == 0 && (r->nodes > 1 || r->procs_per_node > 1) &&
+        (r->gpu_memory_auto || r->gpu_compute_auto))
+        return fail(c, v, "a trial of several processes cannot be profiled; declare "
+                          "gpu_memory and gpu_compute instead of auto");
+    if (rc == 0 && r->procs_per_node > 1 && r->gpus > 0 && r->procs_per_node != r->gpus)
+        return fail(c, v, "procs_per_node (%d) must equal the GPUs per node (%d): one process "
+                          "per GPU, as torchrun starts them",
+                    r->procs_per_node, r->gpus);
+    return rc;
 }
 
 static int pl_policy(cfgctx_t *c, const char *key, yaml_node_t *v) {

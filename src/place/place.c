@@ -134,3 +134,98 @@ size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing) {
     free(keys);
     return order;
 }
+
+/* ---- gangs: one trial over several nodes ------------------------------------- */
+
+/* The d->gpus GPUs of node n where a one-GPU share of d fits, most free
+ * compute first, into gpus[]; their summed free compute, or -1 when fewer
+ * fit (or, with no GPUs wanted, when the node's CPUs do not). */
+static double best_gpus_on(const tp_cluster_t *c, const tp_usage_t *u, size_t n,
+                           const tp_demand_t *d, size_t *gpus) {
+    tp_demand_t one = *d;
+    one.gpus = d->gpus > 0 ? 1 : 0;
+    if (d->gpus <= 0) return tp__fits(c, u, n, 0, &one) ? (double)(c->nodes[n].cpus) : -1;
+    size_t want = (size_t)d->gpus, got = 0;
+    double sum = 0;
+    for (size_t g = 0; g < c->nodes[n].ngpus; g++) {
+        if (!tp__fits(c, u, n, g, &one)) continue;
+        double free_c = 1.0 + c->limits.oversubscribe - u->compute_used[u->gpu_base[n] + g];
+        /* insertion into the best `want`, most free first */
+        size_t pos = got < want ? got : want;
+        while (pos > 0) {
+            size_t prev = gpus[pos - 1];
+            double pf = 1.0 + c->limits.oversubscribe - u->compute_used[u->gpu_base[n] + prev];
+            if (pf >= free_c) break;
+            if (pos < want) gpus[pos] = prev;
+            pos--;
+        }
+        if (pos < want) {
+            gpus[pos] = g;
+            if (got < want) got++;
+        }
+    }
+    if (got < want) return -1;
+    for (size_t i = 0; i < want; i++)
+        sum += 1.0 + c->limits.oversubscribe - u->compute_used[u->gpu_base[n] + gpus[i]];
+    return sum;
+}
+
+int tp__place_gang(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d, size_t k,
+                   tp_assign_t *out) {
+    if (k == 0 || k > c->nnodes || d->gpus > TP_PLACE_MAX_GPUS) return 0;
+    /* Kept to undo a gang that does not fit whole. */
+    size_t ng = u->ngpus ? u->ngpus : 1;
+    uint64_t *mem = tp__xmalloc(ng * sizeof *mem);
+    double *comp = tp__xmalloc(ng * sizeof *comp);
+    int *count = tp__xmalloc(ng * sizeof *count);
+    int *cpus = tp__xmalloc((c->nnodes + 1) * sizeof *cpus);
+    unsigned char *used = tp__xcalloc(c->nnodes + 1, 1);
+    memcpy(mem, u->mem_used, u->ngpus * sizeof *mem);
+    memcpy(comp, u->compute_used, u->ngpus * sizeof *comp);
+    memcpy(count, u->count, u->ngpus * sizeof *count);
+    memcpy(cpus, u->cpus_used, c->nnodes * sizeof *cpus);
+    size_t placed = 0, gpus[TP_PLACE_MAX_GPUS], best_gpus[TP_PLACE_MAX_GPUS];
+    tp_demand_t shard = *d;
+    shard.gpus = 1; /* committed GPU by GPU below */
+    for (; placed < k; placed++) {
+        size_t best = c->nnodes;
+        double best_free = -1;
+        for (size_t n = 0; n < c->nnodes; n++) {
+            if (used[n]) continue;
+            double f = best_gpus_on(c, u, n, d, gpus);
+            if (f > best_free) {
+                best_free = f;
+                best = n;
+                memcpy(best_gpus, gpus, sizeof gpus);
+            }
+        }
+        if (best == c->nnodes) break;
+        used[best] = 1;
+        tp_assign_t *a = &out[placed];
+        memset(a, 0, sizeof *a);
+        a->placed = 1;
+        a->node = best;
+        a->ngpus = d->gpus > 0 ? (size_t)d->gpus : 0;
+        memcpy(a->gpu, best_gpus, a->ngpus * sizeof *a->gpu);
+        u->cpus_used[best] += d->cpus;
+        for (size_t i = 0; i < a->ngpus; i++) {
+            tp_assign_t one = {.placed = 1, .node = best, .ngpus = 1, .gpu = {a->gpu[i]}};
+            shard.cpus = 0; /* the node's CPUs are counted once, above */
+            tp__place_commit(c, u, &shard, &one);
+        }
+    }
+    int ok = placed == k;
+    if (!ok) {
+        memcpy(u->mem_used, mem, u->ngpus * sizeof *mem);
+        memcpy(u->compute_used, comp, u->ngpus * sizeof *comp);
+        memcpy(u->count, count, u->ngpus * sizeof *count);
+        memcpy(u->cpus_used, cpus, c->nnodes * sizeof *cpus);
+        memset(out, 0, k * sizeof *out);
+    }
+    free(mem);
+    free(comp);
+    free(count);
+    free(cpus);
+    free(used);
+    return ok;
+}

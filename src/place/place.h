@@ -114,6 +114,14 @@ double tp__place_share(const tp_cluster_t *c, size_t node, size_t gpu, double co
  * divided by the number of GPUs. */
 double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u);
 
+/* A trial over k nodes (a multi-node trial): k shards of demand d, each
+ * d->gpus GPUs and d->cpus cores on its own node, all or nothing. Each shard
+ * goes to the unused node whose d->gpus best fitting GPUs have the most free
+ * compute. Returns 1 with out[0..k) filled and usage committed, or 0 with
+ * usage as it was. Pure. O(k * GPUs * d->gpus). */
+int tp__place_gang(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d, size_t k,
+                   tp_assign_t *out);
+
 /* What `optimal` did: for reports and the benchmark (callers time it). */
 typedef struct tp_place_mip_info {
     int proved_optimal;  /* the solver proved its answer optimal */

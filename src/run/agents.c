@@ -37,10 +37,11 @@ static void argv_free(char **v) {
     free(v);
 }
 
+/* A new link (its own allocation: libuv holds pointers into it). */
 static tp_agent_link_t *add_link(tp_agents_t *a, const char *name) {
     a->links = tp__xrealloc(a->links, (a->n + 1) * sizeof *a->links);
-    tp_agent_link_t *l = &a->links[a->n];
-    memset(l, 0, sizeof *l);
+    tp_agent_link_t *l = tp__xcalloc(1, sizeof *l);
+    a->links[a->n] = l;
     l->node = (int)a->n++;
     l->closed = 1;
     snprintf(l->name, sizeof l->name, "%s", name);
@@ -160,7 +161,24 @@ static int request_allocation(tp_run_t *r, char *nodelist, size_t n) {
     return 0;
 }
 
+/* A trial over more nodes than the cluster has would wait forever. */
+static int check_nodes(tp_run_t *r) {
+    if ((size_t)r->x.res.nodes <= r->agents.n) return 0;
+    fprintf(stderr,
+            "%s: each trial spans %d nodes (resources.nodes) but the cluster has %zu (%s); "
+            "run on more nodes, or use procs_per_node to run the processes on one\n",
+            r->x.path, r->x.res.nodes, r->agents.n, tp__cluster_kind_name(r->x.cluster.kind));
+    return TP_EXIT_CONFIG;
+}
+
+static int plan(tp_run_t *r);
+
 int tp__agents_plan(tp_run_t *r) {
+    int rc = plan(r);
+    return rc ? rc : check_nodes(r);
+}
+
+static int plan(tp_run_t *r) {
     tp_agents_t *a = &r->agents;
     size_t len = sizeof a->exe;
     if (uv_exepath(a->exe, &len) != 0) snprintf(a->exe, sizeof a->exe, "/proc/self/exe");
@@ -209,13 +227,13 @@ static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
 
 static int links_up(const tp_run_t *r) {
     int up = 0;
-    for (size_t i = 0; i < r->agents.n; i++) up += r->agents.links[i].up;
+    for (size_t i = 0; i < r->agents.n; i++) up += r->agents.links[i]->up;
     return up;
 }
 
 static int links_open(const tp_run_t *r) {
     int open = 0;
-    for (size_t i = 0; i < r->agents.n; i++) open += !r->agents.links[i].closed;
+    for (size_t i = 0; i < r->agents.n; i++) open += !r->agents.links[i]->closed;
     return open;
 }
 
@@ -322,7 +340,7 @@ static void on_heartbeat(uv_timer_t *h) {
     double now = tp__mono_s();
     json_t *ping = json_pack("{s:s}", "type", "ping");
     for (size_t i = 0; i < r->agents.n; i++) {
-        tp_agent_link_t *l = &r->agents.links[i];
+        tp_agent_link_t *l = r->agents.links[i];
         if (!l->up || l->conn.lost || l->conn.closing) continue;
         if (now - l->heard_at > SILENCE_S) {
             char why[96];
@@ -342,7 +360,7 @@ int tp__agents_start(tp_run_t *r) {
     uint64_t ms = (uint64_t)(HEARTBEAT_S * 1000);
     uv_timer_start(&r->agents.heartbeat, on_heartbeat, ms, ms);
     for (size_t i = 0; i < r->agents.n; i++) {
-        tp_agent_link_t *l = &r->agents.links[i];
+        tp_agent_link_t *l = r->agents.links[i];
         l->run = r;
         uv_timer_init(&r->loop, &l->retry);
         l->retry.data = l;
@@ -353,18 +371,18 @@ int tp__agents_start(tp_run_t *r) {
 
 int tp__agents_send(tp_run_t *r, int node, const json_t *m) {
     if (node < 0 || (size_t)node >= r->agents.n) return -EINVAL;
-    tp_agent_link_t *l = &r->agents.links[node];
+    tp_agent_link_t *l = r->agents.links[node];
     return l->up ? tp__conn_send(&l->conn, m, NULL, 0) : -ENOTCONN;
 }
 
 int tp__agents_ready(const tp_run_t *r) {
     int ready = 0;
-    for (size_t i = 0; i < r->agents.n; i++) ready += r->agents.links[i].ready;
+    for (size_t i = 0; i < r->agents.n; i++) ready += r->agents.links[i]->ready;
     return ready;
 }
 
 void tp__agents_mark_ready(tp_run_t *r, int node) {
-    if (node >= 0 && (size_t)node < r->agents.n) r->agents.links[node].ready = 1;
+    if (node >= 0 && (size_t)node < r->agents.n) r->agents.links[node]->ready = 1;
 }
 
 void tp__agents_shutdown(tp_run_t *r) {
@@ -374,7 +392,7 @@ void tp__agents_shutdown(tp_run_t *r) {
     json_t *m = json_pack("{s:s}", "type", "shutdown");
     int open = 0;
     for (size_t i = 0; i < r->agents.n; i++) {
-        tp_agent_link_t *l = &r->agents.links[i];
+        tp_agent_link_t *l = r->agents.links[i];
         uv_timer_stop(&l->retry);
         if (l->up && tp__conn_send(&l->conn, m, NULL, 0) == 0) open++;
         else if (!l->closed) tp__conn_close(&l->conn, on_closed);
@@ -398,13 +416,16 @@ static void give_back(tp_run_t *r) {
 
 void tp__agents_close(tp_run_t *r) {
     for (size_t i = 0; i < r->agents.n; i++)
-        if (!r->agents.links[i].closed) tp__conn_close(&r->agents.links[i].conn, NULL);
+        if (!r->agents.links[i]->closed) tp__conn_close(&r->agents.links[i]->conn, NULL);
     give_back(r);
 }
 
 void tp__agents_free(tp_run_t *r) {
     give_back(r);
-    for (size_t i = 0; i < r->agents.n; i++) argv_free(r->agents.links[i].argv);
+    for (size_t i = 0; i < r->agents.n; i++) {
+        argv_free(r->agents.links[i]->argv);
+        free(r->agents.links[i]);
+    }
     free(r->agents.links);
     r->agents.links = NULL;
     r->agents.n = 0;

@@ -40,11 +40,40 @@ static void env_name(const char *param, char *out, size_t n) {
                                                                                     : '_');
     out[k] = 0;
 }
-/* Build and queue the launch message of t's current attempt. */
-static int send_launch(tp_run_t *r, trial_t *t) {
-    char id[32], dir[4096];
+/* The torchrun-style contract of one process of a multi-process attempt:
+ * its rank among all, its place on its node, and where rank 0 listens. */
+static void rank_env(const tp_run_t *r, const trial_t *t, int rank, json_t *env) {
+    int procs = r->x.res.procs_per_node;
+    char v[32];
+#define SET_INT(name, value)                                                                   \
+    do {                                                                                       \
+        snprintf(v, sizeof v, "%d", (value));                                                  \
+        json_object_set_new(env, name, json_string(v));                                        \
+    } while (0)
+    SET_INT("WORLD_SIZE", t->nranks);
+    SET_INT("RANK", rank);
+    SET_INT("LOCAL_RANK", rank % procs);
+    SET_INT("LOCAL_WORLD_SIZE", procs);
+    SET_INT("GROUP_RANK", rank / procs);
+    SET_INT("NODE_RANK", rank / procs);
+    if (rank > 0) SET_INT("MASTER_PORT", t->master_port);
+#undef SET_INT
+    json_object_set_new(env, "MASTER_ADDR", json_string(tp__placement_host(r, t->where.node)));
+}
+
+/* Build and queue the launch message of one process (rank) of t's current
+ * attempt, to the agent of its node. Rank 0 of several asks its agent for a
+ * free MASTER_PORT; the others follow once it has started. */
+static int send_launch(tp_run_t *r, trial_t *t, int rank) {
+    char id[32], dir[4096], rdir[4200];
     snprintf(id, sizeof id, "%lld", (long long)t->id);
     snprintf(dir, sizeof dir, "%s/trials/%06lld", r->dir, (long long)t->id);
+    /* Rank 0 is the trial; the others keep their logs beside it. */
+    if (rank)
+        snprintf(rdir, sizeof rdir, "%s/rank%d", dir, rank);
+    else
+        snprintf(rdir, sizeof rdir, "%s", dir);
+    size_t shard = (size_t)(rank / r->x.res.procs_per_node);
     char budget[32] = "", ckpt[4200];
     if (r->x.budget_name) tp__fmt_double(t->budget, budget);
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint", dir);
@@ -62,7 +91,11 @@ static int send_launch(tp_run_t *r, trial_t *t) {
         free(arg);
     }
     json_t *env = json_object();
-    if (t->gpu_env) json_object_update(env, t->gpu_env);
+    if (json_is_array(t->gpu_env))
+        json_object_update(env, json_array_get(t->gpu_env, shard));
+    else if (t->gpu_env)
+        json_object_update(env, t->gpu_env);
+    if (t->nranks > 1) rank_env(r, t, rank, env);
     if (r->x.budget_name) json_object_set_new(env, "TUNEPACK_BUDGET", json_string(budget));
     for (size_t i = 0; i < r->x.nenv; i++)
         json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
@@ -76,13 +109,18 @@ static int send_launch(tp_run_t *r, trial_t *t) {
     }
     json_t *m = json_pack("{s:s, s:I, s:i, s:o, s:o, s:s, s:s, s:O, s:f, s:f, s:I}", "type",
                           "launch", "trial", (json_int_t)t->id, "attempt", t->attempts, "argv",
-                          argv, "env", env, "cwd", r->workdir, "dir", dir, "params", t->params,
+                          argv, "env", env, "cwd", r->workdir, "dir", rdir, "params", t->params,
                           "timeout_s", r->x.timeout_s, "grace_s", r->x.grace_s, "log_limit",
                           (json_int_t)r->x.log_limit);
     json_object_set_new(m, "checkpoint_dir", json_string(ckpt));
     if (r->x.pause_signal) json_object_set_new(m, "pause_signal", json_integer(r->x.pause_signal));
-    int rc = tp__agents_send(r, t->where.node, m);
+    if (t->nranks > 1) {
+        json_object_set_new(m, "rank", json_integer(rank));
+        if (rank == 0) json_object_set_new(m, "pick_master_port", json_true());
+    }
+    int rc = tp__agents_send(r, (int)tp__trial_shard(t, shard)->node, m);
     json_decref(m);
+    if (rc == 0) t->ranks_live++;
     return rc;
 }
 
@@ -94,7 +132,8 @@ static void send_control(tp_run_t *r, trial_t *t, const char *type, const char *
     json_t *m = json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)t->id, "attempt",
                           t->attempts);
     if (reason) json_object_set_new(m, "reason", json_string(reason));
-    tp__agents_send(r, t->where.node, m);
+    for (size_t k = 0; k < tp__trial_nshards(r, t); k++) /* every node of the attempt */
+        tp__agents_send(r, (int)tp__trial_shard(t, k)->node, m);
     json_decref(m);
 }
 
@@ -206,6 +245,11 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
     t->seq = 0;
     t->garbage = 0;
     t->early_stopped = 0;
+    t->nranks = r->x.res.nodes * r->x.res.procs_per_node;
+    t->ranks_live = 0;
+    t->master_port = 0;
+    json_decref(t->verdict);
+    t->verdict = NULL;
     t->started = tp__mono_s();
     tp__buf_reset(&t->last);
     if (tp__trial_set_state(&r->trials, t, TP_TRIAL_RUNNING, NULL) != 0) return;
@@ -270,7 +314,7 @@ static void pump(uv_prepare_t *h) {
     r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->launch[i]);
-        if (t && t->state == TP_TRIAL_RUNNING && !r->journal.broken && send_launch(r, t) != 0) {
+        if (t && t->state == TP_TRIAL_RUNNING && !r->journal.broken && send_launch(r, t, 0) != 0) {
             tp__log(TP_LOG_ERROR, "%s", r->err.msg);
             r->exit_code = TP_EXIT_ERROR;
             r->stopping = 1;
@@ -288,12 +332,45 @@ static void pump(uv_prepare_t *h) {
 }
 
 /* ---- messages from the agents ---------------------------------------------- */
-static trial_t *msg_trial(tp_run_t *r, const tp_msg_t *m) {
-    json_int_t id = -1, attempt = -1;
-    json_unpack(m->head, "{s:I, s:I}", "trial", &id, "attempt", &attempt);
+static trial_t *msg_trial(tp_run_t *r, const tp_msg_t *m, int *rank) {
+    json_int_t id = -1, attempt = -1, rk = 0;
+    json_unpack(m->head, "{s:I, s:I, s?I}", "trial", &id, "attempt", &attempt, "rank", &rk);
     trial_t *t = tp__trials_get(&r->trials, id);
     if (!t || t->state != TP_TRIAL_RUNNING || t->attempts != attempt) return NULL; /* stale */
+    if (rk < 0 || rk >= (t->nranks > 0 ? t->nranks : 1)) return NULL;
+    *rank = (int)rk;
     return t;
+}
+
+/* Rank 0 of a multi-process attempt started with its MASTER_PORT: the
+ * others start now. */
+static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
+    t->master_port = (int)json_integer_value(json_object_get(m->head, "master_port"));
+    for (int k = 1; k < t->nranks; k++)
+        if (send_launch(r, t, k) != 0) {
+            tp__log(TP_LOG_WARN, "trial %lld: rank %d could not be launched; stopping the attempt",
+                    (long long)t->id, k);
+            send_control(r, t, "stop", "a rank could not start");
+            break;
+        }
+}
+
+/* One process of a multi-process attempt ended. The attempt is judged when
+ * the last one has: by the first that failed (the others are stopped at
+ * once: the processes of a trial stop as one), else by rank 0. */
+static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
+    const char *status = "exited";
+    int code = -1;
+    json_unpack(m->head, "{s?s, s?i}", "status", &status, "code", &code);
+    int failed = !(strcmp(status, "exited") == 0 && code == 0) && strcmp(status, "paused") != 0;
+    if (!t->verdict && (failed || rank == 0)) {
+        t->verdict = json_deep_copy(m->head);
+        if (failed && t->ranks_live > 1) send_control(r, t, "stop", "another rank failed");
+    }
+    if (--t->ranks_live > 0) return;
+    tp_msg_t judged = *m;
+    judged.head = t->verdict ? t->verdict : m->head;
+    tp__run_on_exited(r, t, &judged);
 }
 
 static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
@@ -348,19 +425,24 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
         return;
     }
     if (strcmp(m->type, "bye") == 0) return;
-    trial_t *t = msg_trial(r, m);
+    int rank = 0;
+    trial_t *t = msg_trial(r, m, &rank);
     if (!t) return;
     if (strcmp(m->type, "report") == 0) {
-        tp__run_on_report(r, t, m);
+        if (rank == 0) tp__run_on_report(r, t, m); /* rank 0 speaks for the trial */
     } else if (strcmp(m->type, "garbage") == 0) {
         const char *what = json_string_value(json_object_get(m->head, "what"));
-        tp__run_garbage(r, t, what ? what : "garbage");
+        if (rank == 0) tp__run_garbage(r, t, what ? what : "garbage");
     } else if (strcmp(m->type, "started") == 0) {
         json_int_t pid = 0;
         json_unpack(m->head, "{s?I}", "pid", &pid);
-        t->pid = (int)pid;
+        if (rank == 0) t->pid = (int)pid;
+        if (rank == 0 && t->nranks > 1) launch_other_ranks(r, t, m);
     } else if (strcmp(m->type, "exited") == 0) {
-        tp__run_on_exited(r, t, m);
+        if (t->nranks > 1)
+            rank_exited(r, t, rank, m);
+        else
+            tp__run_on_exited(r, t, m);
     }
 }
 
@@ -370,14 +452,19 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
     snprintf(detail, sizeof detail, "interrupted: agent lost (%s)", why);
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *t = r->trials.by_id[i];
-        if (!t || t->state != TP_TRIAL_RUNNING || (int)t->where.node != node) continue;
+        if (!t || t->state != TP_TRIAL_RUNNING) continue;
+        int there = 0;
+        for (size_t k = 0; k < tp__trial_nshards(r, t); k++)
+            there |= (int)tp__trial_shard(t, k)->node == node;
+        if (!there) continue;
+        if (t->nranks > 1) send_control(r, t, "stop", "a node of the trial was lost");
         tp__placement_ended(r, t); /* a profiling attempt gives its group back */
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
     }
     tp__placement_node_down(r, (size_t)node);
     char what[400];
-    snprintf(what, sizeof what, "%s: %s", r->agents.links[node].name, why);
+    snprintf(what, sizeof what, "%s: %s", r->agents.links[node]->name, why);
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", what,
                                    tp__wall_s()),

@@ -47,7 +47,7 @@ typedef struct tp_agent_link {
 } tp_agent_link_t;
 
 typedef struct tp_agents {
-    tp_agent_link_t *links; /* owned */
+    tp_agent_link_t **links; /* owned, each its own allocation (libuv points into it) */
     size_t n;
     char exe[4096];         /* this binary, to start agents */
     char jobid[32];         /* the Slurm job the agents run in, "" if none */
@@ -91,6 +91,7 @@ typedef struct tp_node_state {
     int mps;                    /* MPS daemons run for its GPUs */
     int mps_pending;            /* mps_start sent, answer awaited */
     const char *sharing;        /* mps | time-slicing | exclusive | cpu: what its trials get */
+    char host[256];             /* its host name as its agent says (MASTER_ADDR), "" before */
     json_t *last_gpus;          /* its last `usage` sample's GPUs, owned */
 } tp_node_state_t;
 
@@ -121,9 +122,18 @@ int tp__placement_may_fit(const tp_run_t *r);
  * mem_mib, compute, profiling of the placed ones; returns how many placed.
  * Trials that cannot be placed now are left with where.placed = 0. */
 size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n);
-/* Journal the placement of t's new attempt; its GPU environment, or NULL
- * in CPU-only runs (t->gpu_env is set to it). */
+/* Journal the placement of t's new attempt and set t->gpu_env: its GPU
+ * environment (an array of one per node for a multi-node trial), or NULL in
+ * CPU-only runs. */
 void tp__placement_attempt(tp_run_t *r, trial_t *t);
+/* Shard k (node k of a multi-node trial; 0: t->where) of t's attempt, and
+ * how many there are. */
+const tp_assign_t *tp__trial_shard(const trial_t *t, size_t k);
+size_t tp__trial_nshards(const tp_run_t *r, const trial_t *t);
+/* Place t on shards[0..k). */
+void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards, size_t k);
+/* The host name of node n for MASTER_ADDR (its agent's own word). */
+const char *tp__placement_host(const tp_run_t *r, size_t node);
 /* `mps` answer, `usage` samples. */
 void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m);
 void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);

@@ -101,7 +101,7 @@ void tp__placement_init(tp_run_t *r) {
     pl->node = tp__xcalloc(r->agents.n + 1, sizeof *pl->node);
     for (size_t i = 0; i < r->agents.n; i++) {
         snprintf(pl->cluster.nodes[i].name, sizeof pl->cluster.nodes[i].name, "%.63s",
-                 r->agents.links[i].name);
+                 r->agents.links[i]->name);
         pl->node[i].sharing = "none yet";
     }
     pl->cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
@@ -314,14 +314,17 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *t = r->trials.by_id[i];
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
-        size_t base = u->gpu_base[t->where.node];
-        u->cpus_used[t->where.node] += r->x.res.cpus;
-        for (size_t k = 0; k < t->where.ngpus; k++) {
-            size_t g = base + t->where.gpu[k];
-            u->mem_used[g] += t->mem_mib;
-            u->compute_used[g] += tp__place_share(&r->pl.cluster, t->where.node, t->where.gpu[k],
-                                                  t->compute);
-            u->count[g]++;
+        for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
+            const tp_assign_t *a = tp__trial_shard(t, s);
+            size_t base = u->gpu_base[a->node];
+            u->cpus_used[a->node] += r->x.res.cpus;
+            for (size_t k = 0; k < a->ngpus; k++) {
+                size_t g = base + a->gpu[k];
+                u->mem_used[g] += t->mem_mib;
+                u->compute_used[g] += tp__place_share(&r->pl.cluster, a->node, a->gpu[k],
+                                                      t->compute);
+                u->count[g]++;
+            }
         }
     }
     for (size_t n = 0; n < r->pl.cluster.nnodes; n++)
@@ -329,31 +332,62 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
 }
 
-size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
-    if (!r->pl.placing) {
-        /* Trials that count no resources: each to the ready node running
-         * the fewest of ours (the only one, on this machine). */
-        size_t nn = r->pl.cluster.nnodes;
-        int *load = tp__xcalloc(nn + 1, sizeof *load);
-        for (size_t i = 0; i < r->trials.n; i++) {
-            const trial_t *t = r->trials.by_id[i];
-            if (t && t->state == TP_TRIAL_RUNNING && t->where.node < nn) load[t->where.node]++;
-        }
-        size_t placed = 0;
-        for (size_t i = 0; i < n; i++) {
-            memset(&batch[i]->where, 0, sizeof batch[i]->where);
-            size_t best = nn;
-            for (size_t k = 0; k < nn; k++)
-                if (r->agents.links[k].ready && (best == nn || load[k] < load[best])) best = k;
-            if (best == nn) continue;
-            batch[i]->where.placed = 1;
-            batch[i]->where.node = best;
-            load[best]++;
-            placed++;
-        }
-        free(load);
-        return placed;
+/* Trials that count no resources: each of a trial's nodes is the ready node
+ * running the fewest of ours (the only one, on this machine), distinct for
+ * a multi-node trial. */
+static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
+    size_t nn = r->pl.cluster.nnodes, k = (size_t)r->x.res.nodes;
+    int *load = tp__xcalloc(nn + 1, sizeof *load);
+    unsigned char *taken = tp__xcalloc(nn + 1, 1);
+    for (size_t i = 0; i < r->trials.n; i++) {
+        const trial_t *t = r->trials.by_id[i];
+        if (!t || t->state != TP_TRIAL_RUNNING) continue;
+        for (size_t s = 0; s < tp__trial_nshards(r, t); s++)
+            if (tp__trial_shard(t, s)->node < nn) load[tp__trial_shard(t, s)->node]++;
     }
+    size_t placed = 0;
+    tp_assign_t shards[64];
+    for (size_t i = 0; i < n; i++) {
+        trial_t *t = batch[i];
+        memset(taken, 0, nn);
+        size_t got = 0;
+        for (; got < k && got < TP_ARRAY_LEN(shards); got++) {
+            size_t best = nn;
+            for (size_t j = 0; j < nn; j++)
+                if (r->agents.links[j]->ready && !taken[j] && (best == nn || load[j] < load[best]))
+                    best = j;
+            if (best == nn) break;
+            taken[best] = 1;
+            shards[got] = (tp_assign_t){.placed = 1, .node = best};
+        }
+        if (got < k) continue;
+        for (size_t s = 0; s < k; s++) load[shards[s].node]++;
+        tp__placement_set_shards(r, t, shards, k);
+        placed++;
+    }
+    free(taken);
+    free(load);
+    return placed;
+}
+
+void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards, size_t k) {
+    (void)r;
+    t->where = shards[0];
+    free(t->more);
+    t->more = NULL;
+    if (k > 1) {
+        t->more = tp__xcalloc(k - 1, sizeof *t->more);
+        memcpy(t->more, shards + 1, (k - 1) * sizeof *t->more);
+    }
+}
+
+size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        memset(&batch[i]->where, 0, sizeof batch[i]->where);
+        free(batch[i]->more);
+        batch[i]->more = NULL;
+    }
+    if (!r->pl.placing) return place_by_load(r, batch, n);
     tp_demand_t *d = tp__xcalloc(n, sizeof *d);
     tp_assign_t *out = tp__xcalloc(n, sizeof *out);
     trial_t **who = tp__xcalloc(n, sizeof *who);
@@ -361,7 +395,6 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         trial_t *t = batch[i];
-        memset(&t->where, 0, sizeof t->where);
         demand_group_t *g = group_of(r, t);
         if (!g->measured && g->profiler >= 0 && g->profiler != t->id)
             continue; /* wait for its group's measurement */
@@ -382,9 +415,21 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
         tp_usage_t u;
         current_usage(r, &u);
         tp_error_t err = {0};
-        const tp_place_effort_t effort = {.time_limit_s = 10.0};
-        if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0)
-            tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
+        if (r->x.res.nodes > 1) {
+            /* Multi-node trials: each a gang over distinct nodes, all or nothing. */
+            size_t k = (size_t)r->x.res.nodes;
+            tp_assign_t *shards = tp__xcalloc(k, sizeof *shards);
+            for (size_t i = 0; i < m; i++)
+                if (tp__place_gang(&r->pl.cluster, &u, &d[i], k, shards)) {
+                    tp__placement_set_shards(r, who[i], shards, k);
+                    out[i] = shards[0];
+                }
+            free(shards);
+        } else {
+            const tp_place_effort_t effort = {.time_limit_s = 10.0};
+            if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0)
+                tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
+        }
         tp__usage_free(&u);
     }
     for (size_t i = 0; i < m; i++) {
@@ -407,31 +452,42 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     return placed;
 }
 
-/* Journal where t's new attempt runs and fill env with its GPU settings. */
-static void journal_placement(tp_run_t *r, trial_t *t, json_t *env) {
-    tp_node_t *node = &r->pl.cluster.nodes[t->where.node];
+/* Shard k of t's attempt: its first node, or one of a multi-node trial's
+ * others. */
+const tp_assign_t *tp__trial_shard(const trial_t *t, size_t k) {
+    return k == 0 ? &t->where : &t->more[k - 1];
+}
+
+size_t tp__trial_nshards(const tp_run_t *r, const trial_t *t) {
+    return t->more ? (size_t)r->x.res.nodes : 1;
+}
+
+/* Journal where shard a of t's new attempt runs and fill env with its GPU
+ * settings. */
+static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, json_t *env) {
+    tp_node_t *node = &r->pl.cluster.nodes[a->node];
     json_t *gpus = json_array(), *genv = json_object();
     char visible[1024] = "";
     size_t k = 0;
-    for (size_t i = 0; i < t->where.ngpus; i++) {
-        const tp_gpu_t *g = &node->gpus[t->where.gpu[i]];
+    for (size_t i = 0; i < a->ngpus; i++) {
+        const tp_gpu_t *g = &node->gpus[a->gpu[i]];
         char dev[128];
         device_id(g, dev, sizeof dev);
         json_array_append_new(gpus, json_integer(g->index));
         int w = snprintf(visible + k, sizeof visible - k, "%s%s", i ? "," : "", dev);
         if (w > 0 && (size_t)w < sizeof visible - k) k += (size_t)w;
     }
-    const tp_node_state_t *ns = &r->pl.node[t->where.node];
+    const tp_node_state_t *ns = &r->pl.node[a->node];
     const char *sharing = ns->sharing;
-    if (t->where.ngpus) {
+    if (a->ngpus) {
         json_object_set_new(genv, "CUDA_VISIBLE_DEVICES", json_string(visible));
         if (t->profiling || strcmp(ns->sharing, "exclusive") == 0) {
             sharing = "exclusive";
-        } else if (ns->mps && t->where.ngpus == 1) {
+        } else if (ns->mps && a->ngpus == 1 && t->nranks == 1) {
             /* One daemon per GPU; the client sees its one GPU as device 0. */
             char pipe[4200], log[4200], vars[3][512];
-            mps_dirs(r, t->where.node, node->gpus[t->where.gpu[0]].index, pipe, log, sizeof pipe);
-            double share = tp__place_share(&r->pl.cluster, t->where.node, t->where.gpu[0], t->compute);
+            mps_dirs(r, a->node, node->gpus[a->gpu[0]].index, pipe, log, sizeof pipe);
+            double share = tp__place_share(&r->pl.cluster, a->node, a->gpu[0], t->compute);
             int nv = tp__mps_env(pipe, "0", share, t->mem_mib, MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');
@@ -440,7 +496,7 @@ static void journal_placement(tp_run_t *r, trial_t *t, json_t *env) {
                 json_object_set_new(genv, vars[i], json_string(eq + 1));
             }
         } else if (ns->mps) {
-            sharing = "time-slicing"; /* a multi-GPU trial cannot join per-GPU daemons */
+            sharing = "time-slicing"; /* several GPUs or processes cannot join per-GPU daemons */
         }
     } else {
         sharing = "cpu";
@@ -467,17 +523,31 @@ void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     t->first_report = t->last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
+    size_t nshards = tp__trial_nshards(r, t);
     if (r->pl.placing) {
-        t->gpu_env = json_object();
-        journal_placement(r, t, t->gpu_env);
+        /* One environment object per shard; an object alone for one node. */
+        t->gpu_env = nshards > 1 ? json_array() : json_object();
+        for (size_t k = 0; k < nshards; k++) {
+            json_t *env = nshards > 1 ? json_object() : t->gpu_env;
+            journal_placement(r, t, tp__trial_shard(t, k), env);
+            if (nshards > 1) json_array_append_new(t->gpu_env, env);
+        }
     } else if (r->x.cluster.kind != TP_CLUSTER_LOCAL) {
-        /* On a cluster every attempt's node is journaled, GPUs or not. */
-        tp_placement_row_t row = {.trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),
-                                  .node = r->pl.cluster.nodes[t->where.node].name, .gpus = "[]",
-                                  .sharing = "cpu"};
-        tp__journal_ok(&r->journal, tp__store_placement(tp__journal_tx(&r->journal), &row),
-                       "recording a placement");
+        /* On a cluster every attempt's nodes are journaled, GPUs or not. */
+        for (size_t k = 0; k < nshards; k++) {
+            tp_placement_row_t row = {
+                .trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),
+                .node = r->pl.cluster.nodes[tp__trial_shard(t, k)->node].name, .gpus = "[]",
+                .sharing = "cpu"};
+            tp__journal_ok(&r->journal, tp__store_placement(tp__journal_tx(&r->journal), &row),
+                           "recording a placement");
+        }
     }
+}
+
+const char *tp__placement_host(const tp_run_t *r, size_t node) {
+    const char *h = node < r->pl.cluster.nnodes ? r->pl.node[node].host : NULL;
+    return h && *h ? h : "127.0.0.1";
 }
 
 /* ---- measuring ------------------------------------------------------------------ */
@@ -527,10 +597,12 @@ static void save_snapshot(tp_run_t *r) {
             json_t *ours = json_array();
             for (size_t k = 0; g && k < r->trials.n; k++) {
                 trial_t *t = r->trials.by_id[k];
-                if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed || t->where.node != n)
-                    continue;
-                for (size_t j = 0; j < t->where.ngpus; j++)
-                    if (t->where.gpu[j] == pos) json_array_append_new(ours, json_integer(t->id));
+                if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
+                for (size_t sh = 0; sh < tp__trial_nshards(r, t); sh++) {
+                    const tp_assign_t *a = tp__trial_shard(t, sh);
+                    for (size_t j = 0; a->node == n && j < a->ngpus; j++)
+                        if (a->gpu[j] == pos) json_array_append_new(ours, json_integer(t->id));
+                }
             }
             json_object_set_new(copy, "trials", ours);
             if (g) json_object_set_new(copy, "type", json_string(g->type));
@@ -625,6 +697,8 @@ void tp__placement_ended(tp_run_t *r, trial_t *t) {
     r->pl.blocked = 0; /* what it held is free again */
     if (t->profiling) finish_profile(r, t);
     t->where.placed = 0;
+    free(t->more);
+    t->more = NULL;
 }
 
 void tp__placement_node_down(tp_run_t *r, size_t n) {

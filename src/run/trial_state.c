@@ -83,6 +83,8 @@ void tp__trials_free(tp_trials_t *ts) {
         if (!t) continue;
         json_decref(t->params);
         json_decref(t->gpu_env);
+        json_decref(t->verdict);
+        free(t->more);
         tp__buf_free(&t->last);
         free(t);
     }

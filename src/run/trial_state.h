@@ -54,7 +54,13 @@ typedef struct trial {
     int stop_sent;      /* a stop or pause was sent for this attempt */
     int pid;            /* process group of the attempt, on its agent */
     int group;          /* index of its demand group (placement.c), -1 before */
-    tp_assign_t where;  /* where the current attempt runs (where.placed) */
+    tp_assign_t where;  /* where the current attempt runs (where.placed); a multi-node
+                           trial's first node */
+    tp_assign_t *more;  /* a multi-node trial's other nodes, owned; NULL if one node */
+    int nranks;         /* processes of the current attempt: nodes x procs_per_node */
+    int ranks_live;     /* of them, launched and not yet exited */
+    int master_port;    /* rank 0's MASTER_PORT, once it started (0 before) */
+    json_t *verdict;    /* a multi-process attempt: the exit that judges it, owned */
     uint64_t mem_mib;   /* demand it was placed with, per GPU */
     double compute;     /* compute share it was placed with, per GPU */
     int profiling;      /* this attempt measures its group's demand */
