@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from helpers import BIN, E2E, PY, main, wait_for, yaml_str
+from helpers import BIN, E2E, PY, SRC, main, wait_for, yaml_str
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 from slurm import SlurmCluster  # noqa: E402
@@ -126,6 +126,36 @@ class SlurmCluster3(E2E):
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         self.assertIn("resuming", r.stderr)
         self.assert_each_completed_once(d, 9)
+
+    def test_ddp_trial_spans_two_nodes_and_synchronises_gradients(self):
+        d = self.path("run")
+        proof = self.path("proof")
+        exp = self.experiment(
+            "name: ddp2\ncommand: [/usr/bin/python3, %s, --lr, \"0.05\", --epochs, \"2\", "
+            "--proof, %s]\nmetric: {name: val_acc, mode: max}\n"
+            "search: {algorithm: random, trials: 1}\nresources: {nodes: 2}\ntimeout: 3m\n"
+            % (yaml_str(os.path.join(SRC, "examples", "ddp", "train.py")), yaml_str(proof)),
+            name="ddp.yaml")
+        self.run_dirs.append(d)
+        started = time.monotonic()
+        r = self.cluster.run(["salloc", "-N2", "--immediate=30", BIN, "run", exp, "--dir", d,
+                              "--plain", "--cluster", "slurm"], cwd=self.tmp, timeout=240)
+        wall = time.monotonic() - started
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        ranks = []
+        for k in (0, 1):
+            with open("%s.rank%d" % (proof, k)) as f:
+                ranks.append(f.read().split())
+        self.assertEqual(ranks[0][0], ranks[1][0], "the ranks' parameters differ")
+        self.assertNotEqual(ranks[0][1], ranks[1][1], "the ranks saw the same data")
+        self.assertNotEqual(ranks[0][2], ranks[1][2], "both ranks ran on one node")
+        with self.store(d) as s:
+            t = s.trial(0)
+            nodes = sorted(r["node"] for r in s.q("SELECT node FROM placements"))
+        self.assertEqual(t["state"], "completed")
+        self.assertEqual(len(set(nodes)), 2, nodes)
+        print("\n[slurm] DDP trial over %s (ranks on %s): val_acc %.3f, wall %.1fs"
+              % (nodes, [x[2] for x in ranks], t["value"], wall), file=sys.stderr)
 
 
 if __name__ == "__main__":
