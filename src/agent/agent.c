@@ -161,8 +161,10 @@ static void on_hb_timer(uv_timer_t *h) {
 }
 
 static void on_ping(tp_agent_t *a, json_t *m) {
-    (void)m;
-    tp__agent_send(a, json_pack("{s:s}", "type", "pong"), NULL, 0);
+    json_t *pong = json_pack("{s:s}", "type", "pong");
+    json_t *t = json_object_get(m, "t"); /* echoed: the orchestrator times the round trip */
+    if (t) json_object_set(pong, "t", t);
+    tp__agent_send(a, pong, NULL, 0);
 }
 
 static void on_hello(tp_agent_t *a, json_t *m) {

@@ -36,11 +36,12 @@ typedef enum tp_cluster_kind {
     TP_CLUSTER_LOCAL,      /* this machine: one local agent (the default) */
     TP_CLUSTER_SLURM,      /* the nodes of a Slurm allocation, an agent per node through srun */
     TP_CLUSTER_SSH,        /* hosts reached over ssh, an agent per host */
+    TP_CLUSTER_COMMAND,    /* any command that runs an agent on a named node (docker exec, ...) */
 } tp_cluster_kind_t;
 
 typedef struct tp_cluster_cfg {
     tp_cluster_kind_t kind;
-    char **hosts;          /* ssh: [user@]host[:port], owned, NULL-terminated */
+    char **hosts;          /* ssh: [user@]host[:port]; command: node names; owned */
     size_t nhosts;
     char *identity;        /* ssh: -i FILE, owned; NULL: ssh's own choice */
     char *ssh_config;      /* ssh: -F FILE, owned; NULL: ~/.ssh/config */
@@ -51,7 +52,8 @@ typedef struct tp_cluster_cfg {
     char *partition, *account, *time_limit; /* slurm: owned; NULL: Slurm's default */
     char **extra;          /* slurm: more salloc arguments, owned */
     size_t nextra;
-    char **agent;          /* the command that runs an agent on a node, owned; NULL: this binary */
+    char **agent;          /* the command that runs an agent on a node, owned; NULL: this binary;
+                              for `command`, the whole argv with {node} in it */
     size_t nagent;
 } tp_cluster_cfg_t;
 

@@ -14,7 +14,8 @@
 
 static const char *const kind_names[] = {[TP_CLUSTER_LOCAL] = "local",
                                          [TP_CLUSTER_SLURM] = "slurm",
-                                         [TP_CLUSTER_SSH] = "ssh"};
+                                         [TP_CLUSTER_SSH] = "ssh",
+                                         [TP_CLUSTER_COMMAND] = "command"};
 
 const char *tp__cluster_kind_name(tp_cluster_kind_t k) {
     return (unsigned)k < TP_ARRAY_LEN(kind_names) ? kind_names[k] : "?";
@@ -155,6 +156,27 @@ static const key_spec_t ssh_keys[] = {
     {"agent", agent_command, 0, NULL},
 };
 
+/* ---- command: an agent per node through any command -------------------------- */
+static int command_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return ssh_hosts(c, key, v);
+}
+
+static int command_argv(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    tp_cluster_cfg_t *k = &c->x->cluster;
+    int rc = string_list(c, key, v, &k->agent, &k->nagent,
+                         "argv: [docker, exec, -i, \"{node}\", tunepack, agent]");
+    if (rc < 0) return rc;
+    for (size_t i = 0; i < k->nagent; i++)
+        if (strstr(k->agent[i], "{node}")) return 0;
+    return fail(c, v, "argv must name the node somewhere with {node}, e.g. [docker, exec, -i, "
+                      "\"{node}\", tunepack, agent]");
+}
+
+static const key_spec_t command_keys[] = {
+    {"nodes", command_nodes, 1, "nodes: [worker1, worker2]"},
+    {"argv", command_argv, 1, "argv: [docker, exec, -i, \"{node}\", tunepack, agent]"},
+};
+
 /* ---- slurm ---------------------------------------------------------------------- */
 static int slurm_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
     tp_cluster_cfg_t *k = &c->x->cluster;
@@ -245,6 +267,9 @@ int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
         int rc = kind_by_name(c, v, stext(v));
         if (rc == 0 && k->kind == TP_CLUSTER_SSH)
             return fail(c, v, "cluster: ssh needs its hosts, e.g. cluster: {ssh: {hosts: [gpu1, gpu2]}}");
+        if (rc == 0 && k->kind == TP_CLUSTER_COMMAND)
+            return fail(c, v, "cluster: command needs its nodes and argv, e.g. cluster: {command: "
+                              "{nodes: [w1], argv: [docker, exec, -i, \"{node}\", tunepack, agent]}}");
         return rc;
     }
     int rc = tp__cfg_check_mapping(c, key, v, CLUSTER_EXAMPLE);
@@ -270,6 +295,11 @@ int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
         if (rc == 0 && k->nhosts == 0)
             return fail(c, body, "cluster.ssh needs hosts: [gpu1, gpu2] or hosts_file: FILE");
         return rc;
+    case TP_CLUSTER_COMMAND:
+        return tp__cfg_walk_mapping(c, "cluster.command", body, command_keys,
+                                    TP_ARRAY_LEN(command_keys),
+                                    "{command: {nodes: [w1, w2], argv: [docker, exec, -i, "
+                                    "\"{node}\", tunepack, agent]}}");
     }
     return 0;
 }

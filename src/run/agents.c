@@ -89,6 +89,28 @@ static void plan_ssh(tp_run_t *r) {
     }
 }
 
+/* cluster: command: the argv with {node} replaced, per node. */
+static void plan_command(tp_run_t *r) {
+    const tp_cluster_cfg_t *k = &r->x.cluster;
+    for (size_t i = 0; i < k->nhosts; i++) {
+        char **argv = tp__xcalloc(k->nagent + 1, sizeof *argv);
+        for (size_t j = 0; j < k->nagent; j++) {
+            tp_buf_t b;
+            tp__buf_init(&b);
+            for (const char *p = k->agent[j]; *p;) {
+                const char *at = strstr(p, "{node}");
+                size_t n = at ? (size_t)(at - p) : strlen(p);
+                tp__buf_append(&b, p, n);
+                if (!at) break;
+                tp__buf_append(&b, k->hosts[i], strlen(k->hosts[i]));
+                p = at + 6;
+            }
+            argv[j] = tp__buf_steal(&b);
+        }
+        add_link(&r->agents, k->hosts[i])->argv = argv;
+    }
+}
+
 static int plan_slurm_nodes(tp_run_t *r, const char *nodelist) {
     char **nodes;
     size_t count;
@@ -191,6 +213,9 @@ static int plan(tp_run_t *r) {
     case TP_CLUSTER_SSH:
         plan_ssh(r);
         return 0;
+    case TP_CLUSTER_COMMAND:
+        plan_command(r);
+        return 0;
     case TP_CLUSTER_SLURM: {
         char nodelist[4096];
         if (r->x.cluster.slurm_request) {
@@ -220,7 +245,12 @@ static int start_link(tp_agent_link_t *l);
 static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
     tp_agent_link_t *l = c->data;
     l->heard_at = tp__mono_s();
-    if (strcmp(m->type, "pong") == 0) return;
+    if (strcmp(m->type, "pong") == 0) {
+        json_t *sent = json_object_get(m->head, "t");
+        if (json_is_number(sent))
+            tp__samples_add(&l->run->rtt_ms, (l->heard_at - json_number_value(sent)) * 1000.0);
+        return;
+    }
     if (strcmp(m->type, "hello") == 0) l->restarts = 0;
     tp__orchestrator_on_msg(l->run, l->node, m);
 }
@@ -338,7 +368,7 @@ static void on_heartbeat(uv_timer_t *h) {
     tp_run_t *r = h->data;
     if (r->finished) return;
     double now = tp__mono_s();
-    json_t *ping = json_pack("{s:s}", "type", "ping");
+    json_t *ping = json_pack("{s:s, s:f}", "type", "ping", "t", now);
     for (size_t i = 0; i < r->agents.n; i++) {
         tp_agent_link_t *l = r->agents.links[i];
         if (!l->up || l->conn.lost || l->conn.closing) continue;

@@ -121,6 +121,7 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     int rc = tp__agents_send(r, (int)tp__trial_shard(t, shard)->node, m);
     json_decref(m);
     if (rc == 0) t->ranks_live++;
+    if (rank == 0) t->launch_sent = tp__mono_s();
     return rc;
 }
 
@@ -273,6 +274,7 @@ static void schedule(tp_run_t *r) {
     }
     size_t n = 0;
     trial_t *t;
+    double t0 = tp__mono_s();
     while (n < free_slots && (t = next_candidate(r)) != NULL) r->batch[n++] = t;
     if (n == 0) return;
     tp__placement_place(r, r->batch, n);
@@ -286,6 +288,7 @@ static void schedule(tp_run_t *r) {
         else
             tp__trials_push(&r->trials, t);
     }
+    tp__samples_add(&r->round_ms, (tp__mono_s() - t0) * 1000.0);
 }
 
 /* The loop's turn: schedule, commit, then act on what was committed. */
@@ -406,6 +409,7 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
 }
 
 void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
+    r->messages++;
     if (strcmp(m->type, "hello") == 0) {
         on_hello(r, node, m);
         return;
@@ -436,7 +440,12 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
     } else if (strcmp(m->type, "started") == 0) {
         json_int_t pid = 0;
         json_unpack(m->head, "{s?I}", "pid", &pid);
-        if (rank == 0) t->pid = (int)pid;
+        if (rank == 0) {
+            t->pid = (int)pid;
+            double now = tp__mono_s();
+            tp__samples_add(&r->start_ms, (now - t->launch_sent) * 1000.0);
+            if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
+        }
         if (rank == 0 && t->nranks > 1) launch_other_ranks(r, t, m);
     } else if (strcmp(m->type, "exited") == 0) {
         if (t->nranks > 1)
@@ -492,6 +501,28 @@ static void on_signal(uv_signal_t *h, int sig) {
     if (!tp__agents_ready(r)) tp__agents_shutdown(r);
 }
 
+/* With TUNEPACK_STATS=FILE, what the run measured of itself, as JSON: the
+ * scheduling rounds' and the agents' ping round trips' quantiles, and the
+ * messages and report rows it took in (bench/cluster_load.py reads it). */
+static void write_stats(tp_run_t *r) {
+    const char *path = getenv("TUNEPACK_STATS");
+    if (!path || !*path) return;
+    json_t *o = json_pack(
+        "{s:I, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:i, s:f, s:f, s:f}", "rounds",
+        (json_int_t)r->round_ms.n, "round_p50_ms", tp__samples_quantile(&r->round_ms, 0.5),
+        "round_p99_ms", tp__samples_quantile(&r->round_ms, 0.99), "round_max_ms",
+        tp__samples_quantile(&r->round_ms, 1.0), "pings", (json_int_t)r->rtt_ms.n,
+        "ping_p50_ms", tp__samples_quantile(&r->rtt_ms, 0.5), "ping_p99_ms",
+        tp__samples_quantile(&r->rtt_ms, 0.99), "ping_max_ms", tp__samples_quantile(&r->rtt_ms, 1.0),
+        "messages", (json_int_t)r->messages, "report_rows", (json_int_t)r->journal.metric_rows,
+        "wall_s", tp__mono_s() - r->view.t0, "agents", (int)r->agents.n, "start_p50_ms",
+        tp__samples_quantile(&r->start_ms, 0.5), "start_p99_ms",
+        tp__samples_quantile(&r->start_ms, 0.99), "first_start_s", r->first_start_s);
+    if (json_dump_file(o, path, JSON_COMPACT) != 0)
+        tp__log(TP_LOG_WARN, "cannot write the run's figures to %s", path);
+    json_decref(o);
+}
+
 /* ---- the end ------------------------------------------------------------------- */
 static void close_walk(uv_handle_t *h, void *arg) {
     (void)arg;
@@ -525,6 +556,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
         if (r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_ERROR;
     }
     tp__view_final(r);
+    write_stats(r);
     tp__agents_close(r);
     uv_walk(&r->loop, close_walk, NULL);
 }

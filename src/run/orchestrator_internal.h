@@ -186,6 +186,11 @@ struct tp_run {
     int exit_code;              /* TP_EXIT_* */
     tp_buf_t scratch;           /* reused for name=value reports */
     tp_error_t err;             /* last error */
+    tp_samples_t round_ms;      /* scheduling rounds that placed something, their wall ms */
+    tp_samples_t rtt_ms;        /* ping -> pong round trips to agents, ms */
+    tp_samples_t start_ms;      /* launch sent -> started received, per attempt, ms */
+    double first_start_s;       /* from the run's start to its first trial's start */
+    uint64_t messages;          /* messages from agents */
     tp_trials_t trials;         /* trial_state.c */
     tp_journal_t journal;       /* journal.c */
     tp_agents_t agents;         /* agents.c */

@@ -229,6 +229,9 @@ static void run_free(tp_run_t *r) {
     tp__placement_free(r);
     tp__agents_free(r);
     tp__buf_free(&r->scratch);
+    tp__samples_free(&r->round_ms);
+    tp__samples_free(&r->rtt_ms);
+    tp__samples_free(&r->start_ms);
     tp__scheduler_free(r->sched);
     if (r->journal.store) tp__journal_close(&r->journal);
     tp__experiment_free(&r->x);

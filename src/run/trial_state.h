@@ -50,6 +50,7 @@ typedef struct trial {
     int64_t seq;        /* report rows stored in this attempt */
     tp_buf_t last;      /* last report line */
     double started;     /* monotonic start time of the attempt */
+    double launch_sent; /* monotonic time its (rank 0) launch went out */
     int garbage;        /* garbage lines in this attempt */
     int stop_sent;      /* a stop or pause was sent for this attempt */
     int pid;            /* process group of the attempt, on its agent */

@@ -88,6 +88,16 @@ void tp__format_duration(double s, char *out, size_t n);
 /* Parse "64k", "8M", "1G", "1024" (bytes, base 1024). */
 int tp__parse_size(const char *text, uint64_t *out, tp_error_t *err);
 
+/* ---- samples (samples.c): measurements and their quantiles ------------------- */
+typedef struct tp_samples {
+    double *v;          /* owned */
+    size_t n, cap;
+} tp_samples_t;
+void tp__samples_add(tp_samples_t *s, double x);   /* amortised O(1) */
+/* The q-quantile (0..1, nearest rank); sorts the samples. O(n log n). 0 if none. */
+double tp__samples_quantile(tp_samples_t *s, double q);
+void tp__samples_free(tp_samples_t *s);
+
 /* ---- logging to stderr ---------------------------------------------------- */
 enum { TP_LOG_ERROR = 0, TP_LOG_WARN = 1, TP_LOG_INFO = 2, TP_LOG_DEBUG = 3 };
 /* Messages above the level set in env TUNEPACK_LOG (error|warn|info|debug,

@@ -90,6 +90,23 @@ TP_TEST(test_cluster_ssh_hosts_file) {
     unlink(path);
 }
 
+TP_TEST(test_cluster_command_names_the_node) {
+    tp_experiment_t x;
+    tp_error_t err;
+    TP_CHECK_INT(parse(HEAD "cluster: {command: {nodes: [w1, w2], argv: [docker, exec, -i, "
+                            "\"{node}\", tunepack, agent]}}\n",
+                       &x, &err),
+                 0);
+    TP_CHECK_INT(x.cluster.kind, TP_CLUSTER_COMMAND);
+    TP_CHECK_INT(x.cluster.nhosts, 2);
+    TP_CHECK_STR(x.cluster.agent[3], "{node}");
+    tp__experiment_free(&x);
+    TP_CHECK_INT(parse(HEAD "cluster: {command: {nodes: [w1], argv: [tunepack, agent]}}\n", &x,
+                       &err),
+                 -EINVAL);
+    TP_CHECK_CONTAINS(err.msg, "must name the node somewhere with {node}");
+}
+
 TP_TEST(test_cluster_mistakes_are_located) {
     static const struct {
         const char *text, *want;
