@@ -2,7 +2,7 @@
 # lists them), files for FILE, directories for DIR, policy names for --policy.
 # Installed as share/bash-completion/completions/tunepack.
 
-_tunepack_verbs="run status trials best export stop gpus place simulate plan"
+_tunepack_verbs="run status trials best export stop gpus place simulate plan nodes"
 _tunepack_policies="one-per-gpu ff ffd bf bfd wf wfd optimal"
 
 # The options of a verb, one table for all of them.
@@ -13,6 +13,7 @@ _tunepack_options() {
         best | gpus) echo "--json --help" ;;
         export) echo "--format --help" ;;
         stop) echo "--no-wait --help" ;;
+        nodes) echo "--json --help" ;;
         place) echo "--json --policy --time-limit --node-limit --timings --help" ;;
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
@@ -67,7 +68,7 @@ _tunepack() {
     # the positional argument: FILE or DIR
     case $verb in
         run | place | simulate | plan) _tunepack_paths -f "$cur" ;;
-        status | trials | best | export | stop | gpus) _tunepack_paths -d "$cur" ;;
+        status | trials | best | export | stop | gpus | nodes) _tunepack_paths -d "$cur" ;;
     esac
     return 0
 }

@@ -59,85 +59,104 @@ static void agent_words(const tp_run_t *r, const char **w, size_t *k) {
     }
 }
 
-static void plan_ssh(tp_run_t *r) {
+/* ssh [options] -- HOST <agent>: the agent on an ssh host ([user@]host[:port]). */
+static char **ssh_argv(const tp_run_t *r, const char *spec) {
     const tp_cluster_cfg_t *k = &r->x.cluster;
-    for (size_t i = 0; i < k->nhosts; i++) {
-        char host[256], port[16] = "";
-        snprintf(host, sizeof host, "%s", k->hosts[i]);
-        char *colon = strrchr(host, ':');
-        if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
-            snprintf(port, sizeof port, "%.15s", colon + 1);
-            *colon = 0;
-        }
-        const char *w[64];
-        size_t n = 0;
-        w[n++] = "ssh";
-        w[n++] = "-o";
-        w[n++] = "BatchMode=yes"; /* never a password prompt */
-        w[n++] = "-o";
-        w[n++] = "ServerAliveInterval=5";
-        w[n++] = "-o";
-        w[n++] = "ServerAliveCountMax=3";
-        if (k->ssh_config) w[n++] = "-F", w[n++] = k->ssh_config;
-        if (k->identity) w[n++] = "-i", w[n++] = k->identity;
-        if (port[0]) w[n++] = "-p", w[n++] = port;
-        w[n++] = "--";
-        w[n++] = host;
-        agent_words(r, w, &n);
-        w[n] = NULL;
-        add_link(&r->agents, k->hosts[i])->argv = argv_dup((char *const *)w);
+    char host[256], port[16] = "";
+    snprintf(host, sizeof host, "%s", spec);
+    char *colon = strrchr(host, ':');
+    if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+        snprintf(port, sizeof port, "%.15s", colon + 1);
+        *colon = 0;
     }
+    const char *w[64];
+    size_t n = 0;
+    w[n++] = "ssh";
+    w[n++] = "-o";
+    w[n++] = "BatchMode=yes"; /* never a password prompt */
+    w[n++] = "-o";
+    w[n++] = "ServerAliveInterval=5";
+    w[n++] = "-o";
+    w[n++] = "ServerAliveCountMax=3";
+    if (k->ssh_config) w[n++] = "-F", w[n++] = k->ssh_config;
+    if (k->identity) w[n++] = "-i", w[n++] = k->identity;
+    if (port[0]) w[n++] = "-p", w[n++] = port;
+    w[n++] = "--";
+    w[n++] = host;
+    agent_words(r, w, &n);
+    w[n] = NULL;
+    return argv_dup((char *const *)w);
 }
 
-/* cluster: command: the argv with {node} replaced, per node. */
-static void plan_command(tp_run_t *r) {
+/* cluster: command: the argv with {node} replaced. */
+static char **command_argv(const tp_run_t *r, const char *node) {
     const tp_cluster_cfg_t *k = &r->x.cluster;
-    for (size_t i = 0; i < k->nhosts; i++) {
-        char **argv = tp__xcalloc(k->nagent + 1, sizeof *argv);
-        for (size_t j = 0; j < k->nagent; j++) {
-            tp_buf_t b;
-            tp__buf_init(&b);
-            for (const char *p = k->agent[j]; *p;) {
-                const char *at = strstr(p, "{node}");
-                size_t n = at ? (size_t)(at - p) : strlen(p);
-                tp__buf_append(&b, p, n);
-                if (!at) break;
-                tp__buf_append(&b, k->hosts[i], strlen(k->hosts[i]));
-                p = at + 6;
-            }
-            argv[j] = tp__buf_steal(&b);
+    char **argv = tp__xcalloc(k->nagent + 1, sizeof *argv);
+    for (size_t j = 0; j < k->nagent; j++) {
+        tp_buf_t b;
+        tp__buf_init(&b);
+        for (const char *p = k->agent[j]; *p;) {
+            const char *at = strstr(p, "{node}");
+            size_t n = at ? (size_t)(at - p) : strlen(p);
+            tp__buf_append(&b, p, n);
+            if (!at) break;
+            tp__buf_append(&b, node, strlen(node));
+            p = at + 6;
         }
-        add_link(&r->agents, k->hosts[i])->argv = argv;
+        argv[j] = tp__buf_steal(&b);
     }
+    return argv;
 }
 
-static int plan_slurm_nodes(tp_run_t *r, const char *nodelist) {
+/* srun ... -w NODE <agent>: the agent as a step of Slurm job `job` on NODE. */
+static char **srun_argv(const tp_run_t *r, const char *job, const char *node) {
+    char jobopt[64];
+    snprintf(jobopt, sizeof jobopt, "--jobid=%s", job);
+    const char *w[64];
+    size_t n = 0;
+    w[n++] = "srun";
+    w[n++] = "--unbuffered"; /* else srun holds output until a newline: frames stall */
+    w[n++] = "--overlap"; /* beside other steps, and beside the placeholder of our own job */
+    w[n++] = jobopt;
+    w[n++] = "--nodes=1";
+    w[n++] = "--ntasks=1";
+    w[n++] = "--nodelist";
+    w[n++] = node;
+    w[n++] = "--kill-on-bad-exit=1";
+    w[n++] = "--quiet";
+    agent_words(r, w, &n);
+    w[n] = NULL;
+    return argv_dup((char *const *)w);
+}
+
+char **tp__agents_argv(const tp_run_t *r, const char *name, const char *job) {
+    switch (r->x.cluster.kind) {
+    case TP_CLUSTER_SSH:
+        return ssh_argv(r, name);
+    case TP_CLUSTER_COMMAND:
+        return command_argv(r, name);
+    case TP_CLUSTER_SLURM:
+        return srun_argv(r, job, name);
+    case TP_CLUSTER_LOCAL:
+        break;
+    }
+    char *w[] = {(char *)r->agents.exe, "agent", NULL};
+    return argv_dup(w);
+}
+
+/* One link per node of Slurm job `job` (node list as Slurm writes it). */
+static int plan_slurm_nodes(tp_run_t *r, const char *job, const char *nodelist) {
     char **nodes;
     size_t count;
     tp_error_t err = {0};
     if (tp__slurm_nodes(nodelist, &nodes, &count, &err) != 0) {
-        tp__log(TP_LOG_ERROR, "cannot list the nodes of Slurm job %s: %s", r->agents.jobid,
-                err.msg);
+        tp__log(TP_LOG_ERROR, "cannot list the nodes of Slurm job %s: %s", job, err.msg);
         return TP_EXIT_AGENT;
     }
-    char jobopt[64];
-    snprintf(jobopt, sizeof jobopt, "--jobid=%s", r->agents.jobid);
     for (size_t i = 0; i < count; i++) {
-        const char *w[64];
-        size_t n = 0;
-        w[n++] = "srun";
-        w[n++] = "--unbuffered"; /* else srun holds output until a newline: frames stall */
-        w[n++] = "--overlap"; /* beside other steps, and beside the placeholder of our own job */
-        w[n++] = jobopt;
-        w[n++] = "--nodes=1";
-        w[n++] = "--ntasks=1";
-        w[n++] = "--nodelist";
-        w[n++] = nodes[i];
-        w[n++] = "--kill-on-bad-exit=1";
-        w[n++] = "--quiet";
-        agent_words(r, w, &n);
-        w[n] = NULL;
-        add_link(&r->agents, nodes[i])->argv = argv_dup((char *const *)w);
+        tp_agent_link_t *l = add_link(&r->agents, nodes[i]);
+        l->argv = srun_argv(r, job, nodes[i]);
+        snprintf(l->job, sizeof l->job, "%s", job);
         free(nodes[i]);
     }
     free(nodes);
@@ -147,7 +166,7 @@ static int plan_slurm_nodes(tp_run_t *r, const char *nodelist) {
 /* Ask Slurm for the allocation and wait for it, saying why it waits. */
 static int request_allocation(tp_run_t *r, char *nodelist, size_t n) {
     const tp_cluster_cfg_t *k = &r->x.cluster;
-    tp_slurm_request_t q = {.nodes = k->nodes_max, .gpus_per_node = k->gpus_per_node,
+    tp_slurm_request_t q = {.nodes = k->nodes_min, .gpus_per_node = k->gpus_per_node,
                             .cpus_per_node = k->cpus_per_node, .partition = k->partition,
                             .account = k->account, .time_limit = k->time_limit,
                             .extra = k->extra, .nextra = k->nextra};
@@ -205,16 +224,14 @@ static int plan(tp_run_t *r) {
     size_t len = sizeof a->exe;
     if (uv_exepath(a->exe, &len) != 0) snprintf(a->exe, sizeof a->exe, "/proc/self/exe");
     switch (r->x.cluster.kind) {
-    case TP_CLUSTER_LOCAL: {
-        char *w[] = {a->exe, "agent", NULL};
-        add_link(a, "local")->argv = argv_dup(w);
+    case TP_CLUSTER_LOCAL:
+        add_link(a, "local")->argv = tp__agents_argv(r, "local", NULL);
         return 0;
-    }
     case TP_CLUSTER_SSH:
-        plan_ssh(r);
-        return 0;
     case TP_CLUSTER_COMMAND:
-        plan_command(r);
+        for (size_t i = 0; i < r->x.cluster.nhosts; i++)
+            add_link(a, r->x.cluster.hosts[i])->argv =
+                tp__agents_argv(r, r->x.cluster.hosts[i], NULL);
         return 0;
     case TP_CLUSTER_SLURM: {
         char nodelist[4096];
@@ -233,7 +250,7 @@ static int plan(tp_run_t *r) {
             snprintf(a->jobid, sizeof a->jobid, "%s", job);
             snprintf(nodelist, sizeof nodelist, "%s", list);
         }
-        return plan_slurm_nodes(r, nodelist);
+        return plan_slurm_nodes(r, a->jobid, nodelist);
     }
     }
     return 0;
@@ -277,13 +294,33 @@ static void on_retry(uv_timer_t *h) {
     }
 }
 
+/* Give back the one-node Slurm job that held a retired node. */
+static void release_job(tp_agent_link_t *l) {
+    if (!l->own_job) return;
+    tp_error_t err = {0};
+    if (tp__slurm_release(l->job, &err) != 0)
+        tp__log(TP_LOG_WARN, "could not give back Slurm job %s (%s): %s", l->job, l->name, err.msg);
+    l->own_job = 0;
+}
+
 static void on_closed(tp_agent_conn_t *c) {
     tp_agent_link_t *l = c->data;
     tp_run_t *r = l->run;
     l->closed = 1;
+    r->agents.nodes_dirty = 1;
     if (r->finished) return;
     if (r->agents.shutting_down) {
         if (!links_open(r)) tp__orchestrator_finish(r);
+        return;
+    }
+    if (l->retired) {
+        release_job(l);
+        if (!links_open(r) && !r->agents.grow_job[0]) {
+            tp__log(TP_LOG_ERROR, "no node is left to run the experiment");
+            r->exit_code = TP_EXIT_AGENT;
+            r->agents.shutting_down = 1;
+            tp__orchestrator_finish(r);
+        }
         return;
     }
     int local = r->x.cluster.kind == TP_CLUSTER_LOCAL;
@@ -313,7 +350,10 @@ static void on_lost(tp_agent_conn_t *c, const char *why) {
     tp_run_t *r = l->run;
     l->ready = 0;
     l->up = 0;
-    if (!r->agents.shutting_down) {
+    r->agents.nodes_dirty = 1;
+    if (l->retired) {
+        tp__orchestrator_on_agent_lost(r, l->node, why); /* nothing should run there */
+    } else if (!r->agents.shutting_down) {
         l->restarts++;
         int local = r->x.cluster.kind == TP_CLUSTER_LOCAL;
         int give_up = local && l->restarts > MAX_RESTARTS;
@@ -381,6 +421,51 @@ static void on_heartbeat(uv_timer_t *h) {
         }
     }
     json_decref(ping);
+    tp__nodes_tick(r);
+}
+
+int tp__agents_running_on(const tp_run_t *r, int node) {
+    int n = 0;
+    for (size_t i = 0; i < r->trials.n; i++) {
+        const trial_t *t = r->trials.by_id[i];
+        if (!t || t->state != TP_TRIAL_RUNNING) continue;
+        for (size_t k = 0; k < tp__trial_nshards(r, t); k++)
+            if ((int)tp__trial_shard(t, k)->node == node) {
+                n++;
+                break;
+            }
+    }
+    return n;
+}
+
+int tp__agents_add(tp_run_t *r, const char *name, char **argv, const char *job, int own_job) {
+    tp_agent_link_t *l = add_link(&r->agents, name);
+    l->argv = argv;
+    l->run = r;
+    snprintf(l->job, sizeof l->job, "%s", job ? job : "");
+    l->own_job = own_job;
+    uv_timer_init(&r->loop, &l->retry);
+    l->retry.data = l;
+    tp__placement_add_node(r, name);
+    r->agents.nodes_dirty = 1;
+    if (start_link(l) != 0) uv_timer_start(&l->retry, on_retry, RETRY_FIRST_MS, 0);
+    return l->node;
+}
+
+void tp__agents_retire(tp_run_t *r, int node) {
+    if (node < 0 || (size_t)node >= r->agents.n) return;
+    tp_agent_link_t *l = r->agents.links[node];
+    if (l->retired) return;
+    l->retired = 1;
+    l->ready = 0;
+    r->agents.nodes_dirty = 1;
+    uv_timer_stop(&l->retry);
+    json_t *m = json_pack("{s:s}", "type", "shutdown");
+    if (!l->up || tp__conn_send(&l->conn, m, NULL, 0) != 0) {
+        if (!l->closed) tp__conn_close(&l->conn, on_closed);
+        else release_job(l);
+    }
+    json_decref(m);
 }
 
 int tp__agents_start(tp_run_t *r) {
@@ -412,7 +497,9 @@ int tp__agents_ready(const tp_run_t *r) {
 }
 
 void tp__agents_mark_ready(tp_run_t *r, int node) {
-    if (node >= 0 && (size_t)node < r->agents.n) r->agents.links[node]->ready = 1;
+    if (node < 0 || (size_t)node >= r->agents.n || r->agents.links[node]->retired) return;
+    r->agents.links[node]->ready = 1;
+    r->agents.nodes_dirty = 1;
 }
 
 void tp__agents_shutdown(tp_run_t *r) {
@@ -445,8 +532,15 @@ static void give_back(tp_run_t *r) {
 }
 
 void tp__agents_close(tp_run_t *r) {
-    for (size_t i = 0; i < r->agents.n; i++)
+    for (size_t i = 0; i < r->agents.n; i++) {
         if (!r->agents.links[i]->closed) tp__conn_close(&r->agents.links[i]->conn, NULL);
+        release_job(r->agents.links[i]);
+    }
+    if (r->agents.grow_job[0]) { /* asked, never used */
+        tp_error_t err = {0};
+        tp__slurm_release(r->agents.grow_job, &err);
+        r->agents.grow_job[0] = 0;
+    }
     give_back(r);
 }
 

@@ -43,6 +43,11 @@ typedef struct tp_agent_link {
     int restarts;           /* losses in a row (a hello resets it) */
     int closed;             /* its connection is closed */
     double heard_at;        /* monotonic time of its last message */
+    char job[32];           /* the Slurm job its node belongs to, "" if none */
+    int own_job;            /* that job holds this node alone: released with it */
+    int draining;           /* no new trials; retired once its trials are gone */
+    int retired;            /* shut down on purpose (drained, released): not restarted */
+    double idle_since;      /* monotonic time its last trial ended, 0 while busy */
     uv_timer_t retry;       /* starts it again a while after a loss */
 } tp_agent_link_t;
 
@@ -53,6 +58,10 @@ typedef struct tp_agents {
     char jobid[32];         /* the Slurm job the agents run in, "" if none */
     int own_job;            /* tunepack asked for that job: it gives it back at the end */
     uv_timer_t heartbeat;   /* pings every agent; takes a silent one for lost */
+    char grow_job[32];      /* a one-node job asked of Slurm to grow, not yet running */
+    double grow_asked;      /* monotonic time it was asked */
+    char grow_state[400];   /* its last queue state, said once */
+    int nodes_dirty;        /* a node's state changed: journal them */
     int shutting_down;      /* shutdown sent: losing agents now is the end */
 } tp_agents_t;
 
@@ -74,6 +83,24 @@ void tp__agents_shutdown(tp_run_t *r);
 /* Close every connection; give back a Slurm job tunepack asked for. */
 void tp__agents_close(tp_run_t *r);
 void tp__agents_free(tp_run_t *r);
+/* The command that starts an agent on node `name` (ssh host, Slurm node of
+ * job `job`, command node), malloc'd NULL-terminated. */
+char **tp__agents_argv(const tp_run_t *r, const char *name, const char *job);
+/* A node joins while the experiment runs: a new link (argv owned by it),
+ * a new node of the cluster, its agent started. Its index. */
+int tp__agents_add(tp_run_t *r, const char *name, char **argv, const char *job, int own_job);
+/* Shut node's agent down on purpose (drained, released): no restart. */
+void tp__agents_retire(tp_run_t *r, int node);
+/* Trials of ours running on node. O(trials). */
+int tp__agents_running_on(const tp_run_t *r, int node);
+
+/* ---- nodes.c: the set of nodes while the experiment runs ------------------- */
+/* Called every heartbeat: act on `tunepack nodes drain|add` requests, retire
+ * drained nodes, grow or shrink an allocation tunepack asked Slurm for,
+ * and journal the nodes' states when they changed. */
+void tp__nodes_tick(tp_run_t *r);
+/* Journal every node's state (meta "nodes", for `tunepack nodes`). */
+void tp__nodes_journal(tp_run_t *r);
 
 /* ---- placement.c ----------------------------------------------------------- */
 /* Demand shared by trials with the same profile_by values. */
@@ -109,6 +136,8 @@ typedef struct tp_placement {
 
 /* The cluster's nodes, one per agent link, empty until each says hello. */
 void tp__placement_init(tp_run_t *r);
+/* One more node (a link added while running), empty until its hello. */
+void tp__placement_add_node(tp_run_t *r, const char *name);
 /* From node n's hello: its capacity; decide MPS there. 0, or an exit code
  * (printed) when the experiment cannot run at all. *wait set when the
  * agent must first answer an mps_start. */

@@ -110,6 +110,17 @@ void tp__placement_init(tp_run_t *r) {
                                              .sharing = r->x.sharing != TP_SHARING_NONE};
 }
 
+void tp__placement_add_node(tp_run_t *r, const char *name) {
+    tp_placement_t *pl = &r->pl;
+    size_t n = pl->cluster.nnodes++;
+    pl->cluster.nodes = tp__xrealloc(pl->cluster.nodes, (n + 2) * sizeof *pl->cluster.nodes);
+    pl->node = tp__xrealloc(pl->node, (n + 2) * sizeof *pl->node);
+    memset(&pl->cluster.nodes[n], 0, sizeof pl->cluster.nodes[n]);
+    memset(&pl->node[n], 0, sizeof pl->node[n]);
+    snprintf(pl->cluster.nodes[n].name, sizeof pl->cluster.nodes[n].name, "%.63s", name);
+    pl->node[n].sharing = "none yet";
+}
+
 /* Node n as its agent described it, with the GPUs the experiment may use;
  * what they use at hello is foreign (the agent has just reaped leftovers). */
 static void build_node(tp_run_t *r, size_t n, const json_t *hello) {
@@ -327,9 +338,15 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             }
         }
     }
-    for (size_t n = 0; n < r->pl.cluster.nnodes; n++)
-        for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
+    for (size_t n = 0; n < r->pl.cluster.nnodes; n++) {
+        const tp_agent_link_t *l = n < r->agents.n ? r->agents.links[n] : NULL;
+        int closed = !l || !l->ready || l->draining;
+        for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++) {
             u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
+            if (closed) u->compute_used[u->gpu_base[n] + g] = 1e9; /* nothing fits there */
+        }
+        if (closed) u->cpus_used[n] = 1 << 30;
+    }
 }
 
 /* Trials that count no resources: each of a trial's nodes is the ready node
@@ -354,7 +371,8 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
         for (; got < k && got < TP_ARRAY_LEN(shards); got++) {
             size_t best = nn;
             for (size_t j = 0; j < nn; j++)
-                if (r->agents.links[j]->ready && !taken[j] && (best == nn || load[j] < load[best]))
+                if (r->agents.links[j]->ready && !r->agents.links[j]->draining && !taken[j] &&
+                    (best == nn || load[j] < load[best]))
                     best = j;
             if (best == nn) break;
             taken[best] = 1;

@@ -41,7 +41,7 @@ class SshCluster(E2E):
     def tearDownClass(cls):
         cls.hosts.close()
 
-    def exp(self, trials, secs, concurrency):
+    def exp(self, trials, secs, concurrency, hosts="host1, host2"):
         trial = self.write("trial.py", TRIAL)
         return self.experiment(
             "name: ssh-cluster\n"
@@ -50,8 +50,8 @@ class SshCluster(E2E):
             "space: {x: {uniform: [0, 1]}}\n"
             "search: {algorithm: random, trials: %d, seed: 3}\n"
             "concurrency: %d\nstop_grace: 1s\nretries: 0\n"
-            "cluster: {ssh: {hosts: [host1, host2], config: %s}}\n"
-            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency,
+            "cluster: {ssh: {hosts: [%s], config: %s}}\n"
+            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency, hosts,
                yaml_str(self.hosts.config)))
 
     def nodes_of(self, run_dir):
@@ -108,6 +108,36 @@ class SshCluster(E2E):
         self.assertTrue(wait_for(lambda: token_pids(token) == [], 30),
                         "trials of the cut host outlived the run: %s" % token_pids(token))
         del cut_at
+
+    def test_nodes_join_and_drain_while_it_runs(self):
+        d = self.path("run")
+        p = self.start_run(self.exp(14, 1.0, 2, hosts="host1"), d)
+        self.assertTrue(wait_for(lambda: self.poll_query(d, "SELECT 1 FROM placements"), 30))
+        add = self.tp("nodes", "add", "host2", d)
+        self.assertExit(add, 0)
+        self.assertIn("added host2", add.stdout)
+        self.assertTrue(wait_for(lambda: self.poll_query(
+            d, "SELECT 1 FROM placements WHERE node = 'host2'"), 30), "host2 got no trial")
+        drain = self.tp("nodes", "drain", "host1", d)
+        self.assertExit(drain, 0)
+        self.assertIn("draining host1", drain.stdout)
+        drained_at = self.poll_query(d, "SELECT max(rowid) AS n FROM placements")[0]["n"]
+        self.assertExit(self.tp("nodes", "drain", "nosuch", d), 2)
+        out, err = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, 0, err.decode(errors="replace"))
+        self.assert_each_completed_once(d, 14)
+        with self.store(d) as s:
+            late = s.q("SELECT node FROM placements WHERE rowid > ?", drained_at)
+            events = [e["kind"] for e in s.q("SELECT kind FROM events WHERE trial = -1")]
+        # After the drain (and the placements already decided), only host2 gets trials.
+        self.assertTrue(late and all(r["node"] == "host2" for r in late[1:]), late)
+        for kind in ("node-added", "node-drain", "node-drained"):
+            self.assertIn(kind, events)
+        listing = self.tp("nodes", d)
+        self.assertExit(listing, 0)
+        rows = {l.split()[0]: l.split()[1] for l in listing.stdout.splitlines()[1:]}
+        self.assertEqual(rows.get("host1"), "drained", listing.stdout)
+        self.assertIn("host2", rows)
 
 
 if __name__ == "__main__":
