@@ -50,7 +50,9 @@ typedef struct tp_cluster_cfg {
     int gpus_per_node;     /* slurm: GPUs asked for per node, 0: none */
     int cpus_per_node;     /* slurm: CPUs asked for per node, 0: Slurm's default */
     char *partition, *account, *time_limit; /* slurm: owned; NULL: Slurm's default */
-    char **extra;          /* slurm: more salloc arguments, owned */
+    double idle_s;         /* slurm with nodes {min, max}: a grown node idle this long is given
+                              back (`idle`, default 30s) */
+    char **extra;          /* slurm: more sbatch arguments, owned */
     size_t nextra;
     char **agent;          /* the command that runs an agent on a node, owned; NULL: this binary;
                               for `command`, the whole argv with {node} in it */

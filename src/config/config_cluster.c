@@ -234,6 +234,9 @@ static int slurm_account(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static int slurm_time(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return set_string(c, key, v, &c->x->cluster.time_limit);
 }
+static int slurm_idle(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return tp__cfg_get_duration(c, key, v, &c->x->cluster.idle_s);
+}
 static int slurm_extra(cfgctx_t *c, const char *key, yaml_node_t *v) {
     tp_cluster_cfg_t *k = &c->x->cluster;
     return string_list(c, key, v, &k->extra, &k->nextra, "extra: [--qos=short, --constraint=a100]");
@@ -244,6 +247,7 @@ static const key_spec_t slurm_keys[] = {
     {"cpus_per_node", slurm_cpus, 0, NULL},  {"partition", slurm_partition, 0, NULL},
     {"account", slurm_account, 0, NULL},     {"time", slurm_time, 0, NULL},
     {"extra", slurm_extra, 0, NULL},         {"agent", agent_command, 0, NULL},
+    {"idle", slurm_idle, 0, NULL},
 };
 
 /* ---- cluster -------------------------------------------------------------------- */
@@ -285,6 +289,7 @@ int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return tp__cfg_walk_mapping(c, "cluster.local", body, NULL, 0, "cluster: local");
     case TP_CLUSTER_SLURM:
         k->slurm_request = 1;
+        k->idle_s = 30;
         rc = tp__cfg_walk_mapping(c, "cluster.slurm", body, slurm_keys, TP_ARRAY_LEN(slurm_keys),
                                   "{slurm: {nodes: 2, gpus_per_node: 4, time: 2h}}");
         if (rc == 0 && k->nodes_min == 0) k->nodes_min = k->nodes_max = 1;

@@ -76,6 +76,7 @@ typedef struct tp_slurm_request {
     const char *partition, *account, *time_limit; /* NULL: Slurm's defaults */
     char *const *extra;         /* more sbatch arguments */
     size_t nextra;
+    const char *exclude;        /* nodes not to use ("n1,n2"), NULL: none */
 } tp_slurm_request_t;
 /* Submit a placeholder job that holds the nodes; its id into jobid. */
 int tp__slurm_request(const tp_slurm_request_t *q, char *jobid, size_t n, tp_error_t *err);

@@ -103,7 +103,12 @@ int tp__slurm_request(const tp_slurm_request_t *q, char *jobid, size_t n, tp_err
         snprintf(tlim, sizeof tlim, "--time=%s", q->time_limit);
         argv[k++] = tlim;
     }
-    for (size_t i = 0; i < q->nextra && k < 58; i++) argv[k++] = q->extra[i];
+    char excl[2100];
+    if (q->exclude && *q->exclude) {
+        snprintf(excl, sizeof excl, "--exclude=%s", q->exclude);
+        argv[k++] = excl;
+    }
+    for (size_t i = 0; i < q->nextra && k < 56; i++) argv[k++] = q->extra[i];
     /* The placeholder holds the nodes; the agents run beside it. */
     argv[k++] = "--wrap";
     argv[k++] = "exec sleep 2147483647";

@@ -20,8 +20,6 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
-#define GROW_IDLE_S 20.0 /* a grown node with no trial for this long is given back */
-
 static const char *node_state(const tp_agent_link_t *l) {
     if (l->retired) return l->closed ? (l->draining ? "drained" : "released") : "leaving";
     if (l->draining) return "draining";
@@ -202,10 +200,17 @@ static void grow(tp_run_t *r) {
         return;
     }
     if (waiting(r) == 0 || held_nodes(r) >= k->nodes_max || r->stopping) return;
+    char held[2048] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < a->n && len + 1 < sizeof held; i++) {
+        if (a->links[i]->retired) continue;
+        int w = snprintf(held + len, sizeof held - len, "%s%s", len ? "," : "", a->links[i]->name);
+        if (w > 0) len += (size_t)w;
+    }
     tp_slurm_request_t q = {.nodes = 1, .gpus_per_node = k->gpus_per_node,
                             .cpus_per_node = k->cpus_per_node, .partition = k->partition,
                             .account = k->account, .time_limit = k->time_limit,
-                            .extra = k->extra, .nextra = k->nextra};
+                            .extra = k->extra, .nextra = k->nextra, .exclude = held};
     if (tp__slurm_request(&q, a->grow_job, sizeof a->grow_job, &err) != 0) {
         tp__log(TP_LOG_WARN, "could not ask Slurm for one more node: %s", err.msg);
         a->grow_job[0] = 0;
@@ -217,8 +222,8 @@ static void grow(tp_run_t *r) {
           a->grow_job, waiting(r), held_nodes(r));
 }
 
-/* Give back grown nodes that have had nothing to do for GROW_IDLE_S while
- * no trial waits, keeping at least nodes.min. */
+/* Give back grown nodes that have had nothing to do for cluster.slurm.idle
+ * while no trial waits, keeping at least nodes.min. */
 static void shrink(tp_run_t *r) {
     double now = tp__mono_s();
     for (size_t i = 0; i < r->agents.n; i++) {
@@ -229,7 +234,7 @@ static void shrink(tp_run_t *r) {
             continue;
         }
         if (l->idle_since == 0) l->idle_since = now;
-        if (now - l->idle_since < GROW_IDLE_S || held_nodes(r) <= r->x.cluster.nodes_min) continue;
+        if (now - l->idle_since < r->x.cluster.idle_s || held_nodes(r) <= r->x.cluster.nodes_min) continue;
         event(r, "node-released", "gave back node %s (Slurm job %s), idle for %.0fs; %d node(s) "
                                   "held",
               l->name, l->job, now - l->idle_since, held_nodes(r) - 1);

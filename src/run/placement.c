@@ -399,7 +399,18 @@ void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards
     }
 }
 
+/* The decision proper (see tp__placement_place). */
+static size_t place(tp_run_t *r, trial_t **batch, size_t n);
+
 size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
+    size_t placed = place(r, batch, n);
+    /* What did not fit now will not fit until something changes: do not try
+     * again on every loop turn (reports keep the loop busy). */
+    if (placed < n) r->pl.blocked = 1;
+    return placed;
+}
+
+static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     for (size_t i = 0; i < n; i++) {
         memset(&batch[i]->where, 0, sizeof batch[i]->where);
         free(batch[i]->more);

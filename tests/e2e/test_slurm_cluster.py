@@ -127,6 +127,46 @@ class SlurmCluster3(E2E):
         self.assertIn("resuming", r.stderr)
         self.assert_each_completed_once(d, 9)
 
+    def test_allocation_grows_while_trials_wait_and_shrinks_when_idle(self):
+        d = self.path("run")
+        trial = self.write("trial.py", TRIAL)
+        # Nine 2-second trials, then one of 12 s: the allocation grows while the short ones
+        # wait for room, and the nodes idle during the long one are given back.
+        exp = self.experiment(
+            "name: elastic\ncommand: [%s, %s, \"{secs}\", \"{secs}\"]\n"
+            "metric: {name: x, mode: max}\n"
+            "space: {secs: {grid: [2, 2, 2, 2, 2, 2, 2, 2, 2, 12]}}\n"
+            "search: {algorithm: grid}\nconcurrency: 10\n"
+            "resources: {cpus: 2}\n"   # one trial per node: the others wait for room
+            "cluster: {slurm: {nodes: {min: 1, max: 3}, cpus_per_node: 2, idle: 3s, "
+            "time: '10:00'}}\n" % (yaml_str(PY), yaml_str(trial)), name="elastic.yaml")
+        self.run_dirs.append(d)
+        started = time.monotonic()
+        r = self.cluster.run([BIN, "run", exp, "--dir", d, "--plain"], cwd=self.tmp,
+                             timeout=240)
+        wall = time.monotonic() - started
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assert_each_completed_once(d, 10)
+        with self.store(d) as s:
+            events = s.q("SELECT at, kind, detail FROM events WHERE kind LIKE 'node-%' "
+                         "ORDER BY at")
+            nodes = {r["node"] for r in s.q("SELECT node FROM placements")}
+        kinds = [e["kind"] for e in events]
+        self.assertGreaterEqual(kinds.count("node-added"), 2, events)  # grew from 1 to 3
+        self.assertGreaterEqual(kinds.count("node-released"), 1, events)  # shrank when idle
+        self.assertLess(kinds.index("node-added"), kinds.index("node-released"))
+        self.assertEqual(nodes, {"n1", "n2", "n3"})
+        # Everything tunepack asked Slurm for is given back.
+        q = self.cluster.run(["squeue", "--noheader", "--name=tunepack",
+                              "--states=PENDING,RUNNING"], timeout=20)
+        self.assertEqual(q.stdout.strip(), "", q.stdout)
+        t0 = events[0]["at"]
+        print("\n[slurm] elastic allocation (min 1, max 3 nodes), nine 2 s trials and one of "
+              "12 s, one per node; wall %.1fs:" % wall, file=sys.stderr)
+        for e in events:
+            print("  +%5.1fs %-16s %s" % (e["at"] - t0, e["kind"], e["detail"]),
+                  file=sys.stderr)
+
     def test_ddp_trial_spans_two_nodes_and_synchronises_gradients(self):
         d = self.path("run")
         proof = self.path("proof")
