@@ -378,6 +378,19 @@ static int key_workdir(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
+static int key_checkpoint_root(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    if (*s != '/')
+        return fail(c, v, "checkpoint_root must be an absolute path on storage every node "
+                          "shares, e.g. /shared/ckpt; got \"%s\"",
+                    s);
+    free(c->x->checkpoint_root);
+    c->x->checkpoint_root = tp__strdup(s);
+    return 0;
+}
+
 static int valid_env_name(const char *s) {
     if (!isalpha((unsigned char)*s) && *s != '_') return 0;
     for (s++; *s; s++)
@@ -595,6 +608,7 @@ static const key_spec_t top_keys[] = {
     {"stop_grace", key_stop_grace, 0, NULL},
     {"log_limit", key_log_limit, 0, NULL},
     {"workdir", key_workdir, 0, NULL},
+    {"checkpoint_root", key_checkpoint_root, 0, NULL},
     {"env", key_env, 0, NULL},
     {"resources", tp__cfg_key_resources, 0, NULL},
     {"placement", tp__cfg_key_placement, 0, NULL},
@@ -760,6 +774,7 @@ void tp__experiment_free(tp_experiment_t *x) {
     free(x->metric);
     tp__space_free(&x->space);
     free(x->workdir);
+    free(x->checkpoint_root);
     for (size_t i = 0; i < x->nenv; i++) {
         free(x->env[i].name);
         free(x->env[i].value);

@@ -94,6 +94,8 @@ typedef struct tp_experiment {
     double grace_s;        /* `stop_grace`, SIGTERM -> SIGKILL delay, default 10s */
     uint64_t log_limit;    /* `log_limit`, bytes of stdout/stderr kept per attempt, default 8M */
     char *workdir;         /* `workdir`, trials' cwd; default: NULL = where `run` started */
+    char *checkpoint_root; /* `checkpoint_root`: trials' checkpoints under ROOT/<name>/<id>,
+                              owned; NULL: DIR/trials/<id>/checkpoint */
     tp_env_pair_t *env;    /* `env`: extra environment for trials, owned */
     size_t nenv;           /* number of env pairs */
     tp_resources_t res;    /* `resources` */

@@ -76,7 +76,11 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     size_t shard = (size_t)(rank / r->x.res.procs_per_node);
     char budget[32] = "", ckpt[4200];
     if (r->x.budget_name) tp__fmt_double(t->budget, budget);
-    snprintf(ckpt, sizeof ckpt, "%s/checkpoint", dir);
+    if (r->x.checkpoint_root) /* shared storage: a trial moved to another node resumes */
+        snprintf(ckpt, sizeof ckpt, "%s/%s/%06lld", r->x.checkpoint_root, r->x.name,
+                 (long long)t->id);
+    else
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint", dir);
     tp_subst_extra_t extra = {.trial_id = id, .trial_dir = dir,
                               .budget_name = r->x.budget_name, .budget_value = budget};
     json_t *argv = json_array();

@@ -14,20 +14,25 @@ from helpers import BIN, E2E, PY, main, token_pids, wait_for, yaml_str
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 from sshnet import SshHosts  # noqa: E402
 
-# Each attempt appends "host attempt" to runs.log in its trial directory, then works for
-# `secs` seconds in small steps and reports x.
+# Each attempt appends "host attempt start-step" to runs.log in its trial directory, then
+# works for `secs` seconds in ten checkpointed steps (resuming from the checkpoint, kept under
+# checkpoint_root) and reports x.
 TRIAL = r'''
-import json, os, socket, sys, time
+import json, os, sys, time
 x = float(sys.argv[1]); secs = float(sys.argv[2])
 d = os.environ["TUNEPACK_TRIAL_DIR"]
+ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "step")
+start = int(open(ck).read()) if os.path.exists(ck) else 0
 with open(os.path.join(d, "runs.log"), "a") as f:
-    f.write("%s %s\n" % (os.environ.get("TUNEPACK_RUN_TOKEN", "").split("-")[-1],
-                         os.environ["TUNEPACK_ATTEMPT"]))
-end = time.time() + secs
-while time.time() < end:
-    time.sleep(0.05)
+    f.write("%s %s %d\n" % (os.environ.get("TUNEPACK_RUN_TOKEN", "").split("-")[-1],
+                            os.environ["TUNEPACK_ATTEMPT"], start))
+for step in range(start + 1, 11):  # ten steps of secs/10, each one checkpointed
+    time.sleep(secs / 10)
+    with open(ck + ".tmp", "w") as f:
+        f.write(str(step))
+    os.rename(ck + ".tmp", ck)
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
-rep.write(json.dumps({"step": 1, "x": x}) + "\n")
+rep.write(json.dumps({"step": 10, "x": x}) + "\n")
 '''
 
 
@@ -49,10 +54,10 @@ class SshCluster(E2E):
             "metric: {name: x, mode: max}\n"
             "space: {x: {uniform: [0, 1]}}\n"
             "search: {algorithm: random, trials: %d, seed: 3}\n"
-            "concurrency: %d\nstop_grace: 1s\nretries: 0\n"
+            "concurrency: %d\nstop_grace: 1s\nretries: 0\ncheckpoint_root: %s\n"
             "cluster: {ssh: {hosts: [%s], config: %s}}\n"
-            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency, hosts,
-               yaml_str(self.hosts.config)))
+            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency,
+               yaml_str(self.path("ckpt")), hosts, yaml_str(self.hosts.config)))
 
     def nodes_of(self, run_dir):
         with self.store(run_dir) as s:
@@ -77,7 +82,10 @@ class SshCluster(E2E):
         # The trial's own record agrees with the journal: it ran where it was placed.
         for (tid, attempt), node in nodes.items():
             with open(os.path.join(d, "trials", "%06d" % tid, "runs.log")) as f:
-                self.assertIn("%s %d" % (node, attempt), f.read().split("\n"))
+                runs = [l.rsplit(" ", 1)[0] for l in f.read().split("\n") if l]
+            self.assertIn("%s %d" % (node, attempt), runs)
+        # Checkpoints live under checkpoint_root, one directory per trial.
+        self.assertEqual(len(os.listdir(self.path("ckpt", "ssh-cluster"))), 12)
 
     def test_cut_link_moves_its_trials_and_leaves_no_orphans(self):
         d = self.path("run")
@@ -101,8 +109,13 @@ class SshCluster(E2E):
         self.assertTrue(any("host1" in r["detail"] for r in lost), lost)
         # Trials interrupted on host1 were completed by a later attempt on host2.
         self.assertTrue(interrupted, "no trial was interrupted by the cut")
+        resumed = 0
         for t in interrupted:
             self.assertEqual(nodes[(t["id"], t["attempts"])], "host2", t)
+            with open(os.path.join(d, "trials", "%06d" % t["id"], "runs.log")) as f:
+                last = f.read().split("\n")[-2].split()
+            resumed += int(last[2]) > 0  # the attempt on host2 went on from the checkpoint
+        self.assertGreater(resumed, 0, "no moved trial resumed from its checkpoint")
         # The cut host's agent heard nothing and stopped its trials: none is left.
         token = self.token_of(d)
         self.assertTrue(wait_for(lambda: token_pids(token) == [], 30),

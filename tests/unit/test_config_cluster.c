@@ -129,6 +129,16 @@ TP_TEST(test_cluster_mistakes_are_located) {
     }
 }
 
+TP_TEST(test_checkpoint_root_is_an_absolute_path) {
+    tp_experiment_t x;
+    tp_error_t err;
+    TP_CHECK_INT(parse(HEAD "checkpoint_root: /shared/ckpt\n", &x, &err), 0);
+    TP_CHECK_STR(x.checkpoint_root, "/shared/ckpt");
+    tp__experiment_free(&x);
+    TP_CHECK_INT(parse(HEAD "checkpoint_root: ckpt\n", &x, &err), -EINVAL);
+    TP_CHECK_CONTAINS(err.msg, "exp.yaml:4:18: checkpoint_root must be an absolute path");
+}
+
 TP_TEST(test_cluster_from_the_command_line) {
     tp_cluster_cfg_t k = {0};
     tp_error_t err = {0};
