@@ -5,12 +5,14 @@ dies mid-run (its slurmd, step daemons and everything started there killed) its 
 again on the others: every configuration completes exactly once. Killing the orchestrator
 and running `tunepack run` again inside the same allocation resumes."""
 
+import json
 import os
 import subprocess
 import sys
 import time
 
-from helpers import BIN, E2E, PY, SRC, main, wait_for, yaml_str
+from helpers import BIN, E2E, FAKE_DIR, PY, SRC, main, path_without_mps_control, wait_for, \
+    yaml_str
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 from slurm import SlurmCluster  # noqa: E402
@@ -166,6 +168,57 @@ class SlurmCluster3(E2E):
         for e in events:
             print("  +%5.1fs %-16s %s" % (e["at"] - t0, e["kind"], e["detail"]),
                   file=sys.stderr)
+
+    def test_gpu_trials_are_packed_across_the_nodes_gpus(self):
+        # Each node's agent sees its own two 40 GB GPUs through a stand-in NVML (the %n in
+        # TUNEPACK_FAKE_NVML is the Slurm node), and runs one MPS daemon per GPU.
+        proc_dir = self.path("procs")
+        os.makedirs(proc_dir)
+        for node in ("n1", "n2", "n3"):
+            gpus = [{"name": "NVIDIA Fake 40G", "uuid": "GPU-%s-%d" % (node, i),
+                     "memory_mib": 40960, "util": 0} for i in range(2)]
+            self.write("nvml-%s.json" % node, json.dumps(
+                {"gpus": gpus, "processes": [], "process_dir": proc_dir}))
+        trial = self.write("gpu_trial.py", (
+            "import json, os, time\n"
+            "time.sleep(1.5)\n"
+            "open(os.path.join(os.environ['TUNEPACK_TRIAL_DIR'], 'where'), 'w').write("
+            "os.environ.get('SLURMD_NODENAME', '?') + ' ' + "
+            "os.environ.get('CUDA_VISIBLE_DEVICES', '?') + ' ' + "
+            "os.environ.get('CUDA_MPS_PIPE_DIRECTORY', '-'))\n"
+            "os.write(int(os.environ['TUNEPACK_REPORT_FD']), b'{\"v\": 1}\\n')\n"))
+        exp = self.experiment(
+            "name: gpus\ncommand: [%s, %s]\nmetric: {name: v, mode: max}\n"
+            "search: {algorithm: random, trials: 12}\nconcurrency: 12\n"
+            "resources: {gpus: 1, gpu_memory: 10G, gpu_compute: 0.4}\n"
+            % (yaml_str(PY), yaml_str(trial)), name="gpus.yaml")
+        d = self.path("run")
+        self.run_dirs.append(d)
+        env = dict(self.cluster.env, LD_LIBRARY_PATH=FAKE_DIR,
+                   TUNEPACK_FAKE_NVML=self.path("nvml-%n.json"), TUNEPACK_FAKE_MPS_MAX_S="120",
+                   PATH=FAKE_DIR + os.pathsep + path_without_mps_control())
+        r = self.cluster.run(["salloc", "-N3", "--immediate=30", BIN, "run", exp, "--dir", d,
+                              "--plain", "--cluster", "slurm"], cwd=self.tmp, env=env,
+                             timeout=240)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assert_each_completed_once(d, 12)
+        with self.store(d) as s:
+            rows = s.q("SELECT trial, node, gpus, sharing, env FROM placements")
+        per_gpu = {}
+        for row in rows:
+            gpu = json.loads(row["gpus"])
+            self.assertEqual(len(gpu), 1, row)
+            per_gpu.setdefault((row["node"], gpu[0]), []).append(row["trial"])
+            self.assertEqual(row["sharing"], "mps", row)
+            with open(os.path.join(d, "trials", "%06d" % row["trial"], "where")) as f:
+                node, visible, pipe = f.read().split()
+            # It ran on its node, on that node's GPU, with that node's MPS daemon.
+            self.assertEqual(node, row["node"])
+            self.assertEqual(visible, "GPU-%s-%d" % (node, gpu[0]))
+            self.assertEqual(pipe, os.path.join(d, "mps", node, "gpu%d" % gpu[0], "pipe"))
+        # 12 trials at 0.4 of a GPU each: two on every GPU of the three nodes, never three.
+        self.assertEqual(len(per_gpu), 6, per_gpu)
+        self.assertTrue(all(len(t) == 2 for t in per_gpu.values()), per_gpu)
 
     def test_ddp_trial_spans_two_nodes_and_synchronises_gradients(self):
         d = self.path("run")

@@ -2,7 +2,8 @@
  *
  * Every NVML call tunepack uses, under the same names (versioned ones too,
  * each with its own struct layout), answered from the JSON file named by
- * $TUNEPACK_FAKE_NVML, re-read on every call so a test can change it while
+ * $TUNEPACK_FAKE_NVML ("%n" in it: the Slurm node's name, from
+ * $SLURMD_NODENAME), re-read on every call so a test can change it while
  * tunepack runs:
  *
  *   {"gpus": [{"name": "NVIDIA A100-SXM4-80GB", "uuid": "GPU-fake-0",
@@ -163,6 +164,14 @@ static nvmlReturn_t state_load(fake_state_t *s) {
     memset(s, 0, sizeof *s);
     const char *path = getenv("TUNEPACK_FAKE_NVML");
     if (!path || !*path) return NVML_ERROR_DRIVER_NOT_LOADED;
+    /* "%n" stands for the Slurm node this runs on: a stand-in NVML per node. */
+    char node_path[4096];
+    const char *mark = strstr(path, "%n"), *node = getenv("SLURMD_NODENAME");
+    if (mark) {
+        snprintf(node_path, sizeof node_path, "%.*s%s%s", (int)(mark - path), path,
+                 node ? node : "local", mark + 2);
+        path = node_path;
+    }
     json_t *root = json_load_file(path, 0, NULL);
     if (!json_is_object(root)) {
         json_decref(root);
