@@ -48,17 +48,6 @@ void tp__lines_eof(tp_lines_t *l, tp_lines_garbage_fn garbage, void *ctx);
 /* 1 when line (len bytes, no '\n') looks like `name=value ...`. */
 int tp__lines_is_kv(const char *line, size_t len);
 
-/* ---- logfile.c: a log file bounded to 2 * limit bytes ---------------------- */
-typedef struct tp_logfile {
-    int fd;         /* open for writing, -1 when none */
-    uint64_t size;  /* bytes in the file */
-    uint64_t limit; /* keep at least the last `limit` bytes; 0 = unbounded */
-} tp_logfile_t;
-
-int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err);
-void tp__logfile_write(tp_logfile_t *f, const char *data, size_t n);
-void tp__logfile_close(tp_logfile_t *f);
-
 /* ---- reaper.c: leftovers and zombies -------------------------------------- */
 /* SIGKILL every process (not self, not in a live trial's group) whose
  * environment holds TUNEPACK_RUN_TOKEN=<token>. Returns how many. */
@@ -101,6 +90,7 @@ struct tp_trial {
     tp_trial_t *prev, *next;          /* agent's list of trials */
     int64_t trial, attempt;           /* the attempt's name */
     int rank;                         /* which process of a multi-process attempt, 0 if one */
+    int stream_logs;                  /* also send stdout/stderr to the orchestrator (`log`) */
     pid_t pid;                        /* leader pid == process group id */
     tp_trial_pipe_t pipes[TP_NPIPES]; /* stdout, stderr, report */
     uv_timer_t timer;                 /* timeout, grace, linger (see phase) */

@@ -77,6 +77,16 @@ static void flush_lines(tp_trial_t *t, tp_lines_t *l) {
         tp__buf_reset(&l->batch);
 }
 
+/* A chunk of stdout or stderr, for an orchestrator that does not share the
+ * trial's directory: it keeps the logs in the experiment directory. */
+static void send_log(tp_trial_t *t, int id, const char *data, size_t n) {
+    json_t *m = json_pack("{s:s, s:I, s:I, s:s}", "type", "log", "trial", (json_int_t)t->trial,
+                          "attempt", (json_int_t)t->attempt, "stream",
+                          id == TP_PIPE_STDOUT ? "stdout" : "stderr");
+    if (t->rank) json_object_set_new(m, "rank", json_integer(t->rank));
+    tp__agent_send(t->a, m, data, n);
+}
+
 static void send_garbage(tp_trial_t *t, tp_lines_t *l, const char *what) {
     flush_lines(t, l); /* keep the order of what the trial wrote */
     json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "type", "garbage", "trial",
@@ -220,6 +230,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
             flush_lines(t, &t->fd_lines);
         } else {
             tp__logfile_write(&t->logs[id], buf->base, (size_t)n);
+            if (t->stream_logs) send_log(t, id, buf->base, (size_t)n);
             if (id == TP_PIPE_STDERR && !t->oom) scan_oom(t, buf->base, (size_t)n);
             if (id == TP_PIPE_STDOUT) {
                 tp__lines_feed(&t->out_lines, buf->base, (size_t)n, garbage_stdout, t);
@@ -527,18 +538,9 @@ static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) 
     free(path);
     if (rc < 0) return rc;
     static const char *const names[2] = {"stdout", "stderr"};
-    for (int i = 0; i < 2 && rc == 0; i++) {
-        char *cur = strf("%s/%s.log", la->dir, names[i]);
-        if (la->attempt > 1) {
-            char *old = strf("%s/%s.%lld.log", la->dir, names[i], (long long)(la->attempt - 1));
-            if (rename(cur, old) < 0 && errno != ENOENT)
-                tp__log(TP_LOG_WARN, "agent: cannot rename %s to %s: %s", cur, old,
-                        strerror(errno));
-            free(old);
-        }
-        rc = tp__logfile_open(&t->logs[i], cur, la->log_limit, err);
-        free(cur);
-    }
+    for (int i = 0; i < 2 && rc == 0; i++)
+        rc = tp__logfile_open_attempt(&t->logs[i], la->dir, names[i], la->attempt, la->log_limit,
+                                      err);
     return rc;
 }
 
@@ -642,6 +644,7 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     t->trial = la.trial;
     t->attempt = la.attempt;
     t->rank = la.rank;
+    t->stream_logs = json_is_true(json_object_get(m, "stream_logs"));
     t->timeout_s = la.timeout_s;
     t->grace_s = la.grace_s;
     t->t0 = t0;

@@ -689,6 +689,7 @@ static void set_defaults(tp_experiment_t *x) {
     x->res.gpu_compute = 1.0;
     x->res.profile_s = 30;
     x->res.nodes = 1;
+    x->cluster.shared = 1;
     x->res.procs_per_node = 1;
     x->reserve_mib = 512;
     x->scheduler = "fifo";

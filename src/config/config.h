@@ -54,6 +54,8 @@ typedef struct tp_cluster_cfg {
                               back (`idle`, default 30s) */
     char **extra;          /* slurm: more sbatch arguments, owned */
     size_t nextra;
+    int shared;            /* the experiment directory is on storage every node shares
+                              (`shared`, default true); false: logs stream back */
     char **agent;          /* the command that runs an agent on a node, owned; NULL: this binary;
                               for `command`, the whole argv with {node} in it */
     size_t nagent;

@@ -148,7 +148,19 @@ static int agent_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return string_list(c, key, v, &k->agent, &k->nagent, "agent: [/opt/tunepack/bin/tunepack, agent]");
 }
 
+static int shared_storage(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s = v->type == YAML_SCALAR_NODE ? stext(v) : "";
+    if (strcmp(s, "true") == 0 || strcmp(s, "false") == 0) {
+        c->x->cluster.shared = strcmp(s, "true") == 0;
+        return 0;
+    }
+    return fail(c, v, "\"%s\" must be true (every node sees the experiment directory) or false "
+                      "(trials' logs stream back to it)",
+                key);
+}
+
 static const key_spec_t ssh_keys[] = {
+    {"shared", shared_storage, 0, NULL},
     {"hosts", ssh_hosts, 0, NULL},
     {"hosts_file", ssh_hosts_file, 0, NULL},
     {"identity", ssh_identity, 0, NULL},
@@ -173,6 +185,7 @@ static int command_argv(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static const key_spec_t command_keys[] = {
+    {"shared", shared_storage, 0, NULL},
     {"nodes", command_nodes, 1, "nodes: [worker1, worker2]"},
     {"argv", command_argv, 1, "argv: [docker, exec, -i, \"{node}\", tunepack, agent]"},
 };
@@ -247,7 +260,7 @@ static const key_spec_t slurm_keys[] = {
     {"cpus_per_node", slurm_cpus, 0, NULL},  {"partition", slurm_partition, 0, NULL},
     {"account", slurm_account, 0, NULL},     {"time", slurm_time, 0, NULL},
     {"extra", slurm_extra, 0, NULL},         {"agent", agent_command, 0, NULL},
-    {"idle", slurm_idle, 0, NULL},
+    {"idle", slurm_idle, 0, NULL},           {"shared", shared_storage, 0, NULL},
 };
 
 /* ---- cluster -------------------------------------------------------------------- */
@@ -267,6 +280,7 @@ static int kind_by_name(cfgctx_t *c, yaml_node_t *at, const char *name) {
 int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
     tp_cluster_cfg_t *k = &c->x->cluster;
     tp__cluster_cfg_free(k);
+    k->shared = 1;
     if (v->type == YAML_SCALAR_NODE) {
         int rc = kind_by_name(c, v, stext(v));
         if (rc == 0 && k->kind == TP_CLUSTER_SSH)
@@ -311,6 +325,7 @@ int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 int tp__cluster_cfg_from_arg(const char *arg, tp_cluster_cfg_t *out, tp_error_t *err) {
     tp__cluster_cfg_free(out);
+    out->shared = 1;
     if (strcmp(arg, "local") == 0) return 0;
     if (strcmp(arg, "slurm") == 0) {
         out->kind = TP_CLUSTER_SLURM;

@@ -65,23 +65,31 @@ static void rank_env(const tp_run_t *r, const trial_t *t, int rank, json_t *env)
  * attempt, to the agent of its node. Rank 0 of several asks its agent for a
  * free MASTER_PORT; the others follow once it has started. */
 static int send_launch(tp_run_t *r, trial_t *t, int rank) {
-    char id[32], dir[4096], rdir[4200];
+    char id[32], dir[4096], rdir[4400];
     snprintf(id, sizeof id, "%lld", (long long)t->id);
     snprintf(dir, sizeof dir, "%s/trials/%06lld", r->dir, (long long)t->id);
+    /* Without shared storage the node keeps the trial's files in a spool of
+     * its own, and streams the logs back to DIR. */
+    int stream = r->x.cluster.kind != TP_CLUSTER_LOCAL && !r->x.cluster.shared;
+    char home[4200];
+    if (stream)
+        snprintf(home, sizeof home, "/tmp/tunepack-%s/trials/%06lld", r->token, (long long)t->id);
+    else
+        snprintf(home, sizeof home, "%s", dir);
     /* Rank 0 is the trial; the others keep their logs beside it. */
     if (rank)
-        snprintf(rdir, sizeof rdir, "%s/rank%d", dir, rank);
+        snprintf(rdir, sizeof rdir, "%s/rank%d", home, rank);
     else
-        snprintf(rdir, sizeof rdir, "%s", dir);
+        snprintf(rdir, sizeof rdir, "%s", home);
     size_t shard = (size_t)(rank / r->x.res.procs_per_node);
-    char budget[32] = "", ckpt[4200];
+    char budget[32] = "", ckpt[4400];
     if (r->x.budget_name) tp__fmt_double(t->budget, budget);
     if (r->x.checkpoint_root) /* shared storage: a trial moved to another node resumes */
         snprintf(ckpt, sizeof ckpt, "%s/%s/%06lld", r->x.checkpoint_root, r->x.name,
                  (long long)t->id);
     else
-        snprintf(ckpt, sizeof ckpt, "%s/checkpoint", dir);
-    tp_subst_extra_t extra = {.trial_id = id, .trial_dir = dir,
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint", home);
+    tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
                               .budget_name = r->x.budget_name, .budget_value = budget};
     json_t *argv = json_array();
     for (size_t i = 0; i < r->x.argc; i++) {
@@ -118,6 +126,7 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
                           (json_int_t)r->x.log_limit);
     json_object_set_new(m, "checkpoint_dir", json_string(ckpt));
     if (r->x.pause_signal) json_object_set_new(m, "pause_signal", json_integer(r->x.pause_signal));
+    if (stream) json_object_set_new(m, "stream_logs", json_true());
     if (t->nranks > 1) {
         json_object_set_new(m, "rank", json_integer(rank));
         if (rank == 0) json_object_set_new(m, "pick_master_port", json_true());
@@ -441,6 +450,8 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
     } else if (strcmp(m->type, "garbage") == 0) {
         const char *what = json_string_value(json_object_get(m->head, "what"));
         if (rank == 0) tp__run_garbage(r, t, what ? what : "garbage");
+    } else if (strcmp(m->type, "log") == 0) {
+        tp__run_on_log(r, t, rank, m);
     } else if (strcmp(m->type, "started") == 0) {
         json_int_t pid = 0;
         json_unpack(m->head, "{s?I}", "pid", &pid);
@@ -472,6 +483,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
         if (!there) continue;
         if (t->nranks > 1) send_control(r, t, "stop", "a node of the trial was lost");
         tp__placement_ended(r, t); /* a profiling attempt gives its group back */
+        tp__run_logs_close(t);
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
     }

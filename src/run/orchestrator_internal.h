@@ -248,6 +248,10 @@ void tp__run_queue_stop(tp_run_t *r, const trial_t *t);
 /* outcome.c: a running attempt's `report` and `exited` messages. */
 void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m);
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+/* A chunk of a trial's stdout or stderr streamed back from a node that does
+ * not share the experiment directory: appended to DIR/trials/<id>[/rank<k>]. */
+void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m);
+void tp__run_logs_close(trial_t *t);
 /* Something on a report channel that is no report: an event (the first 20). */
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what);
 

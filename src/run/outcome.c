@@ -83,6 +83,47 @@ void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     }
 }
 
+/* The directory of rank `rank` of trial t, in the experiment directory. */
+static void rank_dir(const tp_run_t *r, const trial_t *t, int rank, char *out, size_t n) {
+    if (rank)
+        snprintf(out, n, "%s/trials/%06lld/rank%d", r->dir, (long long)t->id, rank);
+    else
+        snprintf(out, n, "%s/trials/%06lld", r->dir, (long long)t->id);
+}
+
+void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
+    const char *stream = json_string_value(json_object_get(m->head, "stream"));
+    int which = stream && strcmp(stream, "stderr") == 0;
+    int nlogs = 2 * (t->nranks > 0 ? t->nranks : 1);
+    if (!t->logs) {
+        t->logs = tp__xcalloc((size_t)nlogs, sizeof *t->logs);
+        for (int i = 0; i < nlogs; i++) t->logs[i].fd = -1;
+    }
+    tp_logfile_t *f = &t->logs[2 * rank + which];
+    if (f->fd < 0) {
+        char dir[4200];
+        tp_error_t err = {0};
+        rank_dir(r, t, rank, dir, sizeof dir);
+        if (tp__mkdir_p(dir, &err) != 0 ||
+            tp__logfile_open_attempt(f, dir, which ? "stderr" : "stdout", t->attempts,
+                                     r->x.log_limit, &err) != 0) {
+            tp__log(TP_LOG_WARN, "trial %lld: cannot keep its streamed log: %s", (long long)t->id,
+                    err.msg);
+            f->fd = -2; /* tried: drop the rest */
+            return;
+        }
+    }
+    tp__logfile_write(f, m->payload, m->payload_len);
+}
+
+void tp__run_logs_close(trial_t *t) {
+    if (!t->logs) return;
+    for (int i = 0; i < 2 * (t->nranks > 0 ? t->nranks : 1); i++)
+        if (t->logs[i].fd >= 0) tp__logfile_close(&t->logs[i]);
+    free(t->logs);
+    t->logs = NULL;
+}
+
 static const char *signal_name(int sig) {
     static char buf[32];
     const char *s = sigabbrev_np(sig);
@@ -105,6 +146,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     char why[1200] = "";
     int ok = 0, interrupted = 0, regrow = 0;
     tp__placement_ended(r, t);
+    tp__run_logs_close(t);
     if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
                              strcmp(status, "signaled") == 0)) {
         ok = 1; /* stopped by the scheduler: final, with what it reported */

@@ -62,6 +62,7 @@ typedef struct trial {
     int ranks_live;     /* of them, launched and not yet exited */
     int master_port;    /* rank 0's MASTER_PORT, once it started (0 before) */
     json_t *verdict;    /* a multi-process attempt: the exit that judges it, owned */
+    tp_logfile_t *logs; /* logs streamed back from its nodes: 2 per rank, owned; NULL if none */
     uint64_t mem_mib;   /* demand it was placed with, per GPU */
     double compute;     /* compute share it was placed with, per GPU */
     int profiling;      /* this attempt measures its group's demand */

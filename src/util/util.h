@@ -88,6 +88,23 @@ void tp__format_duration(double s, char *out, size_t n);
 /* Parse "64k", "8M", "1G", "1024" (bytes, base 1024). */
 int tp__parse_size(const char *text, uint64_t *out, tp_error_t *err);
 
+/* ---- logfile.c: a log file bounded to 2 * limit bytes ---------------------- */
+typedef struct tp_logfile {
+    int fd;         /* open for writing, -1 when none */
+    uint64_t size;  /* bytes in the file */
+    uint64_t limit; /* keep at least the last `limit` bytes; 0 = unbounded */
+} tp_logfile_t;
+
+int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err);
+/* DIR/NAME.log for an attempt: the previous attempt's file is first renamed
+ * DIR/NAME.<attempt-1>.log. */
+int tp__logfile_open_attempt(tp_logfile_t *f, const char *dir, const char *name, int64_t attempt,
+                             uint64_t limit, tp_error_t *err);
+/* Append (a failed write is dropped: the trial must not suffer from a full
+ * disk); amortised O(1) per byte. */
+void tp__logfile_write(tp_logfile_t *f, const char *data, size_t n);
+void tp__logfile_close(tp_logfile_t *f);
+
 /* ---- samples (samples.c): measurements and their quantiles ------------------- */
 typedef struct tp_samples {
     double *v;          /* owned */

@@ -4,7 +4,9 @@ agent` with host keys checked. Trials run on every host, and when a host's link 
 its trials run again elsewhere: every configuration completes exactly once, and nothing of the
 cut host's trials is left running."""
 
+import json
 import os
+import shutil
 import sys
 import time
 import unittest
@@ -151,6 +153,32 @@ class SshCluster(E2E):
         rows = {l.split()[0]: l.split()[1] for l in listing.stdout.splitlines()[1:]}
         self.assertEqual(rows.get("host1"), "drained", listing.stdout)
         self.assertIn("host2", rows)
+
+    def test_logs_stream_back_when_the_hosts_share_no_storage(self):
+        d = self.path("run")
+        exp = self.experiment(
+            "name: ssh-logs\n"
+            "command: [/bin/sh, -c, 'echo out of $0 on $TUNEPACK_TRIAL_DIR; echo err of $0 >&2; "
+            "echo x=$0', \"{x}\"]\n"
+            "metric: {name: x, mode: max}\nspace: {x: {int: [1, 9]}}\n"
+            "search: {algorithm: random, trials: 4, seed: 1}\nconcurrency: 2\n"
+            "cluster: {ssh: {hosts: [host1, host2], config: %s, shared: false}}\n"
+            % yaml_str(self.hosts.config))
+        self.assertExit(self.run_exp(exp, d), 0)
+        token = self.token_of(d)
+        with self.store(d) as s:
+            trials = s.trials()
+        self.assertEqual(len(trials), 4)
+        for t in trials:
+            x = json.loads(t["params"])["x"] if isinstance(t["params"], str) else t["params"]["x"]
+            tdir = os.path.join(d, "trials", "%06d" % t["id"])
+            spool = "/tmp/tunepack-%s/trials/%06d" % (token, t["id"])
+            with open(os.path.join(tdir, "stdout.log")) as f:
+                # Written on the node, in its own spool: here only by streaming back.
+                self.assertEqual(f.read(), "out of %d on %s\nx=%d\n" % (x, spool, x))
+            with open(os.path.join(tdir, "stderr.log")) as f:
+                self.assertEqual(f.read(), "err of %d\n" % x)
+        shutil.rmtree("/tmp/tunepack-%s" % token, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 /* logfile: a trial's stdout.log / stderr.log, bounded so that at most
- * 2 * limit bytes are ever on disk and at least the last limit are kept. */
+ * 2 * limit bytes are ever on disk and at least the last limit are kept.
+ * The agent writes them where the trial runs; the orchestrator writes the
+ * ones streamed back from nodes that do not share the experiment directory. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/agent_internal.h"
+#include "util/util.h"
 
 int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err) {
     f->size = 0;
@@ -64,4 +67,17 @@ void tp__logfile_write(tp_logfile_t *f, const char *data, size_t n) {
 void tp__logfile_close(tp_logfile_t *f) {
     if (f->fd >= 0) close(f->fd);
     f->fd = -1;
+}
+
+int tp__logfile_open_attempt(tp_logfile_t *f, const char *dir, const char *name, int64_t attempt,
+                             uint64_t limit, tp_error_t *err) {
+    char cur[4200];
+    snprintf(cur, sizeof cur, "%s/%s.log", dir, name);
+    if (attempt > 1) {
+        char old[4300];
+        snprintf(old, sizeof old, "%s/%s.%lld.log", dir, name, (long long)(attempt - 1));
+        if (rename(cur, old) < 0 && errno != ENOENT)
+            tp__log(TP_LOG_WARN, "cannot rename %s to %s: %s", cur, old, strerror(errno));
+    }
+    return tp__logfile_open(f, cur, limit, err);
 }
