@@ -200,6 +200,13 @@ static void on_hello(tp_agent_t *a, json_t *m) {
     json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol",
                           TP_PROTO_VERSION, "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid",
                           (int)getpid(), "version", TP_VERSION, "reaped", reaped);
+    /* Memory: what Slurm gave the job on this node, else the machine's. */
+    const char *slurm_mem = getenv("SLURM_MEM_PER_NODE");
+    long long mem_mib = slurm_mem && atoll(slurm_mem) > 0
+                            ? atoll(slurm_mem)
+                            : (long long)sysconf(_SC_PHYS_PAGES) / 1024 *
+                                  (long long)sysconf(_SC_PAGESIZE) / 1024;
+    json_object_set_new(r, "memory_mib", json_integer(mem_mib));
     tp__agent_gpu_hello(a, r);
     tp__agent_send(a, r, NULL, 0);
 }

@@ -26,16 +26,19 @@ static int list_nodes(const char *dir_arg, int as_json) {
                "started)\n",
                dir);
     } else {
-        printf("%-24s %-10s %5s %5s %8s %9s  %s\n", "NODE", "STATE", "CPUS", "GPUS", "RUNNING",
-               "RESTARTS", "SLURM JOB");
+        printf("%-24s %-10s %5s %9s %5s %8s %9s  %s\n", "NODE", "STATE", "CPUS", "MEMORY", "GPUS",
+               "RUNNING", "RESTARTS", "SLURM JOB");
         size_t i;
         json_t *n;
         json_array_foreach(nodes, i, n) {
             const char *job = json_string_value(json_object_get(n, "slurm_job"));
-            printf("%-24s %-10s %5lld %5lld %8lld %9lld  %s\n",
+            char mem[32];
+            snprintf(mem, sizeof mem, "%.1fG",
+                     (double)json_integer_value(json_object_get(n, "memory_mib")) / 1024.0);
+            printf("%-24s %-10s %5lld %9s %5lld %8lld %9lld  %s\n",
                    json_string_value(json_object_get(n, "name")),
                    json_string_value(json_object_get(n, "state")),
-                   json_integer_value(json_object_get(n, "cpus")),
+                   json_integer_value(json_object_get(n, "cpus")), mem,
                    json_integer_value(json_object_get(n, "gpus")),
                    json_integer_value(json_object_get(n, "running")),
                    json_integer_value(json_object_get(n, "restarts")), job ? job : "-");
@@ -123,7 +126,7 @@ const tp_cmd_t tp__cmd_nodes = {
              "       tunepack nodes add HOST [DIR]\n\n"
              "Lists the nodes of the experiment in DIR (default: the latest under ./runs) as\n"
              "its orchestrator last recorded them: state (starting, up, draining, drained, lost,\n"
-             "released), CPUs, GPUs, trials running there, agent restarts, Slurm job.\n\n"
+             "released), CPUs, memory, GPUs, trials running there, agent restarts, Slurm job.\n\n"
              "  drain NODE  no new trials go to NODE; its running trials finish, then its agent\n"
              "              ends (the run goes on with the other nodes)\n"
              "  add HOST    an ssh (or command) cluster takes one more node; its agent starts\n"

@@ -38,6 +38,8 @@ void tp__nodes_journal(tp_run_t *r) {
                               n ? (int)n->ngpus : 0, "running",
                               tp__agents_running_on(r, (int)i), "restarts", l->restarts);
         if (l->job[0]) json_object_set_new(o, "slurm_job", json_string(l->job));
+        if (i < r->pl.cluster.nnodes)
+            json_object_set_new(o, "memory_mib", json_integer(r->pl.node[i].memory_mib));
         json_array_append_new(list, o);
     }
     char *text = json_dumps(list, JSON_COMPACT);

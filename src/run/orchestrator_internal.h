@@ -119,6 +119,7 @@ typedef struct tp_node_state {
     int mps_pending;            /* mps_start sent, answer awaited */
     const char *sharing;        /* mps | time-slicing | exclusive | cpu: what its trials get */
     char host[256];             /* its host name as its agent says (MASTER_ADDR), "" before */
+    int64_t memory_mib;         /* its memory for trials, as its agent says */
     json_t *last_gpus;          /* its last `usage` sample's GPUs, owned */
 } tp_node_state_t;
 
