@@ -91,6 +91,7 @@ class SshCluster(E2E):
 
     def test_cut_link_moves_its_trials_and_leaves_no_orphans(self):
         d = self.path("run")
+        self.t0 = time.monotonic()
         p = self.start_run(self.exp(10, 2.0, 4), d)
         # Wait until host1 runs something, then cut its link.
         on_host1 = lambda: self.poll_query(
@@ -122,7 +123,17 @@ class SshCluster(E2E):
         token = self.token_of(d)
         self.assertTrue(wait_for(lambda: token_pids(token) == [], 30),
                         "trials of the cut host outlived the run: %s" % token_pids(token))
-        del cut_at
+        with self.store(d) as s:
+            lost_at = s.q("SELECT at FROM events WHERE kind = 'agent-lost'")[0]["at"]
+            cut_wall = s.q("SELECT min(started_at) AS t FROM trials")[0]["t"]
+        per_host = {}
+        for node in nodes.values():
+            per_host[node] = per_host.get(node, 0) + 1
+        print("\n[ssh] 10 trials of 2 s on 2 hosts, host1's link cut at +%.1fs: attempts per "
+              "host %s, %d moved, %d resumed from their checkpoint, host1 taken for lost at "
+              "+%.1fs, wall %.1fs" % (cut_at - self.t0, per_host, len(interrupted), resumed,
+                                      lost_at - cut_wall, time.monotonic() - self.t0),
+              file=sys.stderr)
 
     def test_nodes_join_and_drain_while_it_runs(self):
         d = self.path("run")
