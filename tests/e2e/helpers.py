@@ -254,6 +254,36 @@ class E2E(unittest.TestCase):
         self.procs.append(p)
         return p
 
+    def assert_each_completed_once(self, run_dir, n):
+        """Trials 0..n-1 all completed, each with exactly one `completed` event."""
+        with self.store(run_dir) as s:
+            trials = s.trials()
+            self.assertEqual([t["id"] for t in trials], list(range(n)))
+            for t in trials:
+                self.assertEqual(t["state"], "completed", t)
+                self.assertEqual(len(s.events(t["id"], "completed")), 1, t)
+
+    def ddp_experiment(self, resources, name="ddp"):
+        """examples/ddp as one 2-epoch trial over `resources`, each rank writing its proof to
+        self.path("proof").rank<k>; returns the experiment file."""
+        return self.experiment(
+            "name: %s\ncommand: [/usr/bin/python3, %s, --lr, \"0.05\", --epochs, \"2\", "
+            "--proof, %s]\nmetric: {name: val_acc, mode: max}\n"
+            "search: {algorithm: random, trials: 1}\nresources: %s\ntimeout: 3m\n"
+            % (name, yaml_str(os.path.join(SRC, "examples", "ddp", "train.py")),
+               yaml_str(self.path("proof")), resources), name=name + ".yaml")
+
+    def assert_ranks_synchronised(self):
+        """The two ranks of a ddp_experiment ended with the same parameters from different
+        data; returns their proofs (params hash, data hash, node)."""
+        ranks = []
+        for k in (0, 1):
+            with open("%s.rank%d" % (self.path("proof"), k)) as f:
+                ranks.append(f.read().split())
+        self.assertEqual(ranks[0][0], ranks[1][0], "the ranks' parameters differ")
+        self.assertNotEqual(ranks[0][1], ranks[1][1], "the ranks saw the same data")
+        return ranks
+
     def assertExit(self, proc, code):
         self.assertEqual(proc.returncode, code,
                          "exit %s, expected %s\nstdout:\n%s\nstderr:\n%s"

@@ -8,7 +8,7 @@ import json
 import os
 import unittest
 
-from helpers import E2E, PY, SRC, main, token_pids, yaml_str
+from helpers import E2E, PY, main, token_pids, yaml_str
 
 # Each process writes its contract to env.rank<RANK>.json in the trial directory; rank 0
 # reports; a rank told to fail (argv[1] == its rank) exits 3 after a moment, while the
@@ -96,20 +96,9 @@ class MultiProcess(E2E):
 class DistributedDataParallel(E2E):
     def test_ddp_ranks_end_with_the_same_parameters_from_different_data(self):
         d = self.path("run")
-        proof = self.path("proof")
-        exp = self.experiment(
-            "name: ddp\ncommand: [/usr/bin/python3, %s, --lr, \"0.05\", --epochs, \"2\", "
-            "--proof, %s]\nmetric: {name: val_acc, mode: max}\n"
-            "search: {algorithm: random, trials: 1}\nresources: {procs_per_node: 2}\n"
-            "timeout: 3m\n" % (yaml_str(os.path.join(SRC, "examples", "ddp", "train.py")),
-                               yaml_str(proof)))
+        exp = self.ddp_experiment("{procs_per_node: 2}")
         self.assertExit(self.run_exp(exp, d, timeout=240), 0)
-        ranks = []
-        for k in (0, 1):
-            with open("%s.rank%d" % (proof, k)) as f:
-                ranks.append(f.read().split())
-        self.assertEqual(ranks[0][0], ranks[1][0], "the ranks' parameters differ")
-        self.assertNotEqual(ranks[0][1], ranks[1][1], "the ranks saw the same data")
+        self.assert_ranks_synchronised()
         with self.store(d) as s:
             t = s.trial(0)
         self.assertEqual(t["state"], "completed")

@@ -11,8 +11,7 @@ import subprocess
 import sys
 import time
 
-from helpers import BIN, E2E, FAKE_DIR, PY, SRC, main, path_without_mps_control, wait_for, \
-    yaml_str
+from helpers import BIN, E2E, FAKE_DIR, PY, main, path_without_mps_control, wait_for, yaml_str
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 from slurm import SlurmCluster  # noqa: E402
@@ -68,14 +67,6 @@ class SlurmCluster3(E2E):
     def nodes_of(self, run_dir):
         rows = self.poll_query(run_dir, "SELECT trial, attempt, node FROM placements") or []
         return {(r["trial"], r["attempt"]): r["node"] for r in rows}
-
-    def assert_each_completed_once(self, run_dir, n):
-        with self.store(run_dir) as s:
-            trials = s.trials()
-            self.assertEqual([t["id"] for t in trials], list(range(n)))
-            for t in trials:
-                self.assertEqual(t["state"], "completed", t)
-                self.assertEqual(len(s.events(t["id"], "completed")), 1, t)
 
     def test_three_nodes_and_one_dies(self):
         d = self.path("run")
@@ -222,25 +213,14 @@ class SlurmCluster3(E2E):
 
     def test_ddp_trial_spans_two_nodes_and_synchronises_gradients(self):
         d = self.path("run")
-        proof = self.path("proof")
-        exp = self.experiment(
-            "name: ddp2\ncommand: [/usr/bin/python3, %s, --lr, \"0.05\", --epochs, \"2\", "
-            "--proof, %s]\nmetric: {name: val_acc, mode: max}\n"
-            "search: {algorithm: random, trials: 1}\nresources: {nodes: 2}\ntimeout: 3m\n"
-            % (yaml_str(os.path.join(SRC, "examples", "ddp", "train.py")), yaml_str(proof)),
-            name="ddp.yaml")
+        exp = self.ddp_experiment("{nodes: 2}", name="ddp2")
         self.run_dirs.append(d)
         started = time.monotonic()
         r = self.cluster.run(["salloc", "-N2", "--immediate=30", BIN, "run", exp, "--dir", d,
                               "--plain", "--cluster", "slurm"], cwd=self.tmp, timeout=240)
         wall = time.monotonic() - started
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
-        ranks = []
-        for k in (0, 1):
-            with open("%s.rank%d" % (proof, k)) as f:
-                ranks.append(f.read().split())
-        self.assertEqual(ranks[0][0], ranks[1][0], "the ranks' parameters differ")
-        self.assertNotEqual(ranks[0][1], ranks[1][1], "the ranks saw the same data")
+        ranks = self.assert_ranks_synchronised()
         self.assertNotEqual(ranks[0][2], ranks[1][2], "both ranks ran on one node")
         with self.store(d) as s:
             t = s.trial(0)

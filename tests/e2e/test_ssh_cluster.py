@@ -66,14 +66,6 @@ class SshCluster(E2E):
             return {(r["trial"], r["attempt"]): r["node"]
                     for r in s.q("SELECT trial, attempt, node FROM placements")}
 
-    def assert_each_completed_once(self, run_dir, n):
-        with self.store(run_dir) as s:
-            trials = s.trials()
-            self.assertEqual([t["id"] for t in trials], list(range(n)))
-            for t in trials:
-                self.assertEqual(t["state"], "completed", t)
-                self.assertEqual(len(s.events(t["id"], "completed")), 1, t)
-
     def test_trials_run_on_every_host(self):
         d = self.path("run")
         p = self.run_exp(self.exp(12, 0.4, 4), d)
