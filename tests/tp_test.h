@@ -3,7 +3,9 @@
 #ifndef TP_TEST_H
 #define TP_TEST_H
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -65,6 +67,19 @@ static int tp_ntests_;
             *tp_failed_ = 1;                                                        \
         }                                                                           \
     } while (0)
+
+/* Gone: no such process, or a zombie waiting for its (new) parent to reap it. */
+static inline int process_gone(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
+    char path[64], line[512] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 1;
+    char *ok = fgets(line, sizeof line, f);
+    fclose(f);
+    const char *paren = ok ? strrchr(line, ')') : NULL; /* "pid (comm) S ..." */
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
 
 static int tp_test_main(void) {
     int passed = 0, failed = 0;

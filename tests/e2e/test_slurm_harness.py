@@ -5,7 +5,6 @@ through srun, GPUs from gres, a node that dies and comes back, and a teardown th
 nothing running and nothing on disk."""
 
 import os
-import select
 import statistics
 import subprocess
 import sys
@@ -15,32 +14,10 @@ import unittest
 sys.dont_write_bytecode = True  # keep tests/ free of __pycache__
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 
+from roundtrip import ping_pong  # noqa: E402
+
 import slurm  # noqa: E402
 from slurm import SlurmCluster  # noqa: E402
-
-
-def ping_pong(proc, rounds=50, size=100, timeout=10):
-    """Write `size` random bytes (no newline at the end) to proc's stdin and read them back
-    from its stdout before sending the next, `rounds` times; return the round-trip times,
-    or None if an answer did not come within timeout seconds."""
-    times = []
-    for _ in range(rounds):
-        msg = os.urandom(size).replace(b"\n", b"x")
-        t = time.monotonic()
-        os.write(proc.stdin.fileno(), msg)
-        got = b""
-        while len(got) < size:
-            ready, _, _ = select.select([proc.stdout], [], [], timeout)
-            if not ready:
-                return None
-            chunk = os.read(proc.stdout.fileno(), 65536)
-            if not chunk:
-                return None
-            got += chunk
-        times.append(time.monotonic() - t)
-        if got != msg:
-            raise AssertionError("the echo came back changed")
-    return times
 
 
 def salloc(cluster, *args):

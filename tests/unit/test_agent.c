@@ -231,18 +231,6 @@ static int group_gone(pid_t pgid) {
     return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
-/* Gone: no such process, or a zombie waiting for its (new) parent to reap it. */
-static int process_gone(pid_t pid) {
-    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
-    char path[64], line[512] = "";
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    char *ok = fgets(line, sizeof line, f);
-    fclose(f);
-    const char *paren = ok ? strrchr(line, ')') : NULL; /* "pid (comm) S ..." */
-    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
 
 /* ---- tests ---------------------------------------------------------------------- */
 

@@ -523,18 +523,6 @@ TP_TEST(test_gpu_table_shows_each_gpu_and_why_one_is_unhealthy) {
 }
 
 /* ---- MPS ---------------------------------------------------------------------------- */
-/* Gone: no such process, or a zombie waiting for init to reap it. */
-static int process_gone(pid_t pid) {
-    if (kill(pid, 0) != 0 && errno == ESRCH) return 1;
-    char path[64], line[512] = "";
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f) return 1;
-    char *ok = fgets(line, sizeof line, f);
-    fclose(f);
-    const char *paren = ok ? strrchr(line, ')') : NULL;
-    return paren && (paren[2] == 'Z' || paren[2] == 'X');
-}
 
 /* The fake control program appends a line to $TUNEPACK_FAKE_MPS_CALLS for
  * each run ("-d", or "client"): what it says, "" if it never ran. */
