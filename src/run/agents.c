@@ -22,6 +22,7 @@
 #define RETRY_MAX_MS 30000
 #define HEARTBEAT_S 2.0         /* pings each way; the agent hears one at least this often */
 #define SILENCE_S 10.0          /* an agent silent this long (a cut link) is taken for lost */
+#define HEARTBEAT_SLOTS 20      /* the period is cut in this many ticks; each agent has one */
 
 /* ---- the plan: which agents ---------------------------------------------------- */
 static char **argv_dup(char *const *v) {
@@ -404,13 +405,20 @@ static int start_link(tp_agent_link_t *l) {
 
 /* Ping every agent that is up; one silent for SILENCE_S (a cut link, a
  * frozen node: nothing that closes the stream) is taken for lost. */
+/* Every HEARTBEAT_S / HEARTBEAT_SLOTS: ping the agents whose turn it is
+ * (each once per HEARTBEAT_S, spread over the period so that a hundred nodes
+ * do not all answer at the same instant); one silent for SILENCE_S (a cut
+ * link, a frozen node: nothing that closes the stream) is taken for lost.
+ * Once per period, the node bookkeeping of nodes.c. */
 static void on_heartbeat(uv_timer_t *h) {
     tp_run_t *r = h->data;
     if (r->finished) return;
+    tp_agents_t *a = &r->agents;
+    size_t slot = a->heartbeat_tick++ % HEARTBEAT_SLOTS;
     double now = tp__mono_s();
     json_t *ping = json_pack("{s:s, s:f}", "type", "ping", "t", now);
-    for (size_t i = 0; i < r->agents.n; i++) {
-        tp_agent_link_t *l = r->agents.links[i];
+    for (size_t i = slot; i < a->n; i += HEARTBEAT_SLOTS) {
+        tp_agent_link_t *l = a->links[i];
         if (!l->up || l->conn.lost || l->conn.closing) continue;
         if (now - l->heard_at > SILENCE_S) {
             char why[96];
@@ -421,7 +429,7 @@ static void on_heartbeat(uv_timer_t *h) {
         }
     }
     json_decref(ping);
-    tp__nodes_tick(r);
+    if (slot == 0) tp__nodes_tick(r);
 }
 
 int tp__agents_running_on(const tp_run_t *r, int node) {
@@ -472,7 +480,7 @@ int tp__agents_start(tp_run_t *r) {
     int started = 0;
     uv_timer_init(&r->loop, &r->agents.heartbeat);
     r->agents.heartbeat.data = r;
-    uint64_t ms = (uint64_t)(HEARTBEAT_S * 1000);
+    uint64_t ms = (uint64_t)(HEARTBEAT_S * 1000 / HEARTBEAT_SLOTS);
     uv_timer_start(&r->agents.heartbeat, on_heartbeat, ms, ms);
     for (size_t i = 0; i < r->agents.n; i++) {
         tp_agent_link_t *l = r->agents.links[i];

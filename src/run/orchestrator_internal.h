@@ -58,6 +58,7 @@ typedef struct tp_agents {
     char jobid[32];         /* the Slurm job the agents run in, "" if none */
     int own_job;            /* tunepack asked for that job: it gives it back at the end */
     uv_timer_t heartbeat;   /* pings every agent; takes a silent one for lost */
+    uint64_t heartbeat_tick; /* ticks so far: agent i is pinged on ticks = i mod the slots */
     char grow_job[32];      /* a one-node job asked of Slurm to grow, not yet running */
     double grow_asked;      /* monotonic time it was asked */
     char grow_state[400];   /* its last queue state, said once */
