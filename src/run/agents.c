@@ -432,18 +432,16 @@ static void on_heartbeat(uv_timer_t *h) {
     if (slot == 0) tp__nodes_tick(r);
 }
 
-int tp__agents_running_on(const tp_run_t *r, int node) {
-    int n = 0;
+void tp__agents_running(const tp_run_t *r, int *counts) {
+    memset(counts, 0, r->agents.n * sizeof *counts);
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *t = r->trials.by_id[i];
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
-        for (size_t k = 0; k < tp__trial_nshards(r, t); k++)
-            if ((int)tp__trial_shard(t, k)->node == node) {
-                n++;
-                break;
-            }
+        for (size_t k = 0; k < tp__trial_nshards(r, t); k++) {
+            size_t node = tp__trial_shard(t, k)->node;
+            if (node < r->agents.n) counts[node]++;
+        }
     }
-    return n;
 }
 
 int tp__agents_add(tp_run_t *r, const char *name, char **argv, const char *job, int own_job) {

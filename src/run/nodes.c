@@ -28,7 +28,15 @@ static const char *node_state(const tp_agent_link_t *l) {
     return "lost";
 }
 
+/* Trials running per node, for this tick (freed by the caller). */
+static int *running_counts(const tp_run_t *r) {
+    int *counts = tp__xcalloc(r->agents.n + 1, sizeof *counts);
+    tp__agents_running(r, counts);
+    return counts;
+}
+
 void tp__nodes_journal(tp_run_t *r) {
+    int *running = running_counts(r);
     json_t *list = json_array();
     for (size_t i = 0; i < r->agents.n; i++) {
         const tp_agent_link_t *l = r->agents.links[i];
@@ -36,12 +44,13 @@ void tp__nodes_journal(tp_run_t *r) {
         json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "name", l->name, "state",
                               node_state(l), "cpus", n ? n->cpus : 0, "gpus",
                               n ? (int)n->ngpus : 0, "running",
-                              tp__agents_running_on(r, (int)i), "restarts", l->restarts);
+                              running[i], "restarts", l->restarts);
         if (l->job[0]) json_object_set_new(o, "slurm_job", json_string(l->job));
         if (i < r->pl.cluster.nnodes)
             json_object_set_new(o, "memory_mib", json_integer(r->pl.node[i].memory_mib));
         json_array_append_new(list, o);
     }
+    free(running);
     char *text = json_dumps(list, JSON_COMPACT);
     tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "nodes", text),
                    "recording the nodes");
@@ -84,7 +93,8 @@ static int drain(tp_run_t *r, const char *name, char *msg, size_t n) {
         return snprintf(msg, n, "%s is already %s", name, node_state(l)), 0;
     l->draining = 1;
     r->agents.nodes_dirty = 1;
-    int running = tp__agents_running_on(r, k);
+    int *counts = running_counts(r), running = counts[k];
+    free(counts);
     event(r, "node-drain", "draining %s: no new trials; %d running finish there", name, running);
     snprintf(msg, n, "draining %s: %d trial(s) running there finish, no new ones start", name,
              running);
@@ -224,14 +234,15 @@ static void grow(tp_run_t *r) {
           a->grow_job, waiting(r), held_nodes(r));
 }
 
-/* Give back grown nodes that have had nothing to do for cluster.slurm.idle
- * while no trial waits, keeping at least nodes.min. */
-static void shrink(tp_run_t *r) {
+/* Give back grown nodes (of the first n, whose running trials are counted in
+ * running) that have had nothing to do for cluster.slurm.idle while no trial
+ * waits, keeping at least nodes.min. */
+static void shrink(tp_run_t *r, const int *running, size_t n) {
     double now = tp__mono_s();
-    for (size_t i = 0; i < r->agents.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         tp_agent_link_t *l = r->agents.links[i];
         if (!l->own_job || l->retired || !l->ready) continue;
-        if (tp__agents_running_on(r, (int)i) > 0 || waiting(r) > 0) {
+        if (running[i] > 0 || waiting(r) > 0) {
             l->idle_since = 0;
             continue;
         }
@@ -247,18 +258,21 @@ static void shrink(tp_run_t *r) {
 void tp__nodes_tick(tp_run_t *r) {
     if (r->finished || r->agents.shutting_down) return;
     requests(r);
+    int *running = running_counts(r);
     for (size_t i = 0; i < r->agents.n; i++) { /* drained nodes leave once idle */
         tp_agent_link_t *l = r->agents.links[i];
-        if (l->draining && !l->retired && tp__agents_running_on(r, (int)i) == 0) {
+        if (l->draining && !l->retired && running[i] == 0) {
             event(r, "node-drained", "%s is drained: its agent ends", l->name);
             tp__agents_retire(r, (int)i);
         }
     }
     const tp_cluster_cfg_t *k = &r->x.cluster;
     if (k->kind == TP_CLUSTER_SLURM && k->slurm_request && k->nodes_max > k->nodes_min) {
+        size_t n = r->agents.n; /* the nodes `running` counts; grow may add one */
         grow(r);
-        shrink(r);
+        shrink(r, running, n);
     }
+    free(running);
     /* On a cluster the list (with each node's running trials) is kept fresh. */
     if (r->agents.nodes_dirty || k->kind != TP_CLUSTER_LOCAL) tp__nodes_journal(r);
 }

@@ -92,8 +92,9 @@ char **tp__agents_argv(const tp_run_t *r, const char *name, const char *job);
 int tp__agents_add(tp_run_t *r, const char *name, char **argv, const char *job, int own_job);
 /* Shut node's agent down on purpose (drained, released): no restart. */
 void tp__agents_retire(tp_run_t *r, int node);
-/* Trials of ours running on node. O(trials). */
-int tp__agents_running_on(const tp_run_t *r, int node);
+/* Trials of ours running on each node, into counts[0..agents.n). One pass:
+ * O(trials + nodes). */
+void tp__agents_running(const tp_run_t *r, int *counts);
 
 /* ---- nodes.c: the set of nodes while the experiment runs ------------------- */
 /* Called every heartbeat: act on `tunepack nodes drain|add` requests, retire
