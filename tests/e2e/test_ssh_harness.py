@@ -17,26 +17,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from roundtrip import ping_pong  # noqa: E402
 
 import sshnet  # noqa: E402
+from helpers import pids_mentioning  # noqa: E402
 from sshnet import SshHosts  # noqa: E402
-
-
-def pids_mentioning(text):
-    """Live processes (not this one) whose command line or environment holds text."""
-    needle = text.encode()
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % name, "rb") as f:
-                cmd = f.read()
-            with open("/proc/%s/environ" % name, "rb") as f:
-                env = f.read()
-        except OSError:
-            continue
-        if (needle in cmd or needle in env) and sshnet._start_time(int(name)):
-            out.append(int(name))
-    return out
 
 
 class SshHarness(unittest.TestCase):
