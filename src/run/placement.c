@@ -356,12 +356,9 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
     size_t nn = r->pl.cluster.nnodes, k = (size_t)r->x.res.nodes;
     int *load = tp__xcalloc(nn + 1, sizeof *load);
     unsigned char *taken = tp__xcalloc(nn + 1, 1);
-    for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *t = r->trials.by_id[i];
-        if (!t || t->state != TP_TRIAL_RUNNING) continue;
-        for (size_t s = 0; s < tp__trial_nshards(r, t); s++)
-            if (tp__trial_shard(t, s)->node < nn) load[tp__trial_shard(t, s)->node]++;
-    }
+    /* The load decides only between nodes: one node needs no scan of the
+     * trials (this runs on every scheduling turn). */
+    if (nn > 1) tp__agents_running(r, load);
     size_t placed = 0;
     tp_assign_t shards[64];
     for (size_t i = 0; i < n; i++) {
