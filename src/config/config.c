@@ -423,8 +423,8 @@ static int key_env(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 /* ---- space: one domain per parameter ----------------------------------------- */
 
-static const char *const domain_keys[] = {"choice", "grid",   "uniform", "loguniform",
-                                          "int",    "normal", "q",       "log"};
+static const char *const domain_keys[] = {"choice", "grid", "uniform", "loguniform", "int",
+                                          "normal", "q",    "log",     "when"};
 static const tp_domain_kind domain_kinds[] = {TP_DOM_CHOICE,     TP_DOM_GRID, TP_DOM_UNIFORM,
                                               TP_DOM_LOGUNIFORM, TP_DOM_INT,  TP_DOM_NORMAL};
 #define NDOMAINS TP_ARRAY_LEN(domain_kinds)
@@ -489,7 +489,7 @@ static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t 
 static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml_node_t **where) {
     int rc = tp__cfg_check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
     if (rc < 0) return rc;
-    yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL;
+    yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL, *whennode = NULL;
     for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
          pr++) {
         yaml_node_t *k = tp__cfg_node_at(c, pr->key), *val = tp__cfg_node_at(c, pr->value);
@@ -502,6 +502,8 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
             qnode = val;
         } else if (!strcmp(stext(k), "log")) {
             lognode = val;
+        } else if (!strcmp(stext(k), "when")) {
+            whennode = val;
         } else if (dkey) {
             return fail(c, k, "\"%s\" has two domains (%s and %s); keep one", p->name,
                         stext(dkey), stext(k));
@@ -543,7 +545,7 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
             return fail(c, lognode, "log: true applies only to int domains; for reals write "
                                     "{loguniform: [low, high]}");
     }
-    return 0;
+    return whennode ? tp__cfg_param_when(c, whennode, p) : 0;
 }
 
 static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
@@ -591,7 +593,7 @@ static int key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
          p++)
         rc = parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value));
-    return rc;
+    return rc == 0 ? tp__cfg_link_space(c) : rc;
 }
 
 

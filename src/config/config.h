@@ -148,6 +148,16 @@ typedef struct tp_subst_extra {
 char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extra_t *extra,
                      tp_error_t *err);
 
+/* A trial's argv (a JSON array of strings, caller owns): each template of
+ * argv[0..argc) substituted from params as tp__substitute does, except that
+ * an element naming a parameter of space that params lacks (an inactive
+ * one) is left out, so "--width={width}" disappears; when that element is
+ * just the placeholder ("{width}") and the element before it a flag
+ * ("--width", starting with '-', no placeholder), the flag goes too. NULL
+ * with err filled when a placeholder names nothing known. O(total length). */
+json_t *tp__substitute_argv(char *const *argv, size_t argc, const tp_space_t *space,
+                            const json_t *params, const tp_subst_extra_t *extra, tp_error_t *err);
+
 /* The {name} placeholders of tmpl (as tp__substitute reads them) in order
  * of appearance, repeats kept: sets *names to a malloc'd NULL-terminated
  * array of malloc'd names (free with tp__template_names_free) and returns

@@ -73,6 +73,11 @@ int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* After the whole file: a scheduler with rungs has a budget; the budget's
  * name is no parameter. */
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
+/* config_space.c: a parameter's `when` conditions into p; after the whole
+ * space, the conditions resolved and checked (unknown parameter or value,
+ * cycle) with the position of the condition at fault. */
+int tp__cfg_param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p);
+int tp__cfg_link_space(cfgctx_t *c);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

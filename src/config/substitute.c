@@ -175,3 +175,53 @@ char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extr
     }
     return tp__buf_steal(&c.out);
 }
+
+/* Does tmpl hold a placeholder naming a parameter of space that params
+ * lacks (an inactive parameter)? O(len(tmpl) * params). */
+static int names_inactive(const char *tmpl, const tp_space_t *space, const json_t *params) {
+    char **names;
+    tp_error_t e;
+    if (tp__template_names(tmpl, &names, &e) < 0) return 0;
+    int hit = 0;
+    for (char **n = names; *n && !hit; n++)
+        hit = tp__space_find(space, *n) && !json_object_get(params, *n);
+    tp__template_names_free(names);
+    return hit;
+}
+
+/* Is tmpl exactly one placeholder, "{name}"? */
+static int lone_placeholder(const char *tmpl) {
+    char **names;
+    tp_error_t e;
+    if (tp__template_names(tmpl, &names, &e) != 1) {
+        tp__template_names_free(names);
+        return 0;
+    }
+    int lone = strlen(tmpl) == strlen(names[0]) + 2;
+    tp__template_names_free(names);
+    return lone;
+}
+
+/* See config.h. */
+json_t *tp__substitute_argv(char *const *argv, size_t argc, const tp_space_t *space,
+                            const json_t *params, const tp_subst_extra_t *extra, tp_error_t *err) {
+    json_t *out = json_array();
+    for (size_t i = 0; i < argc; i++) {
+        if (names_inactive(argv[i], space, params)) {
+            /* "--width" "{width}": the flag goes with its value */
+            size_t n = json_array_size(out);
+            if (n && i > 0 && lone_placeholder(argv[i]) && argv[i - 1][0] == '-' &&
+                !strchr(argv[i - 1], '{') && !names_inactive(argv[i - 1], space, params))
+                json_array_remove(out, n - 1);
+            continue;
+        }
+        char *arg = tp__substitute(argv[i], params, extra, err);
+        if (!arg) {
+            json_decref(out);
+            return NULL;
+        }
+        json_array_append_new(out, json_string(arg));
+        free(arg);
+    }
+    return out;
+}

@@ -91,17 +91,9 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
         snprintf(ckpt, sizeof ckpt, "%s/checkpoint", home);
     tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
                               .budget_name = r->x.budget_name, .budget_value = budget};
-    json_t *argv = json_array();
-    for (size_t i = 0; i < r->x.argc; i++) {
-        tp_error_t err = {0};
-        char *arg = tp__substitute(r->x.argv[i], t->params, &extra, &err);
-        if (!arg) {
-            json_decref(argv);
-            return tp__errorf(&r->err, -EINVAL, "trial %s: %s", id, err.msg);
-        }
-        json_array_append_new(argv, json_string(arg));
-        free(arg);
-    }
+    tp_error_t serr = {0};
+    json_t *argv = tp__substitute_argv(r->x.argv, r->x.argc, &r->x.space, t->params, &extra, &serr);
+    if (!argv) return tp__errorf(&r->err, -EINVAL, "trial %s: %s", id, serr.msg);
     json_t *env = json_object();
     if (json_is_array(t->gpu_env))
         json_object_update(env, json_array_get(t->gpu_env, shard));

@@ -1,5 +1,7 @@
 /* searcher_grid: every point of the discrete grid, repeated `trials` times;
- * continuous params are drawn per trial from (seed, index). */
+ * continuous params are drawn per trial from (seed, index). With conditions
+ * only the valid combinations are visited (an inactive param does not
+ * multiply the points). */
 #include <errno.h>
 #include <stdlib.h>
 
@@ -8,21 +10,29 @@
 typedef struct grid_state {
     uint64_t points; /* grid size G */
     uint64_t total;  /* repeats * G */
+    uint64_t *valid; /* conditional spaces: the G valid indices of the product, owned; NULL:
+                        every index is valid */
 } grid_state_t;
 
 static int grid_init(tp_searcher_t *s, tp_error_t *err) {
-    uint64_t g = tp__space_grid_size(s->space);
+    uint64_t *valid = NULL;
+    uint64_t g = s->space->conditional ? tp__space_grid_valid(s->space, &valid)
+                                       : tp__space_grid_size(s->space);
     if (g == 0)
         return tp__errorf(err, -E2BIG,
-                          "the grid has more than 2^40 points; use fewer values, or search: "
-                          "{algorithm: random}");
+                          "the grid has more than %s points; use fewer values, or search: "
+                          "{algorithm: random}",
+                          s->space->conditional ? "2^24 (before conditions)" : "2^40");
     uint64_t repeats = s->cfg.trials ? s->cfg.trials : 1;
-    if (repeats > UINT64_MAX / g)
+    if (repeats > UINT64_MAX / g) {
+        free(valid);
         return tp__errorf(err, -E2BIG, "the grid repeated %llu times has too many points",
                           (unsigned long long)repeats);
+    }
     grid_state_t *st = tp__xcalloc(1, sizeof *st);
     st->points = g;
     st->total = repeats * g;
+    st->valid = valid;
     s->impl = st;
     return 0;
 }
@@ -34,7 +44,8 @@ static int grid_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
     if (index >= st->total) return 0;
     tp_rng_t rng;
     tp__rng_seed(&rng, s->cfg.seed, index);
-    *out = tp__space_grid_point(s->space, index % st->points, &rng);
+    uint64_t k = index % st->points;
+    *out = tp__space_grid_point(s->space, st->valid ? st->valid[k] : k, &rng);
     return 1;
 }
 
@@ -49,6 +60,8 @@ static uint64_t grid_total(const tp_searcher_t *s) {
 }
 
 static void grid_destroy(tp_searcher_t *s) {
+    grid_state_t *st = s->impl;
+    if (st) free(st->valid);
     free(s->impl);
     s->impl = NULL;
 }

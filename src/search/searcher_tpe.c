@@ -33,6 +33,11 @@
  *   choice, grid          weighted categorical with the prior (Optuna 3.x);
  *   const, one-value      left as the random draw gives them.
  *
+ * Conditional spaces: an inactive param is absent from the configuration
+ * and missing (NaN) in its observation. Each param is modelled over the
+ * told trials where it was active, ranked among themselves (split_for);
+ * the proposal then drops the params its own picks make inactive.
+ *
  * Failed trials (told NaN) are excluded, as Optuna excludes FAIL trials; they
  * do not count toward the startup trials either. A later tell for the same
  * index replaces the value (a trial promoted to a higher rung).
@@ -443,16 +448,53 @@ static int cmp_size(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
-/* Replace each modelled param of cfg by TPE's pick. below/above: trial
- * indices of the two groups, ascending. */
-static void tpe_propose(tp_searcher_t *s, const size_t *below, size_t nb, const size_t *above,
-                        size_t na, tp_rng_t *rng, json_t *cfg) {
+/* Split for param i: the told trials where i has a value (ranked, best
+ * first), the best min(ceil(0.1 n), 25) of them "below", the rest and the
+ * pending ones where i has a value "above"; both groups ascending by trial
+ * index (the weights' order). For an unconditional param every ranked
+ * trial has a value, so this is the usual split over all trials; for a
+ * conditional one it ranks only the trials where it was active (Optuna 3.1
+ * ranks all trials and then drops those without it, which leaves a child
+ * of a branch that is rarely best with no "below" points at all). Returns
+ * the count below; *na gets the count above. */
+static size_t split_for(const tpe_state_t *st, size_t i, const size_t *ranked, size_t ntold,
+                        const size_t *pend, size_t npend, size_t *below, size_t *above,
+                        size_t *na) {
+    size_t n = 0;
+    for (size_t k = 0; k < ntold; k++)
+        if (!isnan(st->obs[ranked[k]].x[i])) n++;
+    size_t nb = (size_t)ceil(0.1 * (double)n); /* as Optuna computes it */
+    if (nb > TPE_GAMMA_MAX) nb = TPE_GAMMA_MAX;
+    size_t b = 0, a = 0;
+    for (size_t k = 0; k < ntold; k++) {
+        size_t j = ranked[k];
+        if (isnan(st->obs[j].x[i])) continue;
+        if (b < nb) below[b++] = j;
+        else above[a++] = j;
+    }
+    for (size_t k = 0; k < npend; k++)
+        if (!isnan(st->obs[pend[k]].x[i])) above[a++] = pend[k];
+    qsort(below, b, sizeof *below, cmp_size);
+    qsort(above, a, sizeof *above, cmp_size);
+    *na = a;
+    return b;
+}
+
+/* Replace each modelled param of cfg by TPE's pick. ranked: the told
+ * trials' indices, best first; pend: the pending ones (liars). */
+static void tpe_propose(tp_searcher_t *s, const size_t *ranked, size_t ntold, const size_t *pend,
+                        size_t npend, tp_rng_t *rng, json_t *cfg) {
     const tpe_state_t *st = s->impl;
-    double *xs = tp__xmalloc((nb + na + 1) * sizeof *xs);
+    size_t total = ntold + npend;
+    double *xs = tp__xmalloc((total + 1) * sizeof *xs);
+    size_t *below = tp__xmalloc((total + 1) * sizeof *below);
+    size_t *above = tp__xmalloc((total + 1) * sizeof *above);
     for (size_t i = 0; i < s->space->n; i++) {
         const tp_param_t *p = &s->space->params[i];
         const tpe_dim_t *d = &st->dims[i];
         if (d->kind == DIM_SKIP) continue;
+        size_t na, nb = split_for(st, i, ranked, ntold, pend, npend, below, above, &na);
+        if (nb == 0) continue; /* never active in a told trial: left as drawn */
         parzen_t l = {0}, g = {0};
         size_t kb = gather(st, below, nb, i, xs);
         if (d->kind == DIM_CAT) parzen_categorical(&l, p->nvalues, xs, kb);
@@ -481,7 +523,7 @@ static void tpe_propose(tp_searcher_t *s, const size_t *below, size_t nb, const 
         parzen_free(&l);
         parzen_free(&g);
     }
-    free(xs);
+    free(xs), free(below), free(above);
 }
 
 /* See the file comment. Returns 0 past `trials` (when bounded), else 1. */
@@ -491,7 +533,7 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
     if (s->cfg.trials && index >= s->cfg.trials) return 0;
     tp_rng_t rng;
     tp__rng_seed(&rng, s->cfg.seed, index);
-    json_t *cfg = tp__space_sample(s->space, &rng);
+    json_t *cfg = tp__space_sample_full(s->space, &rng);
     /* rank: told finite by loss (then trial number), then pending (liars) */
     size_t ntold = 0, npend = 0;
     for (size_t j = 0; j < st->nobs; j++) {
@@ -515,13 +557,10 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
         qsort(rank, ntold, 2 * sizeof *rank, cmp_double_idx);
         for (size_t k = 0; k < ntold; k++) ids[k] = (size_t)rank[2 * k + 1];
         free(rank);
-        size_t nb = (size_t)ceil(0.1 * (double)ntold); /* as Optuna computes it */
-        if (nb > TPE_GAMMA_MAX) nb = TPE_GAMMA_MAX;
-        qsort(ids, nb, sizeof *ids, cmp_size);
-        qsort(ids + nb, ntold + npend - nb, sizeof *ids, cmp_size);
-        tpe_propose(s, ids, nb, ids + nb, ntold + npend - nb, &rng, cfg);
+        tpe_propose(s, ids, ntold, ids + ntold, npend, &rng, cfg);
         free(ids);
     }
+    tp__space_prune(s->space, cfg);
     tpe_obs_t *o = obs_at(s, index);
     if (o && o->state != OBS_TOLD) {
         decode_config(s->space, st->dims, cfg, o->x);

@@ -9,21 +9,28 @@
 
 #define GRID_MAX_DIM 10000ULL            /* largest discrete INT / quantized UNIFORM range */
 #define GRID_MAX_POINTS (1ULL << 40)     /* grid sizes past this are reported as 0 */
+#define GRID_MAX_SCAN (1ULL << 24)       /* conditional grids: largest product scanned */
 
 void tp__space_init(tp_space_t *s) {
-    s->params = NULL;
-    s->n = 0;
+    memset(s, 0, sizeof *s);
 }
 
 static void param_free(tp_param_t *p) {
     free(p->name);
     for (size_t i = 0; i < p->nvalues; i++) json_decref(p->values[i]);
     free(p->values);
+    for (size_t c = 0; c < p->nwhen; c++) {
+        free(p->when[c].parent);
+        for (size_t k = 0; k < p->when[c].nvalues; k++) json_decref(p->when[c].values[k]);
+        free(p->when[c].values);
+    }
+    free(p->when);
 }
 
 void tp__space_free(tp_space_t *s) {
     for (size_t i = 0; i < s->n; i++) param_free(&s->params[i]);
     free(s->params);
+    free(s->order);
     tp__space_init(s);
 }
 
@@ -199,10 +206,16 @@ static json_t *sample_param(const tp_param_t *p, tp_rng_t *rng) {
     return json_null();
 }
 
-json_t *tp__space_sample(const tp_space_t *s, tp_rng_t *rng) {
+json_t *tp__space_sample_full(const tp_space_t *s, tp_rng_t *rng) {
     json_t *cfg = json_object();
     for (size_t i = 0; i < s->n; i++)
         json_object_set_new(cfg, s->params[i].name, sample_param(&s->params[i], rng));
+    return cfg;
+}
+
+json_t *tp__space_sample(const tp_space_t *s, tp_rng_t *rng) {
+    json_t *cfg = tp__space_sample_full(s, rng);
+    tp__space_prune(s, cfg);
     return cfg;
 }
 
@@ -263,7 +276,7 @@ static json_t *grid_value(const tp_param_t *p, uint64_t k) {
 }
 
 /* Product of the discrete dims' sizes; 1 when none, 0 past 2^40. O(n). */
-uint64_t tp__space_grid_size(const tp_space_t *s) {
+static uint64_t grid_product(const tp_space_t *s) {
     uint64_t total = 1;
     for (size_t i = 0; i < s->n; i++) {
         uint64_t d = grid_dim(&s->params[i]);
@@ -274,17 +287,72 @@ uint64_t tp__space_grid_size(const tp_space_t *s) {
     return total;
 }
 
-/* Decode index in mixed radix (first discrete param slowest); the other
- * params are drawn from rng in declaration order. index is taken modulo the
- * grid size. Caller owns. O(n). */
-json_t *tp__space_grid_point(const tp_space_t *s, uint64_t index, tp_rng_t *rng) {
-    uint64_t *digit = tp__xcalloc(s->n ? s->n : 1, sizeof *digit);
+/* Split index into mixed-radix digits, the first discrete param slowest. */
+static void grid_digits(const tp_space_t *s, uint64_t index, uint64_t *digit) {
     for (size_t i = s->n; i-- > 0;) {
         uint64_t d = grid_dim(&s->params[i]);
+        digit[i] = 0;
         if (d == 0) continue;
         digit[i] = index % d;
         index /= d;
     }
+}
+
+/* Walk the full product; with out, collect the valid indices (see
+ * space.h). Parents that are no grid dimension (constants, wide ints)
+ * are taken at their first value or lo. Returns the count, 0 past the
+ * scan limit. */
+static uint64_t grid_scan(const tp_space_t *s, uint64_t **out) {
+    uint64_t total = grid_product(s), count = 0, cap = 0;
+    if (out) *out = NULL;
+    if (total == 0 || total > GRID_MAX_SCAN) return 0;
+    uint64_t *digit = tp__xcalloc(s->n, sizeof *digit);
+    unsigned char *parent = tp__xcalloc(s->n, 1), *active = tp__xcalloc(s->n, 1);
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t c = 0; c < s->params[i].nwhen; c++) parent[s->params[i].when[c].pidx] = 1;
+    for (uint64_t index = 0; index < total; index++) {
+        grid_digits(s, index, digit);
+        json_t *cfg = json_object();
+        for (size_t i = 0; i < s->n; i++) {
+            const tp_param_t *p = &s->params[i];
+            if (!parent[i]) continue;
+            json_t *v = grid_dim(p) ? grid_value(p, digit[i])
+                        : p->nvalues ? json_deep_copy(p->values[0])
+                                     : json_integer(llround(p->lo));
+            json_object_set_new(cfg, p->name, v);
+        }
+        tp__space_active(s, cfg, active);
+        json_decref(cfg);
+        int valid = 1;
+        for (size_t i = 0; i < s->n && valid; i++) valid = active[i] || digit[i] == 0;
+        if (!valid) continue;
+        if (out && count == cap) {
+            cap = cap ? 2 * cap : 64;
+            *out = tp__xrealloc(*out, cap * sizeof **out);
+        }
+        if (out) (*out)[count] = index;
+        count++;
+    }
+    free(digit), free(parent), free(active);
+    return count;
+}
+
+/* See space.h. O(n) without conditions, O(product * n) with. */
+uint64_t tp__space_grid_size(const tp_space_t *s) {
+    return s->conditional ? grid_scan(s, NULL) : grid_product(s);
+}
+
+uint64_t tp__space_grid_valid(const tp_space_t *s, uint64_t **out) {
+    *out = NULL;
+    return s->conditional ? grid_scan(s, out) : 0;
+}
+
+/* Decode index in mixed radix (first discrete param slowest); the other
+ * params are drawn from rng in declaration order; inactive ones are then
+ * removed. index is taken modulo the product. Caller owns. O(n). */
+json_t *tp__space_grid_point(const tp_space_t *s, uint64_t index, tp_rng_t *rng) {
+    uint64_t *digit = tp__xcalloc(s->n ? s->n : 1, sizeof *digit);
+    grid_digits(s, index, digit);
     json_t *cfg = json_object();
     for (size_t i = 0; i < s->n; i++) {
         const tp_param_t *p = &s->params[i];
@@ -292,6 +360,7 @@ json_t *tp__space_grid_point(const tp_space_t *s, uint64_t index, tp_rng_t *rng)
         json_object_set_new(cfg, p->name, v);
     }
     free(digit);
+    tp__space_prune(s, cfg);
     return cfg;
 }
 

@@ -24,6 +24,16 @@ PY = sys.executable or "python3"
 # Generous limit for one `tunepack` command: the ASan build is several times slower.
 RUN_TIMEOUT = 90
 
+# A trial that dumps its argv, its TUNEPACK_* environment and cwd to
+# $TUNEPACK_TRIAL_DIR/seen.json (read back with E2E.seen) and reports acc=1.
+DUMP_TRIAL = (
+    "import json, os, sys\n"
+    "env = {k: v for k, v in os.environ.items() if k.startswith('TUNEPACK_')}\n"
+    "out = os.path.join(os.environ['TUNEPACK_TRIAL_DIR'], 'seen.json')\n"
+    "json.dump({'argv': sys.argv, 'env': env, 'cwd': os.getcwd()}, open(out, 'w'))\n"
+    "os.write(int(os.environ['TUNEPACK_REPORT_FD']), b'{\"acc\": 1}\\n')\n"
+)
+
 
 def yaml_str(text):
     """Quote text as a YAML double-quoted scalar (JSON strings are valid YAML)."""
@@ -220,6 +230,11 @@ class E2E(unittest.TestCase):
         with open(p, "w") as f:
             f.write(text)
         return p
+
+    def seen(self, run_dir, tid):
+        """What the DUMP_TRIAL script of trial tid saw: {argv, env, cwd}."""
+        with open(os.path.join(run_dir, "trials", "%06d" % tid, "seen.json")) as f:
+            return json.load(f)
 
     def experiment(self, text, name="exp.yaml"):
         return self.write(name, text)

@@ -7,17 +7,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, PY, main, yaml_str
-
-# A trial that dumps its argv, selected environment and cwd to $TUNEPACK_TRIAL_DIR/seen.json
-# and reports acc=1 on the descriptor.
-DUMP = (
-    "import json, os, sys\n"
-    "env = {k: v for k, v in os.environ.items() if k.startswith('TUNEPACK_')}\n"
-    "out = os.path.join(os.environ['TUNEPACK_TRIAL_DIR'], 'seen.json')\n"
-    "json.dump({'argv': sys.argv, 'env': env, 'cwd': os.getcwd()}, open(out, 'w'))\n"
-    "os.write(int(os.environ['TUNEPACK_REPORT_FD']), b'{\"acc\": 1}\\n')\n"
-)
+from helpers import DUMP_TRIAL as DUMP, E2E, PY, main, yaml_str
 
 
 class Substitution(E2E):
@@ -25,10 +15,6 @@ class Substitution(E2E):
     def setUp(self):
         super().setUp()
         self.dump = self.write("dump.py", DUMP)
-
-    def seen(self, run_dir, tid):
-        with open(os.path.join(run_dir, "trials", "%06d" % tid, "seen.json")) as f:
-            return json.load(f)
 
     def test_value_with_shell_syntax_reaches_program_as_one_argument(self):
         owned = self.path("owned")
