@@ -3,7 +3,7 @@
 # Installed as share/bash-completion/completions/tunepack.
 
 _tunepack_verbs="run status trials best export stop gpus place simulate plan nodes"
-_tunepack_policies="one-per-gpu ff ffd bf bfd wf wfd optimal"
+_tunepack_policies="vpack one-per-gpu ff ffd bf bfd wf wfd optimal"
 
 # The options of a verb, one table for all of them.
 _tunepack_options() {

@@ -65,7 +65,7 @@ static int place_main(int argc, char **argv) {
         fprintf(stderr, "tunepack: %s\n", err.msg);
         return err.code == -EINVAL ? TP_EXIT_CONFIG : TP_EXIT_ERROR;
     }
-    const char *policy = policy_arg ? policy_arg : in.policy[0] ? in.policy : "wfd";
+    const char *policy = policy_arg ? policy_arg : in.policy[0] ? in.policy : TP_PLACE_DEFAULT_POLICY;
     const tp_placer_ops_t *p = tp__placer_find(policy);
     if (!p) {
         const char *names[16];
@@ -131,7 +131,7 @@ const tp_cmd_t tp__cmd_place = {
              "demand, optional \"policy\", \"limits\", \"time_limit_s\" and \"node_limit\")\n"
              "and prints where each trial goes, the GPU occupancy, and how long the decision\n"
              "took.\n\n"
-             "  --policy P       one-per-gpu, ff, ffd, bf, bfd, wf, wfd (default) or optimal;\n"
+             "  --policy P       vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd or optimal;\n"
              "                   overrides the file's \"policy\"\n"
              "  --time-limit S   how long `optimal` may search (default 10s unless a node\n"
              "                   limit alone is given)\n"

@@ -58,7 +58,7 @@ static int plan_main(int argc, char **argv) {
     if (tp__parse_duration(deadline_a, &deadline, &err) < 0 || deadline <= 0)
         return tp__cli_usage_error(&tp__cmd_plan, "--deadline: %s",
                                    err.msg[0] ? err.msg : "must be longer than zero");
-    plan_t p = {.gpn = 4, .cpn = 0, .o = {.policy = policy ? policy : "wfd", .overhead = 0.03}};
+    plan_t p = {.gpn = 4, .cpn = 0, .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY, .overhead = 0.03}};
     char *end = NULL;
     if (gpn_a) {
         long v = strtol(gpn_a, &end, 10);
@@ -86,7 +86,7 @@ static int plan_main(int argc, char **argv) {
         cap = (size_t)v;
     }
     if (!tp__placer_find(p.o.policy))
-        return tp__cli_usage_error(&tp__cmd_plan, "unknown policy \"%s\"; choose one of one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", p.o.policy);
+        return tp__cli_usage_error(&tp__cmd_plan, "unknown policy \"%s\"; choose one of vpack, one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", p.o.policy);
 
     tp_workload_t w;
     if (tp__workload_load(file, &w, &err) < 0) {
@@ -178,7 +178,7 @@ const tp_cmd_t tp__cmd_plan = {
         "                     [--max-gpus N] [--json]\n\n"
         "Finds the smallest number of GPUs of type T (in nodes of --gpus-per-node,\n"
         "32 CPU cores per GPU unless --cpus-per-node) on which the space's trials,\n"
-        "placed by policy P (default wfd), finish within the deadline, simulating each\n"
+        "placed by policy P (default vpack), finish within the deadline, simulating each\n"
         "count tried (binary search, assuming more GPUs never take longer). The search\n"
         "stops at --max-gpus (default: the number of trials).\n\n"
         "Prints the count and its simulated makespan, or says that no count up to the\n"

@@ -109,7 +109,7 @@ static int simulate_main(int argc, char **argv) {
         for (; tp__placers[n] && n < 16; n++) names[n] = tp__placers[n]->name;
         const char *guess = tp__did_you_mean(policy, names, n);
         if (guess) return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; did you mean \"%s\"?", policy, guess);
-        return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; choose one of one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", policy);
+        return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; choose one of vpack, one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", policy);
     }
     if (scale_trials) o.trials = scale_trials;
     o.record = csv || svg;
@@ -192,7 +192,7 @@ const tp_cmd_t tp__cmd_simulate = {
         "else the source tree's data/workloads/sp.yaml (a build tree's binary).\n\n"
         "  --space NAME       a space of FILE (default: the last one)\n"
         "  --cluster NAME     a cluster of FILE (default: the first one)\n"
-        "  --policy P         one-per-gpu, ff, ffd, bf, bfd, wf, wfd (default), optimal\n"
+        "  --policy P         vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal\n"
         "  --searcher S       grid (default: each job once; --trials N: N trials, repeating\n"
         "                     the grid) or random (--trials N, default the grid's size)\n"
         "  --overhead X       MPS cost per co-located trial (default 0.03)\n"

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "config/config_internal.h"
+#include "place/place.h"
 
 /* ---- messages --------------------------------------------------------------- */
 
@@ -748,7 +749,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
         if (rc == 0) rc = check_placeholders(&c);
         if (rc == 0) rc = tp__cfg_check_resources(&c);
         if (rc == 0) rc = tp__cfg_check_budget(&c, root);
-        if (rc == 0 && !out->policy) out->policy = tp__strdup("wfd");
+        if (rc == 0 && !out->policy) out->policy = tp__strdup(TP_PLACE_DEFAULT_POLICY);
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);

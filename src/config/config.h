@@ -101,7 +101,7 @@ typedef struct tp_experiment {
     tp_env_pair_t *env;    /* `env`: extra environment for trials, owned */
     size_t nenv;           /* number of env pairs */
     tp_resources_t res;    /* `resources` */
-    char *policy;          /* `placement.policy`, default "wfd", owned */
+    char *policy;          /* `placement.policy`, default TP_PLACE_DEFAULT_POLICY, owned */
     uint64_t reserve_mib;  /* `placement.reserve`: memory kept free per GPU, default 512 MiB */
     double oversubscribe;  /* `placement.oversubscribe`: compute capacity 1 + this, default 0 */
     int max_per_gpu;       /* `placement.max_per_gpu`, 0 = no limit */

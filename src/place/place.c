@@ -9,8 +9,9 @@
 #include "place/place_internal.h"
 
 const tp_placer_ops_t *const tp__placers[] = {
-    &tp__placer_one_per_gpu, &tp__placer_ff, &tp__placer_ffd, &tp__placer_bf, &tp__placer_bfd,
-    &tp__placer_wf,          &tp__placer_wfd, &tp__placer_optimal, NULL,
+    &tp__placer_vpack, &tp__placer_one_per_gpu, &tp__placer_ff,      &tp__placer_ffd,
+    &tp__placer_bf,    &tp__placer_bfd,         &tp__placer_wf,      &tp__placer_wfd,
+    &tp__placer_optimal, NULL,
 };
 
 const tp_placer_ops_t *tp__placer_find(const char *name) {

@@ -94,7 +94,8 @@ typedef struct tp_placer_ops {
                  tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err);
 } tp_placer_ops_t;
 
-/* Policies by name: one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal. */
+/* Policies by name: vpack, one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal. */
+#define TP_PLACE_DEFAULT_POLICY "vpack" /* the policy when none is named */
 const tp_placer_ops_t *tp__placer_find(const char *name);
 extern const tp_placer_ops_t *const tp__placers[]; /* NULL-terminated */
 

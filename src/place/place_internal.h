@@ -23,7 +23,15 @@ void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d
  * longest first, stable (decreasing = 1). Caller frees. O(n log n). */
 size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing);
 
+/* Trials trials[order[j]] for j in [0, m), in that order, each to the
+ * fitting GPU with the least (best_fit) or most free compute, through
+ * placer_fit's segment tree; out[order[j]] filled, u updated. O(m log G)
+ * for single-GPU trials. */
+void tp__place_greedy_order(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                            const size_t *order, size_t m, int best_fit, tp_assign_t *out);
+
 extern const tp_placer_ops_t tp__placer_one_per_gpu, tp__placer_ff, tp__placer_ffd,
-    tp__placer_bf, tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal;
+    tp__placer_bf, tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal,
+    tp__placer_vpack;
 
 #endif

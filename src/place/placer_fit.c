@@ -265,17 +265,13 @@ static int place_wide(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d
     return found;
 }
 
-/* The shared loop: trials in order (or longest first), each to the GPU the
- * rule picks, usage and tree updated after each. O(n log n + n log G)
- * for single-GPU trials. */
-static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                        size_t n, tp_assign_t *out, rule_t rule, int decreasing,
-                        tp_error_t *err) {
-    (void)err;
-    size_t *order = tp__place_order(trials, n, decreasing);
+/* The shared loop: trials in `order`, each to the GPU the rule picks, usage
+ * and tree updated after each. O(m log G) for single-GPU trials. */
+static void place_in_order(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                           const size_t *order, size_t m, tp_assign_t *out, rule_t rule) {
     gtree_t t;
     gtree_init(&t, c, u, rule);
-    for (size_t j = 0; j < n; j++) {
+    for (size_t j = 0; j < m; j++) {
         size_t i = order[j];
         const tp_demand_t *d = &trials[i];
         tp_assign_t *a = &out[i];
@@ -306,6 +302,20 @@ static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t 
         }
     }
     gtree_free(&t);
+}
+
+void tp__place_greedy_order(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                            const size_t *order, size_t m, int best_fit, tp_assign_t *out) {
+    place_in_order(c, u, trials, order, m, out, best_fit ? RULE_BEST : RULE_WORST);
+}
+
+/* Trials in their order (or longest first) through place_in_order. */
+static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                        size_t n, tp_assign_t *out, rule_t rule, int decreasing,
+                        tp_error_t *err) {
+    (void)err;
+    size_t *order = tp__place_order(trials, n, decreasing);
+    place_in_order(c, u, trials, order, n, out, rule);
     free(order);
     return 0;
 }

@@ -465,7 +465,7 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->w = w;
     S->c = c;
     S->o = o;
-    const char *pname = o->policy ? o->policy : "wfd";
+    const char *pname = o->policy ? o->policy : TP_PLACE_DEFAULT_POLICY;
     S->placer = tp__placer_find(pname);
     if (!S->placer) {
         const char *names[16] = {0};

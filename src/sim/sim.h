@@ -31,7 +31,7 @@ typedef enum tp_sim_rounds {
 } tp_sim_rounds_t;
 
 typedef struct tp_sim_opts {
-    const char *policy;         /* placer name; NULL: "wfd" */
+    const char *policy;         /* placer name; NULL: TP_PLACE_DEFAULT_POLICY */
     const char *searcher;       /* "grid" (NULL) or "random" */
     uint64_t trials;            /* random: how many; grid: stop after this many (repeating the grid), 0: one pass */
     uint64_t seed;              /* searcher seed */

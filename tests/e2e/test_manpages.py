@@ -99,7 +99,7 @@ class Completion(E2E):
 
     def test_policy_names_and_option_values(self):
         self.assertEqual(self.complete("tunepack", "simulate", "--policy", "w"), ["wf", "wfd"])
-        self.assertEqual(len(self.complete("tunepack", "place", "--policy", "")), 8)
+        self.assertEqual(len(self.complete("tunepack", "place", "--policy", "")), 9)
         self.assertIn("one-per-gpu", self.complete("tunepack", "plan", "--policy", ""))
         self.assertEqual(self.complete("tunepack", "export", "--format", ""), ["csv", "json"])
 
