@@ -265,9 +265,18 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
             S->capint = S->capint ? 2 * S->capint : 256;
             r->intervals = tp__xrealloc(r->intervals, S->capint * sizeof *r->intervals);
         }
-        r->intervals[r->nintervals++] = (tp_sim_interval_t){
-            .trial = t->id, .gpu = gi, .lane = t->lane, .model = t->model, .batch = t->batch,
-            .lr = t->lr, .start_s = t->start, .end_s = now, .busy_s = t->busy_s};
+        /* zeroed first: the padding too, so that equal runs compare equal byte for byte */
+        tp_sim_interval_t *iv = &r->intervals[r->nintervals++];
+        memset(iv, 0, sizeof *iv);
+        iv->trial = t->id;
+        iv->gpu = gi;
+        iv->lane = t->lane;
+        iv->model = t->model;
+        iv->batch = t->batch;
+        iv->lr = t->lr;
+        iv->start_s = t->start;
+        iv->end_s = now;
+        iv->busy_s = t->busy_s;
     }
     g->slots[i] = g->slots[--g->n];
     S->freeslot[S->nfree++] = slot;
