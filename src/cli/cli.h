@@ -4,6 +4,7 @@
 
 #include <jansson.h>
 
+#include "run/run.h"
 #include "space/space.h"
 #include "store/store.h"
 
@@ -41,13 +42,22 @@ tp_store_t *tp__cli_open(const char *dir, char **dir_out);
 /* Print "tunepack VERB: MSG" plus a pointer to --help; returns TP_EXIT_USAGE. */
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Whether row is a better "best trial" than the one held (have: one is held,
- * with value best): a completed or early-stopped trial with a value, better
- * by the metric's mode. `best` and `status` share it; the orchestrator's
- * tp__note_best applies the same rule to its in-memory trials. */
-int tp__cli_beats(const tp_trial_row_t *row, int maximize, int have, double best);
-/* A trial as JSON: id, state, params, metrics, value, attempts, ... (for
- * export and best). Caller owns. */
-json_t *tp__cli_trial_json(const tp_trial_row_t *row);
+/* A trial's state as the read-only verbs show it: a "running" trial of a run
+ * no orchestrator owns any more (owned: tp__rundir_owner() != 0) is
+ * "interrupted" (it runs again on resume). `status` and `trials` share it. */
+const char *tp__cli_state(const tp_trial_row_t *row, int owned);
+/* The `top` best trials of the store, best first, as an array of trial JSON
+ * (tp__cli_trial_json): the ranking of `best`, `best --top N` and `status`,
+ * by tp__rank_beats (run.h: completed, stopped early or paused trials; the
+ * larger budget first, then the better value by the metric's mode). A
+ * ranking by several objectives extends this one function. O(trials x top). */
+json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top);
+/* "trial 7", "trial 7, paused, rung 1, budget 3": a ranked trial (its JSON)
+ * in words, as `best` and `status` say it. */
+void tp__cli_ranked_text(const json_t *t, char *out, size_t n);
+/* A trial as JSON: id, state, params, metrics, value, attempts, where it ran,
+ * its running time, its stderr's tail, its logs' folder under dir, ... (for
+ * export, trials --json, status --json and best). Caller owns. */
+json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir);
 
 #endif

@@ -1,4 +1,4 @@
-/* tunepack best [DIR] [--json] */
+/* tunepack best [DIR] [--json] [--top N] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,61 +6,67 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
-typedef struct best_acc {
-    int maximize;   /* metric mode */
-    json_t *best;   /* best trial's JSON, owned */
-    double value;   /* its value */
-} best_acc_t;
+/* {"trial", "value", "state", "rung", "budget", "params", "metrics"} of a trial's JSON. */
+static json_t *best_object(json_t *t) {
+    static const char *const keys[] = {"value", "state", "rung", "budget", "params", "metrics"};
+    json_t *o = json_pack("{s:O}", "trial", json_object_get(t, "id"));
+    for (size_t i = 0; i < TP_ARRAY_LEN(keys); i++)
+        json_object_set(o, keys[i], json_object_get(t, keys[i]));
+    return o;
+}
 
-static int pick(const tp_trial_row_t *row, void *ud) {
-    best_acc_t *a = ud;
-    if (!tp__cli_beats(row, a->maximize, a->best != NULL, a->value)) return 0;
-    json_decref(a->best);
-    a->best = tp__cli_trial_json(row);
-    a->value = row->value;
-    return 0;
+static void print_text(json_t *t, const char *metric) {
+    char v[32], which[160];
+    tp__fmt_sig(json_real_value(json_object_get(t, "value")), v);
+    tp__cli_ranked_text(t, which, sizeof which);
+    printf("best %s: %s = %s\n", which, metric, v);
+    const char *key;
+    json_t *val;
+    json_object_foreach(json_object_get(t, "params"), key, val) {
+        char text[256];
+        if (tp__value_text_human(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
+        printf("  %s: %s\n", key, text);
+    }
 }
 
 static int best_main(int argc, char **argv) {
-    const char *dir_arg = NULL;
+    const char *dir_arg = NULL, *top_arg = NULL;
     int as_json = 0;
-    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL}};
+    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL}, {"--top", NULL, &top_arg}};
     int rc = tp__cli_parse(&tp__cmd_best, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
+    long top = 1;
+    if (top_arg) {
+        char *end;
+        top = strtol(top_arg, &end, 10);
+        if (*end || top < 1 || top > 1000000)
+            return tp__cli_usage_error(&tp__cmd_best, "--top needs a whole number from 1, got \"%s\"",
+                                       top_arg);
+    }
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
     char *mode = tp__store_meta_get(s, "mode"), *metric = tp__store_meta_get(s, "metric");
-    best_acc_t a = {.maximize = mode && strcmp(mode, "max") == 0};
-    tp__store_trials(s, pick, &a);
+    json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, (size_t)top);
     int code = TP_EXIT_OK;
-    if (!a.best) {
-        fprintf(stderr, "tunepack: no completed trial in %s yet\n", dir);
+    size_t i;
+    json_t *t;
+    if (json_array_size(ranked) == 0) {
+        fprintf(stderr, "tunepack: no trial in %s has reported %s at the end of a job yet\n", dir,
+                metric ? metric : "its objective");
         code = TP_EXIT_NO_TRIAL;
     } else if (as_json) {
-        json_t *out = json_pack("{s:O, s:O, s:O, s:O}", "trial", json_object_get(a.best, "id"),
-                                "value", json_object_get(a.best, "value"), "params",
-                                json_object_get(a.best, "params"), "metrics",
-                                json_object_get(a.best, "metrics"));
+        /* One object; with --top, an array of them, best first. */
+        json_t *out = top_arg ? json_array() : best_object(json_array_get(ranked, 0));
+        if (top_arg) json_array_foreach(ranked, i, t) json_array_append_new(out, best_object(t));
         char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(out);
     } else {
-        char v[32];
-        tp__fmt_sig(a.value, v);
-        printf("best trial %lld: %s = %s\n",
-               (long long)json_integer_value(json_object_get(a.best, "id")),
-               metric ? metric : "value", v);
-        const char *key;
-        json_t *val;
-        json_object_foreach(json_object_get(a.best, "params"), key, val) {
-            char t[256];
-            if (tp__value_text_human(val, t, sizeof t) < 0) snprintf(t, sizeof t, "...");
-            printf("  %s: %s\n", key, t);
-        }
+        json_array_foreach(ranked, i, t) print_text(t, metric ? metric : "value");
     }
-    json_decref(a.best);
+    json_decref(ranked);
     free(mode);
     free(metric);
     free(dir);
@@ -70,12 +76,20 @@ static int best_main(int argc, char **argv) {
 
 const tp_cmd_t tp__cmd_best = {
     .name = "best",
-    .summary = "print the best completed trial and its parameters",
-    .usage = "usage: tunepack best [DIR] [--json]\n\n"
-             "Prints the completed trial with the best objective (by the metric's mode) in DIR\n"
-             "(default: the latest under ./runs). With --json, one object:\n"
-             "  {\"trial\": 7, \"value\": 0.96, \"params\": {...}, \"metrics\": {...}}\n"
-             "Exit code 5 when no trial has completed.\n\n"
-             "example:\n  tunepack best runs/mlp-demo --json\n",
+    .summary = "print the best trial so far and its parameters",
+    .usage = "usage: tunepack best [DIR] [--json] [--top N]\n\n"
+             "Prints the best trial of the experiment in DIR (default: the latest under ./runs),\n"
+             "while it runs or after. It ranks every trial that ended a job with the objective:\n"
+             "completed, stopped early by the scheduler, or paused at a rung waiting for a\n"
+             "promotion (running, pending and failed trials are not ranked). A trial that\n"
+             "reached a larger budget ranks first (a value after 9 epochs is not weighed against\n"
+             "one after 1), then the better objective by the metric's mode. `tunepack status`\n"
+             "shows the same trial.\n\n"
+             "  --top N   the N best, best first\n"
+             "  --json    one object (with --top, an array of them, best first):\n"
+             "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"
+             "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}}\n\n"
+             "Exit code 5 when no trial is ranked yet.\n\n"
+             "example:\n  tunepack best runs/mlp-demo --top 3\n",
     .main = best_main,
 };

@@ -8,11 +8,12 @@
 
 typedef struct export_acc {
     json_t *trials;  /* array of trial objects */
+    const char *dir; /* the experiment directory */
 } export_acc_t;
 
 static int collect(const tp_trial_row_t *row, void *ud) {
     export_acc_t *a = ud;
-    json_array_append_new(a->trials, tp__cli_trial_json(row));
+    json_array_append_new(a->trials, tp__cli_trial_json(row, a->dir));
     return 0;
 }
 
@@ -50,8 +51,9 @@ static json_t *column_names(json_t *trials, const char *field) {
 }
 
 static void write_csv(json_t *trials) {
-    static const char *const fixed[] = {"id", "state", "attempts", "value", "step",
-                                        "duration_s", "exit_code", "error"};
+    static const char *const fixed[] = {"id",    "state",     "attempts",    "interrupted",
+                                        "value", "step",      "duration_s",  "where",
+                                        "exit_code", "error", "stderr_tail", "logs"};
     json_t *pcols = column_names(trials, "params"), *mcols = column_names(trials, "metrics");
     const char *key;
     json_t *v;
@@ -98,7 +100,7 @@ static int export_main(int argc, char **argv) {
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
-    export_acc_t a = {.trials = json_array()};
+    export_acc_t a = {.trials = json_array(), .dir = dir};
     tp__store_trials(s, collect, &a);
     if (strcmp(format, "json") == 0) {
         /* An array, one trial object per line. */
@@ -126,8 +128,11 @@ const tp_cmd_t tp__cmd_export = {
     .usage = "usage: tunepack export [DIR] --format csv|json\n\n"
              "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
              "stdout. json: an array with one object per trial (id, state, params, metrics = the\n"
-             "last report, value, attempts, failures, exit_code, error, times). csv: one row per\n"
-             "trial, a column per parameter and per final metric (metric.<name>).\n\n"
+             "last report, value, attempts, failures, interrupted attempts (neither failures\n"
+             "nor retries), exit_code, error, stderr_tail = the last lines of a failed attempt's\n"
+             "stderr, logs = its folder, where = node:GPUs of its last attempt, duration_s =\n"
+             "time spent running, times). csv: one row per trial with those columns, a column\n"
+             "per parameter and per final metric (metric.<name>).\n\n"
              "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
     .main = export_main,
 };

@@ -1,5 +1,6 @@
 /* tunepack run FILE [--dir DIR] */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -8,9 +9,12 @@
 
 static int run_main(int argc, char **argv) {
     tp_run_opts_t o = {.live = isatty(STDOUT_FILENO)};
-    int plain = 0;
+    int plain = 0, dry = 0;
+    const char *show = NULL;
     const tp_cli_opt_t opts[] = {
         {"--dir", NULL, &o.dir},
+        {"--dry-run", &dry, NULL},
+        {"--show", NULL, &show},
         {"--plain", &plain, NULL},
         {"--quiet", &o.quiet, NULL},
         {"--cluster", NULL, &o.cluster},
@@ -19,6 +23,15 @@ static int run_main(int argc, char **argv) {
     if (rc != TP_CLI_PARSED) return rc;
     if (plain) o.live = 0;
     if (!o.file) return tp__cli_usage_error(&tp__cmd_run, "name the experiment file");
+    long n = 5;
+    if (show) {
+        char *end;
+        n = strtol(show, &end, 10);
+        if (*end || n < 1 || n > 100000)
+            return tp__cli_usage_error(&tp__cmd_run, "--show needs a whole number from 1, got \"%s\"",
+                                       show);
+    }
+    if (dry || show) return tp__run_dry(&o, (int)n);
     return tp__run_experiment(&o);
 }
 
@@ -26,7 +39,8 @@ const tp_cmd_t tp__cmd_run = {
     .name = "run",
     .summary = "run an experiment, or resume it where it stopped",
     .usage =
-        "usage: tunepack run FILE [--dir DIR] [--cluster WHERE] [--plain] [--quiet]\n\n"
+        "usage: tunepack run FILE [--dir DIR] [--cluster WHERE] [--plain] [--quiet]\n"
+        "       tunepack run FILE --dry-run [--show N]\n\n"
         "Runs the experiment described by FILE (YAML) to its end. Every event is journaled in\n"
         "DIR/tunepack.db; if the run is stopped or killed, the same command resumes it: finished\n"
         "trials are kept, interrupted ones run again, and the search continues where it was.\n\n"
@@ -35,7 +49,11 @@ const tp_cmd_t tp__cmd_run = {
         "              where trials run, instead of the file's cluster: local, slurm (the\n"
         "              nodes of the Slurm allocation it runs in) or ssh:HOST[,HOST...]\n"
         "  --plain     log lines instead of the live view, even on a terminal\n"
-        "  --quiet     no progress output\n\n"
+        "  --quiet     no progress output\n"
+        "  --dry-run   run nothing: report every mistake in FILE at once (file:line:col),\n"
+        "              check that the program exists and is executable from the working\n"
+        "              directory, and print the first configurations with their exact argv\n"
+        "  --show N    with --dry-run: how many configurations (default 5)\n\n"
         "example:\n"
         "  tunepack run examples/mlp/experiment.yaml --dir runs/mlp-demo\n",
     .main = run_main,

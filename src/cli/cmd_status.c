@@ -1,4 +1,4 @@
-/* tunepack status [DIR] */
+/* tunepack status [DIR] [--json] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,47 +7,64 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
+/* The states `status` counts, in the order it says them. "interrupted": a
+ * running trial of a run that no orchestrator owns any more. */
+static const char *const counted[] = {"completed", "stopped", "failed", "running",
+                                      "paused",    "pending", "interrupted"};
+#define NCOUNTED TP_ARRAY_LEN(counted)
+
 typedef struct status_acc {
-    int total, completed, failed, running, pending, stopped, paused; /* counts by state */
-    int64_t best_id;                                         /* -1 if none */
-    double best;                                             /* its value */
-    char best_params[512];                                   /* its params, as text */
-    int maximize;                                            /* metric mode */
-    double first_start, last_end;                            /* wall times */
+    int total;
+    int count[NCOUNTED];       /* by counted[] */
+    int owned;                 /* an orchestrator runs it now */
+    double first_start, last_end; /* wall times */
 } status_acc_t;
 
 static int count_row(const tp_trial_row_t *row, void *ud) {
     status_acc_t *a = ud;
     a->total++;
-    if (tp__cli_beats(row, a->maximize, a->best_id >= 0, a->best)) {
-        a->best_id = row->id;
-        a->best = row->value;
-        json_t *p = json_loads(row->params, 0, NULL);
-        tp__params_text(p, a->best_params, sizeof a->best_params);
-        json_decref(p);
-    }
-    if (strcmp(row->state, "completed") == 0) {
-        a->completed++;
-    } else if (strcmp(row->state, "failed") == 0) {
-        a->failed++;
-    } else if (strcmp(row->state, "running") == 0) {
-        a->running++;
-    } else if (strcmp(row->state, "stopped") == 0) {
-        a->stopped++;
-    } else if (strcmp(row->state, "paused") == 0) {
-        a->paused++;
-    } else {
-        a->pending++;
-    }
+    const char *state = tp__cli_state(row, a->owned);
+    for (size_t i = 0; i < NCOUNTED; i++)
+        if (strcmp(state, counted[i]) == 0) a->count[i]++;
     if (row->started_at > 0 && (a->first_start == 0 || row->started_at < a->first_start))
         a->first_start = row->started_at;
     if (row->ended_at > a->last_end) a->last_end = row->ended_at;
     return 0;
 }
 
+static void print_text(const char *name, const char *path, const char *dir, const char *st,
+                       const status_acc_t *a, const char *sharing, const char *policy,
+                       const char *metric, json_t *best, double elapsed) {
+    printf("experiment  %s (%s)\n", name ? name : "?", path ? path : "?");
+    printf("directory   %s\n", dir);
+    printf("state       %s\n", st);
+    printf("trials      %d: %d completed, %d stopped early, %d failed, %d running, %d paused, "
+           "%d pending, %d interrupted\n",
+           a->total, a->count[0], a->count[1], a->count[2], a->count[3], a->count[4],
+           a->count[5], a->count[6]);
+    if (sharing && strcmp(sharing, "cpu") != 0)
+        printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
+    if (best) {
+        char v[32], params[512], which[160];
+        tp__fmt_sig(json_real_value(json_object_get(best, "value")), v);
+        tp__params_text(json_object_get(best, "params"), params, sizeof params);
+        tp__cli_ranked_text(best, which, sizeof which);
+        printf("best        %s %s (%s): %s\n", metric ? metric : "?", v, which, params);
+    } else {
+        printf("best        none yet\n");
+    }
+    if (elapsed >= 0) {
+        char d[32];
+        tp__format_duration(elapsed, d, sizeof d);
+        printf("elapsed     %s\n", d);
+    }
+}
+
 static int status_main(int argc, char **argv) {
     const char *dir_arg = NULL;
-    int rc = tp__cli_parse(&tp__cmd_status, argc, argv, NULL, 0, &dir_arg);
+    int as_json = 0;
+    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL}};
+    int rc = tp__cli_parse(&tp__cmd_status, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
@@ -56,9 +73,11 @@ static int status_main(int argc, char **argv) {
     char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
     char *path = tp__store_meta_get(s, "experiment_path");
     char *sharing = tp__store_meta_get(s, "sharing"), *policy = tp__store_meta_get(s, "policy");
-    status_acc_t a = {.best_id = -1, .maximize = mode && strcmp(mode, "max") == 0};
-    tp__store_trials(s, count_row, &a);
     int owner = tp__rundir_owner(dir);
+    status_acc_t a = {.owned = owner != 0};
+    tp__store_trials(s, count_row, &a);
+    json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, 1);
+    json_t *best = json_array_get(ranked, 0);
     char st[64];
     if (owner != 0)
         snprintf(st, sizeof st, "running (orchestrator pid %d)", owner);
@@ -66,29 +85,28 @@ static int status_main(int argc, char **argv) {
         snprintf(st, sizeof st, "interrupted (run it again to resume)");
     else
         snprintf(st, sizeof st, "%s", state ? state : "new");
-    printf("experiment  %s (%s)\n", name ? name : "?", path ? path : "?");
-    printf("directory   %s\n", dir);
-    printf("state       %s\n", st);
-    printf("trials      %d: %d completed, %d stopped early, %d failed, %d running, %d paused, "
-           "%d pending\n",
-           a.total, a.completed, a.stopped, a.failed, owner ? a.running : 0, a.paused,
-           a.pending + (owner ? 0 : a.running));
-    if (sharing && strcmp(sharing, "cpu") != 0)
-        printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
-    if (a.best_id >= 0) {
-        char v[32];
-        tp__fmt_sig(a.best, v);
-        printf("best        %s %s (trial %lld): %s\n", metric ? metric : "?", v,
-               (long long)a.best_id, a.best_params);
-    } else {
-        printf("best        none yet\n");
-    }
+    double elapsed = -1;
     if (a.first_start > 0) {
-        char d[32];
         double end = owner ? tp__wall_s() : a.last_end;
-        tp__format_duration(end > a.first_start ? end - a.first_start : 0, d, sizeof d);
-        printf("elapsed     %s\n", d);
+        elapsed = end > a.first_start ? end - a.first_start : 0;
     }
+    if (as_json) {
+        json_t *counts = json_object();
+        for (size_t i = 0; i < NCOUNTED; i++)
+            json_object_set_new(counts, counted[i], json_integer(a.count[i]));
+        json_t *o = json_pack("{s:s?, s:s?, s:s, s:s, s:i, s:o, s:s?, s:s?, s:O, s:o}", "name",
+                              name, "file", path, "directory", dir, "state", st, "trials", a.total,
+                              "counts", counts, "metric", metric, "mode", mode, "best",
+                              best ? best : json_null(), "elapsed_s",
+                              elapsed >= 0 ? json_real(elapsed) : json_null());
+        char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+        json_decref(o);
+    } else {
+        print_text(name, path, dir, st, &a, sharing, policy, metric, best, elapsed);
+    }
+    json_decref(ranked);
     free(name);
     free(state);
     free(metric);
@@ -104,9 +122,15 @@ static int status_main(int argc, char **argv) {
 const tp_cmd_t tp__cmd_status = {
     .name = "status",
     .summary = "show an experiment's progress and best trial",
-    .usage = "usage: tunepack status [DIR]\n\n"
+    .usage = "usage: tunepack status [DIR] [--json]\n\n"
              "Shows the state of the experiment in DIR (default: the latest under ./runs):\n"
-             "whether it runs, trial counts by state, and the best trial so far.\n\n"
+             "whether it runs, trial counts by state (completed, stopped early, failed,\n"
+             "running, paused at a rung, pending, interrupted: left running by a run that\n"
+             "ended, to run again on resume) and the best trial so far, ranked as\n"
+             "`tunepack best` ranks it.\n\n"
+             "  --json   one object: {\"name\", \"file\", \"directory\", \"state\", \"trials\",\n"
+             "           \"counts\": {\"completed\": 3, ...}, \"metric\", \"mode\", \"best\": {trial}\n"
+             "           or null, \"elapsed_s\"}\n\n"
              "example:\n  tunepack status runs/mlp-demo\n",
     .main = status_main,
 };

@@ -1,4 +1,4 @@
-/* tunepack trials [DIR] */
+/* tunepack trials [DIR] [--json] [--sort KEY] */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,57 +7,194 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
-static int print_row(const tp_trial_row_t *row, void *ud) {
-    (void)ud;
-    char value[32] = "-", dur[32] = "-", step[32] = "-", params[400] = "";
-    if (row->has_value) tp__fmt_sig(row->value, value);
-    if (row->ended_at > 0 && row->started_at > 0)
-        tp__format_duration(row->ended_at - row->started_at, dur, sizeof dur);
-    if (row->step != TP_STORE_NO_STEP) snprintf(step, sizeof step, "%lld", (long long)row->step);
-    json_t *p = json_loads(row->params, 0, NULL);
-    tp__params_text(p, params, sizeof params);
-    json_decref(p);
-    char rung[48] = "-";
-    if (row->rung >= 0 && row->budget > 0) {
-        char b[32];
-        tp__fmt_sig(row->budget, b);
-        snprintf(rung, sizeof rung, "%d/%s", row->rung, b);
-    }
-    printf("%5lld  %-9s  %8d  %12s  %6s  %9s  %8s  %s", (long long)row->id, row->state,
-           row->attempts, value, step, rung, dur, params);
-    if (row->decision && *row->decision)
-        printf("  [%s]", row->decision);
-    else if (row->error && strcmp(row->state, "completed") != 0)
-        printf("  [%s]", row->error);
-    printf("\n");
+typedef struct trials_acc {
+    json_t *trials;   /* trial objects (tp__cli_trial_json), owned */
+    const char *dir;
+    int owned;        /* an orchestrator runs the experiment now */
+} trials_acc_t;
+
+static int collect(const tp_trial_row_t *row, void *ud) {
+    trials_acc_t *a = ud;
+    json_t *t = tp__cli_trial_json(row, a->dir);
+    json_object_set_new(t, "state", json_string(tp__cli_state(row, a->owned)));
+    json_array_append_new(a->trials, t);
     return 0;
 }
 
+/* ---- sorting ------------------------------------------------------------------ */
+typedef struct sort_key {
+    const char *name;   /* --sort NAME */
+    const char *field;  /* the trial JSON member it orders by; NULL: a parameter */
+    int descending;     /* larger first (value: by the metric's mode instead) */
+} sort_key_t;
+
+static const sort_key_t sort_keys[] = {
+    {"id", "id", 0},           {"value", "value", 0},   {"time", "duration_s", 1},
+    {"attempts", "attempts", 1}, {"state", "state", 0}, {"where", "where", 0},
+};
+
+typedef struct sort_ctx {
+    const char *field;  /* member of the trial, or of its params when param is set */
+    int param;
+    int sign;           /* 1: ascending, -1: descending */
+} sort_ctx_t;
+
+static const json_t *sort_value(const json_t *t, const sort_ctx_t *c) {
+    return json_object_get(c->param ? json_object_get(t, "params") : t, c->field);
+}
+
+/* Order by the key (absent values last), then by id. */
+static int compare(const void *pa, const void *pb, void *ud) {
+    const sort_ctx_t *c = ud;
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    const json_t *va = sort_value(a, c), *vb = sort_value(b, c);
+    int ha = va && !json_is_null(va), hb = vb && !json_is_null(vb), d = 0;
+    if (ha != hb) return hb - ha;
+    if (ha && json_is_number(va) && json_is_number(vb)) {
+        double x = json_number_value(va), y = json_number_value(vb);
+        d = x < y ? -1 : x > y;
+    } else if (ha && json_is_string(va) && json_is_string(vb)) {
+        d = strcmp(json_string_value(va), json_string_value(vb));
+    }
+    if (d) return d * c->sign;
+    json_int_t ia = json_integer_value(json_object_get(a, "id"));
+    json_int_t ib = json_integer_value(json_object_get(b, "id"));
+    return ia < ib ? -1 : ia > ib;
+}
+
+/* Sort a->trials by `key` (a sort_keys name or a parameter). 0, or -1 if
+ * the key names nothing. */
+static int sort_trials(json_t *trials, const char *key, int maximize) {
+    sort_ctx_t c = {.field = key, .param = 1, .sign = 1};
+    for (size_t i = 0; i < TP_ARRAY_LEN(sort_keys); i++)
+        if (strcmp(key, sort_keys[i].name) == 0) {
+            c.field = sort_keys[i].field;
+            c.param = 0;
+            c.sign = sort_keys[i].descending ? -1 : 1;
+            if (strcmp(key, "value") == 0 && maximize) c.sign = -1; /* best first */
+        }
+    size_t n = json_array_size(trials);
+    json_t **v = tp__xcalloc(n ? n : 1, sizeof *v);
+    int known = !c.param;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = json_incref(json_array_get(trials, i));
+        known |= json_object_get(json_object_get(v[i], "params"), key) != NULL;
+    }
+    if (known) qsort_r(v, n, sizeof *v, compare, &c);
+    json_array_clear(trials);
+    for (size_t i = 0; i < n; i++) json_array_append_new(trials, v[i]);
+    free(v);
+    return known || n == 0 ? 0 : -1;
+}
+
+/* ---- printing ------------------------------------------------------------------- */
+/* Text of a stored string as one safe line piece: control bytes shown as '?'. */
+static void print_safe(const char *s) {
+    for (; *s; s++) putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
+}
+
+static void print_row(const json_t *t, const char *dir) {
+    char value[32] = "-", dur[32] = "-", step[32] = "-", params[400] = "", rung[48] = "-";
+    const json_t *v = json_object_get(t, "value"), *b = json_object_get(t, "budget");
+    if (json_is_number(v)) tp__fmt_sig(json_number_value(v), value);
+    if (json_is_number(json_object_get(t, "duration_s")))
+        tp__format_duration(json_number_value(json_object_get(t, "duration_s")), dur, sizeof dur);
+    if (json_is_integer(json_object_get(t, "step")))
+        snprintf(step, sizeof step, "%lld",
+                 (long long)json_integer_value(json_object_get(t, "step")));
+    tp__params_text(json_object_get(t, "params"), params, sizeof params);
+    if (json_is_number(b)) {
+        char bt[32];
+        tp__fmt_sig(json_number_value(b), bt);
+        snprintf(rung, sizeof rung, "%lld/%s",
+                 (long long)json_integer_value(json_object_get(t, "rung")), bt);
+    }
+    const char *state = json_string_value(json_object_get(t, "state"));
+    const char *where = json_string_value(json_object_get(t, "where"));
+    const char *decision = json_string_value(json_object_get(t, "decision"));
+    const char *error = json_string_value(json_object_get(t, "error"));
+    long long id = (long long)json_integer_value(json_object_get(t, "id"));
+    printf("%5lld  %-11s  %8lld  %12s  %6s  %9s  %8s  %-12s  %s", id, state,
+           (long long)json_integer_value(json_object_get(t, "attempts")), value, step, rung, dur,
+           where ? where : "-", params);
+    const char *note = decision && *decision ? decision
+                       : error && strcmp(state, "completed") != 0 ? error
+                                                                   : NULL;
+    if (note) {
+        printf("  [");
+        print_safe(note);
+        printf("]");
+    }
+    printf("\n");
+    const char *tail = json_string_value(json_object_get(t, "stderr_tail"));
+    if (strcmp(state, "failed") == 0 || (strcmp(state, "pending") == 0 && tail)) {
+        /* A failure in plain sight: what it said last, and where the rest is. */
+        printf("         logs: %s/trials/%06lld/stderr.log\n", dir, id);
+        for (const char *p = tail; p && *p;) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            char line[300];
+            snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+            printf("         | ");
+            print_safe(line);
+            printf("\n");
+            p = nl ? nl + 1 : p + len;
+        }
+    }
+}
+
 static int trials_main(int argc, char **argv) {
-    const char *dir_arg = NULL;
-    int rc = tp__cli_parse(&tp__cmd_trials, argc, argv, NULL, 0, &dir_arg);
+    const char *dir_arg = NULL, *sort = NULL;
+    int as_json = 0;
+    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL}, {"--sort", NULL, &sort}};
+    int rc = tp__cli_parse(&tp__cmd_trials, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
-    char *metric = tp__store_meta_get(s, "metric");
-    printf("%5s  %-9s  %8s  %12s  %6s  %9s  %8s  %s\n", "trial", "state", "attempts",
-           metric ? metric : "value", "step", "rung/bdg", "time", "params  [decision or error]");
-    tp__store_trials(s, print_row, NULL);
+    char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
+    trials_acc_t a = {.trials = json_array(), .dir = dir, .owned = tp__rundir_owner(dir) != 0};
+    tp__store_trials(s, collect, &a);
+    int code = TP_EXIT_OK;
+    if (sort && sort_trials(a.trials, sort, mode && strcmp(mode, "max") == 0) != 0) {
+        code = tp__cli_usage_error(&tp__cmd_trials,
+                                   "--sort %s names no column or parameter; use id, value, time, "
+                                   "attempts, state, where or a parameter's name",
+                                   sort);
+    } else if (as_json) {
+        char *text = json_dumps(a.trials, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+    } else {
+        printf("%5s  %-11s  %8s  %12s  %6s  %9s  %8s  %-12s  %s\n", "trial", "state", "attempts",
+               metric ? metric : "value", "step", "rung/bdg", "time", "where",
+               "params  [decision or error]");
+        size_t i;
+        json_t *t;
+        json_array_foreach(a.trials, i, t) print_row(t, dir);
+    }
+    json_decref(a.trials);
     free(metric);
+    free(mode);
     free(dir);
     tp__store_close(s);
-    return TP_EXIT_OK;
+    return code;
 }
 
 const tp_cmd_t tp__cmd_trials = {
     .name = "trials",
-    .summary = "list every trial: state, attempts, objective, parameters",
-    .usage = "usage: tunepack trials [DIR]\n\n"
+    .summary = "list every trial: state, attempts, objective, where it ran, parameters",
+    .usage = "usage: tunepack trials [DIR] [--json] [--sort KEY]\n\n"
              "Lists the trials of the experiment in DIR (default: the latest under ./runs):\n"
-             "state, attempts, last reported objective and step, rung and budget reached,\n"
-             "duration, parameters, and the scheduler's last decision about it (why it was\n"
-             "promoted or stopped) or why it failed.\n\n"
-             "example:\n  tunepack trials runs/mlp-demo\n",
+             "state, attempts, last reported objective and step, rung and budget reached, time\n"
+             "spent running (every attempt, not paused or waiting), where its last attempt ran\n"
+             "(node:GPUs), parameters, and the scheduler's last decision about it (why it was\n"
+             "promoted or stopped) or why it failed. Under a failed trial, the path of its\n"
+             "logs and the last lines of its stderr. A trial left running by a run that ended\n"
+             "shows as interrupted (`tunepack status` counts it the same way).\n\n"
+             "  --json       an array of trial objects (as export writes them in JSON)\n"
+             "  --sort KEY   order by id (default), value (best first), time (longest first),\n"
+             "               attempts, state, where, or a parameter's name\n\n"
+             "example:\n  tunepack trials runs/mlp-demo --sort value\n",
     .main = trials_main,
 };

@@ -73,14 +73,48 @@ tp_store_t *tp__cli_open(const char *dir, char **dir_out) {
     return s;
 }
 
-int tp__cli_beats(const tp_trial_row_t *row, int maximize, int have, double best) {
-    if ((strcmp(row->state, "completed") != 0 && strcmp(row->state, "stopped") != 0) ||
-        !row->has_value)
-        return 0;
-    return !have || (maximize ? row->value > best : row->value < best);
+const char *tp__cli_state(const tp_trial_row_t *row, int owned) {
+    return !owned && strcmp(row->state, "running") == 0 ? "interrupted" : row->state;
 }
 
-json_t *tp__cli_trial_json(const tp_trial_row_t *row) {
+typedef struct ranked {
+    tp_rank_key_t key;  /* budget and value */
+    json_t *trial;      /* its JSON, owned */
+} ranked_t;
+
+typedef struct ranking {
+    ranked_t *best;     /* the best `top` so far, best first */
+    size_t n, top;
+    int maximize;
+    const char *dir;
+} ranking_t;
+
+/* Keep row among the best `top` (insertion into a short sorted array). */
+static int rank_row(const tp_trial_row_t *row, void *ud) {
+    ranking_t *a = ud;
+    if (!tp__rank_competes(row->state, row->has_value)) return 0;
+    tp_rank_key_t k = {.budget = row->budget, .value = row->value};
+    size_t at = a->n;
+    while (at > 0 && tp__rank_beats(&k, &a->best[at - 1].key, a->maximize)) at--;
+    if (at >= a->top) return 0;
+    if (a->n == a->top) json_decref(a->best[--a->n].trial);
+    memmove(a->best + at + 1, a->best + at, (a->n - at) * sizeof *a->best);
+    a->best[at] = (ranked_t){.key = k, .trial = tp__cli_trial_json(row, a->dir)};
+    a->n++;
+    return 0;
+}
+
+json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top) {
+    ranking_t a = {.best = tp__xcalloc(top ? top : 1, sizeof *a.best), .top = top,
+                   .maximize = maximize, .dir = dir};
+    json_t *out = json_array();
+    if (top) tp__store_trials(s, rank_row, &a);
+    for (size_t i = 0; i < a.n; i++) json_array_append_new(out, a.best[i].trial);
+    free(a.best);
+    return out;
+}
+
+json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     json_t *params = json_loads(row->params, 0, NULL);
     json_t *metrics = row->metrics ? json_loads(row->metrics, 0, NULL) : NULL;
     json_t *o = json_pack("{s:I, s:s, s:o, s:o, s:i, s:i}", "id", (json_int_t)row->id, "state",
@@ -102,8 +136,29 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row) {
     json_object_set_new(o, "started_at", row->started_at > 0 ? json_real(row->started_at)
                                                              : json_null());
     json_object_set_new(o, "ended_at", row->ended_at > 0 ? json_real(row->ended_at) : json_null());
-    json_object_set_new(o, "duration_s", row->ended_at > 0 && row->started_at > 0
-                                             ? json_real(row->ended_at - row->started_at)
-                                             : json_null());
+    /* Time spent running, every attempt together (not paused or waiting). */
+    json_object_set_new(o, "duration_s", row->run_s > 0 ? json_real(row->run_s) : json_null());
+    json_object_set_new(o, "interrupted", json_integer(row->interrupted));
+    json_object_set_new(o, "where", row->where ? json_string(row->where) : json_null());
+    json_object_set_new(o, "stderr_tail", row->stderr_tail ? json_string(row->stderr_tail)
+                                                           : json_null());
+    char logs[4200];
+    snprintf(logs, sizeof logs, "%s/trials/%06lld", dir, (long long)row->id);
+    json_object_set_new(o, "logs", json_string(logs));
     return o;
+}
+
+void tp__cli_ranked_text(const json_t *t, char *out, size_t n) {
+    const char *state = json_string_value(json_object_get(t, "state"));
+    int k = snprintf(out, n, "trial %lld", (long long)json_integer_value(json_object_get(t, "id")));
+    if (k > 0 && (size_t)k < n && state && strcmp(state, "completed") != 0)
+        k += snprintf(out + k, n - (size_t)k, ", %s", strcmp(state, "stopped") == 0 ? "stopped early"
+                                                                                    : state);
+    const json_t *budget = json_object_get(t, "budget");
+    if (k > 0 && (size_t)k < n && json_is_number(budget)) {
+        char b[32];
+        tp__fmt_sig(json_number_value(budget), b);
+        snprintf(out + k, n - (size_t)k, ", rung %lld, budget %s",
+                 (long long)json_integer_value(json_object_get(t, "rung")), b);
+    }
 }

@@ -14,13 +14,29 @@
 
 /* ---- messages --------------------------------------------------------------- */
 
+/* Every mistake is kept: the first fills c->err, the next ones follow it,
+ * one per line, while they fit (then a count of those left out); a second
+ * mistake at the same place is the same one said again and dropped. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     char msg[900];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return tp__errorf(c->err, -EINVAL, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+    if (c->nerrors && m.line == c->last_mark.line && m.column == c->last_mark.column)
+        return -EINVAL;
+    c->last_mark = m;
+    if (c->nerrors++ == 0)
+        return tp__errorf(c->err, -EINVAL, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+    if (!c->err) return -EINVAL;
+    char line[1100];
+    snprintf(line, sizeof line, "\n%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+    size_t used = strlen(c->err->msg);
+    if (!c->left_out && used + strlen(line) + 40 < sizeof c->err->msg)
+        memcpy(c->err->msg + used, line, strlen(line) + 1);
+    else
+        c->left_out++;
+    return -EINVAL;
 }
 
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
@@ -176,20 +192,26 @@ int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const ke
     if (rc < 0) return rc;
     const char *names[32];
     for (size_t i = 0; i < nspec; i++) names[i] = spec[i].key;
-    int seen[32] = {0};
+    int seen[32] = {0}, unknown = 0;
+    /* Every key is checked, a mistake in one does not hide those in others. */
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *k = tp__cfg_node_at(c, p->key);
         size_t i;
         for (i = 0; i < nspec && strcmp(spec[i].key, stext(k)) != 0; i++) continue;
-        if (i == nspec) return unknown_key(c, k, names, nspec);
+        if (i == nspec) {
+            rc = unknown_key(c, k, names, nspec);
+            unknown = 1;
+            continue;
+        }
         seen[i] = 1;
-        if ((rc = spec[i].fn(c, spec[i].key, tp__cfg_node_at(c, p->value))) < 0) return rc;
+        if (spec[i].fn(c, spec[i].key, tp__cfg_node_at(c, p->value)) < 0) rc = -EINVAL;
     }
-    for (size_t i = 0; i < nspec; i++)
+    /* A misspelled key is the missing one, most likely: said once. */
+    for (size_t i = 0; i < nspec && !unknown; i++)
         if (spec[i].required && !seen[i])
-            return fail(c, v, "missing required key \"%s\"; add e.g. %s", spec[i].key,
-                        spec[i].example);
-    return 0;
+            rc = fail(c, v, "missing required key \"%s\"; add e.g. %s", spec[i].key,
+                      spec[i].example);
+    return rc;
 }
 
 /* ---- top-level keys ------------------------------------------------------------ */
@@ -239,6 +261,8 @@ static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
     for (size_t i = 0; i < n; i++)
         c->x->argv[i] = tp__strdup(stext(tp__cfg_node_at(c, v->data.sequence.items.start[i])));
     c->x->argc = n;
+    c->x->program_line = (int)tp__cfg_node_at(c, v->data.sequence.items.start[0])->start_mark.line + 1;
+    c->x->program_col = (int)tp__cfg_node_at(c, v->data.sequence.items.start[0])->start_mark.column + 1;
     c->command = v;
     return 0;
 }
@@ -320,6 +344,19 @@ static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
     return tp__cfg_walk_mapping(c, key, v, search_keys, TP_ARRAY_LEN(search_keys),
                         "search: {algorithm: random, trials: 40, seed: 1}");
+}
+
+/* `fail_fast`: true (the first 3 trials), false, or the number of trials. */
+static int key_fail_fast(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    json_t *b = v->type == YAML_SCALAR_NODE ? tp__cfg_resolve_scalar(v) : NULL;
+    int is_bool = json_is_boolean(b);
+    if (is_bool) c->x->fail_fast = json_is_true(b) ? TP_FAIL_FAST_DEFAULT : 0;
+    json_decref(b);
+    if (is_bool) return 0;
+    long long k;
+    int rc = tp__cfg_get_int(c, key, v, 1, 1000, &k);
+    if (rc == 0) c->x->fail_fast = (int)k;
+    return rc;
 }
 
 static int key_concurrency(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -591,9 +628,10 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
 static int key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
     int rc = tp__cfg_check_mapping(c, key, v, "space: {lr: {loguniform: [1.0e-4, 1.0]}}");
-    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
-         p++)
-        rc = parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value));
+    if (rc < 0) return rc;
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++)
+        if (parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value)) < 0)
+            rc = -EINVAL; /* every parameter is checked */
     return rc == 0 ? tp__cfg_link_space(c) : rc;
 }
 
@@ -607,6 +645,7 @@ static const key_spec_t top_keys[] = {
     {"search", key_search, 0, NULL},
     {"concurrency", key_concurrency, 0, NULL},
     {"retries", key_retries, 0, NULL},
+    {"fail_fast", key_fail_fast, 0, NULL},
     {"timeout", key_timeout, 0, NULL},
     {"stop_grace", key_stop_grace, 0, NULL},
     {"log_limit", key_log_limit, 0, NULL},
@@ -686,6 +725,7 @@ static void set_defaults(tp_experiment_t *x) {
     x->search.seed = 0;
     x->concurrency = 1;
     x->retries = 0;
+    x->fail_fast = TP_FAIL_FAST_DEFAULT;
     x->timeout_s = 0;
     x->grace_s = 10;
     x->log_limit = 8u << 20;
@@ -745,6 +785,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
     } else {
         rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
                           "name: demo");
+        /* The checks across keys need every key right. */
         if (rc == 0) default_trials(&c);
         if (rc == 0) rc = check_placeholders(&c);
         if (rc == 0) rc = tp__cfg_check_resources(&c);
@@ -753,6 +794,10 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
+    if (rc < 0 && c.left_out && err) {
+        size_t used = strlen(err->msg);
+        snprintf(err->msg + used, sizeof err->msg - used, "\n(and %d more mistakes)", c.left_out);
+    }
     if (rc < 0) tp__experiment_free(out);
     return rc;
 }

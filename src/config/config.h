@@ -79,12 +79,15 @@ typedef struct tp_resources {
     double profile_s;      /* `profile_time`: the profiler's bounded run, default 30s */
 } tp_resources_t;
 
+#define TP_FAIL_FAST_DEFAULT 3 /* trials, for `fail_fast: true` (the default) */
+
 typedef struct tp_experiment {
     char *path;            /* the file as named by the user (for messages), owned */
     char *text;            /* the file's text as given, owned */
     char *name;            /* `name`, required: [A-Za-z0-9_.-]+ */
     char **argv;           /* `command`: templates with {placeholders}, NULL-terminated */
     size_t argc;           /* number of argv elements (>= 1) */
+    int program_line, program_col; /* where argv[0] is written in the file (1-based) */
     char *metric;          /* `metric.name`, required */
     int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required) */
     tp_space_t space;      /* `space` */
@@ -92,6 +95,8 @@ typedef struct tp_experiment {
                               grid: 1, one pass over the product), seed (default 0) */
     int concurrency;       /* `concurrency`, default 1, 1..4096 */
     int retries;           /* `retries`, default 0, 0..100: extra attempts after a failure */
+    int fail_fast;         /* `fail_fast`: stop when the first this many trials all fail the
+                              same way; 0: never; default TP_FAIL_FAST_DEFAULT (`true`) */
     double timeout_s;      /* `timeout`, per attempt, 0 = none */
     double grace_s;        /* `stop_grace`, SIGTERM -> SIGKILL delay, default 10s */
     uint64_t log_limit;    /* `log_limit`, bytes of stdout/stderr kept per attempt, default 8M */
@@ -130,6 +135,18 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
 /* Read path and parse it. */
 int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err);
 void tp__experiment_free(tp_experiment_t *x);
+
+/* An experiment file's text as parsed YAML: a JSON object of its keys with
+ * resolved values (comments and formatting gone); NULL if it is no YAML. */
+json_t *tp__config_tree(const char *text);
+/* What changed from old_text to new_text (both experiment files), by key:
+ * "  key: OLD -> NEW" lines into accepted (keys that may change between runs:
+ * trials, concurrency, timeout, retries, resources, ...) or refused (keys
+ * that give recorded trials their meaning: command, space, metric, search,
+ * budget, ...; see key_kinds in config_change.c). Returns 0 (nothing
+ * refused), 1 (something refused) or -1 (a text is no YAML). */
+int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *accepted,
+                       tp_buf_t *refused);
 
 /* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}. */
 typedef struct tp_subst_extra {

@@ -12,7 +12,10 @@ typedef struct cfgctx {
     const char *path;      /* for messages */
     yaml_document_t *doc;  /* the parsed file */
     tp_experiment_t *x;    /* being filled */
-    tp_error_t *err;       /* first error */
+    tp_error_t *err;       /* every error, one per line (tp__cfg_fail_at) */
+    int nerrors;           /* mistakes found */
+    int left_out;          /* of them, not in err (no room) */
+    yaml_mark_t last_mark; /* where the last one was */
     yaml_node_t *command;  /* `command` sequence, checked once the space is known */
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
     yaml_node_t *budget;     /* `budget` mapping, for messages */
@@ -39,7 +42,8 @@ static inline int is_plain(const yaml_node_t *n) {
            n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
 }
 
-/* Fill c->err with "path:line:col: msg" at mark m; returns -EINVAL. */
+/* Add "path:line:col: msg" at mark m to c->err (the first fills it, the
+ * next follow one per line); returns -EINVAL. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)

@@ -4,6 +4,7 @@
  * machine of trial_state.c, which journals each change into the open
  * transaction); the prepare callback (pump) then fills free slots, commits,
  * and only after the commit sends what was decided (journal, then act). */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -26,9 +27,13 @@ int tp__run_better(const tp_run_t *r, double a, double b) {
 }
 
 void tp__note_best(tp_run_t *r, const trial_t *t) {
-    if ((t->state != TP_TRIAL_COMPLETED && t->state != TP_TRIAL_STOPPED) || !t->has_value) return;
-    trial_t *b = tp__trials_get(&r->trials, r->best_id);
-    if (!b || tp__run_better(r, t->value, b->value)) r->best_id = t->id;
+    if (!tp__rank_competes(tp__trial_state_name(t->state), t->has_value)) return;
+    tp_rank_key_t k = {.budget = t->budget, .value = t->value};
+    if (r->best_id >= 0 && !tp__rank_beats(&k, &r->best, r->x.maximize)) return;
+    r->best_id = t->id;
+    r->best = k;
+    r->best_rung = t->rung;
+    r->best_changed = 1;
 }
 
 /* ---- launching ------------------------------------------------------------ */
@@ -159,6 +164,7 @@ static void close_paused(tp_run_t *r) {
                                                 t->budget, why),
                        "closing a paused trial");
         tp__note_best(r, t);
+        tp__view_attempt_ended(r, t, TP_REQUEUE_NONE, why, 0);
     }
 }
 
@@ -477,7 +483,9 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
         tp__placement_ended(r, t); /* a profiling attempt gives its group back */
         tp__run_logs_close(t);
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
+        double ran = tp__mono_s() - t->started;
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
+        tp__view_attempt_ended(r, t, TP_REQUEUE_INTERRUPTED, detail, ran);
     }
     tp__placement_node_down(r, (size_t)node);
     char what[400];
@@ -490,6 +498,55 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
 }
 
 /* ---- signals ------------------------------------------------------------------ */
+/* Stop the run: running trials checkpoint and exit (pause); run the same
+ * command again to resume. */
+static void stop_run(tp_run_t *r) {
+    r->stopping = 1;
+    for (size_t i = 0; i < r->trials.n; i++) {
+        trial_t *t = r->trials.by_id[i];
+        if (t && t->state == TP_TRIAL_RUNNING) send_control(r, t, "pause", NULL);
+    }
+}
+
+/* why with every run of digits as one '#': failures that differ only in the
+ * numbers they print (a parameter's value, a line count) are alike. */
+static void failure_shape(const char *why, char *out, size_t n) {
+    size_t k = 0;
+    for (const char *p = why; *p && k + 1 < n; p++) {
+        if (isdigit((unsigned char)*p)) {
+            while (isdigit((unsigned char)p[1]) || (p[1] == '.' && isdigit((unsigned char)p[2])))
+                p++;
+            out[k++] = '#';
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k] = 0;
+}
+
+void tp__run_fail_fast(tp_run_t *r, const trial_t *t, const char *why) {
+    if (r->ff_off || !r->x.fail_fast || r->stopping) return;
+    char shape[sizeof r->ff_why];
+    if (why) failure_shape(why, shape, sizeof shape);
+    if (!why || (r->ff_failed && strcmp(shape, r->ff_why) != 0)) {
+        r->ff_off = 1;
+        return;
+    }
+    if (r->ff_failed++ == 0) snprintf(r->ff_why, sizeof r->ff_why, "%s", shape);
+    if (r->ff_failed < r->x.fail_fast) return;
+    fprintf(stderr,
+            "tunepack: fail-fast: the first %d trials all failed the same way (trial %lld: %s); "
+            "stopping before the others run. See `tunepack trials %s` for their logs; fix it and "
+            "run again, or set fail_fast: false to run every trial anyway\n",
+            r->ff_failed, (long long)t->id, why, r->dir);
+    r->exit_code = TP_EXIT_NO_TRIAL;
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "fail-fast", why,
+                                   tp__wall_s()),
+                   "recording a fail-fast stop");
+    stop_run(r);
+}
+
 static void on_signal(uv_signal_t *h, int sig) {
     tp_run_t *r = h->data;
     if (r->stopping) {
@@ -497,15 +554,11 @@ static void on_signal(uv_signal_t *h, int sig) {
         tp__agents_shutdown(r);
         return;
     }
-    r->stopping = 1;
     if (r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_STOPPED;
     fprintf(stderr, "\ntunepack: stopping: running trials are asked to checkpoint and exit, "
                     "and stopped after %gs; run the same command again to resume\n",
             r->x.grace_s);
-    for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
-        if (t && t->state == TP_TRIAL_RUNNING) send_control(r, t, "pause", NULL);
-    }
+    stop_run(r);
     if (!tp__agents_ready(r)) tp__agents_shutdown(r);
 }
 
@@ -543,6 +596,16 @@ void tp__orchestrator_finish(tp_run_t *r) {
     const char *state = r->stopping ? "stopped" : r->exit_code == TP_EXIT_AGENT ? "failed"
                                                                                 : "finished";
     tp_store_t *s = tp__journal_tx(&r->journal);
+    /* Attempts interrupted and not yet run again: the next run says so. */
+    int waiting = 0;
+    for (size_t i = 0; i < r->trials.n; i++) {
+        const trial_t *t = r->trials.by_id[i];
+        waiting += t && t->state == TP_TRIAL_PENDING && t->requeued == TP_REQUEUE_INTERRUPTED;
+    }
+    char nint[16];
+    snprintf(nint, sizeof nint, "%d", waiting);
+    tp__journal_ok(&r->journal, tp__store_meta_set(s, "interrupted", nint),
+                   "recording the interrupted attempts");
     char at[32];
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
     tp__journal_ok(&r->journal,

@@ -20,6 +20,7 @@
 #include "config/config.h"
 #include "launch/launch.h"
 #include "place/place.h"
+#include "run/run.h"
 #include "run/journal.h"
 #include "run/trial_state.h"
 #include "search/scheduler.h"
@@ -190,7 +191,11 @@ typedef struct tp_view {
 } tp_view_t;
 
 void tp__view_start(tp_run_t *r);
-void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double duration_s);
+/* An attempt of t ended (t is in its new state; requeue: why it went back to
+ * pending, NONE otherwise); why: the decision or what went wrong. One log
+ * line, and the best so far when it changed. */
+void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue, const char *why,
+                            double duration_s);
 void tp__view_final(tp_run_t *r);
 
 /* ---- orchestrator.c -------------------------------------------------------- */
@@ -212,7 +217,14 @@ struct tp_run {
     size_t nlaunch, caplaunch;
     int64_t *stops;             /* early stops journaled, to send after the commit */
     size_t nstops, capstops;
-    int64_t best_id;            /* best trial with a value, -1 if none */
+    int64_t best_id;            /* best trial so far (tp__rank_beats), -1 if none */
+    tp_rank_key_t best;         /* its budget and value when it became the best */
+    int best_rung;              /* its rung then */
+    int best_changed;           /* a new best since the view last said it */
+    int ff_failed;              /* fail-fast: trials of this run that failed, all alike so far */
+    int ff_off;                 /* fail-fast no longer applies (a trial got a value, or
+                                   failures differed) */
+    char ff_why[1200];          /* the first failure, as the others must be to count */
     int stopping;               /* stop requested */
     int finished;               /* tp__orchestrator_finish ran */
     int exit_code;              /* TP_EXIT_* */
@@ -230,6 +242,14 @@ struct tp_run {
     tp_view_t view;             /* view.c */
 };
 
+/* dryrun.c: the experiment's scheduler (sampler + scheduler), NULL with err. */
+tp_scheduler_t *tp__run_scheduler_new(const tp_experiment_t *x, tp_error_t *err);
+/* Whether the program of x's command (argv[0]) exists and is executable from
+ * workdir (a path with '/': relative to workdir; a bare name: on PATH).
+ * 0, or -ENOENT/-EACCES with err "file:line:col: ..." at the program. A
+ * program with a placeholder in it is not checked. */
+int tp__run_check_program(const tp_experiment_t *x, const char *workdir, tp_error_t *err);
+
 /* Run the event loop until the experiment ends or stops; TP_EXIT_* code. */
 int tp__orchestrator_loop(tp_run_t *r);
 void tp__orchestrator_finish(tp_run_t *r);
@@ -237,13 +257,19 @@ void tp__orchestrator_finish(tp_run_t *r);
 void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m);
 /* The agent of node `node` is gone: its attempts are interrupted. */
 void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
-void tp__note_best(tp_run_t *r, const trial_t *t); /* t has a final value: best so far? */
+/* t ended a job (completed, stopped early, paused at a rung): the best so far? */
+void tp__note_best(tp_run_t *r, const trial_t *t);
 /* a better than b by the metric's mode; NaN is never better. */
 int tp__run_better(const tp_run_t *r, double a, double b);
 /* Journal a scheduler call (job, result, stop) in the decisions table, and
  * the trial's rung, budget and last decision. */
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
                       const char *detail);
+
+/* fail_fast: t's job ended; why: what went wrong when it failed, NULL when it
+ * got a value. The first `fail_fast` trials failing alike (same exit, same
+ * last stderr line: the same why) stop the experiment with a message. */
+void tp__run_fail_fast(tp_run_t *r, const trial_t *t, const char *why);
 
 /* Stop t's attempt early once what was journaled is committed. */
 void tp__run_queue_stop(tp_run_t *r, const trial_t *t);

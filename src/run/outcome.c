@@ -13,6 +13,8 @@
 #include "run/run.h"
 
 #define MAX_GARBAGE_EVENTS 20 /* per attempt; more are only counted */
+#define TAIL_LINES 5          /* of a failed attempt's stderr, kept in the store */
+#define TAIL_BYTES 800
 
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
     t->garbage++;
@@ -135,6 +137,38 @@ static const char *signal_name(int sig) {
     return buf;
 }
 
+/* The last TAIL_LINES lines of t's stderr (rank 0, this attempt), at most
+ * TAIL_BYTES, into out; "" if there is none. Lines end with '\n' except the
+ * last. O(TAIL_BYTES). */
+static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
+    char path[4300];
+    rank_dir(r, t, 0, path, sizeof path);
+    size_t k = strlen(path);
+    snprintf(path + k, sizeof path - k, "/stderr.log");
+    out[0] = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    long from = size > (long)(n - 1) ? size - (long)(n - 1) : 0;
+    size_t got = size >= 0 && fseek(f, from, SEEK_SET) == 0 ? fread(out, 1, n - 1, f) : 0;
+    fclose(f);
+    out[got] = 0;
+    while (got && (out[got - 1] == '\n' || out[got - 1] == '\r')) out[--got] = 0;
+    /* Keep whole lines only: the last TAIL_LINES, dropping a cut first one. */
+    char *start = out;
+    int lines = 0;
+    for (char *p = out + got; p > out; p--)
+        if (p[-1] == '\n' && ++lines == TAIL_LINES) {
+            start = p;
+            break;
+        }
+    if (start == out && from > 0) {
+        char *nl = strchr(out, '\n');
+        start = nl ? nl + 1 : out + got;
+    }
+    memmove(out, start, strlen(start) + 1);
+}
+
 /* An attempt ended: decide completed / paused / stopped / failed / retried /
  * interrupted, and make that one transition. */
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
@@ -182,6 +216,16 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     }
     tp_transition_t how = {.has_exit = strcmp(status, "spawn_failed") != 0, .exit_code = code,
                            .signal = sig, .at = tp__wall_s()};
+    char tail[TAIL_BYTES + 1] = "";
+    if (!ok && !interrupted) {
+        /* A failure says what the trial said last, where everyone looks. */
+        stderr_tail(r, t, tail, sizeof tail);
+        how.stderr_tail = tail;
+        const char *last = strrchr(tail, '\n');
+        last = last ? last + 1 : tail;
+        size_t n = strlen(why);
+        if (*last) snprintf(why + n, sizeof why - n, ": %s", last);
+    }
     tp_trial_state_t to;
     const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
     char note[300] = "";
@@ -232,10 +276,12 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     }
     tp__trial_set_state(&r->trials, t, to, &how);
     if (decided) tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided);
-    if (to == TP_TRIAL_COMPLETED || to == TP_TRIAL_STOPPED) tp__note_best(r, t);
+    tp__note_best(r, t);
+    if (to == TP_TRIAL_FAILED) tp__run_fail_fast(r, t, why);
+    else if (to != TP_TRIAL_PENDING) tp__run_fail_fast(r, t, NULL);
     if (to != TP_TRIAL_PENDING) {
         json_decref(t->gpu_env);
         t->gpu_env = NULL;
-        tp__view_trial_ended(r, t, ok ? decided : why, dur);
     }
+    tp__view_attempt_ended(r, t, how.requeue, ok ? decided : why, dur);
 }

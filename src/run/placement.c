@@ -542,7 +542,24 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
     json_decref(genv);
 }
 
+/* Where t's attempt runs, in words: "node:gpu,gpu" per node, "node" without
+ * GPUs (the text `trials` shows, from the placements journaled). */
+static void where_text(const tp_run_t *r, trial_t *t) {
+    char *out = t->where_text;
+    size_t n = sizeof t->where_text, k = 0;
+    out[0] = 0;
+    for (size_t s = 0; s < tp__trial_nshards(r, t) && k < n; s++) {
+        const tp_assign_t *a = tp__trial_shard(t, s);
+        const tp_node_t *node = &r->pl.cluster.nodes[a->node];
+        k += (size_t)snprintf(out + k, n - k, "%s%s", s ? " " : "", node->name);
+        for (size_t i = 0; i < a->ngpus && k < n; i++)
+            k += (size_t)snprintf(out + k, n - k, "%c%d", i ? ',' : ':',
+                                  node->gpus[a->gpu[i]].index);
+    }
+}
+
 void tp__placement_attempt(tp_run_t *r, trial_t *t) {
+    where_text(r, t);
     t->peak_mib = 0;
     t->sm_sum = 0;
     t->samples = 0;
@@ -558,8 +575,8 @@ void tp__placement_attempt(tp_run_t *r, trial_t *t) {
             journal_placement(r, t, tp__trial_shard(t, k), env);
             if (nshards > 1) json_array_append_new(t->gpu_env, env);
         }
-    } else if (r->x.cluster.kind != TP_CLUSTER_LOCAL) {
-        /* On a cluster every attempt's nodes are journaled, GPUs or not. */
+    } else {
+        /* Every attempt's nodes are journaled, GPUs or not (`trials` shows where). */
         for (size_t k = 0; k < nshards; k++) {
             tp_placement_row_t row = {
                 .trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),

@@ -33,6 +33,11 @@ typedef struct tp_run_opts {
 /* Run (or resume) an experiment to its end. Returns a TP_EXIT_* code; the
  * reason for a failure is printed on stderr. */
 int tp__run_experiment(const tp_run_opts_t *opts);
+/* `run FILE --dry-run`: report every mistake in the file (file:line:col),
+ * check the program from the working directory, and print the first `show`
+ * configurations with the exact argv of each. Creates and runs nothing.
+ * TP_EXIT_OK or TP_EXIT_CONFIG. */
+int tp__run_dry(const tp_run_opts_t *opts, int show);
 
 /* ---- report lines (report.c): pure parsing, no I/O ---------------------- */
 typedef struct tp_report {
@@ -53,6 +58,21 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
 int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_report_t *out,
                         tp_buf_t *json, char *why, size_t whylen);
 
+/* ---- the best trial (rank.c): pure ------------------------------------------
+ * A trial competes for "best" once a job of it ended with the objective:
+ * completed, stopped early, or paused at a rung waiting for a promotion
+ * (running, pending and failed trials do not). Between two competitors the
+ * one that reached the larger budget wins (a value after 9 epochs is not
+ * weighed against one after 1), then the better value by the metric's mode.
+ * Without budgets every trial has budget 0 and only the value counts. */
+typedef struct tp_rank_key {
+    double budget;   /* budget of the job the value belongs to, 0 if none */
+    double value;    /* the objective; NaN never wins */
+} tp_rank_key_t;
+/* Whether a trial in `state` (a store state name) competes. */
+int tp__rank_competes(const char *state, int has_value);
+/* Whether a ranks before b. O(1). */
+int tp__rank_beats(const tp_rank_key_t *a, const tp_rank_key_t *b, int maximize);
 
 /* Experiment directory helpers shared by the CLI verbs (rundir.c). */
 /* The directory a command should look at: dir if given, else the most

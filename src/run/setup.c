@@ -92,7 +92,11 @@ static int keep_last(int64_t step, double value, void *ud) {
  * last orchestrator died are interrupted and run again; pending trials are
  * queued; trials with a final value compete for the best. */
 static void resume_trials(tp_run_t *r) {
-    int interrupted = 0;
+    /* Attempts a stop interrupted (journaled by the run that stopped) and
+     * those a crash left running. */
+    char *before = tp__store_meta_get(r->journal.store, "interrupted");
+    int interrupted = before ? atoi(before) : 0;
+    free(before);
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *t = r->trials.by_id[i];
         if (!t) continue;
@@ -176,6 +180,38 @@ static void replay_decisions(tp_run_t *r) {
                 (long long)rp.count, (long long)rp.diverged);
 }
 
+/* The file differs from the one the experiment was started from: keys that
+ * may change (trials, concurrency, timeout, ...) are taken and the change
+ * is journaled; a change of meaning (command, space, metric, search, ...)
+ * is refused with what changed and the ways out. */
+static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
+    tp_buf_t ok, refused;
+    tp__buf_init(&ok);
+    tp__buf_init(&refused);
+    int rc = tp__config_changes(old_text, r->x.text, &ok, &refused);
+    if (rc != 0) {
+        rc = tp__errorf(err, -EEXIST,
+                        "%s holds an experiment whose recorded trials would mean something else "
+                        "under %s as it is now:\n"
+                        "%s\n"
+                        "Either restore those keys, or run it as a new experiment with a new "
+                        "--dir DIR (its results here stay as they are). Keys such as trials, "
+                        "concurrency, timeout, retries and resources may change between runs.",
+                        r->dir, r->x.path, rc < 0 ? "  (the stored file is no YAML)" : refused.data);
+    } else if (ok.len) {
+        tp_store_t *s = r->journal.store;
+        tp__log(TP_LOG_INFO, "%s changed since the last run; taking the new values:\n%s",
+                r->x.path, ok.data);
+        if (tp__store_begin(s) || tp__store_meta_set(s, "experiment_text", r->x.text) ||
+            tp__store_event(s, -1, 0, "experiment-changed", ok.data, tp__wall_s()) ||
+            tp__store_commit(s))
+            rc = tp__errorf(err, -EIO, "cannot record the change of %s in %s", r->x.path, r->dir);
+    }
+    tp__buf_free(&ok);
+    tp__buf_free(&refused);
+    return rc;
+}
+
 /* Open or create the store and check it holds this experiment. */
 static int open_experiment(tp_run_t *r, tp_error_t *err) {
     r->trials.journal = &r->journal;
@@ -184,13 +220,9 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     tp_store_t *s = r->journal.store;
     char *text = tp__store_meta_get(s, "experiment_text");
     if (text) {
-        int same = strcmp(text, r->x.text) == 0;
+        int changed = strcmp(text, r->x.text) == 0 ? 0 : accept_changes(r, text, err);
         free(text);
-        if (!same)
-            return tp__errorf(err, -EEXIST,
-                              "%s holds an experiment started from a different version of %s; "
-                              "restore the file, or give a new --dir to start afresh",
-                              r->dir, r->x.path);
+        if (changed) return changed;
         char *tok = tp__store_meta_get(s, "token");
         char *wd = tp__store_meta_get(s, "workdir");
         snprintf(r->token, sizeof r->token, "%s", tok ? tok : "");
@@ -258,11 +290,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         free(r);
         return TP_EXIT_USAGE;
     }
-    tp_scheduler_cfg_t scfg = {.scheduler = r->x.scheduler, .sampler = r->x.search,
-                               .budget = {.name = r->x.budget_name, .min = r->x.budget_min,
-                                          .max = r->x.budget_max, .eta = r->x.budget_eta},
-                               .maximize = r->x.maximize};
-    r->sched = tp__scheduler_new(&r->x.space, &scfg, &err);
+    r->sched = tp__run_scheduler_new(&r->x, &err);
     if (!r->sched) {
         fprintf(stderr, "%s: %s\n", r->x.path, err.msg);
         code = TP_EXIT_CONFIG;
@@ -286,6 +314,13 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     }
     r->dir = absolute(dir);
     r->workdir = r->x.workdir ? absolute(r->x.workdir) : absolute(".");
+    if (r->x.cluster.kind == TP_CLUSTER_LOCAL &&
+        tp__run_check_program(&r->x, r->workdir, &err) != 0) {
+        /* Rejected before any trial runs, not retried for every one. */
+        fprintf(stderr, "%s\n", err.msg);
+        code = TP_EXIT_CONFIG;
+        goto out;
+    }
     if (lock_dir(r, &err) != 0 || open_experiment(r, &err) != 0) {
         fprintf(stderr, "tunepack: error: %s\n", err.msg);
         code = TP_EXIT_STORE;
@@ -294,7 +329,9 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     resume_trials(r);
     replay_decisions(r);
     if ((code = tp__agents_plan(r)) != 0) goto out;
-    tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running"),
+    tp__journal_ok(&r->journal,
+                   tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running") ||
+                       tp__store_meta_set(tp__journal_tx(&r->journal), "interrupted", "0"),
                    "recording the start of the run");
     if (tp__journal_commit(&r->journal) != 0) {
         code = TP_EXIT_STORE;

@@ -141,7 +141,12 @@ static int journal_change(tp_trials_t *ts, const trial_t *t, tp_trial_state_t to
                             .error = how->error, .detail = how->detail,
                             .has_value = t->has_value, .value = t->value, .best = t->best,
                             .step = t->step, .metrics = t->last.len ? t->last.data : NULL,
-                            .at = at};
+                            .at = at,
+                            /* Running time only: a trial read back from the store (a crash)
+                               has no start of ours, and its lost attempt counts nothing. */
+                            .ran_s = t->started > 0 ? tp__mono_s() - t->started : 0,
+                            .interrupted = how->requeue == TP_REQUEUE_INTERRUPTED,
+                            .stderr_tail = how->stderr_tail};
         rc = tp__store_trial_end(s, t->id, &e);
     } else {
         const char *detail = how->detail ? how->detail : how->error;
@@ -165,6 +170,8 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
     if (t->state == TP_TRIAL_RUNNING && to == TP_TRIAL_PENDING) {
         if (how->requeue == TP_REQUEUE_RETRY) ts->retried++;
         if (how->requeue == TP_REQUEUE_INTERRUPTED) ts->interrupted++;
+        if (how->requeue == TP_REQUEUE_REGROW) ts->regrown++;
+        t->requeued = how->requeue;
     }
     ts->count[t->state]--;
     ts->count[to]++;

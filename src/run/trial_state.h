@@ -37,6 +37,14 @@ typedef enum tp_trial_state {
     TP_TRIAL_NSTATES
 } tp_trial_state_t;
 
+/* Why an attempt left `running` for `pending`. */
+typedef enum tp_requeue {
+    TP_REQUEUE_NONE,        /* not an attempt's end */
+    TP_REQUEUE_RETRY,       /* it failed and has retries left */
+    TP_REQUEUE_INTERRUPTED, /* stopped, paused by a stop, lost with its agent or orchestrator */
+    TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
+} tp_requeue_t;
+
 typedef struct trial {
     int64_t id;         /* trial number, as the searcher numbered it */
     json_t *params;     /* its configuration, owned */
@@ -76,15 +84,10 @@ typedef struct trial {
     int early_stopped;  /* the scheduler stopped it while it ran */
     int job_fresh;      /* its job was just handed out: the next attempt starts its reports */
     char why[200];      /* the scheduler's last decision about it */
+    tp_requeue_t requeued; /* why it last went back to pending (kept until its next attempt) */
+    char where_text[128]; /* where its current (or last) attempt runs: "node:gpu,gpu", "local" */
 } trial_t;
 
-/* Why an attempt left `running` for `pending`. */
-typedef enum tp_requeue {
-    TP_REQUEUE_NONE,        /* not an attempt's end */
-    TP_REQUEUE_RETRY,       /* it failed and has retries left */
-    TP_REQUEUE_INTERRUPTED, /* stopped, paused by a stop, lost with its agent or orchestrator */
-    TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
-} tp_requeue_t;
 
 /* What a transition records besides the new state. */
 typedef struct tp_transition {
@@ -94,6 +97,7 @@ typedef struct tp_transition {
     int signal;           /* its terminating signal, 0 if none */
     const char *detail;   /* a note for the event (not an error), or NULL */
     tp_requeue_t requeue; /* running -> pending: why */
+    const char *stderr_tail; /* a failed attempt: the last lines of its stderr, or NULL */
     double at;            /* wall time; 0: now */
 } tp_transition_t;
 
@@ -105,6 +109,7 @@ typedef struct tp_trials {
     int count[TP_TRIAL_NSTATES]; /* trials in each state */
     int retried;            /* attempts that failed and were retried, this run */
     int interrupted;        /* attempts interrupted, this run */
+    int regrown;            /* attempts out of GPU memory placed again with more, this run */
     int bugs;               /* illegal transitions refused */
     tp_journal_t *journal;  /* where changes are journaled; borrowed */
 } tp_trials_t;

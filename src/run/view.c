@@ -1,6 +1,9 @@
 /* view: progress while an experiment runs. On a terminal a live block
- * redrawn at most twice a second; otherwise one plain line per finished
- * trial. Reads the orchestrator's counters; writes only to stdout. */
+ * redrawn at most twice a second; otherwise one plain line for every end of
+ * an attempt (completed, paused at a rung, stopped early, failed, retried,
+ * placed again after running out of GPU memory, interrupted), and a line
+ * whenever the best so far changes. Reads the orchestrator's counters;
+ * writes only to stdout. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,26 +24,50 @@ static int done_count(const tp_run_t *r) {
     return c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_STOPPED] + c[TP_TRIAL_FAILED];
 }
 
+/* "rung R, budget B" when the search has budgets, else "" (as `status` and `best` say it). */
+static void rung_text(const tp_run_t *r, int rung, double budget, char *out, size_t n) {
+    if (!r->x.budget_name || budget <= 0) {
+        out[0] = 0;
+        return;
+    }
+    char b[32];
+    tp__fmt_sig(budget, b);
+    snprintf(out, n, "rung %d, budget %s", rung, b);
+}
+
 static void best_line(const tp_run_t *r, char *out, size_t n) {
     const trial_t *b = tp__trials_get(&r->trials, r->best_id);
     if (!b) {
         snprintf(out, n, "best %s: none yet", r->x.metric);
         return;
     }
-    char params[512], v[32];
+    char params[512], v[32], rung[96];
     tp__params_text(b->params, params, sizeof params);
-    tp__fmt_sig(b->value, v);
-    snprintf(out, n, "best %s %s (trial %lld): %s", r->x.metric, v, (long long)b->id, params);
+    tp__fmt_sig(r->best.value, v);
+    rung_text(r, r->best_rung, r->best.budget, rung, sizeof rung);
+    snprintf(out, n, "best %s %s (trial %lld%s%s): %s", r->x.metric, v, (long long)b->id,
+             *rung ? ", " : "", rung, params);
 }
 
-static void draw(tp_run_t *r) {
+/* "3/9 done (1 completed, 2 stopped early, 0 failed), 3 running, 2 paused, 1 pending" */
+static void counts_line(const tp_run_t *r, char *out, size_t n) {
     const int *c = r->trials.count;
     uint64_t total = total_trials(r);
     int done = done_count(r);
     long waiting = (long)total - done - c[TP_TRIAL_RUNNING] - c[TP_TRIAL_PAUSED];
     if (waiting < 0) waiting = 0;
+    snprintf(out, n,
+             "%d/%llu done (%d completed, %d stopped early, %d failed), %d running, %d paused, "
+             "%ld pending",
+             done, (unsigned long long)total, c[TP_TRIAL_COMPLETED], c[TP_TRIAL_STOPPED],
+             c[TP_TRIAL_FAILED], c[TP_TRIAL_RUNNING], c[TP_TRIAL_PAUSED], waiting);
+}
+
+static void draw(tp_run_t *r) {
+    uint64_t total = total_trials(r);
+    int done = done_count(r);
     double elapsed = tp__mono_s() - r->view.t0;
-    char el[32], rem[48] = "?", best[700];
+    char el[32], rem[48] = "?", best[700], counts[256];
     tp__format_duration(elapsed, el, sizeof el);
     int done_here = done - r->view.done_before;
     if (done_here > 0 && (uint64_t)done < total) {
@@ -51,17 +78,17 @@ static void draw(tp_run_t *r) {
         snprintf(rem, sizeof rem, "0s");
     }
     best_line(r, best, sizeof best);
+    counts_line(r, counts, sizeof counts);
     int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
     char bar[64];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
     bar[width] = 0;
     if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
-    printf("%s [%s] %d/%llu done, %d running, %d paused, %ld pending, %d failed%s\n", r->x.name,
-           bar, done, (unsigned long long)total, c[TP_TRIAL_RUNNING], c[TP_TRIAL_PAUSED], waiting,
-           c[TP_TRIAL_FAILED], r->stopping ? " (stopping)" : "");
+    printf("%s [%s] %s%s\n", r->x.name, bar, counts, r->stopping ? " (stopping)" : "");
     printf("elapsed %s, remaining %s\n", el, rem);
     printf("%.*s\n", 160, best);
     r->view.lines = 3;
+    r->best_changed = 0;
     fflush(stdout);
 }
 
@@ -83,19 +110,45 @@ void tp__view_start(tp_run_t *r) {
     uv_timer_start(&r->view.timer, on_view_timer, 0, VIEW_PERIOD_MS);
 }
 
-void tp__view_trial_ended(tp_run_t *r, const trial_t *t, const char *why, double duration_s) {
+void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue, const char *why,
+                            double duration_s) {
     if (r->view.quiet || r->view.live) return;
-    char v[32] = "", d[32];
+    char v[48] = "", d[32], rung[96], at[100] = "", where[160] = "";
     tp__format_duration(duration_s, d, sizeof d);
-    int done = done_count(r);
-    if (t->state == TP_TRIAL_COMPLETED) {
-        tp__fmt_sig(t->value, v);
-        printf("[%d/%llu] trial %lld completed in %s: %s=%s\n", done,
-               (unsigned long long)total_trials(r), (long long)t->id, d, r->x.metric, v);
-    } else {
-        printf("[%d/%llu] trial %lld %s after %d attempt(s): %s\n", done,
-               (unsigned long long)total_trials(r), (long long)t->id, tp__trial_state_name(t->state),
-               t->attempts, why ? why : "");
+    if (t->has_value) {
+        char s[32];
+        tp__fmt_sig(t->value, s);
+        snprintf(v, sizeof v, "%s=%s", r->x.metric, s);
+    }
+    if (t->where_text[0]) snprintf(where, sizeof where, " on %s", t->where_text);
+    rung_text(r, t->rung, t->budget, rung, sizeof rung);
+    if (*rung) snprintf(at, sizeof at, " (%s)", rung);
+    printf("[%d/%llu] trial %lld ", done_count(r), (unsigned long long)total_trials(r),
+           (long long)t->id);
+    if (requeue == TP_REQUEUE_RETRY)
+        printf("attempt %d failed after %s%s: %s; retrying (%d of %d retries used)\n",
+               t->attempts, d, where, why ? why : "", t->failures, r->x.retries);
+    else if (requeue == TP_REQUEUE_REGROW)
+        printf("attempt %d%s: %s\n", t->attempts, where, why ? why : "");
+    else if (requeue == TP_REQUEUE_INTERRUPTED)
+        printf("attempt %d interrupted after %s%s; it runs again from its checkpoint%s\n",
+               t->attempts, d, where, r->stopping ? " when resumed" : "");
+    else if (t->state == TP_TRIAL_COMPLETED)
+        printf("completed in %s%s: %s%s\n", d, where, v, at);
+    else if (t->state == TP_TRIAL_PAUSED)
+        printf("paused at %s after %s%s: %s; waits for a promotion\n", *rung ? rung : "its rung", d,
+               where, v);
+    else if (t->state == TP_TRIAL_STOPPED)
+        printf("stopped early%s%s: %s; %s\n", at, where, *v ? v : "no value",
+               why ? why : "");
+    else
+        printf("%s after %d attempt(s)%s: %s\n", tp__trial_state_name(t->state), t->attempts,
+               where, why ? why : "");
+    if (r->best_changed) {
+        char best[700];
+        best_line(r, best, sizeof best);
+        printf("  so far the %s\n", best);
+        r->best_changed = 0;
     }
     fflush(stdout);
 }
@@ -112,12 +165,15 @@ void tp__view_final(tp_run_t *r) {
     char el[32], best[700];
     tp__format_duration(tp__mono_s() - r->view.t0, el, sizeof el);
     best_line(r, best, sizeof best);
-    char early[48] = "", inter[48] = "";
+    char early[48] = "", inter[48] = "", paused[48] = "", regrown[64] = "";
     if (c[TP_TRIAL_STOPPED]) snprintf(early, sizeof early, ", %d stopped early", c[TP_TRIAL_STOPPED]);
-    if (r->trials.interrupted)
-        snprintf(inter, sizeof inter, ", %d interrupted", r->trials.interrupted);
-    printf("%s %s after %s: %d completed%s, %d failed, %d retried%s\n%s\nresults: %s\n",
+    if (c[TP_TRIAL_PAUSED]) snprintf(paused, sizeof paused, ", %d paused", c[TP_TRIAL_PAUSED]);
+    if (r->trials.regrown)
+        snprintf(regrown, sizeof regrown, ", %d placed again after running out of GPU memory",
+                 r->trials.regrown);
+    snprintf(inter, sizeof inter, ", %d interrupted", r->trials.interrupted);
+    printf("%s %s after %s: %d completed%s%s, %d failed, %d retried%s%s\n%s\nresults: %s\n",
            r->x.name, r->stopping ? "stopped" : "finished", el, c[TP_TRIAL_COMPLETED], early,
-           c[TP_TRIAL_FAILED], r->trials.retried, inter, best, r->dir);
+           paused, c[TP_TRIAL_FAILED], r->trials.retried, regrown, inter, best, r->dir);
     fflush(stdout);
 }

@@ -56,6 +56,10 @@ static const char *const migrations[] = {
     "  kind TEXT NOT NULL,"           /* job | result | stop */
     "  trial INTEGER NOT NULL, attempt INTEGER NOT NULL, rung INTEGER NOT NULL, budget REAL,"
     "  ok INTEGER, value REAL, detail TEXT);",
+    /* 3 -> 4: time spent running, interrupted attempts, the last lines of a failure's stderr. */
+    "ALTER TABLE trials ADD COLUMN run_s REAL NOT NULL DEFAULT 0;"
+    "ALTER TABLE trials ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE trials ADD COLUMN stderr_tail TEXT;",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -84,6 +88,15 @@ enum {
     ST_COUNT
 };
 
+/* What a trial row reads (read_trial_row): its columns, and where its last
+ * attempt ran ("node:gpu,gpu" per node, from its placements; NULL if none). */
+#define TRIAL_COLUMNS                                                                          \
+    "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, signal, error, " \
+    "created_at, started_at, ended_at, failures, rung, budget, decision, run_s, interrupted, "  \
+    "stderr_tail, (SELECT group_concat(p.node || CASE WHEN p.gpus = '[]' THEN '' ELSE ':' || " \
+    "trim(p.gpus, '[]') END, ' ') FROM placements p WHERE p.trial = trials.id AND "            \
+    "p.attempt = trials.attempts) "
+
 static const char *const statements[ST_COUNT] = {
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -93,16 +106,14 @@ static const char *const statements[ST_COUNT] = {
     [ST_TRIAL_RUNNING] = "UPDATE trials SET state = 'running', attempts = ?2, started_at = ?3, "
                          "ended_at = NULL WHERE id = ?1",
     [ST_TRIAL_END] = "UPDATE trials SET state = ?2, value = ?3, best = ?4, step = ?5, metrics = COALESCE(?6, metrics), "
-                     "exit_code = ?7, signal = ?8, error = ?9, ended_at = ?10, failures = ?11 WHERE id = ?1",
+                     "exit_code = ?7, signal = ?8, error = ?9, ended_at = ?10, failures = ?11, "
+                     "run_s = run_s + ?12, interrupted = interrupted + ?13, stderr_tail = ?14 "
+                     "WHERE id = ?1",
     [ST_EVENT] = "INSERT INTO events(trial, attempt, at, kind, detail) VALUES(?1, ?2, ?3, ?4, ?5)",
     [ST_METRIC] = "INSERT OR REPLACE INTO metrics(trial, attempt, seq, step, value, data) "
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-    [ST_TRIALS] = "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, "
-                  "signal, error, created_at, started_at, ended_at, failures, rung, budget, decision "
-                  "FROM trials ORDER BY id",
-    [ST_TRIAL_ONE] = "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, "
-                     "signal, error, created_at, started_at, ended_at, failures, rung, budget, decision "
-                     "FROM trials WHERE id = ?1",
+    [ST_TRIALS] = TRIAL_COLUMNS "FROM trials ORDER BY id",
+    [ST_TRIAL_ONE] = TRIAL_COLUMNS "FROM trials WHERE id = ?1",
     [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
     [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
     [ST_PLACEMENT_ADD] = "INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, "
@@ -335,6 +346,9 @@ int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *e) {
     else
         sqlite3_bind_double(st, 10, e->at);
     sqlite3_bind_int(st, 11, e->failures);
+    sqlite3_bind_double(st, 12, e->ran_s > 0 ? e->ran_s : 0);
+    sqlite3_bind_int(st, 13, e->interrupted);
+    bind_text_or_null(st, 14, e->stderr_tail && *e->stderr_tail ? e->stderr_tail : NULL);
     int rc = exec_stmt(s, st);
     return rc ? rc : tp__store_event(s, id, e->attempt, e->state, e->detail ? e->detail : e->error,
                                      e->at);
@@ -379,6 +393,10 @@ static void read_trial_row(sqlite3_stmt *st, tp_trial_row_t *r) {
     r->rung = sqlite3_column_type(st, 15) != SQLITE_NULL ? sqlite3_column_int(st, 15) : -1;
     r->budget = sqlite3_column_double(st, 16);
     r->decision = (const char *)sqlite3_column_text(st, 17);
+    r->run_s = sqlite3_column_double(st, 18);
+    r->interrupted = sqlite3_column_int(st, 19);
+    r->stderr_tail = (const char *)sqlite3_column_text(st, 20);
+    r->where = (const char *)sqlite3_column_text(st, 21);
 }
 
 static int each_trial(sqlite3_stmt *st, int (*cb)(const tp_trial_row_t *, void *), void *ud,

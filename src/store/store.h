@@ -55,6 +55,9 @@ typedef struct tp_trial_end {
     int64_t step;         /* last reported step, TP_STORE_NO_STEP if none */
     const char *metrics;  /* last report line (JSON object), NULL: keep the stored one */
     double at;            /* time */
+    double ran_s;         /* how long the attempt ran (added to the trial's running time) */
+    int interrupted;      /* 1: the attempt was interrupted (a stop, a lost agent, a crash) */
+    const char *stderr_tail; /* the last lines of a failed attempt's stderr, or NULL */
 } tp_trial_end_t;
 int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *end);
 
@@ -86,6 +89,10 @@ typedef struct tp_trial_row {
     int rung;              /* rung of its last job, -1 if none (schema 3) */
     double budget;         /* budget of its last job, 0 if none */
     const char *decision;  /* the scheduler's last decision about it, or NULL */
+    double run_s;          /* time spent running, all attempts (schema 4) */
+    int interrupted;       /* attempts interrupted by a stop, a lost agent or a crash */
+    const char *stderr_tail; /* last lines of its last failed attempt's stderr, or NULL */
+    const char *where;     /* where its last attempt ran: "node:gpu,gpu" per node, or NULL */
 } tp_trial_row_t;
 
 /* Call cb for every trial in id order; stops early when cb returns non-zero
