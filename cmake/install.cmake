@@ -3,6 +3,7 @@
 #   <prefix>/bin/tunepack
 #   <prefix>/include/tunepack/report.h
 #   <prefix>/<TP_PYTHON_DIR>/tunepack_report.py   (see below)
+#   <prefix>/<TP_PYTHON_DIR>/tunepack.py          the Python front end, beside it
 #   <prefix>/share/man/man1/tunepack.1, tunepack-<verb>.1
 #   <prefix>/share/bash-completion/completions/tunepack
 #   <prefix>/share/tunepack/workloads/sp.yaml, README.md
@@ -30,7 +31,7 @@ install(TARGETS mlp_train RUNTIME DESTINATION lib/tunepack/examples)
 # lib/python3.X/dist-packages under any other prefix (as /usr/local), X being
 # the minor version of the system python3 (else of the python3 found).
 set(TP_PYTHON_DIR "" CACHE STRING
-    "where tunepack_report.py goes, relative to the prefix (empty: decided at install time)")
+    "where tunepack_report.py and tunepack.py go, relative to the prefix (empty: decided at install time)")
 set(_tp_py ${PYTHON3})
 if(EXISTS /usr/bin/python3)
   set(_tp_py /usr/bin/python3)
@@ -50,6 +51,7 @@ install(CODE "
     endif()
   endif()
   file(INSTALL \"${CMAKE_SOURCE_DIR}/python/tunepack_report.py\"
+               \"${CMAKE_SOURCE_DIR}/python/tunepack.py\"
        DESTINATION \"\${CMAKE_INSTALL_PREFIX}/\${_dir}\")
 ")
 

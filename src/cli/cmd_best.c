@@ -36,13 +36,8 @@ static int best_main(int argc, char **argv) {
     int rc = tp__cli_parse(&tp__cmd_best, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
     long top = 1;
-    if (top_arg) {
-        char *end;
-        top = strtol(top_arg, &end, 10);
-        if (*end || top < 1 || top > 1000000)
-            return tp__cli_usage_error(&tp__cmd_best, "--top needs a whole number from 1, got \"%s\"",
-                                       top_arg);
-    }
+    if (top_arg && (rc = tp__cli_count(&tp__cmd_best, "--top", top_arg, &top)) != TP_CLI_PARSED)
+        return rc;
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;

@@ -24,13 +24,7 @@ static int run_main(int argc, char **argv) {
     if (plain) o.live = 0;
     if (!o.file) return tp__cli_usage_error(&tp__cmd_run, "name the experiment file");
     long n = 5;
-    if (show) {
-        char *end;
-        n = strtol(show, &end, 10);
-        if (*end || n < 1 || n > 100000)
-            return tp__cli_usage_error(&tp__cmd_run, "--show needs a whole number from 1, got \"%s\"",
-                                       show);
-    }
+    if (show && (rc = tp__cli_count(&tp__cmd_run, "--show", show, &n)) != TP_CLI_PARSED) return rc;
     if (dry || show) return tp__run_dry(&o, (int)n);
     return tp__run_experiment(&o);
 }

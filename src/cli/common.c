@@ -46,6 +46,17 @@ int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t
     return TP_CLI_PARSED;
 }
 
+int tp__cli_count(const tp_cmd_t *cmd, const char *opt, const char *text, long *out) {
+    char *end;
+    errno = 0;
+    long n = strtol(text, &end, 10);
+    if (errno || end == text || *end || n < 1 || n > TP_CLI_COUNT_MAX)
+        return tp__cli_usage_error(cmd, "%s needs a whole number from 1 to %d, got \"%s\"", opt,
+                                   TP_CLI_COUNT_MAX, text);
+    *out = n;
+    return TP_CLI_PARSED;
+}
+
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "tunepack %s: ", cmd->name);

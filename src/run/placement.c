@@ -629,7 +629,11 @@ static void finish_profile(tp_run_t *r, trial_t *t) {
  * trials are sorted onto their GPUs in one pass over them: a pass per GPU
  * stalled the loop for ~50 ms every 2 s with 800 GPUs and 20,000 trials
  * (bench/cluster_load.py). */
-static void save_snapshot(tp_run_t *r) {
+/* final: the run is over and none of our trials holds a GPU any more: each
+ * GPU's memory in use is what the processes that are not ours hold (our
+ * trials' share of the last sample is gone with them), and its use is 0
+ * when nothing foreign runs there. */
+static void save_snapshot(tp_run_t *r, int final) {
     json_t *snap = json_array();
     int many = r->x.cluster.kind != TP_CLUSTER_LOCAL;
     size_t nn = r->pl.cluster.nnodes, *base = tp__xcalloc(nn + 1, sizeof *base);
@@ -658,6 +662,11 @@ static void save_snapshot(tp_run_t *r) {
                                 g ? json_incref(on[base[n] + pos]) : json_array());
             if (g) json_object_set_new(copy, "type", json_string(g->type));
             if (many) json_object_set_new(copy, "node", json_string(r->pl.cluster.nodes[n].name));
+            if (final) {
+                json_object_set(copy, "memory_used_mib", json_object_get(e, "foreign_mib"));
+                if (json_array_size(json_object_get(e, "foreign")) == 0)
+                    json_object_set_new(copy, "util", json_integer(0));
+            }
             json_array_append_new(snap, copy);
         }
     }
@@ -710,7 +719,7 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
     ns->last_gpus = json_incref((json_t *)gpus);
     if (now - r->pl.saved_at >= SNAPSHOT_PERIOD_S) {
         r->pl.saved_at = now;
-        save_snapshot(r);
+        save_snapshot(r, 0);
     }
 }
 
@@ -769,7 +778,7 @@ void tp__placement_finish(tp_run_t *r) {
     /* The last sample, with what runs now (nothing of ours, at the end). */
     for (size_t n = 0; n < r->pl.cluster.nnodes; n++)
         if (r->pl.node[n].last_gpus) {
-            save_snapshot(r);
+            save_snapshot(r, 1);
             break;
         }
 }

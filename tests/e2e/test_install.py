@@ -40,6 +40,7 @@ class Install(E2E):
             "bin/tunepack",
             "include/tunepack/report.h",
             "lib/python3/dist-packages/tunepack_report.py",
+            "lib/python3/dist-packages/tunepack.py",
             "share/bash-completion/completions/tunepack",
             "share/tunepack/workloads/sp.yaml",
             "share/tunepack/workloads/README.md",

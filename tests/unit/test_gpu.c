@@ -511,8 +511,13 @@ TP_TEST(test_gpu_table_shows_each_gpu_and_why_one_is_unhealthy) {
     fclose(f);
     TP_CHECK_CONTAINS(text, "NVIDIA A100-SXM4-80GB");
     TP_CHECK_CONTAINS(text, "GPU-fake-0");
-    TP_CHECK_CONTAINS(text, "20480/81920  25%");
-    TP_CHECK_CONTAINS(text, "12%");
+    TP_CHECK_CONTAINS(text, "20480/81920   25%   12%");
+    /* Every label sits over its column: the header's columns end where the rows' do. */
+    const char *row = strchr(text, '\n') + 1;
+    TP_CHECK_INT((int)(strstr(text, "MEM%") + 4 - text), (int)(strstr(row, "25%") + 3 - row));
+    TP_CHECK_INT((int)(strstr(text, "UTIL") + 4 - text), (int)(strstr(row, "12%") + 3 - row));
+    TP_CHECK_INT((int)(strstr(text, "/TOTAL") + 6 - text), (int)(strstr(row, "/81920") + 6 - row));
+    TP_CHECK_INT((int)(strstr(text, "HEALTH") - text), (int)(strstr(row, "ok") - row));
     TP_CHECK_CONTAINS(text, "UNHEALTHY: nvmlDeviceGetMemoryInfo: GPU is lost");
     free(text);
     f = open_memstream(&text, &len);
