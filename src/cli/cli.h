@@ -63,5 +63,10 @@ void tp__cli_ranked_text(const json_t *t, char *out, size_t n);
  * its running time, its stderr's tail, its logs' folder under dir, ... (for
  * export, trials --json, status --json and best). Caller owns. */
 json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir);
+/* best_front.c: `best` for several objectives (objectives: the store's meta
+ * [{"name", "mode"}]): prints the Pareto front of the finished trials, one
+ * line per trial, or with as_json one JSON list [{"trial", "values",
+ * "params", "metrics"}]. Returns TP_EXIT_OK or TP_EXIT_NO_TRIAL. O(m n^2). */
+int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, const char *dir);
 
 #endif

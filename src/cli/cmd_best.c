@@ -41,6 +41,17 @@ static int best_main(int argc, char **argv) {
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
+    char *objs = tp__store_meta_get(s, "objectives");
+    json_t *objectives = objs ? json_loads(objs, 0, NULL) : NULL;
+    free(objs);
+    if (json_array_size(objectives) > 1) { /* several objectives: the Pareto front */
+        rc = tp__cli_best_front(s, objectives, as_json, dir);
+        json_decref(objectives);
+        free(dir);
+        tp__store_close(s);
+        return rc;
+    }
+    json_decref(objectives);
     char *mode = tp__store_meta_get(s, "mode"), *metric = tp__store_meta_get(s, "metric");
     json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, (size_t)top);
     int code = TP_EXIT_OK;
@@ -71,7 +82,7 @@ static int best_main(int argc, char **argv) {
 
 const tp_cmd_t tp__cmd_best = {
     .name = "best",
-    .summary = "print the best trial so far and its parameters",
+    .summary = "print the best trial so far (several objectives: the Pareto front)",
     .usage = "usage: tunepack best [DIR] [--json] [--top N]\n\n"
              "Prints the best trial of the experiment in DIR (default: the latest under ./runs),\n"
              "while it runs or after. It ranks every trial that ended a job with the objective:\n"
@@ -84,6 +95,10 @@ const tp_cmd_t tp__cmd_best = {
              "  --json    one object (with --top, an array of them, best first):\n"
              "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"
              "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}}\n\n"
+             "With several objectives (metric: [{name, mode}, ...]) it prints the Pareto front:\n"
+             "every finished trial that no other beats in every objective (--top does not\n"
+             "apply); --json gives it as a list: [{\"trial\": 7, \"values\": {\"err\": 0.1,\n"
+             "\"cost\": 3}, \"params\": {...}, \"metrics\": {...}}, ...].\n"
              "Exit code 5 when no trial is ranked yet.\n\n"
              "example:\n  tunepack best runs/mlp-demo --top 3\n",
     .main = best_main,

@@ -267,35 +267,6 @@ static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
-static int metric_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    const char *s;
-    int rc = tp__cfg_get_string(c, key, v, &s);
-    if (rc < 0) return rc;
-    c->x->metric = tp__strdup(s);
-    return 0;
-}
-
-static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    (void)key;
-    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "max")) c->x->maximize = 1;
-    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "min")) c->x->maximize = 0;
-    else {
-        char got[256];
-        return fail(c, v, "\"mode\" must be max or min, got %s", tp__cfg_describe(v, got, sizeof got));
-    }
-    return 0;
-}
-
-static const key_spec_t metric_keys[] = {
-    {"name", metric_name, 1, "name: val_acc"},
-    {"mode", metric_mode, 1, "mode: max"},
-};
-
-static int key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return tp__cfg_walk_mapping(c, key, v, metric_keys, TP_ARRAY_LEN(metric_keys),
-                        "metric: {name: val_acc, mode: max}");
-}
-
 static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
     if (v->type == YAML_SCALAR_NODE)
@@ -640,7 +611,7 @@ static const key_spec_t top_keys[] = {
     {"name", key_name, 1, "name: mlp-demo"},
     {"description", key_description, 0, NULL},
     {"command", key_command, 1, "command: [python3, train.py, --lr, \"{lr}\"]"},
-    {"metric", key_metric, 1, "metric: {name: val_acc, mode: max}"},
+    {"metric", tp__cfg_key_metric, 1, "metric: {name: val_acc, mode: max}"},
     {"space", key_space, 0, NULL},
     {"search", key_search, 0, NULL},
     {"concurrency", key_concurrency, 0, NULL},
@@ -821,6 +792,7 @@ void tp__experiment_free(tp_experiment_t *x) {
     for (size_t i = 0; x->argv && x->argv[i]; i++) free(x->argv[i]);
     free(x->argv);
     free(x->metric);
+    for (size_t i = 0; i < TP_MAX_OBJECTIVES; i++) free(x->objectives[i].name);
     tp__space_free(&x->space);
     free(x->workdir);
     free(x->checkpoint_root);

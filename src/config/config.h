@@ -81,6 +81,12 @@ typedef struct tp_resources {
 
 #define TP_FAIL_FAST_DEFAULT 3 /* trials, for `fail_fast: true` (the default) */
 
+/* One objective of `metric:` (a mapping, or a list of them for several). */
+typedef struct tp_objective {
+    char *name;            /* the reported metric, owned */
+    int maximize;          /* mode: max -> 1, min -> 0 */
+} tp_objective_t;
+
 typedef struct tp_experiment {
     char *path;            /* the file as named by the user (for messages), owned */
     char *text;            /* the file's text as given, owned */
@@ -88,8 +94,10 @@ typedef struct tp_experiment {
     char **argv;           /* `command`: templates with {placeholders}, NULL-terminated */
     size_t argc;           /* number of argv elements (>= 1) */
     int program_line, program_col; /* where argv[0] is written in the file (1-based) */
-    char *metric;          /* `metric.name`, required */
-    int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required) */
+    char *metric;          /* `metric.name`, required (several: the first one's) */
+    int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required; several: the first) */
+    tp_objective_t objectives[TP_MAX_OBJECTIVES]; /* every objective in order, names owned */
+    size_t nobjectives;    /* 1, or more for `metric: [{name, mode}, ...]` (also search.nobj) */
     tp_space_t space;      /* `space` */
     tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10;
                               grid: 1, one pass over the product), seed (default 0) */

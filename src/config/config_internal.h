@@ -20,6 +20,7 @@ typedef struct cfgctx {
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
     yaml_node_t *budget;     /* `budget` mapping, for messages */
     yaml_node_t *scheduler;  /* `search.scheduler` value, for messages */
+    yaml_node_t *metric;     /* `metric`, for messages */
     yaml_node_t *res_gpus_per_node; /* `resources.gpus_per_node`, for messages */
     int res_gpus_set;        /* gpus or gpus_per_node seen */
     int trials_given;        /* `search.trials` was written (else a per-sampler default) */
@@ -70,12 +71,14 @@ int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* config_cluster.c: cluster. */
 int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v);
-/* config_search.c: budget, checkpoint, search.scheduler. */
+/* config_search.c: metric (one objective or a list), budget, checkpoint,
+ * search.scheduler. */
+int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* After the whole file: a scheduler with rungs has a budget; the budget's
- * name is no parameter. */
+ * name is no parameter; several objectives run under fifo. */
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
 /* config_space.c: a parameter's `when` conditions into p; after the whole
  * space, the conditions resolved and checked (unknown parameter or value,

@@ -1,5 +1,6 @@
-/* config_search: how the search spends its budget: `budget` (the resource
- * that grows), `search.scheduler` (fifo, asha, hyperband, median) and
+/* config_search: what the search optimizes and how it spends its budget:
+ * `metric` (one objective, or a list of them), `budget` (the resource that
+ * grows), `search.scheduler` (fifo, asha, hyperband, median) and
  * `checkpoint` (how a trial is asked to pause). */
 #include <signal.h>
 #include <stdio.h>
@@ -8,6 +9,80 @@
 
 #include "config/config_internal.h"
 #include "search/scheduler.h"
+
+/* ---- metric: {name, mode} or a list of them ------------------------------------ */
+
+static int metric_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    tp_objective_t *o = &c->x->objectives[c->x->nobjectives];
+    for (size_t i = 0; i < c->x->nobjectives; i++)
+        if (!strcmp(c->x->objectives[i].name, s))
+            return fail(c, v, "objective \"%s\" is listed twice; keep one", s);
+    free(o->name);
+    o->name = tp__strdup(s);
+    return 0;
+}
+
+static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    (void)key;
+    tp_objective_t *o = &c->x->objectives[c->x->nobjectives];
+    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "max")) o->maximize = 1;
+    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "min")) o->maximize = 0;
+    else {
+        char got[256];
+        return fail(c, v, "\"mode\" must be max or min, got %s",
+                    tp__cfg_describe(v, got, sizeof got));
+    }
+    return 0;
+}
+
+static const key_spec_t metric_keys[] = {
+    {"name", metric_name, 1, "name: val_acc"},
+    {"mode", metric_mode, 1, "mode: max"},
+};
+
+/* One objective mapping into objectives[nobjectives], then counted. */
+static int one_objective(cfgctx_t *c, yaml_node_t *v) {
+    int rc = tp__cfg_walk_mapping(c, "metric", v, metric_keys, TP_ARRAY_LEN(metric_keys),
+                                  "metric: {name: val_acc, mode: max}");
+    if (rc == 0) c->x->nobjectives++;
+    return rc;
+}
+
+/* See config_internal.h. The first objective is also x->metric and
+ * x->maximize (reports must carry it; the others are read from the same
+ * report lines). */
+int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    (void)key;
+    int rc = 0;
+    if (v->type == YAML_SEQUENCE_NODE) {
+        size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        if (n == 0)
+            return fail(c, v, "metric lists no objective; write e.g. metric: [{name: err, mode: "
+                              "min}, {name: cost, mode: min}]");
+        if (n > TP_MAX_OBJECTIVES)
+            return fail(c, v, "metric lists %zu objectives; at most %d", n, TP_MAX_OBJECTIVES);
+        for (size_t i = 0; i < n && rc == 0; i++)
+            rc = one_objective(c, tp__cfg_node_at(c, v->data.sequence.items.start[i]));
+    } else {
+        rc = one_objective(c, v);
+    }
+    if (rc < 0) return rc;
+    tp_experiment_t *x = c->x;
+    free(x->metric);
+    x->metric = tp__strdup(x->objectives[0].name);
+    x->maximize = x->objectives[0].maximize;
+    x->search.nobj = x->nobjectives;
+    x->search.maximize_mask = 0;
+    for (size_t i = 0; i < x->nobjectives; i++)
+        if (x->objectives[i].maximize) x->search.maximize_mask |= 1u << i;
+    c->metric = v;
+    return 0;
+}
+
+/* ---- budget ------------------------------------------------------------------------ */
 
 static int get_positive(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
     if (tp__cfg_node_number(v, out) == 0 && *out > 0) return 0;
@@ -113,6 +188,9 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
                     "scheduler %s needs a budget to grow; add e.g. budget: {name: epochs, min: 1, "
                     "max: 81, eta: 3} and pass {epochs} to the command",
                     x->scheduler);
+    if (x->nobjectives > 1 && strcmp(x->scheduler, "fifo") != 0)
+        return fail(c, c->scheduler ? c->scheduler : c->metric, "%s",
+                    tp__sched_single_objective_msg(x->scheduler));
     if (x->budget_name && tp__space_find(&x->space, x->budget_name))
         return fail(c, c->budget, "the budget \"%s\" is also a parameter in space; the scheduler "
                                   "sets it: remove it from space",

@@ -169,10 +169,11 @@ static void close_paused(tp_run_t *r) {
 }
 
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
-                      const char *detail) {
+                      const char *detail, const char *objectives) {
     tp_decision_row_t d = {.at = tp__wall_s(), .kind = kind, .trial = t->id, .rung = t->rung,
                            .budget = t->budget, .attempt = t->attempts, .ok = ok,
-                           .has_value = !isnan(value), .value = value, .detail = detail};
+                           .has_value = !isnan(value), .value = value, .detail = detail,
+                           .objectives = objectives};
     tp_store_t *s = tp__journal_tx(&r->journal);
     if (tp__journal_ok(&r->journal, tp__store_decision(s, &d), "recording a decision") == 0)
         tp__journal_ok(&r->journal,
@@ -224,7 +225,7 @@ static trial_t *next_candidate(tp_run_t *r) {
         size_t k = strlen(t->why);
         snprintf(t->why + k, sizeof t->why - k, " (budget %g)", job.budget);
     }
-    tp__run_decision(r, "job", t, 1, NAN, t->why);
+    tp__run_decision(r, "job", t, 1, NAN, t->why, NULL);
     return t;
 }
 

@@ -262,9 +262,10 @@ void tp__note_best(tp_run_t *r, const trial_t *t);
 /* a better than b by the metric's mode; NaN is never better. */
 int tp__run_better(const tp_run_t *r, double a, double b);
 /* Journal a scheduler call (job, result, stop) in the decisions table, and
- * the trial's rung, budget and last decision. */
+ * the trial's rung, budget and last decision; objectives: a result's values
+ * with several objectives (JSON array text), else NULL. */
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
-                      const char *detail);
+                      const char *detail, const char *objectives);
 
 /* fail_fast: t's job ended; why: what went wrong when it failed, NULL when it
  * got a value. The first `fail_fast` trials failing alike (same exit, same

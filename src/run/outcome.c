@@ -51,7 +51,7 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
                                    sizeof why)) {
             t->early_stopped = 1;
             snprintf(t->why, sizeof t->why, "%s", why);
-            tp__run_decision(r, "stop", t, 1, rep->value, why);
+            tp__run_decision(r, "stop", t, 1, rep->value, why, NULL);
             /* Journal, then act: the stop goes out after the commit. */
             tp__run_queue_stop(r, t);
         }
@@ -169,6 +169,25 @@ static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n
     memmove(out, start, strlen(start) + 1);
 }
 
+/* Several objectives: each one's value in t's last report (NaN where it is
+ * missing or no finite number) into v, and as a JSON array into *json
+ * (caller frees). Returns the name of the first missing one, or NULL. */
+static const char *objective_values(const tp_run_t *r, const trial_t *t, double *v, char **json) {
+    json_t *last = t->last.len ? json_loadb(t->last.data, t->last.len, 0, NULL) : NULL;
+    json_t *arr = json_array();
+    const char *missing = NULL;
+    for (size_t j = 0; j < r->x.nobjectives; j++) {
+        json_t *x = json_object_get(last, r->x.objectives[j].name);
+        v[j] = json_is_number(x) && isfinite(json_number_value(x)) ? json_number_value(x) : NAN;
+        json_array_append_new(arr, isnan(v[j]) ? json_null() : json_real(v[j]));
+        if (isnan(v[j]) && !missing) missing = r->x.objectives[j].name;
+    }
+    *json = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    json_decref(last);
+    return missing;
+}
+
 /* An attempt ended: decide completed / paused / stopped / failed / retried /
  * interrupted, and make that one transition. */
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
@@ -177,8 +196,9 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     double dur = 0;
     json_unpack(m->head, "{s?s, s?i, s?i, s?s, s?F, s?b}", "status", &status, "code", &code,
                 "signal", &sig, "error", &error, "duration_s", &dur, "oom", &oom);
-    char why[1200] = "";
-    int ok = 0, interrupted = 0, regrow = 0;
+    char why[1200] = "", *objs = NULL;
+    double values[TP_MAX_OBJECTIVES];
+    int ok = 0, interrupted = 0, regrow = 0, multi = r->x.nobjectives > 1;
     tp__placement_ended(r, t);
     tp__run_logs_close(t);
     if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
@@ -191,8 +211,14 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         regrow = tp__placement_oom(r, t, why, sizeof why);
         interrupted = regrow;
     } else if (strcmp(status, "exited") == 0 && code == 0) {
-        if (t->has_value)
+        const char *missing = multi ? objective_values(r, t, values, &objs) : NULL;
+        if (t->has_value && !missing)
             ok = 1;
+        else if (t->has_value)
+            snprintf(why, sizeof why, "exited 0, but its last report lacks the objective "
+                                      "\"%s\" (every report that has \"%s\" must carry all "
+                                      "objectives)",
+                     missing, r->x.metric);
         else
             snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\"%s",
                      r->x.metric, t->seq ? "" : " (no report at all)");
@@ -242,7 +268,10 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         /* The job is done: tell the scheduler; the trial is finished, or
          * waits (paused, its checkpoint kept) for a promotion. */
         double v = t->has_value ? t->value : NAN;
-        r->sched->ops->result(r->sched, t->id, t->rung, 1, v, how.at);
+        if (multi)
+            r->sched->ops->result_values(r->sched, t->id, t->rung, 1, values, how.at);
+        else
+            r->sched->ops->result(r->sched, t->id, t->rung, 1, v, how.at);
         r->sched_waiting = 0;
         if (t->early_stopped) {
             to = TP_TRIAL_STOPPED;
@@ -269,13 +298,17 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
                            "recording a failure");
         } else {
             to = TP_TRIAL_FAILED;
-            r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, how.at);
+            if (multi) r->sched->ops->result_values(r->sched, t->id, t->rung, 0, values, how.at);
+            else r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, how.at);
             r->sched_waiting = 0;
             decided = why;
         }
     }
     tp__trial_set_state(&r->trials, t, to, &how);
-    if (decided) tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided);
+    if (decided)
+        tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided,
+                         ok ? objs : NULL);
+    free(objs);
     tp__note_best(r, t);
     if (to == TP_TRIAL_FAILED) tp__run_fail_fast(r, t, why);
     else if (to != TP_TRIAL_PENDING) tp__run_fail_fast(r, t, NULL);

@@ -160,7 +160,18 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         /* The reports of the job, then its result: what the scheduler saw. */
         rp->trial = d->trial;
         if (d->ok) tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
-        s->ops->result(s, d->trial, d->rung, d->ok, d->has_value ? d->value : NAN, d->at);
+        if (s->ops->result_values && tp__search_nobj(&s->cfg.sampler) > 1) {
+            double v[TP_MAX_OBJECTIVES];
+            json_t *a = d->objectives ? json_loads(d->objectives, 0, NULL) : NULL;
+            for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++) {
+                json_t *x = json_array_get(a, j);
+                v[j] = json_is_number(x) ? json_number_value(x) : NAN;
+            }
+            json_decref(a);
+            s->ops->result_values(s, d->trial, d->rung, d->ok, v, d->at);
+        } else {
+            s->ops->result(s, d->trial, d->rung, d->ok, d->has_value ? d->value : NAN, d->at);
+        }
     }
     return 0;
 }
@@ -236,13 +247,21 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     make_token(r->token);
     char at[32];
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
+    json_t *objs = json_array(); /* [{"name": ..., "mode": ...}] for best and export */
+    for (size_t j = 0; j < r->x.nobjectives; j++)
+        json_array_append_new(objs, json_pack("{s:s, s:s}", "name", r->x.objectives[j].name,
+                                              "mode", r->x.objectives[j].maximize ? "max" : "min"));
+    char *objs_text = json_dumps(objs, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(objs);
     rc = tp__store_begin(s) || tp__store_meta_set(s, "name", r->x.name) ||
          tp__store_meta_set(s, "experiment_path", r->x.path) ||
          tp__store_meta_set(s, "experiment_text", r->x.text) ||
          tp__store_meta_set(s, "metric", r->x.metric) ||
          tp__store_meta_set(s, "mode", r->x.maximize ? "max" : "min") ||
+         tp__store_meta_set(s, "objectives", objs_text) ||
          tp__store_meta_set(s, "workdir", r->workdir) || tp__store_meta_set(s, "token", r->token) ||
          tp__store_meta_set(s, "created_at", at);
+    free(objs_text);
     if (rc || tp__store_commit(s) != 0)
         return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
     return 0;

@@ -51,6 +51,17 @@ static void fifo_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, doub
     s->sampler->ops->tell(s->sampler, (uint64_t)trial, st->configs[trial], ok ? value : NAN, now);
 }
 
+static void fifo_result_values(tp_scheduler_t *s, int64_t trial, int rung, int ok,
+                               const double *values, double now) {
+    (void)rung;
+    fifo_state_t *st = s->impl;
+    if (trial < 0 || trial >= st->next) return;
+    double failed[TP_MAX_OBJECTIVES];
+    for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++) failed[j] = NAN;
+    s->sampler->ops->tell_values(s->sampler, (uint64_t)trial, st->configs[trial],
+                                 ok ? values : failed, now);
+}
+
 static int fifo_report(tp_scheduler_t *s, int64_t trial, int64_t step, double value, double now,
                        char *why, size_t whylen) {
     (void)s, (void)trial, (void)step, (void)value, (void)now;
@@ -81,6 +92,7 @@ const struct tp_scheduler_ops tp__sched_fifo_ops = {
     .init = fifo_init,
     .next = fifo_next,
     .result = fifo_result,
+    .result_values = fifo_result_values,
     .report = fifo_report,
     .final = fifo_final,
     .total = fifo_total,

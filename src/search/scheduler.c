@@ -100,6 +100,11 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
         errno = -rc;
         return NULL;
     }
+    if (tp__search_nobj(&cfg->sampler) > 1 && !ops->result_values) {
+        tp__errorf(err, -EINVAL, "%s", tp__sched_single_objective_msg(ops->name));
+        errno = EINVAL;
+        return NULL;
+    }
     tp_searcher_t *sampler = tp__searcher_new(space, &cfg->sampler, cfg->maximize, err);
     if (!sampler) return NULL; /* errno set */
     tp_scheduler_t *s = tp__xcalloc(1, sizeof *s);
@@ -118,6 +123,21 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
         return NULL;
     }
     return s;
+}
+
+const char *tp__sched_single_objective_msg(const char *name) {
+    static const char *const msgs[][2] = {
+        {"asha", "scheduler asha promotes by one number per rung; with several objectives use "
+                 "scheduler: fifo (or rank by one objective: metric: {name: ..., mode: ...})"},
+        {"hyperband", "scheduler hyperband keeps the best by one number per rung; with several "
+                      "objectives use scheduler: fifo"},
+        {"median", "scheduler median compares one number with the median; with several "
+                   "objectives use scheduler: fifo"},
+    };
+    for (size_t i = 0; i < TP_ARRAY_LEN(msgs); i++)
+        if (!strcmp(msgs[i][0], name)) return msgs[i][1];
+    return "this scheduler ranks trials by one number; with several objectives use "
+           "scheduler: fifo";
 }
 
 void tp__scheduler_free(tp_scheduler_t *s) {

@@ -1,5 +1,5 @@
 /* scheduler: decides which job runs next. A job is a trial run up to a
- * budget (e.g. epochs); a sampler (grid, random, tpe: a tp_searcher_t)
+ * budget (e.g. epochs); a sampler (grid, random, tpe, nsga2: a tp_searcher_t)
  * proposes new configurations, the scheduler (fifo, asha, hyperband,
  * median) decides budgets, promotions and early stops. Pure: no I/O, no
  * clock reads (time is an argument), no globals; the same sequence of calls
@@ -23,7 +23,7 @@ typedef struct tp_budget {
 
 typedef struct tp_scheduler_cfg {
     const char *scheduler;     /* fifo | asha | hyperband | median (NULL: fifo) */
-    tp_search_cfg_t sampler;   /* sampler name (grid | random | tpe), trials, seed */
+    tp_search_cfg_t sampler;   /* sampler name (grid | random | tpe | nsga2), trials, seed, objectives */
     tp_budget_t budget;        /* budget, or name NULL */
     int maximize;              /* the metric is maximized */
 } tp_scheduler_cfg_t;
@@ -50,6 +50,11 @@ struct tp_scheduler_ops {
     /* A job ended: ok with the objective's value at its end, or failed
      * (ok 0, value NaN: the trial is out of the search). */
     void (*result)(tp_scheduler_t *s, int64_t trial, int rung, int ok, double value, double now);
+    /* Several objectives: a job ended with values[0..nobj) (ok 0: failed, values ignored).
+     * NULL for a scheduler that ranks by one number (asha, hyperband, median):
+     * tp__scheduler_new refuses it when the sampler has several objectives. */
+    void (*result_values)(tp_scheduler_t *s, int64_t trial, int rung, int ok,
+                          const double *values, double now);
     /* A report of a running job: returns 1 to let it run on, 0 to stop the
      * trial now (early stopping; why says why). Schedulers without early
      * stopping return 1. */
@@ -79,6 +84,8 @@ extern const char *const tp__scheduler_names[];
 tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cfg_t *cfg,
                                   tp_error_t *err);
 void tp__scheduler_free(tp_scheduler_t *s);
+/* Why scheduler `name` cannot run several objectives, in words (static). */
+const char *tp__sched_single_objective_msg(const char *name);
 /* For schedulers that run each trial once at the full budget (fifo,
  * median): ask the sampler for trial number index; on 1, *out is that new
  * trial at rung 0 with budget max (0 without a budget) and *cfg the

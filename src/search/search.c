@@ -9,9 +9,19 @@ static const struct tp_searcher_ops *const searcher_table[] = {
     &tp__searcher_grid_ops,
     &tp__searcher_random_ops,
     &tp__searcher_tpe_ops,
+    &tp__searcher_nsga2_ops,
 };
 
-const char *const tp__searcher_names[] = {"grid", "random", "tpe", NULL};
+const char *const tp__searcher_names[] = {"grid", "random", "tpe", "nsga2", NULL};
+
+size_t tp__search_nobj(const tp_search_cfg_t *cfg) {
+    return cfg->nobj > 1 ? cfg->nobj : 1;
+}
+
+void tp__search_losses(const tp_search_cfg_t *cfg, const double *values, double *loss) {
+    for (size_t j = 0; j < tp__search_nobj(cfg); j++)
+        loss[j] = (cfg->maximize_mask >> j) & 1 ? -values[j] : values[j];
+}
 
 /* Create the searcher named by cfg->algorithm (NULL means "random") over
  * space. Returns NULL with errno and err set when the name is unknown or
@@ -39,12 +49,26 @@ tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *
         errno = EINVAL;
         return NULL;
     }
+    if (tp__search_nobj(cfg) > 1 && !ops->tell_values) {
+        errno = EINVAL;
+        tp__errorf(err, -EINVAL,
+                   "search algorithm %s optimizes one objective; with several use random, "
+                   "grid, tpe or nsga2",
+                   ops->name);
+        return NULL;
+    }
+    if (tp__search_nobj(cfg) > TP_MAX_OBJECTIVES) {
+        errno = EINVAL;
+        tp__errorf(err, -EINVAL, "at most %d objectives", TP_MAX_OBJECTIVES);
+        return NULL;
+    }
     tp_searcher_t *s = tp__xcalloc(1, sizeof *s);
     s->ops = ops;
     s->space = space;
     s->cfg = *cfg;
     s->cfg.algorithm = ops->name;
     s->maximize = maximize;
+    if (tp__search_nobj(cfg) == 1) s->cfg.maximize_mask = maximize ? 1u : 0u;
     int rc = ops->init(s, err);
     if (rc < 0) {
         free(s);

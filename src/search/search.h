@@ -10,11 +10,15 @@
 #include "util/util.h"
 
 typedef struct tp_search_cfg {
-    const char *algorithm;  /* "grid" | "random" | "tpe" */
+    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" */
     uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid
                                (0 or 1: one pass) */
     uint64_t seed;          /* base seed */
+    size_t nobj;            /* objectives: 0 or 1 for one, more for a multi-objective search */
+    unsigned maximize_mask; /* several objectives: bit j set when objective j is maximized */
 } tp_search_cfg_t;
+
+#define TP_MAX_OBJECTIVES 8 /* objectives a search may have */
 
 typedef struct tp_searcher tp_searcher_t;
 
@@ -28,6 +32,10 @@ struct tp_searcher_ops {
     int (*ask)(tp_searcher_t *s, uint64_t index, double now, json_t **out);
     /* A trial's outcome: value is the objective (NaN when it failed). */
     void (*tell)(tp_searcher_t *s, uint64_t index, const json_t *config, double value, double now);
+    /* Several objectives: values[0..cfg.nobj) as reported (NaN in any: failed). NULL for a
+     * searcher that optimizes one objective only; tp__searcher_new refuses it then. */
+    void (*tell_values)(tp_searcher_t *s, uint64_t index, const json_t *config,
+                        const double *values, double now);
     /* Upper bound on the number of trials, 0 when unbounded. */
     uint64_t (*total)(const tp_searcher_t *s);
     void (*destroy)(tp_searcher_t *s);
@@ -48,10 +56,16 @@ extern const char *const tp__searcher_names[];
 tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *cfg, int maximize,
                                 tp_error_t *err);
 void tp__searcher_free(tp_searcher_t *s);
+/* The number of objectives of cfg (nobj, at least 1). */
+size_t tp__search_nobj(const tp_search_cfg_t *cfg);
+/* values as losses: maximized objectives negated, so smaller is better in
+ * each. O(nobj). */
+void tp__search_losses(const tp_search_cfg_t *cfg, const double *values, double *loss);
 
 /* The searchers' ops, one per searcher_<name>.c, listed in search.c. */
 extern const struct tp_searcher_ops tp__searcher_grid_ops;
 extern const struct tp_searcher_ops tp__searcher_random_ops;
 extern const struct tp_searcher_ops tp__searcher_tpe_ops;
+extern const struct tp_searcher_ops tp__searcher_nsga2_ops;
 
 #endif

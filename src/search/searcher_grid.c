@@ -54,6 +54,12 @@ static void grid_tell(tp_searcher_t *s, uint64_t index, const json_t *config, do
     (void)s, (void)index, (void)config, (void)value, (void)now;
 }
 
+/* Several objectives: nothing to learn, as with one. */
+static void grid_tell_values(tp_searcher_t *s, uint64_t index, const json_t *config,
+                          const double *values, double now) {
+    (void)s, (void)index, (void)config, (void)values, (void)now;
+}
+
 static uint64_t grid_total(const tp_searcher_t *s) {
     const grid_state_t *st = s->impl;
     return st->total;
@@ -71,6 +77,7 @@ const struct tp_searcher_ops tp__searcher_grid_ops = {
     .init = grid_init,
     .ask = grid_ask,
     .tell = grid_tell,
+    .tell_values = grid_tell_values,
     .total = grid_total,
     .destroy = grid_destroy,
 };

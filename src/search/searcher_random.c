@@ -24,6 +24,12 @@ static void random_tell(tp_searcher_t *s, uint64_t index, const json_t *config, 
     (void)s, (void)index, (void)config, (void)value, (void)now;
 }
 
+/* Several objectives: nothing to learn, as with one. */
+static void random_tell_values(tp_searcher_t *s, uint64_t index, const json_t *config,
+                          const double *values, double now) {
+    (void)s, (void)index, (void)config, (void)values, (void)now;
+}
+
 static uint64_t random_total(const tp_searcher_t *s) {
     return s->cfg.trials;
 }
@@ -37,6 +43,7 @@ const struct tp_searcher_ops tp__searcher_random_ops = {
     .init = random_init,
     .ask = random_ask,
     .tell = random_tell,
+    .tell_values = random_tell_values,
     .total = random_total,
     .destroy = random_destroy,
 };

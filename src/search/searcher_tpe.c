@@ -38,6 +38,12 @@
  * told trials where it was active, ranked among themselves (split_for);
  * the proposal then drops the params its own picks make inactive.
  *
+ * Several objectives (tell_values): Optuna's MOTPE. The "below" group is
+ * whole non-dominated fronts while they fit in gamma(n), then the rest of
+ * the next front by greedy hypervolume subset selection; the below
+ * kernels are weighted by their hypervolume contribution (over the
+ * largest), the above ones as usual.
+ *
  * Failed trials (told NaN) are excluded, as Optuna excludes FAIL trials; they
  * do not count toward the startup trials either. A later tell for the same
  * index replaces the value (a trial promoted to a higher rung).
@@ -62,6 +68,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/pareto.h"
 #include "search/search.h"
 
 #define TPE_STARTUP 10          /* n_startup_trials */
@@ -89,7 +96,8 @@ typedef struct tpe_dim {
 
 typedef struct tpe_obs {
     double *x;          /* internal value per param (NaN: missing), owned */
-    double value;       /* latest told value, NaN: failed */
+    double value;       /* latest told value, NaN: failed (several objectives: the first) */
+    double *loss;       /* several objectives: the told values as losses, owned; else NULL */
     int state;          /* OBS_NONE, OBS_PENDING, OBS_TOLD */
 } tpe_obs_t;
 
@@ -278,8 +286,17 @@ static void parzen_free(parzen_t *e) {
     memset(e, 0, sizeof *e);
 }
 
-/* Build the numeric estimator from n observations xs (in trial order). */
-static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, size_t n) {
+/* The observations' weights: given (several objectives' "below" group),
+ * or Optuna's default ramp. */
+static void obs_weights(const double *given, size_t n, double *w) {
+    if (given) memcpy(w, given, n * sizeof *w);
+    else default_weights(n, w);
+}
+
+/* Build the numeric estimator from n observations xs (in trial order),
+ * weighted by wgiven (NULL: default_weights). */
+static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, size_t n,
+                           const double *wgiven) {
     size_t m = n + 1;
     e->m = m;
     e->mu = tp__xmalloc(m * sizeof *e->mu);
@@ -309,7 +326,7 @@ static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, si
     for (size_t i = 0; i < n; i++) e->mu[i] = xs[i];
     e->mu[n] = d->prior_mu, e->sigma[n] = d->prior_sigma;
     double *w = tp__xmalloc(m * sizeof *w), total = 0;
-    default_weights(n, w);
+    obs_weights(wgiven, n, w);
     w[n] = TPE_PRIOR_WEIGHT;
     for (size_t k = 0; k < m; k++) total += w[k];
     double acc = 0;
@@ -325,11 +342,13 @@ static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, si
     free(w);
 }
 
-/* Build the categorical estimator over C choices from n observed indices. */
-static void parzen_categorical(parzen_t *e, size_t nchoices, const double *xs, size_t n) {
+/* Build the categorical estimator over C choices from n observed indices,
+ * weighted as parzen_numeric. */
+static void parzen_categorical(parzen_t *e, size_t nchoices, const double *xs, size_t n,
+                               const double *wgiven) {
     e->pmf = tp__xcalloc(nchoices, sizeof *e->pmf);
     double *w = tp__xmalloc((n + 1) * sizeof *w), total = TPE_PRIOR_WEIGHT;
-    default_weights(n, w);
+    obs_weights(wgiven, n, w);
     for (size_t i = 0; i < n; i++) total += w[i];
     double nk = (double)(n + 1), base = TPE_PRIOR_WEIGHT / nk;
     double rowsum = (double)nchoices * base + 1.0; /* each observation's row */
@@ -448,36 +467,84 @@ static int cmp_size(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
+/* Several objectives: the nb of the n told trials ids[] that form "below",
+ * as Optuna's MOTPE: whole non-dominated fronts while they fit, then the
+ * rest of the next front by greedy hypervolume subset selection. O(n^2 m)
+ * plus the selection. */
+static void mo_below(const tp_searcher_t *s, const size_t *ids, size_t n, size_t nb,
+                     size_t *below) {
+    const tpe_state_t *st = s->impl;
+    size_t m = tp__search_nobj(&s->cfg);
+    double *y = tp__xmalloc((n ? n : 1) * m * sizeof *y);
+    for (size_t k = 0; k < n; k++) memcpy(y + k * m, st->obs[ids[k]].loss, m * sizeof *y);
+    size_t *rank = tp__xmalloc((n ? n : 1) * sizeof *rank), *front = tp__xmalloc((n ? n : 1) * sizeof *front);
+    size_t fronts = tp__pareto_rank(y, n, m, rank), b = 0;
+    for (size_t f = 0; f < fronts && b < nb; f++) {
+        size_t nf = 0;
+        for (size_t k = 0; k < n; k++)
+            if (rank[k] == f) front[nf++] = k;
+        if (b + nf <= nb) {
+            for (size_t k = 0; k < nf; k++) below[b++] = front[k];
+            continue;
+        }
+        double ref[TP_MAX_OBJECTIVES];
+        tp__hv_reference(y, m, front, nf, ref);
+        tp__hv_select(y, m, front, nf, nb - b, ref, below + b);
+        b = nb;
+    }
+    for (size_t k = 0; k < b; k++) below[k] = ids[below[k]];
+    free(y), free(rank), free(front);
+}
+
+/* Several objectives: the weights of the "below" trials (ascending), each
+ * its hypervolume contribution among them over the largest (Optuna's
+ * _calculate_weights_below_for_multi_objective). */
+static void mo_weights(const tp_searcher_t *s, const size_t *below, size_t nb, double *w) {
+    const tpe_state_t *st = s->impl;
+    size_t m = tp__search_nobj(&s->cfg);
+    if (nb == 1) {
+        w[0] = 1;
+        return;
+    }
+    double *y = tp__xmalloc(nb * m * sizeof *y), ref[TP_MAX_OBJECTIVES], top = 0;
+    for (size_t k = 0; k < nb; k++) memcpy(y + k * m, st->obs[below[k]].loss, m * sizeof *y);
+    tp__hv_reference(y, m, NULL, nb, ref);
+    tp__hv_contributions(y, m, NULL, nb, ref, w);
+    for (size_t k = 0; k < nb; k++) top = fmax(top, w[k] += 1e-12);
+    for (size_t k = 0; k < nb; k++) w[k] = clampd(w[k] / top, 0, 1);
+    free(y);
+}
+
 /* Split for param i: the told trials where i has a value (ranked, best
- * first), the best min(ceil(0.1 n), 25) of them "below", the rest and the
- * pending ones where i has a value "above"; both groups ascending by trial
- * index (the weights' order). For an unconditional param every ranked
- * trial has a value, so this is the usual split over all trials; for a
- * conditional one it ranks only the trials where it was active (Optuna 3.1
- * ranks all trials and then drops those without it, which leaves a child
- * of a branch that is rarely best with no "below" points at all). Returns
- * the count below; *na gets the count above. */
-static size_t split_for(const tpe_state_t *st, size_t i, const size_t *ranked, size_t ntold,
+ * first), the best min(ceil(0.1 n), 25) of them "below" (several
+ * objectives: chosen by mo_below), the rest and the pending ones where i
+ * has a value "above"; both groups ascending by trial index (the weights'
+ * order). For an unconditional param every ranked trial has a value, so
+ * this is the usual split over all trials; for a conditional one it ranks
+ * only the trials where it was active (Optuna 3.1 ranks all trials and then
+ * drops those without it, which leaves a child of a branch that is rarely
+ * best with no "below" points at all). Returns the count below; *na gets
+ * the count above. */
+static size_t split_for(const tp_searcher_t *s, size_t i, const size_t *ranked, size_t ntold,
                         const size_t *pend, size_t npend, size_t *below, size_t *above,
                         size_t *na) {
+    const tpe_state_t *st = s->impl;
     size_t n = 0;
     for (size_t k = 0; k < ntold; k++)
-        if (!isnan(st->obs[ranked[k]].x[i])) n++;
+        if (!isnan(st->obs[ranked[k]].x[i])) above[n++] = ranked[k]; /* active, ranked */
     size_t nb = (size_t)ceil(0.1 * (double)n); /* as Optuna computes it */
     if (nb > TPE_GAMMA_MAX) nb = TPE_GAMMA_MAX;
-    size_t b = 0, a = 0;
-    for (size_t k = 0; k < ntold; k++) {
-        size_t j = ranked[k];
-        if (isnan(st->obs[j].x[i])) continue;
-        if (b < nb) below[b++] = j;
-        else above[a++] = j;
-    }
+    if (tp__search_nobj(&s->cfg) > 1) mo_below(s, above, n, nb, below);
+    else memcpy(below, above, nb * sizeof *below);
+    qsort(below, nb, sizeof *below, cmp_size);
+    size_t a = 0;
+    for (size_t k = 0; k < n; k++) /* the rest: not in below (sorted) */
+        if (!bsearch(&above[k], below, nb, sizeof *below, cmp_size)) above[a++] = above[k];
     for (size_t k = 0; k < npend; k++)
         if (!isnan(st->obs[pend[k]].x[i])) above[a++] = pend[k];
-    qsort(below, b, sizeof *below, cmp_size);
     qsort(above, a, sizeof *above, cmp_size);
     *na = a;
-    return b;
+    return nb;
 }
 
 /* Replace each modelled param of cfg by TPE's pick. ranked: the told
@@ -489,19 +556,21 @@ static void tpe_propose(tp_searcher_t *s, const size_t *ranked, size_t ntold, co
     double *xs = tp__xmalloc((total + 1) * sizeof *xs);
     size_t *below = tp__xmalloc((total + 1) * sizeof *below);
     size_t *above = tp__xmalloc((total + 1) * sizeof *above);
+    double *wb = tp__xmalloc((total + 1) * sizeof *wb), *wbelow = NULL;
     for (size_t i = 0; i < s->space->n; i++) {
         const tp_param_t *p = &s->space->params[i];
         const tpe_dim_t *d = &st->dims[i];
         if (d->kind == DIM_SKIP) continue;
-        size_t na, nb = split_for(st, i, ranked, ntold, pend, npend, below, above, &na);
+        size_t na, nb = split_for(s, i, ranked, ntold, pend, npend, below, above, &na);
         if (nb == 0) continue; /* never active in a told trial: left as drawn */
+        if (tp__search_nobj(&s->cfg) > 1) mo_weights(s, below, nb, wbelow = wb);
         parzen_t l = {0}, g = {0};
-        size_t kb = gather(st, below, nb, i, xs);
-        if (d->kind == DIM_CAT) parzen_categorical(&l, p->nvalues, xs, kb);
-        else parzen_numeric(&l, d, xs, kb);
+        size_t kb = gather(st, below, nb, i, xs); /* == nb: split_for kept active ones */
+        if (d->kind == DIM_CAT) parzen_categorical(&l, p->nvalues, xs, kb, wbelow);
+        else parzen_numeric(&l, d, xs, kb, wbelow);
         size_t ka = gather(st, above, na, i, xs);
-        if (d->kind == DIM_CAT) parzen_categorical(&g, p->nvalues, xs, ka);
-        else parzen_numeric(&g, d, xs, ka);
+        if (d->kind == DIM_CAT) parzen_categorical(&g, p->nvalues, xs, ka, NULL);
+        else parzen_numeric(&g, d, xs, ka, NULL);
         json_t *best = NULL;
         double best_score = -INFINITY, seen_x[TPE_CANDIDATES], seen_score[TPE_CANDIDATES];
         for (int c = 0; c < TPE_CANDIDATES; c++) {
@@ -523,7 +592,12 @@ static void tpe_propose(tp_searcher_t *s, const size_t *ranked, size_t ntold, co
         parzen_free(&l);
         parzen_free(&g);
     }
-    free(xs), free(below), free(above);
+    free(xs), free(below), free(above), free(wb);
+}
+
+/* A told trial with a finite value (several objectives: with every value). */
+static int told_ok(const tp_searcher_t *s, const tpe_obs_t *o) {
+    return o->state == OBS_TOLD && !isnan(o->value) && (tp__search_nobj(&s->cfg) == 1 || o->loss);
 }
 
 /* See the file comment. Returns 0 past `trials` (when bounded), else 1. */
@@ -538,7 +612,7 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
     size_t ntold = 0, npend = 0;
     for (size_t j = 0; j < st->nobs; j++) {
         const tpe_obs_t *o = &st->obs[j];
-        if (o->state == OBS_TOLD && !isnan(o->value)) ntold++;
+        if (told_ok(s, o)) ntold++;
         else if (o->state == OBS_PENDING && j != index) npend++;
     }
     if (ntold >= TPE_STARTUP) {
@@ -546,7 +620,7 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
         size_t *ids = tp__xmalloc((ntold + npend) * sizeof *ids), r = 0, q = ntold;
         for (size_t j = 0; j < st->nobs; j++) {
             const tpe_obs_t *o = &st->obs[j];
-            if (o->state == OBS_TOLD && !isnan(o->value)) {
+            if (told_ok(s, o)) {
                 rank[2 * r] = s->maximize ? -o->value : o->value;
                 rank[2 * r + 1] = (double)j;
                 r++;
@@ -584,6 +658,22 @@ static void tpe_tell(tp_searcher_t *s, uint64_t index, const json_t *config, dou
     o->state = OBS_TOLD;
 }
 
+/* Several objectives: record the values as losses; the first stands for
+ * the trial in the told/failed bookkeeping (NaN in any marks it failed). */
+static void tpe_tell_values(tp_searcher_t *s, uint64_t index, const json_t *config,
+                            const double *values, double now) {
+    tpe_state_t *st = s->impl;
+    size_t m = tp__search_nobj(&s->cfg);
+    double v = values[0];
+    for (size_t j = 0; j < m; j++)
+        if (isnan(values[j])) v = NAN;
+    tpe_tell(s, index, config, v, now);
+    if (index >= st->nobs || st->obs[index].state != OBS_TOLD) return;
+    tpe_obs_t *o = &st->obs[index];
+    if (!o->loss) o->loss = tp__xmalloc(m * sizeof *o->loss);
+    tp__search_losses(&s->cfg, values, o->loss);
+}
+
 static uint64_t tpe_total(const tp_searcher_t *s) {
     return s->cfg.trials;
 }
@@ -591,7 +681,7 @@ static uint64_t tpe_total(const tp_searcher_t *s) {
 static void tpe_destroy(tp_searcher_t *s) {
     tpe_state_t *st = s->impl;
     if (!st) return;
-    for (size_t j = 0; j < st->nobs; j++) free(st->obs[j].x);
+    for (size_t j = 0; j < st->nobs; j++) free(st->obs[j].x), free(st->obs[j].loss);
     free(st->obs);
     free(st->dims);
     free(st);
@@ -603,6 +693,7 @@ const struct tp_searcher_ops tp__searcher_tpe_ops = {
     .init = tpe_init,
     .ask = tpe_ask,
     .tell = tpe_tell,
+    .tell_values = tpe_tell_values,
     .total = tpe_total,
     .destroy = tpe_destroy,
 };

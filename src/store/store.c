@@ -60,6 +60,8 @@ static const char *const migrations[] = {
     "ALTER TABLE trials ADD COLUMN run_s REAL NOT NULL DEFAULT 0;"
     "ALTER TABLE trials ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE trials ADD COLUMN stderr_tail TEXT;",
+    /* 4 -> 5: several objectives: a result's values, a JSON array in metric order. */
+    "ALTER TABLE decisions ADD COLUMN objectives TEXT;",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -126,9 +128,9 @@ static const char *const statements[ST_COUNT] = {
                        "step_s = excluded.step_s, samples = excluded.samples, at = excluded.at",
     [ST_PROFILE_GET] = "SELECT memory_mib, compute, step_s, samples FROM profiles WHERE key = ?1",
     [ST_DECISION_ADD] = "INSERT INTO decisions(at, kind, trial, rung, budget, ok, value, detail, "
-                        "attempt) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [ST_DECISIONS] = "SELECT seq, at, kind, trial, rung, budget, ok, value, detail, attempt "
-                     "FROM decisions ORDER BY seq",
+                        "attempt, objectives) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_DECISIONS] = "SELECT seq, at, kind, trial, rung, budget, ok, value, detail, attempt, "
+                     "objectives FROM decisions ORDER BY seq",
     [ST_METRIC_VALUES] = "SELECT step, value FROM metrics WHERE trial = ?1 AND attempt = ?2 "
                          "AND step IS NOT NULL AND value IS NOT NULL ORDER BY seq",
     [ST_TRIAL_PROGRESS] = "UPDATE trials SET rung = ?2, budget = ?3, decision = ?4 WHERE id = ?1",
@@ -528,6 +530,7 @@ int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d) {
     bind_real_or_null(st, 7, d->has_value, d->value);
     bind_text_or_null(st, 8, d->detail);
     sqlite3_bind_int(st, 9, d->attempt);
+    bind_text_or_null(st, 10, d->objectives);
     return exec_stmt(s, st);
 }
 
@@ -547,6 +550,7 @@ int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, voi
             .value = sqlite3_column_type(st, 7) != SQLITE_NULL ? sqlite3_column_double(st, 7) : NAN,
             .detail = (const char *)sqlite3_column_text(st, 8),
             .attempt = sqlite3_column_int(st, 9),
+            .objectives = (const char *)sqlite3_column_text(st, 10),
         };
         if ((rc = cb(&d, ud)) != 0) break;
     }

@@ -154,6 +154,8 @@ typedef struct tp_decision_row {
     int has_value;
     double value;           /* result / stop: the objective */
     const char *detail;     /* the decision in words */
+    const char *objectives; /* result with several objectives: their values, a JSON array in
+                               metric order (null for a missing one); NULL otherwise */
 } tp_decision_row_t;
 int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d);
 int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, void *ud), void *ud);

@@ -60,7 +60,7 @@ TP_TEST(test_new_store_has_current_schema_version_and_wal) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "4");
+    TP_CHECK_STR(v, "5");
     pragma(dir, "journal_mode", v, sizeof v);
     TP_CHECK_STR(v, "wal");
     free(dir);

@@ -1,0 +1,106 @@
+/* best_front: `tunepack best` for several objectives: the Pareto front of
+ * the completed and stopped trials (no trial better in every objective). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+#include "search/pareto.h"
+#include "search/search.h"
+
+typedef struct front_acc {
+    const json_t *objectives; /* [{"name", "mode"}] from the store's meta */
+    size_t m;                 /* objectives */
+    json_t *trials;           /* candidate trials' JSON, owned */
+    double *loss;             /* m losses per candidate */
+    size_t n, cap;
+    const char *dir;          /* the experiment directory */
+} front_acc_t;
+
+/* Keep finished trials whose last report has every objective. */
+static int collect(const tp_trial_row_t *row, void *ud) {
+    front_acc_t *a = ud;
+    if (strcmp(row->state, "completed") != 0 && strcmp(row->state, "stopped") != 0) return 0;
+    json_t *t = tp__cli_trial_json(row, a->dir);
+    json_t *metrics = json_object_get(t, "metrics");
+    double loss[TP_MAX_OBJECTIVES];
+    for (size_t j = 0; j < a->m; j++) {
+        json_t *o = json_array_get(a->objectives, j);
+        json_t *v = json_object_get(metrics, json_string_value(json_object_get(o, "name")));
+        if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+            json_decref(t);
+            return 0;
+        }
+        int max = !strcmp(json_string_value(json_object_get(o, "mode")), "max");
+        loss[j] = max ? -json_number_value(v) : json_number_value(v);
+    }
+    if (a->n == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 64;
+        a->loss = tp__xrealloc(a->loss, a->cap * a->m * sizeof *a->loss);
+    }
+    memcpy(a->loss + a->n * a->m, loss, a->m * sizeof *loss);
+    json_array_append_new(a->trials, t);
+    a->n++;
+    return 0;
+}
+
+/* See cli.h. */
+int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, const char *dir) {
+    front_acc_t a = {.objectives = objectives, .m = json_array_size(objectives),
+                     .trials = json_array(), .dir = dir};
+    tp__store_trials(s, collect, &a);
+    int code = TP_EXIT_OK;
+    if (a.n == 0) {
+        fprintf(stderr, "tunepack: no completed trial with every objective in %s yet\n", dir);
+        code = TP_EXIT_NO_TRIAL;
+    } else {
+        size_t *rank = tp__xmalloc(a.n * sizeof *rank);
+        tp__pareto_rank(a.loss, a.n, a.m, rank);
+        json_t *front = json_array();
+        for (size_t i = 0; i < a.n; i++) {
+            if (rank[i] != 0) continue;
+            json_t *t = json_array_get(a.trials, i), *values = json_object();
+            for (size_t j = 0; j < a.m; j++) {
+                const char *name =
+                    json_string_value(json_object_get(json_array_get(objectives, j), "name"));
+                json_object_set(values, name,
+                                json_object_get(json_object_get(t, "metrics"), name));
+            }
+            json_array_append_new(front, json_pack("{s:O, s:o, s:O, s:O}", "trial",
+                                                   json_object_get(t, "id"), "values", values,
+                                                   "params", json_object_get(t, "params"),
+                                                   "metrics", json_object_get(t, "metrics")));
+        }
+        if (as_json) {
+            char *text = json_dumps(front, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            printf("%s\n", text);
+            free(text);
+        } else {
+            printf("Pareto front: %zu of %zu finished trials (no other is better in every "
+                   "objective)\n",
+                   json_array_size(front), a.n);
+            size_t i;
+            json_t *f;
+            json_array_foreach(front, i, f) {
+                printf("trial %lld:", (long long)json_integer_value(json_object_get(f, "trial")));
+                const char *key;
+                json_t *val;
+                json_object_foreach(json_object_get(f, "values"), key, val) {
+                    char v[32];
+                    tp__fmt_sig(json_number_value(val), v);
+                    printf(" %s=%s", key, v);
+                }
+                char params[512];
+                tp__params_text(json_object_get(f, "params"), params, sizeof params);
+                printf("  %s\n", params);
+            }
+        }
+        json_decref(front);
+        free(rank);
+    }
+    json_decref(a.trials);
+    free(a.loss);
+    return code;
+}
