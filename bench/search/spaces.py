@@ -13,6 +13,10 @@ conditional  The `tree` problem: arch in {linear, mlp, cnn}, a shared lr, three 
              tunepack writes it with `when:`; Optuna with define-by-run (suggest_* inside
              if arch == ...). Prints, per method, the median over seeds of the best loss after
              the trial budget; PASS when tunepack's TPE median is at most Optuna TPE's.
+biobjective  ZDT1 (f1, f2 both minimized, 5 parameters): tunepack tpe (MOTPE), nsga2 and
+             random against Optuna's TPESampler (MOTPE with two directions), NSGAIISampler and
+             RandomSampler, at the same trial count. Prints the median hypervolume over seeds;
+             PASS when tunepack's best median is at least Optuna's best.
 
 Figures, not tests: nothing here asserts. Standard library and optuna only; re-executes
 itself with /usr/bin/python3 when the interpreter cannot import optuna.
@@ -161,6 +165,68 @@ def bench_conditional(args):
              "<=" if ok else ">", statistics.median(best["optuna tpe"])))
 
 
+# ---- bi-objective ------------------------------------------------------------------------
+
+ZDT_SPACE = "".join("  x%d: {uniform: [0.0, 1.0]}\n" % i for i in range(5))
+ZDT_PARAMS = ["x%d" % i for i in range(5)]
+ZDT_REF = (1.1, 11.0)  # f1 <= 1, f2 <= g <= 10
+
+
+def hypervolume_2d(points, ref):
+    """Area dominated by points (both minimized) inside the box up to ref."""
+    pts = sorted(p for p in points if p[0] < ref[0] and p[1] < ref[1])
+    area, best = 0.0, ref[1]
+    for f1, f2 in pts:  # by f1 ascending: each point that lowers f2 adds a slab
+        if f2 < best:
+            area += (ref[0] - f1) * (best - f2)
+            best = f2
+    return area
+
+
+def bench_biobjective(args):
+    methods = ["tunepack tpe", "tunepack nsga2", "tunepack random", "optuna motpe",
+               "optuna nsga2", "optuna random"]
+    hv = {m: [] for m in methods}
+    for seed in range(args.seeds):
+        for m in methods:
+            engine, algo = m.split()
+            if engine == "tunepack":
+                _, _, work = tp_run(args, "zdt1", "zdt1", ZDT_PARAMS, ZDT_SPACE,
+                                    "[{name: f1, mode: min}, {name: f2, mode: min}]",
+                                    "{algorithm: %s, trials: %d, seed: %d}"
+                                    % (algo, args.trials, seed + 1))
+                db = sqlite3.connect(os.path.join(work, "run", "tunepack.db"))
+                pts = [(m_["f1"], m_["f2"]) for m_ in
+                       (json.loads(r[0]) for r in db.execute(
+                           "SELECT metrics FROM trials WHERE state = 'completed'"))]
+                db.close()
+            else:
+                study = optuna.create_study(directions=["minimize", "minimize"],
+                                            sampler=optuna_sampler(algo, seed + 1))
+
+                def objective(t):
+                    r = run_objective("zdt1", {k: t.suggest_float(k, 0.0, 1.0)
+                                               for k in ZDT_PARAMS})
+                    return r["f1"], r["f2"]
+                study.optimize(objective, n_trials=args.trials)
+                pts = [tuple(t.values) for t in study.trials if t.values]
+            hv[m].append(hypervolume_2d(pts, ZDT_REF))
+        print("seed %d: %s" % (seed + 1, "  ".join("%s %.3f" % (m, hv[m][-1]) for m in methods)),
+              flush=True)
+    print("\nbi-objective (ZDT1, 5 parameters, both minimized), %d trials, %d seeds; "
+          "hypervolume up to (%g, %g), larger is better" % (args.trials, args.seeds, *ZDT_REF))
+    print("| method | median hypervolume | mean | worst seed |")
+    print("|---|---|---|---|")
+    for m in methods:
+        print("| %s | %.3f | %.3f | %.3f |" % (m, statistics.median(hv[m]),
+                                             statistics.mean(hv[m]), min(hv[m])))
+    ours = max(statistics.median(hv["tunepack tpe"]), statistics.median(hv["tunepack nsga2"]))
+    theirs = max(statistics.median(hv["optuna motpe"]), statistics.median(hv["optuna nsga2"]))
+    print("%s: tunepack's best median hypervolume %.3f %s Optuna's best (MOTPE or NSGA-II) %.3f"
+          % ("PASS" if ours >= theirs else "MISS", ours, ">=" if ours >= theirs else "<",
+             theirs))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -168,12 +234,15 @@ def main():
     ap.add_argument("--trials", type=int, default=None)
     ap.add_argument("--tunepack", default=os.path.join(ROOT, "build", "tunepack"))
     ap.add_argument("--scratch", default=None, help="where runs are written (default: /tmp)")
-    ap.add_argument("bench", choices=["conditional"])
+    ap.add_argument("bench", choices=["conditional", "biobjective"])
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if args.bench == "conditional":
         args.trials = args.trials or 60
         bench_conditional(args)
+    elif args.bench == "biobjective":
+        args.trials = args.trials or 60
+        bench_biobjective(args)
 
 
 if __name__ == "__main__":

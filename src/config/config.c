@@ -309,6 +309,7 @@ static const key_spec_t search_keys[] = {
     {"trials", search_trials, 0, NULL},
     {"seed", search_seed, 0, NULL},
     {"scheduler", tp__cfg_search_scheduler, 0, NULL},
+    {"warm_start", tp__cfg_search_warm_start, 0, NULL},
 };
 
 static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -631,6 +632,7 @@ static const key_spec_t top_keys[] = {
     {"budget", tp__cfg_key_budget, 0, NULL},
     {"checkpoint", tp__cfg_key_checkpoint, 0, NULL},
     {"cluster", tp__cfg_key_cluster, 0, NULL},
+    {"enqueue", tp__cfg_key_enqueue, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -761,6 +763,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
         if (rc == 0) rc = check_placeholders(&c);
         if (rc == 0) rc = tp__cfg_check_resources(&c);
         if (rc == 0) rc = tp__cfg_check_budget(&c, root);
+        if (rc == 0) rc = tp__cfg_check_enqueue(&c);
         if (rc == 0 && !out->policy) out->policy = tp__strdup(TP_PLACE_DEFAULT_POLICY);
     }
     yaml_document_delete(&doc);
@@ -808,5 +811,8 @@ void tp__experiment_free(tp_experiment_t *x) {
     free(x->profile_by);
     free(x->budget_name);
     tp__cluster_cfg_free(&x->cluster);
+    json_decref(x->enqueue);
+    for (size_t i = 0; i < x->nwarm_start; i++) free(x->warm_start[i]);
+    free(x->warm_start);
     memset(x, 0, sizeof *x);
 }

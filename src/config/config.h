@@ -130,6 +130,11 @@ typedef struct tp_experiment {
     double budget_eta;     /* `budget.eta` (> 1, default 3) */
     int pause_signal;      /* `checkpoint.signal`: SIGUSR1 or 0 (control channel only) */
     tp_cluster_cfg_t cluster; /* `cluster`: where trials run */
+    json_t *enqueue;       /* `enqueue`: configurations run first (partial: the rest proposed by
+                              the sampler), a JSON array of objects, owned; NULL: none */
+    char **warm_start;     /* `search.warm_start`: experiment directories whose completed trials
+                              are prior observations, owned; NULL-terminated or NULL */
+    size_t nwarm_start;
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */

@@ -26,7 +26,7 @@ static const struct {
     {"env", 1},           {"checkpoint", 1},   {"workdir", 1},
     /* meaning: what a recorded trial was, and how it was judged */
     {"name", 0},          {"command", 0},      {"metric", 0},        {"space", 0},
-    {"search", 0},
+    {"search", 0},        {"enqueue", 0},
     {"budget", 0},        {"checkpoint_root", 0},
 };
 

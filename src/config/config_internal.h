@@ -21,6 +21,8 @@ typedef struct cfgctx {
     yaml_node_t *budget;     /* `budget` mapping, for messages */
     yaml_node_t *scheduler;  /* `search.scheduler` value, for messages */
     yaml_node_t *metric;     /* `metric`, for messages */
+    yaml_node_t *enqueue;    /* `enqueue` list, checked once the space is known */
+    yaml_node_t *warm_start; /* `search.warm_start` list, for messages */
     yaml_node_t *res_gpus_per_node; /* `resources.gpus_per_node`, for messages */
     int res_gpus_set;        /* gpus or gpus_per_node seen */
     int trials_given;        /* `search.trials` was written (else a per-sampler default) */
@@ -77,6 +79,7 @@ int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* After the whole file: a scheduler with rungs has a budget; the budget's
  * name is no parameter; several objectives run under fifo. */
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
@@ -85,6 +88,9 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
  * cycle) with the position of the condition at fault. */
 int tp__cfg_param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p);
 int tp__cfg_link_space(cfgctx_t *c);
+/* `enqueue`: kept by the key, checked against the space after the file. */
+int tp__cfg_key_enqueue(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_enqueue(cfgctx_t *c);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

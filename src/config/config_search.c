@@ -180,6 +180,27 @@ int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return fail(c, v, "unknown scheduler \"%s\"; use fifo, asha, hyperband or median", s);
 }
 
+/* `search.warm_start: [DIR, ...]`: earlier experiments whose completed
+ * trials the sampler starts from (read by the run, not here). */
+int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (v->type != YAML_SEQUENCE_NODE)
+        return fail(c, v, "\"%s\" must be a list of experiment directories, e.g. warm_start: "
+                          "[runs/first]",
+                    key);
+    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    tp_experiment_t *x = c->x;
+    x->warm_start = tp__xcalloc(n + 1, sizeof *x->warm_start);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
+        const char *dir;
+        int rc = tp__cfg_get_string(c, "warm_start", e, &dir);
+        if (rc < 0) return rc;
+        x->warm_start[x->nwarm_start++] = tp__strdup(dir);
+    }
+    c->warm_start = v;
+    return 0;
+}
+
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
     tp_experiment_t *x = c->x;
     int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband");
@@ -188,6 +209,11 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
                     "scheduler %s needs a budget to grow; add e.g. budget: {name: epochs, min: 1, "
                     "max: 81, eta: 3} and pass {epochs} to the command",
                     x->scheduler);
+    if (x->nwarm_start && strcmp(x->search.algorithm, "tpe") && strcmp(x->search.algorithm, "nsga2"))
+        return fail(c, c->warm_start,
+                    "warm_start feeds earlier results to a sampler that learns from them; use "
+                    "search: {algorithm: tpe} or nsga2 (%s ignores them)",
+                    x->search.algorithm);
     if (x->nobjectives > 1 && strcmp(x->scheduler, "fifo") != 0)
         return fail(c, c->scheduler ? c->scheduler : c->metric, "%s",
                     tp__sched_single_objective_msg(x->scheduler));

@@ -205,6 +205,8 @@ struct tp_run {
     uv_signal_t sigint, sigterm;/* stop requests */
     tp_experiment_t x;          /* the experiment */
     tp_scheduler_t *sched;      /* decides the next job: sampler + scheduler */
+    json_t *warm;               /* warm start read from the sources: [{source, trial, params,
+                                   values}], owned; NULL: none */
     int sched_waiting;          /* the scheduler said -EAGAIN and nothing ended since */
     int exhausted;              /* the scheduler has no more jobs */
     char *dir;                  /* experiment directory, absolute */
@@ -271,6 +273,15 @@ void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, d
  * got a value. The first `fail_fast` trials failing alike (same exit, same
  * last stderr line: the same why) stop the experiment with a message. */
 void tp__run_fail_fast(tp_run_t *r, const trial_t *t, const char *why);
+/* warm_start.c: read the completed trials of each `search.warm_start`
+ * directory (read-only) into r->warm, before the store is opened. 0, or
+ * -errno with err filled: a directory that holds no experiment, or one
+ * that optimized other objectives. O(trials of the sources). */
+int tp__run_warm_start_read(tp_run_t *r, tp_error_t *err);
+/* Feed the sampler its prior observations before the first ask: those
+ * journaled (a resumed run), else, for a search with no decision yet, the
+ * ones read (journaled now in `priors`). */
+void tp__run_warm_start(tp_run_t *r);
 
 /* Stop t's attempt early once what was journaled is committed. */
 void tp__run_queue_stop(tp_run_t *r, const trial_t *t);

@@ -284,6 +284,7 @@ static void run_free(tp_run_t *r) {
     tp__samples_free(&r->rtt_ms);
     tp__samples_free(&r->start_ms);
     tp__scheduler_free(r->sched);
+    json_decref(r->warm);
     if (r->journal.store) tp__journal_close(&r->journal);
     tp__experiment_free(&r->x);
     free(r->dir);
@@ -340,11 +341,23 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         code = TP_EXIT_CONFIG;
         goto out;
     }
+    if (tp__run_warm_start_read(r, &err) != 0) { /* before a store exists for a new run */
+        char db[4200];
+        snprintf(db, sizeof db, "%s/%s", r->dir, TP_STORE_FILE);
+        if (access(db, F_OK) != 0) {
+            fprintf(stderr, "%s: %s\n", r->x.path, err.msg);
+            code = TP_EXIT_CONFIG;
+            goto out;
+        }
+        /* a resumed run uses the priors it journaled */
+        tp__log(TP_LOG_WARN, "%s (a resumed run goes on with the journaled priors)", err.msg);
+    }
     if (lock_dir(r, &err) != 0 || open_experiment(r, &err) != 0) {
         fprintf(stderr, "tunepack: error: %s\n", err.msg);
         code = TP_EXIT_STORE;
         goto out;
     }
+    tp__run_warm_start(r);
     resume_trials(r);
     replay_decisions(r);
     if ((code = tp__agents_plan(r)) != 0) goto out;

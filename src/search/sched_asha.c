@@ -130,7 +130,7 @@ static int asha_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     }
     if (!st->exhausted) {
         json_t *cfg = NULL;
-        int rc = s->sampler->ops->ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
+        int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
         if (rc < 0) return rc;
         if (rc == 0) {
             st->exhausted = 1;

@@ -151,7 +151,7 @@ void tp__scheduler_free(tp_scheduler_t *s) {
 int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out,
                         json_t **cfg) {
     *cfg = NULL;
-    int rc = s->sampler->ops->ask(s->sampler, (uint64_t)index, now, cfg);
+    int rc = tp__searcher_ask(s->sampler, (uint64_t)index, now, cfg);
     if (rc <= 0) return rc;
     memset(out, 0, sizeof *out);
     out->trial = index;

@@ -83,3 +83,23 @@ void tp__searcher_free(tp_searcher_t *s) {
     if (s->ops && s->ops->destroy) s->ops->destroy(s);
     free(s);
 }
+
+int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
+    int rc = s->ops->ask(s, index, now, out);
+    const json_t *given = json_array_get(s->cfg.enqueue, (size_t)index);
+    if (rc != 1 || !given) return rc;
+    json_object_update(*out, (json_t *)given);
+    /* a parent changed by the given values may make a proposed child
+     * inactive; a child it activates keeps the sampler's draw when
+     * proposed, else it is drawn here */
+    if (s->space->conditional) {
+        tp_rng_t rng;
+        tp__rng_seed(&rng, s->cfg.seed ^ 0x656e7175657565ULL, index);
+        json_t *full = tp__space_sample_full(s->space, &rng);
+        json_object_update(full, *out);
+        json_decref(*out);
+        tp__space_prune(s->space, full);
+        *out = full;
+    }
+    return 1;
+}

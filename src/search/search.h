@@ -16,6 +16,8 @@ typedef struct tp_search_cfg {
     uint64_t seed;          /* base seed */
     size_t nobj;            /* objectives: 0 or 1 for one, more for a multi-objective search */
     unsigned maximize_mask; /* several objectives: bit j set when objective j is maximized */
+    const json_t *enqueue;  /* configurations for the first trials (objects, maybe partial),
+                               borrowed; NULL: none (see tp__searcher_ask) */
 } tp_search_cfg_t;
 
 #define TP_MAX_OBJECTIVES 8 /* objectives a search may have */
@@ -36,6 +38,10 @@ struct tp_searcher_ops {
      * searcher that optimizes one objective only; tp__searcher_new refuses it then. */
     void (*tell_values)(tp_searcher_t *s, uint64_t index, const json_t *config,
                         const double *values, double now);
+    /* A prior observation (warm start: a completed trial of an earlier experiment), values[0..
+     * nobj) as reported; told before the first ask, never asked for. NULL for a searcher that
+     * does not learn (grid, random). */
+    void (*tell_prior)(tp_searcher_t *s, const json_t *config, const double *values);
     /* Upper bound on the number of trials, 0 when unbounded. */
     uint64_t (*total)(const tp_searcher_t *s);
     void (*destroy)(tp_searcher_t *s);
@@ -56,6 +62,12 @@ extern const char *const tp__searcher_names[];
 tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *cfg, int maximize,
                                 tp_error_t *err);
 void tp__searcher_free(tp_searcher_t *s);
+/* Trial index's configuration: the sampler's ask, except that for the
+ * first trials (index < size of cfg.enqueue) the enqueued values replace
+ * the proposed ones (parameters left out keep the sampler's values) and
+ * the parameters that become inactive are removed. Every caller that asks
+ * a sampler goes through here. Returns as ops->ask. */
+int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out);
 /* The number of objectives of cfg (nobj, at least 1). */
 size_t tp__search_nobj(const tp_search_cfg_t *cfg);
 /* values as losses: maximized objectives negated, so smaller is better in

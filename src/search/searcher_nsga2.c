@@ -9,7 +9,8 @@
  * told (ask returns -EAGAIN until then); its parents are the elites of the
  * parents of g - 1 together with the told trials of g - 1 (failed ones
  * left out): whole non-dominated fronts, the last one cut by crowding
- * distance. Works with one objective too (then it is a plain GA).
+ * distance. Works with one objective too (then it is a plain GA). Prior
+ * observations (warm start) join the candidates for generation 1's parents.
  *
  * Determinism: ask(i) depends on (seed, i) and the tells of earlier
  * generations only; a generation's parents are computed once, at the
@@ -39,12 +40,20 @@ typedef struct nsga_state {
     size_t **parents;   /* parents[g]: trial indices of generation g's parents, owned; [0] unused */
     size_t *nparents;
     size_t ngen;        /* generations with parents computed + 1 */
+    nsga_obs_t *prior;  /* warm start: earlier results, owned; candidates for the first parents */
+    size_t nprior;
 } nsga_state_t;
 
 static int nsga_init(tp_searcher_t *s, tp_error_t *err) {
     (void)err;
     s->impl = tp__xcalloc(1, sizeof(nsga_state_t));
     return 0;
+}
+
+#define PRIOR_ID ((size_t)1 << 40) /* ids from here on name prior observations */
+
+static const nsga_obs_t *obs_of(const nsga_state_t *st, size_t id) {
+    return id >= PRIOR_ID ? &st->prior[id - PRIOR_ID] : &st->obs[id];
 }
 
 static size_t nobj(const tp_searcher_t *s) {
@@ -78,7 +87,7 @@ static size_t elites(const tp_searcher_t *s, const size_t *cand, size_t n, size_
         return n;
     }
     double *y = tp__xmalloc(n * m * sizeof *y);
-    for (size_t k = 0; k < n; k++) memcpy(y + k * m, st->obs[cand[k]].loss, m * sizeof *y);
+    for (size_t k = 0; k < n; k++) memcpy(y + k * m, obs_of(st, cand[k])->loss, m * sizeof *y);
     size_t *rank = tp__xmalloc(n * sizeof *rank), *front = tp__xmalloc(n * sizeof *front);
     size_t fronts = tp__pareto_rank(y, n, m, rank), got = 0;
     for (size_t f = 0; f < fronts && got < NSGA_POP; f++) {
@@ -111,9 +120,11 @@ static void ensure_parents(tp_searcher_t *s, size_t g) {
         st->parents[h] = NULL;
         st->nparents[h] = 0;
         if (h > 0) {
-            size_t prev = h > 1 ? st->nparents[h - 1] : 0;
+            size_t prev = h > 1 ? st->nparents[h - 1] : st->nprior; /* priors: before gen 0 */
             size_t *cand = tp__xmalloc((prev + NSGA_POP) * sizeof *cand), n = 0;
-            for (size_t k = 0; k < prev; k++) cand[n++] = st->parents[h - 1][k];
+            for (size_t k = 0; k < prev; k++)
+                if (h > 1) cand[n++] = st->parents[h - 1][k];
+                else if (usable(s, &st->prior[k])) cand[n++] = PRIOR_ID + k;
             for (size_t i = (h - 1) * NSGA_POP; i < h * NSGA_POP && i < st->nobs; i++)
                 if (usable(s, &st->obs[i])) cand[n++] = i;
             st->parents[h] = tp__xmalloc((n ? n : 1) * sizeof **st->parents);
@@ -128,7 +139,7 @@ static void ensure_parents(tp_searcher_t *s, size_t g) {
 static size_t tournament(const tp_searcher_t *s, const size_t *par, size_t n, tp_rng_t *rng) {
     const nsga_state_t *st = s->impl;
     size_t a = par[tp__rng_below(rng, n)], b = par[tp__rng_below(rng, n)];
-    return tp__pareto_dominates(st->obs[a].loss, st->obs[b].loss, nobj(s)) ? a : b;
+    return tp__pareto_dominates(obs_of(st, a)->loss, obs_of(st, b)->loss, nobj(s)) ? a : b;
 }
 
 static int nsga_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
@@ -157,8 +168,8 @@ static int nsga_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
                 const char *name = s->space->params[i].name;
                 double u = tp__rng_uniform(&rng), w = tp__rng_uniform(&rng);
                 if (u < mutate) continue; /* keeps the random draw */
-                const json_t *from = json_object_get(st->obs[w < NSGA_SWAP ? p0 : p1].config, name);
-                if (!from) from = json_object_get(st->obs[w < NSGA_SWAP ? p1 : p0].config, name);
+                const json_t *from = json_object_get(obs_of(st, w < NSGA_SWAP ? p0 : p1)->config, name);
+                if (!from) from = json_object_get(obs_of(st, w < NSGA_SWAP ? p1 : p0)->config, name);
                 if (from) json_object_set_new(cfg, name, json_deep_copy(from));
             }
         }
@@ -190,6 +201,17 @@ static void nsga_tell(tp_searcher_t *s, uint64_t index, const json_t *config, do
     nsga_tell_values(s, index, config, &value, now);
 }
 
+/* Warm start: an earlier result joins the candidates for generation 1's
+ * parents. */
+static void nsga_tell_prior(tp_searcher_t *s, const json_t *config, const double *values) {
+    nsga_state_t *st = s->impl;
+    if (st->ngen > 1) return; /* generation 1's parents are chosen already */
+    st->prior = tp__xrealloc(st->prior, (st->nprior + 1) * sizeof *st->prior);
+    nsga_obs_t *o = &st->prior[st->nprior++];
+    o->config = json_deep_copy(config);
+    tp__search_losses(&s->cfg, values, o->loss);
+}
+
 static uint64_t nsga_total(const tp_searcher_t *s) {
     return s->cfg.trials;
 }
@@ -199,6 +221,8 @@ static void nsga_destroy(tp_searcher_t *s) {
     if (!st) return;
     for (size_t i = 0; i < st->nobs; i++) json_decref(st->obs[i].config);
     for (size_t g = 0; g < st->ngen; g++) free(st->parents[g]);
+    for (size_t i = 0; i < st->nprior; i++) json_decref(st->prior[i].config);
+    free(st->prior);
     free(st->obs), free(st->parents), free(st->nparents), free(st);
     s->impl = NULL;
 }
@@ -209,6 +233,7 @@ const struct tp_searcher_ops tp__searcher_nsga2_ops = {
     .ask = nsga_ask,
     .tell = nsga_tell,
     .tell_values = nsga_tell_values,
+    .tell_prior = nsga_tell_prior,
     .total = nsga_total,
     .destroy = nsga_destroy,
 };

@@ -44,6 +44,9 @@
  * kernels are weighted by their hypervolume contribution (over the
  * largest), the above ones as usual.
  *
+ * Warm start (tell_prior): earlier results are observations like told
+ * trials, numbered before trial 0, so the weights' ramp counts them oldest.
+ *
  * Failed trials (told NaN) are excluded, as Optuna excludes FAIL trials; they
  * do not count toward the startup trials either. A later tell for the same
  * index replaces the value (a trial promoted to a higher rung).
@@ -103,8 +106,9 @@ typedef struct tpe_obs {
 
 typedef struct tpe_state {
     tpe_dim_t *dims;    /* one per space param */
-    tpe_obs_t *obs;     /* indexed by trial index */
-    size_t nobs;        /* entries of obs in use (max index + 1) */
+    tpe_obs_t *obs;     /* the nprior prior observations, then one per trial index */
+    size_t nobs;        /* entries of obs in use (nprior + max index + 1) */
+    size_t nprior;      /* prior observations (warm start), told before any ask */
 } tpe_state_t;
 
 /* One Parzen estimator (a group's mixture) for one parameter. */
@@ -434,9 +438,11 @@ static double parzen_logpdf(const parzen_t *e, const tpe_dim_t *d, double x) {
 
 /* ---- ask / tell ---------------------------------------------------------------- */
 
-static tpe_obs_t *obs_at(tp_searcher_t *s, uint64_t index) {
+/* The observation of trial index (after the priors), grown as needed. */
+static tpe_obs_t *obs_at(tp_searcher_t *s, uint64_t trial) {
     tpe_state_t *st = s->impl;
-    if (index >= TPE_MAX_INDEX) return NULL;
+    if (trial >= TPE_MAX_INDEX) return NULL;
+    uint64_t index = trial + st->nprior;
     if (index >= st->nobs) {
         size_t n = (size_t)index + 1;
         st->obs = tp__xrealloc(st->obs, n * sizeof *st->obs);
@@ -608,12 +614,13 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
     tp_rng_t rng;
     tp__rng_seed(&rng, s->cfg.seed, index);
     json_t *cfg = tp__space_sample_full(s->space, &rng);
+    size_t self = st->nprior + (size_t)index; /* this trial's observation */
     /* rank: told finite by loss (then trial number), then pending (liars) */
     size_t ntold = 0, npend = 0;
     for (size_t j = 0; j < st->nobs; j++) {
         const tpe_obs_t *o = &st->obs[j];
         if (told_ok(s, o)) ntold++;
-        else if (o->state == OBS_PENDING && j != index) npend++;
+        else if (o->state == OBS_PENDING && j != self) npend++;
     }
     if (ntold >= TPE_STARTUP) {
         double *rank = tp__xmalloc(2 * ntold * sizeof *rank);
@@ -624,7 +631,7 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
                 rank[2 * r] = s->maximize ? -o->value : o->value;
                 rank[2 * r + 1] = (double)j;
                 r++;
-            } else if (o->state == OBS_PENDING && j != index) {
+            } else if (o->state == OBS_PENDING && j != self) {
                 ids[q++] = j;
             }
         }
@@ -650,7 +657,8 @@ static void tpe_tell(tp_searcher_t *s, uint64_t index, const json_t *config, dou
                      double now) {
     (void)now;
     tpe_state_t *st = s->impl;
-    if (!config && (index >= st->nobs || st->obs[index].state == OBS_NONE)) return;
+    size_t at = st->nprior + (size_t)index;
+    if (!config && (at >= st->nobs || st->obs[at].state == OBS_NONE)) return;
     tpe_obs_t *o = obs_at(s, index);
     if (!o) return;
     if (config) decode_config(s->space, st->dims, config, o->x);
@@ -668,10 +676,34 @@ static void tpe_tell_values(tp_searcher_t *s, uint64_t index, const json_t *conf
     for (size_t j = 0; j < m; j++)
         if (isnan(values[j])) v = NAN;
     tpe_tell(s, index, config, v, now);
-    if (index >= st->nobs || st->obs[index].state != OBS_TOLD) return;
-    tpe_obs_t *o = &st->obs[index];
+    size_t at = st->nprior + (size_t)index;
+    if (at >= st->nobs || st->obs[at].state != OBS_TOLD) return;
+    tpe_obs_t *o = &st->obs[at];
     if (!o->loss) o->loss = tp__xmalloc(m * sizeof *o->loss);
     tp__search_losses(&s->cfg, values, o->loss);
+}
+
+/* A prior observation (warm start): told like a trial, ranked with them,
+ * and the oldest of all for the weights. Only before the first ask or
+ * tell (later ones are ignored: the trial numbering would shift). */
+static void tpe_tell_prior(tp_searcher_t *s, const json_t *config, const double *values) {
+    tpe_state_t *st = s->impl;
+    if (st->nobs > st->nprior) return;
+    size_t m = tp__search_nobj(&s->cfg);
+    st->obs = tp__xrealloc(st->obs, (st->nobs + 1) * sizeof *st->obs);
+    tpe_obs_t *o = &st->obs[st->nobs];
+    memset(o, 0, sizeof *o);
+    o->x = tp__xmalloc((s->space->n ? s->space->n : 1) * sizeof *o->x);
+    decode_config(s->space, st->dims, config, o->x);
+    o->value = values[0];
+    for (size_t j = 0; j < m; j++)
+        if (isnan(values[j])) o->value = NAN;
+    o->state = OBS_TOLD;
+    if (m > 1) {
+        o->loss = tp__xmalloc(m * sizeof *o->loss);
+        tp__search_losses(&s->cfg, values, o->loss);
+    }
+    st->nobs++, st->nprior++;
 }
 
 static uint64_t tpe_total(const tp_searcher_t *s) {
@@ -694,6 +726,7 @@ const struct tp_searcher_ops tp__searcher_tpe_ops = {
     .ask = tpe_ask,
     .tell = tpe_tell,
     .tell_values = tpe_tell_values,
+    .tell_prior = tpe_tell_prior,
     .total = tpe_total,
     .destroy = tpe_destroy,
 };

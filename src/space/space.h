@@ -55,6 +55,8 @@ void tp__space_free(tp_space_t *s);
 /* Append a parameter; the space takes ownership of p's fields. */
 void tp__space_add(tp_space_t *s, const tp_param_t *p);
 const tp_param_t *tp__space_find(const tp_space_t *s, const char *name);
+/* The parameter name closest to a misspelt name, or NULL (for messages). */
+const char *tp__space_did_you_mean(const tp_space_t *s, const char *name);
 
 /* Resolve and check the conditions of every param: the parent exists, is a
  * choice, grid, constant or int parameter, each value is one the parent can
@@ -71,6 +73,10 @@ int tp__space_link(tp_space_t *s, const tp_cond_t **at, tp_error_t *err);
 void tp__space_active(const tp_space_t *s, const json_t *cfg, unsigned char *active);
 /* Remove every inactive param from cfg. O(params * conditions). */
 void tp__space_prune(const tp_space_t *s, json_t *cfg);
+/* Is v a value of p's domain: one of the values (choice, grid, constant),
+ * an integer inside the bounds (int), a number inside them (uniform,
+ * loguniform), any finite number (normal)? Quantization is not checked. */
+int tp__param_contains(const tp_param_t *p, const json_t *v);
 /* Check that cfg is a configuration of s: an object whose keys are params,
  * every active param present with a value in its domain (numbers inside
  * their bounds, choices among their values), no inactive one present.

@@ -71,6 +71,14 @@ static long visit(tp_space_t *s, size_t i, unsigned char *state, size_t *norder,
     return -1;
 }
 
+const char *tp__space_did_you_mean(const tp_space_t *s, const char *name) {
+    const char **names = tp__xcalloc(s->n ? s->n : 1, sizeof *names);
+    for (size_t j = 0; j < s->n; j++) names[j] = s->params[j].name;
+    const char *guess = tp__did_you_mean(name, names, s->n);
+    free(names);
+    return guess;
+}
+
 /* See space.h. */
 int tp__space_link(tp_space_t *s, const tp_cond_t **at, tp_error_t *err) {
     *at = NULL;
@@ -85,10 +93,7 @@ int tp__space_link(tp_space_t *s, const tp_cond_t **at, tp_error_t *err) {
             s->conditional = 1;
             const tp_param_t *par = tp__space_find(s, w->parent);
             if (!par) {
-                const char **names = tp__xcalloc(s->n ? s->n : 1, sizeof *names);
-                for (size_t j = 0; j < s->n; j++) names[j] = s->params[j].name;
-                const char *guess = tp__did_you_mean(w->parent, names, s->n);
-                free(names);
+                const char *guess = tp__space_did_you_mean(s, w->parent);
                 if (guess)
                     return tp__errorf(err, -EINVAL,
                                       "condition of \"%s\" names \"%s\", which is no parameter; "
@@ -183,8 +188,8 @@ void tp__space_prune(const tp_space_t *s, json_t *cfg) {
     free(active);
 }
 
-/* Is v a value of p's domain? Quantization is not checked. */
-static int in_domain(const tp_param_t *p, const json_t *v) {
+/* See space.h. Quantization is not checked. */
+int tp__param_contains(const tp_param_t *p, const json_t *v) {
     switch (p->kind) {
     case TP_DOM_CONST:
     case TP_DOM_CHOICE:
@@ -226,7 +231,7 @@ int tp__space_check_config(const tp_space_t *s, const json_t *cfg, tp_error_t *e
                             p->name, p->when[0].parent);
         else if (active[i] && !v)
             rc = tp__errorf(err, -EINVAL, "\"%s\" is missing; give it a value", p->name);
-        else if (active[i] && !in_domain(p, v))
+        else if (active[i] && !tp__param_contains(p, v))
             rc = tp__errorf(err, -EINVAL, "%s = %s is outside its domain", p->name, t);
     }
     free(active);

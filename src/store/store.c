@@ -62,6 +62,16 @@ static const char *const migrations[] = {
     "ALTER TABLE trials ADD COLUMN stderr_tail TEXT;",
     /* 4 -> 5: several objectives: a result's values, a JSON array in metric order. */
     "ALTER TABLE decisions ADD COLUMN objectives TEXT;",
+    /* 5 -> 6: warm start: completed trials of earlier experiments, fed to the sampler as
+     * prior observations (never run here). */
+    "CREATE TABLE priors("
+    "  seq INTEGER PRIMARY KEY,"
+    "  source TEXT NOT NULL,"          /* the earlier experiment's directory, as written */
+    "  source_trial INTEGER NOT NULL," /* its trial id there */
+    "  params TEXT NOT NULL,"          /* JSON: the configuration as this space reads it */
+    "  value REAL,"                    /* the first objective */
+    "  objectives TEXT,"               /* several objectives: JSON array in metric order */
+    "  at REAL NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -87,6 +97,8 @@ enum {
     ST_DECISIONS,
     ST_TRIAL_PROGRESS,
     ST_METRIC_VALUES,
+    ST_PRIOR_ADD,
+    ST_PRIORS,
     ST_COUNT
 };
 
@@ -134,6 +146,10 @@ static const char *const statements[ST_COUNT] = {
     [ST_METRIC_VALUES] = "SELECT step, value FROM metrics WHERE trial = ?1 AND attempt = ?2 "
                          "AND step IS NOT NULL AND value IS NOT NULL ORDER BY seq",
     [ST_TRIAL_PROGRESS] = "UPDATE trials SET rung = ?2, budget = ?3, decision = ?4 WHERE id = ?1",
+    [ST_PRIOR_ADD] = "INSERT INTO priors(source, source_trial, params, value, objectives, at) "
+                     "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [ST_PRIORS] = "SELECT seq, source, source_trial, params, value, objectives, at FROM priors "
+                  "ORDER BY seq",
 };
 
 struct tp_store {
@@ -215,10 +231,14 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         if (s->readonly && (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
                             i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT ||
                             i == ST_METRIC || i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET ||
-                            i == ST_DECISION_ADD || i == ST_TRIAL_PROGRESS))
+                            i == ST_DECISION_ADD || i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD))
             continue;
         if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
-                               NULL) != SQLITE_OK)
+                               NULL) == SQLITE_OK)
+            continue;
+        /* A reader of a store written by an older tunepack (no migration when reading):
+         * what later migrations added reads as empty. */
+        if (!(s->readonly && (i == ST_DECISIONS || i == ST_PRIORS)))
             rc = store_fail(s, err, statements[i]);
     }
     if (rc != 0) {
@@ -537,6 +557,7 @@ int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d) {
 int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, void *ud), void *ud) {
     sqlite3_stmt *st = s->stmt[ST_DECISIONS];
     int rc = 0;
+    if (!st) return 0; /* read-only, older schema */
     while (sqlite3_step(st) == SQLITE_ROW) {
         tp_decision_row_t d = {
             .seq = sqlite3_column_int64(st, 0),
@@ -578,5 +599,36 @@ int tp__store_metric_values(tp_store_t *s, int64_t trial, int attempt,
         if ((rc = cb(sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1), ud)) != 0) break;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int tp__store_prior_add(tp_store_t *s, const tp_prior_row_t *p) {
+    sqlite3_stmt *st = s->stmt[ST_PRIOR_ADD];
+    sqlite3_bind_text(st, 1, p->source, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, p->source_trial);
+    sqlite3_bind_text(st, 3, p->params, -1, SQLITE_STATIC);
+    bind_real_or_null(st, 4, !isnan(p->value), p->value);
+    bind_text_or_null(st, 5, p->objectives);
+    sqlite3_bind_double(st, 6, p->at);
+    return exec_stmt(s, st);
+}
+
+int tp__store_priors(tp_store_t *s, int (*cb)(const tp_prior_row_t *p, void *ud), void *ud) {
+    sqlite3_stmt *st = s->stmt[ST_PRIORS];
+    int rc = 0;
+    if (!st) return 0; /* read-only, older schema */
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        tp_prior_row_t p = {
+            .seq = sqlite3_column_int64(st, 0),
+            .source = (const char *)sqlite3_column_text(st, 1),
+            .source_trial = sqlite3_column_int64(st, 2),
+            .params = (const char *)sqlite3_column_text(st, 3),
+            .value = sqlite3_column_type(st, 4) != SQLITE_NULL ? sqlite3_column_double(st, 4) : NAN,
+            .objectives = (const char *)sqlite3_column_text(st, 5),
+            .at = sqlite3_column_double(st, 6),
+        };
+        if ((rc = cb(&p, ud)) != 0) break;
+    }
+    sqlite3_reset(st);
     return rc;
 }

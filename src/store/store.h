@@ -166,4 +166,19 @@ int tp__store_metric_values(tp_store_t *s, int64_t trial, int attempt,
 int tp__store_trial_progress(tp_store_t *s, int64_t id, int rung, double budget,
                              const char *decision);
 
+/* A prior observation (warm start): a completed trial of an earlier
+ * experiment, fed to the sampler, never run. */
+typedef struct tp_prior_row {
+    int64_t seq;            /* order (set by the store) */
+    const char *source;     /* the earlier experiment's directory */
+    int64_t source_trial;   /* its trial id there */
+    const char *params;     /* JSON object: the configuration as this space reads it */
+    double value;           /* the first objective (NaN: none) */
+    const char *objectives; /* several objectives: JSON array; NULL otherwise */
+    double at;
+} tp_prior_row_t;
+int tp__store_prior_add(tp_store_t *s, const tp_prior_row_t *p);
+/* Every prior in order; stops at the first callback that returns non-zero. */
+int tp__store_priors(tp_store_t *s, int (*cb)(const tp_prior_row_t *p, void *ud), void *ud);
+
 #endif

@@ -60,7 +60,7 @@ TP_TEST(test_new_store_has_current_schema_version_and_wal) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "5");
+    TP_CHECK_STR(v, "6");
     pragma(dir, "journal_mode", v, sizeof v);
     TP_CHECK_STR(v, "wal");
     free(dir);
@@ -141,6 +141,63 @@ TP_TEST(test_newer_schema_is_refused) {
     tp_error_t err = {0};
     TP_CHECK_INT(tp__store_open(dir, TP_STORE_WRITE, &s, &err), -EPROTO);
     TP_CHECK_CONTAINS(err.msg, "newer");
+    free(dir);
+}
+
+static int count_priors(const tp_prior_row_t *p, void *ud) {
+    size_t *n = ud;
+    if (*n == 0) {
+        if (strcmp(p->source, "runs/a") != 0 || p->source_trial != 4 || p->value != 0.25)
+            return 1;
+    }
+    (*n)++;
+    return 0;
+}
+
+static int count_decisions(const tp_decision_row_t *d, void *ud) {
+    (void)d;
+    (*(size_t *)ud)++;
+    return 0;
+}
+
+TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_and_priors) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
+    tp_decision_row_t d = {.at = 1, .kind = "result", .trial = 0, .ok = 1, .has_value = 1,
+                           .value = 0.5, .objectives = "[0.5,2]"};
+    TP_CHECK_INT(tp__store_decision(s, &d), 0);
+    tp__store_close(s);
+    /* back to what tunepack wrote before several objectives and warm starts */
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    TP_CHECK_INT(sqlite3_exec(db, "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
+                                  "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    /* a reader (best, export, a warm start) opens it as it is */
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
+    size_t n = 0;
+    TP_CHECK_INT(tp__store_priors(s, count_priors, &n), 0);
+    TP_CHECK_INT(n, 0);
+    tp__store_close(s);
+    /* a writer migrates it, keeping what it held */
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
+    n = 0;
+    tp__store_decisions(s, count_decisions, &n);
+    TP_CHECK_INT(n, 1);
+    tp_prior_row_t p = {.source = "runs/a", .source_trial = 4, .params = "{\"x\":1}",
+                        .value = 0.25, .at = 2};
+    TP_CHECK_INT(tp__store_prior_add(s, &p), 0);
+    n = 0;
+    TP_CHECK_INT(tp__store_priors(s, count_priors, &n), 0);
+    TP_CHECK_INT(n, 1);
+    tp__store_close(s);
+    char v[32];
+    pragma(dir, "user_version", v, sizeof v);
+    TP_CHECK_STR(v, "6");
     free(dir);
 }
 
