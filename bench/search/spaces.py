@@ -17,6 +17,9 @@ biobjective  ZDT1 (f1, f2 both minimized, 5 parameters): tunepack tpe (MOTPE), n
              random against Optuna's TPESampler (MOTPE with two directions), NSGAIISampler and
              RandomSampler, at the same trial count. Prints the median hypervolume over seeds;
              PASS when tunepack's best median is at least Optuna's best.
+warmstart    The bowl problem: per seed an earlier experiment of 50 random trials, then 20 TPE
+             trials cold and 20 with search: {warm_start: [the earlier one]}; prints the median
+             best loss of the 20 new trials; PASS when warm beats cold.
 
 Figures, not tests: nothing here asserts. Standard library and optuna only; re-executes
 itself with /usr/bin/python3 when the interpreter cannot import optuna.
@@ -227,6 +230,56 @@ def bench_biobjective(args):
              theirs))
 
 
+# ---- warm start -------------------------------------------------------------------------
+
+BOWL_SPACE = """\
+  x: {uniform: [0.0, 1.0]}
+  y: {uniform: [0.0, 1.0]}
+  z: {uniform: [0.0, 1.0]}
+  c: {choice: [a, b, c, d]}
+"""
+BOWL_PARAMS = ["x", "y", "z", "c"]
+
+
+def bench_warmstart(args):
+    methods = ["tpe cold", "tpe warm (50 earlier)", "the 50 earlier (random)"]
+    best = {m: [] for m in methods}
+    for seed in range(args.seeds):
+        _, _, first = tp_run(args, "first", "bowl", BOWL_PARAMS, BOWL_SPACE,
+                             "{name: loss, mode: min}",
+                             "{algorithm: random, trials: %d, seed: %d}"
+                             % (args.earlier, 1000 + seed))
+        first_dir = os.path.join(first, "run")
+        db = sqlite3.connect(os.path.join(first_dir, "tunepack.db"))
+        best["the 50 earlier (random)"].append(
+            db.execute("SELECT min(value) FROM trials").fetchone()[0])
+        db.close()
+        rows, _, _ = tp_run(args, "cold", "bowl", BOWL_PARAMS, BOWL_SPACE,
+                            "{name: loss, mode: min}",
+                            "{algorithm: tpe, trials: %d, seed: %d}" % (args.trials, seed + 1))
+        best["tpe cold"].append(min(v for _, v in rows))
+        rows, _, _ = tp_run(args, "warm", "bowl", BOWL_PARAMS, BOWL_SPACE,
+                            "{name: loss, mode: min}",
+                            "{algorithm: tpe, trials: %d, seed: %d, warm_start: [%s]}"
+                            % (args.trials, seed + 1, json.dumps(first_dir)))
+        best["tpe warm (50 earlier)"].append(min(v for _, v in rows))
+        print("seed %d: %s" % (seed + 1, "  ".join("%s %.4f" % (m, best[m][-1])
+                                                   for m in methods)), flush=True)
+    print("\nwarm start (bowl: 3 reals and a choice, loss minimized, optimum 0.0): best loss of "
+          "the %d new TPE trials, %d seeds" % (args.trials, args.seeds))
+    print("| method | median best loss | mean | worst seed |")
+    print("|---|---|---|---|")
+    for m in methods:
+        print("| %s | %.4f | %.4f | %.4f |" % (m, statistics.median(best[m]),
+                                             statistics.mean(best[m]), max(best[m])))
+    warm, cold = (statistics.median(best["tpe warm (50 earlier)"]),
+                  statistics.median(best["tpe cold"]))
+    wins = sum(w < c for w, c in zip(best["tpe warm (50 earlier)"], best["tpe cold"]))
+    print("%s: warm median %.4f %s cold median %.4f (warm better on %d of %d seeds)"
+          % ("PASS" if warm < cold else "MISS", warm, "<" if warm < cold else ">=", cold, wins,
+             args.seeds))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -234,12 +287,16 @@ def main():
     ap.add_argument("--trials", type=int, default=None)
     ap.add_argument("--tunepack", default=os.path.join(ROOT, "build", "tunepack"))
     ap.add_argument("--scratch", default=None, help="where runs are written (default: /tmp)")
-    ap.add_argument("bench", choices=["conditional", "biobjective"])
+    ap.add_argument("--earlier", type=int, default=50, help="warmstart: earlier trials")
+    ap.add_argument("bench", choices=["conditional", "biobjective", "warmstart"])
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     if args.bench == "conditional":
         args.trials = args.trials or 60
         bench_conditional(args)
+    elif args.bench == "warmstart":
+        args.trials = args.trials or 20
+        bench_warmstart(args)
     elif args.bench == "biobjective":
         args.trials = args.trials or 60
         bench_biobjective(args)
