@@ -8,7 +8,7 @@ _tunepack_policies="vpack one-per-gpu ff ffd bf bfd wf wfd optimal"
 # The options of a verb, one table for all of them.
 _tunepack_options() {
     case $1 in
-        run) echo "--dir --cluster --plain --quiet --dry-run --show --help" ;;
+        run) echo "--dir --fork --cluster --plain --quiet --dry-run --show --help" ;;
         status | gpus) echo "--json --help" ;;
         trials) echo "--json --sort --help" ;;
         best) echo "--json --top --help" ;;

@@ -135,7 +135,7 @@ def _trials(conn, dir, owned):
             t["state"] = "interrupted"
         t["where"] = where.get((t["id"], t["attempts"]))
         t["duration_s"] = t.pop("run_s", None)
-        t["logs"] = os.path.join(str(dir), "trials", "%06d" % t["id"])
+        t["logs"] = os.path.join(str(dir), "trials", "%06d" % t["id"]) if t["id"] >= 0 else None
         out.append(t)
     return out
 

@@ -15,6 +15,7 @@ static int run_main(int argc, char **argv) {
         {"--dir", NULL, &o.dir},
         {"--dry-run", &dry, NULL},
         {"--show", NULL, &show},
+        {"--fork", NULL, &o.fork},
         {"--plain", &plain, NULL},
         {"--quiet", &o.quiet, NULL},
         {"--cluster", NULL, &o.cluster},
@@ -33,12 +34,16 @@ const tp_cmd_t tp__cmd_run = {
     .name = "run",
     .summary = "run an experiment, or resume it where it stopped",
     .usage =
-        "usage: tunepack run FILE [--dir DIR] [--cluster WHERE] [--plain] [--quiet]\n"
+        "usage: tunepack run FILE [--dir DIR] [--fork OLD] [--cluster WHERE] [--plain] [--quiet]\n"
         "       tunepack run FILE --dry-run [--show N]\n\n"
         "Runs the experiment described by FILE (YAML) to its end. Every event is journaled in\n"
         "DIR/tunepack.db; if the run is stopped or killed, the same command resumes it: finished\n"
         "trials are kept, interrupted ones run again, and the search continues where it was.\n\n"
         "  --dir DIR   experiment directory (default: runs/<name>)\n"
+        "  --fork OLD  start a new experiment (in --dir) seeded with the results of the one\n"
+        "              in OLD that FILE's space holds (completed and stopped-early trials,\n"
+        "              recorded with negative ids, never run again); for a FILE whose command,\n"
+        "              space or search changed, which OLD cannot take\n"
         "  --cluster WHERE\n"
         "              where trials run, instead of the file's cluster: local, slurm (the\n"
         "              nodes of the Slurm allocation it runs in) or ssh:HOST[,HOST...]\n"

@@ -153,9 +153,9 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     json_object_set_new(o, "where", row->where ? json_string(row->where) : json_null());
     json_object_set_new(o, "stderr_tail", row->stderr_tail ? json_string(row->stderr_tail)
                                                            : json_null());
-    char logs[4200];
+    char logs[4200]; /* a trial seeded by a fork (id < 0) has its logs where it ran */
     snprintf(logs, sizeof logs, "%s/trials/%06lld", dir, (long long)row->id);
-    json_object_set_new(o, "logs", json_string(logs));
+    json_object_set_new(o, "logs", row->id >= 0 ? json_string(logs) : json_null());
     return o;
 }
 

@@ -72,8 +72,9 @@ json_t *tp__config_tree(const char *text) {
 
 /* "key: OLD -> NEW" (absent: "(none)") appended to out. */
 static void say_change(tp_buf_t *out, const char *key, const json_t *a, const json_t *b) {
-    char *x = a ? json_dumps(a, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
-    char *y = b ? json_dumps(b, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER) : NULL;
+    const size_t flags =
+        JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12);
+    char *x = a ? json_dumps(a, flags) : NULL, *y = b ? json_dumps(b, flags) : NULL;
     tp__buf_printf(out, "%s  %s: %.300s -> %.300s", out->len ? "\n" : "", key, x ? x : "(none)",
                    y ? y : "(none)");
     free(x);

@@ -26,11 +26,20 @@ int tp__run_better(const tp_run_t *r, double a, double b) {
     return r->x.maximize ? a > b : a < b;
 }
 
+const trial_t *tp__run_best_trial(const tp_run_t *r) {
+    if (!r->has_best) return NULL;
+    if (r->best_id >= 0) return tp__trials_get(&r->trials, r->best_id);
+    for (size_t i = 0; i < r->nseeded; i++)
+        if (r->seeded[i]->id == r->best_id) return r->seeded[i];
+    return NULL;
+}
+
 void tp__note_best(tp_run_t *r, const trial_t *t) {
     if (!tp__rank_competes(tp__trial_state_name(t->state), t->has_value)) return;
     tp_rank_key_t k = {.budget = t->budget, .value = t->value};
-    if (r->best_id >= 0 && !tp__rank_beats(&k, &r->best, r->x.maximize)) return;
+    if (tp__run_best_trial(r) && !tp__rank_beats(&k, &r->best, r->x.maximize)) return;
     r->best_id = t->id;
+    r->has_best = 1;
     r->best = k;
     r->best_rung = t->rung;
     r->best_changed = 1;
@@ -618,7 +627,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
     tp__journal_commit(&r->journal);
     /* A search whose trials all ended early (stopped, with values) found
      * something; only a run with no value at all is a failure. */
-    if (r->exit_code == TP_EXIT_OK && !r->stopping && r->best_id < 0)
+    if (r->exit_code == TP_EXIT_OK && !r->stopping && !tp__run_best_trial(r))
         r->exit_code = TP_EXIT_NO_TRIAL;
     if (r->journal.broken && (r->exit_code == TP_EXIT_OK || r->exit_code == TP_EXIT_STOPPED))
         r->exit_code = TP_EXIT_STORE;

@@ -219,10 +219,15 @@ struct tp_run {
     size_t nlaunch, caplaunch;
     int64_t *stops;             /* early stops journaled, to send after the commit */
     size_t nstops, capstops;
-    int64_t best_id;            /* best trial so far (tp__rank_beats), -1 if none */
+    int has_best;               /* a trial has competed for the best */
+    int64_t best_id;            /* the best so far (tp__rank_beats); negative: a seeded one */
     tp_rank_key_t best;         /* its budget and value when it became the best */
     int best_rung;              /* its rung then */
     int best_changed;           /* a new best since the view last said it */
+    trial_t **seeded;           /* trials a fork seeded (negative ids, fork.c): ranked, never
+                                   run; owned */
+    size_t nseeded;
+    int created;                /* this run created the store (a new experiment) */
     int ff_failed;              /* fail-fast: trials of this run that failed, all alike so far */
     int ff_off;                 /* fail-fast no longer applies (a trial got a value, or
                                    failures differed) */
@@ -259,6 +264,13 @@ void tp__orchestrator_finish(tp_run_t *r);
 void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m);
 /* The agent of node `node` is gone: its attempts are interrupted. */
 void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
+/* The best trial so far (a trial of the table or a seeded one), NULL if none. */
+const trial_t *tp__run_best_trial(const tp_run_t *r);
+/* fork.c: seed the new experiment (its store just created) with the results
+ * of the one in `from` that the new space holds. 0, or an error (err). */
+int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err);
+/* A seeded trial read from the store (row->id < 0) into r->seeded; takes params. */
+void tp__run_load_seeded(tp_run_t *r, const tp_trial_row_t *row, json_t *params);
 /* t ended a job (completed, stopped early, paused at a rung): the best so far? */
 void tp__note_best(tp_run_t *r, const trial_t *t);
 /* a better than b by the metric's mode; NaN is never better. */

@@ -28,6 +28,7 @@ typedef struct tp_run_opts {
     int live;             /* 1: live terminal view; 0: log lines */
     int quiet;            /* no progress output at all */
     const char *cluster;  /* --cluster: local | slurm | ssh:HOST,...; NULL: the file's */
+    const char *fork;     /* --fork OLD: a new experiment seeded with OLD's results; NULL */
 } tp_run_opts_t;
 
 /* Run (or resume) an experiment to its end. Returns a TP_EXIT_* code; the

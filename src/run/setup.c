@@ -56,6 +56,10 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     json_error_t jerr;
     json_t *params = json_loads(row->params, 0, &jerr);
     if (!params) params = json_object();
+    if (row->id < 0) {
+        tp__run_load_seeded(r, row, params);
+        return 0;
+    }
     int state = tp__trial_state_from_name(row->state);
     if (state < 0) {
         tp__log(TP_LOG_WARN, "trial %lld has an unknown state \"%s\" in the store; it runs again",
@@ -120,6 +124,7 @@ static void resume_trials(tp_run_t *r) {
             tp__note_best(r, t);
         }
     }
+    for (size_t i = 0; i < r->nseeded; i++) tp__note_best(r, r->seeded[i]);
     const int *c = r->trials.count;
     r->view.done_before = c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_FAILED] + c[TP_TRIAL_STOPPED];
     r->trials.interrupted = 0; /* this run's own interruptions are counted from here */
@@ -205,10 +210,13 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
                         "%s holds an experiment whose recorded trials would mean something else "
                         "under %s as it is now:\n"
                         "%s\n"
-                        "Either restore those keys, or run it as a new experiment with a new "
-                        "--dir DIR (its results here stay as they are). Keys such as trials, "
-                        "concurrency, timeout, retries and resources may change between runs.",
-                        r->dir, r->x.path, rc < 0 ? "  (the stored file is no YAML)" : refused.data);
+                        "Either restore those keys, or run it as a new experiment: with a new "
+                        "--dir DIR to start afresh, or with --fork %s --dir DIR to start one "
+                        "seeded with the results here that the new space holds (they stay here "
+                        "as they are). Keys such as trials, concurrency, timeout, retries and "
+                        "resources may change between runs.",
+                        r->dir, r->x.path, rc < 0 ? "  (the stored file is no YAML)" : refused.data,
+                        r->dir);
     } else if (ok.len) {
         tp_store_t *s = r->journal.store;
         tp__log(TP_LOG_INFO, "%s changed since the last run; taking the new values:\n%s",
@@ -244,6 +252,7 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
         }
         return tp__store_trials(s, load_trial_row, r);
     }
+    r->created = 1;
     make_token(r->token);
     char at[32];
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
@@ -267,6 +276,24 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     return 0;
 }
 
+/* --fork OLD: seed the experiment this run just created; one created
+ * before (a resumed fork) keeps what it was seeded with. 0 or an exit code. */
+static int fork_from(tp_run_t *r, const char *from) {
+    tp_error_t err = {0};
+    char *seeded = r->created ? NULL : tp__store_meta_get(r->journal.store, "forked_from");
+    if (!r->created && !seeded) {
+        fprintf(stderr, "tunepack: error: --fork starts a new experiment, and %s already holds one; "
+                        "give a new --dir\n", r->dir);
+        return TP_EXIT_STORE;
+    }
+    free(seeded);
+    if (r->created && tp__run_fork(r, from, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        return TP_EXIT_STORE;
+    }
+    return 0;
+}
+
 static char *absolute(const char *path) {
     char *abs = realpath(path, NULL);
     return abs ? abs : tp__strdup(path);
@@ -274,6 +301,11 @@ static char *absolute(const char *path) {
 
 static void run_free(tp_run_t *r) {
     tp__trials_free(&r->trials);
+    for (size_t i = 0; i < r->nseeded; i++) {
+        json_decref(r->seeded[i]->params);
+        free(r->seeded[i]);
+    }
+    free(r->seeded);
     free(r->launch);
     free(r->batch);
     free(r->stops);
@@ -296,7 +328,6 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     tp_run_t *r = tp__xcalloc(1, sizeof *r);
     tp_error_t err = {0};
     int code = TP_EXIT_OK;
-    r->best_id = -1;
     r->view.live = o->live;
     r->view.quiet = o->quiet;
     if (tp__experiment_load(o->file, &r->x, &err) != 0) {
@@ -341,6 +372,12 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         code = TP_EXIT_CONFIG;
         goto out;
     }
+    if (o->fork) { /* the forked results are the sampler's prior observations too */
+        r->x.warm_start = tp__xrealloc(r->x.warm_start,
+                                       (r->x.nwarm_start + 2) * sizeof *r->x.warm_start);
+        r->x.warm_start[r->x.nwarm_start++] = tp__strdup(o->fork);
+        r->x.warm_start[r->x.nwarm_start] = NULL;
+    }
     if (tp__run_warm_start_read(r, &err) != 0) { /* before a store exists for a new run */
         char db[4200];
         snprintf(db, sizeof db, "%s/%s", r->dir, TP_STORE_FILE);
@@ -357,6 +394,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         code = TP_EXIT_STORE;
         goto out;
     }
+    if (o->fork && (code = fork_from(r, o->fork)) != 0) goto out;
     tp__run_warm_start(r);
     resume_trials(r);
     replay_decisions(r);

@@ -36,7 +36,7 @@ static void rung_text(const tp_run_t *r, int rung, double budget, char *out, siz
 }
 
 static void best_line(const tp_run_t *r, char *out, size_t n) {
-    const trial_t *b = tp__trials_get(&r->trials, r->best_id);
+    const trial_t *b = tp__run_best_trial(r);
     if (!b) {
         snprintf(out, n, "best %s: none yet", r->x.metric);
         return;
@@ -102,6 +102,12 @@ void tp__view_start(tp_run_t *r) {
     if (r->view.quiet) return;
     if (!r->view.live) {
         printf("%s: running in %s\n", r->x.name, r->dir);
+        if (r->best_changed) { /* resumed, or seeded by a fork */
+            char best[700];
+            best_line(r, best, sizeof best);
+            printf("  so far the %s\n", best);
+            r->best_changed = 0;
+        }
         fflush(stdout);
         return;
     }

@@ -60,6 +60,33 @@ class Everyday(E2E):
         self.assertExit(r, 4)
         self.assertIn('space: {"x":{"uniform":[0,1]}} -> {"x":{"uniform":[0,2]}}', r.stderr)
         self.assertIn("--dir", r.stderr)
+        self.assertIn("--fork %s --dir DIR" % run_dir, r.stderr)
+        # --fork: a new experiment seeded with the old results the new space holds.
+        forked = self.path("forked")
+        self.experiment(QUICK.replace("trials: 2", "trials: 3").replace("[0, 1]", "[0.2, 2]"))
+        r = self.run_exp(exp, forked, "--fork", run_dir)
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            inside = sorted(t["value"] for t in s.trials() if t["params"]["x"] >= 0.2)
+        with self.store(forked) as s:
+            trials = s.trials()
+            self.assertEqual(s.meta()["forked_from"], run_dir)
+        seeded = [t for t in trials if t["id"] < 0]
+        self.assertEqual(sorted(t["value"] for t in seeded), inside)
+        self.assertEqual(sorted(t["id"] for t in trials if t["id"] >= 0), [0, 1, 2])
+        self.assertTrue(all(t["attempts"] == 0 and "forked from" in t["decision"] for t in seeded))
+        best = json.loads(self.tp("best", forked, "--json").stdout)
+        status = json.loads(self.tp("status", forked, "--json").stdout)
+        self.assertEqual(best["trial"], status["best"]["id"])
+        self.assertEqual(best["value"], max(t["value"] for t in trials))
+        self.assertIn("(trial %d" % best["trial"], r.stdout)  # the run's own summary agrees
+        self.assertExit(self.run_exp(exp, forked, "--fork", run_dir), 0)  # resumes, no reseed
+        with self.store(forked) as s:
+            self.assertEqual(len(s.trials()), len(trials))
+        # A fork into a directory that holds another experiment, or across metrics: refused.
+        self.assertExit(self.run_exp(exp, run_dir, "--fork", forked), 4)
+        self.experiment(QUICK.replace("mode: max", "mode: min"))
+        self.assertExit(self.run_exp(exp, self.path("other"), "--fork", run_dir), 4)
 
     def test_asha_logs_every_end_and_best_agrees_with_status(self):
         run_dir = self.path("run")
