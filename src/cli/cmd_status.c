@@ -17,6 +17,7 @@ typedef struct status_acc {
     int total;
     int count[NCOUNTED];       /* by counted[] */
     int owned;                 /* an orchestrator runs it now */
+    int stopped_pending;       /* pending trials a stop interrupted (meta "interrupted") */
     double first_start, last_end; /* wall times */
 } status_acc_t;
 
@@ -39,9 +40,13 @@ static void print_text(const char *name, const char *path, const char *dir, cons
     printf("directory   %s\n", dir);
     printf("state       %s\n", st);
     printf("trials      %d: %d completed, %d stopped early, %d failed, %d running, %d paused, "
-           "%d pending, %d interrupted\n",
+           "%d pending, %d interrupted",
            a->total, a->count[0], a->count[1], a->count[2], a->count[3], a->count[4],
            a->count[5], a->count[6]);
+    if (a->stopped_pending > 0)
+        printf(" (%d of the pending were interrupted by the stop: they run again on resume)",
+               a->stopped_pending);
+    printf("\n");
     if (sharing && strcmp(sharing, "cpu") != 0)
         printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
     if (best) {
@@ -75,6 +80,9 @@ static int status_main(int argc, char **argv) {
     char *sharing = tp__store_meta_get(s, "sharing"), *policy = tp__store_meta_get(s, "policy");
     int owner = tp__rundir_owner(dir);
     status_acc_t a = {.owned = owner != 0};
+    char *nint = owner ? NULL : tp__store_meta_get(s, "interrupted");
+    a.stopped_pending = nint ? atoi(nint) : 0;
+    free(nint);
     tp__store_trials(s, count_row, &a);
     json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, 1);
     json_t *best = json_array_get(ranked, 0);
@@ -86,6 +94,9 @@ static int status_main(int argc, char **argv) {
     else
         snprintf(st, sizeof st, "%s", state ? state : "new");
     double elapsed = -1;
+    char *ended = tp__store_meta_get(s, "ended_at"); /* a stopped run's end: no trial ended then */
+    if (ended && atof(ended) > a.last_end) a.last_end = atof(ended);
+    free(ended);
     if (a.first_start > 0) {
         double end = owner ? tp__wall_s() : a.last_end;
         elapsed = end > a.first_start ? end - a.first_start : 0;
@@ -94,6 +105,7 @@ static int status_main(int argc, char **argv) {
         json_t *counts = json_object();
         for (size_t i = 0; i < NCOUNTED; i++)
             json_object_set_new(counts, counted[i], json_integer(a.count[i]));
+        json_object_set_new(counts, "pending_interrupted", json_integer(a.stopped_pending));
         json_t *o = json_pack("{s:s?, s:s?, s:s, s:s, s:i, s:o, s:s?, s:s?, s:O, s:o}", "name",
                               name, "file", path, "directory", dir, "state", st, "trials", a.total,
                               "counts", counts, "metric", metric, "mode", mode, "best",
@@ -129,7 +141,8 @@ const tp_cmd_t tp__cmd_status = {
              "ended, to run again on resume) and the best trial so far, ranked as\n"
              "`tunepack best` ranks it.\n\n"
              "  --json   one object: {\"name\", \"file\", \"directory\", \"state\", \"trials\",\n"
-             "           \"counts\": {\"completed\": 3, ...}, \"metric\", \"mode\", \"best\": {trial}\n"
+             "           \"counts\": {\"completed\": 3, ..., \"pending_interrupted\": pending\n"
+             "           trials a stop interrupted}, \"metric\", \"mode\", \"best\": {trial}\n"
              "           or null, \"elapsed_s\"}\n\n"
              "example:\n  tunepack status runs/mlp-demo\n",
     .main = status_main,

@@ -15,6 +15,7 @@ typedef struct wctx {
     const char *path;     /* for messages */
     yaml_document_t *doc;
     tp_error_t *err;
+    const yaml_node_t *root; /* the file's mapping: where a missing section is said to be */
 } wctx_t;
 
 static int fail(wctx_t *x, const yaml_node_t *n, const char *fmt, ...)
@@ -69,15 +70,18 @@ static int integer(wctx_t *x, const yaml_node_t *map, const char *key, const cha
     return 0;
 }
 
-static int mapping(wctx_t *x, const yaml_node_t *n, const char *what, const char *example) {
-    if (!n) return tp__errorf(x->err, -EINVAL, "%s: `%s` is missing; e.g. %s", x->path, what, example);
+/* n must be a mapping; a missing one (NULL) is said at `in`, the mapping
+ * that should hold it. */
+static int mapping(wctx_t *x, const yaml_node_t *n, const yaml_node_t *in, const char *what,
+                   const char *example) {
+    if (!n) return fail(x, in, "`%s` is missing here; e.g. %s", what, example);
     if (n->type != YAML_MAPPING_NODE)
         return fail(x, n, "%s must be a mapping, e.g. %s", what, example);
     return 0;
 }
 
 static int parse_gpu_types(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
-    int rc = mapping(x, sec, "gpu_types", "{a100_80g: {memory_mib: 81920, speed: 1.0}}");
+    int rc = mapping(x, sec, x->root, "gpu_types", "{a100_80g: {memory_mib: 81920, speed: 1.0}}");
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->gpu_types = tp__xcalloc(n ? n : 1, sizeof *w->gpu_types);
@@ -88,7 +92,7 @@ static int parse_gpu_types(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) 
         char what[96];
         snprintf(what, sizeof what, "gpu_types.%s", t->name);
         double mem;
-        if ((rc = mapping(x, v, what, "{memory_mib: 81920, speed: 1.0}")) ||
+        if ((rc = mapping(x, v, v, what, "{memory_mib: 81920, speed: 1.0}")) ||
             (rc = num(x, v, "memory_mib", what, 1, 1e9, &mem)) ||
             (rc = num(x, v, "speed", what, 1e-6, 1e6, &t->speed)))
             return rc;
@@ -118,7 +122,7 @@ static int gpu_type_index(wctx_t *x, const yaml_node_t *g, const char *what,
 static int parse_group(wctx_t *x, const yaml_node_t *g, const char *what, const tp_workload_t *w,
                        tp_wl_group_t *out) {
     int rc;
-    if ((rc = mapping(x, g, what, "{nodes: 2, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")) ||
+    if ((rc = mapping(x, g, g, what, "{nodes: 2, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")) ||
         (rc = integer(x, g, "nodes", what, 1, 1000000, &out->nodes)) ||
         (rc = integer(x, g, "gpus_per_node", what, 0, TP_PLACE_MAX_GPUS * 64, &out->gpus_per_node)) ||
         (rc = integer(x, g, "cpus_per_node", what, 0, 1 << 20, &out->cpus_per_node)))
@@ -127,7 +131,7 @@ static int parse_group(wctx_t *x, const yaml_node_t *g, const char *what, const 
 }
 
 static int parse_clusters(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
-    int rc = mapping(x, sec, "clusters", "{homog_4: {nodes: 1, gpus_per_node: 4, ...}}");
+    int rc = mapping(x, sec, x->root, "clusters", "{homog_4: {nodes: 1, gpus_per_node: 4, ...}}");
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->clusters = tp__xcalloc(n ? n : 1, sizeof *w->clusters);
@@ -137,7 +141,7 @@ static int parse_clusters(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
         snprintf(c->name, sizeof c->name, "%s", text(k) ? text(k) : "?");
         char what[160];
         snprintf(what, sizeof what, "clusters.%s", c->name);
-        if ((rc = mapping(x, v, what, "{nodes: 1, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")))
+        if ((rc = mapping(x, v, v, what, "{nodes: 1, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")))
             return rc;
         yaml_node_t *groups = get(x, v, "groups");
         if (!groups) {
@@ -177,7 +181,7 @@ static int model_source(wctx_t *x, const yaml_node_t *v, const char *what, tp_wl
 }
 
 static int parse_models(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
-    int rc = mapping(x, sec, "models", "{resnet18: {b_ref: 64, mem_base_mib: 1000, ...}}");
+    int rc = mapping(x, sec, x->root, "models", "{resnet18: {b_ref: 64, mem_base_mib: 1000, ...}}");
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->models = tp__xcalloc(n ? n : 1, sizeof *w->models);
@@ -187,7 +191,7 @@ static int parse_models(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
         snprintf(m->name, sizeof m->name, "%s", text(k) ? text(k) : "?");
         char what[96];
         snprintf(what, sizeof what, "models.%s", m->name);
-        if ((rc = mapping(x, v, what, "{b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 5, time_ref_s: 108, util_ref: 0.26, cpus: 4}")) ||
+        if ((rc = mapping(x, v, v, what, "{b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 5, time_ref_s: 108, util_ref: 0.26, cpus: 4}")) ||
             (rc = integer(x, v, "b_ref", what, 1, 1 << 20, &m->b_ref)) ||
             (rc = num(x, v, "mem_base_mib", what, 0, 1e9, &m->mem_base_mib)) ||
             (rc = num(x, v, "mem_per_sample_mib", what, 0, 1e9, &m->mem_per_sample_mib)) ||
@@ -209,7 +213,7 @@ static size_t seq_len(const yaml_node_t *seq) {
 
 static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_workload_t *w,
                        tp_wl_space_t *s) {
-    int rc = mapping(x, v, what, "{models: [resnet18], batch_sizes: [64, 128], lr: {loguniform: [1e-5, 1e-1], count: 4}}");
+    int rc = mapping(x, v, v, what, "{models: [resnet18], batch_sizes: [64, 128], lr: {loguniform: [1e-5, 1e-1], count: 4}}");
     if (rc) return rc;
     yaml_node_t *ms = get(x, v, "models"), *bs = get(x, v, "batch_sizes"), *lr = get(x, v, "lr");
     if (!ms || ms->type != YAML_SEQUENCE_NODE || !seq_len(ms))
@@ -242,7 +246,7 @@ static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_wor
                         i, text(e) ? text(e) : "a collection");
         s->batch_sizes[s->nbatch++] = (int)b;
     }
-    if ((rc = mapping(x, lr, "lr", "{loguniform: [1e-5, 1e-1], count: 4}"))) return rc;
+    if ((rc = mapping(x, lr, v, "lr", "{loguniform: [1e-5, 1e-1], count: 4}"))) return rc;
     yaml_node_t *lu = get(x, lr, "loguniform");
     if (!lu || lu->type != YAML_SEQUENCE_NODE || seq_len(lu) != 2)
         return fail(x, lu ? lu : lr, "%s.lr.loguniform must be a list [low, high] with 0 < low <= high", what);
@@ -264,7 +268,7 @@ static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_wor
 }
 
 static int parse_spaces(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
-    int rc = mapping(x, sec, "spaces", "{SP1: {models: [...], batch_sizes: [...], lr: {...}}}");
+    int rc = mapping(x, sec, x->root, "spaces", "{SP1: {models: [...], batch_sizes: [...], lr: {...}}}");
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->spaces = tp__xcalloc(n ? n : 1, sizeof *w->spaces);
@@ -298,8 +302,8 @@ int tp__workload_load(const char *path, tp_workload_t *w, tp_error_t *err) {
     }
     yaml_parser_delete(&parser);
     fclose(f);
-    wctx_t x = {path, &doc, err};
     yaml_node_t *root = yaml_document_get_root_node(&doc);
+    wctx_t x = {path, &doc, err, root};
     if (!root || root->type != YAML_MAPPING_NODE)
         rc = tp__errorf(err, -EINVAL, "%s:1:1: the workload file must be a mapping with gpu_types, clusters, models and spaces", path);
     if (!rc) rc = parse_gpu_types(&x, get(&x, root, "gpu_types"), w);

@@ -10,6 +10,7 @@ to $TUNEPACK_TRIAL_DIR/env.<attempt>.json, compared with its placement row.
 
 import json
 import math
+import re
 import os
 import sys
 
@@ -183,6 +184,27 @@ class GpuPacking(GpuE2E):
             # Nobody else died of anything.
             self.assertEqual([e for e in s.events() if e["kind"] == "oom"], ooms)
             token = meta["token"]
+
+        # The re-placement is logged with its old and new memory, and every end says where.
+        oom_line = [l for l in r.stdout.splitlines() if "trial %d attempt 1" % tid in l]
+        self.assertEqual(len(oom_line), 1, r.stdout)
+        self.assertRegex(oom_line[0], r"on \S+:\d: out of GPU memory with 20480 MiB; placing it "
+                                      r"again with 30720 MiB")
+        self.assertIn("1 placed again after running out of GPU memory", r.stdout)
+        ends = [l for l in r.stdout.splitlines() if " completed in " in l]
+        self.assertEqual(len(ends), 24)
+        self.assertTrue(all(re.search(r" on \S+:\d: ", l) for l in ends), ends)
+        # `trials` and `export` say the node and GPU of each trial's last attempt, as placed.
+        rows_json = json.loads(self.tp("trials", run_dir, "--json").stdout)
+        last = {t: p for (t, a), p in sorted(rows.items())}
+        for t in rows_json:
+            self.assertEqual(t["where"], "%s:%d" % (last[t["id"]]["node"],
+                                                     last[t["id"]]["gpus"][0]))
+        self.assertIn("where", self.tp("export", run_dir, "--format", "csv").stdout.splitlines()[0])
+        # After the run `gpus DIR` shows no trial of ours and no memory held by them.
+        for g in json.loads(self.tp("gpus", run_dir, "--json").stdout)["gpus"]:
+            self.assertEqual(g["trials"], [], g)
+            self.assertEqual(g["memory_used_mib"], g["foreign_mib"], g)
 
         status = self.tp("status", run_dir)
         self.assertExit(status, 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Trial lifecycle: timeout, retries, and `tunepack stop` that leaves no orphan behind."""
 
+import json
 import os
 import time
 import sys
@@ -123,6 +124,10 @@ class Lifecycle(E2E):
         except Exception:
             self.fail("run did not exit after `tunepack stop`")
         self.assertEqual(p.returncode, 6, p.stderr.read())
+        # An interruption is neither a failure nor a retry, and the summary counts it.
+        out = p.stdout.read().decode()
+        self.assertIn("0 failed, 0 retried, 2 interrupted", out)
+        self.assertEqual(out.count("interrupted after"), 2, out)
         # The run has exited: nothing with its token may remain, at once.
         left = token_pids(token)
         self.assertEqual(left, [], "processes with the run's token survived the stop: %s"
@@ -143,14 +148,29 @@ class Lifecycle(E2E):
             self.assertEqual(len(interrupted), 2)
             for t in interrupted:
                 self.assertEqual(t["state"], "pending")
+                self.assertEqual((t["failures"], t["interrupted"]), (0, 1), t)
+        # `trials` and `status` say the same about them.
+        self.assertIn("2 pending, 0 interrupted (2 of the pending were interrupted by the stop",
+                      status.stdout)
+        listed = json.loads(self.tp("trials", run_dir, "--json").stdout)
+        self.assertEqual(sorted(t["state"] for t in listed), ["pending", "pending"])
 
         with open(marker, "w"):
             pass
         r = self.run_exp(exp, run_dir)
         self.assertExit(r, 0)
+        self.assertIn("(2 interrupted)", r.stderr)
+        export = {t["id"]: t for t in json.loads(self.tp("export", run_dir, "--format",
+                                                         "json").stdout)}
         with self.store(run_dir) as s:
             trials = s.trials()
             self.assertEqual([t["id"] for t in trials], [0, 1, 2, 3])
+            for t in trials:
+                # Interrupted attempts are counted apart, never as failures; `duration_s` is
+                # the time the attempts ran (each journaled running -> end), no waiting.
+                self.assertEqual(export[t["id"]]["failures"], 0)
+                self.assertEqual(export[t["id"]]["interrupted"], t["interrupted"])
+                self.assertEqual(export[t["id"]]["duration_s"], t["run_s"])
             for t in trials:
                 self.assertEqual(t["state"], "completed", t)
                 self.assertEqual(t["value"], t["params"]["x"])
