@@ -68,35 +68,40 @@ static int seed_row(const tp_trial_row_t *row, void *ud) {
     return a->failed;
 }
 
-int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err) {
+int tp__run_fork_check(const tp_run_t *r, const char *from, tp_error_t *err) {
     tp_store_t *old = NULL;
     int rc = tp__store_open(from, TP_STORE_READONLY, &old, err);
     if (rc) return rc;
     char *metric = tp__store_meta_get(old, "metric"), *mode = tp__store_meta_get(old, "mode");
-    int same = metric && mode && strcmp(metric, r->x.metric) == 0 &&
-               strcmp(mode, r->x.maximize ? "max" : "min") == 0;
-    if (!same) {
+    if (!metric || !mode || strcmp(metric, r->x.metric) != 0 ||
+        strcmp(mode, r->x.maximize ? "max" : "min") != 0)
         rc = tp__errorf(err, -EINVAL,
                         "cannot fork %s: its trials measured %s (%s) and %s measures %s (%s); "
                         "their values would mean nothing here. Start afresh with a new --dir",
                         from, metric ? metric : "?", mode ? mode : "?", r->x.path, r->x.metric,
                         r->x.maximize ? "max" : "min");
-    } else {
-        tp_store_t *s = r->journal.store;
-        seeding_t a = {.r = r, .to = s, .from = from};
-        char note[4400];
-        rc = tp__store_begin(s) ? -EIO : 0;
-        if (rc == 0) rc = tp__store_trials(old, seed_row, &a);
-        snprintf(note, sizeof note, "seeded %d trial(s) from %s; %d outside the new space", a.seeded,
-                 from, a.outside);
-        if (rc || a.failed || tp__store_meta_set(s, "forked_from", from) ||
-            tp__store_event(s, -1, 0, "forked", note, tp__wall_s()) || tp__store_commit(s))
-            rc = tp__errorf(err, -EIO, "cannot seed %s from %s", r->dir, from);
-        else
-            tp__log(TP_LOG_INFO, "%s: %s", r->dir, note);
-    }
     free(metric);
     free(mode);
+    tp__store_close(old);
+    return rc;
+}
+
+int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err) {
+    tp_store_t *old = NULL;
+    int rc = tp__store_open(from, TP_STORE_READONLY, &old, err);
+    if (rc) return rc;
+    tp_store_t *s = r->journal.store;
+    seeding_t a = {.r = r, .to = s, .from = from};
+    char note[4400];
+    rc = tp__store_begin(s) ? -EIO : 0;
+    if (rc == 0) rc = tp__store_trials(old, seed_row, &a);
+    snprintf(note, sizeof note, "seeded %d trial(s) from %s; %d outside the new space", a.seeded,
+             from, a.outside);
+    if (rc || a.failed || tp__store_meta_set(s, "forked_from", from) ||
+        tp__store_event(s, -1, 0, "forked", note, tp__wall_s()) || tp__store_commit(s))
+        rc = tp__errorf(err, -EIO, "cannot seed %s from %s", r->dir, from);
+    else
+        tp__log(TP_LOG_INFO, "%s: %s", r->dir, note);
     tp__store_close(old);
     return rc;
 }

@@ -269,6 +269,9 @@ const trial_t *tp__run_best_trial(const tp_run_t *r);
 /* fork.c: seed the new experiment (its store just created) with the results
  * of the one in `from` that the new space holds. 0, or an error (err). */
 int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err);
+/* Whether the experiment in `from` measured the same metric the same way:
+ * 0, or an error saying why its results would mean nothing here. */
+int tp__run_fork_check(const tp_run_t *r, const char *from, tp_error_t *err);
 /* A seeded trial read from the store (row->id < 0) into r->seeded; takes params. */
 void tp__run_load_seeded(tp_run_t *r, const tp_trial_row_t *row, json_t *params);
 /* t ended a job (completed, stopped early, paused at a rung): the best so far? */

@@ -372,6 +372,11 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         code = TP_EXIT_CONFIG;
         goto out;
     }
+    if (o->fork && tp__run_fork_check(r, o->fork, &err) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        code = TP_EXIT_STORE;
+        goto out;
+    }
     if (o->fork) { /* the forked results are the sampler's prior observations too */
         r->x.warm_start = tp__xrealloc(r->x.warm_start,
                                        (r->x.nwarm_start + 2) * sizeof *r->x.warm_start);

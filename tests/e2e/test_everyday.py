@@ -66,6 +66,7 @@ class Everyday(E2E):
         self.experiment(QUICK.replace("trials: 2", "trials: 3").replace("[0, 1]", "[0.2, 2]"))
         r = self.run_exp(exp, forked, "--fork", run_dir)
         self.assertExit(r, 0)
+        self.assertIn("warm start:", r.stderr)  # the sampler takes them as prior observations
         with self.store(run_dir) as s:
             inside = sorted(t["value"] for t in s.trials() if t["params"]["x"] >= 0.2)
         with self.store(forked) as s:
