@@ -184,7 +184,7 @@ static void on_hello(tp_agent_t *a, json_t *m) {
     }
     int reaped = tp__reap_token(a, a->token);
     double hb = json_number_value(json_object_get(m, "heartbeat_s"));
-    if (hb > 0 && !a->hb_open) {
+    if (hb > 0 && hb < 1e6 && !a->hb_open) { /* a day and more: no heartbeat check */
         a->hb_timeout_s = hb * HEARTBEAT_MISSES;
         uv_timer_init(&a->loop, &a->hb_timer);
         a->hb_timer.data = a;

@@ -363,6 +363,11 @@ typedef struct launch_args {
     int master_port;             /* picked here for rank 0 when asked, else 0 */
 } launch_args_t;
 
+/* A JSON string that a C string can carry: no NUL byte inside. */
+static int is_cstring(const json_t *v) {
+    return json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v);
+}
+
 /* Validate a launch message's members (beyond trial/attempt). Returns 0 or
  * -EINVAL with what is wrong in err. */
 static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
@@ -373,8 +378,9 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
                           "launch message: \"argv\" must be a non-empty array of strings");
     size_t i;
     json_array_foreach(la->argv, i, v) {
-        if (!json_is_string(v))
-            return tp__errorf(err, -EINVAL, "launch message: argv[%zu] is not a string", i);
+        if (!is_cstring(v))
+            return tp__errorf(err, -EINVAL,
+                              "launch message: argv[%zu] is not a string without NUL bytes", i);
     }
     la->env = json_object_get(m, "env");
     if (la->env && !json_is_null(la->env)) {
@@ -382,9 +388,12 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
             return tp__errorf(err, -EINVAL, "launch message: \"env\" must be an object of strings");
         const char *k;
         json_object_foreach(la->env, k, v) {
-            if (!json_is_string(v))
-                return tp__errorf(err, -EINVAL, "launch message: env \"%s\" is not a string", k);
-            if (!*k || strchr(k, '='))
+            if (!is_cstring(v))
+                return tp__errorf(err, -EINVAL,
+                                  "launch message: env \"%s\" is not a string without NUL bytes",
+                                  k);
+            if (!*k || strchr(k, '=') || strlen(k) != json_object_iter_key_len(
+                                                           json_object_key_to_iter(k)))
                 return tp__errorf(err, -EINVAL,
                                   "launch message: env name \"%s\" is empty or has '='", k);
         }
@@ -392,14 +401,15 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
         la->env = NULL;
     }
     v = json_object_get(m, "dir");
-    if (!json_is_string(v) || !*json_string_value(v))
+    if (!is_cstring(v) || !*json_string_value(v))
         return tp__errorf(err, -EINVAL, "launch message: \"dir\" must be a non-empty string");
     la->dir = json_string_value(v);
     v = json_object_get(m, "cwd");
     la->cwd = NULL;
     if (v && !json_is_null(v)) {
-        if (!json_is_string(v))
-            return tp__errorf(err, -EINVAL, "launch message: \"cwd\" must be a string");
+        if (!is_cstring(v))
+            return tp__errorf(err, -EINVAL,
+                              "launch message: \"cwd\" must be a string without NUL bytes");
         if (*json_string_value(v)) la->cwd = json_string_value(v);
     }
     la->params = json_object_get(m, "params");
@@ -424,7 +434,7 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
         *nums[k].out = json_number_value(v);
     }
     v = json_object_get(m, "checkpoint_dir");
-    la->checkpoint_dir = json_is_string(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+    la->checkpoint_dir = is_cstring(v) && *json_string_value(v) ? json_string_value(v) : NULL;
     v = json_object_get(m, "pause_signal");
     la->pause_signal = json_is_integer(v) ? (int)json_integer_value(v) : 0;
     if (la->pause_signal < 0 || la->pause_signal >= 65)

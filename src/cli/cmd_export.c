@@ -32,9 +32,12 @@ static void csv_field(const char *s) {
 }
 
 static void csv_value(const json_t *v) {
-    char t[4096];
     if (!v || json_is_null(v)) return;
-    if (tp__value_text(v, t, sizeof t) >= 0) csv_field(t);
+    char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    char num[64];
+    if (json_is_number(v) && tp__value_text(v, num, sizeof num) >= 0) csv_field(num);
+    else csv_field(t ? t : json_string_value(v)); /* any length: nothing is cut */
+    free(t);
 }
 
 /* Union of the keys of member `field` over all trials, in first-seen order. */
@@ -63,9 +66,13 @@ static void write_csv(json_t *trials) {
         putchar(',');
         csv_field(key);
     }
-    json_object_foreach(mcols, key, v) {
-        printf(",metric.");
-        csv_field(key);
+    json_object_foreach(mcols, key, v) { /* the prefix inside the field's quotes */
+        tp_buf_t name;
+        tp__buf_init(&name);
+        tp__buf_printf(&name, "metric.%s", key);
+        putchar(',');
+        csv_field(name.data);
+        tp__buf_free(&name);
     }
     putchar('\n');
     size_t i;

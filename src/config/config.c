@@ -220,6 +220,9 @@ static int key_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     const char *s;
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
+    if (strspn(s, ".") == strlen(s))
+        return fail(c, v, "\"name\" cannot be \"%s\": the experiment's folder would be this "
+                          "folder or its parent; e.g. name: mlp-demo", s);
     for (const char *p = s; *p; p++)
         if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
             return fail(c, v,
@@ -756,8 +759,10 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                             "space, ...), got %s",
                   tp__cfg_describe(root, got, sizeof got));
     } else {
-        rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
-                          "name: demo");
+        rc = tp__cfg_check_scalars(&c);
+        if (rc == 0)
+            rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys,
+                                      TP_ARRAY_LEN(top_keys), "name: demo");
         /* The checks across keys need every key right. */
         if (rc == 0) default_trials(&c);
         if (rc == 0) rc = check_placeholders(&c);

@@ -11,6 +11,12 @@
 #include "space/space.h"
 #include "util/util.h"
 
+/* The longest value (any scalar of the experiment file) a trial can be
+ * given, in bytes: each parameter travels in one environment variable
+ * (TUNEPACK_PARAM_*) and Linux caps one at 128 KiB. Longer is refused with
+ * file:line:col. */
+#define TP_VALUE_MAX 65536
+
 typedef struct tp_env_pair {
     char *name;   /* owned */
     char *value;  /* owned */

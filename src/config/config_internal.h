@@ -91,6 +91,9 @@ int tp__cfg_link_space(cfgctx_t *c);
 /* `enqueue`: kept by the key, checked against the space after the file. */
 int tp__cfg_key_enqueue(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_check_enqueue(cfgctx_t *c);
+/* Before any key: no scalar holds a NUL byte, reads as a non-finite number
+ * or exceeds TP_VALUE_MAX bytes (config_boundary.c). */
+int tp__cfg_check_scalars(cfgctx_t *c);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

@@ -67,7 +67,8 @@ int tp__proto_feed(tp_proto_decoder_t *d, const void *data, size_t len) {
     return tp__buf_append(&d->in, data, len) < 0 ? -ENOMEM : 0;
 }
 
-/* See proto.h. A frame is parsed in place; the payload points into the
+/* See proto.h. A frame is parsed in place; strings may hold U+0000 (the
+ * receiver decides whether a C string can carry one); the payload points into the
  * decoder's buffer and stays valid until the next feed or next call. */
 int tp__proto_next(tp_proto_decoder_t *d, tp_msg_t *msg, tp_error_t *err) {
     memset(msg, 0, sizeof *msg);
@@ -92,7 +93,8 @@ int tp__proto_next(tp_proto_decoder_t *d, tp_msg_t *msg, tp_error_t *err) {
             "protocol: JSON length %lu exceeds the frame body (%lu bytes after the length)",
             (unsigned long)json_len, (unsigned long)(body_len - 4));
     json_error_t jerr;
-    json_t *head = json_loadb((const char *)p + 8, json_len, JSON_REJECT_DUPLICATES, &jerr);
+    json_t *head = json_loadb((const char *)p + 8, json_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+                              &jerr);
     if (!head)
         return tp__errorf(err, -EPROTO, "protocol: message is not valid JSON: %s (at byte %d)",
                           jerr.text, jerr.position);

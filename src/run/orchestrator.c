@@ -119,12 +119,21 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
         json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
     const char *key;
     json_t *val;
+    char *text = tp__xmalloc(TP_VALUE_MAX + 1);
     json_object_foreach(t->params, key, val) {
-        char name[256], text[4096];
+        char name[256];
         env_name(key, name, sizeof name);
-        if (tp__value_text(val, text, sizeof text) >= 0)
-            json_object_set_new(env, name, json_string(text));
+        if (tp__value_text(val, text, TP_VALUE_MAX + 1) < 0) { /* never dropped silently */
+            free(text);
+            json_decref(argv);
+            json_decref(env);
+            return tp__errorf(&r->err, -E2BIG,
+                              "trial %s: the value of \"%s\" is longer than %d bytes, the most "
+                              "its environment variable %s may carry", id, key, TP_VALUE_MAX, name);
+        }
+        json_object_set_new(env, name, json_string(text));
     }
+    free(text);
     json_t *m = json_pack("{s:s, s:I, s:i, s:o, s:o, s:s, s:s, s:O, s:f, s:f, s:I}", "type",
                           "launch", "trial", (json_int_t)t->id, "attempt", t->attempts, "argv",
                           argv, "env", env, "cwd", r->workdir, "dir", rdir, "params", t->params,
@@ -266,6 +275,7 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
     }
     t->seq = 0;
     t->garbage = 0;
+    t->first_garbage[0] = 0;
     t->early_stopped = 0;
     t->nranks = r->x.res.nodes * r->x.res.procs_per_node;
     t->ranks_live = 0;

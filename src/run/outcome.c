@@ -17,7 +17,7 @@
 #define TAIL_BYTES 800
 
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
-    t->garbage++;
+    if (t->garbage++ == 0) snprintf(t->first_garbage, sizeof t->first_garbage, "%s", what);
     if (t->garbage > MAX_GARBAGE_EVENTS) return;
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s", what,
@@ -219,6 +219,10 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
                                       "\"%s\" (every report that has \"%s\" must carry all "
                                       "objectives)",
                      missing, r->x.metric);
+        else if (t->seq == 0 && t->garbage > 0)
+            snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\": all "
+                     "%d of its report lines were rejected, the first because: %s",
+                     r->x.metric, t->garbage, t->first_garbage);
         else
             snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\"%s",
                      r->x.metric, t->seq ? "" : " (no report at all)");

@@ -21,6 +21,14 @@ static void excerpt(const char *line, size_t len, char *out, size_t n) {
     out[k] = 0;
 }
 
+/* A step given as a real: whole and within the range where a double holds
+ * every integer (|d| < 2^53), so that the cast to int64 is defined. */
+static int step_of_real(double d, int64_t *out) {
+    if (!(d == floor(d) && fabs(d) < 9007199254740992.0)) return 0;
+    *out = (int64_t)d;
+    return 1;
+}
+
 int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_report_t *out,
                           char *why, size_t whylen) {
     char ex[80];
@@ -46,10 +54,7 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
     if (step) {
         if (json_is_integer(step)) {
             out->step = json_integer_value(step);
-        } else if (json_is_real(step) && json_real_value(step) == floor(json_real_value(step)) &&
-                   fabs(json_real_value(step)) < 9e15) {
-            out->step = (int64_t)json_real_value(step);
-        } else {
+        } else if (!json_is_real(step) || !step_of_real(json_real_value(step), &out->step)) {
             snprintf(why, whylen, "report \"step\" must be an integer");
             rc = -1;
             goto done;
@@ -124,7 +129,7 @@ int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_rep
                 out->value = d;
             }
         }
-        if (is_step && numeric && d == floor(d)) out->step = (int64_t)d;
+        if (is_step && numeric) step_of_real(d, &out->step); /* else no step */
         tp__buf_printf(json, "%s\"%.*s\":", members++ ? "," : "", (int)(n1 - n0), line + n0);
         if (numeric) {
             char num[32];

@@ -60,6 +60,7 @@ typedef struct trial {
     double started;     /* monotonic start time of the attempt */
     double launch_sent; /* monotonic time its (rank 0) launch went out */
     int garbage;        /* garbage lines in this attempt */
+    char first_garbage[200]; /* why the attempt's first garbage line was refused */
     int stop_sent;      /* a stop or pause was sent for this attempt */
     int pid;            /* process group of the attempt, on its agent */
     int group;          /* index of its demand group (placement.c), -1 before */

@@ -426,4 +426,5 @@ void tp__params_text(const json_t *params, char *out, size_t n) {
         }
         k += (size_t)w;
     }
+    tp__text_printable(out); /* for terminals: no escape sequence from a value */
 }

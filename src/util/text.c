@@ -250,3 +250,12 @@ int tp__mkdir_p(const char *path, tp_error_t *err) {
     free(p);
     return 0;
 }
+
+/* See util.h. */
+char *tp__text_printable(char *s) {
+    for (unsigned char *p = (unsigned char *)s; *p; p++) {
+        if (*p < 0x20 || *p == 0x7f) *p = '?';
+        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) p[0] = p[1] = '?';
+    }
+    return s;
+}

@@ -99,6 +99,7 @@ int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
 /* "12.3s" below a minute, "3m05s" below an hour, else "1h02m". */
 void tp__format_duration(double s, char *out, size_t n) {
     if (!(s > 0)) s = 0;
+    if (s > 3.6e15) s = 3.6e15; /* a billion hours: the casts below stay defined */
     if (s < 59.95) {
         snprintf(out, n, "%.1fs", s);
     } else if (s < 3600) {

@@ -51,6 +51,11 @@ size_t tp__edit_distance(const char *a, const char *b);
  * typo (distance <= max(1, len/3), or a case-insensitive match, or else one
  * abbreviating the other, e.g. "rnd" -> "random"), else NULL. */
 const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n);
+/* Make s safe to print on a terminal, in place: every control byte (below
+ * 0x20, 0x7f) and every UTF-8 C1 control (U+0080..U+009F, two bytes) becomes
+ * '?', so that no value can move the cursor or send escape sequences.
+ * Returns s. O(length). */
+char *tp__text_printable(char *s);
 /* Shortest "%.*g" form of v that reads back to the same double. */
 void tp__fmt_double(double v, char out[32]);
 /* v for people: 6 significant digits ("%.6g": 0.34405, 1234.57, 1.23457e+06,

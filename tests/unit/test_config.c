@@ -369,6 +369,53 @@ TP_TEST(test_braces_around_no_name_are_literal_text) {
     json_decref(params);
 }
 
+TP_TEST(test_non_finite_numbers_are_refused_where_they_stand) {
+    TP_CHECK_STR(parse_error(HEAD "space:\n  lr: {choice: [0.1, .inf]}\n"),
+                 "exp.yaml:5:22: \".inf\" is not a finite number; infinities, NaN and numbers "
+                 "beyond +-1.8e308 cannot be given to a trial; write a finite number, or quote it "
+                 "to mean the text");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: {grid: [.nan]}\n"), "exp.yaml:5:15: \".nan\"");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: 1e999\n"), "exp.yaml:5:7: \"1e999\" is not a finite");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: {uniform: [-.INF, 1]}\n"), "exp.yaml:5:18:");
+    /* quoted, it is text */
+    tp_experiment_t x;
+    tp_error_t err;
+    const char *ok = HEAD "space:\n  tag: {choice: [\".inf\", \".nan\"]}\n";
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", ok, strlen(ok), &x, &err), 0);
+    tp__experiment_free(&x);
+}
+
+TP_TEST(test_nul_byte_in_any_value_is_refused) {
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  s: {choice: [\"a\\0b\"]}\n"),
+                      "exp.yaml:5:16: the value \"a...\" holds a NUL byte");
+    TP_CHECK_CONTAINS(parse_error(HEAD "env: {X: \"\\0\"}\n"), "exp.yaml:4:10:");
+}
+
+TP_TEST(test_value_longer_than_the_environment_carries_is_refused_with_the_limit) {
+    size_t n = TP_VALUE_MAX + 1;
+    char *text = malloc(n + 200);
+    int k = snprintf(text, 200, HEAD "space:\n  s: \"");
+    memset(text + k, 'x', n);
+    strcpy(text + k + n, "\"\n");
+    TP_CHECK_CONTAINS(parse_error(text), "exp.yaml:5:6: this value is 65537 bytes long; a value "
+                                         "may be at most 65536 bytes");
+    text[k + n - 1] = '"'; /* exactly the limit: accepted */
+    text[k + n] = '\n';
+    text[k + n + 1] = 0;
+    tp_experiment_t x;
+    tp_error_t err;
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", text, strlen(text), &x, &err), 0);
+    tp__experiment_free(&x);
+    free(text);
+}
+
+TP_TEST(test_name_that_is_only_dots_is_refused) {
+    TP_CHECK_CONTAINS(parse_error("name: \"..\"\ncommand: [x]\nmetric: {name: v, mode: max}\n"),
+                      "exp.yaml:1:7: \"name\" cannot be \"..\"");
+    TP_CHECK_CONTAINS(parse_error("name: .\ncommand: [x]\nmetric: {name: v, mode: max}\n"),
+                      "cannot be \".\"");
+}
+
 int main(void) {
     return tp_test_main();
 }

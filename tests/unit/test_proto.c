@@ -204,6 +204,42 @@ TP_TEST(test_short_body_is_rejected) {
     tp__buf_free(&b);
 }
 
+TP_TEST(test_any_byte_string_round_trips_nul_in_json_and_raw_bytes_in_payload) {
+    tp_buf_t b;
+    tp__buf_init(&b);
+    json_t *h = json_object();
+    json_object_set_new(h, "type", json_string("log"));
+    json_object_set_new(h, "text", json_stringn("a\0b", 3));
+    const char payload[] = {'\xff', '\xfe', 0, '\xc3', '(', '\x80', 0};
+    TP_CHECK_INT(tp__proto_encode(&b, h, payload, sizeof payload), 0);
+    json_decref(h);
+    tp_proto_decoder_t d;
+    tp__proto_decoder_init(&d);
+    tp__proto_feed(&d, b.data, b.len);
+    tp_msg_t m;
+    tp_error_t err;
+    TP_CHECK_INT(tp__proto_next(&d, &m, &err), 1);
+    json_t *t = json_object_get(m.head, "text");
+    TP_CHECK_INT((long long)json_string_length(t), 3);
+    TP_CHECK(memcmp(json_string_value(t), "a\0b", 3) == 0);
+    TP_CHECK_INT((long long)m.payload_len, (long long)sizeof payload);
+    TP_CHECK(memcmp(m.payload, payload, sizeof payload) == 0);
+    json_decref(m.head);
+    tp__proto_decoder_free(&d);
+    tp__buf_free(&b);
+}
+
+TP_TEST(test_invalid_utf8_in_the_json_is_an_error_not_a_crash) {
+    tp_buf_t b;
+    tp__buf_init(&b);
+    const char js[] = "{\"type\":\"x\xff\"}";
+    raw_frame(&b, 4 + (uint32_t)strlen(js), (uint32_t)strlen(js), js, strlen(js));
+    tp_error_t err;
+    TP_CHECK(decode_bad(&b, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "not valid JSON");
+    tp__buf_free(&b);
+}
+
 int main(void) {
     return tp_test_main();
 }

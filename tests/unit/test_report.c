@@ -81,6 +81,26 @@ TP_TEST(test_kv_objective_that_is_not_a_number_is_garbage) {
     tp__buf_free(&b);
 }
 
+TP_TEST(test_huge_or_fractional_step_is_no_step_and_no_undefined_cast) {
+    tp_report_t r;
+    char why[256];
+    TP_CHECK_INT(parse_json("{\"step\": 1e300, \"acc\": 1}", &r, why), -1);
+    TP_CHECK_CONTAINS(why, "\"step\" must be an integer");
+    TP_CHECK_INT(parse_json("{\"step\": -1e19, \"acc\": 1}", &r, why), -1);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    const char *line = "step=1e300 acc=0.5";
+    TP_CHECK_INT(tp__report_parse_kv(line, strlen(line), "acc", &r, &b, why, sizeof why), 1);
+    TP_CHECK(r.step == INT64_MIN); /* no step: not cast */
+    const char *big = "step=9223372036854775808 acc=0.5";
+    TP_CHECK_INT(tp__report_parse_kv(big, strlen(big), "acc", &r, &b, why, sizeof why), 1);
+    TP_CHECK(r.step == INT64_MIN);
+    const char *fine = "step=12 acc=0.5";
+    TP_CHECK_INT(tp__report_parse_kv(fine, strlen(fine), "acc", &r, &b, why, sizeof why), 1);
+    TP_CHECK_INT(r.step, 12);
+    tp__buf_free(&b);
+}
+
 int main(void) {
     return tp_test_main();
 }
