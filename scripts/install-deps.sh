@@ -12,8 +12,8 @@ $SUDO $APT update -qq
 # tests/cluster/ starts for the tests. They run on their own ports, sockets and
 # configs, so Debian's packaged services, started or not, neither help nor hinder.
 $SUDO $APT install -y -qq --no-install-recommends \
-    build-essential cmake pkg-config \
+    build-essential cmake pkg-config clang libclang-rt-14-dev \
     libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev \
     python3 procps file dpkg-dev groff-base python3-torch python3-sklearn \
     slurm-wlm munge openssh-server openssh-client iproute2 >/dev/null
-echo "install-deps: build tools, libyaml, jansson, sqlite3, libuv, GLPK, python3, torch, sklearn, Slurm, munge, OpenSSH and iproute2 are installed"
+echo "install-deps: build tools, clang with libFuzzer, libyaml, jansson, sqlite3, libuv, GLPK, python3, torch, sklearn, Slurm, munge, OpenSSH and iproute2 are installed"

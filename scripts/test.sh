@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs what is needed, builds with -Werror, and runs every test twice:
-# once in a plain build and once under AddressSanitizer + UBSan.
+# once in a plain build and once under AddressSanitizer + UBSan; then runs
+# each libFuzzer harness of tests/fuzz for a bounded time (clang's ASan +
+# UBSan, float-cast-overflow included; scripts/fuzz.sh).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/install-deps.sh
@@ -26,3 +28,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTP_WERROR=ON -DTP_SANITIZE=O
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$jobs")
+
+# TP_FUZZ_SECONDS per harness (4 harnesses; the clang build takes about a
+# minute more). Longer runs: sh scripts/fuzz.sh 600.
+sh scripts/fuzz.sh "${TP_FUZZ_SECONDS:-30}"

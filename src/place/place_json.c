@@ -590,8 +590,11 @@ static int parse_fast(const char *text, size_t len, const char *where,
                 memcpy(name, key, n);
                 name[n] = '\0';
             }
-            if (!v || json_object_get(rest, name) || json_object_set_new(rest, name, v))
-                rc = SCAN_GIVE_UP;
+            if (v && json_object_get(rest, name)) { /* a duplicate key: jansson words it */
+                json_decref(v);
+                v = NULL;
+            }
+            if (!v || json_object_set_new(rest, name, v)) rc = SCAN_GIVE_UP;
         }
         skip_ws(&s);
     }

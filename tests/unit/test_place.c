@@ -655,4 +655,10 @@ TP_TEST(test_a_repeat_among_many_trials_is_found) {
     tp__buf_free(&b);
 }
 
+/* Found by tests/fuzz/fuzz_place: a repeated key leaked its first value
+ * (the sanitizer build's leak check proves it freed). */
+TP_TEST(test_json_instance_with_a_repeated_key_is_refused_without_a_leak) {
+    TP_CHECK_CONTAINS(parse_error("{" NODES ", " NODES ", \"trials\": []}"), "duplicate");
+}
+
 int main(void) { return tp_test_main(); }
