@@ -104,6 +104,9 @@ static void close_in(tp_agent_t *a) {
 static void finish(tp_agent_t *a) {
     if (a->finished) return;
     a->finished = 1;
+    /* No trial outlives its run: whatever still carries the run's token
+     * (a process that left its trial's group and its pipes) ends here. */
+    tp__reap_token(a, a->token);
     tp__agent_gpu_close(a);
     if (a->hb_open) {
         a->hb_open = 0;

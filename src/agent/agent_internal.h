@@ -52,6 +52,11 @@ int tp__lines_is_kv(const char *line, size_t len);
 /* SIGKILL every process (not self, not in a live trial's group) whose
  * environment holds TUNEPACK_RUN_TOKEN=<token>. Returns how many. */
 int tp__reap_token(tp_agent_t *a, const char *token);
+/* Kill every process of attempt (trial, attempt) of this agent's run, found
+ * by its environment (TUNEPACK_RUN_TOKEN, _TRIAL_ID, _ATTEMPT): those that
+ * left the trial's process group (setsid, double fork). O(processes).
+ * Returns how many were killed. */
+int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt);
 /* Reap every exited child: a trial leader's exit goes to its trial; the
  * rest are orphans of trials (the agent is their subreaper). */
 void tp__reap_children(tp_agent_t *a);
@@ -106,6 +111,7 @@ struct tp_trial {
     int term_signal;                  /* from exit_cb */
     int group_gone;                   /* kill(-pid, 0) says ESRCH */
     int linger_expired;               /* gave up waiting for pipes/group */
+    int escapes_reaped;               /* its processes outside the group were looked for */
     int exited_sent;                  /* `exited` queued */
     int handles_open;                 /* handles not yet closed; free at 0 */
     int oom;                          /* stderr said the GPU ran out of memory */

@@ -1,6 +1,8 @@
 /* reaper: killing processes left behind by an earlier agent of the same run
- * (found by TUNEPACK_RUN_TOKEN in their environment), and reaping zombie
- * orphans that reach the agent as child subreaper. */
+ * or by this one's trials (found by TUNEPACK_RUN_TOKEN and the trial's ids
+ * in their environment: processes that left their trial's process group
+ * with setsid() or a double fork), and reaping zombie orphans that reach
+ * the agent as child subreaper. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -52,14 +54,14 @@ static int in_live_trial_group(tp_agent_t *a, pid_t pid) {
     return 0;
 }
 
-/* Scan every /proc/<pid>/environ (processes of other users are skipped by
- * the kernel's permission check) for the exact entry. O(processes). */
-int tp__reap_token(tp_agent_t *a, const char *token) {
-    if (!token || !*token) return 0;
-    tp_buf_t entry, env;
-    tp__buf_init(&entry);
+/* Kill every process (not this one, not pid 1) whose environment holds
+ * all n entries, skipping the groups of live trials when asked; processes
+ * of other users are skipped by the kernel's permission check. Returns how
+ * many were killed. O(processes). */
+static int reap_matching(tp_agent_t *a, tp_buf_t *entries, size_t n, int skip_live,
+                         const char *what) {
+    tp_buf_t env;
     tp__buf_init(&env);
-    tp__buf_printf(&entry, "TUNEPACK_RUN_TOKEN=%s", token);
     DIR *d = opendir("/proc");
     int killed = 0;
     pid_t self = getpid();
@@ -68,17 +70,46 @@ int tp__reap_token(tp_agent_t *a, const char *token) {
         if (!isdigit((unsigned char)de->d_name[0])) continue;
         pid_t pid = (pid_t)strtol(de->d_name, NULL, 10);
         if (pid <= 1 || pid == self) continue;
-        ssize_t n = read_environ(de->d_name, &env);
-        if (n <= 0 || !env_has_entry(env.data, (size_t)n, entry.data, entry.len)) continue;
-        if (in_live_trial_group(a, pid)) continue;
+        ssize_t len = read_environ(de->d_name, &env);
+        size_t k = 0;
+        while (len > 0 && k < n &&
+               env_has_entry(env.data, (size_t)len, entries[k].data, entries[k].len))
+            k++;
+        if (len <= 0 || k < n || (skip_live && in_live_trial_group(a, pid))) continue;
         if (kill(pid, SIGKILL) == 0) {
             killed++;
-            tp__log(TP_LOG_INFO, "agent: killed leftover process %ld of run %s", (long)pid, token);
+            tp__log(TP_LOG_INFO, "agent: killed process %ld of %s", (long)pid, what);
         }
     }
     if (d) closedir(d);
-    tp__buf_free(&entry);
     tp__buf_free(&env);
+    return killed;
+}
+
+int tp__reap_token(tp_agent_t *a, const char *token) {
+    if (!token || !*token) return 0;
+    tp_buf_t entry;
+    tp__buf_init(&entry);
+    tp__buf_printf(&entry, "TUNEPACK_RUN_TOKEN=%s", token);
+    char what[200];
+    snprintf(what, sizeof what, "run %.100s, left behind", token);
+    int killed = reap_matching(a, &entry, 1, 1, what);
+    tp__buf_free(&entry);
+    return killed;
+}
+
+int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt) {
+    if (!a->token || !*a->token) return 0;
+    tp_buf_t e[3];
+    for (size_t i = 0; i < 3; i++) tp__buf_init(&e[i]);
+    tp__buf_printf(&e[0], "TUNEPACK_TRIAL_ID=%lld", (long long)trial);
+    tp__buf_printf(&e[1], "TUNEPACK_ATTEMPT=%lld", (long long)attempt);
+    tp__buf_printf(&e[2], "TUNEPACK_RUN_TOKEN=%s", a->token);
+    char what[120];
+    snprintf(what, sizeof what, "trial %lld (attempt %lld) outside its process group",
+             (long long)trial, (long long)attempt);
+    int killed = reap_matching(a, e, 3, 0, what);
+    for (size_t i = 0; i < 3; i++) tp__buf_free(&e[i]);
     return killed;
 }
 

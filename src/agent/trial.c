@@ -7,6 +7,7 @@
  * attempt precede its `exited`. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <signal.h>
@@ -161,6 +162,14 @@ static void maybe_finish(tp_trial_t *t) {
     int pipes_open = 0;
     for (int i = 0; i < TP_NPIPES; i++)
         pipes_open |= t->pipes[i].open;
+    /* The group is gone, yet its pipes are held open, or it was stopped or
+     * gave up: look for processes of the attempt that escaped the group
+     * (setsid, double fork) and end them too. Once per attempt. */
+    if (t->group_gone && !t->escapes_reaped &&
+        (pipes_open || t->reason != TP_END_NONE || t->linger_expired)) {
+        t->escapes_reaped = 1;
+        if (tp__reap_attempt(t->a, t->trial, t->attempt) > 0 && !t->linger_expired) return;
+    }
     if (!t->linger_expired && (pipes_open || !t->group_gone)) return;
     for (int i = 0; i < TP_NPIPES; i++)
         close_pipe(&t->pipes[i]);
@@ -354,6 +363,8 @@ void tp__trial_leader_exited(tp_trial_t *t, int status) {
 typedef struct launch_args {
     int64_t trial, attempt;
     json_t *argv, *env, *params; /* borrowed from the message */
+    json_t *passthrough;         /* names/patterns of the agent's env passed on; NULL: all */
+    int dir_mode;                /* of the directories created for it (`permissions`) */
     const char *cwd, *dir;
     double timeout_s, grace_s;
     uint64_t log_limit;
@@ -400,6 +411,15 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
     } else {
         la->env = NULL;
     }
+    la->passthrough = json_object_get(m, "env_passthrough");
+    if (la->passthrough && !json_is_array(la->passthrough))
+        return tp__errorf(err, -EINVAL,
+                          "launch message: \"env_passthrough\" must be an array of patterns");
+    json_array_foreach(la->passthrough, i, v) {
+        if (!is_cstring(v))
+            return tp__errorf(err, -EINVAL,
+                              "launch message: env_passthrough[%zu] is not a string", i);
+    }
     v = json_object_get(m, "dir");
     if (!is_cstring(v) || !*json_string_value(v))
         return tp__errorf(err, -EINVAL, "launch message: \"dir\" must be a non-empty string");
@@ -435,6 +455,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
     }
     v = json_object_get(m, "checkpoint_dir");
     la->checkpoint_dir = is_cstring(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+    v = json_object_get(m, "dir_mode");
+    la->dir_mode = json_is_integer(v) ? (int)(json_integer_value(v) & 0777) : 0755;
     v = json_object_get(m, "pause_signal");
     la->pause_signal = json_is_integer(v) ? (int)json_integer_value(v) : 0;
     if (la->pause_signal < 0 || la->pause_signal >= 65)
@@ -481,8 +503,19 @@ static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_CONTROL_F
                                        "TUNEPACK_ATTEMPT", "TUNEPACK_TRIAL_DIR",
                                        "TUNEPACK_RUN_TOKEN"};
 
-/* The trial's environment: the agent's, minus names the launch or the agent
- * sets, plus those. NULL-terminated; free with free_strv. */
+/* Whether name matches one of the patterns (fnmatch globs). O(patterns). */
+static int passed_through(const json_t *patterns, const char *name) {
+    size_t i;
+    json_t *p;
+    json_array_foreach(patterns, i, p) {
+        if (fnmatch(json_string_value(p), name, 0) == 0) return 1;
+    }
+    return 0;
+}
+
+/* The trial's environment: the agent's (only the names the launch passes
+ * through, when it says), minus names the launch or the agent sets, plus
+ * those. NULL-terminated; free with free_strv. */
 static char **build_env(tp_agent_t *a, const launch_args_t *la) {
     size_t n = 0;
     while (environ[n])
@@ -498,14 +531,12 @@ static char **build_env(tp_agent_t *a, const launch_args_t *la) {
         int skip = 0;
         for (size_t j = 0; j < TP_ARRAY_LEN(own_vars) && !skip; j++)
             skip = strlen(own_vars[j]) == klen && env_key_is(e, own_vars[j], klen);
-        if (!skip && la->env) {
-            char key[256];
-            if (klen < sizeof key) {
-                memcpy(key, e, klen);
-                key[klen] = '\0';
-                skip = json_object_get(la->env, key) != NULL;
-            }
-        }
+        char *key = tp__xmalloc(klen + 1);
+        memcpy(key, e, klen);
+        key[klen] = '\0';
+        if (!skip && la->env) skip = json_object_get(la->env, key) != NULL;
+        if (!skip && la->passthrough) skip = !passed_through(la->passthrough, key);
+        free(key);
         if (!skip) out[k++] = tp__strdup(e);
     }
     if (la->env) {
@@ -537,8 +568,8 @@ static void free_strv(char **v) {
 /* Create dir, write params.json, rotate the previous attempt's logs, open
  * the new ones. Returns 0 or a negative code with err filled. */
 static int prepare_dir(tp_trial_t *t, const launch_args_t *la, tp_error_t *err) {
-    int rc = tp__mkdir_p(la->dir, err);
-    if (rc == 0 && la->checkpoint_dir) rc = tp__mkdir_p(la->checkpoint_dir, err);
+    int rc = tp__mkdir_p_mode(la->dir, la->dir_mode, err);
+    if (rc == 0 && la->checkpoint_dir) rc = tp__mkdir_p_mode(la->checkpoint_dir, la->dir_mode, err);
     if (rc < 0) return rc;
     char *path = strf("%s/params.json", la->dir);
     char *text = la->params ? json_dumps(la->params, JSON_INDENT(2)) : tp__strdup("{}");

@@ -220,20 +220,20 @@ int tp__write_file(const char *path, const void *data, size_t len, tp_error_t *e
     return 0;
 }
 
-/* Create path and its missing parents with mode 0755; an existing directory
- * is fine. Returns 0 or -errno. */
-int tp__mkdir_p(const char *path, tp_error_t *err) {
+/* Create path and its missing parents with mode (less the umask); an
+ * existing directory is fine. Returns 0 or -errno. */
+int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err) {
     size_t n = strlen(path);
     if (n == 0) return tp__errorf(err, -EINVAL, "cannot create a directory with an empty name");
     /* Fast path: the parent usually exists (one syscall instead of one per
      * component: this runs once per trial attempt). */
-    if (mkdir(path, 0755) == 0) return 0;
+    if (mkdir(path, (mode_t)mode) == 0) return 0;
     char *p = tp__strdup(path);
     for (size_t i = 1; i <= n; i++) {
         if (p[i] != '/' && p[i] != '\0') continue;
         char saved = p[i];
         p[i] = '\0';
-        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+        if (mkdir(p, (mode_t)mode) < 0 && errno != EEXIST) {
             int e = errno;
             int rc = tp__errorf(err, -e, "cannot create directory %s: %s", p, strerror(e));
             free(p);
@@ -249,6 +249,10 @@ int tp__mkdir_p(const char *path, tp_error_t *err) {
     }
     free(p);
     return 0;
+}
+
+int tp__mkdir_p(const char *path, tp_error_t *err) {
+    return tp__mkdir_p_mode(path, 0755, err);
 }
 
 /* See util.h. */

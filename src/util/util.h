@@ -66,8 +66,9 @@ void tp__fmt_sig(double v, char out[32]);
 int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err);
 /* Write data to path atomically (temp file + rename). */
 int tp__write_file(const char *path, const void *data, size_t len, tp_error_t *err);
-/* mkdir -p with mode 0755. */
+/* mkdir -p with mode 0755, or the given mode (less the umask). */
 int tp__mkdir_p(const char *path, tp_error_t *err);
+int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err);
 
 /* ---- random numbers: xoshiro256** seeded through splitmix64 ------------- */
 typedef struct tp_rng {
