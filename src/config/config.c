@@ -627,6 +627,8 @@ static const key_spec_t top_keys[] = {
     {"workdir", key_workdir, 0, NULL},
     {"checkpoint_root", key_checkpoint_root, 0, NULL},
     {"env", key_env, 0, NULL},
+    {"env_passthrough", tp__cfg_key_env_passthrough, 0, NULL},
+    {"permissions", tp__cfg_key_permissions, 0, NULL},
     {"resources", tp__cfg_key_resources, 0, NULL},
     {"placement", tp__cfg_key_placement, 0, NULL},
     {"sharing", tp__cfg_key_sharing, 0, NULL},
@@ -711,6 +713,8 @@ static void set_defaults(tp_experiment_t *x) {
     x->cluster.shared = 1;
     x->res.procs_per_node = 1;
     x->reserve_mib = 512;
+    x->dir_mode = 0700;  /* private by default: `permissions` */
+    x->file_mode = 0600;
     x->scheduler = "fifo";
     x->budget_eta = 3;
 }
@@ -809,6 +813,8 @@ void tp__experiment_free(tp_experiment_t *x) {
         free(x->env[i].value);
     }
     free(x->env);
+    for (size_t i = 0; i < x->nenv_passthrough; i++) free(x->env_passthrough[i]);
+    free(x->env_passthrough);
     free(x->policy);
     for (size_t i = 0; i < x->ngpus; i++) free(x->gpus[i].type);
     free(x->gpus);

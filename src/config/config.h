@@ -17,6 +17,15 @@
  * file:line:col. */
 #define TP_VALUE_MAX 65536
 
+/* What trials on a remote node inherit from the agent's environment when
+ * `env_passthrough` is not given (on this machine: everything). Secrets
+ * such as AWS_SECRET_ACCESS_KEY are not in it. docs/security.md. */
+#define TP_PASSTHROUGH_REMOTE                                                                \
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",  \
+        "TERM", "HOSTNAME", "PYTHONPATH", "PYTHONUNBUFFERED", "VIRTUAL_ENV", "CONDA_*",       \
+        "LD_LIBRARY_PATH", "CUDA_*", "NCCL_*", "OMP_*", "MKL_*", "SLURM*", "PMI_*", "PMIX_*",  \
+        "OMPI_*", "TUNEPACK_*"
+
 typedef struct tp_env_pair {
     char *name;   /* owned */
     char *value;  /* owned */
@@ -119,6 +128,12 @@ typedef struct tp_experiment {
                               owned; NULL: DIR/trials/<id>/checkpoint */
     tp_env_pair_t *env;    /* `env`: extra environment for trials, owned */
     size_t nenv;           /* number of env pairs */
+    char **env_passthrough; /* `env_passthrough`: names or glob patterns of the
+                               orchestrator's environment trials inherit, owned;
+                               NULL: TP_PASSTHROUGH_DEFAULT (all here, a safe set remotely) */
+    size_t nenv_passthrough;
+    int dir_mode;          /* `permissions`: mode of DIR (default 0700, private) */
+    int file_mode;         /* and of its store (default 0600) */
     tp_resources_t res;    /* `resources` */
     char *policy;          /* `placement.policy`, default TP_PLACE_DEFAULT_POLICY, owned */
     uint64_t reserve_mib;  /* `placement.reserve`: memory kept free per GPU, default 512 MiB */

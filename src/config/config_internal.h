@@ -94,6 +94,9 @@ int tp__cfg_check_enqueue(cfgctx_t *c);
 /* Before any key: no scalar holds a NUL byte, reads as a non-finite number
  * or exceeds TP_VALUE_MAX bytes (config_boundary.c). */
 int tp__cfg_check_scalars(cfgctx_t *c);
+/* config_privacy.c: permissions, env_passthrough. */
+int tp__cfg_key_permissions(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

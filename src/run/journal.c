@@ -11,10 +11,11 @@ int tp__journal_ok(tp_journal_t *j, int rc, const char *what) {
     if (rc == 0) return 0;
     if (!j->broken) {
         snprintf(j->failed, sizeof j->failed, "%s", what);
+        j->failed_rc = rc;
         tp__log(TP_LOG_ERROR,
-                "the store failed while %s; no further trial is started, and what was "
+                "the store failed while %s: %s; no further trial is started, and what was "
                 "not recorded is run again on resume",
-                what);
+                what, tp__store_strerror(rc));
     }
     j->broken = 1;
     return rc;
@@ -30,10 +31,25 @@ tp_store_t *tp__journal_tx(tp_journal_t *j) {
     return j->store;
 }
 
+static void flush_announced(tp_journal_t *j) {
+    if (!j->announced.len) return;
+    fwrite(j->announced.data, 1, j->announced.len, stdout);
+    fflush(stdout);
+    tp__buf_reset(&j->announced);
+}
+
+void tp__journal_announce(tp_journal_t *j, const char *line) {
+    tp__buf_puts(&j->announced, line);
+    if (!j->in_tx) flush_announced(j);
+}
+
 int tp__journal_commit(tp_journal_t *j) {
     if (!j->in_tx) return 0;
     j->in_tx = 0;
-    return tp__journal_ok(j, tp__store_commit(j->store), "committing");
+    int rc = tp__journal_ok(j, tp__store_commit(j->store), "committing");
+    if (rc == 0) flush_announced(j);
+    else tp__buf_reset(&j->announced); /* never shown: the store does not have it */
+    return rc;
 }
 
 static void on_timer(uv_timer_t *h) {
@@ -57,6 +73,7 @@ void tp__journal_settle(tp_journal_t *j, int urgent) {
 
 void tp__journal_close(tp_journal_t *j) {
     tp__journal_commit(j);
+    tp__buf_free(&j->announced);
     tp__store_close(j->store);
     j->store = NULL;
 }

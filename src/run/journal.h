@@ -24,8 +24,16 @@ typedef struct tp_journal {
     int timer_ready;        /* timer initialised */
     int broken;             /* a write failed: the run stops */
     char failed[160];       /* what failed first, for the summary */
+    int failed_rc;          /* its error code (tp__store_strerror) */
     int64_t metric_rows;    /* report rows stored by this run */
+    tp_buf_t announced;     /* lines for stdout held until the transaction that they
+                               announce is committed (dropped if it fails) */
 } tp_journal_t;
+
+/* Print line (with its newline) on stdout once what it announces is
+ * committed: now when no transaction is open, else after the commit. A
+ * failed commit drops it: nothing is shown as done that the store lacks. */
+void tp__journal_announce(tp_journal_t *j, const char *line);
 
 /* The store, inside an open transaction (opened if none is). A failure to
  * open one is recorded like any failed write. */

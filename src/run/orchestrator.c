@@ -75,6 +75,23 @@ static void rank_env(const tp_run_t *r, const trial_t *t, int rank, json_t *env)
     json_object_set_new(env, "MASTER_ADDR", json_string(tp__placement_host(r, t->where.node)));
 }
 
+/* Which names of the agent's environment trials inherit (launch message's
+ * "env_passthrough"): `env_passthrough` if given, else everything on this
+ * machine and TP_PASSTHROUGH_REMOTE on other nodes. NULL: everything. */
+static json_t *passthrough(const tp_run_t *r) {
+    static const char *const remote[] = {TP_PASSTHROUGH_REMOTE};
+    const char *const *names = (const char *const *)r->x.env_passthrough;
+    size_t n = r->x.nenv_passthrough;
+    if (!names && r->x.cluster.kind == TP_CLUSTER_LOCAL) return NULL;
+    if (!names) {
+        names = remote;
+        n = TP_ARRAY_LEN(remote);
+    }
+    json_t *a = json_array();
+    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(names[i]));
+    return a;
+}
+
 /* Build and queue the launch message of one process (rank) of t's current
  * attempt, to the agent of its node. Rank 0 of several asks its agent for a
  * free MASTER_PORT; the others follow once it has started. */
@@ -87,7 +104,7 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     int stream = r->x.cluster.kind != TP_CLUSTER_LOCAL && !r->x.cluster.shared;
     char home[4200];
     if (stream)
-        snprintf(home, sizeof home, "/tmp/tunepack-%s/trials/%06lld", r->token, (long long)t->id);
+        snprintf(home, sizeof home, "%s/trials/%06lld", r->spool, (long long)t->id);
     else
         snprintf(home, sizeof home, "%s", dir);
     /* Rank 0 is the trial; the others keep their logs beside it. */
@@ -140,6 +157,9 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
                           "timeout_s", r->x.timeout_s, "grace_s", r->x.grace_s, "log_limit",
                           (json_int_t)r->x.log_limit);
     json_object_set_new(m, "checkpoint_dir", json_string(ckpt));
+    json_object_set_new(m, "dir_mode", json_integer(r->x.dir_mode));
+    json_t *pass = passthrough(r);
+    if (pass) json_object_set_new(m, "env_passthrough", pass);
     if (r->x.pause_signal) json_object_set_new(m, "pause_signal", json_integer(r->x.pause_signal));
     if (stream) json_object_set_new(m, "stream_logs", json_true());
     if (t->nranks > 1) {
@@ -348,7 +368,14 @@ static void pump(uv_prepare_t *h) {
     r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->launch[i]);
-        if (t && t->state == TP_TRIAL_RUNNING && !r->journal.broken && send_launch(r, t, 0) != 0) {
+        if (t && t->state == TP_TRIAL_RUNNING && r->journal.broken) {
+            /* Never launched (the store did not keep its start): back to
+             * pending, its place freed, so that the run can end. */
+            tp__placement_ended(r, t);
+            tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING,
+                                &(tp_transition_t){.detail = "not started: the store failed",
+                                                   .requeue = TP_REQUEUE_INTERRUPTED});
+        } else if (t && t->state == TP_TRIAL_RUNNING && send_launch(r, t, 0) != 0) {
             tp__log(TP_LOG_ERROR, "%s", r->err.msg);
             r->exit_code = TP_EXIT_ERROR;
             r->stopping = 1;

@@ -212,6 +212,8 @@ struct tp_run {
     char *dir;                  /* experiment directory, absolute */
     char *workdir;              /* trials' working directory, absolute */
     char token[40];             /* names this experiment's processes */
+    char spool[80];             /* without shared storage, where nodes keep trials' files
+                                   (/tmp/tunepack-<random>: never the token, which /tmp shows) */
     int lock_fd;                /* holds DIR/lock */
     trial_t **batch;            /* candidates of one schedule() call */
     size_t capbatch;

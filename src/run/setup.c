@@ -2,6 +2,7 @@
  * experiment directory's lock, open or create its store, check it holds this
  * experiment, and reconcile the journal with reality (attempts that were
  * running when the last orchestrator died run again). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -231,10 +232,81 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
     return rc;
 }
 
+/* Trial folders (DIR/trials/NNNNNN) in the experiment directory. O(entries). */
+static size_t count_trial_dirs(const char *dir) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trials", dir);
+    DIR *d = opendir(path);
+    if (!d) return 0;
+    size_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strspn(e->d_name, "0123456789") == strlen(e->d_name) && *e->d_name;
+    closedir(d);
+    return n;
+}
+
+/* Trials ran here before, so the store must hold an experiment: refuse to
+ * start a new one over a store that is missing, empty, truncated or damaged
+ * (it would overwrite the old trials' logs). Changes nothing. */
+static int refuse_lost_store(tp_run_t *r, tp_error_t *err) {
+    size_t n = count_trial_dirs(r->dir);
+    if (n == 0) return 0;
+    tp_store_t *probe;
+    tp_error_t why = {0};
+    int rc = tp__store_open(r->dir, TP_STORE_READONLY, &probe, &why);
+    if (rc == 0) {
+        char *text = tp__store_meta_get(probe, "experiment_text");
+        tp__store_close(probe);
+        if (text) {
+            free(text);
+            return 0;
+        }
+        snprintf(why.msg, sizeof why.msg, "it holds no experiment");
+    } else if (rc == -EBADMSG) { /* damaged: the message says what and how to recover */
+        *err = why;
+        return rc;
+    }
+    char path[4200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", r->dir, TP_STORE_FILE);
+    if (stat(path, &st) != 0) snprintf(why.msg, sizeof why.msg, "it is missing");
+    else if (st.st_size == 0) snprintf(why.msg, sizeof why.msg, "it is empty (0 bytes)");
+    return tp__errorf(err, -EBADMSG,
+                      "%s cannot be used: %s, but %s/trials holds %zu trial folder(s), so trials "
+                      "ran here and their record is lost or damaged. Nothing was changed. "
+                      "Restore %s from a backup (or recover it: sqlite3 %s .recover), or move "
+                      "the directory aside to start afresh (mv %s %s.old)",
+                      path, why.msg, r->dir, n, TP_STORE_FILE, path, r->dir, r->dir);
+}
+
+/* `permissions`: DIR and its store (with SQLite's -wal and -shm, which
+ * take the store's mode when created) readable by whom it says: by default
+ * the owner only, for the store keeps the token and the `env` values. The
+ * store is created with its mode, never world-readable for a moment. */
+static int apply_permissions(tp_run_t *r, tp_error_t *err) {
+    if (chmod(r->dir, (mode_t)r->x.dir_mode) != 0)
+        return tp__errorf(err, -errno, "cannot set the mode of %s: %s", r->dir, strerror(errno));
+    static const char *const files[] = {TP_STORE_FILE, TP_STORE_FILE "-wal",
+                                        TP_STORE_FILE "-shm"};
+    for (size_t i = 0; i < TP_ARRAY_LEN(files); i++) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", r->dir, files[i]);
+        int fd = i == 0 ? open(path, O_RDONLY | O_CREAT | O_CLOEXEC, r->x.file_mode) : -1;
+        if (fd >= 0) close(fd);
+        if (chmod(path, (mode_t)r->x.file_mode) != 0 && errno != ENOENT)
+            return tp__errorf(err, -errno, "cannot set the mode of %s: %s", path,
+                              strerror(errno));
+    }
+    return 0;
+}
+
 /* Open or create the store and check it holds this experiment. */
 static int open_experiment(tp_run_t *r, tp_error_t *err) {
     r->trials.journal = &r->journal;
-    int rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->journal.store, err);
+    int rc = refuse_lost_store(r, err);
+    if (rc == 0) rc = apply_permissions(r, err);
+    if (rc) return rc;
+    rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->journal.store, err);
     if (rc) return rc;
     tp_store_t *s = r->journal.store;
     char *text = tp__store_meta_get(s, "experiment_text");
@@ -244,7 +316,13 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
         if (changed) return changed;
         char *tok = tp__store_meta_get(s, "token");
         char *wd = tp__store_meta_get(s, "workdir");
+        char *spool = tp__store_meta_get(s, "spool");
         snprintf(r->token, sizeof r->token, "%s", tok ? tok : "");
+        if (spool) /* else an experiment from before the spool had its own name */
+            snprintf(r->spool, sizeof r->spool, "%s", spool);
+        else
+            snprintf(r->spool, sizeof r->spool, "/tmp/tunepack-%s", r->token);
+        free(spool);
         free(tok);
         if (wd) {
             free(r->workdir);
@@ -254,6 +332,9 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     }
     r->created = 1;
     make_token(r->token);
+    char spool_id[33];
+    make_token(spool_id);
+    snprintf(r->spool, sizeof r->spool, "/tmp/tunepack-%s", spool_id);
     char at[32];
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
     json_t *objs = json_array(); /* [{"name": ..., "mode": ...}] for best and export */
@@ -269,6 +350,7 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
          tp__store_meta_set(s, "mode", r->x.maximize ? "max" : "min") ||
          tp__store_meta_set(s, "objectives", objs_text) ||
          tp__store_meta_set(s, "workdir", r->workdir) || tp__store_meta_set(s, "token", r->token) ||
+         tp__store_meta_set(s, "spool", r->spool) ||
          tp__store_meta_set(s, "created_at", at);
     free(objs_text);
     if (rc || tp__store_commit(s) != 0)

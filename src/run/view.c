@@ -129,34 +129,37 @@ void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue,
     if (t->where_text[0]) snprintf(where, sizeof where, " on %s", t->where_text);
     rung_text(r, t->rung, t->budget, rung, sizeof rung);
     if (*rung) snprintf(at, sizeof at, " (%s)", rung);
-    printf("[%d/%llu] trial %lld ", done_count(r), (unsigned long long)total_trials(r),
-           (long long)t->id);
+    tp_buf_t line; /* shown once the transaction that records it is committed */
+    tp__buf_init(&line);
+    tp__buf_printf(&line, "[%d/%llu] trial %lld ", done_count(r),
+                   (unsigned long long)total_trials(r), (long long)t->id);
     if (requeue == TP_REQUEUE_RETRY)
-        printf("attempt %d failed after %s%s: %s; retrying (%d of %d retries used)\n",
-               t->attempts, d, where, why ? why : "", t->failures, r->x.retries);
+        tp__buf_printf(&line, "attempt %d failed after %s%s: %s; retrying (%d of %d retries used)\n",
+                       t->attempts, d, where, why ? why : "", t->failures, r->x.retries);
     else if (requeue == TP_REQUEUE_REGROW)
-        printf("attempt %d%s: %s\n", t->attempts, where, why ? why : "");
+        tp__buf_printf(&line, "attempt %d%s: %s\n", t->attempts, where, why ? why : "");
     else if (requeue == TP_REQUEUE_INTERRUPTED)
-        printf("attempt %d interrupted after %s%s; it runs again from its checkpoint%s\n",
-               t->attempts, d, where, r->stopping ? " when resumed" : "");
+        tp__buf_printf(&line, "attempt %d interrupted after %s%s; it runs again from its "
+                       "checkpoint%s\n", t->attempts, d, where, r->stopping ? " when resumed" : "");
     else if (t->state == TP_TRIAL_COMPLETED)
-        printf("completed in %s%s: %s%s\n", d, where, v, at);
+        tp__buf_printf(&line, "completed in %s%s: %s%s\n", d, where, v, at);
     else if (t->state == TP_TRIAL_PAUSED)
-        printf("paused at %s after %s%s: %s; waits for a promotion\n", *rung ? rung : "its rung", d,
-               where, v);
+        tp__buf_printf(&line, "paused at %s after %s%s: %s; waits for a promotion\n",
+                       *rung ? rung : "its rung", d, where, v);
     else if (t->state == TP_TRIAL_STOPPED)
-        printf("stopped early%s%s: %s; %s\n", at, where, *v ? v : "no value",
-               why ? why : "");
+        tp__buf_printf(&line, "stopped early%s%s: %s; %s\n", at, where, *v ? v : "no value",
+                       why ? why : "");
     else
-        printf("%s after %d attempt(s)%s: %s\n", tp__trial_state_name(t->state), t->attempts,
-               where, why ? why : "");
+        tp__buf_printf(&line, "%s after %d attempt(s)%s: %s\n", tp__trial_state_name(t->state),
+                       t->attempts, where, why ? why : "");
     if (r->best_changed) {
         char best[700];
         best_line(r, best, sizeof best);
-        printf("  so far the %s\n", best);
+        tp__buf_printf(&line, "  so far the %s\n", best);
         r->best_changed = 0;
     }
-    fflush(stdout);
+    tp__journal_announce(&r->journal, line.data);
+    tp__buf_free(&line);
 }
 
 void tp__view_final(tp_run_t *r) {
@@ -178,6 +181,10 @@ void tp__view_final(tp_run_t *r) {
         snprintf(regrown, sizeof regrown, ", %d placed again after running out of GPU memory",
                  r->trials.regrown);
     snprintf(inter, sizeof inter, ", %d interrupted", r->trials.interrupted);
+    if (r->journal.broken) /* the counts below are this run's, not all in the store */
+        printf("the store failed while %s (%s): it keeps only what it committed before; "
+               "`tunepack trials %s` shows that\n",
+               r->journal.failed, tp__store_strerror(r->journal.failed_rc), r->dir);
     printf("%s %s after %s: %d completed%s%s, %d failed, %d retried%s%s\n%s\nresults: %s\n",
            r->x.name, r->stopping ? "stopped" : "finished", el, c[TP_TRIAL_COMPLETED], early,
            paused, c[TP_TRIAL_FAILED], r->trials.retried, regrown, inter, best, r->dir);

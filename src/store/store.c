@@ -158,8 +158,75 @@ struct tp_store {
     int readonly;                     /* opened TP_STORE_READONLY */
 };
 
+/* SQLite's result code as a negative errno: a full disk and a damaged file
+ * keep their names (see tp__store_strerror). */
+static int sql_errno(int rc) {
+    switch (rc & 0xff) {
+    case SQLITE_OK: case SQLITE_DONE: case SQLITE_ROW: return 0;
+    case SQLITE_FULL: return -ENOSPC;
+    case SQLITE_CORRUPT: case SQLITE_NOTADB: return -EBADMSG;
+    case SQLITE_READONLY: case SQLITE_PERM: case SQLITE_CANTOPEN: return -EACCES;
+    default: return -EIO;
+    }
+}
+
+const char *tp__store_strerror(int rc) {
+    switch (rc) {
+    case -ENOSPC: return "the disk holding the store is full (SQLITE_FULL); free space and run "
+                         "again to resume";
+    case -EBADMSG: return "the store file is damaged";
+    case -EACCES: return "the store file cannot be written (permissions or a read-only disk)";
+    default: return "an I/O error in the store";
+    }
+}
+
 static int store_fail(tp_store_t *s, tp_error_t *err, const char *what) {
-    return tp__errorf(err, -EIO, "store: %s: %s", what, s && s->db ? sqlite3_errmsg(s->db) : "?");
+    int code = s && s->db ? sql_errno(sqlite3_errcode(s->db)) : -EIO;
+    return tp__errorf(err, code ? code : -EIO, "store: %s: %s", what,
+                      s && s->db ? sqlite3_errmsg(s->db) : "?");
+}
+
+/* Stop a quick_check that runs past this many virtual-machine steps (in
+ * thousands): a bound on the time each command spends checking, about a
+ * second on a store of some hundred MB. A larger store is checked in part. */
+#define CHECK_STEPS_K 200000
+
+static int check_progress(void *ud) {
+    return ++*(long *)ud > CHECK_STEPS_K;
+}
+
+/* PRAGMA quick_check, bounded: 0 when the store looks whole (or the check
+ * ran out of its bound before finding damage), -EBADMSG with what it found
+ * in err. O(size of the store), bounded by CHECK_STEPS_K. */
+static int quick_check(tp_store_t *s, const char *path, tp_error_t *err) {
+    sqlite3_stmt *st = NULL;
+    long ticks = 0;
+    sqlite3_progress_handler(s->db, 1000, check_progress, &ticks);
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(5)", -1, &st, NULL);
+    tp_buf_t found;
+    tp__buf_init(&found);
+    int step = SQLITE_ERROR;
+    while (rc == SQLITE_OK && (step = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        if (line && strcmp(line, "ok") != 0)
+            tp__buf_printf(&found, "%s%s", found.len ? "; " : "", line);
+    }
+    int interrupted = (rc == SQLITE_OK ? step : rc) == SQLITE_INTERRUPT;
+    if (!found.len && !interrupted && (rc != SQLITE_OK || step != SQLITE_DONE))
+        tp__buf_puts(&found, sqlite3_errmsg(s->db));
+    sqlite3_finalize(st);
+    sqlite3_progress_handler(s->db, 0, NULL, NULL);
+    if (interrupted && !found.len)
+        tp__log(TP_LOG_INFO, "store: %s is large; its quick check stopped at its bound", path);
+    rc = 0;
+    if (found.len)
+        rc = tp__errorf(err, -EBADMSG,
+                        "%s is damaged (quick_check: %.300s); nothing was changed. Keep the file; "
+                        "recover what it holds with `sqlite3 %s .recover > recovered.sql`, or "
+                        "restore it from a backup",
+                        path, found.data, path);
+    tp__buf_free(&found);
+    return rc;
 }
 
 static int migrate(tp_store_t *s, tp_error_t *err) {
@@ -203,7 +270,17 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
     tp_store_t *s = tp__xcalloc(1, sizeof *s);
     s->readonly = mode == TP_STORE_READONLY;
     int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+    if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
+        (s->readonly && sqlite3_exec(s->db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL,
+                                     NULL) == SQLITE_NOTADB)) {
+        if (s->db && sqlite3_errcode(s->db) == SQLITE_NOTADB) {
+            int rc = tp__errorf(err, -EBADMSG,
+                                "%s is damaged: it is not an SQLite database (its header is "
+                                "overwritten); nothing was changed. Restore it from a backup",
+                                path);
+            tp__store_close(s);
+            return rc;
+        }
         int rc = s->readonly ? tp__errorf(err, -ENOENT, "no experiment in %s (no %s there)", dir,
                                           TP_STORE_FILE)
                              : store_fail(s, err, path);
@@ -211,6 +288,11 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         return rc;
     }
     sqlite3_busy_timeout(s->db, 5000);
+    int checked = quick_check(s, path, err);
+    if (checked) {
+        tp__store_close(s);
+        return checked;
+    }
     if (!s->readonly &&
         sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
                      NULL) != SQLITE_OK) {
@@ -257,11 +339,11 @@ void tp__store_close(tp_store_t *s) {
 }
 
 int tp__store_begin(tp_store_t *s) {
-    return sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+    return sql_errno(sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL));
 }
 
 int tp__store_commit(tp_store_t *s) {
-    return sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+    return sql_errno(sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL));
 }
 
 /* Run a prepared statement that returns no rows; resets it. */
@@ -271,7 +353,7 @@ static int exec_stmt(tp_store_t *s, sqlite3_stmt *st) {
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
         tp__log(TP_LOG_ERROR, "store: %s", sqlite3_errmsg(s->db));
-        return -EIO;
+        return sql_errno(rc) ? sql_errno(rc) : -EIO;
     }
     return 0;
 }

@@ -20,8 +20,13 @@ enum {
 
 /* Open DIR/tunepack.db. mode TP_STORE_WRITE creates the file and migrates
  * the schema to the current version; READONLY fails with -ENOENT if absent
- * and -EPROTO if the schema is newer than this binary. */
+ * and -EPROTO if the schema is newer than this binary. Either mode checks
+ * the file first (PRAGMA quick_check, bounded to about a second) and fails
+ * with -EBADMSG, saying what it found and how to recover, when damaged. */
 int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err);
+/* The words for a store error code (-ENOSPC: the disk is full, -EBADMSG:
+ * the file is damaged, ...). Writes return these codes. */
+const char *tp__store_strerror(int rc);
 void tp__store_close(tp_store_t *s);
 
 /* Transactions: the orchestrator groups a loop turn's writes in one. */

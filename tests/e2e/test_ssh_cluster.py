@@ -171,17 +171,21 @@ class SshCluster(E2E):
         token = self.token_of(d)
         with self.store(d) as s:
             trials = s.trials()
+            root = s.meta()["spool"]
+        # The spool is named apart from the run token, which /tmp would show to anyone.
+        self.assertNotIn(token, root)
         self.assertEqual(len(trials), 4)
         for t in trials:
             x = json.loads(t["params"])["x"] if isinstance(t["params"], str) else t["params"]["x"]
             tdir = os.path.join(d, "trials", "%06d" % t["id"])
-            spool = "/tmp/tunepack-%s/trials/%06d" % (token, t["id"])
+            spool = "%s/trials/%06d" % (root, t["id"])
+            self.assertEqual(os.stat(spool).st_mode & 0o777, 0o700)
             with open(os.path.join(tdir, "stdout.log")) as f:
                 # Written on the node, in its own spool: here only by streaming back.
                 self.assertEqual(f.read(), "out of %d on %s\nx=%d\n" % (x, spool, x))
             with open(os.path.join(tdir, "stderr.log")) as f:
                 self.assertEqual(f.read(), "err of %d\n" % x)
-        shutil.rmtree("/tmp/tunepack-%s" % token, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

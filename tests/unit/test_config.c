@@ -416,6 +416,32 @@ TP_TEST(test_name_that_is_only_dots_is_refused) {
                       "cannot be \".\"");
 }
 
+TP_TEST(test_permissions_and_env_passthrough_are_read_and_checked) {
+    tp_experiment_t x;
+    tp_error_t err;
+    const char *dflt = HEAD;
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", dflt, strlen(dflt), &x, &err), 0);
+    TP_CHECK_INT(x.dir_mode, 0700);
+    TP_CHECK_INT(x.file_mode, 0600);
+    TP_CHECK(x.env_passthrough == NULL); /* the default: all here, a safe set remotely */
+    tp__experiment_free(&x);
+    const char *given = HEAD "permissions: group\nenv_passthrough: [PATH, \"LC_*\"]\n";
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", given, strlen(given), &x, &err), 0);
+    TP_CHECK_INT(x.dir_mode, 0750);
+    TP_CHECK_INT(x.file_mode, 0640);
+    TP_CHECK_INT((long long)x.nenv_passthrough, 2);
+    TP_CHECK_STR(x.env_passthrough[1], "LC_*");
+    tp__experiment_free(&x);
+    const char *none = HEAD "env_passthrough: []\n";
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", none, strlen(none), &x, &err), 0);
+    TP_CHECK(x.env_passthrough != NULL && x.nenv_passthrough == 0);
+    tp__experiment_free(&x);
+    TP_CHECK_CONTAINS(parse_error(HEAD "permissions: everyone\n"),
+                      "exp.yaml:4:14: \"permissions\" must be private");
+    TP_CHECK_CONTAINS(parse_error(HEAD "env_passthrough: [\"A B\"]\n"), "exp.yaml:4:19:");
+    TP_CHECK_CONTAINS(parse_error(HEAD "env_passthrough: PATH\n"), "must be a list");
+}
+
 int main(void) {
     return tp_test_main();
 }
