@@ -149,9 +149,12 @@ class StoreSafety(E2E):
         for i in range(kills):
             p = self.start_run(exp, run_dir)
             wait_for(lambda: self.lock_pid(run_dir) == p.pid or p.poll() is not None, 20)
+            # Once the store has its schema (a kill before that finds no store to check).
+            wait_for(lambda: self.poll_query(run_dir, "SELECT 1 FROM trials") is not None
+                     or p.poll() is not None, 20)
             # Reports commit every 50 ms: a kill at a random moment lands in or between
             # commits; several land inside one.
-            time.sleep(rng.uniform(0.05, 0.6))
+            time.sleep(rng.uniform(0.1, 1.2))
             if p.poll() is not None:
                 break
             os.kill(p.pid, signal.SIGKILL)
