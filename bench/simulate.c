@@ -4,7 +4,10 @@
  * policy, with the published figures beside; then the scale figure: a
  * million trials of SP4's mix on 10,000 A100s.
  *
- *   simulate [sp.yaml] [--quick]     (--quick: 100k trials for the scale run) */
+ * First, vpack (the default) against wfd on every space x cluster.
+ *
+ *   simulate [sp.yaml] [--quick] [--compare]
+ *     --quick: 100k trials for the scale run; --compare: the comparison only */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +37,8 @@ static const row_t rows[] = {
     {"SP4", "hetero_4h12a", "H100+A100: 3.9-4x"},
 };
 
-static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf", "bfd", "wf", "wfd"};
+static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf", "bfd", "wf", "wfd",
+                                       "vpack"};
 
 static int run(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
                double oversub, tp_sim_result_t *r) {
@@ -50,6 +54,31 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
     if (rc < 0) fprintf(stderr, "simulate: %s on %s, %s: %s\n", space, cluster, policy, err.msg);
     tp__cluster_free(&c);
     return rc;
+}
+
+/* The default (vpack) against HyperSack's wfd on every space and every
+ * cluster of the catalogue: makespan, its ratio to the lower bound, and the
+ * mean GPU busy share (occupancy over time). Returns -1 on an error. */
+static int compare(const tp_workload_t *w) {
+    printf("vpack (the default) against wfd on every space x cluster of the catalogue:\n");
+    printf("%-4s %-13s %10s %10s %7s %7s %8s %8s %7s\n", "sp", "cluster", "vpack min",
+           "wfd min", "vp /LB", "wfd /LB", "vp busy", "wfd busy", "vp/wfd");
+    int worse = 0;
+    for (size_t s = 0; s < w->nspaces; s++)
+        for (size_t k = 0; k < w->nclusters; k++) {
+            tp_sim_result_t a, b;
+            const char *sp = w->spaces[s].name, *cl = w->clusters[k].name;
+            if (run(w, sp, cl, "vpack", 0, &a) < 0 || run(w, sp, cl, "wfd", 0, &b) < 0) return -1;
+            worse += a.makespan_s > b.makespan_s * (1 + 1e-9);
+            printf("%-4s %-13s %10.1f %10.1f %7.3f %7.3f %7.1f%% %7.1f%% %7.3f\n", sp, cl,
+                   a.makespan_s / 60, b.makespan_s / 60, a.ratio, b.ratio, 100 * a.busy_share,
+                   100 * b.busy_share, a.makespan_s / b.makespan_s);
+            tp__sim_result_free(&a);
+            tp__sim_result_free(&b);
+        }
+    printf("vpack's makespan is longer than wfd's on %d of %zu\n\n", worse,
+           w->nspaces * w->nclusters);
+    return 0;
 }
 
 static int scale(const tp_workload_t *w, uint64_t trials, size_t gpus) {
@@ -82,8 +111,10 @@ static int scale(const tp_workload_t *w, uint64_t trials, size_t gpus) {
 int main(int argc, char **argv) {
     const char *path = TP_DATA_DIR "/workloads/sp.yaml";
     int quick = 0;
+    int only_compare = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--compare") == 0) only_compare = 1;
         else path = argv[i];
     }
     tp_workload_t w;
@@ -91,6 +122,11 @@ int main(int argc, char **argv) {
     if (tp__workload_load(path, &w, &err) < 0) {
         fprintf(stderr, "simulate: %s\n", err.msg);
         return 1;
+    }
+    if (compare(&w) < 0) return 1;
+    if (only_compare) {
+        tp__workload_free(&w);
+        return 0;
     }
     printf("HyperSack study replayed (contention model of docs/simulator.md, MPS overhead 3%%,\n"
            "profiles ASSUMED in sp.yaml). makespan in minutes; x = speedup over one-per-gpu;\n"

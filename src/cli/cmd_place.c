@@ -93,14 +93,21 @@ static int place_main(int argc, char **argv) {
     tp__usage_init(&u, &in.cluster);
     tp_assign_t *out = tp__xcalloc(in.ntrials ? in.ntrials : 1, sizeof *out);
     double t0 = tp__mono_s(), c0 = (double)clock() / CLOCKS_PER_SEC;
-    rc = p->place(&in.cluster, &u, in.trials, in.ntrials, out, &in.effort, &err);
+    /* optimal says what it proved: its gap when a limit stopped it */
+    tp_place_mip_info_t mip, *mipp = p == tp__placer_find("optimal") ? &mip : NULL;
+    if (mipp)
+        rc = tp__place_optimal(&in.cluster, &u, in.trials, in.ntrials, out, &in.effort, mipp, &err);
+    else
+        rc = p->place(&in.cluster, &u, in.trials, in.ntrials, out, &in.effort, &err);
     double t1 = tp__mono_s(), c1 = (double)clock() / CLOCKS_PER_SEC, us = (t1 - t0) * 1e6;
     int code = TP_EXIT_OK;
     if (rc < 0) {
         fprintf(stderr, "tunepack: placement failed: %s\n", err.msg);
         code = TP_EXIT_ERROR;
     } else if (as_json) {
-        char *text = tp__place_decision_json(&in, p->name, out, tp__occupancy(&in.cluster, &u), us);
+        double occ = tp__occupancy(&in.cluster, &u);
+        char *text = tp__place_decision_json(&in, p->name, out, occ, us, mipp,
+                                             mipp ? tp__place_mip_bound_occupancy(&u, 0, mipp) : -1);
         if (!text || fputs(text, stdout) < 0 || putchar('\n') < 0 || fflush(stdout) != 0) {
             fprintf(stderr, "tunepack: cannot write the decision: %s\n",
                     text ? strerror(errno) : "out of memory");
@@ -109,6 +116,11 @@ static int place_main(int argc, char **argv) {
         free(text);
     } else {
         print_table(&in, p->name, out, tp__occupancy(&in.cluster, &u), us);
+        if (mipp) {
+            char line[256];
+            tp__place_mip_summary(mipp, &u, 0, tp__occupancy(&in.cluster, &u), line, sizeof line);
+            printf("optimal: %s\n", line);
+        }
         fflush(stdout);
     }
     if (timings && rc == 0) /* wall seconds, then CPU seconds of this process */

@@ -139,6 +139,8 @@ typedef struct tp_experiment {
     uint64_t reserve_mib;  /* `placement.reserve`: memory kept free per GPU, default 512 MiB */
     double oversubscribe;  /* `placement.oversubscribe`: compute capacity 1 + this, default 0 */
     int max_per_gpu;       /* `placement.max_per_gpu`, 0 = no limit */
+    double place_time_limit_s; /* `placement.time_limit`: how long `optimal` may search a
+                                  round, 0 = its default (10 s) */
     tp_sharing_t sharing;  /* `sharing`, default auto */
     tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
     size_t ngpus;

@@ -186,8 +186,13 @@ static int pl_max_per_gpu(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return rc;
 }
 
+static int pl_time_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return tp__cfg_get_duration(c, key, v, &c->x->place_time_limit_s);
+}
+
 static const key_spec_t placement_keys[] = {
     {"policy", pl_policy, 0, NULL},
+    {"time_limit", pl_time_limit, 0, NULL},
     {"reserve", pl_reserve, 0, NULL},
     {"oversubscribe", pl_oversubscribe, 0, NULL},
     {"max_per_gpu", pl_max_per_gpu, 0, NULL},

@@ -3,6 +3,7 @@
  * (greedy: ff, bf, wf, their decreasing variants, one-per-gpu) and
  * placer_optimal.c (an exact MIP through GLPK). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,4 +230,33 @@ int tp__place_gang(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d, s
     free(cpus);
     free(used);
     return ok;
+}
+
+double tp__place_mip_bound_occupancy(const tp_usage_t *u, double before,
+                                     const tp_place_mip_info_t *info) {
+    if (!u->ngpus || !info || info->bound < 0) return -1;
+    double b = (before * (double)u->ngpus + info->bound) / (double)u->ngpus;
+    return b;
+}
+
+void tp__place_mip_summary(const tp_place_mip_info_t *info, const tp_usage_t *u, double before,
+                           double occ, char *buf, size_t size) {
+    const char *model = info->model_patterns ? "pattern model" : "assignment model";
+    if (info->proved_optimal) {
+        snprintf(buf, size, "proved optimal (%s, %zu variables, %llu subproblems)", model,
+                 info->columns, (unsigned long long)info->nodes);
+        return;
+    }
+    const char *why = info->time_limit_hit   ? "stopped at its time limit"
+                      : info->node_limit_hit ? "stopped at its node limit"
+                                             : "not proved optimal";
+    double bound = tp__place_mip_bound_occupancy(u, before, info);
+    if (bound >= 0) {
+        if (bound < occ) bound = occ;
+        snprintf(buf, size, "%s: occupancy %.2f%%, bound %.2f%%, gap %.2f points (%s)", why,
+                 100 * occ, 100 * bound, 100 * (bound - occ), model);
+    } else {
+        snprintf(buf, size, "%s: occupancy %.2f%%, no bound known (%s%s)", why, 100 * occ, model,
+                 info->used_vpack ? "; vpack's answer kept" : "");
+    }
 }

@@ -125,18 +125,35 @@ int tp__place_gang(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d, s
 
 /* What `optimal` did: for reports and the benchmark (callers time it). */
 typedef struct tp_place_mip_info {
-    int proved_optimal;  /* the solver proved its answer optimal */
+    int proved_optimal;  /* the solver proved its answer optimal for the whole round */
     int time_limit_hit;  /* the time limit stopped the search */
     int node_limit_hit;  /* the node limit stopped the search */
-    int used_wfd;        /* wfd's answer was used (no solution, or wfd's was better) */
+    int used_vpack;      /* vpack's answer was used (no solution, or vpack's was better) */
+    int model_patterns;  /* 1: the pattern model; 0: the assignment model */
     double objective;    /* solver's objective: new compute share placed, capped per GPU */
+    double bound;        /* proved upper bound on the objective; -1 if none is known */
+    size_t columns;      /* the model's variables */
     uint64_t nodes;      /* branch-and-bound subproblems created */
 } tp_place_mip_info_t;
 
+/* The occupancy `optimal` proved it cannot beat: (occupancy before the round
+ * + info->bound) / GPUs, given the occupancy before; -1 when no bound is
+ * known. Its gap in points is 100 * (this - the occupancy reached). */
+double tp__place_mip_bound_occupancy(const tp_usage_t *u, double before,
+                                     const tp_place_mip_info_t *info);
+/* One line on what `optimal` proved, into buf: "proved optimal (pattern
+ * model, 3299 variables, 1 subproblem)", or "stopped at its time limit:
+ * occupancy 97.10%, bound 97.90%, gap 0.80 points" (bound and gap only when
+ * known). occ: the occupancy reached; before: the occupancy before the round. */
+void tp__place_mip_summary(const tp_place_mip_info_t *info, const tp_usage_t *u, double before,
+                           double occ, char *buf, size_t size);
+
 /* The `optimal` policy with what it did in *info (may be NULL): an exact MIP
- * over single-GPU trials through GLPK, its search bounded by effort (NULL or
- * no limit given: 10 s), then wfd for the rest. Never worse than wfd. Pure
- * with a node limit alone; a time limit is GLPK's to keep. */
+ * through GLPK, its search bounded by effort (NULL or no limit given: 10 s).
+ * A round of single-GPU trials takes the pattern model (optimal_patterns.c:
+ * no symmetry between interchangeable GPUs); otherwise the assignment model
+ * over single-GPU trials, then vpack for the rest. Never worse than vpack.
+ * Pure with a node limit alone; a time limit is GLPK's to keep. */
 int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
                       size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
                       tp_place_mip_info_t *info, tp_error_t *err);
@@ -168,7 +185,11 @@ int tp__place_instance_load(const char *path, tp_place_instance_t *inst, tp_erro
 void tp__place_instance_free(tp_place_instance_t *inst);
 /* The decision as one JSON object on one line, malloc'd (caller frees; NULL
  * when out of memory): {"policy", "placed": [{"trial", "node", "gpus":
- * [names]}], "unplaced": [ids], "occupancy", "decision_us"}. O(trials). */
+ * [names]}], "unplaced": [ids], "occupancy", "decision_us"}, and with mip
+ * (optimal's info, else NULL) "optimal": {"proved", "stopped" (null, "time
+ * limit" or "node limit"), "bound" (mip_bound: the occupancy bound, null when
+ * < 0), "gap_points", "model", "variables", "subproblems"}. O(trials). */
 char *tp__place_decision_json(const tp_place_instance_t *inst, const char *policy,
-                              const tp_assign_t *out, double occupancy, double decision_us);
+                              const tp_assign_t *out, double occupancy, double decision_us,
+                              const tp_place_mip_info_t *mip, double mip_bound);
 #endif

@@ -30,6 +30,27 @@ size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing);
 void tp__place_greedy_order(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
                             const size_t *order, size_t m, int best_fit, tp_assign_t *out);
 
+/* What a GLPK search has done, kept by its callback (optimal_patterns.c). */
+typedef struct tp__glpk_watch {
+    uint64_t node_limit;  /* 0: none */
+    uint64_t nodes;       /* subproblems created so far */
+    int node_limit_hit;   /* the callback stopped the search */
+    int has_bound;        /* bound is set */
+    double bound;         /* best bound of the open subproblems */
+} tp__glpk_watch_t;
+/* Call from a GLPK callback: counts subproblems, keeps the bound, stops at
+ * the node limit. The tree is a glp_tree. */
+void tp__glpk_watch(void *tree, tp__glpk_watch_t *w);
+/* GLPK's tm_lim (ms) for effort: its time limit, none with only a node
+ * limit, 10 s with neither. */
+int tp__glpk_time_limit_ms(const tp_place_effort_t *e);
+/* The pattern model (optimal_patterns.c) on a round of single-GPU trials:
+ * 1 with out, u and *info filled; 0 (nothing changed) when the round has
+ * other trials or too many patterns. */
+int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                       size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
+                       tp_place_mip_info_t *info);
+
 extern const tp_placer_ops_t tp__placer_one_per_gpu, tp__placer_ff, tp__placer_ffd,
     tp__placer_bf, tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal,
     tp__placer_vpack;

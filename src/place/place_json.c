@@ -688,7 +688,8 @@ static int put_real(tp_buf_t *b, double v) {
  * layout ({"a": 1, "b": [...]}), without building JSON values: a million
  * trials take a fraction of a second. NULL when out of memory. O(trials). */
 char *tp__place_decision_json(const tp_place_instance_t *inst, const char *policy,
-                              const tp_assign_t *out, double occupancy, double decision_us) {
+                              const tp_assign_t *out, double occupancy, double decision_us,
+                              const tp_place_mip_info_t *mip, double mip_bound) {
     tp_buf_t b;
     tp__buf_init(&b);
     int rc = tp__buf_reserve(&b, 64 + inst->ntrials * 48);
@@ -711,6 +712,23 @@ char *tp__place_decision_json(const tp_place_instance_t *inst, const char *polic
         if (!out[i].placed) rc |= tp__buf_puts(&b, k++ ? ", " : "") | put_id(&b, inst, i);
     rc |= tp__buf_puts(&b, "], \"occupancy\": ") | put_real(&b, occupancy);
     rc |= tp__buf_puts(&b, ", \"decision_us\": ") | put_real(&b, decision_us);
+    if (mip) {
+        rc |= tp__buf_puts(&b, mip->proved_optimal ? ", \"optimal\": {\"proved\": true"
+                                                   : ", \"optimal\": {\"proved\": false");
+        rc |= tp__buf_puts(&b, mip->time_limit_hit   ? ", \"stopped\": \"time limit\""
+                               : mip->node_limit_hit ? ", \"stopped\": \"node limit\""
+                                                     : ", \"stopped\": null");
+        if (mip_bound >= 0) {
+            double bound = mip_bound > occupancy ? mip_bound : occupancy;
+            rc |= tp__buf_puts(&b, ", \"bound\": ") | put_real(&b, bound);
+            rc |= tp__buf_puts(&b, ", \"gap_points\": ") | put_real(&b, 100 * (bound - occupancy));
+        } else {
+            rc |= tp__buf_puts(&b, ", \"bound\": null, \"gap_points\": null");
+        }
+        rc |= tp__buf_printf(&b, ", \"model\": \"%s\", \"variables\": %zu, \"subproblems\": %llu}",
+                             mip->model_patterns ? "patterns" : "assignment", mip->columns,
+                             (unsigned long long)mip->nodes);
+    }
     rc |= tp__buf_puts(&b, "}");
     if (rc) {
         tp__buf_free(&b);

@@ -38,9 +38,7 @@ typedef struct mip {
     int *y_col;       /* per global GPU: its y column, 0 if none */
     double *heur;     /* wfd's solution as column values (1-based), NULL if none */
     int heur_given;   /* handed to the solver already */
-    uint64_t node_limit; /* 0: none */
-    uint64_t nodes;      /* subproblems created so far */
-    int node_limit_hit;  /* we stopped the search */
+    tp__glpk_watch_t watch; /* subproblems, bound, node limit */
 } mip_t;
 
 /* GLPK's callback: counts subproblems, stops the search at the node limit
@@ -49,16 +47,7 @@ typedef struct mip {
 static void callback(glp_tree *tree, void *info) {
     mip_t *m = info;
     int reason = glp_ios_reason(tree);
-    if (reason == GLP_ISELECT) {
-        int active, live, total;
-        glp_ios_tree_size(tree, &active, &live, &total);
-        m->nodes = (uint64_t)total;
-        if (m->node_limit && m->nodes >= m->node_limit) {
-            m->node_limit_hit = 1;
-            glp_ios_terminate(tree);
-        }
-        return;
-    }
+    tp__glpk_watch(tree, &m->watch);
     if (reason != GLP_IHEUR || m->heur_given || !m->heur) return;
     m->heur_given = 1;
     /* with presolve the tree's problem may be a transformed one */
@@ -80,24 +69,54 @@ static void usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_
     memcpy(dst->cpus_used, src->cpus_used, (c->nnodes ? c->nnodes : 1) * sizeof *dst->cpus_used);
 }
 
-/* Place trials[i] for i in idx[0..k) with wfd on u; out indexed by trial. */
-static void wfd_subset(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+/* Place trials[i] for i in idx[0..k) with vpack on u; out indexed by trial. */
+static void floor_subset(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
                        const size_t *idx, size_t k, tp_assign_t *out) {
     tp_demand_t *sub = tp__xmalloc((k ? k : 1) * sizeof *sub);
     tp_assign_t *sa = tp__xcalloc(k ? k : 1, sizeof *sa);
     for (size_t j = 0; j < k; j++) sub[j] = trials[idx[j]];
-    tp__placer_wfd.place(c, u, sub, k, sa, NULL, NULL);
+    tp__placer_vpack.place(c, u, sub, k, sa, NULL, NULL);
     for (size_t j = 0; j < k; j++) out[idx[j]] = sa[j];
     free(sub);
     free(sa);
 }
 
-/* GLPK's tm_lim (ms) for effort: its time limit, none with only a node
- * limit, 10 s with neither. */
-static int glpk_time_limit_ms(const tp_place_effort_t *e) {
+int tp__glpk_time_limit_ms(const tp_place_effort_t *e) {
     double s = e && e->time_limit_s > 0 ? e->time_limit_s : e && e->node_limit ? 0 : 10.0;
     if (s <= 0 || s * 1000.0 >= (double)INT_MAX) return INT_MAX;
     return s * 1000.0 < 1 ? 1 : (int)(s * 1000.0);
+}
+
+/* The pattern model on a copy of u, checked against vpack's answer; the
+ * better one committed to u and out. 0 when the model does not apply. */
+static int place_by_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                             size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
+                             tp_place_mip_info_t *inf) {
+    tp_usage_t up, uv;
+    usage_copy(&up, u, c);
+    tp_assign_t *pout = tp__xcalloc(n ? n : 1, sizeof *pout);
+    int done = tp__place_patterns(c, &up, trials, n, pout, effort, inf);
+    if (done) {
+        usage_copy(&uv, u, c);
+        tp_assign_t *vout = tp__xcalloc(n ? n : 1, sizeof *vout);
+        tp__placer_vpack.place(c, &uv, trials, n, vout, NULL, NULL);
+        const tp_assign_t *chosen = pout;
+        if (placed_share(c, &uv) > placed_share(c, &up) + 1e-12) {
+            chosen = vout;
+            inf->used_vpack = 1;
+            inf->proved_optimal = 0;
+        }
+        for (size_t t = 0; t < n; t++)
+            if (chosen[t].placed) {
+                out[t] = chosen[t];
+                tp__place_commit(c, u, &trials[t], &out[t]);
+            }
+        free(vout);
+        tp__usage_free(&uv);
+    }
+    free(pout);
+    tp__usage_free(&up);
+    return done;
 }
 
 /* See place.h. Builds the model (O(trials x GPUs) columns), runs wfd for the
@@ -109,13 +128,17 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     (void)err;
     tp_place_mip_info_t inf = {0};
     for (size_t i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
+    if (place_by_patterns(c, u, trials, n, out, effort, &inf)) {
+        if (info) *info = inf;
+        return 0;
+    }
     size_t G = u->ngpus;
     size_t *gnode = tp__xmalloc((G ? G : 1) * sizeof *gnode);
     for (size_t nd = 0; nd < c->nnodes; nd++)
         for (size_t g = 0; g < c->nodes[nd].ngpus; g++) gnode[u->gpu_base[nd] + g] = nd;
 
     /* columns: x[t][g] for single-GPU trials that fit alone */
-    mip_t m = {.c = c, .u = u, .trials = trials, .node_limit = effort ? effort->node_limit : 0};
+    mip_t m = {.c = c, .u = u, .trials = trials, .watch = {.node_limit = effort ? effort->node_limit : 0}};
     size_t capx = 64;
     m.col_t = tp__xmalloc((capx + 1) * sizeof *m.col_t);
     m.col_g = tp__xmalloc((capx + 1) * sizeof *m.col_g);
@@ -147,7 +170,7 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     tp_assign_t *wfd_out = tp__xcalloc(n ? n : 1, sizeof *wfd_out);
     tp_usage_t uw;
     usage_copy(&uw, u, c);
-    wfd_subset(c, &uw, trials, single, nsingle, wfd_out);
+    floor_subset(c, &uw, trials, single, nsingle, wfd_out);
     double wfd_share = placed_share(c, &uw);
     tp__usage_free(&uw);
 
@@ -256,22 +279,30 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         parm.presolve = GLP_ON;
         parm.cb_func = callback;
         parm.cb_info = &m;
-        parm.tm_lim = glpk_time_limit_ms(effort); /* the search only, not building it */
+        parm.tm_lim = tp__glpk_time_limit_ms(effort); /* the search only, not building it */
         int rc = glp_intopt(P, &parm);
         int st = glp_mip_status(P);
-        inf.proved_optimal = rc == 0 && st == GLP_OPT;
+        /* a proof covers the round only when every trial was in the model */
+        int all_in = 1;
+        for (size_t t = 0; t < n; t++) all_in &= trials[t].gpus == 1 || trials[t].gpus == 0;
+        inf.proved_optimal = rc == 0 && st == GLP_OPT && all_in;
         inf.time_limit_hit = rc == GLP_ETMLIM;
-        inf.node_limit_hit = rc == GLP_ESTOP && m.node_limit_hit;
-        inf.nodes = m.nodes;
+        inf.node_limit_hit = rc == GLP_ESTOP && m.watch.node_limit_hit;
+        inf.nodes = m.watch.nodes;
+        inf.columns = m.ncols;
         if (st == GLP_OPT || st == GLP_FEAS) {
             mip_ok = 1;
             inf.objective = glp_mip_obj_val(P);
+            inf.bound = inf.proved_optimal ? inf.objective
+                        : !all_in || !m.watch.has_bound ? -1
+                        : m.watch.bound > inf.objective ? m.watch.bound : inf.objective;
             xval = tp__xcalloc(m.nx + 1, sizeof *xval);
             for (size_t j = 1; j <= m.nx; j++) xval[j] = glp_mip_col_val(P, (int)j);
         }
         glp_delete_prob(P);
     } else {
         inf.proved_optimal = 1; /* nothing fits anywhere: placing none is optimal */
+        for (size_t t = 0; t < n; t++) inf.proved_optimal &= trials[t].gpus <= 1;
         mip_ok = 1;
     }
 
@@ -295,7 +326,7 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     const tp_assign_t *chosen = mip_out;
     if (!mip_ok || mip_share + 1e-12 < wfd_share) {
         chosen = wfd_out;
-        inf.used_wfd = 1;
+        inf.used_vpack = 1;
         inf.proved_optimal = 0;
     }
     for (size_t t = 0; t < n; t++)
@@ -307,7 +338,7 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     size_t nrest = 0;
     for (size_t t = 0; t < n; t++)
         if (!out[t].placed) single[nrest++] = t;
-    wfd_subset(c, u, trials, single, nrest, out);
+    floor_subset(c, u, trials, single, nrest, out);
 
     free(xval);
     free(mip_out);
@@ -330,6 +361,6 @@ static int place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
 
 const tp_placer_ops_t tp__placer_optimal = {
     .name = "optimal",
-    .summary = "exact MIP (GLPK) maximizing occupancy within --time-limit/--node-limit; slow",
+    .summary = "exact MIP (GLPK) maximizing occupancy within --time-limit/--node-limit",
     .place = place_optimal,
 };

@@ -8,25 +8,31 @@
  *    a resource the trials would overfill weighs most, one they barely touch
  *    hardly counts. A trial's demand in r on GPU g is normalised by g's own
  *    capacity in r (CPUs by the node's cores per GPU).
- * 2. Greedy, as a small portfolio: trials in two orders (scarcity-weighted
- *    size, largest first; value density = compute per weighted size, densest
- *    first; ties: longest expected duration first), each trial to the
- *    fitting GPU whose remaining capacity best matches it: the smallest
- *    weighted squared residual (vector best fit, Panigrahy et al.'s norm
- *    rule) or the largest weighted dot product of demand and free capacity
- *    (Tetris's alignment).
- * 3. Local search on each greedy answer, moves that strictly raise the
- *    occupancy: insert an unplaced trial where it fits; make room for it by
- *    moving one placed trial of the GPU to another GPU (or node); swap it in
- *    for a placed trial of smaller value. A budget of fit tests, fixed in
- *    proportion to the instance, bounds it: O(budget), no clock.
- * 4. The best answer of the portfolio (occupancy, then the summed duration of
- *    what was placed, then the portfolio's order) is committed.
+ * 2. Constructions, a small portfolio (`runs`): greedy in one order
+ *    (longest expected duration first, as HyperSack; weighted size, largest
+ *    first; value density = compute per weighted size, densest first; or as
+ *    given), each trial to the fitting GPU whose remaining capacity matches
+ *    it best: the smallest weighted squared residual (vector best fit,
+ *    Panigrahy et al.'s norm rule) or the largest weighted dot product of
+ *    demand and free capacity (Tetris's alignment); or GPU by GPU
+ *    (fill_gpus), each taking the subset of the unplaced trials that adds
+ *    the most, over classes of identical demand (a bounded depth-first
+ *    search). Multi-GPU trials go first, last, or in the order.
+ * 3. Local search on each answer, moves that strictly raise the occupancy:
+ *    insert an unplaced trial where it fits; eject one or two trials of a
+ *    GPU so that it fits there, the ejected ones moved elsewhere where they
+ *    fit and the room left refilled from the unplaced. A budget of fit tests
+ *    fixed by the instance (5000 + 20 n + n G) bounds it: no clock.
+ * 4. The best answer is committed: the most occupancy; within VP_TIE per GPU
+ *    of it, the longest summed expected duration placed (long trials first
+ *    shortens the makespan), then the least crowded GPUs (sum of trials^2:
+ *    less MPS sharing). The portfolio stops early at an answer within 1e-4
+ *    per GPU of an upper bound (every open GPU full, or every trial placed).
  *
- * Trials wanting several GPUs (or none) are placed first, largest first, on
- * the node whose best GPUs align most, and are not moved. Very large rounds
- * (trials x GPUs above VP_LARGE) take one greedy pass of the size order
- * through placer_fit's segment tree (best fit), O(n log G), and no search. */
+ * Trials wanting several GPUs (or none) go on the node whose best GPUs align
+ * most, and are not moved by the local search. Rounds above VP_LARGE trials x
+ * GPUs take one greedy pass of the size order through placer_fit's segment
+ * tree (best fit), O(n log G), and no search. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -34,7 +40,8 @@
 
 #include "place/place_internal.h"
 
-#define VP_LARGE 4e7       /* trials x GPUs above which the tree path is taken */
+#define VP_LARGE 2e6       /* trials x GPUs above which the tree path is taken */
+#define VP_TIE 0.002       /* answers this close in occupancy per GPU tie: longest placed wins */
 #define VP_MIN_WEIGHT 0.05 /* a resource nobody is short of still breaks ties */
 #define NONE SIZE_MAX
 
@@ -203,14 +210,21 @@ static int by_key(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Indexes of the trials in idx[0..m) sorted by size (density = 0) or value
- * density (density = 1), ties by duration, longest first. O(m log m). */
-static void sort_trials(const vp_t *v, size_t *idx, size_t m, int density) {
+typedef enum order { BY_SIZE, BY_DENSITY, BY_DURATION, AS_GIVEN } order_t;
+
+/* Indexes of the trials in idx[0..m) sorted: by weighted size, largest
+ * first; by value density (compute per weighted size), densest first; by
+ * expected duration, longest first (ties: size); or as given. Other ties:
+ * longest first, then trial order. O(m log m). */
+static void sort_trials(const vp_t *v, size_t *idx, size_t m, order_t by) {
     sort_key_t *k = tp__xmalloc((m ? m : 1) * sizeof *k);
     for (size_t j = 0; j < m; j++) {
         size_t i = idx[j];
-        double s = v->size[i] > 0 ? v->size[i] : 1e-12;
-        k[j] = (sort_key_t){density ? v->t[i].compute / s : s, v->t[i].duration_s, i};
+        double s = v->size[i] > 0 ? v->size[i] : 1e-12, dur = v->t[i].duration_s;
+        k[j] = by == BY_SIZE       ? (sort_key_t){s, dur, i}
+               : by == BY_DENSITY  ? (sort_key_t){v->t[i].compute / s, dur, i}
+               : by == BY_DURATION ? (sort_key_t){dur, s, i}
+                                   : (sort_key_t){0, 0, i};
     }
     qsort(k, m, sizeof *k, by_key);
     for (size_t j = 0; j < m; j++) idx[j] = k[j].i;
@@ -265,39 +279,96 @@ static void place_wide(vp_t *v, size_t i, tp_assign_t *a) {
 
 /* ---- local search ------------------------------------------------------------ */
 
-/* Place trial i (unplaced) if some move allows it; 1 if placed. Tries, each
- * for a strict gain: a GPU where it fits now; a GPU where it fits once one
- * of its trials moves to another GPU; a GPU where it fits in place of one of
- * its trials of smaller value (which becomes unplaced). */
-static int insert(vp_t *v, size_t i, choice_t how) {
+static int same_demand(const tp_demand_t *a, const tp_demand_t *b) {
+    return a->memory_mib == b->memory_mib && a->compute == b->compute && a->cpus == b->cpus;
+}
+
+/* Trials put on GPUs by one tentative move, to undo it. */
+typedef struct undo {
+    size_t trial[64];
+    size_t n;
+} undo_t;
+
+static void put_logged(vp_t *v, undo_t *log, size_t i, size_t gi) {
+    put(v, i, gi);
+    if (log->n < TP_ARRAY_LEN(log->trial)) log->trial[log->n++] = i;
+}
+
+/* Fill GPU g with unplaced trials of todo[0..k) (densest first, one try per
+ * distinct demand), except `skip`; returns the share added. */
+static double refill(vp_t *v, size_t g, const size_t *todo, size_t k, size_t skip, undo_t *log) {
+    double added = 0;
+    size_t failed = NONE;
+    for (size_t j = 0; j < k && v->budget > 0 && log->n < TP_ARRAY_LEN(log->trial); j++) {
+        size_t t = todo[j];
+        if (t == skip || v->where[t] != NONE) continue;
+        if (failed != NONE && same_demand(&v->t[t], &v->t[failed])) continue;
+        if (!fits(v, t, g)) {
+            failed = t;
+            continue;
+        }
+        put_logged(v, log, t, g);
+        added += share_on(v, t, g);
+    }
+    return added;
+}
+
+/* Trials out[0..nout) leave GPU g so that unplaced trial i takes their room;
+ * they move to other GPUs where they fit, and what room is left is filled
+ * from todo[0..k). Kept (1) when occupancy strictly rises, else undone (0). */
+static int eject(vp_t *v, size_t i, size_t g, const size_t *out, size_t nout, choice_t how,
+                 const size_t *todo, size_t k) {
+    double gain = 0;
+    for (size_t q = 0; q < nout; q++) {
+        gain -= share_on(v, out[q], g);
+        take(v, out[q]);
+    }
+    undo_t log = {.n = 0};
+    if (fits(v, i, g)) {
+        put_logged(v, &log, i, g);
+        gain += share_on(v, i, g);
+        for (size_t q = 0; q < nout; q++) {
+            size_t to = choose(v, out[q], how, g);
+            if (to == NONE) continue;
+            put_logged(v, &log, out[q], to);
+            gain += share_on(v, out[q], to);
+        }
+        if (gain <= TP_PLACE_EPS) gain += refill(v, g, todo, k, i, &log);
+        if (gain > TP_PLACE_EPS) return 1;
+        while (log.n) take(v, log.trial[--log.n]);
+    }
+    for (size_t q = 0; q < nout; q++) put(v, out[q], g);
+    return 0;
+}
+
+/* Place trial i (unplaced) if some move allows it with a strict gain in
+ * occupancy; 1 if placed. Tries a GPU where it fits now; then, on each GPU,
+ * ejecting one or two of its trials so that i fits, the ejected ones moved to
+ * other GPUs where they fit (or left unplaced) and the room left filled with
+ * other unplaced trials of todo[0..k) (one out, two in). */
+static int insert(vp_t *v, size_t i, choice_t how, const size_t *todo, size_t k) {
     size_t gi = choose(v, i, how, NONE);
     if (gi != NONE) {
         put(v, i, gi);
         return 1;
     }
     const tp_demand_t *d = &v->t[i];
-    for (size_t g = 0; g < v->G && v->budget > 0; g++) {
-        size_t nd = v->node_of[g];
-        if (!tp__place_gpu_open(v->c, v->u, nd, v->local_of[g]) && !v->head[g]) continue;
-        if (d->memory_mib > v->c->nodes[nd].gpus[v->local_of[g]].memory_mib) continue;
-        for (size_t j = v->head[g]; j != NONE; j = v->next[j]) {
-            take(v, j);
-            if (fits(v, i, g)) {
-                put(v, i, g); /* i first: j's new GPU must leave room for it */
-                double si = share_on(v, i, g), sj = share_on(v, j, g);
-                size_t to = choose(v, j, how, g);
-                /* moved: a gain unless j's new GPU is faster (a smaller share) */
-                if (to != NONE && si + share_on(v, j, to) > sj + TP_PLACE_EPS) {
-                    put(v, j, to);
-                    return 1;
+    for (size_t nout = 1; nout <= 2; nout++)
+        for (size_t g = 0; g < v->G && v->budget > 0; g++) {
+            size_t nd = v->node_of[g];
+            if (!v->head[g] || d->memory_mib > v->c->nodes[nd].gpus[v->local_of[g]].memory_mib)
+                continue;
+            size_t res[32], nr = 0;
+            for (size_t j = v->head[g]; j != NONE && nr < TP_ARRAY_LEN(res); j = v->next[j])
+                res[nr++] = j;
+            /* eject {res[a]} or {res[a], res[b]}: the set of residents is the
+             * same after each try, so res stays valid */
+            for (size_t a = 0; a < nr && v->budget > 0; a++)
+                for (size_t b = nout == 1 ? a : a + 1; b < nr && v->budget > 0; b++) {
+                    if (eject(v, i, g, (size_t[]){res[a], res[b]}, nout, how, todo, k)) return 1;
+                    if (nout == 1) break;
                 }
-                if (si > sj + TP_PLACE_EPS) return 1; /* swapped: j waits */
-                take(v, i);
-            }
-            put(v, j, g);
-            break; /* the list changed under us: one try per GPU for each of its trials */
         }
-    }
     return 0;
 }
 
@@ -315,10 +386,6 @@ static void rotate(vp_t *v) {
     }
 }
 
-static int same_demand(const tp_demand_t *a, const tp_demand_t *b) {
-    return a->memory_mib == b->memory_mib && a->compute == b->compute && a->cpus == b->cpus;
-}
-
 /* Passes over the unplaced trials, densest first, until a pass changes
  * nothing, the residents have all had a turn, or the budget is spent. A trial
  * identical to one that just failed is skipped while nothing changed. */
@@ -333,14 +400,14 @@ static void local_search(vp_t *v, size_t *single, size_t m, choice_t how) {
         size_t k = 0;
         for (size_t j = 0; j < m; j++)
             if (v->where[single[j]] == NONE) todo[k++] = single[j];
-        sort_trials(v, todo, k, 1);
+        sort_trials(v, todo, k, BY_DENSITY);
         int changed = 0;
         size_t failed = NONE;
         for (size_t j = 0; j < k && v->budget > 0; j++) {
             size_t i = todo[j];
             if (v->where[i] != NONE) continue;
             if (failed != NONE && same_demand(&v->t[i], &v->t[failed])) continue;
-            if (insert(v, i, how)) {
+            if (insert(v, i, how, todo, k)) {
                 changed = 1;
                 failed = NONE;
             } else {
@@ -363,22 +430,141 @@ static void usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_
     memcpy(dst->cpus_used, src->cpus_used, nn * sizeof *dst->cpus_used);
 }
 
-/* One portfolio run: the wide trials wide[0..nw) before the single-GPU ones
- * (wide_first) or after them, the single-GPU ones greedily in `order` with
- * rule `how`, then local search; decisions in v->where and wide_out. */
-static void run_once(vp_t *v, const size_t *order, size_t *single, size_t m, const size_t *wide,
-                     size_t nw, int wide_first, choice_t how, tp_assign_t *wide_out) {
-    for (size_t g = 0; g < v->G; g++) v->head[g] = NONE;
-    for (size_t j = 0; j < m; j++) v->where[order[j]] = NONE;
-    if (wide_first)
-        for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
-    for (size_t j = 0; j < m; j++) {
-        size_t i = order[j], gi = choose(v, i, how, NONE);
-        if (gi != NONE) put(v, i, gi);
+/* ---- fill: GPU by GPU, each with the subset that adds the most ----------- */
+
+typedef struct fill {
+    vp_t *v;
+    size_t gi, nd;           /* the GPU being filled and its node */
+    size_t ncls;
+    size_t *cls_first;       /* per class: its trials at list[cls_first[k]..] */
+    size_t *cls_left;        /* per class: trials not yet placed */
+    size_t *take, *best;     /* per class: taken now / in the best subset */
+    double best_val, cap;    /* best value found; the most the GPU can add */
+    double best_dur;         /* summed expected duration of the best subset */
+    long long steps;         /* DFS steps left for this GPU */
+} fill_t;
+
+/* Depth-first over classes k >= from: add one more trial of class k while
+ * it fits (memory, compute, slots, cores), keeping the subset of most value
+ * (ties: the longest summed expected duration); prunes a branch whose value
+ * plus the compute left cannot beat the best, and stops at a full GPU. */
+static void fill_dfs(fill_t *f, const size_t *list, size_t from, uint64_t mem, double comp,
+                     int slots, int cpus, double val, double dur) {
+    if (val > f->best_val + TP_PLACE_EPS ||
+        (val > f->best_val - TP_PLACE_EPS && dur > f->best_dur)) {
+        if (val > f->best_val) f->best_val = val;
+        f->best_dur = dur;
+        memcpy(f->best, f->take, f->ncls * sizeof *f->best);
     }
-    if (!wide_first)
-        for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
-    local_search(v, single, m, how);
+    for (size_t k = from; k < f->ncls && f->steps > 0; k++) {
+        if (f->take[k] >= f->cls_left[k]) continue;
+        if (val + comp <= f->best_val - TP_PLACE_EPS || f->best_val >= f->cap - TP_PLACE_EPS) return;
+        f->steps--;
+        size_t t = list[f->cls_first[k] + f->take[k]];
+        const tp_demand_t *d = &f->v->t[t];
+        double s = share_on(f->v, t, f->gi);
+        if (d->memory_mib > mem || s > comp + TP_PLACE_EPS || slots <= 0 || d->cpus > cpus) continue;
+        f->take[k]++;
+        double add = val + s < f->cap ? s : f->cap - val;
+        fill_dfs(f, list, k, mem - d->memory_mib, comp - s, slots - 1, cpus - d->cpus, val + add,
+                 dur + d->duration_s);
+        f->take[k]--;
+    }
+}
+
+static int by_demand_then_duration(const void *a, const void *b, void *arg) {
+    const tp_demand_t *t = arg, *x = &t[*(const size_t *)a], *y = &t[*(const size_t *)b];
+    if (x->compute != y->compute) return x->compute > y->compute ? -1 : 1;
+    if (x->memory_mib != y->memory_mib) return x->memory_mib < y->memory_mib ? -1 : 1;
+    if (x->cpus != y->cpus) return x->cpus < y->cpus ? -1 : 1;
+    if (x->duration_s != y->duration_s) return x->duration_s > y->duration_s ? -1 : 1;
+    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+/* Each open GPU in turn (slowest first: a trial adds most occupancy there)
+ * takes the subset of the unplaced single-GPU trials that adds the most, over
+ * classes of identical demand (longest trials of a class first). fair_cpus:
+ * a GPU may take only its share of its node's free cores (free cores / GPUs
+ * of the node not yet filled), so the first GPU does not starve the others.
+ * O(G x FILL_STEPS + m log m). */
+#define FILL_STEPS 4000
+static void fill_gpus(vp_t *v, size_t *single, size_t m, int fair_cpus) {
+    size_t *list = tp__xmalloc((m ? m : 1) * sizeof *list), nl = 0;
+    for (size_t j = 0; j < m; j++)
+        if (v->where[single[j]] == NONE) list[nl++] = single[j];
+    qsort_r(list, nl, sizeof *list, by_demand_then_duration, (void *)v->t);
+    fill_t f = {.v = v};
+    f.cls_first = tp__xmalloc((nl ? nl : 1) * sizeof *f.cls_first);
+    f.cls_left = tp__xmalloc((nl ? nl : 1) * sizeof *f.cls_left);
+    for (size_t j = 0; j < nl; j++) {
+        const tp_demand_t *d = &v->t[list[j]];
+        if (j && same_demand(d, &v->t[list[j - 1]])) {
+            f.cls_left[f.ncls - 1]++;
+            continue;
+        }
+        f.cls_first[f.ncls] = j;
+        f.cls_left[f.ncls++] = 1;
+    }
+    size_t *placed_of = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *placed_of);
+    f.take = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *f.take);
+    f.best = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *f.best);
+    size_t *gpus = tp__xmalloc((v->G ? v->G : 1) * sizeof *gpus);
+    int *left_on_node = tp__xcalloc(v->c->nnodes ? v->c->nnodes : 1, sizeof *left_on_node);
+    for (size_t g = 0; g < v->G; g++) {
+        gpus[g] = g;
+        left_on_node[v->node_of[g]]++;
+    }
+    /* slowest first, then cluster order (insertion sort: G is small here) */
+    for (size_t a = 1; a < v->G; a++)
+        for (size_t b = a; b > 0; b--) {
+            const tp_gpu_t *x = &v->c->nodes[v->node_of[gpus[b]]].gpus[v->local_of[gpus[b]]];
+            const tp_gpu_t *y = &v->c->nodes[v->node_of[gpus[b - 1]]].gpus[v->local_of[gpus[b - 1]]];
+            if (!(x->speed < y->speed)) break;
+            size_t tmp = gpus[b];
+            gpus[b] = gpus[b - 1];
+            gpus[b - 1] = tmp;
+        }
+    for (size_t q = 0; q < v->G; q++) {
+        size_t gi = gpus[q], nd = v->node_of[gi], g = v->local_of[gi];
+        int nodes_left = left_on_node[nd]--;
+        if (!tp__place_gpu_open(v->c, v->u, nd, g)) continue;
+        f.gi = gi;
+        f.nd = nd;
+        double used = v->u->compute_used[gi];
+        f.cap = used < 1.0 ? 1.0 - used : 0.0;
+        f.best_val = 0;
+        f.best_dur = 0;
+        f.steps = FILL_STEPS;
+        memset(f.take, 0, f.ncls * sizeof *f.take);
+        memset(f.best, 0, f.ncls * sizeof *f.best);
+        int lim = v->c->limits.sharing ? v->c->limits.max_per_gpu : 1;
+        int slots = lim > 0 ? lim - v->u->count[gi] : INT32_MAX;
+        int cpus = v->c->nodes[nd].cpus - v->u->cpus_used[nd];
+        if (fair_cpus && nodes_left > 1) cpus /= nodes_left;
+        fill_dfs(&f, list, 0, tp__place_mem_free(v->c, v->u, nd, g),
+                 tp__place_comp_free(v->c, v->u, gi), slots, cpus, 0.0, 0.0);
+        for (size_t k = 0; k < f.ncls; k++)
+            for (size_t r = 0; r < f.best[k]; r++) {
+                size_t i = list[f.cls_first[k] + placed_of[k]];
+                if (!fits(v, i, gi)) break;
+                put(v, i, gi);
+                placed_of[k]++;
+                f.cls_left[k]--;
+            }
+        /* the class lists advance: cls_first points at the next unplaced */
+        for (size_t k = 0; k < f.ncls; k++) {
+            f.cls_first[k] += placed_of[k];
+            placed_of[k] = 0;
+        }
+    }
+    free(list);
+    free(f.cls_first);
+    free(f.cls_left);
+    free(placed_of);
+    free(f.take);
+    free(f.best);
+    free(gpus);
+    free(left_on_node);
 }
 
 static double placed_value(const vp_t *v, const size_t *single, size_t m, double *dur) {
@@ -390,9 +576,84 @@ static double placed_value(const vp_t *v, const size_t *single, size_t m, double
     return occ;
 }
 
+/* One portfolio run: how the first answer is built, then local search. */
+typedef enum build { GREEDY, FILL_FAIR, FILL_NODE } build_t;
+typedef enum wide_mode { WIDE_FIRST, WIDE_LAST, WIDE_IN_ORDER } wide_mode_t;
+typedef struct run_spec {
+    order_t order;     /* the single-GPU trials' order (all trials' for WIDE_IN_ORDER) */
+    build_t build;     /* greedy in that order, or GPU by GPU (fill_gpus) */
+    wide_mode_t wide;  /* multi-GPU and CPU-only trials: before, after, or in the order */
+    choice_t how;      /* the GPU rule of the greedy and of the local search */
+} run_spec_t;
+
+/* The portfolio, in the order tried (the first runs win most often). */
+static const run_spec_t runs[] = {
+    {BY_DURATION, GREEDY, WIDE_FIRST, CHOOSE_ALIGN},
+    {BY_DURATION, GREEDY, WIDE_FIRST, CHOOSE_BEST_FIT},
+    {BY_SIZE, FILL_FAIR, WIDE_FIRST, CHOOSE_BEST_FIT},
+    {BY_SIZE, FILL_NODE, WIDE_FIRST, CHOOSE_BEST_FIT},
+    {BY_DENSITY, GREEDY, WIDE_FIRST, CHOOSE_BEST_FIT},
+    {BY_SIZE, GREEDY, WIDE_FIRST, CHOOSE_BEST_FIT},
+    {BY_DENSITY, GREEDY, WIDE_FIRST, CHOOSE_ALIGN},
+    {BY_SIZE, GREEDY, WIDE_FIRST, CHOOSE_ALIGN},
+    {BY_DENSITY, GREEDY, WIDE_LAST, CHOOSE_BEST_FIT},
+    {BY_DURATION, GREEDY, WIDE_IN_ORDER, CHOOSE_BEST_FIT},
+    {AS_GIVEN, GREEDY, WIDE_IN_ORDER, CHOOSE_ALIGN},
+};
+
+/* Run r: all[0..na) is every trial the run places, single[0..m) the
+ * single-GPU ones, wide[0..nw) the others (largest first); decisions in
+ * v->where and wide_out. Local search unless the answer reaches `bound`. */
+static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_t *single,
+                     size_t m, const size_t *wide, size_t nw, double bound, tp_assign_t *wide_out) {
+    for (size_t g = 0; g < v->G; g++) v->head[g] = NONE;
+    for (size_t j = 0; j < m; j++) v->where[single[j]] = NONE;
+    if (r->wide == WIDE_FIRST)
+        for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
+    if (r->build != GREEDY) {
+        fill_gpus(v, single, m, r->build == FILL_FAIR);
+    } else {
+        size_t *order = r->wide == WIDE_IN_ORDER ? all : single;
+        size_t k = r->wide == WIDE_IN_ORDER ? na : m;
+        sort_trials(v, order, k, r->order);
+        for (size_t j = 0; j < k; j++) {
+            size_t i = order[j];
+            if (v->t[i].gpus != 1) {
+                place_wide(v, i, &wide_out[i]);
+                continue;
+            }
+            size_t gi = choose(v, i, r->how, NONE);
+            if (gi != NONE) put(v, i, gi);
+        }
+    }
+    if (r->wide == WIDE_LAST)
+        for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
+    double dur;
+    if (placed_value(v, single, m, &dur) < bound) local_search(v, single, m, r->how);
+}
+
+/* An upper bound on the occupancy numerator (as placed_value counts it):
+ * what is in use, plus every open GPU filled to 1.0 or every trial on the
+ * slowest GPU, whichever is less. O(G + n). */
+static double upper_bound(const vp_t *v) {
+    double now = 0, room = 0, want = 0, slowest = INFINITY;
+    for (size_t g = 0; g < v->G; g++) {
+        size_t nd = v->node_of[g], lg = v->local_of[g];
+        double used = v->u->compute_used[g] < 1 ? v->u->compute_used[g] : 1;
+        now += used;
+        if (tp__place_gpu_open(v->c, v->u, nd, lg)) room += 1 - used;
+        double sp = v->c->nodes[nd].gpus[lg].speed > 0 ? v->c->nodes[nd].gpus[lg].speed : 1;
+        if (sp < slowest) slowest = sp;
+    }
+    for (size_t i = 0; i < v->n; i++)
+        if (v->t[i].gpus > 0 && v->t[i].gpus <= TP_PLACE_MAX_GPUS)
+            want += v->t[i].gpus * v->t[i].compute / slowest;
+    return now + (room < want ? room : want);
+}
+
 /* Large rounds: the size order through placer_fit's tree, best fit. */
 static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
-    sort_trials(v, single, m, 0);
+    sort_trials(v, single, m, BY_SIZE);
     tp__place_greedy_order(v->c, v->u, v->t, single, m, 1, out);
 }
 
@@ -426,36 +687,45 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         if (trials[i].gpus == 1) idx[m++] = i;
         else if (trials[i].gpus >= 0 && trials[i].gpus <= TP_PLACE_MAX_GPUS) wide[nw++] = i;
     }
-    sort_trials(&v, wide, nw, 0);
+    sort_trials(&v, wide, nw, BY_SIZE);
 
     if ((double)m * (double)v.G > VP_LARGE) {
         for (size_t j = 0; j < nw; j++) place_wide(&v, wide[j], &out[wide[j]]);
         place_large(&v, idx, m, out);
     } else if (m + nw) {
-        static const struct { int density, wide_first; choice_t how; } runs[] = {
-            {0, 1, CHOOSE_BEST_FIT}, {1, 1, CHOOSE_BEST_FIT}, {0, 1, CHOOSE_ALIGN},
-            {1, 1, CHOOSE_ALIGN},    {0, 0, CHOOSE_BEST_FIT}, {1, 0, CHOOSE_BEST_FIT}};
         tp_usage_t start, work;
         tp__usage_init(&start, c);
         tp__usage_init(&work, c);
         usage_copy(&start, u, c);
-        size_t *order = tp__xmalloc(n1 * sizeof *order);
+        size_t *all = tp__xmalloc(n1 * sizeof *all), na = 0;
         size_t *best_where = tp__xmalloc(n1 * sizeof *best_where);
         tp_assign_t *wide_out = tp__xcalloc(n1, sizeof *wide_out);
         tp_assign_t *best_wide = tp__xcalloc(n1, sizeof *best_wide);
-        double best_occ = -1, best_dur = -1;
-        for (size_t r = 0; r < TP_ARRAY_LEN(runs); r++) {
-            if (!runs[r].wide_first && !nw) continue; /* the same as its wide-first twin */
+        double best_occ = -1, best_dur = -1, best_crowd = INFINITY;
+        /* an answer this close to the bound is not worth more search */
+        double bound = upper_bound(&v) - 1e-4 * (double)v.G;
+        for (size_t r = 0; r < TP_ARRAY_LEN(runs) && best_occ < bound; r++) {
+            const run_spec_t *spec = &runs[r];
+            if (spec->wide != WIDE_FIRST && !nw) continue; /* the same as a wide-first run */
             usage_copy(&work, &start, c);
             v.u = &work;
-            memcpy(order, idx, m * sizeof *order);
-            sort_trials(&v, order, m, runs[r].density);
-            v.budget = 20000 + 200 * (long long)m + 20 * (long long)m * (long long)v.G;
-            run_once(&v, order, idx, m, wide, nw, runs[r].wide_first, runs[r].how, wide_out);
+            for (size_t j = 0; j < m; j++) v.where[idx[j]] = NONE;
+            na = 0;
+            for (size_t j = 0; j < m; j++) all[na++] = idx[j];
+            for (size_t j = 0; j < nw; j++) all[na++] = wide[j];
+            memset(wide_out, 0, n1 * sizeof *wide_out);
+            v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
+            run_once(&v, spec, all, na, idx, m, wide, nw, bound, wide_out);
             double dur, occ = placed_value(&v, idx, m, &dur);
             for (size_t j = 0; j < nw; j++)
                 if (wide_out[wide[j]].placed) dur += trials[wide[j]].duration_s;
-            if (occ > best_occ + 1e-9 || (occ > best_occ - 1e-9 && dur > best_dur)) {
+            double crowd = 0; /* sum over GPUs of trials^2: less is more spread */
+            for (size_t g = 0; g < v.G; g++) crowd += (double)work.count[g] * work.count[g];
+            double tie = VP_TIE * (double)v.G;
+            if (occ > best_occ + tie ||
+                (occ > best_occ - tie &&
+                 (dur > best_dur * (1 + 1e-9) || (dur >= best_dur * (1 - 1e-9) && crowd < best_crowd)))) {
+                best_crowd = crowd;
                 best_occ = occ;
                 best_dur = dur;
                 memcpy(best_where, v.where, n1 * sizeof *best_where);
@@ -474,7 +744,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                                    .gpu = {v.local_of[gi]}};
             tp__place_commit(c, u, &trials[i], &out[i]);
         }
-        free(order);
+        free(all);
         free(best_where);
         free(wide_out);
         free(best_wide);

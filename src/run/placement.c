@@ -407,6 +407,29 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     return placed;
 }
 
+/* `optimal` on one round; when a limit stopped it short of a proof, what it
+ * reached and its gap to the bound are logged and journaled (event
+ * `placement-gap`). */
+static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size_t m,
+                          tp_assign_t *out, const tp_place_effort_t *effort) {
+    tp_place_mip_info_t info;
+    tp_error_t err = {0};
+    double before = tp__occupancy(&r->pl.cluster, u);
+    if (tp__place_optimal(&r->pl.cluster, u, d, m, out, effort, &info, &err) != 0) {
+        tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
+        return;
+    }
+    if (info.proved_optimal) return;
+    char line[256], detail[320];
+    tp__place_mip_summary(&info, u, before, tp__occupancy(&r->pl.cluster, u), line, sizeof line);
+    snprintf(detail, sizeof detail, "optimal on a round of %zu trials: %s", m, line);
+    tp__log(TP_LOG_INFO, "%s", detail);
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "placement-gap", detail,
+                                   tp__wall_s()),
+                   "recording optimal's gap");
+}
+
 static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     for (size_t i = 0; i < n; i++) {
         memset(&batch[i]->where, 0, sizeof batch[i]->where);
@@ -452,9 +475,13 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
                 }
             free(shards);
         } else {
-            const tp_place_effort_t effort = {.time_limit_s = 10.0};
-            if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0)
+            const tp_place_effort_t effort = {
+                .time_limit_s = r->x.place_time_limit_s > 0 ? r->x.place_time_limit_s : 10.0};
+            if (r->pl.placer == tp__placer_find("optimal")) {
+                place_optimal(r, &u, d, m, out, &effort);
+            } else if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0) {
                 tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
+            }
         }
         tp__usage_free(&u);
     }

@@ -53,6 +53,38 @@ class PlaceCli(E2E):
         self.assertEqual(a["unplaced"], b["unplaced"])
         self.assertExit(self.place(inst, "--policy", "optimal", "--node-limit", "0"), 2)
 
+    def test_the_default_policy_is_vpack(self):
+        r = self.place(instance(20), "--json")
+        self.assertExit(r, 0)
+        self.assertEqual(json.loads(r.stdout)["policy"], "vpack")
+        self.assertNotIn("optimal", json.loads(r.stdout))
+
+    def test_optimal_says_it_proved_its_answer(self):
+        # three demand classes on 8 interchangeable GPUs: the pattern model proves it
+        inst = instance(0)
+        inst["trials"] = [{"id": "t%d" % i, "gpus": 1, "memory_mib": 2000,
+                           "compute": (0.5, 0.3, 0.2)[i % 3], "cpus": 1} for i in range(30)]
+        r = self.place(inst, "--policy", "optimal")
+        self.assertExit(r, 0)
+        self.assertRegex(r.stdout, r"optimal: proved optimal \(pattern model, \d+ variables")
+        d = json.loads(self.place(inst, "--policy", "optimal", "--json").stdout)
+        self.assertEqual(d["optimal"]["proved"], True)
+        self.assertEqual(d["optimal"]["stopped"], None)
+        self.assertEqual(d["optimal"]["gap_points"], 0)
+        self.assertEqual(d["occupancy"], 1)
+
+    def test_optimal_stopped_by_its_node_limit_gives_its_gap(self):
+        r = self.place(instance(40, seed=4), "--policy", "optimal", "--node-limit", "1", "--json")
+        self.assertExit(r, 0)
+        o = json.loads(r.stdout)["optimal"]
+        self.assertEqual((o["proved"], o["stopped"]), (False, "node limit"))
+        self.assertGreaterEqual(o["bound"], json.loads(r.stdout)["occupancy"])
+        self.assertAlmostEqual(o["gap_points"],
+                               100 * (o["bound"] - json.loads(r.stdout)["occupancy"]), places=6)
+        t = self.place(instance(40, seed=4), "--policy", "optimal", "--node-limit", "1")
+        self.assertRegex(t.stdout, r"optimal: stopped at its node limit: occupancy [\d.]+%, "
+                                   r"bound [\d.]+%, gap [\d.]+ points")
+
     def test_a_repeated_trial_id_is_named(self):
         inst = instance(50, ids=["a%d" % i for i in range(49)] + ["a7"])
         r = self.place(inst, "--json")

@@ -268,6 +268,15 @@ TP_TEST(test_optimal_with_a_node_limit_gives_the_same_answer_twice_and_says_it_s
             stopped++;
             TP_CHECK(!ia.proved_optimal);
             TP_CHECK(ia.nodes >= nodes.node_limit);
+            /* the gap: a bound no lower than the answer, said in the summary */
+            TP_CHECK(ia.bound < 0 || ia.bound >= ia.objective - 1e-9);
+            tp_usage_t u;
+            tp__usage_init(&u, &in.c);
+            char line[256];
+            tp__place_mip_summary(&ia, &u, 0, 0.5, line, sizeof line);
+            TP_CHECK_CONTAINS(line, "stopped at its node limit");
+            TP_CHECK_CONTAINS(line, ia.bound >= 0 ? "gap" : "no bound known");
+            tp__usage_free(&u);
         }
         tp__cluster_free(&in.c);
     }
@@ -423,6 +432,28 @@ static tp_cluster_t small_cluster(size_t nnodes, size_t ngpus, int cpus) {
     return c;
 }
 
+TP_TEST(test_optimal_proves_the_known_optimum_over_interchangeable_gpus) {
+    /* 4 interchangeable GPUs; 5 trials of 0.5, 4 of 0.3, 3 of 0.2: every GPU
+     * full (occupancy 1.0, the known optimum) as three {0.5, 0.3, 0.2} and
+     * one {0.5, 0.5} */
+    tp_cluster_t c = small_cluster(2, 2, 64);
+    tp_demand_t t[12];
+    static const double comp[3] = {0.5, 0.3, 0.2};
+    for (int i = 0; i < 12; i++) t[i] = (tp_demand_t){i, 1, 1000, comp[i % 3], 1, 10};
+    t[11].compute = 0.5;
+    tp_usage_t u;
+    tp__usage_init(&u, &c);
+    tp_assign_t out[12];
+    tp_place_mip_info_t info;
+    TP_CHECK_INT(tp__place_optimal(&c, &u, t, 12, out, NULL, &info, NULL), 0);
+    TP_CHECK(info.proved_optimal && info.model_patterns);
+    TP_CHECK_NEAR(info.bound, info.objective, 1e-9);
+    TP_CHECK_NEAR(tp__occupancy(&c, &u), 1.0, 1e-9);
+    TP_CHECK(violation(&c, t, 12, out) == NULL);
+    tp__usage_free(&u);
+    tp__cluster_free(&c);
+}
+
 TP_TEST(test_decreasing_variants_place_longest_trials_first) {
     tp_cluster_t c = small_cluster(1, 1, 64);
     /* one GPU fits two of these; the two longest must win */
@@ -513,7 +544,7 @@ TP_TEST(test_json_instance_parses_and_prints_the_decision) {
     tp_usage_t u;
     tp__usage_init(&u, &in.cluster);
     tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, NULL, &err);
-    char *json = tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5);
+    char *json = tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5, NULL, -1);
     TP_CHECK_CONTAINS(json, "{\"trial\": \"t0\", \"node\": \"n0\", \"gpus\": [\"gpu0\"]}");
     TP_CHECK_CONTAINS(json, "\"unplaced\": [7]");
     free(json);
