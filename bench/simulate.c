@@ -147,7 +147,7 @@ int main(int argc, char **argv) {
             printf("%-4s %-12s %-10s %9.1f %5.2fx %6.3f %5.1f%%   %s\n", rows[i].space,
                    rows[i].cluster, p < np ? pol : "wfd+os0.2", r.makespan_s / 60,
                    base.makespan_s / r.makespan_s, r.ratio, 100 * r.busy_share,
-                   p == 0 || p == np ? "" : p + 1 == np ? rows[i].published : "");
+                   p < np && strcmp(pol, "wfd") == 0 ? rows[i].published : "");
             if (p != 0) tp__sim_result_free(&r);
         }
         printf("%-4s %-12s %-10s %9.1f\n", rows[i].space, rows[i].cluster, "bound",

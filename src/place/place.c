@@ -57,6 +57,14 @@ void tp__usage_free(tp_usage_t *u) {
     memset(u, 0, sizeof *u);
 }
 
+void tp__usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_t *c) {
+    size_t g = src->ngpus ? src->ngpus : 1, nn = c->nnodes ? c->nnodes : 1;
+    memcpy(dst->mem_used, src->mem_used, g * sizeof *dst->mem_used);
+    memcpy(dst->compute_used, src->compute_used, g * sizeof *dst->compute_used);
+    memcpy(dst->count, src->count, g * sizeof *dst->count);
+    memcpy(dst->cpus_used, src->cpus_used, nn * sizeof *dst->cpus_used);
+}
+
 uint64_t tp__place_mem_free(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g) {
     uint64_t total = c->nodes[n].gpus[g].memory_mib, used = u->mem_used[u->gpu_base[n] + g];
     uint64_t reserve = c->limits.reserve_mib;

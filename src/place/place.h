@@ -103,6 +103,8 @@ void tp__cluster_free(tp_cluster_t *c);
 /* Usage arrays for c, all zero. Caller frees with tp__usage_free. */
 int tp__usage_init(tp_usage_t *u, const tp_cluster_t *c);
 void tp__usage_free(tp_usage_t *u);
+/* src's figures into dst, both from tp__usage_init for c. O(G + nodes). */
+void tp__usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_t *c);
 /* Whether trial d fits on GPU g of node n now (memory minus reserve,
  * compute capacity, count limit, and node CPUs). */
 int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu,

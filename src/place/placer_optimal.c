@@ -60,13 +60,10 @@ static double placed_share(const tp_cluster_t *c, const tp_usage_t *u) {
     return tp__occupancy(c, u) * (double)u->ngpus;
 }
 
+/* A new usage for c holding src's figures. Caller frees with tp__usage_free. */
 static void usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_t *c) {
     tp__usage_init(dst, c);
-    size_t g = src->ngpus ? src->ngpus : 1;
-    memcpy(dst->mem_used, src->mem_used, g * sizeof *dst->mem_used);
-    memcpy(dst->compute_used, src->compute_used, g * sizeof *dst->compute_used);
-    memcpy(dst->count, src->count, g * sizeof *dst->count);
-    memcpy(dst->cpus_used, src->cpus_used, (c->nnodes ? c->nnodes : 1) * sizeof *dst->cpus_used);
+    tp__usage_copy(dst, src, c);
 }
 
 /* Place trials[i] for i in idx[0..k) with vpack on u; out indexed by trial. */
@@ -133,6 +130,8 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         return 0;
     }
     size_t G = u->ngpus;
+    tp_usage_t u0; /* the usage before the round, for the comparison with vpack */
+    usage_copy(&u0, u, c);
     size_t *gnode = tp__xmalloc((G ? G : 1) * sizeof *gnode);
     for (size_t nd = 0; nd < c->nnodes; nd++)
         for (size_t g = 0; g < c->nodes[nd].ngpus; g++) gnode[u->gpu_base[nd] + g] = nd;
@@ -334,11 +333,25 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
             out[t] = chosen[t];
             tp__place_commit(c, u, &trials[t], &out[t]);
         }
-    /* the rest (multi-GPU, CPU-only, single-GPU left out) by wfd */
+    /* the rest (multi-GPU, CPU-only, single-GPU left out) by vpack */
     size_t nrest = 0;
     for (size_t t = 0; t < n; t++)
         if (!out[t].placed) single[nrest++] = t;
     floor_subset(c, u, trials, single, nrest, out);
+    /* never worse than vpack on the whole round (multi-GPU trials included) */
+    tp_usage_t uv;
+    usage_copy(&uv, &u0, c);
+    tp_assign_t *vout = tp__xcalloc(n ? n : 1, sizeof *vout);
+    tp__placer_vpack.place(c, &uv, trials, n, vout, NULL, NULL);
+    if (placed_share(c, &uv) > placed_share(c, u) + 1e-12) {
+        memcpy(out, vout, n * sizeof *out);
+        tp__usage_copy(u, &uv, c);
+        inf.used_vpack = 1;
+        inf.proved_optimal = 0;
+    }
+    free(vout);
+    tp__usage_free(&uv);
+    tp__usage_free(&u0);
 
     free(xval);
     free(mip_out);

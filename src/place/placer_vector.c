@@ -422,13 +422,6 @@ static void local_search(vp_t *v, size_t *single, size_t m, choice_t how) {
 
 /* ---- one portfolio run and the whole policy -------------------------------- */
 
-static void usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_t *c) {
-    size_t g = src->ngpus ? src->ngpus : 1, nn = c->nnodes ? c->nnodes : 1;
-    memcpy(dst->mem_used, src->mem_used, g * sizeof *dst->mem_used);
-    memcpy(dst->compute_used, src->compute_used, g * sizeof *dst->compute_used);
-    memcpy(dst->count, src->count, g * sizeof *dst->count);
-    memcpy(dst->cpus_used, src->cpus_used, nn * sizeof *dst->cpus_used);
-}
 
 /* ---- fill: GPU by GPU, each with the subset that adds the most ----------- */
 
@@ -696,7 +689,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         tp_usage_t start, work;
         tp__usage_init(&start, c);
         tp__usage_init(&work, c);
-        usage_copy(&start, u, c);
+        tp__usage_copy(&start, u, c);
         size_t *all = tp__xmalloc(n1 * sizeof *all), na = 0;
         size_t *best_where = tp__xmalloc(n1 * sizeof *best_where);
         tp_assign_t *wide_out = tp__xcalloc(n1, sizeof *wide_out);
@@ -707,7 +700,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         for (size_t r = 0; r < TP_ARRAY_LEN(runs) && best_occ < bound; r++) {
             const run_spec_t *spec = &runs[r];
             if (spec->wide != WIDE_FIRST && !nw) continue; /* the same as a wide-first run */
-            usage_copy(&work, &start, c);
+            tp__usage_copy(&work, &start, c);
             v.u = &work;
             for (size_t j = 0; j < m; j++) v.where[idx[j]] = NONE;
             na = 0;
