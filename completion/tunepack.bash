@@ -2,19 +2,20 @@
 # lists them), files for FILE, directories for DIR, policy names for --policy.
 # Installed as share/bash-completion/completions/tunepack.
 
-_tunepack_verbs="run status trials best export stop gpus place simulate plan nodes"
+_tunepack_verbs="run status trials best export stop gpus place simulate plan nodes dashboard"
 _tunepack_policies="vpack one-per-gpu ff ffd bf bfd wf wfd optimal"
 
 # The options of a verb, one table for all of them.
 _tunepack_options() {
     case $1 in
-        run) echo "--dir --fork --cluster --plain --quiet --dry-run --show --help" ;;
+        run) echo "--dir --fork --cluster --dashboard --plain --quiet --dry-run --show --help" ;;
         status | gpus) echo "--json --help" ;;
         trials) echo "--json --sort --help" ;;
         best) echo "--json --top --help" ;;
         export) echo "--format --help" ;;
         stop) echo "--no-wait --help" ;;
         nodes) echo "--json --help" ;;
+        dashboard) echo "--listen --help" ;;
         place) echo "--json --policy --time-limit --node-limit --timings --help" ;;
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
@@ -57,7 +58,7 @@ _tunepack() {
         --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
-            --deadline | --max-gpus | --time-limit | --node-limit)
+            --deadline | --max-gpus | --time-limit | --node-limit | --listen)
             return 0 ;;
     esac
 
@@ -69,7 +70,7 @@ _tunepack() {
     # the positional argument: FILE or DIR
     case $verb in
         run | place | simulate | plan) _tunepack_paths -f "$cur" ;;
-        status | trials | best | export | stop | gpus | nodes) _tunepack_paths -d "$cur" ;;
+        status | trials | best | export | stop | gpus | nodes | dashboard) _tunepack_paths -d "$cur" ;;
     esac
     return 0
 }

@@ -18,7 +18,7 @@ typedef struct tp_cmd {
 
 extern const tp_cmd_t tp__cmd_run, tp__cmd_status, tp__cmd_trials, tp__cmd_best, tp__cmd_export,
     tp__cmd_stop, tp__cmd_agent, tp__cmd_gpus, tp__cmd_place;
-extern const tp_cmd_t tp__cmd_simulate, tp__cmd_plan, tp__cmd_nodes;
+extern const tp_cmd_t tp__cmd_simulate, tp__cmd_plan, tp__cmd_nodes, tp__cmd_dashboard;
 
 /* One option of a verb: a switch (`set` non-NULL) or an option taking a
  * value (`value` non-NULL), as `--name VALUE` or `--name=VALUE`. */

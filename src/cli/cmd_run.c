@@ -1,16 +1,38 @@
 /* tunepack run FILE [--dir DIR] */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "run/run.h"
+#include "web/web.h"
+
+/* `tunepack dashboard` beside the run, on the run's directory (or every one
+ * under ./runs when the run picks its own); it ends when the run does, or
+ * when the run's process dies. Returns its pid, or -1. */
+static pid_t start_dashboard(const char *listen, const char *dir) {
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = 0;
+    pid_t parent = getpid(), pid = fork();
+    if (pid != 0) return pid;
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(0);
+    char *argv[] = {exe, "dashboard", "--beside-run", "--listen", (char *)listen,
+                    (char *)dir, NULL};
+    execv(exe, argv);
+    _exit(127);
+}
 
 static int run_main(int argc, char **argv) {
     tp_run_opts_t o = {.live = isatty(STDOUT_FILENO)};
-    int plain = 0, dry = 0;
-    const char *show = NULL;
+    int plain = 0, dry = 0, dashboard = 0;
+    const char *show = NULL, *dashboard_at = NULL;
     const tp_cli_opt_t opts[] = {
         {"--dir", NULL, &o.dir},
         {"--dry-run", &dry, NULL},
@@ -19,6 +41,8 @@ static int run_main(int argc, char **argv) {
         {"--plain", &plain, NULL},
         {"--quiet", &o.quiet, NULL},
         {"--cluster", NULL, &o.cluster},
+        {"--dashboard", &dashboard, NULL},
+        {"--dashboard", NULL, &dashboard_at},
     };
     int rc = tp__cli_parse(&tp__cmd_run, argc, argv, opts, TP_ARRAY_LEN(opts), &o.file);
     if (rc != TP_CLI_PARSED) return rc;
@@ -27,14 +51,23 @@ static int run_main(int argc, char **argv) {
     long n = 5;
     if (show && (rc = tp__cli_count(&tp__cmd_run, "--show", show, &n)) != TP_CLI_PARSED) return rc;
     if (dry || show) return tp__run_dry(&o, (int)n);
-    return tp__run_experiment(&o);
+    pid_t web = dashboard || dashboard_at
+                    ? start_dashboard(dashboard_at ? dashboard_at : TP_WEB_DEFAULT_LISTEN, o.dir)
+                    : -1;
+    rc = tp__run_experiment(&o);
+    if (web > 0) {
+        kill(web, SIGTERM);
+        waitpid(web, NULL, 0);
+    }
+    return rc;
 }
 
 const tp_cmd_t tp__cmd_run = {
     .name = "run",
     .summary = "run an experiment, or resume it where it stopped",
     .usage =
-        "usage: tunepack run FILE [--dir DIR] [--fork OLD] [--cluster WHERE] [--plain] [--quiet]\n"
+        "usage: tunepack run FILE [--dir DIR] [--fork OLD] [--cluster WHERE]\n"
+        "                        [--dashboard[=HOST:PORT]] [--plain] [--quiet]\n"
         "       tunepack run FILE --dry-run [--show N]\n\n"
         "Runs the experiment described by FILE (YAML) to its end. Every event is journaled in\n"
         "DIR/tunepack.db; if the run is stopped or killed, the same command resumes it: finished\n"
@@ -47,6 +80,9 @@ const tp_cmd_t tp__cmd_run = {
         "  --cluster WHERE\n"
         "              where trials run, instead of the file's cluster: local, slurm (the\n"
         "              nodes of the Slurm allocation it runs in) or ssh:HOST[,HOST...]\n"
+        "  --dashboard[=HOST:PORT]\n"
+        "              serve the web dashboard of this run while it runs (default\n"
+        "              127.0.0.1:8080; see `tunepack dashboard --help`)\n"
         "  --plain     log lines instead of the live view, even on a terminal\n"
         "  --quiet     no progress output\n"
         "  --dry-run   run nothing: report every mistake in FILE at once (file:line:col),\n"

@@ -262,6 +262,8 @@ static int migrate(tp_store_t *s, tp_error_t *err) {
     return 0;
 }
 
+struct sqlite3 *tp__store_sqlite(tp_store_t *s) { return s->db; }
+
 int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err) {
     char path[4096];
     *out = NULL;

@@ -28,6 +28,10 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
  * the file is damaged, ...). Writes return these codes. */
 const char *tp__store_strerror(int rc);
 void tp__store_close(tp_store_t *s);
+/* The connection itself, for read-only views that run their own queries
+ * (the dashboard, src/web/query.c); valid until tp__store_close. */
+struct sqlite3;
+struct sqlite3 *tp__store_sqlite(tp_store_t *s);
 
 /* Transactions: the orchestrator groups a loop turn's writes in one. */
 int tp__store_begin(tp_store_t *s);

@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Dashboard benchmark (issue 13); prints its figures, asserts nothing.
+
+  python3 bench/dashboard.py [BUILD_DIR]      (default: build)
+
+1. scale: a real store of 10,000 trials and 1,000,000 metric rows (10,000 runs of
+   bench/report_flood writing 100 lines each), served by `tunepack dashboard`: for every API
+   route and chart, the time of the first (cold) request, the median of five, and the size of
+   the answer; then each page's first render in headless Chromium, from navigation to its
+   content on screen (targets: under 1 s, JSON under 500 KB).
+2. the writer: one trial writing 1,000,000 report lines, ingested alone and while a client asks
+   the dashboard for every route of that experiment ten times a second (ten times what an open
+   page asks): lines per second both ways.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+BIN = os.path.join(BUILD, "tunepack")
+FLOOD = os.path.join(BUILD, "bench", "report_flood")
+sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
+sys.dont_write_bytecode = True
+from browser import Browser  # noqa: E402
+
+ROUTES = ["api/experiments", "api/e/0/summary", "api/e/0/trials",
+          "api/e/0/trials?sort=value&desc=1", "api/e/0/trials?q=hidden%22%3A%2064&state=completed",
+          "api/e/0/trial/5000", "api/e/0/log/5000?stream=stdout", "api/e/0/nodes",
+          "api/e/0/importance", "api/e/0/history.svg", "api/e/0/curves.svg",
+          "api/e/0/parcoords.svg", "api/e/0/importance.svg", "api/e/0/packing.svg"]
+PAGES = [("experiments", "", "#experiments td"), ("trials", "#/e/0/trials", "#trials tr[data-trial-id]"),
+         ("trial", "#/e/0/trial/5000", "#curve tr + tr"), ("history", "#/e/0/history", "#chart svg"),
+         ("curves", "#/e/0/curves", "#chart svg"), ("parallel", "#/e/0/parallel", "#chart svg"),
+         ("importance", "#/e/0/importance", "#chart svg"), ("packing", "#/e/0/packing", "#chart svg"),
+         ("nodes", "#/e/0/nodes", "#gpus")]
+
+
+def run(tmp, name, body):
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(body)
+    d = os.path.join(tmp, name)
+    t0 = time.monotonic()
+    subprocess.run([BIN, "run", path, "--dir", d, "--quiet"], cwd=tmp, check=False)
+    return d, time.monotonic() - t0
+
+
+def serve(dirs):
+    ready = tempfile.mktemp()
+    p = subprocess.Popen([BIN, "dashboard", *dirs, "--listen", "127.0.0.1:0",
+                          "--ready-file=" + ready], stdout=subprocess.DEVNULL)
+    while not os.path.exists(ready):
+        time.sleep(0.05)
+    time.sleep(0.1)
+    with open(ready) as f:
+        return p, f.read().strip()
+
+
+def fetch(url):
+    t0 = time.monotonic()
+    with urllib.request.urlopen(url, timeout=60) as r:
+        body = r.read()
+    return time.monotonic() - t0, len(body)
+
+
+def scale(tmp):
+    d, wall = run(tmp, "big", f"""name: big
+command: [{FLOOD}, "100", "{{x}}"]
+metric: {{name: acc, mode: max}}
+space:
+  x: {{uniform: [0, 1]}}
+  lr: {{loguniform: [1.0e-5, 1.0]}}
+  hidden: {{choice: [16, 32, 64, 128]}}
+search: {{algorithm: random, trials: 10000, seed: 1}}
+concurrency: 16
+""")
+    print(f"store: 10,000 trials x 100 report lines written by a real run in {wall:.0f} s; "
+          f"{os.path.getsize(os.path.join(d, 'tunepack.db')) / 1e6:.0f} MB")
+    p, url = serve([d])
+    try:
+        print(f"{'route':55s} {'first':>8s} {'median':>8s} {'size':>9s}")
+        for r in ROUTES:
+            first, size = fetch(url + r)
+            med = statistics.median(fetch(url + r)[0] for _ in range(5))
+            kind = "JSON" if not r.split("?")[0].endswith(".svg") else "SVG"
+            print(f"{r:55s} {first * 1000:6.0f}ms {med * 1000:6.0f}ms {size / 1000:7.1f}KB {kind}")
+        with Browser() as b:
+            b.goto(url + "#/")  # the browser's own start-up is not the page's
+            b.wait_for("document.body.dataset.loaded")
+            print(f"{'page (first render in Chromium)':55s} {'time':>8s}")
+            for name, frag, ready in PAGES:
+                b.goto("about:blank")
+                t0 = time.monotonic()
+                b.goto(url + frag)
+                b.wait_for("document.querySelector('%s')" % ready, timeout=60)
+                print(f"{name:55s} {(time.monotonic() - t0) * 1000:6.0f}ms")
+    finally:
+        p.terminate()
+        p.wait()
+
+
+def ingest(tmp, with_dashboard):
+    name = "flood_dash" if with_dashboard else "flood"
+    d = os.path.join(tmp, name)
+    stop = threading.Event()
+    asked = [0]
+    poller = None
+    server = None
+    if with_dashboard:
+        # The dashboard serves every experiment under ./runs, so it sees this one appear.
+        os.makedirs(os.path.join(tmp, "runs"), exist_ok=True)
+        d = os.path.join(tmp, "runs", name)
+        server, url = serve([])
+
+        def poll():
+            while not stop.is_set():
+                for r in ROUTES:
+                    try:
+                        fetch(url + r.replace("5000", "0"))
+                        asked[0] += 1
+                    except Exception:
+                        pass
+                time.sleep(0.1)
+        poller = threading.Thread(target=poll)
+        poller.start()
+    body = f"""name: {name}
+command: [{FLOOD}, "1000000"]
+metric: {{name: acc, mode: max}}
+search: {{algorithm: random, trials: 1, seed: 1}}
+"""
+    path = os.path.join(tmp, name + ".yaml")
+    with open(path, "w") as f:
+        f.write(body)
+    t0 = time.monotonic()
+    subprocess.run([BIN, "run", path, "--dir", d, "--quiet"], cwd=tmp)
+    wall = time.monotonic() - t0
+    stop.set()
+    if poller:
+        poller.join()
+        server.terminate()
+        server.wait()
+    import sqlite3
+    db = sqlite3.connect(f"file:{d}/tunepack.db?mode=ro", uri=True)
+    rows = db.execute("select count(*) from metrics").fetchone()[0]
+    start, end = db.execute("select started_at, ended_at from trials").fetchone()
+    print(f"ingest {'with dashboard polled' if with_dashboard else 'alone':22s}: {rows} rows in "
+          f"{end - start:.2f} s = {rows / (end - start):,.0f} lines/s (whole run {wall:.2f} s)"
+          + (f"; {asked[0]} dashboard answers meanwhile" if with_dashboard else ""))
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"tunepack dashboard benchmark ({BIN})")
+        scale(tmp)
+        for with_dashboard in (False, True, False, True):
+            ingest(tmp, with_dashboard)
+            subprocess.run(["rm", "-rf", os.path.join(tmp, "flood"), os.path.join(tmp, "runs")])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+/* chart: SVG 1.1 charts written into a buffer, shared by the simulator's
+ * plan (`simulate --svg`) and the dashboard's live pages, so that a simulated
+ * plan and a real run look alike and can be compared side by side.
+ *
+ * Every text that reaches the SVG is XML-escaped here; callers pass plain
+ * strings. Nothing is fetched or scripted: tooltips are <title> elements. */
+#ifndef TP_CHART_H
+#define TP_CHART_H
+
+#include <stddef.h>
+
+#include "util/util.h"
+
+/* Tableau 10: distinct, print-safe. Colour i is tp__chart_colour(i). */
+const char *tp__chart_colour(size_t i);
+/* Append s to out with &, <, >, " escaped and control bytes dropped. */
+void tp__chart_xml(tp_buf_t *out, const char *s);
+
+/* ---- Gantt: one band per GPU, co-located trials in sub-lanes ----------- */
+typedef struct tp_gantt_bar {
+    size_t band;          /* row: a GPU */
+    unsigned lane;        /* sub-lane inside the band */
+    double start, end;    /* seconds from the chart's origin */
+    size_t colour;        /* index into the legend (and the palette) */
+    const char *title;    /* tooltip, or NULL */
+} tp_gantt_bar_t;
+
+/* A band's use over time as steps: from at[i] on, memory and compute are
+ * mem[i] and compute[i] (shares of the band's capacity; compute may pass 1). */
+typedef struct tp_gantt_use {
+    size_t n;
+    const double *at, *mem, *compute;
+} tp_gantt_use_t;
+
+typedef struct tp_gantt {
+    const char *title;            /* first line */
+    const char *subtitle;         /* second line (figures), or NULL */
+    size_t nbands;
+    const char *const *band_label; /* nbands labels ("node/gpu0 A100") */
+    const tp_gantt_bar_t *bars;
+    size_t nbars;
+    double span;                  /* the time axis: 0 .. span seconds */
+    const char *const *legend;    /* legend[c] names colour c */
+    size_t nlegend;
+    const tp_gantt_use_t *use;    /* NULL, or nbands strips of memory/compute in use */
+    size_t max_bands;             /* bands drawn at most (0: all); the title says when cut */
+} tp_gantt_t;
+
+/* The chart as one SVG document. O(bars + bands). */
+void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g);
+
+/* ---- x/y plots: dots, lines and steps ------------------------------------ */
+enum { TP_SERIES_DOTS, TP_SERIES_LINE, TP_SERIES_STEPS };
+
+typedef struct tp_series {
+    const char *name;      /* legend text and tooltip prefix, or NULL */
+    int style;             /* TP_SERIES_* */
+    size_t colour;         /* palette index */
+    size_t n;
+    const double *x, *y;   /* n points; non-finite y values are skipped */
+} tp_series_t;
+
+typedef struct tp_xy {
+    const char *title, *subtitle;
+    const char *xlabel, *ylabel;
+    const tp_series_t *series;
+    size_t nseries;
+    const double *vlines;  /* vertical marks (rung budgets), or NULL */
+    size_t nvlines;
+    int legend;            /* draw a legend of the named series */
+} tp_xy_t;
+
+/* The plot as one SVG document; axes fit the finite data. O(points). */
+void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p);
+
+/* ---- parallel coordinates ------------------------------------------------- */
+typedef struct tp_parcoords {
+    const char *title, *subtitle;
+    size_t naxes;
+    const char *const *axis;       /* naxes names; the last is the objective */
+    const char *const *const *ticks; /* per axis: NULL (numeric) or category labels */
+    const size_t *nticks;          /* per axis: number of category labels */
+    size_t nlines;
+    const double *v;               /* nlines x naxes values, each scaled to [0, 1]; NaN: absent */
+    const double *shade;           /* per line, 0 (worst) .. 1 (best): its colour */
+    const double *lo, *hi;         /* per axis: the numeric range shown at its ends */
+} tp_parcoords_t;
+void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p);
+
+/* ---- horizontal bars ------------------------------------------------------- */
+typedef struct tp_hbars {
+    const char *title, *subtitle;
+    size_t n;
+    const char *const *label;
+    const double *value;           /* 0 .. 1 */
+} tp_hbars_t;
+void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p);
+
+#endif

@@ -1,0 +1,14 @@
+/* chart internals: the pieces every chart of the module draws alike. */
+#ifndef TP_CHART_INTERNAL_H
+#define TP_CHART_INTERNAL_H
+
+#include "util/util.h"
+
+/* A tick step of 1, 2 or 5 times a power of ten giving at most ~10 ticks. */
+double tp__chart_tick_step(double span);
+/* <svg ...> with a white background. */
+void tp__chart_open(tp_buf_t *out, double width, double height);
+/* The bold title and the grey subtitle (NULL: none) at x = left. */
+void tp__chart_titles(tp_buf_t *out, double left, const char *title, const char *subtitle);
+
+#endif

@@ -1,0 +1,202 @@
+/* plot: x/y charts (dots, lines, steps), parallel coordinates and
+ * horizontal bars, in the Gantt chart's style. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "chart/chart.h"
+#include "chart/chart_internal.h"
+
+/* A finite [lo, hi] that covers the data, widened when flat. */
+static void fit_range(double *lo, double *hi) {
+    if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
+    if (*hi - *lo < 1e-12) {
+        double pad = fabs(*lo) > 1e-12 ? fabs(*lo) * 0.05 : 0.5;
+        *lo -= pad;
+        *hi += pad;
+    }
+}
+
+/* Axis tick labels: %g with few digits. */
+static void tick_text(tp_buf_t *out, double v) {
+    char t[32];
+    snprintf(t, sizeof t, "%.4g", fabs(v) < 1e-12 ? 0.0 : v);
+    tp__buf_puts(out, t);
+}
+
+void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
+    const double left = 70, right = 30, top = 56, plot_w = 820, plot_h = 300;
+    double xlo = INFINITY, xhi = -INFINITY, ylo = INFINITY, yhi = -INFINITY;
+    size_t named = 0;
+    for (size_t s = 0; s < p->nseries; s++) {
+        const tp_series_t *se = &p->series[s];
+        named += se->name != NULL;
+        for (size_t i = 0; i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
+            xlo = fmin(xlo, se->x[i]), xhi = fmax(xhi, se->x[i]);
+            ylo = fmin(ylo, se->y[i]), yhi = fmax(yhi, se->y[i]);
+        }
+    }
+    for (size_t i = 0; i < p->nvlines; i++)
+        if (isfinite(p->vlines[i])) xlo = fmin(xlo, p->vlines[i]), xhi = fmax(xhi, p->vlines[i]);
+    fit_range(&xlo, &xhi);
+    fit_range(&ylo, &yhi);
+    double legend_h = p->legend && named ? 22.0 * (double)((named + 3) / 4) : 0;
+    double width = left + plot_w + right, height = top + plot_h + 44 + legend_h + 6;
+    tp__chart_open(out, width, height);
+    tp__chart_titles(out, left, p->title, p->subtitle);
+#define PX(v) (left + plot_w * ((v) - xlo) / (xhi - xlo))
+#define PY(v) (top + plot_h - plot_h * ((v) - ylo) / (yhi - ylo))
+    double xs = tp__chart_tick_step(xhi - xlo), ys = tp__chart_tick_step(yhi - ylo);
+    tp__buf_puts(out, "<g stroke=\"#ddd\" stroke-width=\"1\">\n");
+    for (double v = ceil(xlo / xs) * xs; v <= xhi + 1e-9 * xs; v += xs)
+        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PX(v), top,
+                       PX(v), top + plot_h);
+    for (double v = ceil(ylo / ys) * ys; v <= yhi + 1e-9 * ys; v += ys)
+        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left, PY(v),
+                       left + plot_w, PY(v));
+    tp__buf_puts(out, "</g>\n<g fill=\"#222\" text-anchor=\"middle\">\n");
+    for (double v = ceil(xlo / xs) * xs; v <= xhi + 1e-9 * xs; v += xs) {
+        tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", PX(v), top + plot_h + 14);
+        tick_text(out, v);
+        tp__buf_puts(out, "</text>\n");
+    }
+    tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", left + plot_w / 2, top + plot_h + 32);
+    tp__chart_xml(out, p->xlabel);
+    tp__buf_puts(out, "</text>\n</g>\n<g fill=\"#222\" text-anchor=\"end\">\n");
+    for (double v = ceil(ylo / ys) * ys; v <= yhi + 1e-9 * ys; v += ys) {
+        tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", left - 6, PY(v) + 4);
+        tick_text(out, v);
+        tp__buf_puts(out, "</text>\n");
+    }
+    tp__buf_printf(out, "</g>\n<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
+                        "text-anchor=\"middle\" fill=\"#222\">",
+                   top + plot_h / 2, top + plot_h / 2);
+    tp__chart_xml(out, p->ylabel);
+    tp__buf_puts(out, "</text>\n");
+    for (size_t i = 0; i < p->nvlines; i++)
+        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
+                            "stroke-dasharray=\"4 3\"/>\n",
+                       PX(p->vlines[i]), top, PX(p->vlines[i]), top + plot_h);
+    for (size_t s = 0; s < p->nseries; s++) {
+        const tp_series_t *se = &p->series[s];
+        const char *c = tp__chart_colour(se->colour);
+        if (se->style == TP_SERIES_DOTS) {
+            tp__buf_printf(out, "<g fill=\"%s\" fill-opacity=\"0.75\">\n", c);
+            for (size_t i = 0; i < se->n; i++)
+                if (isfinite(se->x[i]) && isfinite(se->y[i]))
+                    tp__buf_printf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\"/>\n",
+                                   PX(se->x[i]), PY(se->y[i]));
+            tp__buf_puts(out, "</g>\n");
+            continue;
+        }
+        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", c);
+        double last_y = NAN;
+        for (size_t i = 0; i < se->n; i++) {
+            if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
+            if (se->style == TP_SERIES_STEPS && isfinite(last_y))
+                tp__buf_printf(out, "%.1f,%.1f ", PX(se->x[i]), PY(last_y));
+            tp__buf_printf(out, "%.1f,%.1f ", PX(se->x[i]), PY(se->y[i]));
+            last_y = se->y[i];
+        }
+        tp__buf_puts(out, "\">");
+        if (se->name) {
+            tp__buf_puts(out, "<title>");
+            tp__chart_xml(out, se->name);
+            tp__buf_puts(out, "</title>");
+        }
+        tp__buf_puts(out, "</polyline>\n");
+    }
+    tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+                        "stroke=\"#222\"/>\n",
+                   left, top, plot_w, plot_h);
+    if (p->legend) {
+        size_t k = 0;
+        for (size_t s = 0; s < p->nseries; s++) {
+            if (!p->series[s].name) continue;
+            double lx = left + 205.0 * (double)(k % 4), ly = top + plot_h + 44 + 22.0 * (double)(k / 4);
+            tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"%s\"/>"
+                                "<text x=\"%.1f\" y=\"%.1f\" fill=\"#222\">",
+                           lx, ly, tp__chart_colour(p->series[s].colour), lx + 20, ly + 10);
+            tp__chart_xml(out, p->series[s].name);
+            tp__buf_puts(out, "</text>\n");
+            k++;
+        }
+    }
+#undef PX
+#undef PY
+    tp__buf_puts(out, "</svg>\n");
+}
+
+/* From red (0, worst) through yellow to green (1, best). */
+static void shade_colour(double s, char out[8]) {
+    s = s < 0 ? 0 : s > 1 ? 1 : s;
+    int r = s < 0.5 ? 220 : (int)(220 - (s - 0.5) * 2 * 170);
+    int g = s < 0.5 ? (int)(60 + s * 2 * 140) : 200;
+    snprintf(out, 8, "#%02x%02x%02x", r, g, 60);
+}
+
+void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
+    const double left = 60, right = 60, top = 80, plot_h = 300;
+    double gap = p->naxes > 1 ? 820.0 / (double)(p->naxes - 1) : 0;
+    double width = left + gap * (double)(p->naxes > 1 ? p->naxes - 1 : 0) + right;
+    if (width < 500) width = 500;
+    double height = top + plot_h + 40;
+    tp__chart_open(out, width, height);
+    tp__chart_titles(out, left, p->title, p->subtitle);
+    for (size_t l = 0; l < p->nlines; l++) {
+        char c[8];
+        shade_colour(p->shade[l], c);
+        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" points=\"", c);
+        for (size_t a = 0; a < p->naxes; a++) {
+            double v = p->v[l * p->naxes + a];
+            if (isfinite(v))
+                tp__buf_printf(out, "%.1f,%.1f ", left + gap * (double)a, top + plot_h - v * plot_h);
+        }
+        tp__buf_puts(out, "\"/>\n");
+    }
+    tp__buf_puts(out, "<g fill=\"#222\" text-anchor=\"middle\">\n");
+    for (size_t a = 0; a < p->naxes; a++) {
+        double x = left + gap * (double)a;
+        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
+                       x, top, x, top + plot_h);
+        tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">", x, top - 20);
+        tp__chart_xml(out, p->axis[a]);
+        tp__buf_puts(out, "</text>\n");
+        if (p->ticks && p->ticks[a]) {
+            size_t n = p->nticks[a];
+            for (size_t k = 0; k < n; k++) {
+                double y = top + plot_h - (n > 1 ? (double)k / (double)(n - 1) : 0.5) * plot_h;
+                tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">", x + 4, y + 4);
+                tp__chart_xml(out, p->ticks[a][k]);
+                tp__buf_puts(out, "</text>\n");
+            }
+        } else {
+            tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", x, top + plot_h + 14);
+            tick_text(out, p->lo[a]);
+            tp__buf_printf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\">", x, top - 6);
+            tick_text(out, p->hi[a]);
+            tp__buf_puts(out, "</text>\n");
+        }
+    }
+    tp__buf_puts(out, "</g>\n</svg>\n");
+}
+
+void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p) {
+    const double left = 180, top = 56, bar_h = 18, plot_w = 600;
+    double height = top + bar_h * (double)p->n + 40;
+    tp__chart_open(out, left + plot_w + 80, height);
+    tp__chart_titles(out, 20, p->title, p->subtitle);
+    for (size_t i = 0; i < p->n; i++) {
+        double v = p->value[i] < 0 ? 0 : p->value[i] > 1 ? 1 : p->value[i];
+        double y = top + bar_h * (double)i;
+        tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#222\">",
+                       left - 8, y + 13);
+        tp__chart_xml(out, p->label[i]);
+        tp__buf_printf(out, "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                            "fill=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"#222\">%.3f</text>\n",
+                       left, y + 2, plot_w * v, bar_h - 4, tp__chart_colour(0),
+                       left + plot_w * v + 6, y + 13, p->value[i]);
+    }
+    tp__buf_puts(out, "</svg>\n");
+}

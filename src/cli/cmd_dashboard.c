@@ -1,0 +1,88 @@
+/* tunepack dashboard [DIR ...] [--listen HOST:PORT] */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+#include "web/web.h"
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int sig) {
+    (void)sig;
+    stop_requested = 1;
+}
+
+static int dashboard_main(int argc, char **argv) {
+    tp_web_opts_t o = {.listen = NULL};
+    const char **dirs = tp__xcalloc((size_t)argc + 1, sizeof *dirs);
+    size_t ndirs = 0;
+    int beside_run = 0; /* started by `run --dashboard`: the store may not exist yet */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(tp__cmd_dashboard.usage, stdout);
+            free(dirs);
+            return TP_EXIT_OK;
+        }
+        if (strncmp(a, "--listen=", 9) == 0) {
+            o.listen = a + 9;
+        } else if (strcmp(a, "--listen") == 0 && i + 1 < argc) {
+            o.listen = argv[++i];
+        } else if (strcmp(a, "--beside-run") == 0) {
+            beside_run = 1;
+        } else if (strncmp(a, "--ready-file=", 13) == 0) {
+            o.ready_file = a + 13;
+        } else if (a[0] == '-') {
+            free(dirs);
+            return tp__cli_usage_error(&tp__cmd_dashboard, "unknown option \"%s\"%s", a,
+                                       strcmp(a, "--listen") == 0 ? " (it needs HOST:PORT)" : "");
+        } else {
+            dirs[ndirs++] = a;
+        }
+    }
+    /* Each directory named must hold an experiment now: a typo is said at once. */
+    for (size_t i = 0; i < ndirs && !beside_run; i++) {
+        tp_store_t *s = NULL;
+        tp_error_t err = {0};
+        if (tp__store_open(dirs[i], TP_STORE_READONLY, &s, &err) != 0) {
+            fprintf(stderr, "tunepack dashboard: %s\n", err.msg);
+            free(dirs);
+            return TP_EXIT_STORE;
+        }
+        tp__store_close(s);
+    }
+    o.dirs = dirs;
+    o.ndirs = ndirs;
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    tp_error_t err = {0};
+    int rc = tp__web_serve(&o, &stop_requested, &err);
+    free(dirs);
+    if (rc) {
+        fprintf(stderr, "tunepack dashboard: %s\n", err.msg);
+        return TP_EXIT_USAGE;
+    }
+    return TP_EXIT_OK;
+}
+
+const tp_cmd_t tp__cmd_dashboard = {
+    .name = "dashboard",
+    .summary = "a live web dashboard over one or more experiments (read-only)",
+    .usage = "usage: tunepack dashboard [DIR ...] [--listen HOST:PORT]\n\n"
+             "Serves a web dashboard of the experiments in the DIRs (default: every experiment\n"
+             "under ./runs, looked up again on each request) until interrupted: trials (sortable,\n"
+             "filterable, with live log tails), optimization history, learning curves with rung\n"
+             "budgets, parallel coordinates, parameter importance, GPU packing over time, nodes\n"
+             "and GPUs. Pages update every second. It opens each store read-only and never\n"
+             "slows the run writing it.\n\n"
+             "  --listen HOST:PORT  where to listen (default 127.0.0.1:8080; port 0: any free\n"
+             "                      port). On an address other than loopback every request needs\n"
+             "                      a random token, printed once with the URL.\n\n"
+             "`tunepack run` starts one beside a run with its dashboard option.\n\n"
+             "example:\n  tunepack dashboard runs/mlp-demo --listen 127.0.0.1:8080\n",
+    .main = dashboard_main,
+};

@@ -1,0 +1,300 @@
+// tunepack dashboard: a small hash-routed page over the read-only JSON API.
+// Every view has a refresh() that the page calls once a second while it is
+// shown; text always goes in through textContent, and only the server's own
+// SVG charts (whose text the server escapes) through innerHTML.
+"use strict";
+
+const POLL_MS = 1000;
+const view = document.getElementById("view");
+const tabs = document.getElementById("tabs");
+const live = document.getElementById("live");
+let current = null;      // {refresh, key}
+let busy = false;
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") e.className = v;
+    else if (k === "text") e.textContent = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k != null) e.append(k);
+  return e;
+}
+
+async function getJSON(path) {
+  const r = await fetch(path, {credentials: "same-origin"});
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+async function getText(path) {
+  const r = await fetch(path, {credentials: "same-origin"});
+  if (!r.ok) throw new Error(r.statusText);
+  return r.text();
+}
+
+function fmt(v) {
+  if (v === null || v === undefined) return "";
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : v.toPrecision(6).replace(/\.?0+$/, "");
+  return typeof v === "string" ? v : JSON.stringify(v);
+}
+function fmtParams(p) {
+  if (!p || typeof p !== "object") return fmt(p);
+  return Object.entries(p).map(([k, v]) => k + "=" + fmt(v)).join(" ");
+}
+function where(r) {
+  if (!r.node) return "";
+  const g = Array.isArray(r.gpus) && r.gpus.length ? " gpu" + r.gpus.join(",") : " cpu";
+  return r.node + g;
+}
+function duration(s) {
+  if (s === null || s === undefined || !isFinite(s)) return "";
+  if (s < 60) return s.toFixed(1) + " s";
+  if (s < 3600) return (s / 60).toFixed(1) + " min";
+  return (s / 3600).toFixed(2) + " h";
+}
+
+// ---- experiments ---------------------------------------------------------
+
+function experimentsView() {
+  const table = el("table", {id: "experiments"});
+  view.replaceChildren(el("h1", {text: "Experiments"}), table);
+  return async () => {
+    const {experiments} = await getJSON("/api/experiments");
+    const head = el("tr", {}, ...["name", "directory", "state", "progress", "running", "paused",
+      "completed", "stopped early", "failed", "best"].map(h => el("th", {text: h})));
+    const rows = experiments.map(e => {
+      const c = e.counts || {};
+      const done = (c.completed || 0) + (c.stopped || 0) + (c.failed || 0);
+      const pct = e.total ? Math.round(100 * done / e.total) : 0;
+      const bar = el("span", {class: "bar", title: done + " of " + e.total + " ended"},
+                     el("span"));
+      bar.firstChild.style.width = pct + "%";
+      const best = e.best ? el("a", {href: "#/e/" + e.id + "/trial/" + e.best.trial,
+                                     text: fmt(e.best.value) + " (trial " + e.best.trial + ")"}) : "";
+      return el("tr", {"data-experiment": e.id},
+        el("td", {}, el("a", {href: "#/e/" + e.id + "/trials", text: e.name || e.dir})),
+        el("td", {class: "muted", text: e.dir}),
+        el("td", {class: "state-" + e.state, text: e.state + (e.error ? ": " + e.error : "")}),
+        el("td", {}, bar, " " + done + "/" + (e.total || 0)),
+        el("td", {class: "num", text: fmt(c.running || 0)}),
+        el("td", {class: "num", text: fmt(c.paused || 0)}),
+        el("td", {class: "num", text: fmt(c.completed || 0)}),
+        el("td", {class: "num", text: fmt(c.stopped || 0)}),
+        el("td", {class: "num", text: fmt(c.failed || 0)}),
+        el("td", {class: "best"}, best));
+    });
+    table.replaceChildren(head, ...rows);
+  };
+}
+
+// ---- one experiment --------------------------------------------------------
+
+const PAGES = [
+  ["trials", "Trials"], ["history", "History"], ["curves", "Learning curves"],
+  ["parallel", "Parallel coordinates"], ["importance", "Importance"],
+  ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"],
+];
+
+function summaryLine(s) {
+  const c = s.counts || {};
+  const parts = [s.state, (s.total || 0) + " trials"];
+  for (const k of ["running", "paused", "pending", "completed", "stopped", "failed"])
+    if (c[k]) parts.push(c[k] + " " + (k === "stopped" ? "stopped early" : k));
+  parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial + ")"
+                    : "no value yet");
+  return parts.join(" · ");
+}
+
+function experimentFrame(id, page, body) {
+  const title = el("h1", {id: "title"});
+  const summary = el("p", {id: "summary", class: "muted"});
+  view.replaceChildren(title, summary, body);
+  tabs.replaceChildren(...PAGES.map(([k, label]) =>
+    el("a", {href: "#/e/" + id + "/" + k, class: k === page ? "on" : "", text: label})));
+  return async () => {
+    const s = await getJSON("/api/e/" + id + "/summary");
+    title.textContent = s.name;
+    summary.textContent = summaryLine(s);
+    summary.dataset.total = s.total;
+    summary.dataset.best = s.best ? s.best.value : "";
+  };
+}
+
+function trialsView(id) {
+  const state = {sort: "id", desc: 0, offset: 0, limit: 100};
+  const stateSel = el("select", {id: "state-filter"},
+    ...["", "pending", "running", "paused", "completed", "stopped", "failed"].map(s =>
+      el("option", {value: s, text: s || "every state"})));
+  const search = el("input", {id: "text-filter", placeholder: "filter: parameter, decision or error"});
+  const pager = el("span", {class: "muted", id: "pager"});
+  const prev = el("button", {text: "‹", onclick: () => { state.offset = Math.max(0, state.offset - state.limit); refresh(); }});
+  const next = el("button", {text: "›", onclick: () => { state.offset += state.limit; refresh(); }});
+  const table = el("table", {id: "trials"});
+  const body = el("div", {}, el("div", {class: "controls"}, stateSel, search, prev, next, pager), table);
+  stateSel.addEventListener("change", () => { state.offset = 0; refresh(); });
+  search.addEventListener("input", () => { state.offset = 0; refresh(); });
+  const frame = experimentFrame(id, "trials", body);
+  const cols = [["id", "trial", 1], ["state", "state", 1], ["attempts", "attempts", 1],
+    ["rung", "rung / budget", 1], ["value", "value", 1], [null, "parameters"],
+    [null, "last decision"], [null, "node / GPU"], ["duration", "time", 1], [null, "logs"]];
+  async function refresh() {
+    await frame();
+    const q = new URLSearchParams({sort: state.sort, desc: state.desc, offset: state.offset,
+                                   limit: state.limit, state: stateSel.value, q: search.value});
+    if (!stateSel.value) q.delete("state");
+    if (!search.value) q.delete("q");
+    const page = await getJSON("/api/e/" + id + "/trials?" + q);
+    pager.textContent = page.matched ? (page.offset + 1) + "–" + (page.offset + page.rows.length) +
+      " of " + page.matched + (page.matched !== page.total ? " matching (" + page.total + " in all)" : "") : "no trial";
+    table.dataset.total = page.total;
+    const head = el("tr", {}, ...cols.map(([key, label]) => {
+      const th = el("th", {class: key ? "sort" : "", text: label + (key === state.sort ? (state.desc ? " ▾" : " ▴") : "")});
+      if (key) th.addEventListener("click", () => {
+        state.desc = state.sort === key ? 1 - state.desc : 0; state.sort = key; refresh();
+      });
+      return th;
+    }));
+    const rows = page.rows.map(r => el("tr", {"data-trial-id": r.id},
+      el("td", {class: "num"}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})),
+      el("td", {class: "state-" + r.state, text: r.state}),
+      el("td", {class: "num", text: fmt(r.attempts)}),
+      el("td", {class: "num", text: r.rung === null ? "" : r.rung + (r.budget ? " / " + fmt(r.budget) : "")}),
+      el("td", {class: "num value", text: fmt(r.value)}),
+      el("td", {class: "params", text: fmtParams(r.params)}),
+      el("td", {text: r.error ? r.error : fmt(r.decision)}),
+      el("td", {text: where(r)}),
+      el("td", {class: "num", text: duration(r.ended_at && r.started_at ? r.ended_at - r.started_at : null)}),
+      el("td", {}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: "logs"}))));
+    table.replaceChildren(head, ...rows);
+  }
+  return refresh;
+}
+
+function chartView(id, page, svgPath, note) {
+  const box = el("div", {class: "chart", id: "chart"});
+  const frame = experimentFrame(id, page, el("div", {}, note ? el("p", {class: "muted", text: note}) : null, box));
+  return async () => {
+    await frame();
+    box.innerHTML = await getText("/api/e/" + id + "/" + svgPath);
+  };
+}
+
+function importanceView(id) {
+  const box = el("div", {class: "chart", id: "chart"});
+  const method = el("p", {class: "muted", id: "method"});
+  const frame = experimentFrame(id, "importance", el("div", {}, method, box));
+  return async () => {
+    await frame();
+    const imp = await getJSON("/api/e/" + id + "/importance");
+    method.textContent = "How it is computed: " + imp.method + ".";
+    box.innerHTML = await getText("/api/e/" + id + "/importance.svg");
+  };
+}
+
+function nodesView(id) {
+  const nodes = el("table", {id: "nodes"}), gpus = el("table", {id: "gpus"});
+  const sharing = el("p", {class: "muted", id: "sharing"});
+  const frame = experimentFrame(id, "nodes", el("div", {}, el("h2", {text: "Nodes"}), nodes,
+    el("h2", {text: "GPUs"}), sharing, gpus));
+  return async () => {
+    await frame();
+    const n = await getJSON("/api/e/" + id + "/nodes");
+    sharing.textContent = "sharing: " + fmt(n.sharing || "none recorded") + " · policy: " + fmt(n.policy || "?");
+    nodes.replaceChildren(el("tr", {}, ...["node", "state", "CPUs", "memory", "GPUs", "running", "restarts", "Slurm job"].map(h => el("th", {text: h}))),
+      ...(Array.isArray(n.nodes) ? n.nodes : []).map(x => el("tr", {},
+        el("td", {text: fmt(x.name)}), el("td", {text: fmt(x.state)}), el("td", {class: "num", text: fmt(x.cpus)}),
+        el("td", {class: "num", text: x.memory_mib ? (x.memory_mib / 1024).toFixed(1) + " GiB" : ""}),
+        el("td", {class: "num", text: fmt(x.gpus)}), el("td", {class: "num", text: fmt(x.running)}),
+        el("td", {class: "num", text: fmt(x.restarts)}), el("td", {text: fmt(x.slurm_job || "")}))));
+    gpus.replaceChildren(el("tr", {}, ...["node", "GPU", "type", "memory used / total", "utilisation", "health", "foreign use", "our trials"].map(h => el("th", {text: h}))),
+      ...(Array.isArray(n.gpus) ? n.gpus : []).map(g => el("tr", {},
+        el("td", {text: fmt(g.node || "")}), el("td", {class: "num", text: fmt(g.index)}), el("td", {text: fmt(g.type)}),
+        el("td", {class: "num", text: fmt(g.memory_used_mib) + " / " + fmt(g.memory_mib) + " MiB"}),
+        el("td", {class: "num", text: fmt(g.util) + " %"}),
+        el("td", {class: g.healthy ? "" : "error", text: g.healthy ? "healthy" : "UNHEALTHY " + fmt(g.error || "")}),
+        el("td", {text: g.foreign_mib ? fmt(g.foreign_mib) + " MiB " + fmt(g.foreign || "") : "none"}),
+        el("td", {text: (g.trials || []).join(", ")}))));
+  };
+}
+
+function trialView(id, trial) {
+  const info = el("dl", {class: "kv", id: "trial-info"});
+  const box = el("div", {class: "chart", id: "chart"});
+  const values = el("table", {id: "curve"});
+  const events = el("table", {id: "events"});
+  const logs = el("pre", {class: "log", id: "log"});
+  const streamSel = el("select", {id: "stream"}, el("option", {value: "stdout", text: "stdout"}),
+                       el("option", {value: "stderr", text: "stderr"}));
+  const logPath = el("span", {class: "muted", id: "log-path"});
+  let next = -1;
+  streamSel.addEventListener("change", () => { next = -1; logs.textContent = ""; });
+  const frame = experimentFrame(id, "trials", el("div", {},
+    el("h2", {text: "Trial " + trial}), info, el("h2", {text: "Learning curve"}), box,
+    el("h2", {text: "Log (live tail)"}), el("div", {class: "controls"}, streamSel, logPath), logs,
+    el("h2", {text: "Intermediate values"}), values, el("h2", {text: "Events"}), events));
+  return async () => {
+    await frame();
+    const t = await getJSON("/api/e/" + id + "/trial/" + trial);
+    const kv = [["state", t.state], ["value", fmt(t.value)], ["attempts", fmt(t.attempts)],
+      ["rung / budget", t.rung === null ? "" : t.rung + " / " + fmt(t.budget)],
+      ["last decision", fmt(t.decision)], ["error", fmt(t.error)], ["parameters", fmtParams(t.params)],
+      ["placed on", where(t)], ["ran for", duration(t.ended_at && t.started_at ? t.ended_at - t.started_at : null)]];
+    info.replaceChildren(...kv.flatMap(([k, v]) => [el("dt", {text: k}), el("dd", {text: v || ""})]));
+    box.innerHTML = await getText("/api/e/" + id + "/curves.svg?trials=" + trial);
+    values.dataset.points = t.curve.length;
+    values.replaceChildren(el("tr", {}, el("th", {class: "num", text: "step"}), el("th", {class: "num", text: "value"})),
+      ...t.curve.map(([s, v]) => el("tr", {}, el("td", {class: "num", text: fmt(s)}), el("td", {class: "num", text: fmt(v)}))));
+    events.replaceChildren(el("tr", {}, ...["attempt", "event", "detail"].map(h => el("th", {text: h}))),
+      ...t.events.map(e => el("tr", {}, el("td", {class: "num", text: fmt(e.attempt)}),
+        el("td", {text: e.kind}), el("td", {text: fmt(e.detail)}))));
+    const lg = await getJSON("/api/e/" + id + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next);
+    if (lg.from !== next) logs.textContent = "";
+    logs.textContent += lg.text;
+    if (logs.textContent.length > 200000) logs.textContent = logs.textContent.slice(-100000);
+    next = lg.next;
+    logPath.textContent = lg.path;
+  };
+}
+
+// ---- routing and the live loop ---------------------------------------------
+
+function route() {
+  const h = location.hash.replace(/^#\/?/, "").split("/");
+  tabs.replaceChildren();
+  if (h[0] !== "e" || h[1] === undefined) return experimentsView();
+  const id = h[1], page = h[2] || "trials";
+  switch (page) {
+    case "trial": return trialView(id, h[3]);
+    case "history": return chartView(id, page, "history.svg");
+    case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
+    case "parallel": return chartView(id, page, "parcoords.svg");
+    case "importance": return importanceView(id);
+    case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device, from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
+    case "nodes": return nodesView(id);
+    default: return trialsView(id);
+  }
+}
+
+async function tick() {
+  if (busy || !current) return;
+  busy = true;
+  try {
+    await current();
+    live.textContent = "live · " + new Date().toLocaleTimeString();
+    live.className = "";
+    document.body.dataset.loaded = "1";
+  } catch (e) {
+    live.textContent = "not updating: " + e.message;
+    live.className = "stale";
+  } finally {
+    busy = false;
+  }
+}
+
+function go() { current = route(); tick(); }
+window.addEventListener("hashchange", go);
+setInterval(tick, POLL_MS);
+go();

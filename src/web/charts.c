@@ -1,0 +1,412 @@
+/* charts: the dashboard's pictures, drawn on the server as SVG from the
+ * store (no charting script is shipped to the browser). Every chart keeps
+ * its size bounded whatever the store holds: points are thinned to what the
+ * plot can show, and the chart says when it did. */
+#include <jansson.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chart/chart.h"
+#include "web/web_internal.h"
+
+static const char *const SQL_VALUES =
+    "SELECT id, value FROM trials WHERE value IS NOT NULL AND state IN ('completed', 'stopped') "
+    "ORDER BY id";
+static const char *const SQL_VALUES_PARAMS =
+    "SELECT id, value, params FROM trials WHERE value IS NOT NULL AND state IN ('completed', "
+    "'stopped') ORDER BY id";
+static const char *const SQL_CURVE_TRIALS =
+    "SELECT id FROM (SELECT id FROM trials WHERE value IS NOT NULL ORDER BY CASE WHEN ?1 THEN "
+    "-value ELSE value END LIMIT 10) UNION SELECT id FROM (SELECT id FROM trials WHERE state = "
+    "'running' ORDER BY started_at DESC LIMIT 10)";
+static const char *const SQL_CURVE = "SELECT step, value FROM metrics WHERE trial = ?1 AND "
+                                     "value IS NOT NULL ORDER BY attempt, seq";
+static const char *const SQL_RUNGS =
+    "SELECT DISTINCT budget FROM decisions WHERE kind = 'job' AND budget > 0 ORDER BY budget";
+enum { HISTORY_COLUMNS = 800, CURVE_POINTS = 300, PARCOORDS_MAX = 1000, PARCOORDS_BEST = 300 };
+
+static sqlite3_stmt *prepare(tp_store_t *s, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(tp__store_sqlite(s), sql, -1, &st, NULL) != SQLITE_OK) {
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+/* A growable array of doubles. */
+typedef struct {
+    double *v;
+    size_t n, cap;
+} dvec_t;
+static void dpush(dvec_t *d, double x) {
+    if (d->n == d->cap) {
+        d->cap = d->cap ? 2 * d->cap : 64;
+        d->v = tp__xrealloc(d->v, d->cap * sizeof *d->v);
+    }
+    d->v[d->n++] = x;
+}
+
+void tp__web_svg_history(tp_store_t *s, tp_buf_t *out) {
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    dvec_t id = {0}, val = {0};
+    sqlite3_stmt *st = prepare(s, SQL_VALUES);
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        dpush(&id, (double)sqlite3_column_int64(st, 0));
+        dpush(&val, sqlite3_column_double(st, 1));
+    }
+    sqlite3_finalize(st);
+    /* Best so far, at every trial. */
+    double *best = tp__xcalloc(id.n + 1, sizeof *best);
+    for (size_t i = 0; i < id.n; i++)
+        best[i] = i == 0 ? val.v[0]
+                  : m.maximize ? fmax(best[i - 1], val.v[i]) : fmin(best[i - 1], val.v[i]);
+    /* Thinned when dense: per pixel column, its lowest and highest value. */
+    dvec_t dx = {0}, dy = {0}, bx = {0}, by = {0};
+    if (id.n <= 2 * HISTORY_COLUMNS) {
+        for (size_t i = 0; i < id.n; i++) dpush(&dx, id.v[i]), dpush(&dy, val.v[i]);
+        for (size_t i = 0; i < id.n; i++) dpush(&bx, id.v[i]), dpush(&by, best[i]);
+    } else {
+        double lo = id.v[0], span = id.v[id.n - 1] - lo + 1;
+        size_t i = 0;
+        for (size_t c = 0; c < HISTORY_COLUMNS; c++) {
+            double end = lo + span * (double)(c + 1) / HISTORY_COLUMNS;
+            size_t a = i, kmin = i, kmax = i;
+            for (; i < id.n && id.v[i] < end; i++) {
+                if (val.v[i] < val.v[kmin]) kmin = i;
+                if (val.v[i] > val.v[kmax]) kmax = i;
+            }
+            if (i == a) continue;
+            dpush(&dx, id.v[kmin]), dpush(&dy, val.v[kmin]);
+            if (kmax != kmin) dpush(&dx, id.v[kmax]), dpush(&dy, val.v[kmax]);
+            dpush(&bx, id.v[i - 1]), dpush(&by, best[i - 1]);
+        }
+    }
+    char sub[200];
+    snprintf(sub, sizeof sub, "%zu trials with a value%s; the line is the best so far (%s)", id.n,
+             id.n > 2 * HISTORY_COLUMNS ? ", thinned to each column's lowest and highest" : "",
+             m.maximize ? "max" : "min");
+    tp_series_t series[] = {
+        {.name = "trial value", .style = TP_SERIES_DOTS, .colour = 0, .n = dx.n, .x = dx.v, .y = dy.v},
+        {.name = "best so far", .style = TP_SERIES_STEPS, .colour = 2, .n = bx.n, .x = bx.v, .y = by.v},
+    };
+    tp_xy_t p = {.title = "Optimization history", .subtitle = sub, .xlabel = "trial",
+                 .ylabel = m.name, .series = series, .nseries = 2, .legend = 1};
+    tp__chart_xy(out, &p);
+    free(id.v), free(val.v), free(best), free(dx.v), free(dy.v), free(bx.v), free(by.v);
+}
+
+void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out) {
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    int64_t *ids = NULL;
+    size_t nids = 0;
+    if (n > 0) {
+        nids = n > 20 ? 20 : n;
+        ids = tp__xcalloc(nids, sizeof *ids);
+        memcpy(ids, trials, nids * sizeof *ids);
+    } else {
+        sqlite3_stmt *st = prepare(s, SQL_CURVE_TRIALS);
+        ids = tp__xcalloc(20, sizeof *ids);
+        if (st) sqlite3_bind_int(st, 1, m.maximize);
+        while (st && nids < 20 && sqlite3_step(st) == SQLITE_ROW) ids[nids++] = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    tp_series_t *series = tp__xcalloc(nids + 1, sizeof *series);
+    dvec_t *xs = tp__xcalloc(nids + 1, sizeof *xs), *ys = tp__xcalloc(nids + 1, sizeof *ys);
+    char (*names)[32] = tp__xcalloc(nids + 1, sizeof *names);
+    sqlite3_stmt *st = prepare(s, SQL_CURVE);
+    size_t thinned = 0;
+    for (size_t k = 0; st && k < nids; k++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, ids[k]);
+        dvec_t x = {0}, y = {0};
+        for (int64_t i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+            dpush(&x, sqlite3_column_type(st, 0) == SQLITE_NULL ? (double)i
+                                                               : (double)sqlite3_column_int64(st, 0));
+            dpush(&y, sqlite3_column_double(st, 1));
+        }
+        if (x.n > CURVE_POINTS) { /* an even stride, the last point kept */
+            size_t w = 0;
+            for (size_t i = 0; i < CURVE_POINTS; i++) {
+                size_t j = i * (x.n - 1) / (CURVE_POINTS - 1);
+                x.v[w] = x.v[j], y.v[w] = y.v[j], w++;
+            }
+            x.n = y.n = w;
+            thinned++;
+        }
+        xs[k] = x, ys[k] = y;
+        snprintf(names[k], sizeof names[k], "trial %lld", (long long)ids[k]);
+        series[k] = (tp_series_t){.name = names[k], .style = TP_SERIES_LINE, .colour = k,
+                                  .n = x.n, .x = x.v, .y = y.v};
+    }
+    sqlite3_finalize(st);
+    dvec_t rungs = {0};
+    st = prepare(s, SQL_RUNGS);
+    while (st && sqlite3_step(st) == SQLITE_ROW) dpush(&rungs, sqlite3_column_double(st, 0));
+    sqlite3_finalize(st);
+    char sub[200];
+    snprintf(sub, sizeof sub, "%s%s%s", n ? "the trials asked for" : "the ten best and the latest running trials",
+             rungs.n ? "; dashed lines: the scheduler's rung budgets" : "",
+             thinned ? "; long curves thinned to 300 points" : "");
+    tp_xy_t p = {.title = "Learning curves", .subtitle = sub, .xlabel = "step", .ylabel = m.name,
+                 .series = series, .nseries = nids, .vlines = rungs.v, .nvlines = rungs.n,
+                 .legend = 1};
+    tp__chart_xy(out, &p);
+    for (size_t k = 0; k < nids; k++) free(xs[k].v), free(ys[k].v);
+    free(xs), free(ys), free(series), free(names), free(ids), free(rungs.v);
+}
+
+/* ---- parameters: parallel coordinates and importance ---------------------- */
+
+/* The completed trials' values and parameters, as columns per parameter:
+ * numeric (num[] finite) or categorical (cat[] as JSON text). */
+typedef struct {
+    char *name;
+    int numeric;      /* every present value is a number */
+    double *num;      /* per trial, NaN when absent or not a number */
+    char **cat;       /* per trial: the value as JSON text, or NULL when absent */
+} pcol_t;
+typedef struct {
+    size_t n;         /* trials */
+    double *value;    /* objective per trial */
+    size_t ncols;
+    pcol_t *cols;
+} ptable_t;
+
+static pcol_t *col_for(ptable_t *t, const char *name, size_t cap_rows) {
+    for (size_t c = 0; c < t->ncols; c++)
+        if (strcmp(t->cols[c].name, name) == 0) return &t->cols[c];
+    t->cols = tp__xrealloc(t->cols, (t->ncols + 1) * sizeof *t->cols);
+    pcol_t *c = &t->cols[t->ncols++];
+    c->name = tp__strdup(name);
+    c->numeric = 1;
+    c->num = tp__xmalloc(cap_rows * sizeof *c->num);
+    c->cat = tp__xcalloc(cap_rows, sizeof *c->cat);
+    for (size_t i = 0; i < cap_rows; i++) c->num[i] = NAN;
+    return c;
+}
+
+static void ptable_load(tp_store_t *s, ptable_t *t) {
+    memset(t, 0, sizeof *t);
+    sqlite3_stmt *st = prepare(s, "SELECT COUNT(*) FROM trials WHERE value IS NOT NULL");
+    size_t cap = st && sqlite3_step(st) == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
+    sqlite3_finalize(st);
+    t->value = tp__xcalloc(cap + 1, sizeof *t->value);
+    st = prepare(s, SQL_VALUES_PARAMS);
+    while (st && t->n < cap && sqlite3_step(st) == SQLITE_ROW) {
+        size_t i = t->n++;
+        t->value[i] = sqlite3_column_double(st, 1);
+        json_t *params = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
+        const char *k;
+        json_t *v;
+        json_object_foreach(params, k, v) {
+            pcol_t *c = col_for(t, k, cap + 1);
+            if (json_is_number(v)) c->num[i] = json_number_value(v);
+            else c->numeric = 0;
+            c->cat[i] = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        }
+        json_decref(params);
+    }
+    sqlite3_finalize(st);
+}
+
+static void ptable_free(ptable_t *t) {
+    for (size_t c = 0; c < t->ncols; c++) {
+        for (size_t i = 0; i < t->n; i++) free(t->cols[c].cat[i]);
+        free(t->cols[c].name), free(t->cols[c].num), free(t->cols[c].cat);
+    }
+    free(t->cols), free(t->value);
+}
+
+/* A categorical column's distinct values, sorted; *k is set per trial to its
+ * value's index (SIZE_MAX when absent). Caller frees the list (not the strings). */
+static char **categories(const pcol_t *c, size_t n, size_t *k, size_t *ncat) {
+    char **list = tp__xcalloc(n + 1, sizeof *list);
+    *ncat = 0;
+    for (size_t i = 0; i < n; i++) {
+        k[i] = SIZE_MAX;
+        if (!c->cat[i]) continue;
+        size_t j = 0;
+        while (j < *ncat && strcmp(list[j], c->cat[i]) != 0) j++;
+        if (j == *ncat) list[(*ncat)++] = c->cat[i];
+        k[i] = j;
+    }
+    return list;
+}
+
+static int by_key(const void *a, const void *b, void *key) {
+    const double *k = key;
+    double x = k[*(const size_t *)a], y = k[*(const size_t *)b];
+    return (x > y) - (x < y);
+}
+/* order[] = 0..n-1 sorted by key. O(n log n). */
+static void sort_by(const double *key, size_t *order, size_t n) {
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    qsort_r(order, n, sizeof *order, by_key, (void *)key);
+}
+
+/* How much of the objective's variance one parameter explains alone: the
+ * correlation ratio eta^2 = between-group / total sum of squares, groups
+ * being a categorical parameter's values or up to ten equal-count bins of a
+ * numeric one (by rank, so any scale gives the same answer). 0 when it cannot
+ * be told (fewer than 4 trials with the parameter). */
+static double eta_squared(const pcol_t *c, const double *value, size_t n) {
+    size_t *group = tp__xcalloc(n + 1, sizeof *group), ngroups = 0, present = 0;
+    if (c->numeric) {
+        size_t *order = tp__xcalloc(n + 1, sizeof *order);
+        double *key = tp__xcalloc(n + 1, sizeof *key);
+        for (size_t i = 0; i < n; i++) key[i] = isfinite(c->num[i]) ? c->num[i] : INFINITY;
+        sort_by(key, order, n);
+        for (size_t i = 0; i < n; i++) present += isfinite(c->num[i]) != 0;
+        ngroups = present / 4 < 10 ? (present / 4 ? present / 4 : 1) : 10;
+        for (size_t r = 0; r < n; r++) {
+            size_t i = order[r];
+            group[i] = isfinite(c->num[i]) ? r * ngroups / (present ? present : 1) : SIZE_MAX;
+            /* ties stay together: same value, same group as the one before */
+            if (r > 0 && isfinite(c->num[i]) && c->num[i] == c->num[order[r - 1]])
+                group[i] = group[order[r - 1]];
+        }
+        free(order), free(key);
+    } else {
+        char **list = categories(c, n, group, &ngroups);
+        free(list);
+        for (size_t i = 0; i < n; i++) present += group[i] != SIZE_MAX;
+    }
+    double result = 0;
+    if (present >= 4 && ngroups > 1) {
+        double *sum = tp__xcalloc(ngroups, sizeof *sum), *cnt = tp__xcalloc(ngroups, sizeof *cnt);
+        double mean = 0, ss_total = 0, ss_between = 0;
+        for (size_t i = 0; i < n; i++)
+            if (group[i] != SIZE_MAX) sum[group[i]] += value[i], cnt[group[i]] += 1, mean += value[i];
+        mean /= (double)present;
+        for (size_t i = 0; i < n; i++)
+            if (group[i] != SIZE_MAX) ss_total += (value[i] - mean) * (value[i] - mean);
+        for (size_t g = 0; g < ngroups; g++)
+            if (cnt[g] > 0) ss_between += cnt[g] * (sum[g] / cnt[g] - mean) * (sum[g] / cnt[g] - mean);
+        result = ss_total > 0 ? ss_between / ss_total : 0;
+        free(sum), free(cnt);
+    }
+    free(group);
+    return result;
+}
+
+static const char *const IMPORTANCE_METHOD =
+    "share of the objective's variance each parameter explains alone (eta squared over its "
+    "values, or ten equal-count bins of a number); it ignores interactions, unlike fANOVA, and "
+    "small samples overstate it";
+
+json_t *tp__web_importance(tp_store_t *s) {
+    ptable_t t;
+    ptable_load(s, &t);
+    json_t *list = json_array();
+    for (size_t c = 0; c < t.ncols; c++)
+        json_array_append_new(list, json_pack("{s:s, s:f}", "name", t.cols[c].name, "importance",
+                                              eta_squared(&t.cols[c], t.value, t.n)));
+    json_t *o = json_pack("{s:s, s:I, s:o}", "method", IMPORTANCE_METHOD, "trials",
+                          (json_int_t)t.n, "params", list);
+    ptable_free(&t);
+    return o;
+}
+
+void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out) {
+    json_t *o = tp__web_importance(s);
+    json_t *list = json_object_get(o, "params");
+    size_t n = json_array_size(list);
+    const char **label = tp__xcalloc(n + 1, sizeof *label);
+    double *value = tp__xcalloc(n + 1, sizeof *value);
+    for (size_t i = 0; i < n; i++) {
+        label[i] = json_string_value(json_object_get(json_array_get(list, i), "name"));
+        value[i] = json_real_value(json_object_get(json_array_get(list, i), "importance"));
+    }
+    char sub[160];
+    snprintf(sub, sizeof sub, "eta squared over %lld trials with a value: each parameter alone, "
+                              "no interactions",
+             (long long)json_integer_value(json_object_get(o, "trials")));
+    tp_hbars_t p = {.title = "Parameter importance", .subtitle = sub, .n = n, .label = label,
+                    .value = value};
+    tp__chart_hbars(out, &p);
+    free(label), free(value);
+    json_decref(o);
+}
+
+void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    ptable_t t;
+    ptable_load(s, &t);
+    size_t naxes = t.ncols + 1;
+    /* Which trials: all when few, else the best ones and an even sample of the rest. */
+    size_t *order = tp__xcalloc(t.n + 1, sizeof *order);
+    double *key = tp__xcalloc(t.n + 1, sizeof *key);
+    for (size_t i = 0; i < t.n; i++) key[i] = m.maximize ? -t.value[i] : t.value[i];
+    sort_by(key, order, t.n);
+    size_t nlines = t.n <= PARCOORDS_MAX ? t.n : PARCOORDS_MAX;
+    size_t *pick = tp__xcalloc(nlines + 1, sizeof *pick);
+    for (size_t k = 0; k < nlines; k++)
+        pick[k] = t.n <= PARCOORDS_MAX || k < PARCOORDS_BEST
+                      ? order[k]
+                      : order[PARCOORDS_BEST + (k - PARCOORDS_BEST) * (t.n - PARCOORDS_BEST) /
+                                                   (PARCOORDS_MAX - PARCOORDS_BEST)];
+    double *v = tp__xcalloc(nlines * naxes + 1, sizeof *v);
+    double *lo = tp__xcalloc(naxes, sizeof *lo), *hi = tp__xcalloc(naxes, sizeof *hi);
+    const char **axis = tp__xcalloc(naxes, sizeof *axis);
+    const char *const **ticks = tp__xcalloc(naxes, sizeof *ticks);
+    size_t *nticks = tp__xcalloc(naxes, sizeof *nticks), *k_of = tp__xcalloc(t.n + 1, sizeof *k_of);
+    char **cat_lists[64] = {0};
+    char log_names[64][140];
+    for (size_t a = 0; a < naxes; a++) {
+        const double *col = a < t.ncols ? t.cols[a].num : t.value;
+        axis[a] = a < t.ncols ? t.cols[a].name : m.name;
+        if (a < t.ncols && !t.cols[a].numeric) {
+            size_t ncat;
+            char **list = categories(&t.cols[a], t.n, k_of, &ncat);
+            if (a < 64) cat_lists[a] = list;
+            ticks[a] = (const char *const *)list;
+            nticks[a] = ncat;
+            for (size_t l = 0; l < nlines; l++) {
+                size_t i = pick[l];
+                v[l * naxes + a] = k_of[i] == SIZE_MAX ? NAN
+                                   : ncat > 1 ? (double)k_of[i] / (double)(ncat - 1) : 0.5;
+            }
+            if (a >= 64) free(list), ticks[a] = NULL, nticks[a] = 0;
+            continue;
+        }
+        lo[a] = INFINITY, hi[a] = -INFINITY;
+        for (size_t i = 0; i < t.n; i++)
+            if (isfinite(col[i])) lo[a] = fmin(lo[a], col[i]), hi[a] = fmax(hi[a], col[i]);
+        /* A positive range over two decades (a learning rate) is shown on a log scale. */
+        int logscale = a < t.ncols && lo[a] > 0 && hi[a] / lo[a] >= 100;
+        if (logscale) {
+            snprintf(log_names[a % 64], sizeof log_names[0], "%s (log)", axis[a]);
+            axis[a] = log_names[a % 64];
+        }
+        double l0 = logscale ? log(lo[a]) : lo[a], l1 = logscale ? log(hi[a]) : hi[a];
+        for (size_t l = 0; l < nlines; l++) {
+            double x = col[pick[l]];
+            if (logscale && isfinite(x)) x = log(x);
+            v[l * naxes + a] = !isfinite(x) ? NAN : l1 > l0 ? (x - l0) / (l1 - l0) : 0.5;
+        }
+    }
+    double *shade = tp__xcalloc(nlines + 1, sizeof *shade);
+    double vlo = lo[naxes - 1], vhi = hi[naxes - 1];
+    for (size_t l = 0; l < nlines; l++) {
+        double x = vhi > vlo ? (t.value[pick[l]] - vlo) / (vhi - vlo) : 1;
+        shade[l] = m.maximize ? x : 1 - x;
+    }
+    char sub[200];
+    snprintf(sub, sizeof sub, "%zu trials with a value%s; green is best", t.n,
+             t.n > PARCOORDS_MAX ? ": the best 300 and an even sample of the rest, 1000 lines" : "");
+    tp_parcoords_t p = {.title = "Parallel coordinates", .subtitle = sub, .naxes = naxes,
+                        .axis = axis, .ticks = ticks, .nticks = nticks, .nlines = nlines, .v = v,
+                        .shade = shade, .lo = lo, .hi = hi};
+    tp__chart_parcoords(out, &p);
+    for (size_t a = 0; a < 64 && a < naxes; a++) free(cat_lists[a]);
+    free(order), free(key), free(pick), free(v), free(lo), free(hi), free(axis), free(ticks);
+    free(nticks), free(k_of), free(shade);
+    ptable_free(&t);
+}

@@ -1,0 +1,312 @@
+/* query: what the dashboard reads from a store, as JSON. Read-only SQL,
+ * each statement a named constant; every query is one short read
+ * transaction, so the writer's WAL checkpoints are never held back long. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "web/web_internal.h"
+
+static const char *const SQL_COUNTS = "SELECT state, COUNT(*) FROM trials GROUP BY state";
+static const char *const SQL_META = "SELECT value FROM meta WHERE key = ?1";
+/* The best trial by the mode: ?1 = 1 for max. Completed or early-stopped, as `best`. */
+static const char *const SQL_BEST =
+    "SELECT id, value, rung FROM trials WHERE value IS NOT NULL AND state IN "
+    "('completed', 'stopped') ORDER BY CASE WHEN ?1 THEN -value ELSE value END, id LIMIT 1";
+/* A trial with its latest placement; the page's ORDER BY is chosen from a
+ * fixed table (never taken from the request). */
+#define TRIAL_COLUMNS                                                                          \
+    "SELECT t.id, t.state, t.attempts, t.failures, t.rung, t.budget, t.value, t.params, "      \
+    "t.decision, t.error, t.started_at, t.ended_at, t.step, "                                 \
+    "(SELECT p.node FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1), "      \
+    "(SELECT p.gpus FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1) "       \
+    "FROM trials t "
+#define TRIAL_FILTER                                                                           \
+    "WHERE (?1 IS NULL OR t.state = ?1) AND (?2 IS NULL OR instr(t.params, ?2) OR "            \
+    "instr(IFNULL(t.decision, ''), ?2) OR instr(IFNULL(t.error, ''), ?2)) "
+static const char *const SQL_TRIALS_PAGE = TRIAL_COLUMNS TRIAL_FILTER "ORDER BY %s LIMIT ?3 OFFSET ?4";
+static const char *const SQL_TRIAL_ONE = TRIAL_COLUMNS "WHERE t.id = ?1";
+static const char *const SQL_TRIALS_MATCHED = "SELECT COUNT(*) FROM trials t " TRIAL_FILTER;
+static const char *const SQL_EVENTS =
+    "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id DESC LIMIT 200";
+static const char *const SQL_PLACEMENTS =
+    "SELECT attempt, at, node, gpus, memory_mib, compute, cpus, sharing FROM placements "
+    "WHERE trial = ?1 ORDER BY id";
+static const char *const SQL_CURVE =
+    "SELECT step, value FROM metrics WHERE trial = ?1 AND value IS NOT NULL ORDER BY attempt, seq";
+static const char *const SQL_CURVE_COUNT =
+    "SELECT COUNT(*) FROM metrics WHERE trial = ?1 AND value IS NOT NULL";
+
+/* Sort keys a request may name, and the ORDER BY each stands for. */
+static const struct {
+    const char *key, *asc, *desc;
+} sort_keys[] = {
+    {"id", "t.id", "t.id DESC"},
+    {"value", "t.value IS NULL, t.value, t.id", "t.value IS NULL, t.value DESC, t.id"},
+    {"state", "t.state, t.id", "t.state DESC, t.id"},
+    {"attempts", "t.attempts, t.id", "t.attempts DESC, t.id"},
+    {"rung", "t.rung IS NULL, t.rung, t.id", "t.rung IS NULL, t.rung DESC, t.id"},
+    {"started", "t.started_at IS NULL, t.started_at, t.id",
+     "t.started_at IS NULL, t.started_at DESC, t.id"},
+    {"duration", "t.ended_at IS NULL, t.ended_at - t.started_at, t.id",
+     "t.ended_at IS NULL, t.ended_at - t.started_at DESC, t.id"},
+};
+
+static sqlite3_stmt *prepare(tp_store_t *s, const char *sql) {
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(tp__store_sqlite(s), sql, -1, &st, NULL) != SQLITE_OK) {
+        tp__log(TP_LOG_WARN, "dashboard: %s", sqlite3_errmsg(tp__store_sqlite(s)));
+        sqlite3_finalize(st);
+        return NULL;
+    }
+    return st;
+}
+
+static json_t *col_real(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null()
+                                                     : json_real(sqlite3_column_double(st, i));
+}
+static json_t *col_int(sqlite3_stmt *st, int i) {
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? json_null()
+                                                     : json_integer(sqlite3_column_int64(st, i));
+}
+static json_t *col_text(sqlite3_stmt *st, int i) {
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return t ? json_string(t) : json_null();
+}
+/* A JSON column parsed, or the raw text when it is not JSON. */
+static json_t *col_json(sqlite3_stmt *st, int i) {
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    if (!t) return json_null();
+    json_t *v = json_loads(t, JSON_DECODE_ANY, NULL);
+    return v ? v : json_string(t);
+}
+
+static char *meta(tp_store_t *s, const char *key) {
+    sqlite3_stmt *st = prepare(s, SQL_META);
+    char *v = NULL;
+    if (!st) return NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW) v = tp__strdup((const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return v;
+}
+
+void tp__web_metric(tp_store_t *s, tp_web_metric_t *m) {
+    char *name = meta(s, "metric"), *mode = meta(s, "mode");
+    snprintf(m->name, sizeof m->name, "%s", name ? name : "value");
+    m->maximize = mode && strcmp(mode, "max") == 0;
+    free(name);
+    free(mode);
+}
+
+json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id) {
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    char *name = meta(s, "name"), *state = meta(s, "state"), *created = meta(s, "created_at");
+    json_t *counts = json_object();
+    json_int_t total = 0;
+    sqlite3_stmt *st = prepare(s, SQL_COUNTS);
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        json_int_t n = sqlite3_column_int64(st, 1);
+        json_object_set_new(counts, (const char *)sqlite3_column_text(st, 0), json_integer(n));
+        total += n;
+    }
+    sqlite3_finalize(st);
+    json_t *best = json_null();
+    st = prepare(s, SQL_BEST);
+    if (st) {
+        sqlite3_bind_int(st, 1, m.maximize);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            best = json_pack("{s:I, s:f, s:o}", "trial", (json_int_t)sqlite3_column_int64(st, 0),
+                             "value", sqlite3_column_double(st, 1), "rung", col_int(st, 2));
+        sqlite3_finalize(st);
+    }
+    json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:o}", "id", (json_int_t)id,
+                          "dir", dir, "name", name ? name : dir, "state",
+                          state ? state : "unknown", "metric", m.name, "mode",
+                          m.maximize ? "max" : "min", "counts", counts, "total", total, "best",
+                          best);
+    if (created) json_object_set_new(o, "created_at", json_real(atof(created)));
+    free(name);
+    free(state);
+    free(created);
+    return o;
+}
+
+/* One row of SQL_TRIALS_PAGE as JSON. */
+static json_t *trial_row(sqlite3_stmt *st) {
+    json_t *o = json_pack("{s:I, s:s, s:i, s:i}", "id", (json_int_t)sqlite3_column_int64(st, 0),
+                          "state", (const char *)sqlite3_column_text(st, 1), "attempts",
+                          sqlite3_column_int(st, 2), "failures", sqlite3_column_int(st, 3));
+    json_object_set_new(o, "rung", col_int(st, 4));
+    json_object_set_new(o, "budget", col_real(st, 5));
+    json_object_set_new(o, "value", col_real(st, 6));
+    json_object_set_new(o, "params", col_json(st, 7));
+    json_object_set_new(o, "decision", col_text(st, 8));
+    json_object_set_new(o, "error", col_text(st, 9));
+    json_object_set_new(o, "started_at", col_real(st, 10));
+    json_object_set_new(o, "ended_at", col_real(st, 11));
+    json_object_set_new(o, "step", col_int(st, 12));
+    json_object_set_new(o, "node", col_text(st, 13));
+    json_object_set_new(o, "gpus", col_json(st, 14));
+    return o;
+}
+
+static void bind_filter(sqlite3_stmt *st, const tp_web_trials_q_t *q) {
+    if (q->state && *q->state) sqlite3_bind_text(st, 1, q->state, -1, SQLITE_STATIC);
+    if (q->text && *q->text) sqlite3_bind_text(st, 2, q->text, -1, SQLITE_STATIC);
+}
+
+json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q) {
+    const char *order = sort_keys[0].asc;
+    for (size_t i = 0; i < TP_ARRAY_LEN(sort_keys); i++)
+        if (q->sort && strcmp(q->sort, sort_keys[i].key) == 0)
+            order = q->desc ? sort_keys[i].desc : sort_keys[i].asc;
+    if (q->sort == NULL && q->desc) order = sort_keys[0].desc;
+    char sql[2048];
+    snprintf(sql, sizeof sql, SQL_TRIALS_PAGE, order);
+    long long limit = q->limit <= 0 ? TP_WEB_PAGE_DEFAULT
+                      : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX : q->limit;
+    long long offset = q->offset < 0 ? 0 : q->offset;
+    json_t *rows = json_array();
+    json_int_t matched = 0, total = 0;
+    sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
+    sqlite3_stmt *st = prepare(s, sql);
+    if (st) {
+        bind_filter(st, q);
+        sqlite3_bind_int64(st, 3, limit);
+        sqlite3_bind_int64(st, 4, offset);
+        while (sqlite3_step(st) == SQLITE_ROW) json_array_append_new(rows, trial_row(st));
+        sqlite3_finalize(st);
+    }
+    st = prepare(s, SQL_TRIALS_MATCHED);
+    if (st) {
+        bind_filter(st, q);
+        if (sqlite3_step(st) == SQLITE_ROW) matched = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    st = prepare(s, "SELECT COUNT(*) FROM trials");
+    if (st && sqlite3_step(st) == SQLITE_ROW) total = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
+    return json_pack("{s:I, s:I, s:I, s:I, s:o}", "total", total, "matched", matched, "offset",
+                     (json_int_t)offset, "limit", (json_int_t)limit, "rows", rows);
+}
+
+/* A trial's curve: every point when few, else an even stride over them
+ * (the last point always kept). At most max points. */
+static json_t *curve(tp_store_t *s, int64_t id, size_t max) {
+    json_t *pts = json_array();
+    sqlite3_stmt *st = prepare(s, SQL_CURVE_COUNT);
+    int64_t n = 0;
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+        sqlite3_finalize(st);
+    }
+    st = prepare(s, SQL_CURVE);
+    if (!st) return pts;
+    sqlite3_bind_int64(st, 1, id);
+    double stride = n > (int64_t)max ? (double)n / (double)max : 1;
+    double next = 0;
+    for (int64_t i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
+        if ((double)i + 1e-9 < next && i != n - 1) continue;
+        next += stride;
+        json_array_append_new(pts, json_pack("[o, f]", col_int(st, 0), sqlite3_column_double(st, 1)));
+    }
+    sqlite3_finalize(st);
+    return pts;
+}
+
+json_t *tp__web_trial(tp_store_t *s, int64_t id) {
+    sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
+    json_t *o = NULL;
+    sqlite3_stmt *st = prepare(s, SQL_TRIAL_ONE);
+    if (st) {
+        sqlite3_bind_int64(st, 1, id);
+        if (sqlite3_step(st) == SQLITE_ROW) o = trial_row(st);
+        sqlite3_finalize(st);
+    }
+    if (o) {
+        json_t *events = json_array();
+        st = prepare(s, SQL_EVENTS);
+        if (st) {
+            sqlite3_bind_int64(st, 1, id);
+            while (sqlite3_step(st) == SQLITE_ROW)
+                json_array_insert_new(events, 0,
+                                      json_pack("{s:o, s:i, s:f, s:o}", "kind", col_text(st, 0),
+                                                "attempt", sqlite3_column_int(st, 1), "at",
+                                                sqlite3_column_double(st, 2), "detail",
+                                                col_text(st, 3)));
+            sqlite3_finalize(st);
+        }
+        json_t *places = json_array();
+        st = prepare(s, SQL_PLACEMENTS);
+        if (st) {
+            sqlite3_bind_int64(st, 1, id);
+            while (sqlite3_step(st) == SQLITE_ROW)
+                json_array_append_new(
+                    places, json_pack("{s:i, s:f, s:o, s:o, s:I, s:f, s:i, s:o}", "attempt",
+                                      sqlite3_column_int(st, 0), "at", sqlite3_column_double(st, 1),
+                                      "node", col_text(st, 2), "gpus", col_json(st, 3),
+                                      "memory_mib", (json_int_t)sqlite3_column_int64(st, 4),
+                                      "compute", sqlite3_column_double(st, 5), "cpus",
+                                      sqlite3_column_int(st, 6), "sharing", col_text(st, 7)));
+            sqlite3_finalize(st);
+        }
+        json_object_set_new(o, "events", events);
+        json_object_set_new(o, "placements", places);
+        json_object_set_new(o, "curve", curve(s, id, 300));
+    }
+    sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
+    return o;
+}
+
+json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long from) {
+    if (!stream || (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)) return NULL;
+    enum { TAIL = 16384, MAX_READ = 65536 };
+    char path[4300];
+    snprintf(path, sizeof path, "%s/trials/%06lld/%s.log", dir, (long long)id, stream);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) { /* a multi-process trial: rank 0's log */
+        snprintf(path, sizeof path, "%s/trials/%06lld/rank0/%s.log", dir, (long long)id, stream);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    struct stat sb;
+    long long size = fd >= 0 && fstat(fd, &sb) == 0 ? (long long)sb.st_size : 0;
+    /* The log was trimmed or replaced (a new attempt): start over from its tail. */
+    if (from < 0 || from > size) from = size > TAIL ? size - TAIL : 0;
+    size_t want = (size_t)(size - from > MAX_READ ? MAX_READ : size - from);
+    char *text = tp__xmalloc(want + 1);
+    ssize_t got = fd >= 0 && want ? pread(fd, text, want, (off_t)from) : 0;
+    if (got < 0) got = 0;
+    if (fd >= 0) close(fd);
+    json_t *o = json_pack("{s:s%, s:I, s:I, s:I, s:s}", "text", text, (size_t)got, "from",
+                          (json_int_t)from, "next", (json_int_t)(from + got), "size",
+                          (json_int_t)size, "path", path);
+    if (!o) /* not UTF-8: say so rather than send it */
+        o = json_pack("{s:s, s:I, s:I, s:I, s:s}", "text", "(binary output not shown)", "from",
+                      (json_int_t)from, "next", (json_int_t)(from + got), "size",
+                      (json_int_t)size, "path", path);
+    free(text);
+    return o;
+}
+
+json_t *tp__web_nodes(tp_store_t *s) {
+    const char *keys[] = {"nodes", "gpus", "sharing", "policy"};
+    json_t *o = json_object();
+    for (size_t i = 0; i < TP_ARRAY_LEN(keys); i++) {
+        char *v = meta(s, keys[i]);
+        json_t *j = v ? json_loads(v, JSON_DECODE_ANY, NULL) : NULL;
+        json_object_set_new(o, keys[i], j ? j : v ? json_string(v) : json_null());
+        free(v);
+    }
+    return o;
+}

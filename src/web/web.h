@@ -1,0 +1,35 @@
+/* web: the dashboard, a read-only HTTP view over experiment stores
+ * (libmicrohttpd). It never writes a store: every request opens the store
+ * read-only (SQLite WAL readers never block the writer) and closes it again. */
+#ifndef TP_WEB_H
+#define TP_WEB_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "util/util.h"
+
+#define TP_WEB_DEFAULT_LISTEN "127.0.0.1:8080"
+
+typedef struct tp_web_opts {
+    const char *listen;          /* "HOST:PORT" (port 0: any free one); NULL: the default */
+    const char *const *dirs;     /* experiment directories served, in this order */
+    size_t ndirs;                /* 0: every experiment under ./runs, looked up per request */
+    const char *ready_file;      /* NULL, or a file to write the served URL into once listening */
+} tp_web_opts_t;
+
+/* Serve until *stop becomes non-zero (a signal handler sets it). Prints the
+ * address once on stdout, with the access token when the address is not a
+ * loopback one (then every request must carry it). Returns 0, or a negative
+ * errno with err filled (a bad address, a port in use). */
+int tp__web_serve(const tp_web_opts_t *o, volatile sig_atomic_t *stop, tp_error_t *err);
+
+/* "HOST:PORT" -> its parts; 0 or -EINVAL with err naming what is wrong. */
+int tp__web_parse_listen(const char *text, char *host, size_t nhost, unsigned *port,
+                         tp_error_t *err);
+/* Whether host is a loopback address (127.0.0.0/8, ::1, localhost). */
+int tp__web_is_loopback(const char *host);
+/* Equal strings, compared in time that depends only on the expected length. */
+int tp__web_token_equal(const char *given, const char *expected);
+
+#endif

@@ -1,0 +1,58 @@
+/* web internals: the read-only queries (query.c) and the charts drawn from
+ * them (charts.c), called by the HTTP routes (server.c). */
+#ifndef TP_WEB_INTERNAL_H
+#define TP_WEB_INTERNAL_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "store/store.h"
+#include "util/util.h"
+
+/* Largest trials page a request may ask for, and the default. */
+enum { TP_WEB_PAGE_MAX = 500, TP_WEB_PAGE_DEFAULT = 100 };
+
+/* One experiment's summary: name, state, metric, counts per state, best. */
+json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id);
+
+typedef struct tp_web_trials_q {
+    const char *sort;      /* id | value | state | attempts | rung | started | duration; NULL: id */
+    int desc;              /* descending */
+    const char *state;     /* only this state, or NULL */
+    const char *text;      /* only rows whose params, decision or error contain it, or NULL */
+    long long offset, limit;
+} tp_web_trials_q_t;
+/* A page of the trials table: {total, matched, offset, rows: [...]}, each
+ * row with its latest placement (node, gpus). O(log n + page) with an index
+ * on the sort key, O(n) otherwise (n = trials; 10k trials: a few ms). */
+json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q);
+/* One trial: the row, its events, placements and its curve (downsampled to
+ * at most 300 points); NULL if absent. */
+json_t *tp__web_trial(tp_store_t *s, int64_t id);
+/* The tail of a trial's stdout or stderr log from byte `from` (negative:
+ * the last 16 KiB): {text, from, next, size}; NULL if stream is not one. */
+json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long from);
+/* Nodes, GPUs and sharing as the orchestrator last journaled them. */
+json_t *tp__web_nodes(tp_store_t *s);
+/* Parameter importance: {method, trials, params: [{name, importance}]}. */
+json_t *tp__web_importance(tp_store_t *s);
+
+/* The experiment's objective: its metric name and whether larger is better. */
+typedef struct tp_web_metric {
+    char name[128];
+    int maximize;
+} tp_web_metric_t;
+void tp__web_metric(tp_store_t *s, tp_web_metric_t *m);
+
+/* Charts (SVG documents appended to out). */
+void tp__web_svg_history(tp_store_t *s, tp_buf_t *out);
+/* Learning curves of the given trials (n > 0), or of the best ten and the
+ * latest running ones (n == 0), with the scheduler's rung budgets marked. */
+void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out);
+void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out);
+void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out);
+/* The Gantt chart of GPUs over time from the placements journal, with the
+ * memory and compute in use against each GPU's capacity. */
+void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out);
+
+#endif

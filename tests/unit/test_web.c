@@ -1,0 +1,164 @@
+/* The dashboard's pure parts and its queries over a real store: the listen
+ * address, loopback and token checks, the charts' escaping and bounds, and
+ * the importance measure against a store whose answer is known. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chart/chart.h"
+#include "store/store.h"
+#include "tp_test.h"
+#include "web/web.h"
+#include "web/web_internal.h"
+
+TP_TEST(test_listen_address_is_parsed_or_refused_with_a_reason) {
+    char host[64];
+    unsigned port = 1;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__web_parse_listen("127.0.0.1:8080", host, sizeof host, &port, &err), 0);
+    TP_CHECK_STR(host, "127.0.0.1");
+    TP_CHECK_INT(port, 8080);
+    TP_CHECK_INT(tp__web_parse_listen("[::1]:0", host, sizeof host, &port, &err), 0);
+    TP_CHECK_STR(host, "::1");
+    TP_CHECK_INT(port, 0);
+    TP_CHECK(tp__web_parse_listen("localhost", host, sizeof host, &port, &err) == -EINVAL);
+    TP_CHECK(strstr(err.msg, "HOST:PORT") != NULL);
+    TP_CHECK(tp__web_parse_listen("0.0.0.0:99999", host, sizeof host, &port, &err) == -EINVAL);
+    TP_CHECK(strstr(err.msg, "0-65535") != NULL);
+    TP_CHECK(tp__web_parse_listen(":80", host, sizeof host, &port, &err) == -EINVAL);
+}
+
+TP_TEST(test_only_loopback_addresses_go_without_a_token) {
+    TP_CHECK(tp__web_is_loopback("127.0.0.1"));
+    TP_CHECK(tp__web_is_loopback("127.3.2.1"));
+    TP_CHECK(tp__web_is_loopback("::1"));
+    TP_CHECK(tp__web_is_loopback("localhost"));
+    TP_CHECK(!tp__web_is_loopback("0.0.0.0"));
+    TP_CHECK(!tp__web_is_loopback("10.0.0.1"));
+    TP_CHECK(!tp__web_is_loopback("::"));
+    TP_CHECK(!tp__web_is_loopback("128.0.0.1"));
+}
+
+TP_TEST(test_token_equal_needs_the_whole_token) {
+    const char *t = "0123456789abcdef0123456789abcdef";
+    TP_CHECK(tp__web_token_equal(t, t));
+    TP_CHECK(!tp__web_token_equal("0123456789abcdef0123456789abcde", t));  /* a prefix */
+    TP_CHECK(!tp__web_token_equal("0123456789abcdef0123456789abcdef0", t)); /* longer */
+    TP_CHECK(!tp__web_token_equal("1123456789abcdef0123456789abcdef", t));
+    TP_CHECK(!tp__web_token_equal("", t));
+    TP_CHECK(!tp__web_token_equal(NULL, t));
+}
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+TP_TEST(test_gantt_escapes_labels_and_draws_each_bar_in_its_lane) {
+    const char *labels[] = {"node<1>/gpu0 \"A100\"", "node&2/gpu1"};
+    const char *legend[] = {"done", "failed"};
+    tp_gantt_bar_t bars[] = {
+        {.band = 0, .lane = 0, .start = 0, .end = 10, .colour = 0, .title = "trial 1 <x>"},
+        {.band = 0, .lane = 1, .start = 2, .end = 8, .colour = 1, .title = NULL},
+        {.band = 1, .lane = 0, .start = 5, .end = 20, .colour = 0, .title = "t3"},
+    };
+    double at[] = {0, 2, 8, 10}, mem[] = {0.5, 0.9, 0.5, 0}, cmp[] = {0.3, 0.6, 0.3, 0};
+    tp_gantt_use_t use[] = {{4, at, mem, cmp}, {0, NULL, NULL, NULL}};
+    tp_gantt_t g = {.title = "packing", .subtitle = "a & b", .nbands = 2, .band_label = labels,
+                    .bars = bars, .nbars = 3, .span = 20, .legend = legend, .nlegend = 2,
+                    .use = use};
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__chart_gantt(&b, &g);
+    TP_REQUIRE(b.data != NULL);
+    TP_CHECK(strstr(b.data, "node&lt;1&gt;/gpu0 &quot;A100&quot;") != NULL);
+    TP_CHECK(strstr(b.data, "node&amp;2/gpu1") != NULL);
+    TP_CHECK(strstr(b.data, "trial 1 &lt;x&gt;") != NULL);
+    TP_CHECK(strstr(b.data, "<x>") == NULL);
+    TP_CHECK_INT(count(b.data, "<title>"), 2);
+    TP_CHECK(strstr(b.data, "memory in use") != NULL);
+    TP_CHECK(strncmp(b.data, "<svg", 4) == 0);
+    TP_CHECK(strstr(b.data, "</svg>") != NULL);
+    tp__buf_free(&b);
+}
+
+TP_TEST(test_xy_chart_skips_non_finite_points) {
+    double x[] = {1, 2, 3, 4}, y[] = {0.5, NAN, INFINITY, 0.7};
+    tp_series_t s = {.name = "v", .style = TP_SERIES_DOTS, .n = 4, .x = x, .y = y};
+    tp_xy_t p = {.title = "t", .xlabel = "x", .ylabel = "y", .series = &s, .nseries = 1};
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__chart_xy(&b, &p);
+    TP_REQUIRE(b.data != NULL);
+    TP_CHECK_INT(count(b.data, "<circle"), 2);
+    TP_CHECK(strstr(b.data, "nan") == NULL && strstr(b.data, "inf") == NULL);
+    tp__buf_free(&b);
+}
+
+/* A store where val depends on `lr` alone and `noise` is a coin flip. */
+static char *store_with_known_importance(tp_store_t **out) {
+    char tmpl[] = "/tmp/tp-web-XXXXXX";
+    char *dir = mkdtemp(tmpl) ? strdup(tmpl) : NULL;
+    tp_error_t err = {0};
+    if (!dir || tp__store_open(dir, TP_STORE_WRITE, out, &err) != 0) return NULL;
+    tp__store_begin(*out);
+    tp__store_meta_set(*out, "metric", "val");
+    tp__store_meta_set(*out, "mode", "max");
+    for (int i = 0; i < 200; i++) {
+        double lr = 0.001 * (1 + i % 40);
+        char params[128];
+        snprintf(params, sizeof params, "{\"lr\": %g, \"noise\": \"%s\"}", lr,
+                 (i * 7919) % 3 == 0 ? "a" : "b");
+        tp__store_trial_add(*out, i, params, 1.0);
+        tp_trial_end_t end = {.state = "completed", .attempt = 1, .has_value = 1,
+                              .value = lr * 10, .best = lr * 10, .step = TP_STORE_NO_STEP,
+                              .at = 2.0};
+        tp__store_trial_end(*out, i, &end);
+    }
+    tp__store_commit(*out);
+    return dir;
+}
+
+TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
+    tp_store_t *s = NULL;
+    char *dir = store_with_known_importance(&s);
+    TP_REQUIRE(dir != NULL);
+    json_t *o = tp__web_importance(s);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "trials")), 200);
+    double lr = -1, noise = -1;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(o, "params"), i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        double v = json_real_value(json_object_get(e, "importance"));
+        if (strcmp(name, "lr") == 0) lr = v;
+        if (strcmp(name, "noise") == 0) noise = v;
+    }
+    TP_CHECK(lr > 0.95);   /* ten bins of a value that is a function of lr */
+    TP_CHECK(noise >= 0 && noise < 0.05);
+    json_decref(o);
+    /* The trials page sorts by value with the best first and counts the rest. */
+    tp_web_trials_q_t q = {.sort = "value", .desc = 1, .limit = 5};
+    json_t *page = tp__web_trials(s, &q);
+    TP_CHECK_INT(json_integer_value(json_object_get(page, "total")), 200);
+    TP_CHECK_INT(json_array_size(json_object_get(page, "rows")), 5);
+    TP_CHECK_NEAR(json_real_value(json_object_get(json_array_get(json_object_get(page, "rows"), 0),
+                                                  "value")),
+                  0.4, 1e-9);
+    json_decref(page);
+    tp_web_trials_q_t filtered = {.text = "\"a\"", .limit = 500};
+    page = tp__web_trials(s, &filtered);
+    size_t n_a = 0;
+    for (int k = 0; k < 200; k++) n_a += (k * 7919) % 3 == 0;
+    TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), (long long)n_a);
+    json_decref(page);
+    tp__store_close(s);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    TP_CHECK(system(cmd) == 0);
+    free(dir);
+}
+
+int main(void) { return tp_test_main(); }
