@@ -196,59 +196,42 @@ static enum MHD_Result r_importance(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, tp__web_importance(q->s));
 }
 
-/* SVG routes: the chart drawn into a buffer. */
-static enum MHD_Result r_history_svg(req_t *q) {
-    tp_buf_t b;
-    tp__buf_init(&b);
-    tp__web_svg_history(q->s, &b);
-    return send_svg(q->c, &b);
-}
-static enum MHD_Result r_curves_svg(req_t *q) {
-    tp_buf_t b;
-    tp__buf_init(&b);
+/* Curves of ?trials=1,2,3 (at most 20), or the default set. */
+static void curves_svg(req_t *q, tp_buf_t *b) {
     int64_t ids[20];
     size_t n = 0;
-    const char *list = arg(q->c, "trials");
-    for (const char *p = list; p && *p && n < 20;) {
+    for (const char *p = arg(q->c, "trials"); p && *p && n < 20;) {
         char *end;
         long long v = strtoll(p, &end, 10);
         if (end == p) break;
         ids[n++] = v;
         p = *end == ',' ? end + 1 : end;
     }
-    tp__web_svg_curves(q->s, ids, n, &b);
-    return send_svg(q->c, &b);
+    tp__web_svg_curves(q->s, ids, n, b);
 }
-static enum MHD_Result r_parcoords_svg(req_t *q) {
-    tp_buf_t b;
-    tp__buf_init(&b);
-    tp__web_svg_parcoords(q->s, &b);
-    return send_svg(q->c, &b);
-}
-static enum MHD_Result r_importance_svg(req_t *q) {
-    tp_buf_t b;
-    tp__buf_init(&b);
-    tp__web_svg_importance(q->s, &b);
-    return send_svg(q->c, &b);
-}
-static enum MHD_Result r_packing_svg(req_t *q) {
-    tp_buf_t b;
-    tp__buf_init(&b);
-    tp__web_svg_packing(q->s, tp__wall_s(), &b);
-    return send_svg(q->c, &b);
-}
+static void history_svg(req_t *q, tp_buf_t *b) { tp__web_svg_history(q->s, b); }
+static void parcoords_svg(req_t *q, tp_buf_t *b) { tp__web_svg_parcoords(q->s, b); }
+static void importance_svg(req_t *q, tp_buf_t *b) { tp__web_svg_importance(q->s, b); }
+static void packing_svg(req_t *q, tp_buf_t *b) { tp__web_svg_packing(q->s, tp__wall_s(), b); }
 
+/* A route answers either itself (fn) or with a chart drawn into a buffer (svg). */
 static const struct {
     const char *what;
-    int takes_trial;                 /* the path ends in /TRIAL */
+    int takes_trial;                            /* the path ends in /TRIAL */
     enum MHD_Result (*fn)(req_t *q);
+    void (*svg)(req_t *q, tp_buf_t *out);
 } api_routes[] = {
-    {"summary", 0, r_summary},         {"trials", 0, r_trials},
-    {"trial", 1, r_trial},             {"log", 1, r_log},
-    {"nodes", 0, r_nodes},             {"importance", 0, r_importance},
-    {"history.svg", 0, r_history_svg}, {"curves.svg", 0, r_curves_svg},
-    {"parcoords.svg", 0, r_parcoords_svg}, {"importance.svg", 0, r_importance_svg},
-    {"packing.svg", 0, r_packing_svg},
+    {"summary", 0, r_summary, NULL},
+    {"trials", 0, r_trials, NULL},
+    {"trial", 1, r_trial, NULL},
+    {"log", 1, r_log, NULL},
+    {"nodes", 0, r_nodes, NULL},
+    {"importance", 0, r_importance, NULL},
+    {"history.svg", 0, NULL, history_svg},
+    {"curves.svg", 0, NULL, curves_svg},
+    {"parcoords.svg", 0, NULL, parcoords_svg},
+    {"importance.svg", 0, NULL, importance_svg},
+    {"packing.svg", 0, NULL, packing_svg},
 };
 
 static enum MHD_Result api_experiments(const web_t *w, struct MHD_Connection *c) {
@@ -298,7 +281,14 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
             rc = send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg);
         } else {
             req_t q = {.c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial};
-            rc = api_routes[r].fn(&q);
+            if (api_routes[r].fn) {
+                rc = api_routes[r].fn(&q);
+            } else {
+                tp_buf_t b;
+                tp__buf_init(&b);
+                api_routes[r].svg(&q, &b);
+                rc = send_svg(c, &b);
+            }
             tp__store_close(s);
         }
         free_list(dirs, n);
