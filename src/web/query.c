@@ -23,7 +23,8 @@ static const char *const SQL_BEST =
  * fixed table (never taken from the request). */
 #define TRIAL_COLUMNS                                                                          \
     "SELECT t.id, t.state, t.attempts, t.failures, t.rung, t.budget, t.value, t.params, "      \
-    "t.decision, t.error, t.started_at, t.ended_at, t.step, "                                 \
+    "t.decision, t.error, t.started_at, t.ended_at, t.step, t.run_s, t.interrupted, "         \
+    "t.stderr_tail, "                                                                          \
     "(SELECT p.node FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1), "      \
     "(SELECT p.gpus FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1) "       \
     "FROM trials t "
@@ -54,8 +55,7 @@ static const struct {
     {"rung", "t.rung IS NULL, t.rung, t.id", "t.rung IS NULL, t.rung DESC, t.id"},
     {"started", "t.started_at IS NULL, t.started_at, t.id",
      "t.started_at IS NULL, t.started_at DESC, t.id"},
-    {"duration", "t.ended_at IS NULL, t.ended_at - t.started_at, t.id",
-     "t.ended_at IS NULL, t.ended_at - t.started_at DESC, t.id"},
+    {"duration", "t.run_s, t.id", "t.run_s DESC, t.id"},
 };
 
 static sqlite3_stmt *prepare(tp_store_t *s, const char *sql) {
@@ -154,8 +154,11 @@ static json_t *trial_row(sqlite3_stmt *st) {
     json_object_set_new(o, "started_at", col_real(st, 10));
     json_object_set_new(o, "ended_at", col_real(st, 11));
     json_object_set_new(o, "step", col_int(st, 12));
-    json_object_set_new(o, "node", col_text(st, 13));
-    json_object_set_new(o, "gpus", col_json(st, 14));
+    json_object_set_new(o, "run_s", col_real(st, 13));
+    json_object_set_new(o, "interrupted", col_int(st, 14));
+    json_object_set_new(o, "stderr_tail", col_text(st, 15));
+    json_object_set_new(o, "node", col_text(st, 16));
+    json_object_set_new(o, "gpus", col_json(st, 17));
     return o;
 }
 

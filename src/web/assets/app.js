@@ -166,7 +166,7 @@ function trialsView(id) {
       el("td", {class: "params", text: fmtParams(r.params)}),
       el("td", {text: r.error ? r.error : fmt(r.decision)}),
       el("td", {text: where(r)}),
-      el("td", {class: "num", text: duration(r.ended_at && r.started_at ? r.ended_at - r.started_at : null)}),
+      el("td", {class: "num", text: duration(r.run_s)}),
       el("td", {}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: "logs"}))));
     table.replaceChildren(head, ...rows);
   }
@@ -241,7 +241,8 @@ function trialView(id, trial) {
     const kv = [["state", t.state], ["value", fmt(t.value)], ["attempts", fmt(t.attempts)],
       ["rung / budget", t.rung === null ? "" : t.rung + " / " + fmt(t.budget)],
       ["last decision", fmt(t.decision)], ["error", fmt(t.error)], ["parameters", fmtParams(t.params)],
-      ["placed on", where(t)], ["ran for", duration(t.ended_at && t.started_at ? t.ended_at - t.started_at : null)]];
+      ["placed on", where(t)], ["running time", duration(t.run_s)],
+      ["interrupted attempts", fmt(t.interrupted)], ["stderr of its last failure", fmt(t.stderr_tail)]];
     info.replaceChildren(...kv.flatMap(([k, v]) => [el("dt", {text: k}), el("dd", {text: v || ""})]));
     box.innerHTML = await getText("/api/e/" + id + "/curves.svg?trials=" + trial);
     values.dataset.points = t.curve.length;
