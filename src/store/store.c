@@ -270,7 +270,7 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
     if (snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE) >= (int)sizeof path)
         return tp__errorf(err, -ENAMETOOLONG, "store: path too long: %s", dir);
     tp_store_t *s = tp__xcalloc(1, sizeof *s);
-    s->readonly = mode == TP_STORE_READONLY;
+    s->readonly = mode == TP_STORE_READONLY || mode == TP_STORE_READ_AGAIN;
     int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
     if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
         (s->readonly && sqlite3_exec(s->db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL,
@@ -290,7 +290,7 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         return rc;
     }
     sqlite3_busy_timeout(s->db, 5000);
-    int checked = quick_check(s, path, err);
+    int checked = mode == TP_STORE_READ_AGAIN ? 0 : quick_check(s, path, err);
     if (checked) {
         tp__store_close(s);
         return checked;

@@ -16,11 +16,14 @@ typedef struct tp_store tp_store_t;
 enum {
     TP_STORE_READONLY = 0, /* open an existing store for reading */
     TP_STORE_WRITE = 1,    /* open or create for writing (the orchestrator) */
+    TP_STORE_READ_AGAIN = 2, /* READONLY without the quick_check: for a reader that opens
+                              * the same store again and again after checking it once
+                              * (the dashboard, on every request) */
 };
 
 /* Open DIR/tunepack.db. mode TP_STORE_WRITE creates the file and migrates
  * the schema to the current version; READONLY fails with -ENOENT if absent
- * and -EPROTO if the schema is newer than this binary. Either mode checks
+ * and -EPROTO if the schema is newer than this binary. Both modes check
  * the file first (PRAGMA quick_check, bounded to about a second) and fails
  * with -EBADMSG, saying what it found and how to recover, when damaged. */
 int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err);

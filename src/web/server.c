@@ -1,6 +1,8 @@
 /* server: the dashboard's HTTP side (libmicrohttpd, one internal thread).
  * Routes are a table; every API request opens the experiment's store
- * read-only, answers from it and closes it. Static assets are compiled into
+ * read-only, answers from it and closes it (without the quick_check each
+ * command runs on open: `tunepack dashboard` checks the stores it is given
+ * once, when it starts). Static assets are compiled into
  * the binary (cmake/embed.cmake), so nothing is fetched from anywhere. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -241,7 +243,7 @@ static enum MHD_Result api_experiments(const web_t *w, struct MHD_Connection *c)
     for (size_t i = 0; i < n; i++) {
         tp_store_t *s = NULL;
         tp_error_t err = {0};
-        if (tp__store_open(dirs[i], TP_STORE_READONLY, &s, &err) == 0) {
+        if (tp__store_open(dirs[i], TP_STORE_READ_AGAIN, &s, &err) == 0) {
             json_array_append_new(list, tp__web_summary(s, dirs[i], i));
             tp__store_close(s);
         } else {
@@ -277,7 +279,7 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
         tp_store_t *s = NULL;
         tp_error_t err = {0};
         enum MHD_Result rc;
-        if (tp__store_open(dirs[id], TP_STORE_READONLY, &s, &err) != 0) {
+        if (tp__store_open(dirs[id], TP_STORE_READ_AGAIN, &s, &err) != 0) {
             rc = send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg);
         } else {
             req_t q = {.c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial};
