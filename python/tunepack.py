@@ -10,9 +10,10 @@
 
 `run` calls the `tunepack` binary ($TUNEPACK_BIN, else `tunepack` on PATH); `status`, `trials`
 and `best` read the experiment's store (DIR/tunepack.db) read-only, so they are safe while the
-run goes on. `best` ranks as `tunepack best` does (src/run/rank.c): trials that ended a job with
-the objective (completed, stopped early, paused at a rung); the larger budget first, then the
-better value by the metric's mode.
+run goes on. `best` ranks as `tunepack best` does (src/run/rank.c, src/cli/common.c): each trial
+by the last job it ended with the objective (completed, stopped early, paused at a rung, or
+promoted and running the next); the larger budget first, then the better value by the metric's
+mode.
 """
 
 import fcntl
@@ -148,8 +149,24 @@ def trials(dir):
         return _trials(conn, dir, _owned(dir))
 
 
-def _rank(ts, maximize, top):
-    ranked = [t for t in ts if t["state"] in _RANKED and t["value"] is not None]
+def _last_results(conn):
+    """{trial: (rung, budget, value)} of each trial's last job that ended with the objective."""
+    out = {}
+    for d in conn.execute("SELECT trial, rung, budget, value FROM decisions WHERE kind = 'result' "
+                          "AND ok AND value IS NOT NULL ORDER BY seq"):
+        out[d["trial"]] = (d["rung"], d["budget"], d["value"])
+    return out
+
+
+def _rank(ts, results, maximize, top):
+    ranked = []
+    for t in ts:
+        if t["id"] in results:  # its last finished job, even while its next rung runs
+            t = dict(t)
+            t["rung"], t["budget"], t["value"] = results[t["id"]]
+        elif t["state"] not in _RANKED or t["value"] is None:
+            continue
+        ranked.append(t)
     sign = -1 if maximize else 1
     ranked.sort(key=lambda t: (-(t["budget"] or 0), sign * t["value"], t["id"]))
     return ranked[:top]
@@ -160,7 +177,8 @@ def best(dir, top=None):
     best, best first."""
     with _connect(dir) as conn:
         meta = _meta(conn)
-        ranked = _rank(_trials(conn, dir, _owned(dir)), meta.get("mode") == "max", top or 1)
+        ranked = _rank(_trials(conn, dir, _owned(dir)), _last_results(conn),
+                       meta.get("mode") == "max", top or 1)
     if top:
         return ranked
     return ranked[0] if ranked else None
@@ -173,6 +191,7 @@ def status(dir):
     with _connect(dir) as conn:
         meta = _meta(conn)
         ts = _trials(conn, dir, owned)
+        results = _last_results(conn)
     state = meta.get("state", "new")
     if owned:
         state = "running"
@@ -181,7 +200,7 @@ def status(dir):
     counts = {k: 0 for k in _COUNTED}
     for t in ts:
         counts[t["state"]] = counts.get(t["state"], 0) + 1
-    ranked = _rank(ts, meta.get("mode") == "max", 1)
+    ranked = _rank(ts, results, meta.get("mode") == "max", 1)
     return {"name": meta.get("name"), "file": meta.get("experiment_path"), "directory": str(dir),
             "state": state, "trials": len(ts), "counts": counts, "metric": meta.get("metric"),
             "mode": meta.get("mode"), "best": ranked[0] if ranked else None}

@@ -85,9 +85,10 @@ const tp_cmd_t tp__cmd_best = {
     .summary = "print the best trial so far (several objectives: the Pareto front)",
     .usage = "usage: tunepack best [DIR] [--json] [--top N]\n\n"
              "Prints the best trial of the experiment in DIR (default: the latest under ./runs),\n"
-             "while it runs or after. It ranks every trial that ended a job with the objective:\n"
-             "completed, stopped early by the scheduler, or paused at a rung waiting for a\n"
-             "promotion (running, pending and failed trials are not ranked). A trial that\n"
+             "while it runs or after. It ranks every trial that ended a job with the objective,\n"
+             "by the last job it ended so: completed, stopped early by the scheduler, paused at\n"
+             "a rung waiting for a promotion, or promoted and running its next rung (trials\n"
+             "that never finished a job are not ranked). A trial that\n"
              "reached a larger budget ranks first (a value after 9 epochs is not weighed against\n"
              "one after 1), then the better objective by the metric's mode. `tunepack status`\n"
              "shows the same trial.\n\n"

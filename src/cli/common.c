@@ -93,24 +93,62 @@ typedef struct ranked {
     json_t *trial;      /* its JSON, owned */
 } ranked_t;
 
+/* A trial's last job that ended with the objective, from the decisions
+ * journal ("result" rows): what it competes with, even while its next rung
+ * runs. */
+typedef struct job_result {
+    int have;
+    int rung;
+    tp_rank_key_t key;
+} job_result_t;
+
 typedef struct ranking {
     ranked_t *best;     /* the best `top` so far, best first */
     size_t n, top;
     int maximize;
     const char *dir;
+    job_result_t *last; /* by trial id, owned */
+    size_t nlast;
 } ranking_t;
 
-/* Keep row among the best `top` (insertion into a short sorted array). */
+static int note_result(const tp_decision_row_t *d, void *ud) {
+    ranking_t *a = ud;
+    if (strcmp(d->kind, "result") != 0 || !d->ok || !d->has_value || d->trial < 0) return 0;
+    if ((size_t)d->trial >= a->nlast) {
+        size_t n = (size_t)d->trial * 2 + 16;
+        a->last = tp__xrealloc(a->last, n * sizeof *a->last);
+        memset(a->last + a->nlast, 0, (n - a->nlast) * sizeof *a->last);
+        a->nlast = n;
+    }
+    a->last[d->trial] = (job_result_t){.have = 1, .rung = d->rung,
+                                       .key = {.budget = d->budget, .value = d->value}};
+    return 0;
+}
+
+/* Keep row among the best `top` (insertion into a short sorted array). A
+ * trial competes with its last job's result (a promoted trial running its
+ * next rung keeps the rung it finished); a trial with no journaled result (a
+ * seeded one, a store older than the decisions) with its row. */
 static int rank_row(const tp_trial_row_t *row, void *ud) {
     ranking_t *a = ud;
-    if (!tp__rank_competes(row->state, row->has_value)) return 0;
-    tp_rank_key_t k = {.budget = row->budget, .value = row->value};
+    const job_result_t *jr =
+        row->id >= 0 && (size_t)row->id < a->nlast && a->last[row->id].have ? &a->last[row->id]
+                                                                             : NULL;
+    if (!jr && !tp__rank_competes(row->state, row->has_value)) return 0;
+    tp_rank_key_t k = jr ? jr->key : (tp_rank_key_t){.budget = row->budget, .value = row->value};
     size_t at = a->n;
     while (at > 0 && tp__rank_beats(&k, &a->best[at - 1].key, a->maximize)) at--;
     if (at >= a->top) return 0;
     if (a->n == a->top) json_decref(a->best[--a->n].trial);
     memmove(a->best + at + 1, a->best + at, (a->n - at) * sizeof *a->best);
-    a->best[at] = (ranked_t){.key = k, .trial = tp__cli_trial_json(row, a->dir)};
+    json_t *t = tp__cli_trial_json(row, a->dir);
+    if (jr) { /* what was ranked: that job's rung, budget and value */
+        json_object_set_new(t, "value", json_real(jr->key.value));
+        json_object_set_new(t, "rung", json_integer(jr->rung));
+        json_object_set_new(t, "budget", jr->key.budget > 0 ? json_real(jr->key.budget)
+                                                            : json_null());
+    }
+    a->best[at] = (ranked_t){.key = k, .trial = t};
     a->n++;
     return 0;
 }
@@ -119,9 +157,13 @@ json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top
     ranking_t a = {.best = tp__xcalloc(top ? top : 1, sizeof *a.best), .top = top,
                    .maximize = maximize, .dir = dir};
     json_t *out = json_array();
-    if (top) tp__store_trials(s, rank_row, &a);
+    if (top) {
+        tp__store_decisions(s, note_result, &a);
+        tp__store_trials(s, rank_row, &a);
+    }
     for (size_t i = 0; i < a.n; i++) json_array_append_new(out, a.best[i].trial);
     free(a.best);
+    free(a.last);
     return out;
 }
 

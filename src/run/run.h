@@ -60,9 +60,11 @@ int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_rep
                         tp_buf_t *json, char *why, size_t whylen);
 
 /* ---- the best trial (rank.c): pure ------------------------------------------
- * A trial competes for "best" once a job of it ended with the objective:
- * completed, stopped early, or paused at a rung waiting for a promotion
- * (running, pending and failed trials do not). Between two competitors the
+ * A trial competes for "best" once a job of it ended with the objective
+ * (completed, stopped early, paused at a rung waiting for a promotion, or
+ * promoted and running its next rung), with the last job it finished so;
+ * trials that never finished a job (running their first, pending, failed
+ * at their first) do not. Between two competitors the
  * one that reached the larger budget wins (a value after 9 epochs is not
  * weighed against one after 1), then the better value by the metric's mode.
  * Without budgets every trial has budget 0 and only the value counts. */

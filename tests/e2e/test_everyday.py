@@ -5,7 +5,7 @@ run, honest accounting and the output options."""
 import json
 import os
 
-from helpers import E2E, PY, main, yaml_str
+from helpers import E2E, PY, main, wait_for, yaml_str
 
 QUICK = """name: everyday
 command: [%s, -c, "import json,os; os.write(int(os.environ['TUNEPACK_REPORT_FD']), (json.dumps({'acc': {x}})+'\\\\n').encode())"]
@@ -110,6 +110,43 @@ class Everyday(E2E):
         self.assertEqual([t["trial"] for t in top][0], best["trial"])
         self.assertEqual(len(top), 3)
         self.assertIn("budget", self.tp("best", "--help").stdout)
+
+    def test_a_promoted_trial_stays_the_best_while_its_next_rung_runs(self):
+        # Rung 0 (1 epoch) for 3 trials, the best promoted to 3 epochs, where it waits for a
+        # file the test writes once it has looked.
+        marker = self.path("go")
+        trial = self.write("trial.py", "import json, os, sys, time\n"
+                           "x, e = float(sys.argv[1]), int(float(sys.argv[2]))\n"
+                           "while e > 1 and not os.path.exists(%r):\n"
+                           "    time.sleep(0.05)\n"
+                           "os.write(int(os.environ['TUNEPACK_REPORT_FD']),\n"
+                           "         (json.dumps({'step': e, 'acc': x * e}) + '\\n').encode())\n"
+                           % marker)
+        exp = self.experiment(
+            "name: promote\ncommand: [%s, %s, \"{x}\", \"{epochs}\"]\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 3, seed: 2, scheduler: asha}\n"
+            "budget: {name: epochs, min: 1, max: 3, eta: 3}\n" % (yaml_str(PY), yaml_str(trial)))
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir)
+
+        def promoted():
+            rows = self.poll_query(run_dir, "SELECT id FROM trials WHERE state = 'running' "
+                                            "AND rung = 1")
+            return rows
+        rows = wait_for(promoted, 60)
+        self.assertTrue(rows, "no trial was promoted")
+        best = json.loads(self.tp("best", run_dir, "--json").stdout)
+        status = json.loads(self.tp("status", run_dir, "--json").stdout)
+        self.assertEqual(best["trial"], rows[0]["id"])
+        self.assertEqual((best["rung"], best["budget"], best["state"]), (0, 1, "running"))
+        self.assertEqual(status["best"]["id"], best["trial"])
+        with open(marker, "w"):
+            pass
+        self.assertEqual(p.wait(timeout=60), 0)
+        best = json.loads(self.tp("best", run_dir, "--json").stdout)
+        self.assertEqual((best["trial"], best["rung"], best["state"]), (rows[0]["id"], 1,
+                                                                         "completed"))
 
     def test_failures_show_stderr_tail_and_fail_fast_stops(self):
         run_dir = self.path("run")
