@@ -372,8 +372,8 @@ static int insert(vp_t *v, size_t i, choice_t how, const size_t *todo, size_t k)
     return 0;
 }
 
-/* Re-order g's list is not needed: insert() tries only the head of each GPU,
- * so rotate the lists between passes to try the other residents too. */
+/* insert() looks at the first 32 trials of each GPU's list: rotating the
+ * lists between passes gives the others of a crowded GPU their turn. */
 static void rotate(vp_t *v) {
     for (size_t g = 0; g < v->G; g++) {
         size_t h = v->head[g];
@@ -645,9 +645,31 @@ static double upper_bound(const vp_t *v) {
 }
 
 /* Large rounds: the size order through placer_fit's tree, best fit. */
+#define LARGE_BUCKETS 1024
 static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
-    sort_trials(v, single, m, BY_SIZE);
-    tp__place_greedy_order(v->c, v->u, v->t, single, m, 1, out);
+    /* largest first by a counting sort over LARGE_BUCKETS bands of size (stable,
+     * O(m)): a comparison sort of a million trials costs more than the placing */
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t j = 0; j < m; j++) {
+        double s = v->size[single[j]];
+        if (s < lo) lo = s;
+        if (s > hi) hi = s;
+    }
+    size_t *count = tp__xcalloc(LARGE_BUCKETS + 1, sizeof *count);
+    size_t *band = tp__xmalloc((m ? m : 1) * sizeof *band);
+    size_t *sorted = tp__xmalloc((m ? m : 1) * sizeof *sorted);
+    double span = hi > lo ? hi - lo : 1;
+    for (size_t j = 0; j < m; j++) {
+        double f = (hi - v->size[single[j]]) / span; /* 0 for the largest */
+        band[j] = (size_t)(f * (LARGE_BUCKETS - 1));
+        count[band[j] + 1]++;
+    }
+    for (size_t b = 0; b < LARGE_BUCKETS; b++) count[b + 1] += count[b];
+    for (size_t j = 0; j < m; j++) sorted[count[band[j]]++] = single[j];
+    tp__place_greedy_order(v->c, v->u, v->t, sorted, m, 1, out);
+    free(count);
+    free(band);
+    free(sorted);
 }
 
 static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
