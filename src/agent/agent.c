@@ -107,6 +107,7 @@ static void finish(tp_agent_t *a) {
     /* No trial outlives its run: whatever still carries the run's token
      * (a process that left its trial's group and its pipes) ends here. */
     tp__reap_token(a, a->token);
+    tp__cgroup_fini(a);
     tp__agent_gpu_close(a);
     if (a->hb_open) {
         a->hb_open = 0;
@@ -334,6 +335,7 @@ int tp__agent_main(int in_fd, int out_fd) {
         return 1;
     }
     tp__proto_decoder_init(&a->dec);
+    tp__cgroup_init(a);
     uv_pipe_init(&a->loop, &a->in, 0);
     uv_pipe_init(&a->loop, &a->out, 0);
     a->in.data = a->out.data = a;
@@ -359,6 +361,7 @@ int tp__agent_main(int in_fd, int out_fd) {
     int code = a->exit_code;
     if (uv_loop_close(&a->loop) != 0) tp__log(TP_LOG_WARN, "agent: handles left open at exit");
     tp__proto_decoder_free(&a->dec);
+    tp__cgroup_fini(a); /* when finish() did not run */
     free(a->token);
     free(a);
     return code;

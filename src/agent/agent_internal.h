@@ -57,6 +57,12 @@ int tp__reap_token(tp_agent_t *a, const char *token);
  * left the trial's process group (setsid, double fork). O(processes).
  * Returns how many were killed. */
 int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt);
+/* ---- cgroup.c: a cgroup v2 per attempt, where the machine allows ----------- */
+void tp__cgroup_init(tp_agent_t *a);                  /* the agent's cgroup, or none */
+void tp__cgroup_trial_start(tp_agent_t *a, tp_trial_t *t); /* move the new leader in */
+void tp__cgroup_trial_kill(tp_trial_t *t);            /* SIGKILL all of the attempt's */
+void tp__cgroup_trial_free(tp_trial_t *t);            /* kill, remove its cgroup */
+void tp__cgroup_fini(tp_agent_t *a);                  /* kill and remove everything */
 /* Reap every exited child: a trial leader's exit goes to its trial; the
  * rest are orphans of trials (the agent is their subreaper). */
 void tp__reap_children(tp_agent_t *a);
@@ -112,6 +118,7 @@ struct tp_trial {
     int group_gone;                   /* kill(-pid, 0) says ESRCH */
     int linger_expired;               /* gave up waiting for pipes/group */
     int escapes_reaped;               /* its processes outside the group were looked for */
+    char *cgroup;                     /* its own cgroup v2 directory, owned; NULL if none */
     int exited_sent;                  /* `exited` queued */
     int handles_open;                 /* handles not yet closed; free at 0 */
     int oom;                          /* stderr said the GPU ran out of memory */
@@ -159,6 +166,8 @@ struct tp_agent {
     char inbuf[TP_AGENT_READ_BUF];           /* input read buffer */
     char pipebuf[TP_AGENT_READ_BUF];         /* trial pipe reads (each consumed in its read_cb) */
     char *token;                             /* run token from hello, owned; NULL before */
+    char *cg_root;                           /* cgroup holding the trials' cgroups, owned;
+                                                NULL where none can be made (cgroup.c) */
     tp_trial_t *trials;                      /* live attempts (doubly linked) */
     int ntrials;                             /* length of that list */
     size_t out_pending;                      /* bytes queued on `out` not yet written */

@@ -117,6 +117,7 @@ static void free_trial(tp_trial_t *t) {
         a->trials = t->next;
     if (t->next) t->next->prev = t->prev;
     a->ntrials--;
+    tp__cgroup_trial_free(t);
     tp__lines_free(&t->fd_lines);
     tp__lines_free(&t->out_lines);
     tp__logfile_close(&t->logs[0]);
@@ -354,6 +355,7 @@ void tp__trial_leader_exited(tp_trial_t *t, int status) {
     t->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     t->exit_code = t->term_signal ? -1 : WEXITSTATUS(status);
     kill_group(t, SIGKILL);
+    tp__cgroup_trial_kill(t); /* and whatever of it left the group */
     arm(t, TP_TIMER_LINGER, TP_AGENT_LINGER_S);
     maybe_finish(t);
 }
@@ -719,6 +721,7 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     t->pause_signal = la.pause_signal;
     int rc = spawn_trial(args, env, la.cwd, fds, &t->ctl_fd, &t->pid);
     free_strv(env);
+    if (rc == 0) tp__cgroup_trial_start(a, t);
     if (rc == 0) {
         for (int i = 0; i < TP_NPIPES; i++) {
             t->pipes[i].t = t;

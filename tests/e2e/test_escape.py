@@ -28,15 +28,19 @@ if os.fork() == 0:
     if mode == "double":  # a daemon: fork again, the middle exits, stdio closed
         if os.fork() != 0:
             os._exit(0)
-    if mode in ("double", "hang"):
+    if mode in ("double", "hang", "clean"):
         fd = os.open(os.devnull, os.O_RDWR)
         for k in (0, 1, 2):
             os.dup2(fd, k)
     with open(pidfile + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.rename(pidfile + ".tmp", pidfile)
+    if mode == "clean":  # no token, no pipes: only a cgroup holds it
+        os.execve("/bin/sleep", ["sleep", "600"], {})
     time.sleep(600)
     os._exit(0)
+with open(pidfile + ".cgroup", "w") as f:
+    f.write(open("/proc/self/cgroup").read())
 while not os.path.exists(pidfile):
     time.sleep(0.01)
 if mode == "hang":
@@ -77,6 +81,14 @@ class Escape(E2E):
     def test_double_forked_daemon_with_closed_stdio_is_ended_with_the_run(self):
         r, run_dir = self.run_trials(["double"])
         self.assertExit(r, 0)
+        self.assert_gone(self.escapee(), run_dir)
+
+    def test_escapee_without_the_token_or_the_pipes_is_ended_by_its_cgroup(self):
+        r, run_dir = self.run_trials(["clean"])
+        self.assertExit(r, 0)
+        with open(self.path("pid") + ".cgroup") as f:
+            if "tunepack-agent-" not in f.read():
+                self.skipTest("no cgroup per trial on this machine (no writable cgroup2)")
         self.assert_gone(self.escapee(), run_dir)
 
     def test_escapee_of_a_stopped_trial_is_ended_with_its_attempt_not_only_the_run(self):
