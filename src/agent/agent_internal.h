@@ -57,15 +57,16 @@ int tp__reap_token(tp_agent_t *a, const char *token);
  * left the trial's process group (setsid, double fork). O(processes).
  * Returns how many were killed. */
 int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt);
+/* Reap every exited child: a trial leader's exit goes to its trial; the
+ * rest are orphans of trials (the agent is their subreaper). */
+void tp__reap_children(tp_agent_t *a);
+
 /* ---- cgroup.c: a cgroup v2 per attempt, where the machine allows ----------- */
 void tp__cgroup_init(tp_agent_t *a);                  /* the agent's cgroup, or none */
 void tp__cgroup_trial_start(tp_agent_t *a, tp_trial_t *t); /* move the new leader in */
 void tp__cgroup_trial_kill(tp_trial_t *t);            /* SIGKILL all of the attempt's */
 void tp__cgroup_trial_free(tp_trial_t *t);            /* kill, remove its cgroup */
 void tp__cgroup_fini(tp_agent_t *a);                  /* kill and remove everything */
-/* Reap every exited child: a trial leader's exit goes to its trial; the
- * rest are orphans of trials (the agent is their subreaper). */
-void tp__reap_children(tp_agent_t *a);
 
 /* ---- trial.c: one attempt ---------------------------------------------------- */
 typedef enum {
