@@ -31,7 +31,10 @@ static const struct {
     {"completed", "completed"},  {"stopped", "stopped early"},
 };
 
-enum { MAX_BANDS = 128, TITLES_MAX = 4000 };
+/* Beyond MERGE_ABOVE bars, touching bars of a lane with the same colour become
+ * one (a busy GPU's back-to-back trials), and a use strip keeps one step per
+ * pixel column (its highest use there): the chart stays a few hundred KB. */
+enum { MAX_BANDS = 128, TITLES_MAX = 2000, MERGE_ABOVE = 2000, COLUMNS = 1000 };
 
 typedef struct {
     char *label;        /* "node/gpuN" */
@@ -108,6 +111,56 @@ static int by_band_time(const void *a, const void *b) {
     return (x->mem > y->mem) - (x->mem < y->mem); /* ends before starts at the same time */
 }
 
+static int by_band_lane_start(const void *a, const void *b) {
+    const tp_gantt_bar_t *x = a, *y = b;
+    if (x->band != y->band) return x->band < y->band ? -1 : 1;
+    if (x->lane != y->lane) return x->lane < y->lane ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Touching bars (gap under `gap` seconds) of one lane with one colour become
+ * one bar without a tooltip. Returns how many were merged; *drawn: bars left.
+ * O(n log n). */
+static size_t merge_bars(tp_gantt_bar_t *bars, size_t n, double gap, size_t *drawn) {
+    qsort(bars, n, sizeof *bars, by_band_lane_start);
+    size_t w = 0, merged = 0;
+    for (size_t i = 0; i < n; i++) {
+        tp_gantt_bar_t *last = w ? &bars[w - 1] : NULL;
+        if (last && last->band == bars[i].band && last->lane == bars[i].lane &&
+            last->colour == bars[i].colour && bars[i].start - last->end <= gap) {
+            if (bars[i].end > last->end) last->end = bars[i].end;
+            last->title = NULL;
+            merged++;
+            continue;
+        }
+        bars[w++] = bars[i];
+    }
+    *drawn = w;
+    return merged;
+}
+
+/* A use strip resampled to COLUMNS steps, each the highest use in its column,
+ * written back over at, mem and compute (which hold n > COLUMNS). O(n). */
+static void per_column(tp_gantt_use_t *u, double span, double *at, double *mem, double *compute) {
+    double *t = tp__xcalloc(3 * COLUMNS, sizeof *t), *m = t + COLUMNS, *c = t + 2 * COLUMNS;
+    size_t i = 0;
+    double cur_m = 0, cur_c = 0;
+    for (size_t k = 0; k < COLUMNS; k++) {
+        double end = span * (double)(k + 1) / COLUMNS;
+        double hi_m = cur_m, hi_c = cur_c;
+        for (; i < u->n && at[i] < end; i++) {
+            cur_m = mem[i], cur_c = compute[i];
+            hi_m = fmax(hi_m, cur_m), hi_c = fmax(hi_c, cur_c);
+        }
+        t[k] = span * (double)k / COLUMNS, m[k] = hi_m, c[k] = hi_c;
+    }
+    memcpy(at, t, COLUMNS * sizeof *t);
+    memcpy(mem, m, COLUMNS * sizeof *m);
+    memcpy(compute, c, COLUMNS * sizeof *c);
+    free(t);
+    u->n = COLUMNS;
+}
+
 void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
     bands_t bs = {0};
     tp_gantt_bar_t *bars = NULL;
@@ -169,6 +222,8 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
         bars[i].start -= t0;
         bars[i].end -= t0;
     }
+    size_t drawn = nbars, merged = 0;
+    if (nbars > MERGE_ABOVE) merged = merge_bars(bars, nbars, (t1 - t0) / COLUMNS, &drawn);
     /* The use strips: running sums of the changes, per band. */
     qsort(ch, nch, sizeof *ch, by_band_time);
     tp_gantt_use_t *use = tp__xcalloc(bs.n + 1, sizeof *use);
@@ -186,6 +241,7 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
             uc[k] = compute;
         }
         use[b].n = k - first;
+        if (use[b].n > 2 * COLUMNS) per_column(&use[b], t1 - t0, at + first, um + first, uc + first);
     }
     const char **labels = tp__xcalloc(bs.n + 1, sizeof *labels);
     for (size_t b = 0; b < bs.n; b++) labels[b] = bs.b[b].label;
@@ -193,9 +249,11 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
     for (size_t i = 0; i < TP_ARRAY_LEN(outcomes); i++) legend[i] = outcomes[i].legend;
     char sub[200];
     snprintf(sub, sizeof sub, "%zu placements on %zu devices over %.0f s%s", nbars, bs.n, t1 - t0,
-             nbars > TITLES_MAX ? "; tooltips on the first 4000 only" : "");
+             merged ? "; back-to-back attempts of a lane drawn as one bar, tooltips on the first "
+                      "2000 only"
+                    : "");
     tp_gantt_t g = {.title = "GPU packing", .subtitle = sub, .nbands = bs.n, .band_label = labels,
-                    .bars = bars, .nbars = nbars, .span = t1 - t0, .legend = legend,
+                    .bars = bars, .nbars = drawn, .span = t1 - t0, .legend = legend,
                     .nlegend = TP_ARRAY_LEN(outcomes), .use = use, .max_bands = MAX_BANDS};
     tp__chart_gantt(out, &g);
     for (size_t i = 0; i < nbars; i++) free(titles[i]);

@@ -1,4 +1,6 @@
-/* server: the dashboard's HTTP side (libmicrohttpd, one internal thread).
+/* server: the dashboard's HTTP side (libmicrohttpd, four internal threads,
+ * so that a page's few requests are answered side by side; every handler
+ * keeps its state on its stack and its own store connection).
  * Routes are a table; every API request opens the experiment's store
  * read-only, answers from it and closes it (without the quick_check each
  * command runs on open: `tunepack dashboard` checks the stores it is given
@@ -363,6 +365,7 @@ int tp__web_serve(const tp_web_opts_t *o, volatile sig_atomic_t *stop, tp_error_
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, &w,
                                             MHD_OPTION_SOCK_ADDR, ai->ai_addr,
                                             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
                                             MHD_OPTION_END);
     freeaddrinfo(ai);
     if (!d)

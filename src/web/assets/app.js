@@ -141,12 +141,11 @@ function trialsView(id) {
     ["rung", "rung / budget", 1], ["value", "value", 1], [null, "parameters"],
     [null, "last decision"], [null, "node / GPU"], ["duration", "time", 1], [null, "logs"]];
   async function refresh() {
-    await frame();
     const q = new URLSearchParams({sort: state.sort, desc: state.desc, offset: state.offset,
                                    limit: state.limit, state: stateSel.value, q: search.value});
     if (!stateSel.value) q.delete("state");
     if (!search.value) q.delete("q");
-    const page = await getJSON("/api/e/" + id + "/trials?" + q);
+    const [page] = await Promise.all([getJSON("/api/e/" + id + "/trials?" + q), frame()]);
     pager.textContent = page.matched ? (page.offset + 1) + "–" + (page.offset + page.rows.length) +
       " of " + page.matched + (page.matched !== page.total ? " matching (" + page.total + " in all)" : "") : "no trial";
     table.dataset.total = page.total;
@@ -177,8 +176,8 @@ function chartView(id, page, svgPath, note) {
   const box = el("div", {class: "chart", id: "chart"});
   const frame = experimentFrame(id, page, el("div", {}, note ? el("p", {class: "muted", text: note}) : null, box));
   return async () => {
-    await frame();
-    box.innerHTML = await getText("/api/e/" + id + "/" + svgPath);
+    const [svg] = await Promise.all([getText("/api/e/" + id + "/" + svgPath), frame()]);
+    box.innerHTML = svg;
   };
 }
 
@@ -187,10 +186,10 @@ function importanceView(id) {
   const method = el("p", {class: "muted", id: "method"});
   const frame = experimentFrame(id, "importance", el("div", {}, method, box));
   return async () => {
-    await frame();
-    const imp = await getJSON("/api/e/" + id + "/importance");
+    const [imp, svg] = await Promise.all([getJSON("/api/e/" + id + "/importance"),
+      getText("/api/e/" + id + "/importance.svg"), frame()]);
     method.textContent = "How it is computed: " + imp.method + ".";
-    box.innerHTML = await getText("/api/e/" + id + "/importance.svg");
+    box.innerHTML = svg;
   };
 }
 
@@ -200,8 +199,7 @@ function nodesView(id) {
   const frame = experimentFrame(id, "nodes", el("div", {}, el("h2", {text: "Nodes"}), nodes,
     el("h2", {text: "GPUs"}), sharing, gpus));
   return async () => {
-    await frame();
-    const n = await getJSON("/api/e/" + id + "/nodes");
+    const [n] = await Promise.all([getJSON("/api/e/" + id + "/nodes"), frame()]);
     sharing.textContent = "sharing: " + fmt(n.sharing || "none recorded") + " · policy: " + fmt(n.policy || "?");
     nodes.replaceChildren(el("tr", {}, ...["node", "state", "CPUs", "memory", "GPUs", "running", "restarts", "Slurm job"].map(h => el("th", {text: h}))),
       ...(Array.isArray(n.nodes) ? n.nodes : []).map(x => el("tr", {},
@@ -236,22 +234,23 @@ function trialView(id, trial) {
     el("h2", {text: "Log (live tail)"}), el("div", {class: "controls"}, streamSel, logPath), logs,
     el("h2", {text: "Intermediate values"}), values, el("h2", {text: "Events"}), events));
   return async () => {
-    await frame();
-    const t = await getJSON("/api/e/" + id + "/trial/" + trial);
+    const [t, svg, lg] = await Promise.all([getJSON("/api/e/" + id + "/trial/" + trial),
+      getText("/api/e/" + id + "/curves.svg?trials=" + trial),
+      getJSON("/api/e/" + id + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next),
+      frame()]);
     const kv = [["state", t.state], ["value", fmt(t.value)], ["attempts", fmt(t.attempts)],
       ["rung / budget", t.rung === null ? "" : t.rung + " / " + fmt(t.budget)],
       ["last decision", fmt(t.decision)], ["error", fmt(t.error)], ["parameters", fmtParams(t.params)],
       ["placed on", where(t)], ["running time", duration(t.run_s)],
       ["interrupted attempts", fmt(t.interrupted)], ["stderr of its last failure", fmt(t.stderr_tail)]];
     info.replaceChildren(...kv.flatMap(([k, v]) => [el("dt", {text: k}), el("dd", {text: v || ""})]));
-    box.innerHTML = await getText("/api/e/" + id + "/curves.svg?trials=" + trial);
+    box.innerHTML = svg;
     values.dataset.points = t.curve.length;
     values.replaceChildren(el("tr", {}, el("th", {class: "num", text: "step"}), el("th", {class: "num", text: "value"})),
       ...t.curve.map(([s, v]) => el("tr", {}, el("td", {class: "num", text: fmt(s)}), el("td", {class: "num", text: fmt(v)}))));
     events.replaceChildren(el("tr", {}, ...["attempt", "event", "detail"].map(h => el("th", {text: h}))),
       ...t.events.map(e => el("tr", {}, el("td", {class: "num", text: fmt(e.attempt)}),
         el("td", {text: e.kind}), el("td", {text: fmt(e.detail)}))));
-    const lg = await getJSON("/api/e/" + id + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next);
     if (lg.from !== next) logs.textContent = "";
     logs.textContent += lg.text;
     if (logs.textContent.length > 200000) logs.textContent = logs.textContent.slice(-100000);
