@@ -15,7 +15,7 @@ static void on_signal(int sig) {
 }
 
 static int dashboard_main(int argc, char **argv) {
-    tp_web_opts_t o = {.listen = NULL};
+    tp_web_opts_t o = {.listen = NULL, .rank = tp__cli_ranking}; /* the best as `best` ranks it */
     const char **dirs = tp__xcalloc((size_t)argc + 1, sizeof *dirs);
     size_t ndirs = 0;
     int beside_run = 0; /* started by `run --dashboard`: the store may not exist yet */

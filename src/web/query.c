@@ -106,7 +106,7 @@ void tp__web_metric(tp_store_t *s, tp_web_metric_t *m) {
     free(mode);
 }
 
-json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id) {
+json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     char *name = meta(s, "name"), *state = meta(s, "state"), *created = meta(s, "created_at");
@@ -120,8 +120,15 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id) {
     }
     sqlite3_finalize(st);
     json_t *best = json_null();
-    st = prepare(s, SQL_BEST);
-    if (st) {
+    if (rank) {
+        json_t *top = rank(s, dir, m.maximize, 1), *t = json_array_get(top, 0);
+        if (t)
+            best = json_pack("{s:O, s:O, s:O, s:O, s:O}", "trial", json_object_get(t, "id"),
+                             "value", json_object_get(t, "value"), "state",
+                             json_object_get(t, "state"), "rung", json_object_get(t, "rung"),
+                             "budget", json_object_get(t, "budget"));
+        json_decref(top);
+    } else if ((st = prepare(s, SQL_BEST)) != NULL) {
         sqlite3_bind_int(st, 1, m.maximize);
         if (sqlite3_step(st) == SQLITE_ROW)
             best = json_pack("{s:I, s:f, s:o}", "trial", (json_int_t)sqlite3_column_int64(st, 0),

@@ -173,10 +173,11 @@ typedef struct req {
     const char *dir;
     size_t id;
     int64_t trial;      /* -1: none in the path */
+    tp_web_rank_fn rank;
 } req_t;
 
 static enum MHD_Result r_summary(req_t *q) {
-    return send_json(q->c, MHD_HTTP_OK, tp__web_summary(q->s, q->dir, q->id));
+    return send_json(q->c, MHD_HTTP_OK, tp__web_summary(q->s, q->dir, q->id, q->rank));
 }
 static enum MHD_Result r_trials(req_t *q) {
     tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"), .desc = arg_ll(q->c, "desc", 0) != 0,
@@ -246,7 +247,7 @@ static enum MHD_Result api_experiments(const web_t *w, struct MHD_Connection *c)
         tp_store_t *s = NULL;
         tp_error_t err = {0};
         if (tp__store_open(dirs[i], TP_STORE_READ_AGAIN, &s, &err) == 0) {
-            json_array_append_new(list, tp__web_summary(s, dirs[i], i));
+            json_array_append_new(list, tp__web_summary(s, dirs[i], i, w->o->rank));
             tp__store_close(s);
         } else {
             json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)i,
@@ -284,7 +285,7 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
         if (tp__store_open(dirs[id], TP_STORE_READ_AGAIN, &s, &err) != 0) {
             rc = send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg);
         } else {
-            req_t q = {.c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial};
+            req_t q = {.c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial, .rank = w->o->rank};
             if (api_routes[r].fn) {
                 rc = api_routes[r].fn(&q);
             } else {

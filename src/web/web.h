@@ -4,18 +4,28 @@
 #ifndef TP_WEB_H
 #define TP_WEB_H
 
+#include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
+
+#include "store/store.h"
 
 #include "util/util.h"
 
 #define TP_WEB_DEFAULT_LISTEN "127.0.0.1:8080"
+
+/* The ranking `best` and `status` use (given by the caller, so that the
+ * dashboard names the same best trial without depending on the run module):
+ * the first `top` trials of the store as JSON objects (id, value, state, rung,
+ * budget, ...), best first. */
+typedef json_t *(*tp_web_rank_fn)(tp_store_t *s, const char *dir, int maximize, size_t top);
 
 typedef struct tp_web_opts {
     const char *listen;          /* "HOST:PORT" (port 0: any free one); NULL: the default */
     const char *const *dirs;     /* experiment directories served, in this order */
     size_t ndirs;                /* 0: every experiment under ./runs, looked up per request */
     const char *ready_file;      /* NULL, or a file to write the served URL into once listening */
+    tp_web_rank_fn rank;         /* the best trial; NULL: the best completed or stopped value */
 } tp_web_opts_t;
 
 /* Serve until *stop becomes non-zero (a signal handler sets it). Prints the

@@ -8,12 +8,14 @@
 
 #include "store/store.h"
 #include "util/util.h"
+#include "web/web.h"
 
 /* Largest trials page a request may ask for, and the default. */
 enum { TP_WEB_PAGE_MAX = 500, TP_WEB_PAGE_DEFAULT = 100 };
 
-/* One experiment's summary: name, state, metric, counts per state, best. */
-json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id);
+/* One experiment's summary: name, state, metric, counts per state, and the
+ * best trial by rank (NULL: the best completed or stopped value). */
+json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank);
 
 typedef struct tp_web_trials_q {
     const char *sort;      /* id | value | state | attempts | rung | started | duration; NULL: id */

@@ -122,8 +122,11 @@ class Dashboard(GpuE2E):
             self.assertEqual(run.wait(timeout=120), 0, run.stderr.read().decode())
             with self.store(d) as s:
                 total = s.q("SELECT count(*) AS n FROM trials")[0]["n"]
-                best = s.q("SELECT id, value FROM trials WHERE state IN ('completed', 'stopped') "
-                           "AND value IS NOT NULL ORDER BY value DESC LIMIT 1")[0]
+                # The best trial as `tunepack best` ranks it (the largest budget first).
+                r = self.tp("best", d, "--json")
+                self.assertExit(r, 0)
+                ranked = json.loads(r.stdout)
+                best = {"id": ranked["trial"], "value": ranked["value"]}
                 curve = [(r["step"], r["value"]) for r in s.q(
                     "SELECT step, value FROM metrics WHERE trial = ?1 AND value IS NOT NULL "
                     "ORDER BY attempt, seq", best["id"])]

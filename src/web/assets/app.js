@@ -103,7 +103,9 @@ function summaryLine(s) {
   const parts = [s.state, (s.total || 0) + " trials"];
   for (const k of ["running", "paused", "pending", "completed", "stopped", "failed"])
     if (c[k]) parts.push(c[k] + " " + (k === "stopped" ? "stopped early" : k));
-  parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial + ")"
+  parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial +
+                      (s.best.state === "paused" || s.best.state === "running" ?
+                       ", " + s.best.state + ", rung " + fmt(s.best.rung) + (s.best.budget ? ", budget " + fmt(s.best.budget) : "") : "") + ")"
                     : "no value yet");
   return parts.join(" · ");
 }
