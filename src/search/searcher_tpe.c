@@ -38,11 +38,17 @@
  * told trials where it was active, ranked among themselves (split_for);
  * the proposal then drops the params its own picks make inactive.
  *
- * Several objectives (tell_values): Optuna's MOTPE. The "below" group is
- * whole non-dominated fronts while they fit in gamma(n), then the rest of
- * the next front by greedy hypervolume subset selection; the below
- * kernels are weighted by their hypervolume contribution (over the
- * largest), the above ones as usual.
+ * Several objectives (tell_values): Optuna's MOTPE, with one change. The
+ * "below" group is whole non-dominated fronts while they fit in gamma(n),
+ * then the rest of the next front by greedy hypervolume subset selection;
+ * the below kernels are weighted by their hypervolume contribution (over
+ * the largest), the above ones as usual. The change: gamma(n) = min(ceil(
+ * 0.2 n), 25) instead of 0.1 n, so "below" holds more of the front (with
+ * two objectives a tenth of the trials is often a fraction of the front
+ * alone). Measured in-process over 20 seeds, 60 trials, hypervolume at
+ * (1.1, 11): ZDT1 10.56 -> 10.75, ZDT2 9.67 -> 10.02, ZDT3 (+1) 9.60 ->
+ * 9.82; ZDT1 at 100 trials (10 seeds) 11.05 -> 11.17; Optuna 3.1's MOTPE
+ * on ZDT1 10.65.
  *
  * Warm start (tell_prior): earlier results are observations like told
  * trials, numbered before trial 0, so the weights' ramp counts them oldest.
@@ -77,6 +83,7 @@
 #define TPE_STARTUP 10          /* n_startup_trials */
 #define TPE_CANDIDATES 24       /* n_ei_candidates */
 #define TPE_GAMMA_MAX 25        /* gamma(n) = min(ceil(0.1 n), 25) */
+#define TPE_MO_GAMMA 0.2        /* several objectives: min(ceil(0.2 n), 25) (Optuna: 0.1) */
 #define TPE_PRIOR_WEIGHT 1.0    /* prior_weight */
 #define TPE_FLAT 25             /* newest observations with weight 1 */
 #define TPE_MAX_INDEX (1u << 26) /* larger trial numbers are not modelled */
@@ -538,9 +545,10 @@ static size_t split_for(const tp_searcher_t *s, size_t i, const size_t *ranked, 
     size_t n = 0;
     for (size_t k = 0; k < ntold; k++)
         if (!isnan(st->obs[ranked[k]].x[i])) above[n++] = ranked[k]; /* active, ranked */
-    size_t nb = (size_t)ceil(0.1 * (double)n); /* as Optuna computes it */
+    int multi = tp__search_nobj(&s->cfg) > 1;
+    size_t nb = (size_t)ceil((multi ? TPE_MO_GAMMA : 0.1) * (double)n); /* Optuna: 0.1 n */
     if (nb > TPE_GAMMA_MAX) nb = TPE_GAMMA_MAX;
-    if (tp__search_nobj(&s->cfg) > 1) mo_below(s, above, n, nb, below);
+    if (multi) mo_below(s, above, n, nb, below);
     else memcpy(below, above, nb * sizeof *below);
     qsort(below, nb, sizeof *below, cmp_size);
     size_t a = 0;
