@@ -4,11 +4,14 @@ observations (journaled as such, never run again); `enqueue` runs given configur
 checked against the space with file:line:col."""
 
 import json
+import os
+import signal
 import sys
+import time
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, PY, main, yaml_str
+from helpers import E2E, PY, main, wait_for, yaml_str
 
 # loss = (x - 0.3)^2 (+ 0.1 for opt b)
 TRIAL = (
@@ -134,6 +137,57 @@ class WarmStart(E2E):
             self.assertExit(r, 3)
             self.assertIn("bad.yaml:%d:%d: " % (line, col), r.stderr)
             self.assertIn(needle, r.stderr)
+
+
+# Two objectives, slow enough to be killed in the middle.
+TRIAL_MO = (
+    "import json, os, sys, time\n"
+    "x, z = float(sys.argv[1]), float(sys.argv[2])\n"
+    "time.sleep(float(os.environ.get('SLOW', '0')))\n"
+    "rec = {'err': (x - 0.3) ** 2 + z, 'cost': (1 - x) ** 2 + z}\n"
+    "os.write(int(os.environ['TUNEPACK_REPORT_FD']), (json.dumps(rec) + '\\n').encode())\n"
+)
+
+
+class ResumeSeveral(E2E):
+
+    def exp(self, name, search, slow="0"):
+        trial = self.write("trial_mo.py", TRIAL_MO)
+        return self.experiment(
+            "name: %s\n"
+            "command: [%s, %s, \"{x}\", \"{z}\"]\n"
+            "metric: [{name: err, mode: min}, {name: cost, mode: min}]\n"
+            "space:\n  x: {uniform: [0.0, 1.0]}\n  z: {uniform: [0.0, 0.2]}\n"
+            "search: %s\n"
+            "env: {SLOW: \"%s\"}\n" % (name, PY, yaml_str(trial), search, slow),
+            name=name + ".yaml")
+
+    def test_killed_warm_started_multi_objective_tpe_resumes_the_same_search(self):
+        first = self.path("first")
+        self.assertExit(self.run_exp(self.exp("first", "{algorithm: random, trials: 12, "
+                                                        "seed: 5}"), first), 0)
+        search = "{algorithm: tpe, trials: 14, seed: 3, warm_start: [%s]}" % yaml_str(first)
+        ref = self.path("ref")
+        self.assertExit(self.run_exp(self.exp("ref", search), ref), 0)
+        run_dir = self.path("run")
+        exp = self.exp("run", search, slow="0.3")
+        p = self.start_run(exp, run_dir)
+        done = lambda: len(self.poll_query(run_dir, "SELECT id FROM trials WHERE state = "
+                                                    "'completed'") or []) >= 5
+        self.assertTrue(wait_for(lambda: done() or p.poll() is not None, 60))
+        self.assertIsNone(p.poll(), "the run ended before it could be killed")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        r = self.run_exp(exp, run_dir)
+        self.assertExit(r, 0)
+        self.assertNotIn("diverged", r.stderr)
+        with self.store(ref) as s:
+            want = [t["params"] for t in s.trials()]
+        with self.store(run_dir) as s:
+            got = [t["params"] for t in s.trials()]
+            self.assertEqual(s.q("SELECT count(*) AS n FROM priors")[0]["n"], 12)
+        # the priors and every result's two values were replayed: the same 14 configurations
+        self.assertEqual(got, want)
 
 
 if __name__ == "__main__":
