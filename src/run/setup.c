@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +408,9 @@ static void run_free(tp_run_t *r) {
 }
 
 int tp__run_experiment(const tp_run_opts_t *o) {
+    /* `tunepack run ... | head`: a reader that goes away costs the log lines,
+     * not the run (a write to it fails with EPIPE instead of killing us). */
+    signal(SIGPIPE, SIG_IGN);
     tp_run_t *r = tp__xcalloc(1, sizeof *r);
     tp_error_t err = {0};
     int code = TP_EXIT_OK;

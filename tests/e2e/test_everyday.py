@@ -188,6 +188,17 @@ class Everyday(E2E):
         self.assertIn("trial 1: x=", r.stdout)
         self.assertIn("import json,os", r.stdout)
 
+    def test_a_reader_that_goes_away_does_not_kill_the_run(self):
+        # `tunepack run ... | head -1`: the pipe closes after the first line.
+        run_dir = self.path("run")
+        p = self.start_run(self.experiment(QUICK.replace("trials: 2", "trials: 4")), run_dir)
+        p.stdout.readline()
+        p.stdout.close()
+        self.assertEqual(p.wait(timeout=60), 0, p.stderr.read())
+        with self.store(run_dir) as s:
+            self.assertEqual(s.meta()["state"], "finished")
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 4)
+
     def test_trials_sort_and_status_after_a_run(self):
         run_dir = self.path("run")
         self.assertExit(self.run_exp(self.experiment(QUICK.replace("trials: 2", "trials: 4")),
