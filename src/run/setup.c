@@ -160,9 +160,14 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         tp_job_t job;
         memset(&job, 0, sizeof job);
         int rc = s->ops->next(s, d->at, &job);
-        if (rc == 1 && job.is_new) json_decref(job.config);
-        if ((rc != 1 || job.trial != d->trial || job.rung != d->rung) && rp->diverged < 0)
-            rp->diverged = d->seq;
+        /* the same job, and a new trial with the configuration it was given */
+        int same = rc == 1 && job.trial == d->trial && job.rung == d->rung;
+        if (rc == 1 && job.is_new) {
+            const trial_t *t = tp__trials_get(&rp->r->trials, d->trial);
+            same = same && t && t->params && json_equal(t->params, job.config);
+            json_decref(job.config);
+        }
+        if (!same && rp->diverged < 0) rp->diverged = d->seq;
     } else if (strcmp(d->kind, "result") == 0) {
         /* The reports of the job, then its result: what the scheduler saw. */
         rp->trial = d->trial;

@@ -207,6 +207,34 @@ class AdaptiveTest(E2E):
             qb = tuples(b.q("SELECT id, state, rung, round(value, 6) FROM trials ORDER BY id"))
         self.assertEqual(qb, qa)
 
+    def params(self, run_dir):
+        with self.store(run_dir) as s:
+            return tuples(s.q("SELECT id, params FROM trials ORDER BY id"))
+
+    def test_tpe_asha_killed_at_concurrency_2_proposes_what_its_journal_order_implies(self):
+        # Resume is exact: each resumed run replays the journal (a new trial's configuration
+        # included) without a divergence, and one more resume of the finished journal replays
+        # every proposal it holds. Where the results came in the unbroken run's order, the
+        # proposals are the unbroken run's.
+        exp = self.exp("asha", trials=16, concurrency=2, sleep=0.02, algorithm="tpe")
+        plain = self.path("plain")
+        self.assertExit(self.run_exp(exp, plain), 0)
+        for delay in (0.5, 1.1, 1.8, 2.6, 3.5):
+            killed = self.path("killed-%g" % delay)
+            p = self.start_run(exp, killed)
+            time.sleep(delay)
+            if p.poll() is None:
+                pid = self.lock_pid(killed)
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+            p.wait(timeout=30)
+            for _ in range(2):  # resume, then replay the finished journal once more
+                q = self.run_exp(exp, killed)
+                self.assertExit(q, 0)
+                self.assertNotIn("diverged", q.stderr)
+            if self.decisions(killed) == self.decisions(plain):
+                self.assertEqual(self.params(killed), self.params(plain))
+
 
 if __name__ == "__main__":
     unittest.main()
