@@ -214,7 +214,7 @@ class AdaptiveTest(E2E):
     def test_tpe_asha_killed_at_concurrency_2_proposes_what_its_journal_order_implies(self):
         # Resume is exact: each resumed run replays the journal (a new trial's configuration
         # included) without a divergence, and one more resume of the finished journal replays
-        # every proposal it holds. Where the results came in the unbroken run's order, the
+        # every proposal it holds; and while the results come in the unbroken run's order, the
         # proposals are the unbroken run's.
         exp = self.exp("asha", trials=16, concurrency=2, sleep=0.02, algorithm="tpe")
         plain = self.path("plain")
@@ -232,8 +232,14 @@ class AdaptiveTest(E2E):
                 q = self.run_exp(exp, killed)
                 self.assertExit(q, 0)
                 self.assertNotIn("diverged", q.stderr)
-            if self.decisions(killed) == self.decisions(plain):
-                self.assertEqual(self.params(killed), self.params(plain))
+            # Up to the first decision where the order differs from the unbroken run's (a
+            # rerun job may end later than it did there), every new trial is the same.
+            got, want = self.decisions(killed), self.decisions(plain)
+            same = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b),
+                        min(len(got), len(want)))
+            new = sorted(t for kind, t, rung, _ in got[:same] if kind == "job" and rung == 0)
+            self.assertEqual([x for x in self.params(killed) if x[0] in new],
+                             [x for x in self.params(plain) if x[0] in new])
 
 
 if __name__ == "__main__":
