@@ -130,6 +130,12 @@ class Dashboard(GpuE2E):
                 curve = [(r["step"], r["value"]) for r in s.q(
                     "SELECT step, value FROM metrics WHERE trial = ?1 AND value IS NOT NULL "
                     "ORDER BY attempt, seq", best["id"])]
+            # The node list the store keeps says, at the end, that nothing runs there.
+            status, body = get(url + "api/e/0/nodes")
+            self.assertEqual(status, 200)
+            nodes = json.loads(body)["nodes"]
+            self.assertTrue(nodes, body)
+            self.assertEqual([n["running"] for n in nodes], [0] * len(nodes), body)
             # Within a second of the end, the pages say what the store says.
             b.goto(url + "#/e/0/trials")
             b.wait_for("document.getElementById('summary').dataset.total == %d && "
