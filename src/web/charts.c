@@ -28,15 +28,6 @@ static const char *const SQL_RUNGS =
     "SELECT DISTINCT budget FROM decisions WHERE kind = 'job' AND budget > 0 ORDER BY budget";
 enum { HISTORY_COLUMNS = 800, CURVE_POINTS = 300, PARCOORDS_MAX = 1000, PARCOORDS_BEST = 300 };
 
-static sqlite3_stmt *prepare(tp_store_t *s, const char *sql) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(tp__store_sqlite(s), sql, -1, &st, NULL) != SQLITE_OK) {
-        sqlite3_finalize(st);
-        return NULL;
-    }
-    return st;
-}
-
 /* A growable array of doubles. */
 typedef struct {
     double *v;
@@ -54,7 +45,7 @@ void tp__web_svg_history(tp_store_t *s, tp_buf_t *out) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     dvec_t id = {0}, val = {0};
-    sqlite3_stmt *st = prepare(s, SQL_VALUES);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_VALUES);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         dpush(&id, (double)sqlite3_column_int64(st, 0));
         dpush(&val, sqlite3_column_double(st, 1));
@@ -110,7 +101,7 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
         ids = tp__xcalloc(nids, sizeof *ids);
         memcpy(ids, trials, nids * sizeof *ids);
     } else {
-        sqlite3_stmt *st = prepare(s, SQL_CURVE_TRIALS);
+        sqlite3_stmt *st = tp__web_prepare(s, SQL_CURVE_TRIALS);
         ids = tp__xcalloc(20, sizeof *ids);
         if (st) sqlite3_bind_int(st, 1, m.maximize);
         while (st && nids < 20 && sqlite3_step(st) == SQLITE_ROW) ids[nids++] = sqlite3_column_int64(st, 0);
@@ -119,7 +110,7 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
     tp_series_t *series = tp__xcalloc(nids + 1, sizeof *series);
     dvec_t *xs = tp__xcalloc(nids + 1, sizeof *xs), *ys = tp__xcalloc(nids + 1, sizeof *ys);
     char (*names)[32] = tp__xcalloc(nids + 1, sizeof *names);
-    sqlite3_stmt *st = prepare(s, SQL_CURVE);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_CURVE);
     size_t thinned = 0;
     for (size_t k = 0; st && k < nids; k++) {
         sqlite3_reset(st);
@@ -146,7 +137,7 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
     }
     sqlite3_finalize(st);
     dvec_t rungs = {0};
-    st = prepare(s, SQL_RUNGS);
+    st = tp__web_prepare(s, SQL_RUNGS);
     while (st && sqlite3_step(st) == SQLITE_ROW) dpush(&rungs, sqlite3_column_double(st, 0));
     sqlite3_finalize(st);
     char sub[200];
@@ -193,11 +184,11 @@ static pcol_t *col_for(ptable_t *t, const char *name, size_t cap_rows) {
 
 static void ptable_load(tp_store_t *s, ptable_t *t) {
     memset(t, 0, sizeof *t);
-    sqlite3_stmt *st = prepare(s, "SELECT COUNT(*) FROM trials WHERE value IS NOT NULL");
+    sqlite3_stmt *st = tp__web_prepare(s, "SELECT COUNT(*) FROM trials WHERE value IS NOT NULL");
     size_t cap = st && sqlite3_step(st) == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
     t->value = tp__xcalloc(cap + 1, sizeof *t->value);
-    st = prepare(s, SQL_VALUES_PARAMS);
+    st = tp__web_prepare(s, SQL_VALUES_PARAMS);
     while (st && t->n < cap && sqlite3_step(st) == SQLITE_ROW) {
         size_t i = t->n++;
         t->value[i] = sqlite3_column_double(st, 1);

@@ -20,7 +20,6 @@ static const char *const SQL_PLACED =
     "e2.trial = p.trial AND e2.attempt = p.attempt AND e2.at >= p.at AND e2.kind IN "
     "('completed', 'failed', 'stopped', 'pending', 'paused') ORDER BY e2.id LIMIT 1) "
     "ORDER BY p.id";
-static const char *const SQL_GPUS = "SELECT value FROM meta WHERE key = 'gpus'";
 
 /* How an attempt ended: its colour and legend entry. */
 static const struct {
@@ -80,12 +79,9 @@ static unsigned lane_for(band_t *b, double start, double end) {
 
 /* Capacities from the last GPU snapshot: memory per (node, index). */
 static void capacities(tp_store_t *s, bands_t *bs) {
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(tp__store_sqlite(s), SQL_GPUS, -1, &st, NULL) != SQLITE_OK) return;
-    json_t *gpus = sqlite3_step(st) == SQLITE_ROW
-                       ? json_loads((const char *)sqlite3_column_text(st, 0), 0, NULL)
-                       : NULL;
-    sqlite3_finalize(st);
+    char *text = tp__store_meta_get(s, "gpus");
+    json_t *gpus = text ? json_loads(text, 0, NULL) : NULL;
+    free(text);
     size_t i;
     json_t *g;
     json_array_foreach(gpus, i, g) {
@@ -168,9 +164,8 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
     change_t *ch = NULL;
     size_t nbars = 0, cap = 0, nch = 0;
     double t0 = INFINITY, t1 = -INFINITY;
-    sqlite3_stmt *st = NULL;
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
-    if (sqlite3_prepare_v2(tp__store_sqlite(s), SQL_PLACED, -1, &st, NULL) != SQLITE_OK) st = NULL;
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_PLACED);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         long long trial = sqlite3_column_int64(st, 0);
         int attempt = sqlite3_column_int(st, 1);

@@ -14,7 +14,6 @@
 #include "web/web_internal.h"
 
 static const char *const SQL_COUNTS = "SELECT state, COUNT(*) FROM trials GROUP BY state";
-static const char *const SQL_META = "SELECT value FROM meta WHERE key = ?1";
 /* The best trial by the mode: ?1 = 1 for max. Completed or early-stopped, as `best`. */
 static const char *const SQL_BEST =
     "SELECT id, value, rung FROM trials WHERE value IS NOT NULL AND state IN "
@@ -58,7 +57,7 @@ static const struct {
     {"duration", "t.run_s, t.id", "t.run_s DESC, t.id"},
 };
 
-static sqlite3_stmt *prepare(tp_store_t *s, const char *sql) {
+sqlite3_stmt *tp__web_prepare(tp_store_t *s, const char *sql) {
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(tp__store_sqlite(s), sql, -1, &st, NULL) != SQLITE_OK) {
         tp__log(TP_LOG_WARN, "dashboard: %s", sqlite3_errmsg(tp__store_sqlite(s)));
@@ -88,18 +87,8 @@ static json_t *col_json(sqlite3_stmt *st, int i) {
     return v ? v : json_string(t);
 }
 
-static char *meta(tp_store_t *s, const char *key) {
-    sqlite3_stmt *st = prepare(s, SQL_META);
-    char *v = NULL;
-    if (!st) return NULL;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) v = tp__strdup((const char *)sqlite3_column_text(st, 0));
-    sqlite3_finalize(st);
-    return v;
-}
-
 void tp__web_metric(tp_store_t *s, tp_web_metric_t *m) {
-    char *name = meta(s, "metric"), *mode = meta(s, "mode");
+    char *name = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
     snprintf(m->name, sizeof m->name, "%s", name ? name : "value");
     m->maximize = mode && strcmp(mode, "max") == 0;
     free(name);
@@ -109,10 +98,10 @@ void tp__web_metric(tp_store_t *s, tp_web_metric_t *m) {
 json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
-    char *name = meta(s, "name"), *state = meta(s, "state"), *created = meta(s, "created_at");
+    char *name = tp__store_meta_get(s, "name"), *state = tp__store_meta_get(s, "state"), *created = tp__store_meta_get(s, "created_at");
     json_t *counts = json_object();
     json_int_t total = 0;
-    sqlite3_stmt *st = prepare(s, SQL_COUNTS);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_COUNTS);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         json_int_t n = sqlite3_column_int64(st, 1);
         json_object_set_new(counts, (const char *)sqlite3_column_text(st, 0), json_integer(n));
@@ -128,7 +117,7 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
                              json_object_get(t, "state"), "rung", json_object_get(t, "rung"),
                              "budget", json_object_get(t, "budget"));
         json_decref(top);
-    } else if ((st = prepare(s, SQL_BEST)) != NULL) {
+    } else if ((st = tp__web_prepare(s, SQL_BEST)) != NULL) {
         sqlite3_bind_int(st, 1, m.maximize);
         if (sqlite3_step(st) == SQLITE_ROW)
             best = json_pack("{s:I, s:f, s:o}", "trial", (json_int_t)sqlite3_column_int64(st, 0),
@@ -188,7 +177,7 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q) {
     json_t *rows = json_array();
     json_int_t matched = 0, total = 0;
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
-    sqlite3_stmt *st = prepare(s, sql);
+    sqlite3_stmt *st = tp__web_prepare(s, sql);
     if (st) {
         bind_filter(st, q);
         sqlite3_bind_int64(st, 3, limit);
@@ -196,13 +185,13 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q) {
         while (sqlite3_step(st) == SQLITE_ROW) json_array_append_new(rows, trial_row(st));
         sqlite3_finalize(st);
     }
-    st = prepare(s, SQL_TRIALS_MATCHED);
+    st = tp__web_prepare(s, SQL_TRIALS_MATCHED);
     if (st) {
         bind_filter(st, q);
         if (sqlite3_step(st) == SQLITE_ROW) matched = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
-    st = prepare(s, "SELECT COUNT(*) FROM trials");
+    st = tp__web_prepare(s, "SELECT COUNT(*) FROM trials");
     if (st && sqlite3_step(st) == SQLITE_ROW) total = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
@@ -214,14 +203,14 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q) {
  * (the last point always kept). At most max points. */
 static json_t *curve(tp_store_t *s, int64_t id, size_t max) {
     json_t *pts = json_array();
-    sqlite3_stmt *st = prepare(s, SQL_CURVE_COUNT);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_CURVE_COUNT);
     int64_t n = 0;
     if (st) {
         sqlite3_bind_int64(st, 1, id);
         if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
-    st = prepare(s, SQL_CURVE);
+    st = tp__web_prepare(s, SQL_CURVE);
     if (!st) return pts;
     sqlite3_bind_int64(st, 1, id);
     double stride = n > (int64_t)max ? (double)n / (double)max : 1;
@@ -238,7 +227,7 @@ static json_t *curve(tp_store_t *s, int64_t id, size_t max) {
 json_t *tp__web_trial(tp_store_t *s, int64_t id) {
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
     json_t *o = NULL;
-    sqlite3_stmt *st = prepare(s, SQL_TRIAL_ONE);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_TRIAL_ONE);
     if (st) {
         sqlite3_bind_int64(st, 1, id);
         if (sqlite3_step(st) == SQLITE_ROW) o = trial_row(st);
@@ -246,7 +235,7 @@ json_t *tp__web_trial(tp_store_t *s, int64_t id) {
     }
     if (o) {
         json_t *events = json_array();
-        st = prepare(s, SQL_EVENTS);
+        st = tp__web_prepare(s, SQL_EVENTS);
         if (st) {
             sqlite3_bind_int64(st, 1, id);
             while (sqlite3_step(st) == SQLITE_ROW)
@@ -258,7 +247,7 @@ json_t *tp__web_trial(tp_store_t *s, int64_t id) {
             sqlite3_finalize(st);
         }
         json_t *places = json_array();
-        st = prepare(s, SQL_PLACEMENTS);
+        st = tp__web_prepare(s, SQL_PLACEMENTS);
         if (st) {
             sqlite3_bind_int64(st, 1, id);
             while (sqlite3_step(st) == SQLITE_ROW)
@@ -313,7 +302,7 @@ json_t *tp__web_nodes(tp_store_t *s) {
     const char *keys[] = {"nodes", "gpus", "sharing", "policy"};
     json_t *o = json_object();
     for (size_t i = 0; i < TP_ARRAY_LEN(keys); i++) {
-        char *v = meta(s, keys[i]);
+        char *v = tp__store_meta_get(s, keys[i]);
         json_t *j = v ? json_loads(v, JSON_DECODE_ANY, NULL) : NULL;
         json_object_set_new(o, keys[i], j ? j : v ? json_string(v) : json_null());
         free(v);

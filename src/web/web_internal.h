@@ -13,6 +13,10 @@
 /* Largest trials page a request may ask for, and the default. */
 enum { TP_WEB_PAGE_MAX = 500, TP_WEB_PAGE_DEFAULT = 100 };
 
+/* A read-only statement on the store's connection, or NULL (logged). */
+struct sqlite3_stmt;
+struct sqlite3_stmt *tp__web_prepare(tp_store_t *s, const char *sql);
+
 /* One experiment's summary: name, state, metric, counts per state, and the
  * best trial by rank (NULL: the best completed or stopped value). */
 json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank);
