@@ -638,6 +638,8 @@ static const key_spec_t top_keys[] = {
     {"checkpoint", tp__cfg_key_checkpoint, 0, NULL},
     {"cluster", tp__cfg_key_cluster, 0, NULL},
     {"enqueue", tp__cfg_key_enqueue, 0, NULL},
+    {"deadline", tp__cfg_key_deadline, 0, NULL},
+    {"reallocation", tp__cfg_key_reallocation, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -717,6 +719,7 @@ static void set_defaults(tp_experiment_t *x) {
     x->file_mode = 0600;
     x->scheduler = "fifo";
     x->budget_eta = 3;
+    tp__realloc_opts_default(&x->realloc);
 }
 
 /* See config.h. Parses with libyaml's document API, then walks the tree

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "search/realloc.h"
 #include "search/search.h"
 #include "space/space.h"
 #include "util/util.h"
@@ -158,6 +159,12 @@ typedef struct tp_experiment {
     char **warm_start;     /* `search.warm_start`: experiment directories whose completed trials
                               are prior observations, owned; NULL-terminated or NULL */
     size_t nwarm_start;
+    double deadline_s;     /* `deadline`: seconds from the experiment's creation (its first run,
+                              the store's created_at: a resumed run keeps the deadline) to the
+                              deadline; 0: none */
+    tp_realloc_opts_t realloc; /* `reallocation`: how free GPUs go to leading trials (defaults:
+                                  uniform, min_gain 1.1, cooldown 60s, temperature 1, probe) */
+    int realloc_given;     /* `reallocation` was written */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */

@@ -83,6 +83,10 @@ int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* After the whole file: a scheduler with rungs has a budget; the budget's
  * name is no parameter; several objectives run under fifo. */
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
+/* config_deadline.c: deadline (a duration > 0), reallocation ({policy,
+ * min_gain, cooldown, temperature, probe}). */
+int tp__cfg_key_deadline(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_reallocation(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* config_space.c: a parameter's `when` conditions into p; after the whole
  * space, the conditions resolved and checked (unknown parameter or value,
  * cycle) with the position of the condition at fault. */

@@ -442,6 +442,67 @@ TP_TEST(test_permissions_and_env_passthrough_are_read_and_checked) {
     TP_CHECK_CONTAINS(parse_error(HEAD "env_passthrough: PATH\n"), "must be a list");
 }
 
+TP_TEST(test_deadline_and_reallocation_are_read_with_defaults) {
+    tp_experiment_t x;
+    tp_error_t err;
+    const char *plain = HEAD;
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", plain, strlen(plain), &x, &err) == 0);
+    TP_CHECK(x.deadline_s == 0);
+    TP_CHECK_INT(x.realloc.policy, TP_REALLOC_UNIFORM);
+    TP_CHECK_NEAR(x.realloc.min_gain, 1.1, 1e-12);
+    TP_CHECK_NEAR(x.realloc.cooldown_s, 60, 1e-12);
+    TP_CHECK_NEAR(x.realloc.temperature, 1, 1e-12);
+    TP_CHECK_INT(x.realloc.probe, 1);
+    TP_CHECK_INT(x.realloc_given, 0);
+    tp__experiment_free(&x);
+    const char *full = HEAD "deadline: 45m\n"
+                            "reallocation: {policy: softmax, min_gain: 1.25, cooldown: 2m, "
+                            "temperature: 0.5, probe: false}\n";
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", full, strlen(full), &x, &err) == 0);
+    TP_CHECK_NEAR(x.deadline_s, 2700, 1e-9);
+    TP_CHECK_INT(x.realloc.policy, TP_REALLOC_SOFTMAX);
+    TP_CHECK_NEAR(x.realloc.min_gain, 1.25, 1e-12);
+    TP_CHECK_NEAR(x.realloc.cooldown_s, 120, 1e-12);
+    TP_CHECK_NEAR(x.realloc.temperature, 0.5, 1e-12);
+    TP_CHECK_INT(x.realloc.probe, 0);
+    TP_CHECK_INT(x.realloc_given, 1);
+    tp__experiment_free(&x);
+}
+
+TP_TEST(test_bad_deadline_and_reallocation_say_what_and_where) {
+    TP_CHECK_CONTAINS(parse_error(HEAD "deadline: soon\n"), "exp.yaml:4:11: deadline: ");
+    TP_CHECK_STR(parse_error(HEAD "deadline: 0s\n"),
+                 "exp.yaml:4:11: deadline: duration \"0s\" must be greater than zero; write e.g. "
+                 "30s");
+    TP_CHECK_STR(parse_error(HEAD "reallocation: {policy: top_job}\n"),
+                 "exp.yaml:4:24: unknown reallocation policy \"top_job\"; did you mean "
+                 "\"top-job\"?");
+    TP_CHECK_STR(parse_error(HEAD "reallocation: {min_gain: 0.9}\n"),
+                 "exp.yaml:4:26: \"min_gain\" must be a number > 1 (the modelled speed-up a "
+                 "resize must beat, e.g. 1.1), got \"0.9\"");
+    TP_CHECK_STR(parse_error(HEAD "reallocation: {temperature: 0}\n"),
+                 "exp.yaml:4:29: \"temperature\" must be a number > 0 (softmax over scores, e.g. "
+                 "1), got \"0\"");
+    TP_CHECK_STR(parse_error(HEAD "reallocation: {cooldwn: 1m}\n"),
+                 "exp.yaml:4:16: unknown key \"cooldwn\"; did you mean \"cooldown\"?");
+    TP_CHECK_CONTAINS(parse_error(HEAD "reallocation: {probe: maybe}\n"),
+                      "exp.yaml:4:23: \"probe\" must be true or false");
+}
+
+TP_TEST(test_deadline_and_reallocation_may_change_between_runs) {
+    tp_buf_t acc, ref;
+    tp__buf_init(&acc);
+    tp__buf_init(&ref);
+    int rc = tp__config_changes(HEAD "deadline: 30m\n",
+                                HEAD "deadline: 1h\nreallocation: {policy: top-job}\n", &acc,
+                                &ref);
+    TP_CHECK_INT(rc, 0);
+    TP_CHECK_CONTAINS(acc.data, "deadline: \"30m\" -> \"1h\"");
+    TP_CHECK_CONTAINS(acc.data, "reallocation: (none) -> {\"policy\":\"top-job\"}");
+    tp__buf_free(&acc);
+    tp__buf_free(&ref);
+}
+
 int main(void) {
     return tp_test_main();
 }
