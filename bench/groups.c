@@ -1,0 +1,81 @@
+/* bench/groups: the makespan of successive-halving rungs on the simulator
+ * (src/sim/sim_groups.c), plain placement against Fluid trial groups, for
+ * several rung sizes, GPU counts and scaling curves. Prints a Markdown table;
+ * each cell is the mean over 5 seeds (the trials' step times, demands,
+ * memory and qualities). The issue's target: Fluid's makespan at least 30%
+ * lower than plain ASHA placement. Pure simulation: no wall time measured.
+ *
+ *   build/bench/groups [--restart S] [--min-steps N] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/sim_groups.h"
+
+#define SEEDS 5
+
+static double mean_makespan(tp_groups_opts_t o) {
+    double sum = 0;
+    for (uint64_t s = 1; s <= SEEDS; s++) {
+        tp_groups_result_t r;
+        tp_error_t err = {0};
+        o.seed = s;
+        if (tp__groups_sim(&o, &r, &err) != 0) {
+            fprintf(stderr, "groups: %s\n", err.msg);
+            exit(1);
+        }
+        sum += r.makespan_s;
+    }
+    return sum / SEEDS;
+}
+
+int main(int argc, char **argv) {
+    double restart = 10, min_steps = 100;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--restart") == 0) restart = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--min-steps") == 0) min_steps = atof(argv[i + 1]);
+        else {
+            fprintf(stderr, "usage: groups [--restart S] [--min-steps N]\n");
+            return 2;
+        }
+    }
+    static const size_t gpus[] = {4, 8, 16};
+    static const size_t n0[] = {27, 81};
+    static const double serial[] = {0.05, 0.2, 0.5};
+    printf("SHA rungs (eta 3, rung 0 = %g steps, up to 1 trial), restart %g s per job start "
+           "and per resize; trials: step 0.2-1 s, compute 0.6-1.0, 2-10 GiB on 24 GiB GPUs; "
+           "Fluid min 1/4, max = all GPUs, up to 4 per GPU; mean makespan of %d seeds (s)\n\n",
+           min_steps, restart, SEEDS);
+    printf("| GPUs | n0 | serial f | plain 1/GPU | plain packed | Fluid static | Fluid dynamic "
+           "| Fluid dynamic, 1 GPU cap | best Fluid vs best plain |\n");
+    printf("|---|---|---|---|---|---|---|---|---|\n");
+    int met = 0, rows = 0;
+    for (size_t a = 0; a < sizeof gpus / sizeof *gpus; a++)
+        for (size_t b = 0; b < sizeof n0 / sizeof *n0; b++)
+            for (size_t c = 0; c < sizeof serial / sizeof *serial; c++) {
+                tp_groups_opts_t o = {.n0 = n0[b], .eta = 3, .min_steps = min_steps,
+                                      .gpus = gpus[a], .gpu_memory_mib = 24576,
+                                      .reserve_mib = 512, .pack_max = 4, .serial = serial[c],
+                                      .restart_s = restart, .overhead = 0.03, .min = 0.25,
+                                      .max = (double)gpus[a], .gpus_cap = (int)gpus[a]};
+                o.mode = TP_FLUID_OFF, o.plain = TP_GROUPS_ONE_PER_GPU;
+                double one = mean_makespan(o);
+                o.plain = TP_GROUPS_PACKED;
+                double packed = mean_makespan(o);
+                o.mode = TP_FLUID_STATIC;
+                double st = mean_makespan(o);
+                o.mode = TP_FLUID_DYNAMIC;
+                double dyn = mean_makespan(o);
+                o.gpus_cap = 1;
+                double cap1 = mean_makespan(o);
+                double plain = one < packed ? one : packed, fl = st < dyn ? st : dyn;
+                double cut = 100 * (1 - fl / plain);
+                rows++;
+                met += cut >= 30;
+                printf("| %zu | %zu | %.2f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f%% lower%s |\n",
+                       gpus[a], n0[b], serial[c], one, packed, st, dyn, cap1, cut,
+                       cut >= 30 ? "" : " (short of 30%)");
+            }
+    printf("\n%d of %d rows at least 30%% lower\n", met, rows);
+    return 0;
+}

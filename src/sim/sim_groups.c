@@ -1,0 +1,275 @@
+/* sim_groups: successive-halving rungs, placed plainly or as Fluid trial
+ * groups (sim_groups.h has the model). One rung at a time: its jobs are
+ * offered to the real placer (vpack, or one-per-gpu for that baseline), the
+ * clock jumps to the next event (a job's end, a restart's end), and after
+ * each end waiting jobs are offered again; under Fluid the shares come from
+ * tp__fluid_shares over the rung's unfinished jobs (once per rung: static;
+ * after every end: dynamic, restarting the running trials whose share
+ * changed). A rung of n jobs costs O(n) events of O(n + placer) each. */
+#include "sim/sim_groups.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place/place.h"
+
+typedef struct gtrial {
+    double step_s;          /* one step on one whole GPU */
+    double host_s, gpu_s;   /* its split (gpu_s / step_s = its compute demand) */
+    uint64_t mem_mib;       /* per GPU */
+    double quality;         /* hidden; the top of a rung go on */
+    double done;            /* steps done (a checkpoint carries them over rungs) */
+    int measured;           /* has run: its step time is known */
+    /* the current job */
+    double target;          /* steps to reach at this rung */
+    int running;            /* placed */
+    double share;           /* Fluid share given (0: none yet), or 0 for plain */
+    tp_demand_t d;          /* what it holds in the usage */
+    tp_assign_t where;      /* where */
+    double ready_at;        /* its (re)start ends then: no progress before */
+    double rate;            /* steps per second now */
+} gtrial_t;
+
+typedef struct gsim {
+    const tp_groups_opts_t *o;
+    tp_cluster_t c;
+    tp_usage_t u;
+    const tp_placer_ops_t *placer;
+    gtrial_t *t;
+    size_t *rung;           /* the current rung's trials */
+    size_t n;               /* their number */
+    double now;
+    double busy;            /* integral of progress-making GPU share */
+    tp_groups_result_t *r;
+} gsim_t;
+
+#define EPS 1e-9
+
+static void hold(gsim_t *S, gtrial_t *t, int sign) {
+    size_t base = S->u.gpu_base[t->where.node];
+    for (size_t k = 0; k < t->where.ngpus; k++) {
+        size_t g = base + t->where.gpu[k];
+        S->u.mem_used[g] = sign > 0 ? S->u.mem_used[g] + t->d.memory_mib
+                                    : S->u.mem_used[g] - t->d.memory_mib;
+        S->u.compute_used[g] += sign * t->d.compute;
+        S->u.count[g] += sign;
+    }
+}
+
+static void release(gsim_t *S, gtrial_t *t) {
+    if (!t->running) return;
+    hold(S, t, -1);
+    t->running = 0;
+}
+
+/* The demand a job asks of the placer: plain, its measured compute (or a
+ * whole GPU, one per GPU); Fluid, its share (whole GPUs exclusive). */
+static tp_demand_t demand(const gsim_t *S, const gtrial_t *t, size_t id) {
+    tp_demand_t d = {.id = (int64_t)id, .gpus = 1, .memory_mib = t->mem_mib,
+                     .duration_s = (t->target - t->done) * t->step_s};
+    if (S->o->mode == TP_FLUID_OFF)
+        d.compute = S->o->plain == TP_GROUPS_ONE_PER_GPU ? 1.0 : t->gpu_s / t->step_s;
+    else if (t->share >= 1 - EPS)
+        d.gpus = (int)lround(t->share), d.compute = 1.0;
+    else
+        d.compute = t->share;
+    return d;
+}
+
+/* Rates of every running job for the current placement (the model in
+ * sim_groups.h). O(n^2) over the rung, fine for rungs of hundreds. */
+static void rates(gsim_t *S) {
+    const tp_groups_opts_t *o = S->o;
+    for (size_t i = 0; i < S->n; i++) {
+        gtrial_t *t = &S->t[S->rung[i]];
+        t->rate = 0;
+        if (!t->running || t->ready_at > S->now + EPS) continue;
+        if (t->where.ngpus > 1 || t->d.compute >= 1 - EPS) {
+            double g = (double)t->where.ngpus;
+            t->rate = 1.0 / (t->step_s * (o->serial + (1 - o->serial) / g));
+            continue;
+        }
+        int k = S->u.count[S->u.gpu_base[t->where.node] + t->where.gpu[0]];
+        double m = 1.0 + o->overhead * (k - 1), T = t->host_s + m * t->gpu_s;
+        double dd = m * t->gpu_s / T, speed = t->d.compute / dd;
+        t->rate = (speed < 1 ? speed : 1) / T;
+    }
+}
+
+/* Fluid shares for the rung's unfinished jobs; with restart, a running job
+ * whose share changed is released and waits to be placed again. */
+static void fluid_shares(gsim_t *S, int restart) {
+    const tp_groups_opts_t *o = S->o;
+    tp_fluid_trial_t *ft = tp__xcalloc(S->n, sizeof *ft);
+    tp_fluid_share_t *fs = tp__xcalloc(S->n, sizeof *fs);
+    for (size_t i = 0; i < S->n; i++) {
+        gtrial_t *t = &S->t[S->rung[i]];
+        ft[i] = (tp_fluid_trial_t){.id = (int64_t)i, .step_s = t->measured ? t->step_s : NAN,
+                                   .remaining_steps = t->target - t->done,
+                                   .memory_mib = t->mem_mib, .gpus_max = o->gpus_cap};
+    }
+    tp_fluid_opts_t fo = {.capacity = (double)o->gpus, .min = o->min, .max = o->max,
+                          .pack_max = o->pack_max,
+                          .gpu_memory_mib = o->gpu_memory_mib - o->reserve_mib};
+    tp__fluid_shares(ft, S->n, &fo, fs);
+    for (size_t i = 0; i < S->n; i++) {
+        gtrial_t *t = &S->t[S->rung[i]];
+        if (ft[i].remaining_steps <= EPS) continue;
+        if (fabs(fs[i].share - t->share) < EPS) continue;
+        if (t->running) {
+            if (!restart) continue;
+            release(S, t);
+            S->r->resizes++;
+        }
+        t->share = fs[i].share;
+    }
+    free(ft);
+    free(fs);
+}
+
+/* Offer the rung's waiting jobs to the placer; placed ones start (and pay
+ * the restart). Returns how many were placed. */
+static size_t place_waiting(gsim_t *S, tp_error_t *err, int *rc) {
+    tp_demand_t *d = tp__xcalloc(S->n, sizeof *d);
+    tp_assign_t *a = tp__xcalloc(S->n, sizeof *a);
+    size_t m = 0, placed = 0;
+    for (size_t i = 0; i < S->n; i++) {
+        gtrial_t *t = &S->t[S->rung[i]];
+        if (!t->running && t->done < t->target - EPS) d[m++] = demand(S, t, i);
+    }
+    if (m && S->placer->place(&S->c, &S->u, d, m, a, NULL, err) != 0) *rc = -EINVAL;
+    for (size_t j = 0; j < m && !*rc; j++) {
+        if (!a[j].placed) continue;
+        gtrial_t *t = &S->t[S->rung[d[j].id]];
+        t->running = 1, t->d = d[j], t->where = a[j];
+        t->ready_at = S->now + S->o->restart_s;
+        S->r->jobs++;
+        placed++;
+    }
+    free(d);
+    free(a);
+    return placed;
+}
+
+/* Run the current rung to its end. */
+static int run_rung(gsim_t *S, tp_error_t *err) {
+    const tp_groups_opts_t *o = S->o;
+    int rc = 0;
+    if (o->mode != TP_FLUID_OFF) fluid_shares(S, 0);
+    place_waiting(S, err, &rc);
+    for (;;) {
+        if (rc) return rc;
+        rates(S);
+        double next = INFINITY;
+        size_t left = 0, running = 0;
+        for (size_t i = 0; i < S->n; i++) {
+            gtrial_t *t = &S->t[S->rung[i]];
+            if (t->done >= t->target - EPS) continue;
+            left++;
+            if (!t->running) continue;
+            running++;
+            double at = t->ready_at > S->now + EPS ? t->ready_at
+                                                   : S->now + (t->target - t->done) / t->rate;
+            if (at < next) next = at;
+        }
+        if (!left) return 0;
+        if (!running)
+            return tp__errorf(err, -EINVAL, "a job of %llu MiB fits on no GPU of %llu MiB",
+                              (unsigned long long)S->t[S->rung[0]].mem_mib,
+                              (unsigned long long)o->gpu_memory_mib);
+        double dt = next - S->now;
+        int ended = 0;
+        for (size_t i = 0; i < S->n; i++) {
+            gtrial_t *t = &S->t[S->rung[i]];
+            if (!t->running) continue;
+            if (t->rate > 0) {
+                t->done += t->rate * dt;
+                t->measured = 1;
+                S->busy += dt * (t->where.ngpus > 1 ? (double)t->where.ngpus : t->d.compute);
+            }
+            if (t->done >= t->target - 1e-7) {
+                t->done = t->target;
+                release(S, t);
+                ended = 1;
+            }
+        }
+        S->now = next;
+        if (ended && o->mode == TP_FLUID_DYNAMIC) fluid_shares(S, 1);
+        if (ended || o->mode == TP_FLUID_DYNAMIC) place_waiting(S, err, &rc);
+    }
+}
+
+static int by_quality(const void *a, const void *b, void *ctx) {
+    const gtrial_t *t = ctx;
+    double x = t[*(const size_t *)a].quality, y = t[*(const size_t *)b].quality;
+    return (x < y) - (x > y);
+}
+
+/* The trials: step 0.2-1 s log-uniform, compute demand 0.6-1.0, memory
+ * 2-10 GiB, quality uniform; all from the seed. */
+static void make_trials(gsim_t *S) {
+    tp_rng_t rng;
+    tp__rng_seed(&rng, S->o->seed, 12);
+    for (size_t i = 0; i < S->o->n0; i++) {
+        gtrial_t *t = &S->t[i];
+        t->step_s = 0.2 * exp(log(5.0) * tp__rng_uniform(&rng));
+        double d = 0.6 + 0.4 * tp__rng_uniform(&rng);
+        t->gpu_s = d * t->step_s, t->host_s = t->step_s - t->gpu_s;
+        t->mem_mib = 2048 + tp__rng_below(&rng, 8193);
+        t->quality = tp__rng_uniform(&rng);
+    }
+}
+
+int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t *err) {
+    memset(r, 0, sizeof *r);
+    if (o->n0 == 0 || !(o->eta > 1) || !(o->min_steps > 0) || o->gpus == 0 ||
+        o->gpus > TP_PLACE_MAX_GPUS || o->pack_max < 1 || o->serial < 0 || o->serial > 1)
+        return tp__errorf(err, -EINVAL, "groups sim: need n0 > 0, eta > 1, min_steps > 0, 1 to "
+                          "%d GPUs, pack_max >= 1 and a serial fraction in [0, 1]",
+                          TP_PLACE_MAX_GPUS);
+    gsim_t S = {.o = o, .r = r};
+    tp_node_t node = {.name = "sim", .cpus = 1 << 20, .ngpus = o->gpus};
+    node.gpus = tp__xcalloc(o->gpus, sizeof *node.gpus);
+    for (size_t g = 0; g < o->gpus; g++) {
+        snprintf(node.gpus[g].name, sizeof node.gpus[g].name, "gpu%zu", g);
+        node.gpus[g].index = (int)g, node.gpus[g].memory_mib = o->gpu_memory_mib;
+        node.gpus[g].speed = 1.0, node.gpus[g].healthy = 1;
+    }
+    S.c = (tp_cluster_t){.nodes = &node, .nnodes = 1,
+                         .limits = {.reserve_mib = o->reserve_mib, .max_per_gpu = o->pack_max,
+                                    .sharing = 1}};
+    tp__usage_init(&S.u, &S.c);
+    S.placer = tp__placer_find(o->mode == TP_FLUID_OFF && o->plain == TP_GROUPS_ONE_PER_GPU
+                                   ? "one-per-gpu" : TP_PLACE_DEFAULT_POLICY);
+    S.t = tp__xcalloc(o->n0, sizeof *S.t);
+    S.rung = tp__xcalloc(o->n0, sizeof *S.rung);
+    make_trials(&S);
+    S.n = o->n0;
+    for (size_t i = 0; i < S.n; i++) S.rung[i] = i;
+    int rc = 0;
+    double budget = o->min_steps;
+    while (S.n > 0 && r->nrungs < 32) {
+        for (size_t i = 0; i < S.n; i++) {
+            gtrial_t *t = &S.t[S.rung[i]];
+            t->target = budget, t->share = 0;
+        }
+        double start = S.now;
+        if ((rc = run_rung(&S, err)) != 0) break;
+        r->rung_s[r->nrungs++] = S.now - start;
+        size_t keep = (size_t)floor((double)S.n / o->eta + 1e-9);
+        if (keep == 0 || (o->rungs && r->nrungs >= o->rungs)) break;
+        qsort_r(S.rung, S.n, sizeof *S.rung, by_quality, S.t);
+        S.n = keep;
+        budget *= o->eta;
+    }
+    r->makespan_s = S.now;
+    r->busy_share = S.now > 0 ? S.busy / ((double)o->gpus * S.now) : 0;
+    tp__usage_free(&S.u);
+    free(node.gpus);
+    free(S.t);
+    free(S.rung);
+    return rc;
+}

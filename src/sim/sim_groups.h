@@ -1,0 +1,64 @@
+/* sim_groups: the makespan of successive-halving rungs on one node of GPUs,
+ * placed plainly (each job its own demand, as a plain run places it) or as
+ * Fluid trial groups (each rung a group; shares from tp__fluid_shares, the
+ * same code the run calls), on a virtual clock. docs/simulator.md has the
+ * model:
+ *
+ *   a trial's step on one whole GPU: host_s + gpu_s (d = gpu_s / step: its
+ *   compute demand); on g whole GPUs: step (f + (1 - f) / g) (Amdahl, serial
+ *   fraction f: the scaling curve); packed at an MPS cap c on a GPU with k
+ *   trials: (host_s + m gpu_s) / min(1, c / d'), m = 1 + overhead (k - 1),
+ *   d' = m gpu_s / (host_s + m gpu_s). Plain packing caps a trial at its
+ *   demand d (full speed); Fluid caps it at its share.
+ *
+ * Every job start, and every resize of a running trial, costs restart_s
+ * (checkpoint and restart), holding its GPUs without progress. Rungs are
+ * synchronous: rung k + 1 starts when rung k has ended (the top 1/eta by a
+ * trial's hidden quality go on). Pure and deterministic for a seed. */
+#ifndef TP_SIM_GROUPS_H
+#define TP_SIM_GROUPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "place/fluid.h"
+#include "util/util.h"
+
+typedef enum tp_groups_plain {
+    TP_GROUPS_PACKED = 0,     /* plain: the default packing (vpack), demand = measured compute */
+    TP_GROUPS_ONE_PER_GPU,    /* plain: one trial per GPU */
+} tp_groups_plain_t;
+
+typedef struct tp_groups_opts {
+    size_t n0;                /* configurations at rung 0 */
+    double eta;               /* the top 1/eta of a rung go on (> 1) */
+    double min_steps;         /* budget of rung 0 in steps; rung k: min_steps eta^k */
+    size_t rungs;             /* rungs at most (0: until one trial is left) */
+    size_t gpus;              /* GPUs (one node, at most 16) */
+    uint64_t gpu_memory_mib;  /* memory of each GPU */
+    uint64_t reserve_mib;     /* kept free on each GPU */
+    int pack_max;             /* trials per GPU at most (plain packing; Fluid's 1/k) */
+    double serial;            /* scaling curve: Amdahl serial fraction f in [0, 1] */
+    double restart_s;         /* checkpoint + restart, per job start and per resize */
+    double overhead;          /* MPS cost per co-located trial (0.03 as sim.h) */
+    tp_fluid_mode_t mode;     /* off: plain placement */
+    tp_groups_plain_t plain;  /* how a plain run places (mode off) */
+    double min, max;          /* Fluid's bounds on a share */
+    int gpus_cap;             /* whole GPUs a Fluid trial may take (1: no elastic resize) */
+    uint64_t seed;            /* the trials' profiles and qualities */
+} tp_groups_opts_t;
+
+typedef struct tp_groups_result {
+    double makespan_s;        /* end of the last rung */
+    double rung_s[32];        /* each rung's span */
+    size_t nrungs;
+    uint64_t jobs;            /* job starts */
+    uint64_t resizes;         /* running trials restarted with another share */
+    double busy_share;        /* GPU-seconds of progress-making share / (GPUs x makespan) */
+} tp_groups_result_t;
+
+/* Simulate o; 0, or -EINVAL with err filled (bad options, a trial that fits
+ * on no GPU). O(events x trials x rung size) with placer rounds. */
+int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t *err);
+
+#endif

@@ -1,0 +1,77 @@
+/* sim_groups: hand-computed makespans of successive-halving rungs, plain and
+ * as Fluid trial groups, and the rung structure. */
+#include <math.h>
+
+#include "sim/sim_groups.h"
+#include "tp_test.h"
+
+static tp_groups_opts_t base(void) {
+    return (tp_groups_opts_t){.n0 = 1, .eta = 3, .min_steps = 100, .gpus = 4,
+                              .gpu_memory_mib = 24576, .reserve_mib = 512, .pack_max = 4,
+                              .serial = 0, .restart_s = 10, .overhead = 0.03, .min = 0.25,
+                              .max = 4, .gpus_cap = 4, .seed = 7};
+}
+
+static double makespan(tp_groups_opts_t o, tp_groups_result_t *r) {
+    tp_error_t err = {0};
+    if (tp__groups_sim(&o, r, &err) != 0) return NAN;
+    return r->makespan_s;
+}
+
+TP_TEST(test_groups_lone_trial_takes_every_gpu_of_its_group) {
+    /* one trial, 4 GPUs, linear scaling: plain runs it on one GPU (restart
+     * + S), Fluid on four (restart + S / 4) */
+    tp_groups_opts_t o = base();
+    tp_groups_result_t r;
+    o.plain = TP_GROUPS_ONE_PER_GPU;
+    double plain = makespan(o, &r);
+    o.mode = TP_FLUID_STATIC;
+    double fluid = makespan(o, &r);
+    TP_CHECK_NEAR(plain - 10, 4 * (fluid - 10), 1e-6);
+    TP_CHECK_INT(r.jobs, 1);
+    /* a trial that does not scale (serial fraction 1) gains nothing */
+    o.serial = 1;
+    TP_CHECK_NEAR(makespan(o, &r), plain, 1e-6);
+    /* nor does one held to a single GPU (no elastic resize) */
+    o.serial = 0, o.gpus_cap = 1;
+    TP_CHECK_NEAR(makespan(o, &r), plain, 1e-6);
+}
+
+TP_TEST(test_groups_rungs_keep_the_top_third) {
+    tp_groups_opts_t o = base();
+    o.n0 = 9;
+    tp_groups_result_t r;
+    o.plain = TP_GROUPS_ONE_PER_GPU;
+    TP_REQUIRE(!isnan(makespan(o, &r)));
+    TP_CHECK_INT(r.nrungs, 3); /* 9, 3, 1 */
+    TP_CHECK_INT(r.jobs, 13);
+    TP_CHECK_NEAR(r.rung_s[0] + r.rung_s[1] + r.rung_s[2], r.makespan_s, 1e-6);
+    TP_CHECK_INT(r.resizes, 0);
+}
+
+TP_TEST(test_groups_fluid_beats_plain_on_a_rung_tail) {
+    /* 27 configurations on 8 GPUs, good scaling: the rungs of 3 and 1 leave
+     * GPUs idle in a plain run; Fluid gives them to the trials left */
+    tp_groups_opts_t o = base();
+    o.n0 = 27, o.gpus = 8, o.max = 8, o.gpus_cap = 8, o.serial = 0.05;
+    tp_groups_result_t r;
+    double plain = makespan(o, &r);
+    o.mode = TP_FLUID_DYNAMIC;
+    double fluid = makespan(o, &r);
+    TP_CHECK(fluid < 0.7 * plain);
+    TP_CHECK(r.resizes > 0); /* dynamic: shares follow the ends */
+    o.mode = TP_FLUID_STATIC;
+    makespan(o, &r);
+    TP_CHECK_INT(r.resizes, 0);
+}
+
+TP_TEST(test_groups_bad_options_are_refused) {
+    tp_groups_opts_t o = base();
+    o.eta = 1;
+    tp_groups_result_t r;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__groups_sim(&o, &r, &err), -EINVAL);
+    TP_CHECK(strstr(err.msg, "eta > 1") != NULL);
+}
+
+int main(void) { return tp_test_main(); }
