@@ -632,6 +632,7 @@ static const key_spec_t top_keys[] = {
     {"resources", tp__cfg_key_resources, 0, NULL},
     {"placement", tp__cfg_key_placement, 0, NULL},
     {"sharing", tp__cfg_key_sharing, 0, NULL},
+    {"groups", tp__cfg_key_groups, 0, NULL},
     {"gpus", tp__cfg_key_gpus, 0, NULL},
     {"profile_by", tp__cfg_key_profile_by, 0, NULL},
     {"budget", tp__cfg_key_budget, 0, NULL},
@@ -715,6 +716,8 @@ static void set_defaults(tp_experiment_t *x) {
     x->cluster.shared = 1;
     x->res.procs_per_node = 1;
     x->reserve_mib = 512;
+    x->groups_min = 0.25;
+    x->groups_max = 1;
     x->dir_mode = 0700;  /* private by default: `permissions` */
     x->file_mode = 0600;
     x->scheduler = "fifo";

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "place/fluid.h"
 #include "search/realloc.h"
 #include "search/search.h"
 #include "space/space.h"
@@ -143,6 +144,11 @@ typedef struct tp_experiment {
     double place_time_limit_s; /* `placement.time_limit`: how long `optimal` may search a
                                   round, 0 = its default (10 s) */
     tp_sharing_t sharing;  /* `sharing`, default auto */
+    tp_fluid_mode_t groups; /* `groups.shares`: Fluid trial groups (static or dynamic); off
+                               unless `groups:` is given */
+    double groups_min;     /* `groups.min`: smallest share of a GPU, default 0.25 */
+    double groups_max;     /* `groups.max`: largest share in GPUs, default 1 (more needs
+                              elastic trials: the run caps shares at 1 GPU for now) */
     tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
     size_t ngpus;
     char **profile_by;     /* `profile_by`: parameters that shape demand, owned */

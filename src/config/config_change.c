@@ -22,7 +22,7 @@ static const struct {
     {"description", 1},   {"search.trials", 1}, {"concurrency", 1},
     {"retries", 1},       {"timeout", 1},      {"stop_grace", 1},    {"log_limit", 1},
     {"fail_fast", 1},     {"deadline", 1},     {"resources", 1},     {"placement", 1},
-    {"sharing", 1},       {"gpus", 1},         {"profile_by", 1},    {"cluster", 1},
+    {"sharing", 1},       {"groups", 1},       {"gpus", 1},         {"profile_by", 1},    {"cluster", 1},
     {"env", 1},           {"checkpoint", 1},   {"workdir", 1},
     {"env_passthrough", 1}, {"permissions", 1}, {"reallocation", 1},
     /* meaning: what a recorded trial was, and how it was judged */

@@ -24,6 +24,7 @@ typedef struct cfgctx {
     yaml_node_t *enqueue;    /* `enqueue` list, checked once the space is known */
     yaml_node_t *warm_start; /* `search.warm_start` list, for messages */
     yaml_node_t *res_gpus_per_node; /* `resources.gpus_per_node`, for messages */
+    yaml_node_t *groups;     /* `groups` mapping, for messages */
     int res_gpus_set;        /* gpus or gpus_per_node seen */
     int trials_given;        /* `search.trials` was written (else a per-sampler default) */
 } cfgctx_t;
@@ -71,6 +72,8 @@ int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_sharing(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* `groups: {shares: static|dynamic, min: 0.25, max: 1}` (Fluid trial groups). */
+int tp__cfg_key_groups(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* config_cluster.c: cluster. */
 int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* config_search.c: metric (one objective or a list), budget, checkpoint,

@@ -289,8 +289,69 @@ int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
+/* ---- groups: Fluid trial groups ------------------------------------------------ */
+
+static int gr_shares(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    static const char *const names[] = {"static", "dynamic"};
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    if (!strcmp(s, "static")) c->x->groups = TP_FLUID_STATIC;
+    else if (!strcmp(s, "dynamic")) c->x->groups = TP_FLUID_DYNAMIC;
+    else {
+        const char *guess = tp__did_you_mean(s, names, TP_ARRAY_LEN(names));
+        return guess ? fail(c, v, "unknown shares \"%s\"; did you mean \"%s\"?", s, guess)
+                     : fail(c, v, "unknown shares \"%s\"; use static (computed once per group) "
+                                  "or dynamic (again whenever a trial of the group ends)", s);
+    }
+    return 0;
+}
+
+/* min and max: a share of a GPU (0.25) or a number of GPUs (2). */
+static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    double d;
+    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && d <= TP_PLACE_MAX_GPUS) {
+        *(strcmp(key, "min") == 0 ? &c->x->groups_min : &c->x->groups_max) = d;
+        return 0;
+    }
+    char got[256];
+    return fail(c, v, "\"%s\" must be a share of GPUs above 0 and at most %d (0.25: a quarter of "
+                      "a GPU, 2: two GPUs), got %s",
+                key, TP_PLACE_MAX_GPUS, tp__cfg_describe(v, got, sizeof got));
+}
+
+static const key_spec_t groups_keys[] = {
+    {"shares", gr_shares, 1, "groups: {shares: dynamic}"},
+    {"min", gr_bound, 0, NULL},
+    {"max", gr_bound, 0, NULL},
+};
+
+int tp__cfg_key_groups(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    c->groups = v;
+    return tp__cfg_walk_mapping(c, key, v, groups_keys, TP_ARRAY_LEN(groups_keys),
+                                "groups: {shares: dynamic, min: 0.25, max: 1}");
+}
+
+/* groups need single-GPU, single-node trials and a min no larger than max. */
+static int check_groups(cfgctx_t *c) {
+    tp_experiment_t *x = c->x;
+    if (x->groups == TP_FLUID_OFF) return 0;
+    if (x->groups_min > x->groups_max)
+        return fail(c, c->groups, "groups: min %g is above max %g", x->groups_min, x->groups_max);
+    if (x->res.gpus != 1 || x->res.nodes != 1)
+        return fail(c, c->groups, "groups share GPUs among a group's trials, which needs "
+                                  "resources: {gpus: 1} on one node (got %d GPU(s) on %d node(s))",
+                    x->res.gpus, x->res.nodes);
+    if (x->sharing == TP_SHARING_NONE)
+        return fail(c, c->groups, "groups give trials fractions of a GPU, which sharing: none "
+                                  "forbids; remove one of them");
+    return 0;
+}
+
 int tp__cfg_check_resources(cfgctx_t *c) {
     tp_experiment_t *x = c->x;
+    int rc = check_groups(c);
+    if (rc < 0) return rc;
     if (c->profile_by) {
         yaml_node_t *v = c->profile_by;
         size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);

@@ -252,6 +252,8 @@ static trial_t *next_candidate(tp_run_t *r) {
     }
     t->rung = job.rung;
     t->budget = job.budget;
+    t->fluid_group = job.group;
+    t->fluid_share = 0;
     t->job_fresh = 1;
     if (job.why[0])
         snprintf(t->why, sizeof t->why, "%s", job.why);

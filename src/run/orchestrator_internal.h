@@ -181,6 +181,16 @@ void tp__placement_ended(tp_run_t *r, trial_t *t);
 void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
 
+/* ---- groups.c: Fluid trial groups ------------------------------------------ */
+/* The compute share t is placed with (its Fluid share, at most 1), given the
+ * batch being placed and the usage u before it; journals a `fluid-share`
+ * event for each trial of the group whose share it sets. O(trials). */
+double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const tp_usage_t *u);
+/* t's attempt ended (u: the usage without it): under dynamic shares, the
+ * rest of its group's shares again (a `fluid-shares` event); pending ones
+ * take them. O(trials). */
+void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u);
+
 /* ---- view.c ---------------------------------------------------------------- */
 typedef struct tp_view {
     uv_timer_t timer;           /* live view refresh */

@@ -38,7 +38,17 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         r->journal.metric_rows++;
     t->last_report = tp__mono_s();
     if (t->seq == 1) t->first_report = t->last_report;
-    if (rep->step != TP_STORE_NO_STEP) t->step = rep->step;
+    if (rep->step != TP_STORE_NO_STEP) {
+        /* seconds per step, from this attempt's first report with a step */
+        if (t->first_step == TP_STORE_NO_STEP) {
+            t->first_step = rep->step;
+            t->first_step_at = t->last_report;
+        } else if (rep->step > t->first_step) {
+            t->step_s = (t->last_report - t->first_step_at) / (double)(rep->step - t->first_step);
+        }
+        t->step = rep->step;
+        if (rep->step > t->step_done) t->step_done = rep->step;
+    }
     tp__buf_reset(&t->last);
     tp__buf_append(&t->last, data, len);
     if (rep->has_value) {

@@ -464,6 +464,8 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         tp_usage_t u;
         current_usage(r, &u);
         tp_error_t err = {0};
+        for (size_t i = 0; r->x.groups != TP_FLUID_OFF && i < m; i++)
+            if (!profiling[i]) d[i].compute = tp__groups_share(r, who[i], who, m, &u);
         if (r->x.res.nodes > 1) {
             /* Multi-node trials: each a gang over distinct nodes, all or nothing. */
             size_t k = (size_t)r->x.res.nodes;
@@ -588,6 +590,7 @@ static void where_text(const tp_run_t *r, trial_t *t) {
 void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     where_text(r, t);
     t->peak_mib = 0;
+    t->first_step = TP_STORE_NO_STEP;
     t->sm_sum = 0;
     t->samples = 0;
     t->first_report = t->last_report = 0;
@@ -789,6 +792,12 @@ void tp__placement_ended(tp_run_t *r, trial_t *t) {
     t->where.placed = 0;
     free(t->more);
     t->more = NULL;
+    if (r->x.groups == TP_FLUID_DYNAMIC && r->pl.placing) {
+        tp_usage_t u;
+        current_usage(r, &u); /* without t */
+        tp__groups_ended(r, t, &u);
+        tp__usage_free(&u);
+    }
 }
 
 void tp__placement_node_down(tp_run_t *r, size_t n) {

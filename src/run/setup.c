@@ -168,6 +168,8 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
             json_decref(job.config);
         }
         if (!same && rp->diverged < 0) rp->diverged = d->seq;
+        trial_t *jt = same ? tp__trials_get(&rp->r->trials, d->trial) : NULL;
+        if (jt) jt->fluid_group = job.group;
     } else if (strcmp(d->kind, "result") == 0) {
         /* The reports of the job, then its result: what the scheduler saw. */
         rp->trial = d->trial;

@@ -55,6 +55,9 @@ static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_sta
     t->step = TP_STORE_NO_STEP;
     t->value = t->best = NAN;
     t->group = -1;
+    t->fluid_group = -1;
+    t->step_done = -1;
+    t->first_step = TP_STORE_NO_STEP;
     ts->by_id[id] = t;
     if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;
     ts->count[state]++;

@@ -81,6 +81,12 @@ typedef struct trial {
     double first_report, last_report; /* monotonic times of reports, for step time */
     json_t *gpu_env;    /* the GPU environment of the current attempt, owned */
     int rung;           /* rung of its current (or last) job */
+    int64_t fluid_group; /* its job's trial group (tp_job_t.group), -1 before a job */
+    double fluid_share; /* the Fluid share its job was given (groups:), 0: none yet */
+    double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown */
+    int64_t first_step; /* step of this attempt's first report that had one */
+    double first_step_at; /* monotonic time of that report */
+    int64_t step_done;  /* largest step it reported in any job (its checkpoint), -1: none */
     double budget;      /* budget of that job, 0 = none */
     int early_stopped;  /* the scheduler stopped it while it ran */
     int job_fresh;      /* its job was just handed out: the next attempt starts its reports */

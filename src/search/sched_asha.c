@@ -121,6 +121,7 @@ static int asha_next(tp_scheduler_t *s, double now, tp_job_t *out) {
         memset(out, 0, sizeof *out);
         out->trial = t;
         out->rung = tr->rung;
+        out->group = tr->rung;
         out->budget = st->budgets[k + 1];
         snprintf(out->why, sizeof out->why,
                  "promoted to rung %d (budget %g): %.4g ranks %zu of %zu at rung %zu, top 1/%g "

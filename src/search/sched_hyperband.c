@@ -56,6 +56,7 @@ typedef struct hb_state {
     int i;              /* its current rung */
     size_t n;           /* configurations it starts (rung 0's size) */
     int64_t *members;   /* trials at the current rung, best first after rung 0 */
+    int64_t rungs_started; /* synchronous rungs begun so far: the current one's group is this - 1 */
     size_t count;       /* members at the current rung */
     size_t dispatched;  /* members handed out */
     size_t done;        /* members whose job ended */
@@ -100,6 +101,7 @@ static int start_bracket(hb_state_t *st) {
     free(st->members);
     st->members = tp__xcalloc(st->n, sizeof *st->members);
     st->active = 1, st->i = 0, st->count = st->n, st->dispatched = st->done = 0;
+    st->rungs_started++;
     return 1;
 }
 
@@ -142,6 +144,7 @@ static void rung_complete(hb_state_t *st, int maximize) {
     }
     st->i++;
     st->count = keep, st->dispatched = st->done = 0;
+    st->rungs_started++;
 }
 
 static int hb_next(tp_scheduler_t *s, double now, tp_job_t *out) {
@@ -154,6 +157,7 @@ static int hb_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     }
     memset(out, 0, sizeof *out);
     out->rung = st->i;
+    out->group = st->rungs_started - 1;
     out->budget = rung_budget(st, st->s, st->i);
     if (st->i == 0) {
         json_t *cfg = NULL;

@@ -34,6 +34,10 @@ typedef struct tp_job {
     json_t *config;     /* is_new: its configuration (caller owns) */
     int rung;           /* rung of this job, 0-based (0 without rungs) */
     double budget;      /* resource to reach, 0 when there is no budget */
+    int64_t group;      /* its trial group (Fluid: a searcher's batch, whose jobs share the
+                           GPUs by remaining work): asha, the rung (its jobs run at one
+                           budget); hyperband, one synchronous rung of one bracket, numbered
+                           in order; fifo and median, 0 (one batch at the full budget) */
     char why[200];      /* the decision in words: "new trial at rung 0 (budget 1)",
                            "promoted to rung 2 (budget 9): 0.91 is in the top 1/3 of rung 1" */
 } tp_job_t;

@@ -208,6 +208,35 @@ TP_TEST(test_wrong_type_names_the_key_the_range_and_the_value) {
                       "exp.yaml:5:16: int bounds of \"y\" must be integers, got \"2.5\"");
 }
 
+TP_TEST(test_groups_are_read_and_their_mistakes_point_at_the_key) {
+    const char *ok = HEAD "resources: {gpus: 1}\ngroups: {shares: dynamic, min: 0.5, max: 2}\n";
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", ok, strlen(ok), &x, &err) == 0);
+    TP_CHECK_INT(x.groups, TP_FLUID_DYNAMIC);
+    TP_CHECK(x.groups_min == 0.5 && x.groups_max == 2);
+    tp__experiment_free(&x);
+    const char *off = HEAD;
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", off, strlen(off), &x, &err) == 0);
+    TP_CHECK_INT(x.groups, TP_FLUID_OFF);
+    TP_CHECK(x.groups_min == 0.25 && x.groups_max == 1);
+    tp__experiment_free(&x);
+    TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: dynamc}\n"),
+                 "exp.yaml:5:18: unknown shares \"dynamc\"; did you mean \"dynamic\"?");
+    TP_CHECK_CONTAINS(parse_error(HEAD "resources: {gpus: 1}\ngroups: {min: 0.5}\n"),
+                      "groups: {shares: dynamic}");
+    TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, max: 0}\n"),
+                 "exp.yaml:5:31: \"max\" must be a share of GPUs above 0 and at most 16 (0.25: a "
+                 "quarter of a GPU, 2: two GPUs), got \"0\"");
+    TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, min: 2, max: 1}\n"),
+                 "exp.yaml:5:9: groups: min 2 is above max 1");
+    TP_CHECK_STR(parse_error(HEAD "groups: {shares: static}\n"),
+                 "exp.yaml:4:9: groups share GPUs among a group's trials, which needs resources: "
+                 "{gpus: 1} on one node (got 0 GPU(s) on 1 node(s))");
+    TP_CHECK_CONTAINS(parse_error(HEAD "resources: {gpus: 1}\nsharing: none\ngroups: {shares: static}\n"),
+                      "exp.yaml:6:9: groups give trials fractions of a GPU, which sharing: none");
+}
+
 TP_TEST(test_inverted_range_points_at_the_bounds) {
     TP_CHECK_STR(parse_error(HEAD "space:\n  lr: {uniform: [1, 0.1]}\n"),
                  "exp.yaml:5:17: range of \"lr\" is empty or inverted: [1, 0.1]; write [low, "

@@ -130,6 +130,7 @@ TP_TEST(test_asha_promotes_exactly_the_top_third_of_a_rung) {
     for (int i = 0; i < 9; i++) {
         TP_CHECK_INT(next(s, &job), 1);
         TP_CHECK(job.is_new && job.rung == 0 && job.budget == 1);
+        TP_CHECK_INT(job.group, 0); /* a rung's jobs are one trial group */
     }
     TP_CHECK_STR(job.why, "new trial at rung 0 (budget 1)");
     TP_CHECK_INT(next(s, &job), -EAGAIN); /* sampler exhausted, jobs running */
@@ -141,6 +142,7 @@ TP_TEST(test_asha_promotes_exactly_the_top_third_of_a_rung) {
     for (int k = 0; k < 3; k++) {
         TP_CHECK_INT(next(s, &job), 1);
         TP_CHECK(!job.is_new && job.rung == 1 && job.budget == 3);
+        TP_CHECK_INT(job.group, 1);
         promoted[k] = job.trial;
         if (k == 0)
             TP_CHECK_STR(job.why, "promoted to rung 1 (budget 3): 0.9 ranks 1 of 9 at rung 0, top "
@@ -274,6 +276,7 @@ TP_TEST(test_hyperband_promotes_the_best_third_and_pauses_the_rest) {
     for (int i = 0; i < 9; i++) {
         TP_CHECK_INT(next(s, &job), 1);
         TP_CHECK(job.budget == 1 && job.rung == 0);
+        TP_CHECK_INT(job.group, 0); /* one synchronous rung: one trial group */
     }
     for (int i = 0; i < 9; i++) {
         TP_CHECK_INT(next(s, &job), -EAGAIN);
@@ -288,6 +291,7 @@ TP_TEST(test_hyperband_promotes_the_best_third_and_pauses_the_rest) {
         TP_CHECK_INT(next(s, &job), 1);
         got[k] = job.trial;
         TP_CHECK(job.rung == 1 && job.budget == 3);
+        TP_CHECK_INT(job.group, 1);
     }
     TP_CHECK(got[0] == 8 && got[1] == 7 && got[2] == 6);
     TP_CHECK_CONTAINS(job.why, "ranks 3 of 9 at rung 0 of bracket s=2, top 3 go on");

@@ -1,0 +1,142 @@
+/* groups: Fluid trial groups in the real run (`groups:`, docs/gpus.md). A
+ * job's group is the scheduler's (tp_job_t.group: a rung). When a group's
+ * trials are placed, each one's compute share (its packing demand and its
+ * MPS thread percentage) is its Fluid share (tp__fluid_shares, the pure
+ * computation the simulator calls too) over the group's trials that are
+ * being placed or run, with the capacity Fluid gives a group: the GPUs'
+ * idle compute plus what the group's running trials hold. static: a trial
+ * keeps the share its job first got; dynamic: the shares are computed again
+ * whenever the group is placed and whenever one of its trials ends (the
+ * `fluid-shares` event), and a trial's next attempt takes its new share.
+ *
+ * Shares stop at one GPU: above that a trial would need elastic multi-GPU
+ * resizes (checkpoint and restart with more GPUs), which the run does not
+ * do yet; a running trial is never restarted to change its share. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "place/fluid.h"
+#include "run/orchestrator_internal.h"
+
+#define GROUPS_PACK_DEFAULT 4 /* fractions down to 1/4 when placement.max_per_gpu is not set */
+
+/* Group members: the batch's trials of group g, then its running ones
+ * (excluding `skip`), into out (cap). O(trials). */
+static size_t members(tp_run_t *r, int64_t g, trial_t **batch, size_t n, const trial_t *skip,
+                      trial_t **out, size_t cap) {
+    size_t m = 0;
+    for (size_t i = 0; i < n && m < cap; i++)
+        if (batch[i]->fluid_group == g && batch[i] != skip) out[m++] = batch[i];
+    for (size_t i = 0; i < r->trials.n && m < cap; i++) {
+        trial_t *t = r->trials.by_id[i];
+        if (t && t != skip && t->fluid_group == g && t->state == TP_TRIAL_RUNNING) out[m++] = t;
+    }
+    return m;
+}
+
+static uint64_t member_mib(const tp_run_t *r, const trial_t *t) {
+    if (t->state == TP_TRIAL_RUNNING && t->mem_mib) return t->mem_mib;
+    return t->group >= 0 ? r->pl.groups[t->group].mem_mib : r->x.res.gpu_memory_mib;
+}
+
+/* The options every share computation of this run uses; capacity: the
+ * healthy GPUs' idle compute in u plus what the running members hold. */
+static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_t k) {
+    tp_fluid_opts_t o = {.min = r->x.groups_min, .max = r->x.groups_max > 1 ? 1 : r->x.groups_max,
+                         .pack_max = r->x.max_per_gpu > 0 ? r->x.max_per_gpu
+                                                          : GROUPS_PACK_DEFAULT};
+    const tp_cluster_t *c = &r->pl.cluster;
+    size_t gi = 0;
+    for (size_t n = 0; n < c->nnodes; n++)
+        for (size_t g = 0; g < c->nodes[n].ngpus; g++, gi++) {
+            const tp_gpu_t *gpu = &c->nodes[n].gpus[g];
+            if (!gpu->healthy) continue;
+            double idle = 1.0 + c->limits.oversubscribe - u->compute_used[gi];
+            if (idle > 0) o.capacity += idle > 1 ? 1 : idle;
+            uint64_t usable = gpu->memory_mib > r->x.reserve_mib ? gpu->memory_mib - r->x.reserve_mib : 0;
+            if (usable > o.gpu_memory_mib) o.gpu_memory_mib = usable;
+        }
+    for (size_t i = 0; i < k; i++)
+        if (m[i]->state == TP_TRIAL_RUNNING) o.capacity += m[i]->compute;
+    if (o.capacity < o.min) o.capacity = o.min;
+    return o;
+}
+
+/* Shares of members m[0..k) into s. */
+static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o,
+                    tp_fluid_share_t *s) {
+    tp_fluid_trial_t *ft = tp__xcalloc(k ? k : 1, sizeof *ft);
+    for (size_t i = 0; i < k; i++) {
+        const trial_t *t = m[i];
+        double done = t->step_done > 0 ? (double)t->step_done : 0;
+        double left = t->budget > 0 ? t->budget - done : 1;
+        ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = t->step_s, .remaining_steps = left,
+                                   .memory_mib = member_mib(r, t), .gpus_max = 1};
+    }
+    tp__fluid_shares(ft, k, o, s);
+    free(ft);
+}
+
+static void note(tp_run_t *r, const trial_t *t, const char *kind, const char *detail) {
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, kind, detail,
+                                   tp__wall_s()),
+                   "recording a Fluid share");
+}
+
+double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n,
+                        const tp_usage_t *u) {
+    if (r->x.groups == TP_FLUID_STATIC && t->fluid_share > 0) return t->fluid_share;
+    size_t cap = n + r->trials.n + 1;
+    trial_t **m = tp__xcalloc(cap, sizeof *m);
+    size_t k = members(r, t->fluid_group, batch, n, NULL, m, cap);
+    tp_fluid_share_t *s = tp__xcalloc(k ? k : 1, sizeof *s);
+    tp_fluid_opts_t o = opts(r, u, m, k);
+    compute(r, m, k, &o, s);
+    double share = 1;
+    for (size_t i = 0; i < k; i++) {
+        if (m[i]->state == TP_TRIAL_RUNNING) continue; /* never resized while it runs */
+        if (r->x.groups == TP_FLUID_STATIC && m[i]->fluid_share > 0) continue;
+        if (s[i].share <= 0) continue;
+        m[i]->fluid_share = s[i].share;
+        char detail[320];
+        snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
+                 tp__fluid_mode_name(r->x.groups), s[i].why);
+        note(r, m[i], "fluid-share", detail);
+    }
+    if (t->fluid_share > 0) share = t->fluid_share;
+    free(s);
+    free(m);
+    return share;
+}
+
+void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
+    if (r->x.groups != TP_FLUID_DYNAMIC || t->fluid_group < 0) return;
+    size_t cap = r->trials.n + 1, k = 0;
+    trial_t **m = tp__xcalloc(cap, sizeof *m);
+    for (size_t i = 0; i < r->trials.n; i++) { /* the rest of the group, running or pending */
+        trial_t *o = r->trials.by_id[i];
+        if (o && o != t && o->fluid_group == t->fluid_group &&
+            (o->state == TP_TRIAL_RUNNING || o->state == TP_TRIAL_PENDING))
+            m[k++] = o;
+    }
+    if (k) {
+        tp_fluid_share_t *s = tp__xcalloc(k, sizeof *s);
+        tp_fluid_opts_t o = opts(r, u, m, k);
+        compute(r, m, k, &o, s);
+        tp_buf_t b = {0};
+        tp__buf_printf(&b, "trial %lld of group %lld ended; shares of the %zu left over %g GPUs:",
+                       (long long)t->id, (long long)t->fluid_group, k, o.capacity);
+        for (size_t i = 0; i < k; i++) {
+            int running = m[i]->state == TP_TRIAL_RUNNING;
+            tp__buf_printf(&b, "%s trial %lld: %.3g%s", i ? ";" : "", (long long)m[i]->id,
+                           s[i].share, running ? " (running: from its next attempt)" : "");
+            if (!running && s[i].share > 0) m[i]->fluid_share = s[i].share;
+        }
+        note(r, t, "fluid-shares", b.data ? b.data : "");
+        tp__buf_free(&b);
+        free(s);
+    }
+    free(m);
+}

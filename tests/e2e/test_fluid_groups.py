@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Fluid trial groups end to end (issue 12, item 3) on a fake GPU: a Hyperband rung is a
+group, and each trial's compute share (its packing demand and MPS thread percentage) follows
+its remaining work, measured step time x remaining steps, memory-checked.
+
+One 16 GiB fake GPU; Hyperband with epochs 2, 6, 18 (9 trials, then the top 3, then 1). The
+trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s). Rung 0 knows
+no step time yet: equal shares, 1/4 each (the min). Rung 1 holds x = 9, 8, 7, each with 4
+epochs left: work 1.2, 0.4, 0.4 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after the
+min of 1/4 (applied after normalisation). Rung 2: x = 9 alone, the whole GPU.
+"""
+
+import json
+import os
+import re
+import sys
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import GpuE2E, PY, main, yaml_str
+
+GIB = 1024
+
+TRAINER = r'''
+import json, os, sys, time
+x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
+delay = 0.3 if x == 9 else 0.1
+ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
+start = int(open(ck).read()) if os.path.exists(ck) else 0
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+if start >= budget:
+    rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
+for epoch in range(start + 1, budget + 1):
+    time.sleep(delay)
+    rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
+    with open(ck + ".tmp", "w") as f:
+        f.write(str(epoch))
+    os.rename(ck + ".tmp", ck)
+'''
+
+
+class FluidGroups(GpuE2E):
+
+    def setUp(self):
+        super().setUp()
+        self.trainer = self.write("trainer.py", TRAINER)
+        self.fake_gpus([(16 * GIB, None)])
+
+    def exp(self, shares, memory="3G"):
+        return self.experiment(
+            "name: fluid\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {grid: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+            "search: {algorithm: grid, trials: 1, scheduler: hyperband}\n"
+            "budget: {name: epochs, min: 2, max: 18, eta: 3}\n"
+            "concurrency: 9\n"
+            "resources: {gpus: 1, gpu_memory: %s, gpu_compute: 1.0}\n"
+            "placement: {max_per_gpu: 4}\n"
+            "groups: {shares: %s, min: 0.25, max: 1}\n"
+            % (yaml_str(PY), yaml_str(self.trainer), memory, shares))
+
+    def placements(self, run_dir):
+        """{x: [(rung, compute, MPS thread percentage)]} in attempt order."""
+        with self.store(run_dir) as s:
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            rows = s.q("SELECT p.trial, p.attempt, p.compute, p.env, d.rung FROM placements p "
+                       "JOIN decisions d ON d.trial = p.trial AND d.kind = 'job' "
+                       "AND d.seq = (SELECT max(seq) FROM decisions WHERE trial = p.trial "
+                       "AND kind = 'job' AND at <= p.at) ORDER BY p.trial, p.attempt")
+        out = {}
+        for r in rows:
+            env = json.loads(r["env"])
+            out.setdefault(xs[r["trial"]], []).append(
+                (r["rung"], r["compute"], env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")))
+        return out
+
+    def run_fluid(self, shares, memory="3G"):
+        run_dir = self.path("run-%s-%s" % (shares, memory))
+        r = self.run_exp(self.exp(shares, memory), run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            states = sorted(t["state"] for t in s.trials())
+        self.assertEqual(states.count("completed"), 1, states)
+        return run_dir
+
+    def test_shares_follow_remaining_work_within_a_rung(self):
+        run_dir = self.run_fluid("static")
+        got = self.placements(run_dir)
+        # rung 0: no step time measured yet, equal shares at the min
+        for x in range(1, 10):
+            self.assertEqual(got[x][0], (0, 0.25, "25"), (x, got[x]))
+        # rung 1: x = 9 has three times the work of x = 8 and x = 7
+        self.assertEqual(got[9][1], (1, 0.5, "50"), got[9])
+        self.assertEqual(got[8][1], (1, 0.25, "25"), got[8])
+        self.assertEqual(got[7][1], (1, 0.25, "25"), got[7])
+        # rung 2: alone in its group, the whole GPU
+        self.assertEqual(got[9][2], (2, 1.0, "100"), got[9])
+        for x in range(1, 7):
+            self.assertEqual(len(got[x]), 1, (x, got[x]))
+        with self.store(run_dir) as s:
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            why = [e["detail"] for e in s.events(kind="fluid-share") if xs[e["trial"]] == 9]
+            self.assertEqual(len(why), 3, why)
+            # measured step times: about 0.3 s and 0.1 s (start-up and reporting add a little)
+            m = re.search(r"group 1 \(static\): (0\.\d+) of 1 GPUs for (\d+)% of the group's "
+                          r"work", why[1])
+            self.assertTrue(m, why[1])
+            self.assertTrue(0.5 < float(m.group(1)) < 0.7, why[1])
+            self.assertIn("given 1/2 GPU", why[1])
+            self.assertEqual(s.events(kind="fluid-shares"), [])  # static: never again
+
+    def test_memory_decides_the_smallest_fraction(self):
+        # 5 GiB: four would need 20 GiB of the 15.5 usable, three fit: 1/3 at least
+        run_dir = self.run_fluid("static", memory="5G")
+        got = self.placements(run_dir)
+        for x in range(1, 10):
+            self.assertEqual(got[x][0][:2], (0, 1 / 3), (x, got[x]))
+        # rung 1: the ladder starts at 1/3, so the two small ones take 1/3 each and x = 9
+        # gets what is left of the GPU: 1/3, not the 1/2 it gets when 1/4 is allowed
+        for x in (7, 8, 9):
+            self.assertEqual(got[x][1][:2], (1, 1 / 3), (x, got[x]))
+
+    def test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends(self):
+        run_dir = self.run_fluid("dynamic")
+        got = self.placements(run_dir)
+        self.assertEqual(got[9][1], (1, 0.5, "50"), got[9])
+        with self.store(run_dir) as s:
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            again = [e["detail"] for e in s.events(kind="fluid-shares")
+                     if xs[e["trial"]] in (7, 8) and "of group 1 ended" in e["detail"]]
+        self.assertEqual(len(again), 2, again)
+        # when x = 8 and x = 7 end, x = 9 (still running at 1/2) would take more
+        last = again[-1]
+        self.assertIn("ended; shares of the 1 left over 1 GPUs", last)
+        self.assertIn(": 1 (running: from its next attempt)", last)
+
+
+if __name__ == "__main__":
+    main()
