@@ -2,7 +2,7 @@
 # lists them), files for FILE, directories for DIR, policy names for --policy.
 # Installed as share/bash-completion/completions/tunepack.
 
-_tunepack_verbs="run status trials best export stop gpus place simulate plan nodes dashboard"
+_tunepack_verbs="run status trials best export stop gpus place simulate plan nodes resize dashboard"
 _tunepack_policies="vpack one-per-gpu ff ffd bf bfd wf wfd optimal"
 
 # The options of a verb, one table for all of them.
@@ -22,7 +22,7 @@ _tunepack_options() {
                        "--gpu-type --gpus-per-node --window --rounds --help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
                    "--overhead --max-gpus --json --help" ;;
-        agent) echo "--help" ;;
+        agent | resize) echo "--help" ;;
     esac
 }
 
@@ -70,7 +70,7 @@ _tunepack() {
     # the positional argument: FILE or DIR
     case $verb in
         run | place | simulate | plan) _tunepack_paths -f "$cur" ;;
-        status | trials | best | export | stop | gpus | nodes | dashboard) _tunepack_paths -d "$cur" ;;
+        status | trials | best | export | stop | gpus | nodes | resize | dashboard) _tunepack_paths -d "$cur" ;;
     esac
     return 0
 }

@@ -18,7 +18,8 @@ typedef struct tp_cmd {
 
 extern const tp_cmd_t tp__cmd_run, tp__cmd_status, tp__cmd_trials, tp__cmd_best, tp__cmd_export,
     tp__cmd_stop, tp__cmd_agent, tp__cmd_gpus, tp__cmd_place;
-extern const tp_cmd_t tp__cmd_simulate, tp__cmd_plan, tp__cmd_nodes, tp__cmd_dashboard;
+extern const tp_cmd_t tp__cmd_simulate, tp__cmd_plan, tp__cmd_nodes, tp__cmd_dashboard,
+    tp__cmd_resize;
 
 /* One option of a verb: a switch (`set` non-NULL) or an option taking a
  * value (`value` non-NULL), as `--name VALUE` or `--name=VALUE`. */
@@ -43,6 +44,11 @@ int tp__cli_count(const tp_cmd_t *cmd, const char *opt, const char *text, long *
 /* Open the experiment named by dir (NULL: the latest under ./runs) read-only;
  * prints the error and returns NULL on failure. *dir_out is malloc'd. */
 tp_store_t *tp__cli_open(const char *dir, char **dir_out);
+/* Leave request req for the orchestrator running the experiment in dir_arg
+ * (NULL: the latest under ./runs), wait (30 s at most) for its answer and
+ * print it. An exit code; what: the change, for "not running" ("nodes
+ * change"). */
+int tp__cli_request(const char *dir_arg, const json_t *req, const char *what);
 /* Print "tunepack VERB: MSG" plus a pointer to --help; returns TP_EXIT_USAGE. */
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -1,11 +1,7 @@
 /* tunepack nodes [DIR] [--json] | nodes drain NODE [DIR] | nodes add HOST [DIR] */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
 #include "run/run.h"
@@ -51,52 +47,6 @@ static int list_nodes(const char *dir_arg, int as_json) {
     return TP_EXIT_OK;
 }
 
-/* Leave a request for the running orchestrator and wait for its answer
- * (it looks every 2 s). */
-static int request(const char *op, const char *node, const char *dir_arg) {
-    tp_error_t err = {0};
-    char *dir = tp__rundir_resolve(dir_arg, &err);
-    if (!dir) {
-        fprintf(stderr, "tunepack: %s\n", err.msg);
-        return TP_EXIT_STORE;
-    }
-    if (tp__rundir_owner(dir) == 0) {
-        fprintf(stderr, "tunepack: %s is not running; nodes change only while it runs\n", dir);
-        free(dir);
-        return TP_EXIT_ERROR;
-    }
-    char reqdir[4200], path[4400], tmp[4500], done[4400];
-    snprintf(reqdir, sizeof reqdir, "%s/requests", dir);
-    mkdir(reqdir, 0755);
-    snprintf(path, sizeof path, "%s/%ld-%d.json", reqdir, (long)time(NULL), (int)getpid());
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    snprintf(done, sizeof done, "%s/%ld-%d.done", reqdir, (long)time(NULL), (int)getpid());
-    json_t *req = json_pack("{s:s, s:s}", "op", op, "node", node);
-    int rc = json_dump_file(req, tmp, 0) == 0 && rename(tmp, path) == 0 ? 0 : -errno;
-    json_decref(req);
-    if (rc) {
-        fprintf(stderr, "tunepack: cannot write %s: %s\n", path, strerror(-rc));
-        free(dir);
-        return TP_EXIT_ERROR;
-    }
-    json_t *ans = NULL;
-    struct timespec ts = {0, 100 * 1000 * 1000};
-    for (int i = 0; i < 300 && !(ans = json_load_file(done, 0, NULL)); i++) nanosleep(&ts, NULL);
-    if (!ans) {
-        fprintf(stderr, "tunepack: the orchestrator of %s did not answer within 30 s\n", dir);
-        unlink(path);
-        free(dir);
-        return TP_EXIT_ERROR;
-    }
-    unlink(done);
-    int ok = json_is_true(json_object_get(ans, "ok"));
-    const char *msg = json_string_value(json_object_get(ans, "message"));
-    fprintf(ok ? stdout : stderr, "%s%s\n", ok ? "" : "tunepack: ", msg ? msg : "");
-    json_decref(ans);
-    free(dir);
-    return ok ? TP_EXIT_OK : TP_EXIT_USAGE;
-}
-
 static int nodes_main(int argc, char **argv) {
     if (argc >= 2 && (strcmp(argv[1], "drain") == 0 || strcmp(argv[1], "add") == 0)) {
         if (argc < 3 || argv[2][0] == '-')
@@ -108,7 +58,10 @@ static int nodes_main(int argc, char **argv) {
         for (int i = 3; i < argc && n < 63; i++) rest[n++] = argv[i];
         int rc = tp__cli_parse(&tp__cmd_nodes, n, rest, NULL, 0, &dir_arg);
         if (rc != TP_CLI_PARSED) return rc;
-        return request(argv[1], argv[2], dir_arg);
+        json_t *req = json_pack("{s:s, s:s}", "op", argv[1], "node", argv[2]);
+        rc = tp__cli_request(dir_arg, req, "nodes change");
+        json_decref(req);
+        return rc;
     }
     const char *dir_arg = NULL;
     int as_json = 0;

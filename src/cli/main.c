@@ -10,7 +10,7 @@
 static const tp_cmd_t *const commands[] = {
     &tp__cmd_run, &tp__cmd_status, &tp__cmd_trials, &tp__cmd_best,
     &tp__cmd_export, &tp__cmd_stop, &tp__cmd_gpus, &tp__cmd_place, &tp__cmd_agent,
-    &tp__cmd_simulate, &tp__cmd_plan, &tp__cmd_nodes, &tp__cmd_dashboard,
+    &tp__cmd_simulate, &tp__cmd_plan, &tp__cmd_nodes, &tp__cmd_resize, &tp__cmd_dashboard,
 };
 
 static void usage(FILE *f) {

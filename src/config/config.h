@@ -85,7 +85,10 @@ void tp__cluster_cfg_free(tp_cluster_cfg_t *k);
 
 /* Each trial's demand (`resources:`). */
 typedef struct tp_resources {
-    int gpus;              /* GPUs per trial and node (`gpus` or `gpus_per_node`); default 0 */
+    int gpus;              /* GPUs per trial and node (`gpus` or `gpus_per_node`); default 0;
+                              an elastic trial's minimum */
+    int gpus_max;          /* `gpus: {min, max}`: an elastic trial grows up to this many by
+                              checkpoint and restart (docs/elastic.md); 0: not elastic */
     int nodes;             /* nodes per trial, default 1; more: a multi-node trial */
     int procs_per_node;    /* processes per node, default 1 (each with RANK, LOCAL_RANK, ...) */
     uint64_t gpu_memory_mib; /* per GPU; 0 = none declared */

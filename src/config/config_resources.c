@@ -48,15 +48,43 @@ static int get_real(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, dou
                 tp__cfg_describe(v, got, sizeof got));
 }
 
-static int res_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
+/* An int key from lo to hi into *out. */
+static int get_int_into(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
+                        int *out) {
     long long n;
+    int rc = tp__cfg_get_int(c, key, v, lo, hi, &n);
+    *out = (int)n;
+    return rc;
+}
+
+static int elastic_min(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return get_int_into(c, key, v, 1, TP_PLACE_MAX_GPUS, &c->x->res.gpus);
+}
+
+static int elastic_max(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return get_int_into(c, key, v, 1, TP_PLACE_MAX_GPUS, &c->x->res.gpus_max);
+}
+
+static const key_spec_t elastic_keys[] = {
+    {"min", elastic_min, 1, "min: 1"},
+    {"max", elastic_max, 1, "max: 8"},
+};
+
+/* `gpus: N`, or `gpus: {min: 1, max: 8}`: an elastic trial (one node). */
+static int res_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (c->res_gpus_set)
         return fail(c, v, "give GPUs once: \"gpus\" (one node) or \"gpus_per_node\" (with "
                           "nodes), not both");
     c->res_gpus_set = 1;
-    int rc = tp__cfg_get_int(c, key, v, 0, TP_PLACE_MAX_GPUS, &n);
-    c->x->res.gpus = (int)n;
-    return rc;
+    if (v->type == YAML_MAPPING_NODE && strcmp(key, "gpus") == 0) {
+        int rc = tp__cfg_walk_mapping(c, key, v, elastic_keys, TP_ARRAY_LEN(elastic_keys),
+                                      "gpus: {min: 1, max: 8}");
+        if (rc == 0 && c->x->res.gpus_max < c->x->res.gpus)
+            return fail(c, v, "an elastic trial's max (%d) must be at least its min (%d)",
+                        c->x->res.gpus_max, c->x->res.gpus);
+        return rc;
+    }
+    return get_int_into(c, key, v, 0, TP_PLACE_MAX_GPUS, &c->x->res.gpus);
 }
 
 static int res_gpu_memory(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -76,19 +104,13 @@ static int res_gpu_compute(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int res_cpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    long long n;
-    int rc = tp__cfg_get_int(c, key, v, 0, 4096, &n);
-    c->x->res.cpus = (int)n;
-    return rc;
+    return get_int_into(c, key, v, 0, 4096, &c->x->res.cpus);
 }
 
 /* A trial over several nodes, or several processes per node: the
  * torchrun-style environment contract (docs/cluster.md). */
 static int res_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    long long n;
-    int rc = tp__cfg_get_int(c, key, v, 1, 1024, &n);
-    c->x->res.nodes = (int)n;
-    return rc;
+    return get_int_into(c, key, v, 1, 1024, &c->x->res.nodes);
 }
 
 static int res_gpus_per_node(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -97,10 +119,7 @@ static int res_gpus_per_node(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int res_procs_per_node(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    long long n;
-    int rc = tp__cfg_get_int(c, key, v, 1, TP_PLACE_MAX_GPUS, &n);
-    c->x->res.procs_per_node = (int)n;
-    return rc;
+    return get_int_into(c, key, v, 1, TP_PLACE_MAX_GPUS, &c->x->res.procs_per_node);
 }
 
 static int res_profile_time(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -126,6 +145,12 @@ int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v) {
         (r->gpu_memory_auto || r->gpu_compute_auto))
         return fail(c, v, "a trial of several processes cannot be profiled; declare "
                           "gpu_memory and gpu_compute instead of auto");
+    if (rc == 0 && r->gpus_max && (r->nodes > 1 || r->procs_per_node > 1))
+        return fail(c, v, "an elastic trial (gpus: {min, max}) runs on one node, one process per "
+                          "GPU it holds; leave out nodes and procs_per_node");
+    if (rc == 0 && r->gpus_max && (r->gpu_memory_auto || r->gpu_compute_auto))
+        return fail(c, v, "an elastic trial cannot be profiled; declare gpu_memory and "
+                          "gpu_compute instead of auto");
     if (rc == 0 && r->procs_per_node > 1 && r->gpus > 0 && r->procs_per_node != r->gpus)
         return fail(c, v, "procs_per_node (%d) must equal the GPUs per node (%d): one process "
                           "per GPU, as torchrun starts them",
@@ -180,10 +205,7 @@ static int pl_oversubscribe(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int pl_max_per_gpu(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    long long n;
-    int rc = tp__cfg_get_int(c, key, v, 0, 1024, &n);
-    c->x->max_per_gpu = (int)n;
-    return rc;
+    return get_int_into(c, key, v, 0, 1024, &c->x->max_per_gpu);
 }
 
 static int pl_time_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {

@@ -124,8 +124,9 @@ static int add(tp_run_t *r, const char *name, char *msg, size_t n) {
     return 0;
 }
 
-/* Act on each DIR/requests/NAME.json ({"op": "drain"|"add", "node": ...})
- * and answer in NAME.done ({"ok", "message"}). */
+/* Act on each DIR/requests/NAME.json ({"op": "drain"|"add", "node": ...}, or
+ * {"op": "resize", "trial", "gpus"} from `tunepack resize`) and answer in
+ * NAME.done ({"ok", "message"}). */
 static void requests(tp_run_t *r) {
     char dirpath[4200];
     snprintf(dirpath, sizeof dirpath, "%s/requests", r->dir);
@@ -142,7 +143,9 @@ static void requests(tp_run_t *r) {
         const char *op = json_string_value(json_object_get(req, "op"));
         const char *node = json_string_value(json_object_get(req, "node"));
         int rc;
-        if (!op || !node)
+        if (op && strcmp(op, "resize") == 0)
+            rc = tp__elastic_request(r, req, msg, sizeof msg);
+        else if (!op || !node)
             rc = -EINVAL, snprintf(msg, sizeof msg, "a request needs \"op\" and \"node\"");
         else if (strcmp(op, "drain") == 0)
             rc = drain(r, node, msg, sizeof msg);

@@ -57,7 +57,7 @@ static void env_name(const char *param, char *out, size_t n) {
 /* The torchrun-style contract of one process of a multi-process attempt:
  * its rank among all, its place on its node, and where rank 0 listens. */
 static void rank_env(const tp_run_t *r, const trial_t *t, int rank, json_t *env) {
-    int procs = r->x.res.procs_per_node;
+    int procs = t->procs;
     char v[32];
 #define SET_INT(name, value)                                                                   \
     do {                                                                                       \
@@ -92,34 +92,44 @@ static json_t *passthrough(const tp_run_t *r) {
     return a;
 }
 
+/* Without shared storage the node keeps the trial's files in a spool of
+ * its own, and streams the logs back to DIR. */
+static int streams_logs(const tp_run_t *r) {
+    return r->x.cluster.kind != TP_CLUSTER_LOCAL && !r->x.cluster.shared;
+}
+
+/* t's directory where it runs (TUNEPACK_TRIAL_DIR of rank 0). */
+static void trial_home(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
+    snprintf(out, n, "%s/trials/%06lld", streams_logs(r) ? r->spool : r->dir, (long long)t->id);
+}
+
+void tp__run_checkpoint_dir(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
+    char home[4200];
+    trial_home(r, t, home, sizeof home);
+    if (r->x.checkpoint_root) /* shared storage: a trial moved to another node resumes */
+        snprintf(out, n, "%s/%s/%06lld", r->x.checkpoint_root, r->x.name, (long long)t->id);
+    else
+        snprintf(out, n, "%s/checkpoint", home);
+}
+
 /* Build and queue the launch message of one process (rank) of t's current
  * attempt, to the agent of its node. Rank 0 of several asks its agent for a
  * free MASTER_PORT; the others follow once it has started. */
 static int send_launch(tp_run_t *r, trial_t *t, int rank) {
-    char id[32], dir[4096], rdir[4400];
+    char id[32], rdir[4400];
     snprintf(id, sizeof id, "%lld", (long long)t->id);
-    snprintf(dir, sizeof dir, "%s/trials/%06lld", r->dir, (long long)t->id);
-    /* Without shared storage the node keeps the trial's files in a spool of
-     * its own, and streams the logs back to DIR. */
-    int stream = r->x.cluster.kind != TP_CLUSTER_LOCAL && !r->x.cluster.shared;
+    int stream = streams_logs(r);
     char home[4200];
-    if (stream)
-        snprintf(home, sizeof home, "%s/trials/%06lld", r->spool, (long long)t->id);
-    else
-        snprintf(home, sizeof home, "%s", dir);
+    trial_home(r, t, home, sizeof home);
     /* Rank 0 is the trial; the others keep their logs beside it. */
     if (rank)
         snprintf(rdir, sizeof rdir, "%s/rank%d", home, rank);
     else
         snprintf(rdir, sizeof rdir, "%s", home);
-    size_t shard = (size_t)(rank / r->x.res.procs_per_node);
+    size_t shard = (size_t)(rank / t->procs);
     char budget[32] = "", ckpt[4400];
     if (r->x.budget_name) tp__fmt_double(t->budget, budget);
-    if (r->x.checkpoint_root) /* shared storage: a trial moved to another node resumes */
-        snprintf(ckpt, sizeof ckpt, "%s/%s/%06lld", r->x.checkpoint_root, r->x.name,
-                 (long long)t->id);
-    else
-        snprintf(ckpt, sizeof ckpt, "%s/checkpoint", home);
+    tp__run_checkpoint_dir(r, t, ckpt, sizeof ckpt);
     tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
                               .budget_name = r->x.budget_name, .budget_value = budget};
     tp_error_t serr = {0};
@@ -130,7 +140,8 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
         json_object_update(env, json_array_get(t->gpu_env, shard));
     else if (t->gpu_env)
         json_object_update(env, t->gpu_env);
-    if (t->nranks > 1) rank_env(r, t, rank, env);
+    int ranked = t->nranks > 1 || tp__elastic_on(r); /* elastic: the contract at 1 GPU too */
+    if (ranked) rank_env(r, t, rank, env);
     if (r->x.budget_name) json_object_set_new(env, "TUNEPACK_BUDGET", json_string(budget));
     for (size_t i = 0; i < r->x.nenv; i++)
         json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
@@ -162,7 +173,7 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     if (pass) json_object_set_new(m, "env_passthrough", pass);
     if (r->x.pause_signal) json_object_set_new(m, "pause_signal", json_integer(r->x.pause_signal));
     if (stream) json_object_set_new(m, "stream_logs", json_true());
-    if (t->nranks > 1) {
+    if (ranked) {
         json_object_set_new(m, "rank", json_integer(rank));
         if (rank == 0) json_object_set_new(m, "pick_master_port", json_true());
     }
@@ -173,9 +184,8 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     return rc;
 }
 
-/* Ask t to checkpoint and exit (pause), or to stop now; the agent ends it
- * after its grace either way. Once per attempt. */
-static void send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason) {
+/* The agent ends it after its grace either way. */
+void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason) {
     if (t->stop_sent) return;
     t->stop_sent = 1;
     json_t *m = json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)t->id, "attempt",
@@ -299,7 +309,7 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
     t->garbage = 0;
     t->first_garbage[0] = 0;
     t->early_stopped = 0;
-    t->nranks = r->x.res.nodes * r->x.res.procs_per_node;
+    tp__elastic_attempt(r, t);
     t->ranks_live = 0;
     t->master_port = 0;
     json_decref(t->verdict);
@@ -316,7 +326,7 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
  * others pending until something ends. */
 static void schedule(tp_run_t *r) {
     if (!tp__agents_ready(r) || r->stopping || r->agents.shutting_down ||
-        !tp__placement_may_fit(r) || r->journal.broken)
+        !tp__placement_may_fit(r) || r->journal.broken || r->el.resizing)
         return;
     int running = r->trials.count[TP_TRIAL_RUNNING];
     size_t free_slots = running < r->x.concurrency ? (size_t)(r->x.concurrency - running) : 0;
@@ -330,7 +340,7 @@ static void schedule(tp_run_t *r) {
     double t0 = tp__mono_s();
     while (n < free_slots && (t = next_candidate(r)) != NULL) r->batch[n++] = t;
     if (n == 0) return;
-    tp__placement_place(r, r->batch, n);
+    if (tp__placement_place(r, r->batch, n) < n) tp__elastic_place_fewer(r, r->batch, n);
     for (size_t i = 0; i < n; i++) {
         t = r->batch[i];
         if (t->where.placed)
@@ -355,17 +365,18 @@ static void pump(uv_prepare_t *h) {
         r->exit_code = TP_EXIT_STORE;
         for (size_t i = 0; i < r->trials.n; i++) {
             trial_t *t = r->trials.by_id[i];
-            if (t && t->state == TP_TRIAL_RUNNING) send_control(r, t, "pause", NULL);
+            if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
         }
     }
     schedule(r);
     /* Commit before any action that depends on what was journaled; report
      * rows alone are committed in groups. */
-    tp__journal_settle(&r->journal, r->nlaunch || r->nstops || r->stopping ||
+    tp__journal_settle(&r->journal, r->nlaunch || r->nstops || r->el.npauses || r->stopping ||
                                         r->agents.shutting_down);
+    tp__elastic_act(r);
     for (size_t i = 0; i < r->nstops; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->stops[i]);
-        if (t && t->state == TP_TRIAL_RUNNING) send_control(r, t, "stop", "early stop");
+        if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "stop", "early stop");
     }
     r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
@@ -413,7 +424,7 @@ static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         if (send_launch(r, t, k) != 0) {
             tp__log(TP_LOG_WARN, "trial %lld: rank %d could not be launched; stopping the attempt",
                     (long long)t->id, k);
-            send_control(r, t, "stop", "a rank could not start");
+            tp__run_send_control(r, t, "stop", "a rank could not start");
             break;
         }
 }
@@ -428,7 +439,7 @@ static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
     int failed = !(strcmp(status, "exited") == 0 && code == 0) && strcmp(status, "paused") != 0;
     if (!t->verdict && (failed || rank == 0)) {
         t->verdict = json_deep_copy(m->head);
-        if (failed && t->ranks_live > 1) send_control(r, t, "stop", "another rank failed");
+        if (failed && t->ranks_live > 1) tp__run_send_control(r, t, "stop", "another rank failed");
     }
     if (--t->ranks_live > 0) return;
     tp_msg_t judged = *m;
@@ -528,7 +539,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
         for (size_t k = 0; k < tp__trial_nshards(r, t); k++)
             there |= (int)tp__trial_shard(t, k)->node == node;
         if (!there) continue;
-        if (t->nranks > 1) send_control(r, t, "stop", "a node of the trial was lost");
+        if (t->nranks > 1) tp__run_send_control(r, t, "stop", "a node of the trial was lost");
         tp__placement_ended(r, t); /* a profiling attempt gives its group back */
         tp__run_logs_close(t);
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
@@ -553,7 +564,7 @@ static void stop_run(tp_run_t *r) {
     r->stopping = 1;
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *t = r->trials.by_id[i];
-        if (t && t->state == TP_TRIAL_RUNNING) send_control(r, t, "pause", NULL);
+        if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
     }
 }
 

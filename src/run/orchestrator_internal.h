@@ -8,6 +8,7 @@
  *   agents        agents.c         one link per agent: transport, readiness, loss
  *   pl            placement.c      cluster, demand groups, profiling, MPS, GPU state
  *   view          view.c           the live terminal view or log lines
+ *   el            elastic.c        elastic trials: resizes, measured scaling
  *   the rest      orchestrator.c   the loop, the scheduler, launches and stops
  *                 setup.c          opening, resuming and freeing a run */
 #ifndef TP_ORCHESTRATOR_INTERNAL_H
@@ -191,6 +192,44 @@ double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, cons
  * take them. O(trials). */
 void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u);
 
+/* ---- elastic.c: elastic trials, their measured scaling, resizes ------------ */
+typedef struct tp_elastic {
+    int resizing;           /* resizes asked whose attempt has not ended: nothing else starts */
+    int64_t *pauses;        /* resizes journaled, their pauses sent after the commit */
+    size_t npauses, cappauses;
+} tp_elastic_t;
+
+/* Trials are elastic (`resources: {gpus: {min, max}}`). */
+int tp__elastic_on(const tp_run_t *r);
+/* The GPUs t's next attempt asks for: its resize target, else the
+ * experiment's (an elastic trial's min). */
+int tp__elastic_gpus(const tp_run_t *r, const trial_t *t);
+/* t's attempt was placed: its GPU count, processes (one per GPU when
+ * elastic) and ranks; its step clock restarts. */
+void tp__elastic_attempt(tp_run_t *r, trial_t *t);
+/* A report of t's running attempt arrived (step: TP_STORE_NO_STEP if none):
+ * the seconds per step at its GPU count, and the restart cost of a resize. */
+void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step);
+/* Resize running elastic trial t to `gpus` GPUs: journals a `resize`
+ * decision (why), and asks it to pause once committed. 0, or -errno with
+ * msg saying why not (not elastic, not running, out of its range, busy). */
+int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char *msg, size_t n);
+/* After the commit: send the pauses of the resizes journaled. */
+void tp__elastic_act(tp_run_t *r);
+/* t's attempt ended (interrupted: paused or stopped to run again). Returns
+ * how it goes back to pending: TP_REQUEUE_RESIZE (detail filled, gpus_want
+ * set) when it paused for a resize, else TP_REQUEUE_INTERRUPTED. Journals
+ * its curve. */
+tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n);
+/* Elastic trials of batch that did not fit with the GPUs they want try
+ * again with one fewer, down to their min. How many placed. */
+size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n);
+/* A resumed run: each trial's last journaled curve and restart cost. */
+void tp__elastic_resume(tp_run_t *r);
+/* A `tunepack resize` request {"trial", "gpus"}: 0 or -errno, msg filled. */
+int tp__elastic_request(tp_run_t *r, const json_t *req, char *msg, size_t n);
+void tp__elastic_free(tp_run_t *r);
+
 /* ---- view.c ---------------------------------------------------------------- */
 typedef struct tp_view {
     uv_timer_t timer;           /* live view refresh */
@@ -259,6 +298,7 @@ struct tp_run {
     tp_agents_t agents;         /* agents.c */
     tp_placement_t pl;          /* placement.c */
     tp_view_t view;             /* view.c */
+    tp_elastic_t el;            /* elastic.c */
 };
 
 /* dryrun.c: the experiment's scheduler (sampler + scheduler), NULL with err. */
@@ -312,6 +352,11 @@ void tp__run_warm_start(tp_run_t *r);
 
 /* Stop t's attempt early once what was journaled is committed. */
 void tp__run_queue_stop(tp_run_t *r, const trial_t *t);
+/* t's checkpoint directory (TUNEPACK_CHECKPOINT_DIR), as its node sees it. */
+void tp__run_checkpoint_dir(const tp_run_t *r, const trial_t *t, char *out, size_t n);
+/* Send t's attempt a `pause` (checkpoint and exit) or `stop` now, to every
+ * node it runs on; once per attempt. */
+void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason);
 
 /* outcome.c: a running attempt's `report` and `exited` messages. */
 void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m);

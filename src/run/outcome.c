@@ -38,6 +38,7 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         r->journal.metric_rows++;
     t->last_report = tp__mono_s();
     if (t->seq == 1) t->first_report = t->last_report;
+    tp__elastic_on_report(r, t, rep->step);
     if (rep->step != TP_STORE_NO_STEP) {
         /* seconds per step, from this attempt's first report with a step */
         if (t->first_step == TP_STORE_NO_STEP) {
@@ -214,7 +215,8 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
                              strcmp(status, "signaled") == 0)) {
         ok = 1; /* stopped by the scheduler: final, with what it reported */
-    } else if ((strcmp(status, "stopped") == 0 && r->stopping) || strcmp(status, "paused") == 0) {
+    } else if ((strcmp(status, "stopped") == 0 && (r->stopping || t->resize_to)) ||
+               strcmp(status, "paused") == 0) {
         interrupted = 1; /* its job is not done: it runs again, from its checkpoint */
     } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
         /* Out of GPU memory: not the trial's fault but its demand's. */
@@ -254,6 +256,8 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
                  t->garbage);
     }
+    char resized[200] = "";
+    tp_requeue_t requeue = tp__elastic_ended(r, t, interrupted && !regrow, resized, sizeof resized);
     tp_transition_t how = {.has_exit = strcmp(status, "spawn_failed") != 0, .exit_code = code,
                            .signal = sig, .at = tp__wall_s()};
     char tail[TAIL_BYTES + 1] = "";
@@ -271,8 +275,8 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     char note[300] = "";
     if (interrupted) {
         to = TP_TRIAL_PENDING;
-        how.requeue = regrow ? TP_REQUEUE_REGROW : TP_REQUEUE_INTERRUPTED;
-        how.detail = regrow ? why : "interrupted";
+        how.requeue = regrow ? TP_REQUEUE_REGROW : requeue;
+        how.detail = regrow ? why : requeue == TP_REQUEUE_RESIZE ? resized : "interrupted";
         if (regrow)
             tp__journal_ok(&r->journal,
                            tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "oom",

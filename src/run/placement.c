@@ -447,7 +447,7 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         demand_group_t *g = group_of(r, t);
         if (!g->measured && g->profiler >= 0 && g->profiler != t->id)
             continue; /* wait for its group's measurement */
-        d[m] = (tp_demand_t){.id = t->id, .gpus = r->x.res.gpus, .memory_mib = g->mem_mib,
+        d[m] = (tp_demand_t){.id = t->id, .gpus = tp__elastic_gpus(r, t), .memory_mib = g->mem_mib,
                              .compute = g->compute, .cpus = r->x.res.cpus};
         if (!g->measured) {
             /* The profiler runs the trial alone: all of a GPU's compute, so

@@ -400,6 +400,7 @@ static void run_free(tp_run_t *r) {
     free(r->batch);
     free(r->stops);
     tp__placement_free(r);
+    tp__elastic_free(r);
     tp__agents_free(r);
     tp__buf_free(&r->scratch);
     tp__samples_free(&r->round_ms);
@@ -496,6 +497,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     tp__run_warm_start(r);
     resume_trials(r);
     replay_decisions(r);
+    tp__elastic_resume(r);
     if ((code = tp__agents_plan(r)) != 0) goto out;
     tp__journal_ok(&r->journal,
                    tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running") ||

@@ -58,6 +58,8 @@ static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_sta
     t->fluid_group = -1;
     t->step_done = -1;
     t->first_step = TP_STORE_NO_STEP;
+    t->restart_s = NAN;
+    t->mark_step = TP_STORE_NO_STEP;
     ts->by_id[id] = t;
     if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;
     ts->count[state]++;
@@ -174,6 +176,7 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
         if (how->requeue == TP_REQUEUE_RETRY) ts->retried++;
         if (how->requeue == TP_REQUEUE_INTERRUPTED) ts->interrupted++;
         if (how->requeue == TP_REQUEUE_REGROW) ts->regrown++;
+        if (how->requeue == TP_REQUEUE_RESIZE) ts->resized++;
         t->requeued = how->requeue;
     }
     ts->count[t->state]--;

@@ -5,7 +5,7 @@
  *      ^          |  |----> stopped    (the scheduler stopped it early)
  *      |          |  |----> failed     (retries spent)
  *      |          |  \----> paused     (rung done, checkpointed, waits) --+
- *      +----------+ (retry, interrupted, out of GPU memory)               |
+ *      +----------+ (retry, interrupted, out of GPU memory, resize)       |
  *      ^                                                                  |
  *      +-------------------- paused (promoted, waiting for room) <-------+
  *                            paused --> running (promoted and placed)
@@ -43,7 +43,16 @@ typedef enum tp_requeue {
     TP_REQUEUE_RETRY,       /* it failed and has retries left */
     TP_REQUEUE_INTERRUPTED, /* stopped, paused by a stop, lost with its agent or orchestrator */
     TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
+    TP_REQUEUE_RESIZE,      /* an elastic trial paused to be placed again with gpus_want GPUs */
 } tp_requeue_t;
+
+/* An elastic trial's measured scaling curve: seconds per step at each GPU
+ * count (index), from its report steps and their arrival times. */
+#define TP_RUN_SCALING_MAX 16
+typedef struct tp_run_scaling {
+    double step_s[TP_RUN_SCALING_MAX + 1]; /* mean seconds per step; index = GPUs */
+    uint32_t samples[TP_RUN_SCALING_MAX + 1]; /* steps measured; 0: not measured */
+} tp_run_scaling_t;
 
 typedef struct trial {
     int64_t id;         /* trial number, as the searcher numbered it */
@@ -93,6 +102,17 @@ typedef struct trial {
     char why[200];      /* the scheduler's last decision about it */
     tp_requeue_t requeued; /* why it last went back to pending (kept until its next attempt) */
     char where_text[128]; /* where its current (or last) attempt runs: "node:gpu,gpu", "local" */
+    int procs;          /* processes per node of the current attempt */
+    /* elastic trials (elastic.c) */
+    int gpus;           /* GPUs of its current (or last) attempt */
+    int gpus_want;      /* GPUs its next attempt asks for; 0: the experiment's */
+    int resize_to;      /* a resize asked of the running attempt: its new GPU count, 0: none */
+    double resize_asked; /* wall time the resize's pause was asked (restart cost from here) */
+    double restart_s;   /* last measured restart cost: pause asked -> first report after; NaN */
+    double last_resize; /* wall time of its last resize, 0: never (for the cooldown) */
+    int64_t mark_step;  /* last step report of this attempt, TP_STORE_NO_STEP before one */
+    double mark_at;     /* its arrival, monotonic */
+    tp_run_scaling_t scaling; /* measured seconds per step by GPU count */
 } trial_t;
 
 
@@ -117,6 +137,7 @@ typedef struct tp_trials {
     int retried;            /* attempts that failed and were retried, this run */
     int interrupted;        /* attempts interrupted, this run */
     int regrown;            /* attempts out of GPU memory placed again with more, this run */
+    int resized;            /* elastic attempts paused to run again with another GPU count */
     int bugs;               /* illegal transitions refused */
     tp_journal_t *journal;  /* where changes are journaled; borrowed */
 } tp_trials_t;

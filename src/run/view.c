@@ -136,7 +136,7 @@ void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue,
     if (requeue == TP_REQUEUE_RETRY)
         tp__buf_printf(&line, "attempt %d failed after %s%s: %s; retrying (%d of %d retries used)\n",
                        t->attempts, d, where, why ? why : "", t->failures, r->x.retries);
-    else if (requeue == TP_REQUEUE_REGROW)
+    else if (requeue == TP_REQUEUE_REGROW || requeue == TP_REQUEUE_RESIZE)
         tp__buf_printf(&line, "attempt %d%s: %s\n", t->attempts, where, why ? why : "");
     else if (requeue == TP_REQUEUE_INTERRUPTED)
         tp__buf_printf(&line, "attempt %d interrupted after %s%s; it runs again from its "

@@ -532,6 +532,36 @@ TP_TEST(test_deadline_and_reallocation_may_change_between_runs) {
     tp__buf_free(&ref);
 }
 
+/* `gpus: {min, max}` makes trials elastic; a plain number keeps its meaning. */
+TP_TEST(test_elastic_gpus_take_a_min_and_a_max) {
+    static const char text[] = HEAD "space: {x: {uniform: [0, 1]}}\n"
+                               "resources: {gpus: {min: 1, max: 8}, gpu_memory: 2G}\n";
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", text, strlen(text), &x, &err), 0);
+    TP_CHECK_INT(x.res.gpus, 1);
+    TP_CHECK_INT(x.res.gpus_max, 8);
+    tp__experiment_free(&x);
+    static const char plain[] = HEAD "space: {x: {uniform: [0, 1]}}\nresources: {gpus: 2}\n";
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", plain, strlen(plain), &x, &err), 0);
+    TP_CHECK_INT(x.res.gpus, 2);
+    TP_CHECK_INT(x.res.gpus_max, 0);
+    tp__experiment_free(&x);
+    TP_CHECK_STR(parse_error(HEAD "space: {x: {uniform: [0, 1]}}\n"
+                                  "resources: {gpus: {min: 4, max: 2}}\n"),
+                 "exp.yaml:5:19: an elastic trial's max (2) must be at least its min (4)");
+    TP_CHECK_STR(parse_error(HEAD "space: {x: {uniform: [0, 1]}}\n"
+                                  "resources: {gpus: {min: 1, mx: 2}}\n"),
+                 "exp.yaml:5:28: unknown key \"mx\"; did you mean \"max\"?");
+    TP_CHECK_STR(parse_error(HEAD "space: {x: {uniform: [0, 1]}}\n"
+                                  "resources: {gpus: {min: 1}}\n"),
+                 "exp.yaml:5:19: missing required key \"max\"; add e.g. max: 8");
+    TP_CHECK_STR(parse_error(HEAD "space: {x: {uniform: [0, 1]}}\n"
+                                  "resources: {gpus: {min: 1, max: 2}, procs_per_node: 2}\n"),
+                 "exp.yaml:5:12: an elastic trial (gpus: {min, max}) runs on one node, one "
+                 "process per GPU it holds; leave out nodes and procs_per_node");
+}
+
 int main(void) {
     return tp_test_main();
 }

@@ -38,6 +38,7 @@ typedef struct seen {
     char error[128];
     char metrics[128];
     int attempts;
+    int interrupted;
 } seen_t;
 
 static int keep_row(const tp_trial_row_t *row, void *ud) {
@@ -46,6 +47,7 @@ static int keep_row(const tp_trial_row_t *row, void *ud) {
     snprintf(s->error, sizeof s->error, "%s", row->error ? row->error : "");
     snprintf(s->metrics, sizeof s->metrics, "%s", row->metrics ? row->metrics : "");
     s->attempts = row->attempts;
+    s->interrupted = row->interrupted;
     return 0;
 }
 
@@ -191,6 +193,31 @@ TP_TEST(test_failed_journal_write_breaks_the_journal) {
     TP_CHECK_INT(tp__journal_ok(&f.journal, -EIO, "writing another"), -EIO);
     TP_CHECK_INT(f.journal.broken, 1);
     TP_CHECK_STR(f.journal.failed, "writing a row");
+    teardown(&f);
+}
+
+/* An elastic trial's resize is a running -> pending change of its own kind:
+ * queued to run again, its detail journaled, counted as a resize and not as
+ * an interruption. */
+TP_TEST(test_resize_goes_back_to_pending_as_a_resize) {
+    fixture_t f;
+    setup(&f);
+    trial_t *t = tp__trials_add(&f.trials, 2, json_object(), 1.0);
+    t->attempts = 1;
+    tp__trial_set_state(&f.trials, t, TP_TRIAL_RUNNING, NULL);
+    TP_CHECK(tp__trials_pop(&f.trials) == NULL);
+    tp_transition_t how = {.detail = "resize: checkpointed on 1 GPU(s), runs again on 2",
+                           .requeue = TP_REQUEUE_RESIZE};
+    TP_CHECK_INT(tp__trial_set_state(&f.trials, t, TP_TRIAL_PENDING, &how), 0);
+    TP_CHECK_INT(f.trials.resized, 1);
+    TP_CHECK_INT(f.trials.interrupted, 0);
+    TP_CHECK_INT(t->requeued, TP_REQUEUE_RESIZE);
+    TP_CHECK(tp__trials_pop(&f.trials) == t);
+    seen_t s = stored(&f, 2);
+    TP_CHECK_STR(s.state, "pending");
+    TP_CHECK_STR(s.error, "");
+    TP_CHECK_INT(s.interrupted, 0);
+    TP_CHECK_INT(f.trials.bugs, 0);
     teardown(&f);
 }
 

@@ -1,0 +1,54 @@
+/* request: ask a running orchestrator for a change (`nodes drain|add`,
+ * `resize`) through DIR/requests/, and print its answer. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "run/run.h"
+
+int tp__cli_request(const char *dir_arg, const json_t *req, const char *what) {
+    tp_error_t err = {0};
+    char *dir = tp__rundir_resolve(dir_arg, &err);
+    if (!dir) {
+        fprintf(stderr, "tunepack: %s\n", err.msg);
+        return TP_EXIT_STORE;
+    }
+    if (tp__rundir_owner(dir) == 0) {
+        fprintf(stderr, "tunepack: %s is not running; %s only while it runs\n", dir, what);
+        free(dir);
+        return TP_EXIT_ERROR;
+    }
+    char reqdir[4200], path[4400], tmp[4500], done[4400];
+    snprintf(reqdir, sizeof reqdir, "%s/requests", dir);
+    mkdir(reqdir, 0755);
+    snprintf(path, sizeof path, "%s/%ld-%d.json", reqdir, (long)time(NULL), (int)getpid());
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(done, sizeof done, "%s/%ld-%d.done", reqdir, (long)time(NULL), (int)getpid());
+    int rc = json_dump_file(req, tmp, 0) == 0 && rename(tmp, path) == 0 ? 0 : -errno;
+    if (rc) {
+        fprintf(stderr, "tunepack: cannot write %s: %s\n", path, strerror(-rc));
+        free(dir);
+        return TP_EXIT_ERROR;
+    }
+    json_t *ans = NULL;
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    for (int i = 0; i < 300 && !(ans = json_load_file(done, 0, NULL)); i++) nanosleep(&ts, NULL);
+    if (!ans) {
+        fprintf(stderr, "tunepack: the orchestrator of %s did not answer within 30 s\n", dir);
+        unlink(path);
+        free(dir);
+        return TP_EXIT_ERROR;
+    }
+    unlink(done);
+    int ok = json_is_true(json_object_get(ans, "ok"));
+    const char *msg = json_string_value(json_object_get(ans, "message"));
+    fprintf(ok ? stdout : stderr, "%s%s\n", ok ? "" : "tunepack: ", msg ? msg : "");
+    json_decref(ans);
+    free(dir);
+    return ok ? TP_EXIT_OK : TP_EXIT_USAGE;
+}

@@ -1,0 +1,264 @@
+/* elastic: trials that run on a varying number of GPUs (`resources: {gpus:
+ * {min, max}}`, docs/elastic.md).
+ *
+ * - An elastic trial starts at its min (or what the placer can give, never
+ *   below min) and runs one process per GPU it holds, with the multi-GPU
+ *   environment contract (WORLD_SIZE, RANK, LOCAL_RANK, ..., MASTER_ADDR,
+ *   MASTER_PORT; CUDA_VISIBLE_DEVICES naming its k GPUs).
+ * - A resize (tp__elastic_resize) is journaled as a decision of kind
+ *   `resize` with its why-text, then the attempt is asked to pause (the
+ *   control line / checkpoint signal of docs/checkpoints.md). When it exits,
+ *   it goes running -> pending (requeue `resize`, gpus_want = the new count)
+ *   and is placed again at once: nothing else starts while a resize is under
+ *   way, so the GPUs it gives up or waits for stay free for it.
+ * - Measured, never assumed: seconds per step at each GPU count from its
+ *   report steps and their arrival times (the time before the first step
+ *   report of an attempt is start-up, not a step), and the restart cost from
+ *   the pause request to the first report after the relaunch (until a resize
+ *   has measured one: the start-up of an attempt, launch to first report). Both are
+ *   journaled (events `scaling`, a snapshot of the whole curve, and
+ *   `resize-done`), and a resumed run reads the last snapshot back as it was. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/orchestrator_internal.h"
+#include "run/run.h"
+
+int tp__elastic_on(const tp_run_t *r) {
+    return r->x.res.gpus_max > 0;
+}
+
+int tp__elastic_gpus(const tp_run_t *r, const trial_t *t) {
+    if (!tp__elastic_on(r) || t->gpus_want <= 0) return r->x.res.gpus;
+    return t->gpus_want;
+}
+
+/* ---- the measured curve --------------------------------------------------------- */
+
+/* Add `steps` steps that took `step_s` seconds each at `gpus` GPUs: the mean
+ * over every step measured at that count. */
+static void scaling_add(tp_run_scaling_t *s, int gpus, double step_s, uint32_t steps) {
+    if (gpus < 1 || gpus > TP_RUN_SCALING_MAX || !(step_s >= 0) || steps == 0) return;
+    double n = s->samples[gpus];
+    s->step_s[gpus] = (s->step_s[gpus] * n + step_s * steps) / (n + steps);
+    s->samples[gpus] += steps;
+}
+
+/* t's curve and restart cost as JSON: {"gpus", "want", "step_s": {"k": s},
+ * "samples": {"k": n}, "restart_s", "last_resize"}. */
+static json_t *snapshot_json(const trial_t *t) {
+    json_t *step = json_object(), *samples = json_object();
+    for (int k = 1; k <= TP_RUN_SCALING_MAX; k++) {
+        if (!t->scaling.samples[k]) continue;
+        char key[8];
+        snprintf(key, sizeof key, "%d", k);
+        json_object_set_new(step, key, json_real(t->scaling.step_s[k]));
+        json_object_set_new(samples, key, json_integer(t->scaling.samples[k]));
+    }
+    json_t *o = json_pack("{s:i, s:i, s:o, s:o}", "gpus", t->gpus, "want", t->gpus_want,
+                          "step_s", step, "samples", samples);
+    json_object_set_new(o, "restart_s", isnan(t->restart_s) ? json_null() : json_real(t->restart_s));
+    json_object_set_new(o, "last_resize", json_real(t->last_resize));
+    return o;
+}
+
+/* Journal t's curve as it is now (event `scaling` of the current attempt). */
+static void journal_curve(tp_run_t *r, const trial_t *t) {
+    json_t *o = snapshot_json(t);
+    char *text = json_dumps(o, JSON_COMPACT);
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "scaling",
+                                   text, tp__wall_s()),
+                   "recording a measured scaling curve");
+    free(text);
+    json_decref(o);
+}
+
+/* Whether a power of two lies in (before, after]. */
+static int crossed_power_of_two(uint32_t before, uint32_t after) {
+    for (uint64_t p = 1; p <= after; p <<= 1)
+        if (p > before) return 1;
+    return 0;
+}
+
+void tp__elastic_attempt(tp_run_t *r, trial_t *t) {
+    t->gpus = (int)t->where.ngpus;
+    t->procs = tp__elastic_on(r) ? (t->gpus > 0 ? t->gpus : 1) : r->x.res.procs_per_node;
+    t->nranks = r->x.res.nodes * t->procs;
+    t->mark_step = TP_STORE_NO_STEP;
+    t->mark_at = 0;
+}
+
+void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
+    double now = tp__mono_s();
+    if (t->resize_asked > 0) { /* the first report since the pause was asked */
+        t->restart_s = tp__wall_s() - t->resize_asked;
+        t->resize_asked = 0;
+        char detail[200];
+        snprintf(detail, sizeof detail,
+                 "now on %d GPU(s); restart cost %.3f s (pause asked -> first report)", t->gpus,
+                 t->restart_s);
+        tp__journal_ok(&r->journal,
+                       tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts,
+                                       "resize-done", detail, tp__wall_s()),
+                       "recording a restart cost");
+        journal_curve(r, t);
+    }
+    else if (t->seq == 1 && isnan(t->restart_s) && t->launch_sent > 0)
+        t->restart_s = now - t->launch_sent; /* until a resize measures one: its start-up */
+    if (step == TP_STORE_NO_STEP) return;
+    if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0) {
+        uint32_t steps = (uint32_t)(step - t->mark_step);
+        uint32_t before = t->gpus <= TP_RUN_SCALING_MAX ? t->scaling.samples[t->gpus] : 0;
+        scaling_add(&t->scaling, t->gpus, (now - t->mark_at) / steps, steps);
+        /* Journaled as it firms up (after 1, 2, 4, 8, ... steps at this count)
+         * and at the attempt's end: a crash loses little, the rows stay few. */
+        if (tp__elastic_on(r) && crossed_power_of_two(before, before + steps)) journal_curve(r, t);
+    }
+    if (t->mark_step == TP_STORE_NO_STEP || step > t->mark_step) {
+        t->mark_step = step;
+        t->mark_at = now;
+    }
+}
+
+/* ---- resizing ---------------------------------------------------------------------- */
+
+int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char *msg, size_t n) {
+    if (!tp__elastic_on(r))
+        return snprintf(msg, n, "trial %lld is not elastic (resources: {gpus: {min, max}})",
+                        (long long)t->id),
+               -EINVAL;
+    if (t->state != TP_TRIAL_RUNNING)
+        return snprintf(msg, n, "trial %lld is %s, not running", (long long)t->id,
+                        tp__trial_state_name(t->state)),
+               -EINVAL;
+    if (gpus < r->x.res.gpus || gpus > r->x.res.gpus_max)
+        return snprintf(msg, n, "trial %lld may have %d to %d GPUs, not %d", (long long)t->id,
+                        r->x.res.gpus, r->x.res.gpus_max, gpus),
+               -ERANGE;
+    if (t->resize_to || t->stop_sent)
+        return snprintf(msg, n, "trial %lld is already being paused or resized", (long long)t->id),
+               -EBUSY;
+    if (gpus == t->gpus)
+        return snprintf(msg, n, "trial %lld already runs on %d GPU(s)", (long long)t->id, gpus),
+               -EALREADY;
+    char detail[400];
+    snprintf(detail, sizeof detail, "resize %d -> %d GPUs: %s", t->gpus, gpus, why);
+    tp__run_decision(r, "resize", t, 1, NAN, detail, NULL);
+    t->resize_to = gpus;
+    t->resize_asked = tp__wall_s();
+    r->el.resizing++;
+    if (r->el.npauses == r->el.cappauses) {
+        r->el.cappauses = r->el.cappauses ? 2 * r->el.cappauses : 8;
+        r->el.pauses = tp__xrealloc(r->el.pauses, r->el.cappauses * sizeof *r->el.pauses);
+    }
+    r->el.pauses[r->el.npauses++] = t->id;
+    tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
+    snprintf(msg, n, "trial %lld: %s; it is asked to checkpoint and runs again on %d GPU(s)",
+             (long long)t->id, detail, gpus);
+    return 0;
+}
+
+void tp__elastic_act(tp_run_t *r) {
+    for (size_t i = 0; i < r->el.npauses; i++) {
+        trial_t *t = tp__trials_get(&r->trials, r->el.pauses[i]);
+        if (t && t->state == TP_TRIAL_RUNNING && t->resize_to)
+            tp__run_send_control(r, t, "pause", "resize");
+    }
+    r->el.npauses = 0;
+}
+
+tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n) {
+    if (tp__elastic_on(r)) journal_curve(r, t);
+    if (!t->resize_to) return TP_REQUEUE_INTERRUPTED;
+    int to = t->resize_to;
+    t->resize_to = 0;
+    r->el.resizing--;
+    if (!interrupted) { /* it ended before it could pause: no resize */
+        t->resize_asked = 0;
+        return TP_REQUEUE_INTERRUPTED;
+    }
+    snprintf(detail, n, "resize: checkpointed on %d GPU(s), runs again on %d", t->gpus, to);
+    t->gpus_want = to;
+    t->last_resize = tp__wall_s();
+    return TP_REQUEUE_RESIZE;
+}
+
+size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {
+    size_t placed = 0;
+    if (!tp__elastic_on(r)) return 0;
+    for (size_t i = 0; i < n; i++) {
+        trial_t *t = batch[i];
+        if (t->where.placed || t->state == TP_TRIAL_PAUSED) continue;
+        int want = tp__elastic_gpus(r, t);
+        while (!t->where.placed && want > r->x.res.gpus) {
+            t->gpus_want = --want;
+            placed += tp__placement_place(r, &t, 1);
+        }
+    }
+    return placed;
+}
+
+/* ---- resume ------------------------------------------------------------------------ */
+
+static int last_curve(const char *kind, int attempt, double at, const char *detail, void *ud) {
+    (void)attempt;
+    (void)at;
+    if (strcmp(kind, "scaling") == 0 && detail) {
+        json_t **last = ud;
+        json_decref(*last);
+        *last = json_loads(detail, 0, NULL);
+    }
+    return 0;
+}
+
+void tp__elastic_resume(tp_run_t *r) {
+    if (!tp__elastic_on(r)) return;
+    for (size_t i = 0; i < r->trials.n; i++) {
+        trial_t *t = r->trials.by_id[i];
+        json_t *o = NULL;
+        if (!t) continue;
+        tp__journal_ok(&r->journal, tp__store_events(r->journal.store, t->id, last_curve, &o),
+                       "reading a measured scaling curve");
+        if (!o) continue;
+        const char *key;
+        json_t *v;
+        json_object_foreach(json_object_get(o, "step_s"), key, v) {
+            int k = atoi(key);
+            json_t *s = json_object_get(json_object_get(o, "samples"), key);
+            if (k < 1 || k > TP_RUN_SCALING_MAX || !json_is_integer(s)) continue;
+            t->scaling.step_s[k] = json_number_value(v);
+            t->scaling.samples[k] = (uint32_t)json_integer_value(s);
+        }
+        t->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
+        t->gpus_want = (int)json_integer_value(json_object_get(o, "want"));
+        json_t *rs = json_object_get(o, "restart_s");
+        t->restart_s = json_is_number(rs) ? json_number_value(rs) : NAN;
+        t->last_resize = json_number_value(json_object_get(o, "last_resize"));
+        json_decref(o);
+    }
+}
+
+/* ---- `tunepack resize TRIAL GPUS` ----------------------------------------------------- */
+
+int tp__elastic_request(tp_run_t *r, const json_t *req, char *msg, size_t n) {
+    json_t *id = json_object_get(req, "trial"), *gpus = json_object_get(req, "gpus");
+    if (!json_is_integer(id) || !json_is_integer(gpus))
+        return snprintf(msg, n, "a resize request needs \"trial\" and \"gpus\" (integers)"),
+               -EINVAL;
+    trial_t *t = tp__trials_get(&r->trials, json_integer_value(id));
+    if (!t)
+        return snprintf(msg, n, "no trial %lld in this experiment",
+                        (long long)json_integer_value(id)),
+               -ENOENT;
+    return tp__elastic_resize(r, t, (int)json_integer_value(gpus), "asked by tunepack resize",
+                              msg, n);
+}
+
+void tp__elastic_free(tp_run_t *r) {
+    free(r->el.pauses);
+    memset(&r->el, 0, sizeof r->el);
+}
