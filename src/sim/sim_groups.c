@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "place/place.h"
+#include "search/scaling.h"
 
 typedef struct gtrial {
     double step_s;          /* one step on one whole GPU */
@@ -31,6 +32,7 @@ typedef struct gtrial {
     tp_assign_t where;      /* where */
     double ready_at;        /* its (re)start ends then: no progress before */
     double rate;            /* steps per second now */
+    tp_scaling_t curve;     /* step time per whole-GPU count, as measured while it ran */
 } gtrial_t;
 
 typedef struct gsim {
@@ -47,6 +49,7 @@ typedef struct gsim {
 } gsim_t;
 
 #define EPS 1e-9
+#define TP_GROUPS_MIN_GAIN 1.1 /* a resize must gain this much over its restart */
 
 static void hold(gsim_t *S, gtrial_t *t, int sign) {
     size_t base = S->u.gpu_base[t->where.node];
@@ -99,8 +102,25 @@ static void rates(gsim_t *S) {
     }
 }
 
-/* Fluid shares for the rung's unfinished jobs; with restart, a running job
- * whose share changed is released and waits to be placed again. */
+/* Seconds per step t would take at share s, as a caller that measured it
+ * would estimate: whole GPUs from its measured curve (search/scaling.h: the
+ * Amdahl fit, or linear from one count, which a first resize then probes),
+ * a fraction by its compute demand under that MPS cap. */
+static double est_step(const gtrial_t *t, double s) {
+    double one = tp__scaling_step_s(&t->curve, 1, NULL);
+    if (!isfinite(one)) one = t->step_s;
+    if (s < 1 - EPS) {
+        double d = t->gpu_s / t->step_s;
+        return one / (s / d < 1 ? s / d : 1);
+    }
+    double k = tp__scaling_step_s(&t->curve, (int)lround(s), NULL);
+    return isfinite(k) ? k : one / s;
+}
+
+/* Fluid shares for the rung's unfinished jobs. With restart (dynamic), a
+ * running job whose share grew restarts with it when that pays: the gain,
+ * time left at its share over restart_s + time left at the new one, must be
+ * above TP_GROUPS_MIN_GAIN; a running job is never restarted to shrink. */
 static void fluid_shares(gsim_t *S, int restart) {
     const tp_groups_opts_t *o = S->o;
     tp_fluid_trial_t *ft = tp__xcalloc(S->n, sizeof *ft);
@@ -120,7 +140,11 @@ static void fluid_shares(gsim_t *S, int restart) {
         if (ft[i].remaining_steps <= EPS) continue;
         if (fabs(fs[i].share - t->share) < EPS) continue;
         if (t->running) {
-            if (!restart) continue;
+            double left = t->target - t->done;
+            if (!restart || fs[i].share < t->share ||
+                left * est_step(t, t->share) <=
+                    TP_GROUPS_MIN_GAIN * (o->restart_s + left * est_step(t, fs[i].share)))
+                continue;
             release(S, t);
             S->r->resizes++;
         }
@@ -188,6 +212,8 @@ static int run_rung(gsim_t *S, tp_error_t *err) {
             if (t->rate > 0) {
                 t->done += t->rate * dt;
                 t->measured = 1;
+                if (t->d.compute >= 1 - EPS && dt > 0)
+                    tp__scaling_add(&t->curve, (int)t->where.ngpus, 1.0 / t->rate);
                 S->busy += dt * (t->where.ngpus > 1 ? (double)t->where.ngpus : t->d.compute);
             }
             if (t->done >= t->target - 1e-7) {
@@ -220,6 +246,7 @@ static void make_trials(gsim_t *S) {
         t->gpu_s = d * t->step_s, t->host_s = t->step_s - t->gpu_s;
         t->mem_mib = 2048 + tp__rng_below(&rng, 8193);
         t->quality = tp__rng_uniform(&rng);
+        tp__scaling_init(&t->curve);
     }
 }
 
