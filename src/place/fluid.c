@@ -167,9 +167,9 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
             snprintf(note, sizeof note, "; its %llu MiB allow %s at least",
                      (unsigned long long)trials[i].memory_mib,
                      full[0] >= 1 - EPS ? "a whole GPU" : "a larger fraction");
-        snprintf(s->why, sizeof s->why, "%.3g of %g GPUs for %.0f%% of the group's work, %.3g "
+        snprintf(s->why, sizeof s->why, "%.3g of %g GPUs for %d%% of the group's work, %.3g "
                  "within bounds; given %s%s",
-                 s->ideal, o->capacity, 100 * w[i] / total, s->bounded, got, note);
+                 s->ideal, o->capacity, (int)lround(100 * w[i] / total), s->bounded, got, note);
     }
     free(w), free(lo), free(hi), free(b), free(lad), free(nl), free(at);
     return given;

@@ -49,7 +49,7 @@ typedef struct tp_fluid_share {
     double share;            /* the value given: 1/k or a whole number of GPUs; 0 when done */
     int gpus;                /* share >= 1: whole GPUs; else 1 (a fraction of one GPU) */
     int per_gpu;             /* share < 1: k (trials like it packed on one GPU); else 1 */
-    char why[160];           /* "0.667 of 4 GPUs for 42% of the work; rounded to 1/2 (memory
+    char why[256];           /* "0.667 of 4 GPUs for 42% of the work; rounded to 1/2 (memory
                                 allows 1/2 at most)" */
 } tp_fluid_share_t;
 

@@ -100,7 +100,7 @@ double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n,
         if (r->x.groups == TP_FLUID_STATIC && m[i]->fluid_share > 0) continue;
         if (s[i].share <= 0) continue;
         m[i]->fluid_share = s[i].share;
-        char detail[320];
+        char detail[400];
         snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
                  tp__fluid_mode_name(r->x.groups), s[i].why);
         note(r, m[i], "fluid-share", detail);
