@@ -3,7 +3,7 @@
  * trial needs to run under one.
  *
  * No shell: the control program is spawned from argv arrays. Every wait is
- * bounded (MPS_WAIT_S); a control program that misbehaves is killed. */
+ * bounded (MPS_WAIT_S, or TUNEPACK_MPS_WAIT_S); a control program that misbehaves is killed. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -23,12 +23,23 @@
 
 extern char **environ;
 
-#define MPS_WAIT_S 5.0                             /* the most start or stop waits */
+#define MPS_WAIT_S 5.0                             /* the most start or stop waits, unless
+                                                      TUNEPACK_MPS_WAIT_S says otherwise */
 #define MPS_PID_FILE "nvidia-cuda-mps-control.pid" /* in the pipe dir, if the daemon keeps one */
 
 static void sleep_ms(long ms) {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* The most a start or a stop waits, in seconds: TUNEPACK_MPS_WAIT_S when it
+ * is a positive number (a node so loaded that its daemons start slowly),
+ * else MPS_WAIT_S. */
+static double mps_wait_s(void) {
+    const char *v = getenv("TUNEPACK_MPS_WAIT_S");
+    char *end = NULL;
+    double s = v ? strtod(v, &end) : 0;
+    return v && end != v && !*end && isfinite(s) && s > 0 ? s : MPS_WAIT_S;
 }
 
 /* ---- finding the control program ------------------------------------------- */
@@ -210,7 +221,7 @@ static void first_line(const char *path, char *out, size_t n) {
 }
 
 /* ---- start ------------------------------------------------------------------ */
-/* Costs one spawn and at most MPS_WAIT_S of polling (5 ms steps). */
+/* Costs one spawn and at most mps_wait_s() of polling (5 ms steps). */
 int tp__mps_start(const char *control, const char *device, const char *pipe_dir,
                   const char *log_dir, tp_error_t *err) {
     if (!control || !*control || !device || !*device || !pipe_dir || !*pipe_dir || !log_dir ||
@@ -252,7 +263,7 @@ int tp__mps_start(const char *control, const char *device, const char *pipe_dir,
     char **env = env_with(set, TP_ARRAY_LEN(set));
     char *argv[] = {(char *)control, "-d", NULL};
     pid_t pid = 0;
-    double deadline = tp__mono_s() + MPS_WAIT_S;
+    double wait_s = mps_wait_s(), deadline = tp__mono_s() + wait_s;
     rc = spawn(argv, env, null_fd, null_fd, err_fd, &pid);
     free(env);
     close(null_fd);
@@ -267,9 +278,9 @@ int tp__mps_start(const char *control, const char *device, const char *pipe_dir,
     char why[256];
     if (rc == -ETIMEDOUT)
         return tp__errorf(err, -ETIMEDOUT,
-                          "%s -d did not return within %.0f s (it should fork a daemon and exit); "
+                          "%s -d did not return within %g s (it should fork a daemon and exit); "
                           "killed it",
-                          control, MPS_WAIT_S);
+                          control, wait_s);
     if (rc == 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
         first_line(errpath, why, sizeof why);
         return tp__errorf(err, -EIO, "%s -d failed (%s %d)%s%s", control,
@@ -286,8 +297,8 @@ int tp__mps_start(const char *control, const char *device, const char *pipe_dir,
             if (!why[0]) first_line(logpath, why, sizeof why);
             return tp__errorf(err, -ETIMEDOUT,
                               "the MPS control daemon for device %s did not create %s within "
-                              "%.0f s%s%s (see %s)",
-                              device, pipe_path, MPS_WAIT_S, why[0] ? ": " : "", why, logpath);
+                              "%g s%s%s (see %s)",
+                              device, pipe_path, wait_s, why[0] ? ": " : "", why, logpath);
         }
         sleep_ms(5);
     }
@@ -296,7 +307,7 @@ int tp__mps_start(const char *control, const char *device, const char *pipe_dir,
 }
 
 /* ---- stop ------------------------------------------------------------------- */
-/* Costs one spawn and at most MPS_WAIT_S of polling; a pipe dir with no live
+/* Costs one spawn and at most mps_wait_s() of polling; a pipe dir with no live
  * daemon costs a few system calls. */
 int tp__mps_stop(const char *control, const char *pipe_dir, tp_error_t *err) {
     if (!pipe_dir || !*pipe_dir)
@@ -328,7 +339,7 @@ int tp__mps_stop(const char *control, const char *pipe_dir, tp_error_t *err) {
     char **env = env_with(set, TP_ARRAY_LEN(set));
     char *argv[] = {(char *)control, NULL};
     pid_t pid = 0;
-    double deadline = tp__mono_s() + MPS_WAIT_S;
+    double wait_s = mps_wait_s(), deadline = tp__mono_s() + wait_s;
     int rc = spawn(argv, env, in[0], null_fd, null_fd, &pid);
     free(env);
     close(in[0]);
@@ -341,9 +352,9 @@ int tp__mps_stop(const char *control, const char *pipe_dir, tp_error_t *err) {
     while (daemon_alive(pipe_dir)) {
         if (tp__mono_s() >= deadline)
             return tp__errorf(err, -ETIMEDOUT,
-                              "the MPS control daemon of %s did not quit within %.0f s "
+                              "the MPS control daemon of %s did not quit within %g s "
                               "(clients still running?)",
-                              pipe_dir, MPS_WAIT_S);
+                              pipe_dir, wait_s);
         sleep_ms(5);
     }
     remove_stale(pipe_dir);

@@ -571,6 +571,7 @@ TP_TEST(test_mps_control_path_prefers_the_env_then_path) {
 
 TP_TEST(test_mps_start_creates_the_pipe_and_logs_the_device_and_stop_quits_it) {
     char *dir = make_tmpdir();
+    setenv("TUNEPACK_MPS_WAIT_S", "60", 1); /* a loaded machine starts python slowly */
     char pipe_dir[512], log_dir[512], control[512], fifo[600], log[600], calls[600];
     snprintf(pipe_dir, sizeof pipe_dir, "%s/mps/gpu2/pipe", dir);
     snprintf(log_dir, sizeof log_dir, "%s/mps/gpu2/log", dir);
@@ -624,6 +625,7 @@ TP_TEST(test_mps_start_creates_the_pipe_and_logs_the_device_and_stop_quits_it) {
     TP_CHECK_INT(tp__mps_start(control, "2", pipe_dir, log_dir, &err), 0);
     TP_CHECK_INT(tp__mps_stop(control, pipe_dir, &err), 0);
     TP_CHECK(lstat(fifo, &st) != 0);
+    unsetenv("TUNEPACK_MPS_WAIT_S");
     rm_tree(dir);
 }
 
@@ -694,6 +696,7 @@ TP_TEST(test_mps_start_gives_up_after_five_seconds_without_a_pipe) {
 
 TP_TEST(test_mps_start_waits_for_a_daemon_slow_to_make_its_pipe) {
     char *dir = make_tmpdir();
+    setenv("TUNEPACK_MPS_WAIT_S", "60", 1); /* a loaded machine starts python slowly */
     char pipe_dir[512], log_dir[512], control[512], fifo[600];
     snprintf(pipe_dir, sizeof pipe_dir, "%s/pipe", dir);
     snprintf(log_dir, sizeof log_dir, "%s/log", dir);
@@ -711,6 +714,7 @@ TP_TEST(test_mps_start_waits_for_a_daemon_slow_to_make_its_pipe) {
     TP_CHECK(stat(fifo, &st) == 0 && S_ISFIFO(st.st_mode));
     TP_CHECK_INT(tp__mps_stop(control, pipe_dir, &err), 0);
     TP_CHECK(lstat(fifo, &st) != 0);
+    unsetenv("TUNEPACK_MPS_WAIT_S");
     rm_tree(dir);
 }
 
