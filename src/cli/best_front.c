@@ -1,6 +1,7 @@
 /* best_front: `tunepack best` for several objectives: the Pareto front of
  * the completed and stopped trials (no trial better in every objective). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,60 +48,75 @@ static int collect(const tp_trial_row_t *row, void *ud) {
 }
 
 /* See cli.h. */
-int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, const char *dir) {
+json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char *dir,
+                             size_t *nfinished) {
     front_acc_t a = {.objectives = objectives, .m = json_array_size(objectives),
                      .trials = json_array(), .dir = dir};
     tp__store_trials(s, collect, &a);
-    int code = TP_EXIT_OK;
-    if (a.n == 0) {
-        fprintf(stderr, "tunepack: no completed trial with every objective in %s yet\n", dir);
-        code = TP_EXIT_NO_TRIAL;
-    } else {
-        size_t *rank = tp__xmalloc(a.n * sizeof *rank);
-        tp__pareto_rank(a.loss, a.n, a.m, rank);
-        json_t *front = json_array();
-        for (size_t i = 0; i < a.n; i++) {
-            if (rank[i] != 0) continue;
-            json_t *t = json_array_get(a.trials, i), *values = json_object();
-            for (size_t j = 0; j < a.m; j++) {
-                const char *name =
-                    json_string_value(json_object_get(json_array_get(objectives, j), "name"));
-                json_object_set(values, name,
-                                json_object_get(json_object_get(t, "metrics"), name));
-            }
-            json_array_append_new(front, json_pack("{s:O, s:o, s:O, s:O}", "trial",
-                                                   json_object_get(t, "id"), "values", values,
-                                                   "params", json_object_get(t, "params"),
-                                                   "metrics", json_object_get(t, "metrics")));
+    size_t *rank = tp__xmalloc((a.n ? a.n : 1) * sizeof *rank);
+    tp__pareto_rank(a.loss, a.n, a.m, rank);
+    json_t *front = json_array();
+    for (size_t i = 0; i < a.n; i++) {
+        if (rank[i] != 0) continue;
+        json_t *t = json_array_get(a.trials, i), *values = json_object();
+        for (size_t j = 0; j < a.m; j++) {
+            const char *name =
+                json_string_value(json_object_get(json_array_get(objectives, j), "name"));
+            json_object_set(values, name, json_object_get(json_object_get(t, "metrics"), name));
         }
-        if (as_json) {
-            char *text = json_dumps(front, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            printf("%s\n", text);
-            free(text);
-        } else {
-            printf("Pareto front: %zu of %zu finished trials (no other is better in every "
-                   "objective)\n",
-                   json_array_size(front), a.n);
-            size_t i;
-            json_t *f;
-            json_array_foreach(front, i, f) {
-                printf("trial %lld:", (long long)json_integer_value(json_object_get(f, "trial")));
-                const char *key;
-                json_t *val;
-                json_object_foreach(json_object_get(f, "values"), key, val) {
-                    char v[32];
-                    tp__fmt_sig(json_number_value(val), v);
-                    printf(" %s=%s", key, v);
-                }
-                char params[512];
-                tp__params_text(json_object_get(f, "params"), params, sizeof params);
-                printf("  %s\n", params);
-            }
-        }
-        json_decref(front);
-        free(rank);
+        json_array_append_new(front, json_pack("{s:O, s:o, s:O, s:O}", "trial",
+                                               json_object_get(t, "id"), "values", values,
+                                               "params", json_object_get(t, "params"),
+                                               "metrics", json_object_get(t, "metrics")));
     }
+    if (nfinished) *nfinished = a.n;
+    free(rank);
     json_decref(a.trials);
     free(a.loss);
+    return front;
+}
+
+/* See cli.h. */
+void tp__cli_front_print(const json_t *front, size_t limit, const char *indent, int with_params) {
+    size_t i;
+    json_t *f;
+    json_array_foreach(front, i, f) {
+        if (i == limit) {
+            printf("%s... %zu more\n", indent, json_array_size(front) - i);
+            break;
+        }
+        char params[512] = "";
+        if (with_params) tp__params_text(json_object_get(f, "params"), params, sizeof params);
+        printf("%strial %lld:", indent, (long long)json_integer_value(json_object_get(f, "trial")));
+        const char *key;
+        json_t *val;
+        json_object_foreach(json_object_get(f, "values"), key, val) {
+            char v[32];
+            tp__fmt_sig(json_number_value(val), v);
+            printf(" %s=%s", key, v);
+        }
+        printf("%s%s\n", *params ? "  " : "", params);
+    }
+}
+
+/* See cli.h. */
+int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, const char *dir) {
+    size_t nfinished = 0;
+    json_t *front = tp__cli_pareto_front(s, objectives, dir, &nfinished);
+    int code = TP_EXIT_OK;
+    if (nfinished == 0) {
+        fprintf(stderr, "tunepack: no completed trial with every objective in %s yet\n", dir);
+        code = TP_EXIT_NO_TRIAL;
+    } else if (as_json) {
+        char *text = json_dumps(front, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", text);
+        free(text);
+    } else {
+        printf("Pareto front: %zu of %zu finished trials (no other is better in every "
+               "objective)\n",
+               json_array_size(front), nfinished);
+        tp__cli_front_print(front, SIZE_MAX, "", 1);
+    }
+    json_decref(front);
     return code;
 }

@@ -35,7 +35,8 @@ static int count_row(const tp_trial_row_t *row, void *ud) {
 
 static void print_text(const char *name, const char *path, const char *dir, const char *st,
                        const status_acc_t *a, const char *sharing, const char *policy,
-                       const char *metric, json_t *best, double elapsed) {
+                       const char *metric, json_t *best, const json_t *front, size_t nfinished,
+                       double elapsed) {
     printf("experiment  %s (%s)\n", name ? name : "?", path ? path : "?");
     printf("directory   %s\n", dir);
     printf("state       %s\n", st);
@@ -49,7 +50,14 @@ static void print_text(const char *name, const char *path, const char *dir, cons
     printf("\n");
     if (sharing && strcmp(sharing, "cpu") != 0)
         printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
-    if (best) {
+    if (front && json_array_size(front)) { /* several objectives: no one best */
+        printf("front       %zu of %zu finished trials on the Pareto front (`tunepack best` lists "
+               "them with their parameters)\n",
+               json_array_size(front), nfinished);
+        tp__cli_front_print(front, 5, "            ", 0);
+    } else if (front) {
+        printf("front       none yet\n");
+    } else if (best) {
         char v[32], params[512], which[160];
         tp__fmt_sig(json_real_value(json_object_get(best, "value")), v);
         tp__params_text(json_object_get(best, "params"), params, sizeof params);
@@ -85,7 +93,14 @@ static int status_main(int argc, char **argv) {
     free(nint);
     tp__store_trials(s, count_row, &a);
     json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, 1);
-    json_t *best = json_array_get(ranked, 0);
+    json_t *best = json_array_get(ranked, 0), *front = NULL;
+    char *objs = tp__store_meta_get(s, "objectives");
+    json_t *objectives = objs ? json_loads(objs, 0, NULL) : NULL;
+    size_t nfinished = 0;
+    if (json_array_size(objectives) > 1) /* several objectives: the front, not one best */
+        front = tp__cli_pareto_front(s, objectives, dir, &nfinished), best = NULL;
+    free(objs);
+    json_decref(objectives);
     char st[64];
     if (owner != 0)
         snprintf(st, sizeof st, "running (orchestrator pid %d)", owner);
@@ -111,13 +126,16 @@ static int status_main(int argc, char **argv) {
                               "counts", counts, "metric", metric, "mode", mode, "best",
                               best ? best : json_null(), "elapsed_s",
                               elapsed >= 0 ? json_real(elapsed) : json_null());
+        if (front) json_object_set(o, "front", front);
         char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(o);
     } else {
-        print_text(name, path, dir, st, &a, sharing, policy, metric, best, elapsed);
+        print_text(name, path, dir, st, &a, sharing, policy, metric, best, front, nfinished,
+                   elapsed);
     }
+    json_decref(front);
     json_decref(ranked);
     free(name);
     free(state);
@@ -139,11 +157,12 @@ const tp_cmd_t tp__cmd_status = {
              "whether it runs, trial counts by state (completed, stopped early, failed,\n"
              "running, paused at a rung, pending, interrupted: left running by a run that\n"
              "ended, to run again on resume) and the best trial so far, ranked as\n"
-             "`tunepack best` ranks it.\n\n"
+             "`tunepack best` ranks it; with several objectives, the Pareto front instead.\n\n"
              "  --json   one object: {\"name\", \"file\", \"directory\", \"state\", \"trials\",\n"
              "           \"counts\": {\"completed\": 3, ..., \"pending_interrupted\": pending\n"
              "           trials a stop interrupted}, \"metric\", \"mode\", \"best\": {trial}\n"
-             "           or null, \"elapsed_s\"}\n\n"
+             "           or null, \"elapsed_s\"}; several objectives: \"best\" null and\n"
+             "           \"front\": [{\"trial\", \"values\", \"params\", \"metrics\"}] as best --json\n\n"
              "example:\n  tunepack status runs/mlp-demo\n",
     .main = status_main,
 };

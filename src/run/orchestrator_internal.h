@@ -237,6 +237,9 @@ typedef struct tp_view {
     int lines;                  /* lines drawn by the live view */
     double t0;                  /* monotonic start of this run */
     int done_before;            /* trials already ended when this run started */
+    int64_t *front_ids;         /* several objectives: the Pareto front so far, owned */
+    double *front_values;       /* m values per point, as reported */
+    size_t nfront, capfront;
 } tp_view_t;
 
 void tp__view_start(tp_run_t *r);
@@ -246,6 +249,12 @@ void tp__view_start(tp_run_t *r);
 void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue, const char *why,
                             double duration_s);
 void tp__view_final(tp_run_t *r);
+/* Several objectives: trial id finished with values[0..nobjectives) (all
+ * finite); the view keeps the Pareto front of such trials (a point no other
+ * beats in every objective) and says it instead of one best. Amortized
+ * O(front x m). */
+void tp__view_front_add(tp_run_t *r, int64_t id, const double *values);
+void tp__view_free(tp_run_t *r);
 
 /* ---- orchestrator.c -------------------------------------------------------- */
 struct tp_run {

@@ -328,6 +328,8 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
                          ok ? objs : NULL);
     free(objs);
     tp__note_best(r, t);
+    if (ok && multi && (to == TP_TRIAL_COMPLETED || to == TP_TRIAL_STOPPED))
+        tp__view_front_add(r, t->id, values);
     if (to == TP_TRIAL_FAILED) tp__run_fail_fast(r, t, why);
     else if (to != TP_TRIAL_PENDING) tp__run_fail_fast(r, t, NULL);
     if (to != TP_TRIAL_PENDING) {

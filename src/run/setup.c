@@ -183,6 +183,9 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
             }
             json_decref(a);
             s->ops->result_values(s, d->trial, d->rung, d->ok, v, d->at);
+            size_t m = rp->r->x.nobjectives, j = 0;
+            while (j < m && isfinite(v[j])) j++;
+            if (d->ok && j == m) tp__view_front_add(rp->r, d->trial, v); /* fifo: all final */
         } else {
             s->ops->result(s, d->trial, d->rung, d->ok, d->has_value ? d->value : NAN, d->at);
         }
@@ -401,6 +404,7 @@ static void run_free(tp_run_t *r) {
     free(r->stops);
     tp__placement_free(r);
     tp__elastic_free(r);
+    tp__view_free(r);
     tp__agents_free(r);
     tp__buf_free(&r->scratch);
     tp__samples_free(&r->round_ms);

@@ -6,10 +6,12 @@
  * writes only to stdout. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
+#include "search/pareto.h"
 
 #define VIEW_PERIOD_MS 500
 
@@ -35,7 +37,64 @@ static void rung_text(const tp_run_t *r, int rung, double budget, char *out, siz
     snprintf(out, n, "rung %d, budget %s", rung, b);
 }
 
+/* Several objectives: "front of 3 trials: trial 7 err=0.1 cost=3.2; ...". */
+static void front_line(const tp_run_t *r, char *out, size_t n) {
+    const tp_view_t *v = &r->view;
+    size_t m = r->x.nobjectives, len = (size_t)snprintf(out, n, "Pareto front: none yet");
+    if (v->nfront)
+        len = (size_t)snprintf(out, n, "Pareto front of %zu trial%s:", v->nfront,
+                               v->nfront == 1 ? "" : "s");
+    for (size_t i = 0; i < v->nfront && len < n; i++) {
+        len += (size_t)snprintf(out + len, n - len, "%s trial %lld", i ? ";" : "",
+                                (long long)v->front_ids[i]);
+        for (size_t j = 0; j < m && len < n; j++) {
+            char x[32];
+            tp__fmt_sig(v->front_values[i * m + j], x);
+            len += (size_t)snprintf(out + len, n - len, " %s=%s", r->x.objectives[j].name, x);
+        }
+    }
+}
+
+void tp__view_front_add(tp_run_t *r, int64_t id, const double *values) {
+    tp_view_t *v = &r->view;
+    size_t m = r->x.nobjectives, k = 0;
+    double loss[TP_MAX_OBJECTIVES] = {0}, other[TP_MAX_OBJECTIVES] = {0};
+    for (size_t j = 0; j < m; j++) loss[j] = r->x.objectives[j].maximize ? -values[j] : values[j];
+    for (size_t i = 0; i < v->nfront; i++) {
+        const double *p = v->front_values + i * m;
+        for (size_t j = 0; j < m; j++) other[j] = r->x.objectives[j].maximize ? -p[j] : p[j];
+        if (tp__pareto_dominates(other, loss, m) || !memcmp(other, loss, m * sizeof *loss))
+            return; /* beaten (or matched) by a point already on it */
+    }
+    for (size_t i = 0; i < v->nfront; i++) { /* drop the points the new one beats */
+        const double *p = v->front_values + i * m;
+        for (size_t j = 0; j < m; j++) other[j] = r->x.objectives[j].maximize ? -p[j] : p[j];
+        if (tp__pareto_dominates(loss, other, m)) continue;
+        v->front_ids[k] = v->front_ids[i];
+        memmove(v->front_values + k * m, p, m * sizeof *p);
+        k++;
+    }
+    if (k == v->capfront) {
+        v->capfront = v->capfront ? 2 * v->capfront : 16;
+        v->front_ids = tp__xrealloc(v->front_ids, v->capfront * sizeof *v->front_ids);
+        v->front_values = tp__xrealloc(v->front_values, v->capfront * m * sizeof *v->front_values);
+    }
+    v->front_ids[k] = id;
+    memcpy(v->front_values + k * m, values, m * sizeof *values);
+    v->nfront = k + 1;
+    r->best_changed = 1;
+}
+
+void tp__view_free(tp_run_t *r) {
+    free(r->view.front_ids);
+    free(r->view.front_values);
+}
+
 static void best_line(const tp_run_t *r, char *out, size_t n) {
+    if (r->x.nobjectives > 1) {
+        front_line(r, out, n);
+        return;
+    }
     const trial_t *b = tp__run_best_trial(r);
     if (!b) {
         snprintf(out, n, "best %s: none yet", r->x.metric);

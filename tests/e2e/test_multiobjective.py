@@ -54,7 +54,10 @@ class MultiObjective(E2E):
         return run_dir
 
     def test_best_prints_the_pareto_front_and_json_lists_it(self):
-        run_dir = self.run_ok("{algorithm: random, trials: 12, seed: 3}")
+        run_dir = self.path("run-front")
+        exp = self.exp("{algorithm: random, trials: 12, seed: 3}")
+        ran = self.run_exp(exp, run_dir)
+        self.assertExit(ran, 0)
         with self.store(run_dir) as s:
             trials = s.trials()
             results = s.q("SELECT trial, objectives FROM decisions WHERE kind = 'result'")
@@ -81,6 +84,22 @@ class MultiObjective(E2E):
         self.assertIn("Pareto front: %d of 12 finished trials" % len(want), r.stdout)
         for i in want:
             self.assertIn("trial %d: err=" % i, r.stdout)
+        # the run's own summary, status and status --json say the front, not one best
+        self.assertIn("Pareto front of %d trials:" % len(want), ran.stdout)
+        r = self.tp("status", run_dir)
+        self.assertExit(r, 0)
+        self.assertIn("front       %d of 12 finished trials on the Pareto front" % len(want),
+                      r.stdout)
+        self.assertNotIn("best        ", r.stdout)
+        r = self.tp("status", run_dir, "--json")
+        self.assertExit(r, 0)
+        st = json.loads(r.stdout)
+        self.assertIsNone(st["best"])
+        self.assertEqual(sorted(f["trial"] for f in st["front"]), want)
+        # a resumed run rebuilds the front from the journal before it says it
+        again = self.run_exp(exp, run_dir)
+        self.assertExit(again, 0)
+        self.assertIn("so far the Pareto front of %d trials:" % len(want), again.stdout)
 
     def test_export_carries_every_objective(self):
         run_dir = self.run_ok("{algorithm: random, trials: 4, seed: 1}")
