@@ -6,12 +6,19 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
-/* {"trial", "value", "state", "rung", "budget", "params", "metrics"} of a trial's JSON. */
+/* {"trial", "value", "state", "rung", "budget", "params", "metrics"} of a trial's JSON,
+ * and under surrogate: "kind" and a target's "surrogate" (cli.h). */
 static json_t *best_object(json_t *t) {
     static const char *const keys[] = {"value", "state", "rung", "budget", "params", "metrics"};
     json_t *o = json_pack("{s:O}", "trial", json_object_get(t, "id"));
     for (size_t i = 0; i < TP_ARRAY_LEN(keys); i++)
         json_object_set(o, keys[i], json_object_get(t, keys[i]));
+    /* under surrogate: the kind, and a target's surrogate and its rank */
+    static const char *const surrogate_keys[] = {"kind", "surrogate"};
+    for (size_t i = 0; i < TP_ARRAY_LEN(surrogate_keys); i++) {
+        json_t *v = json_object_get(t, surrogate_keys[i]);
+        if (v && !json_is_null(v)) json_object_set(o, surrogate_keys[i], v);
+    }
     return o;
 }
 
@@ -91,7 +98,9 @@ const tp_cmd_t tp__cmd_best = {
              "that never finished a job are not ranked). A trial that\n"
              "reached a larger budget ranks first (a value after 9 epochs is not weighed against\n"
              "one after 1), then the better objective by the metric's mode. `tunepack status`\n"
-             "shows the same trial.\n\n"
+             "shows the same trial. Under `surrogate:` a target trial (a configuration run\n"
+             "again at full size) ranks above every surrogate trial, and is shown with the\n"
+             "surrogate trial it came from and how that one ranked among the surrogates.\n\n"
              "  --top N   the N best, best first\n"
              "  --json    one object (with --top, an array of them, best first):\n"
              "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"

@@ -56,7 +56,8 @@ static json_t *column_names(json_t *trials, const char *field) {
 static void write_csv(json_t *trials) {
     static const char *const fixed[] = {"id",    "state",     "attempts",    "interrupted",
                                         "value", "step",      "duration_s",  "where",
-                                        "exit_code", "error", "stderr_tail", "logs"};
+                                        "exit_code", "error", "stderr_tail", "logs",
+                                        "kind",  "source"};
     json_t *pcols = column_names(trials, "params"), *mcols = column_names(trials, "metrics");
     const char *key;
     json_t *v;
@@ -138,8 +139,9 @@ const tp_cmd_t tp__cmd_export = {
              "last report, value, attempts, failures, interrupted attempts (neither failures\n"
              "nor retries), exit_code, error, stderr_tail = the last lines of a failed attempt's\n"
              "stderr, logs = its folder, where = node:GPUs of its last attempt, duration_s =\n"
-             "time spent running, times). csv: one row per trial with those columns, a column\n"
-             "per parameter and per final metric (metric.<name>).\n\n"
+             "time spent running, times; under surrogate:, kind = surrogate or target and\n"
+             "source = a target's surrogate trial). csv: one row per trial with those columns, a\n"
+             "column per parameter and per final metric (metric.<name>).\n\n"
              "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
     .main = export_main,
 };

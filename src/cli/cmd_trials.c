@@ -102,7 +102,15 @@ static void print_row(const json_t *t, const char *dir) {
     if (json_is_integer(json_object_get(t, "step")))
         snprintf(step, sizeof step, "%lld",
                  (long long)json_integer_value(json_object_get(t, "step")));
-    tp__params_text(json_object_get(t, "params"), params, sizeof params);
+    /* under surrogate: the kind before the parameters ("target<-3": runs trial 3's) */
+    const char *kind = json_string_value(json_object_get(t, "kind"));
+    const json_t *src = json_object_get(t, "source");
+    int k = kind && json_is_integer(src)
+                ? snprintf(params, sizeof params, "%s<-%lld  ", kind,
+                           (long long)json_integer_value(src))
+            : kind ? snprintf(params, sizeof params, "%s  ", kind)
+                   : 0;
+    tp__params_text(json_object_get(t, "params"), params + k, sizeof params - (size_t)k);
     if (json_is_number(b)) {
         char bt[32];
         tp__fmt_sig(json_number_value(b), bt);
@@ -189,7 +197,9 @@ const tp_cmd_t tp__cmd_trials = {
              "state, attempts, last reported objective and step, rung and budget reached, time\n"
              "spent running (every attempt, not paused or waiting), where its last attempt ran\n"
              "(node:GPUs), parameters, and the scheduler's last decision about it (why it was\n"
-             "promoted or stopped) or why it failed. Under a failed trial, the path of its\n"
+             "promoted or stopped) or why it failed. Under `surrogate:` the parameters\n"
+             "start with the trial's kind: surrogate, or target<-N for the full-size run of\n"
+             "surrogate trial N's configuration. Under a failed trial, the path of its\n"
              "logs and the last lines of its stderr. A trial left running by a run that ended\n"
              "shows as interrupted (`tunepack status` counts it the same way).\n\n"
              "  --json       an array of trial objects (as export writes them in JSON)\n"

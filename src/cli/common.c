@@ -89,6 +89,7 @@ const char *tp__cli_state(const tp_trial_row_t *row, int owned) {
 }
 
 typedef struct ranked {
+    int target;         /* a target trial (surrogate:): ranks above every other */
     tp_rank_key_t key;  /* budget and value */
     json_t *trial;      /* its JSON, owned */
 } ranked_t;
@@ -109,6 +110,8 @@ typedef struct ranking {
     const char *dir;
     job_result_t *last; /* by trial id, owned */
     size_t nlast;
+    int only_surrogates; /* rank the surrogate trials only */
+    size_t rows;        /* trials seen */
 } ranking_t;
 
 static int note_result(const tp_decision_row_t *d, void *ud) {
@@ -131,13 +134,19 @@ static int note_result(const tp_decision_row_t *d, void *ud) {
  * seeded one, a store older than the decisions) with its row. */
 static int rank_row(const tp_trial_row_t *row, void *ud) {
     ranking_t *a = ud;
+    a->rows++;
+    if (a->only_surrogates && (!row->kind || strcmp(row->kind, "surrogate") != 0)) return 0;
     const job_result_t *jr =
         row->id >= 0 && (size_t)row->id < a->nlast && a->last[row->id].have ? &a->last[row->id]
                                                                              : NULL;
     if (!jr && !tp__rank_competes(row->state, row->has_value)) return 0;
     tp_rank_key_t k = jr ? jr->key : (tp_rank_key_t){.budget = row->budget, .value = row->value};
+    int target = row->kind && strcmp(row->kind, "target") == 0;
     size_t at = a->n;
-    while (at > 0 && tp__rank_beats(&k, &a->best[at - 1].key, a->maximize)) at--;
+    while (at > 0 && (target > a->best[at - 1].target ||
+                      (target == a->best[at - 1].target &&
+                       tp__rank_beats(&k, &a->best[at - 1].key, a->maximize))))
+        at--;
     if (at >= a->top) return 0;
     if (a->n == a->top) json_decref(a->best[--a->n].trial);
     memmove(a->best + at + 1, a->best + at, (a->n - at) * sizeof *a->best);
@@ -148,14 +157,17 @@ static int rank_row(const tp_trial_row_t *row, void *ud) {
         json_object_set_new(t, "budget", jr->key.budget > 0 ? json_real(jr->key.budget)
                                                             : json_null());
     }
-    a->best[at] = (ranked_t){.key = k, .trial = t};
+    a->best[at] = (ranked_t){.target = target, .key = k, .trial = t};
     a->n++;
     return 0;
 }
 
-json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top) {
+/* The best `top` trials (only_surrogates: of the surrogate trials), best
+ * first; *rows: the trials seen. */
+static json_t *rank_trials(tp_store_t *s, const char *dir, int maximize, size_t top,
+                           int only_surrogates, size_t *rows) {
     ranking_t a = {.best = tp__xcalloc(top ? top : 1, sizeof *a.best), .top = top,
-                   .maximize = maximize, .dir = dir};
+                   .maximize = maximize, .dir = dir, .only_surrogates = only_surrogates};
     json_t *out = json_array();
     if (top) {
         tp__store_decisions(s, note_result, &a);
@@ -164,6 +176,43 @@ json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top
     for (size_t i = 0; i < a.n; i++) json_array_append_new(out, a.best[i].trial);
     free(a.best);
     free(a.last);
+    *rows = a.rows;
+    return out;
+}
+
+/* Each target among ranked gets "surrogate": {"trial", "rank", "of", "value"}:
+ * how the surrogate trial it promotes ranked among the surrogates. */
+static void note_surrogate_ranks(tp_store_t *s, const char *dir, int maximize, json_t *ranked,
+                                 size_t rows) {
+    size_t i, j;
+    json_t *t, *u;
+    int any = 0;
+    json_array_foreach(ranked, i, t) any |= json_is_integer(json_object_get(t, "source"));
+    if (!any) return;
+    size_t seen;
+    json_t *surr = rank_trials(s, dir, maximize, rows, 1, &seen);
+    json_array_foreach(ranked, i, t) {
+        const json_t *src = json_object_get(t, "source");
+        if (!json_is_integer(src)) continue;
+        json_array_foreach(surr, j, u)
+            if (json_integer_value(json_object_get(u, "id")) == json_integer_value(src)) {
+                json_object_set_new(t, "surrogate",
+                                    json_pack("{s:O, s:I, s:I, s:O}", "trial", src, "rank",
+                                              (json_int_t)j + 1, "of",
+                                              (json_int_t)json_array_size(surr), "value",
+                                              json_object_get(u, "value")));
+                break;
+            }
+    }
+    json_decref(surr);
+}
+
+/* See cli.h. Under `surrogate:` a target trial ranks above every surrogate
+ * (the surrogates' values measure a smaller model). */
+json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top) {
+    size_t rows;
+    json_t *out = rank_trials(s, dir, maximize, top, 0, &rows);
+    note_surrogate_ranks(s, dir, maximize, out, rows);
     return out;
 }
 
@@ -195,6 +244,9 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     json_object_set_new(o, "where", row->where ? json_string(row->where) : json_null());
     json_object_set_new(o, "stderr_tail", row->stderr_tail ? json_string(row->stderr_tail)
                                                            : json_null());
+    /* Under `surrogate:`: surrogate or target, and a target's surrogate trial. */
+    json_object_set_new(o, "kind", row->kind ? json_string(row->kind) : json_null());
+    json_object_set_new(o, "source", row->source >= 0 ? json_integer(row->source) : json_null());
     char logs[4200]; /* a trial seeded by a fork (id < 0) has its logs where it ran */
     snprintf(logs, sizeof logs, "%s/trials/%06lld", dir, (long long)row->id);
     json_object_set_new(o, "logs", row->id >= 0 ? json_string(logs) : json_null());
@@ -211,7 +263,16 @@ void tp__cli_ranked_text(const json_t *t, char *out, size_t n) {
     if (k > 0 && (size_t)k < n && json_is_number(budget)) {
         char b[32];
         tp__fmt_sig(json_number_value(budget), b);
-        snprintf(out + k, n - (size_t)k, ", rung %lld, budget %s",
-                 (long long)json_integer_value(json_object_get(t, "rung")), b);
+        k += snprintf(out + k, n - (size_t)k, ", rung %lld, budget %s",
+                      (long long)json_integer_value(json_object_get(t, "rung")), b);
     }
+    const char *kind = json_string_value(json_object_get(t, "kind"));
+    const json_t *sr = json_object_get(t, "surrogate");
+    if (k > 0 && (size_t)k < n && sr)
+        snprintf(out + k, n - (size_t)k, ", target of surrogate trial %lld (ranked %lld of %lld)",
+                 (long long)json_integer_value(json_object_get(sr, "trial")),
+                 (long long)json_integer_value(json_object_get(sr, "rank")),
+                 (long long)json_integer_value(json_object_get(sr, "of")));
+    else if (k > 0 && (size_t)k < n && kind)
+        snprintf(out + k, n - (size_t)k, ", %s", kind);
 }

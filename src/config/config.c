@@ -641,6 +641,7 @@ static const key_spec_t top_keys[] = {
     {"enqueue", tp__cfg_key_enqueue, 0, NULL},
     {"deadline", tp__cfg_key_deadline, 0, NULL},
     {"reallocation", tp__cfg_key_reallocation, 0, NULL},
+    {"surrogate", tp__cfg_key_surrogate, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -658,7 +659,8 @@ static int check_placeholders(cfgctx_t *c) {
         int rc = 0;
         for (char **n = names; rc == 0 && *n; n++) {
             if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
-                (c->x->budget_name && !strcmp(*n, c->x->budget_name)))
+                (c->x->budget_name && !strcmp(*n, c->x->budget_name)) ||
+                (c->x->surrogate.param && !strcmp(*n, c->x->surrogate.param)))
                 continue;
             const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
             tp_buf_t list;
@@ -723,6 +725,8 @@ static void set_defaults(tp_experiment_t *x) {
     x->scheduler = "fifo";
     x->budget_eta = 3;
     tp__realloc_opts_default(&x->realloc);
+    x->surrogate.promote = 3;
+    x->surrogate.eager = 0.5;
 }
 
 /* See config.h. Parses with libyaml's document API, then walks the tree
@@ -779,6 +783,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
         if (rc == 0) rc = tp__cfg_check_resources(&c);
         if (rc == 0) rc = tp__cfg_check_budget(&c, root);
         if (rc == 0) rc = tp__cfg_check_enqueue(&c);
+        if (rc == 0) rc = tp__cfg_check_surrogate(&c);
         if (rc == 0 && !out->policy) out->policy = tp__strdup(TP_PLACE_DEFAULT_POLICY);
     }
     yaml_document_delete(&doc);
@@ -827,6 +832,7 @@ void tp__experiment_free(tp_experiment_t *x) {
     for (size_t i = 0; i < x->nprofile_by; i++) free(x->profile_by[i]);
     free(x->profile_by);
     free(x->budget_name);
+    free((char *)x->surrogate.param);
     tp__cluster_cfg_free(&x->cluster);
     json_decref(x->enqueue);
     for (size_t i = 0; i < x->nwarm_start; i++) free(x->warm_start[i]);

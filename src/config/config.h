@@ -10,6 +10,7 @@
 #include "place/fluid.h"
 #include "search/realloc.h"
 #include "search/search.h"
+#include "search/surrogate.h"
 #include "space/space.h"
 #include "util/util.h"
 
@@ -174,6 +175,8 @@ typedef struct tp_experiment {
     tp_realloc_opts_t realloc; /* `reallocation`: how free GPUs go to leading trials (defaults:
                                   uniform, min_gain 1.1, cooldown 60s, temperature 1, probe) */
     int realloc_given;     /* `reallocation` was written */
+    tp_surrogate_cfg_t surrogate; /* `surrogate`: param (owned; NULL: none), value, promote
+                                     (default 3), eager (default 0.5) */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */

@@ -28,7 +28,7 @@ static const struct {
     /* meaning: what a recorded trial was, and how it was judged */
     {"name", 0},          {"command", 0},      {"metric", 0},        {"space", 0},
     {"search", 0},        {"enqueue", 0},
-    {"budget", 0},        {"checkpoint_root", 0},
+    {"budget", 0},        {"checkpoint_root", 0}, {"surrogate", 0},
 };
 
 static int may_change(const char *key) {

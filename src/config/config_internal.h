@@ -27,6 +27,7 @@ typedef struct cfgctx {
     yaml_node_t *groups;     /* `groups` mapping, for messages */
     int res_gpus_set;        /* gpus or gpus_per_node seen */
     int trials_given;        /* `search.trials` was written (else a per-sampler default) */
+    yaml_node_t *surrogate;  /* `surrogate` mapping, for messages */
 } cfgctx_t;
 
 /* A key of a mapping: its handler gets the value node. */
@@ -104,6 +105,10 @@ int tp__cfg_check_scalars(cfgctx_t *c);
 /* config_privacy.c: permissions, env_passthrough. */
 int tp__cfg_key_permissions(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* config_surrogate.c: `surrogate`, and after the whole file its parameter
+ * checked against the space, the budget and the objectives. */
+int tp__cfg_key_surrogate(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_surrogate(cfgctx_t *c);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

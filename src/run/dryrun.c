@@ -14,13 +14,16 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 #include "search/scheduler.h"
+#include "search/surrogate.h"
 
 tp_scheduler_t *tp__run_scheduler_new(const tp_experiment_t *x, tp_error_t *err) {
     tp_scheduler_cfg_t scfg = {.scheduler = x->scheduler, .sampler = x->search,
                                .budget = {.name = x->budget_name, .min = x->budget_min,
                                           .max = x->budget_max, .eta = x->budget_eta},
                                .maximize = x->maximize};
-    return tp__scheduler_new(&x->space, &scfg, err);
+    tp_scheduler_t *s = tp__scheduler_new(&x->space, &scfg, err);
+    if (s && x->surrogate.param) s = tp__surrogate_wrap(s, &x->surrogate, err);
+    return s;
 }
 
 /* 0 if path is a regular file we may execute, else -errno. */

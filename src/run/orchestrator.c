@@ -17,6 +17,7 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 #include "search/search.h"
+#include "search/surrogate.h"
 #include "store/store.h"
 
 /* Better by the metric's mode; NaN is never better. */
@@ -37,7 +38,13 @@ const trial_t *tp__run_best_trial(const tp_run_t *r) {
 void tp__note_best(tp_run_t *r, const trial_t *t) {
     if (!tp__rank_competes(tp__trial_state_name(t->state), t->has_value)) return;
     tp_rank_key_t k = {.budget = t->budget, .value = t->value};
-    if (tp__run_best_trial(r) && !tp__rank_beats(&k, &r->best, r->x.maximize)) return;
+    int64_t source; /* under surrogate: a target ranks above every surrogate */
+    int target = tp__surrogate_kind(r->sched, t->id, &source) == TP_KIND_TARGET;
+    if (tp__run_best_trial(r) &&
+        (target < r->best_target ||
+         (target == r->best_target && !tp__rank_beats(&k, &r->best, r->x.maximize))))
+        return;
+    r->best_target = target;
     r->best_id = t->id;
     r->has_best = 1;
     r->best = k;
@@ -255,6 +262,13 @@ static trial_t *next_candidate(tp_run_t *r) {
             return NULL;
         }
         t = tp__trials_add(&r->trials, job.trial, job.config, now);
+        int64_t source;
+        tp_trial_kind_t kind = tp__surrogate_kind(r->sched, job.trial, &source);
+        if (kind != TP_KIND_PLAIN)
+            tp__journal_ok(&r->journal,
+                           tp__store_trial_kind(tp__journal_tx(&r->journal), job.trial,
+                                                tp__trial_kind_name(kind), source),
+                           "recording a trial's kind");
     } else if (!t || t->state != TP_TRIAL_PAUSED) {
         tp__log(TP_LOG_ERROR, "bug: the scheduler promoted trial %lld, which is not waiting",
                 (long long)job.trial);

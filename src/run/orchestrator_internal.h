@@ -283,6 +283,7 @@ struct tp_run {
     int64_t best_id;            /* the best so far (tp__rank_beats); negative: a seeded one */
     tp_rank_key_t best;         /* its budget and value when it became the best */
     int best_rung;              /* its rung then */
+    int best_target;            /* it is a target trial (surrogate:): ranks above surrogates */
     int best_changed;           /* a new best since the view last said it */
     trial_t **seeded;           /* trials a fork seeded (negative ids, fork.c): ranked, never
                                    run; owned */

@@ -72,6 +72,9 @@ static const char *const migrations[] = {
     "  value REAL,"                    /* the first objective */
     "  objectives TEXT,"               /* several objectives: JSON array in metric order */
     "  at REAL NOT NULL);",
+    /* 6 -> 7: surrogates: a trial's kind, and for a target the surrogate trial it promotes. */
+    "ALTER TABLE trials ADD COLUMN kind TEXT;"         /* surrogate | target; NULL: plain */
+    "ALTER TABLE trials ADD COLUMN source INTEGER;",   /* target: its surrogate trial's id */
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -99,17 +102,21 @@ enum {
     ST_METRIC_VALUES,
     ST_PRIOR_ADD,
     ST_PRIORS,
+    ST_TRIAL_KIND,
     ST_COUNT
 };
 
 /* What a trial row reads (read_trial_row): its columns, and where its last
  * attempt ran ("node:gpu,gpu" per node, from its placements; NULL if none). */
-#define TRIAL_COLUMNS                                                                          \
+#define TRIAL_COLUMNS_WITH(kinds)                                                              \
     "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, signal, error, " \
     "created_at, started_at, ended_at, failures, rung, budget, decision, run_s, interrupted, "  \
     "stderr_tail, (SELECT group_concat(p.node || CASE WHEN p.gpus = '[]' THEN '' ELSE ':' || " \
     "trim(p.gpus, '[]') END, ' ') FROM placements p WHERE p.trial = trials.id AND "            \
-    "p.attempt = trials.attempts) "
+    "p.attempt = trials.attempts), " kinds " "
+#define TRIAL_COLUMNS TRIAL_COLUMNS_WITH("kind, source")
+/* A reader of a store from before schema 7 reads every trial as plain. */
+#define TRIAL_COLUMNS_V6 TRIAL_COLUMNS_WITH("NULL, NULL")
 
 static const char *const statements[ST_COUNT] = {
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
@@ -128,6 +135,7 @@ static const char *const statements[ST_COUNT] = {
                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_TRIALS] = TRIAL_COLUMNS "FROM trials ORDER BY id",
     [ST_TRIAL_ONE] = TRIAL_COLUMNS "FROM trials WHERE id = ?1",
+    [ST_TRIAL_KIND] = "UPDATE trials SET kind = ?2, source = ?3 WHERE id = ?1",
     [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
     [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
     [ST_PLACEMENT_ADD] = "INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, "
@@ -315,10 +323,17 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         if (s->readonly && (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
                             i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT ||
                             i == ST_METRIC || i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET ||
-                            i == ST_DECISION_ADD || i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD))
+                            i == ST_DECISION_ADD || i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD ||
+                            i == ST_TRIAL_KIND))
             continue;
         if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
                                NULL) == SQLITE_OK)
+            continue;
+        if (s->readonly && (i == ST_TRIALS || i == ST_TRIAL_ONE) &&
+            sqlite3_prepare_v3(s->db,
+                               i == ST_TRIALS ? TRIAL_COLUMNS_V6 "FROM trials ORDER BY id"
+                                              : TRIAL_COLUMNS_V6 "FROM trials WHERE id = ?1",
+                               -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL) == SQLITE_OK)
             continue;
         /* A reader of a store written by an older tunepack (no migration when reading):
          * what later migrations added reads as empty. */
@@ -503,6 +518,8 @@ static void read_trial_row(sqlite3_stmt *st, tp_trial_row_t *r) {
     r->interrupted = sqlite3_column_int(st, 19);
     r->stderr_tail = (const char *)sqlite3_column_text(st, 20);
     r->where = (const char *)sqlite3_column_text(st, 21);
+    r->kind = (const char *)sqlite3_column_text(st, 22);
+    r->source = sqlite3_column_type(st, 23) != SQLITE_NULL ? sqlite3_column_int64(st, 23) : -1;
 }
 
 static int each_trial(sqlite3_stmt *st, int (*cb)(const tp_trial_row_t *, void *), void *ud,
@@ -670,6 +687,15 @@ int tp__store_trial_progress(tp_store_t *s, int64_t id, int rung, double budget,
     sqlite3_bind_int(st, 2, rung);
     bind_real_or_null(st, 3, budget > 0, budget);
     bind_text_or_null(st, 4, decision);
+    return exec_stmt(s, st);
+}
+
+int tp__store_trial_kind(tp_store_t *s, int64_t id, const char *kind, int64_t source) {
+    sqlite3_stmt *st = s->stmt[ST_TRIAL_KIND];
+    sqlite3_bind_int64(st, 1, id);
+    bind_text_or_null(st, 2, kind);
+    if (source >= 0) sqlite3_bind_int64(st, 3, source);
+    else sqlite3_bind_null(st, 3);
     return exec_stmt(s, st);
 }
 

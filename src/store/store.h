@@ -105,6 +105,8 @@ typedef struct tp_trial_row {
     int interrupted;       /* attempts interrupted by a stop, a lost agent or a crash */
     const char *stderr_tail; /* last lines of its last failed attempt's stderr, or NULL */
     const char *where;     /* where its last attempt ran: "node:gpu,gpu" per node, or NULL */
+    const char *kind;      /* "surrogate", "target", or NULL for a plain trial (schema 7) */
+    int64_t source;        /* a target: the surrogate trial it promotes; else -1 */
 } tp_trial_row_t;
 
 /* Call cb for every trial in id order; stops early when cb returns non-zero
@@ -174,6 +176,9 @@ int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, voi
 /* The (step, objective) rows an attempt reported, in order. */
 int tp__store_metric_values(tp_store_t *s, int64_t trial, int attempt,
                             int (*cb)(int64_t step, double value, void *ud), void *ud);
+/* A trial's kind under `surrogate:` ("surrogate", "target"; NULL: plain) and,
+ * for a target, the surrogate trial it promotes (source; -1: none). */
+int tp__store_trial_kind(tp_store_t *s, int64_t id, const char *kind, int64_t source);
 /* A trial's rung, budget and the last decision about it. */
 int tp__store_trial_progress(tp_store_t *s, int64_t id, int rung, double budget,
                              const char *decision);

@@ -60,7 +60,7 @@ TP_TEST(test_new_store_has_current_schema_version_and_wal) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "6");
+    TP_CHECK_STR(v, "7");
     pragma(dir, "journal_mode", v, sizeof v);
     TP_CHECK_STR(v, "wal");
     free(dir);
@@ -144,6 +144,14 @@ TP_TEST(test_newer_schema_is_refused) {
     free(dir);
 }
 
+/* *ud = the row's kind ("target<-3" for a target of trial 3), static text. */
+static int trial_kind(const tp_trial_row_t *row, void *ud) {
+    static char text[64];
+    if (row->kind) snprintf(text, sizeof text, "%s<-%lld", row->kind, (long long)row->source);
+    *(const char **)ud = row->kind ? text : NULL;
+    return 0;
+}
+
 static int count_priors(const tp_prior_row_t *p, void *ud) {
     size_t *n = ud;
     if (*n == 0) {
@@ -160,7 +168,7 @@ static int count_decisions(const tp_decision_row_t *d, void *ud) {
     return 0;
 }
 
-TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_and_priors) {
+TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds) {
     char *dir = fresh_dir();
     tp_store_t *s = NULL;
     tp_error_t err = {0};
@@ -168,13 +176,16 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_and_priors) {
     tp_decision_row_t d = {.at = 1, .kind = "result", .trial = 0, .ok = 1, .has_value = 1,
                            .value = 0.5, .objectives = "[0.5,2]"};
     TP_CHECK_INT(tp__store_decision(s, &d), 0);
+    TP_CHECK_INT(tp__store_trial_add(s, 0, "{\"x\":1}", 1), 0);
     tp__store_close(s);
-    /* back to what tunepack wrote before several objectives and warm starts */
+    /* back to what tunepack wrote before several objectives, warm starts and surrogates */
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
     sqlite3 *db;
     sqlite3_open(path, &db);
     TP_CHECK_INT(sqlite3_exec(db, "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
+                                  "ALTER TABLE trials DROP COLUMN kind; "
+                                  "ALTER TABLE trials DROP COLUMN source; "
                                   "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     /* a reader (best, export, a warm start) opens it as it is */
@@ -182,6 +193,9 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_and_priors) {
     size_t n = 0;
     TP_CHECK_INT(tp__store_priors(s, count_priors, &n), 0);
     TP_CHECK_INT(n, 0);
+    const char *kind = "unread";
+    TP_CHECK_INT(tp__store_trial(s, 0, trial_kind, &kind), 0); /* every trial plain */
+    TP_CHECK(kind == NULL);
     tp__store_close(s);
     /* a writer migrates it, keeping what it held */
     TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
@@ -197,7 +211,14 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_and_priors) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "6");
+    TP_CHECK_STR(v, "7");
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
+    TP_CHECK_INT(tp__store_trial_kind(s, 0, "target", 3), 0); /* and keeps kinds from now on */
+    tp__store_close(s);
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
+    TP_CHECK_INT(tp__store_trial(s, 0, trial_kind, &kind), 0);
+    TP_CHECK_STR(kind, "target<-3");
+    tp__store_close(s);
     free(dir);
 }
 
