@@ -332,6 +332,19 @@ class E2E(unittest.TestCase):
         except (sqlite3.Error, AssertionError):
             return None
 
+    def kill_at(self, exp_path, run_dir, delays):
+        """Start the run again and again, SIGKILL its orchestrator after each delay (seconds),
+        until the delays are used up or a run ends on its own."""
+        for delay in delays:
+            p = self.start_run(exp_path, run_dir)
+            time.sleep(delay)
+            if p.poll() is not None:
+                return
+            pid = self.lock_pid(run_dir)
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+            p.wait(timeout=30)
+
     def lock_pid(self, run_dir):
         """The orchestrator's pid, as written in DIR/lock (None while there is none)."""
         try:

@@ -191,15 +191,7 @@ class AdaptiveTest(E2E):
         self.assertExit(self.run_exp(exp, plain), 0)
         want = self.decisions(plain)
         killed = self.path("killed")
-        for delay in (0.4, 0.9, 1.5, 2.2):
-            p = self.start_run(exp, killed)
-            time.sleep(delay)
-            if p.poll() is not None:
-                break
-            pid = self.lock_pid(killed)
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-            p.wait(timeout=30)
+        self.kill_at(exp, killed, (0.4, 0.9, 1.5, 2.2))
         self.assertExit(self.run_exp(exp, killed), 0)
         self.assertEqual(self.decisions(killed), want)
         with self.store(plain) as a, self.store(killed) as b:

@@ -8,11 +8,10 @@ import csv
 import io
 import json
 import os
-import signal
-import time
+import subprocess
 import unittest
 
-from helpers import E2E, PY, yaml_str
+from helpers import E2E, PY, SRC, yaml_str
 
 # loss = (lr - 0.3)^2 + 0.01 / width: the optimum lr transfers across width; the width comes
 # from the placeholder and must equal TUNEPACK_PARAM_WIDTH_MULT. With a budget it reports one
@@ -119,15 +118,7 @@ class SurrogateTest(E2E):
         plain = self.path("plain")
         self.assertExit(self.run_exp(exp, plain), 0)
         killed = self.path("killed")
-        for delay in (0.5, 1.0, 1.6, 2.3):
-            p = self.start_run(exp, killed)
-            time.sleep(delay)
-            if p.poll() is not None:
-                break
-            pid = self.lock_pid(killed)
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-            p.wait(timeout=30)
+        self.kill_at(exp, killed, (0.5, 1.0, 1.6, 2.3))
         self.assertExit(self.run_exp(exp, killed), 0)
         want = self.kinds(plain)
         self.assertTrue(any(r[1] == "target" for r in want))
@@ -165,6 +156,19 @@ class SurrogateTest(E2E):
         r = self.run_exp(self.exp(trials=2, surrogate="{param: width_mult, value: 0.25}"), d)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("surrogate", r.stderr)
+
+    def test_the_mup_example_checks_out_and_its_trainer_reports_at_the_surrogate_width(self):
+        for name in ("experiment.yaml", "full.yaml"):
+            r = self.tp("run", os.path.join(SRC, "examples", "mup", name), "--dry-run", cwd=SRC)
+            self.assertExit(r, 0)
+        self.assertIn("width_mult=0.125", self.tp(
+            "run", os.path.join(SRC, "examples", "mup", "experiment.yaml"), "--dry-run",
+            cwd=SRC).stdout)
+        p = subprocess.run(["/usr/bin/python3", os.path.join(SRC, "examples", "mup", "train.py"),
+                            "--lr", "0.001", "--width-mult", "0.125", "--epochs", "1"],
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, r"step=1 val_loss=[0-9.]+ val_acc=[0-9.]+ cpu_s=")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,146 @@
+"""Surrogate tuning (`surrogate:`): is the configuration promoted from a width-scaled search as
+good at full size as the best of a search run at full size, and what does it cost?
+
+    python3 bench/surrogate/bench.py [--build DIR] [--seeds N] [--trials N] [--algorithm A]
+    python3 bench/surrogate/bench.py --mup [--build DIR] [--runs SURROGATE_DIR FULL_DIR]
+
+Family (default): bench/surrogate/family.py, a synthetic model family whose optimum nearly
+transfers across width (its docstring has the formula; cost = width^2 + 0.02 per trial). For
+each seed it runs the same search twice through tunepack: at full size (width_mult 1), and
+with `surrogate: {param: width_mult, value: 0.125, promote: 3, eager: 0.5}`. It prints, per
+seed: the full search's best loss, the promoted loss (the best target trial), the gap in per
+cent of the full best, the cost ratio (surrogate search, targets included / full search) and
+the targets run. --algorithm random (default) proposes the same configurations in both runs,
+so the gap is the surrogate's ranking error alone; tpe lets the two searches diverge.
+
+--mup runs examples/mup/experiment.yaml (a muP MLP searched at width 0.125, the best 3
+promoted) and examples/mup/full.yaml (the same search at full width) on this machine's CPU
+and prints the same row with the cost in CPU seconds (every trial's own, from its cpu_s
+report), once with and once without each trial's fixed start-up (import torch, the data).
+--runs reads two finished runs instead. Needs Debian's python3-torch. Take the figures when the load is low; the load average before
+and after is printed.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+EXPERIMENT = """name: family-{kind}
+command: [{py}, {family}, "{{lr}}", "{{wd}}", "{{momentum}}", {width}]
+metric: {{name: loss, mode: min}}
+space:
+  lr: {{loguniform: [1.0e-5, 1.0]}}
+  wd: {{loguniform: [1.0e-6, 1.0e-1]}}
+  momentum: {{uniform: [0.5, 0.99]}}
+search: {{algorithm: {algorithm}, trials: {trials}, seed: {seed}}}
+concurrency: 2
+{surrogate}"""
+
+
+def run(binary, exp, run_dir):
+    p = subprocess.run([binary, "run", exp, "--dir", run_dir, "--quiet"], cwd=ROOT,
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("tunepack run %s failed (%d):\n%s" % (exp, p.returncode, p.stderr))
+    return exported(binary, run_dir)
+
+
+def summary(full, surr, cost):
+    """(best full value, promoted value, gap %, cost ratio, targets): cost(trial) its cost."""
+    done = [t for t in full if t["value"] is not None]
+    best_full = min(t["value"] for t in done)
+    targets = [t for t in surr if t.get("kind") == "target" and t["value"] is not None]
+    promoted = min(t["value"] for t in targets)
+    ratio = sum(cost(t) for t in surr) / sum(cost(t) for t in full)
+    return best_full, promoted, 100.0 * (promoted - best_full) / abs(best_full), ratio, len(targets)
+
+
+def load():
+    return "%.2f %.2f %.2f" % os.getloadavg()
+
+
+def family(args):
+    fam = os.path.join(ROOT, "bench", "surrogate", "family.py")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tp-surrogate-") as tmp:
+        for seed in range(1, args.seeds + 1):
+            res = {}
+            for kind in ("full", "surrogate"):
+                sur = ("surrogate: {param: width_mult, value: 0.125, promote: 3, eager: 0.5}\n"
+                       if kind == "surrogate" else "")
+                exp = os.path.join(tmp, "%s-%d.yaml" % (kind, seed))
+                with open(exp, "w") as f:
+                    f.write(EXPERIMENT.format(kind=kind, py=json.dumps(sys.executable),
+                                              family=json.dumps(fam),
+                                              width='"{width_mult}"' if sur else '"1"',
+                                              algorithm=args.algorithm, trials=args.trials,
+                                              seed=seed, surrogate=sur))
+                res[kind] = run(args.binary, exp, os.path.join(tmp, "%s-%d" % (kind, seed)))
+            rows.append((seed,) + summary(res["full"], res["surrogate"],
+                                          lambda t: t["metrics"]["cost"]))
+    print("surrogate bench: synthetic family, %s, %d trials per search, width 0.125, promote 3, "
+          "eager 0.5; cost = width^2 + 0.02 per trial" % (args.algorithm, args.trials))
+    print("%4s  %12s  %12s  %7s  %10s  %7s" % ("seed", "best full", "promoted", "gap %",
+                                                 "cost ratio", "targets"))
+    for r in rows:
+        print("%4d  %12.6f  %12.6f  %7.3f  %10.3f  %7d" % r)
+    gaps, ratios = [r[3] for r in rows], [r[4] for r in rows]
+    print("worst gap %.3f %%, mean gap %.3f %%, worst cost ratio %.3f: %s" % (
+        max(gaps), sum(gaps) / len(gaps), max(ratios),
+        "within 1% at under a third of the cost" if max(gaps) <= 1 and max(ratios) < 1 / 3
+        else "SHORT of within 1% at under a third of the cost"))
+
+
+def exported(binary, run_dir):
+    e = subprocess.run([binary, "export", run_dir, "--format", "json"], capture_output=True,
+                       text=True, check=True)
+    return json.loads(e.stdout)
+
+
+def mup(args):
+    before = load()
+    if args.runs:  # runs made before: read their stores
+        res = {"surrogate": exported(args.binary, args.runs[0]),
+               "full": exported(args.binary, args.runs[1])}
+    else:
+        with tempfile.TemporaryDirectory(prefix="tp-mup-") as tmp:
+            res = {k: run(args.binary, os.path.join(ROOT, "examples", "mup", y),
+                          os.path.join(tmp, k))
+                   for k, y in (("surrogate", "experiment.yaml"), ("full", "full.yaml"))}
+    after = load()
+    print("surrogate bench: muP example (examples/mup), val_loss, 12 trials, width 0.125, "
+          "promote 3, eager 0.5; load average before %s, after %s" % (before, after))
+    print("%-22s  %10s  %10s  %7s  %10s  %7s  %8s  %8s" % (
+        "cost counted", "best full", "promoted", "gap %", "cost ratio", "targets", "surr CPU",
+        "full CPU"))
+    for name, key in (("CPU s, whole process", "cpu_s"), ("CPU s, training only", "train_cpu_s")):
+        def cost(t, key=key):
+            return t["metrics"][key] if t["metrics"] else 0.0
+        r = summary(res["full"], res["surrogate"], cost)
+        print("%-22s  %10.5f  %10.5f  %7.3f  %10.3f  %7d  %8.1f  %8.1f" % (
+            (name,) + r + (sum(cost(t) for t in res["surrogate"]),
+                           sum(cost(t) for t in res["full"]))))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--algorithm", default="random", choices=("random", "tpe"))
+    ap.add_argument("--mup", action="store_true")
+    ap.add_argument("--runs", nargs=2, metavar=("SURROGATE_DIR", "FULL_DIR"),
+                    help="with --mup: read these finished runs of examples/mup/experiment.yaml "
+                         "and full.yaml instead of running them")
+    args = ap.parse_args()
+    args.binary = os.path.join(os.path.abspath(args.build), "tunepack")
+    mup(args) if args.mup else family(args)
+
+
+if __name__ == "__main__":
+    main()
