@@ -13,7 +13,7 @@ and `best` read the experiment's store (DIR/tunepack.db) read-only, so they are 
 run goes on. `best` ranks as `tunepack best` does (src/run/rank.c, src/cli/common.c): each trial
 by the last job it ended with the objective (completed, stopped early, paused at a rung, or
 promoted and running the next); the larger budget first, then the better value by the metric's
-mode.
+mode; under `surrogate:` a target trial above every surrogate.
 """
 
 import fcntl
@@ -144,7 +144,8 @@ def _trials(conn, dir, owned):
 def trials(dir):
     """Every trial of the experiment in dir, in id order, as dicts: id, state, params, metrics
     (its last report), value, step, rung, budget, attempts, failures, interrupted, error,
-    stderr_tail, where (node:GPUs), duration_s (time spent running), logs (its folder)."""
+    stderr_tail, where (node:GPUs), duration_s (time spent running), logs (its folder), and
+    under `surrogate:` kind (surrogate or target) and source (a target's surrogate trial)."""
     with _connect(dir) as conn:
         return _trials(conn, dir, _owned(dir))
 
@@ -168,7 +169,9 @@ def _rank(ts, results, maximize, top):
             continue
         ranked.append(t)
     sign = -1 if maximize else 1
-    ranked.sort(key=lambda t: (-(t["budget"] or 0), sign * t["value"], t["id"]))
+    # under surrogate: a target trial (kind "target") ranks above every surrogate
+    ranked.sort(key=lambda t: (t.get("kind") != "target", -(t["budget"] or 0),
+                               sign * t["value"], t["id"]))
     return ranked[:top]
 
 

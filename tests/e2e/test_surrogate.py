@@ -9,6 +9,7 @@ import io
 import json
 import os
 import subprocess
+import sys
 import unittest
 
 from helpers import E2E, PY, SRC, yaml_str
@@ -85,6 +86,10 @@ class SurrogateTest(E2E):
         self.assertEqual(best["surrogate"]["trial"], want[2])
         self.assertEqual(best["surrogate"]["rank"], [i for _, i in ranked].index(want[2]) + 1)
         self.assertEqual(best["surrogate"]["of"], 10)
+        # the Python front end ranks the same way
+        sys.path.insert(0, os.path.join(SRC, "python"))
+        import tunepack
+        self.assertEqual(tunepack.best(d)["id"], want[0])
         text = self.tp("best", d)
         self.assertIn("target of surrogate trial %d" % want[2], text.stdout)
         # trials: the kind before the parameters, and in --json
