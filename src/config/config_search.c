@@ -177,7 +177,8 @@ int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v) {
         }
     const char *guess = tp__did_you_mean(s, tp__scheduler_names, n);
     if (guess) return fail(c, v, "unknown scheduler \"%s\"; did you mean \"%s\"?", s, guess);
-    return fail(c, v, "unknown scheduler \"%s\"; use fifo, asha, hyperband or median", s);
+    return fail(c, v, "unknown scheduler \"%s\"; use fifo, asha, hyperband, median or hypersched",
+                s);
 }
 
 /* `search.warm_start: [DIR, ...]`: earlier experiments whose completed
@@ -203,7 +204,8 @@ int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
     tp_experiment_t *x = c->x;
-    int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband");
+    int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband") ||
+                !strcmp(x->scheduler, "hypersched");
     if (rungs && !x->budget_name)
         return fail(c, c->scheduler ? c->scheduler : root,
                     "scheduler %s needs a budget to grow; add e.g. budget: {name: epochs, min: 1, "

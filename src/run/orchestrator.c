@@ -211,21 +211,30 @@ static void close_paused(tp_run_t *r) {
         if (!t || t->state != TP_TRIAL_PAUSED) continue;
         char why[200];
         snprintf(why, sizeof why, "not promoted past rung %d (budget %g)", t->rung, t->budget);
-        snprintf(t->why, sizeof t->why, "%s", why);
-        tp_transition_t how = {.detail = why};
-        tp__trial_set_state(&r->trials, t, TP_TRIAL_STOPPED, &how);
-        tp__journal_ok(&r->journal,
-                       tp__store_trial_progress(tp__journal_tx(&r->journal), t->id, t->rung,
-                                                t->budget, why),
-                       "closing a paused trial");
-        tp__note_best(r, t);
-        tp__view_attempt_ended(r, t, TP_REQUEUE_NONE, why, 0);
+        tp__run_stop_paused(r, t, why);
     }
+}
+
+void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why) {
+    snprintf(t->why, sizeof t->why, "%s", why);
+    tp_transition_t how = {.detail = t->why};
+    tp__trial_set_state(&r->trials, t, TP_TRIAL_STOPPED, &how);
+    tp__journal_ok(&r->journal,
+                   tp__store_trial_progress(tp__journal_tx(&r->journal), t->id, t->rung,
+                                            t->budget, t->why),
+                   "closing a paused trial");
+    tp__note_best(r, t);
+    tp__view_attempt_ended(r, t, TP_REQUEUE_NONE, t->why, 0);
 }
 
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
                       const char *detail, const char *objectives) {
-    tp_decision_row_t d = {.at = tp__wall_s(), .kind = kind, .trial = t->id, .rung = t->rung,
+    tp__run_decision_at(r, tp__wall_s(), kind, t, ok, value, detail, objectives);
+}
+
+void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
+                         double value, const char *detail, const char *objectives) {
+    tp_decision_row_t d = {.at = at, .kind = kind, .trial = t->id, .rung = t->rung,
                            .budget = t->budget, .attempt = t->attempts, .ok = ok,
                            .has_value = !isnan(value), .value = value, .detail = detail,
                            .objectives = objectives};
@@ -244,9 +253,15 @@ static trial_t *next_candidate(tp_run_t *r) {
     if (t) return t;
     if (r->exhausted || r->sched_waiting) return NULL;
     tp_job_t job;
-    memset(&job, 0, sizeof job);
-    double now = tp__wall_s();
-    int rc = r->sched->ops->next(r->sched, now, &job);
+    double now;
+    int rc;
+    for (;;) { /* refusals (hypersched's admission) are journaled, then asked again */
+        memset(&job, 0, sizeof job);
+        now = tp__wall_s();
+        rc = r->sched->ops->next(r->sched, now, &job);
+        if (rc != 1 || !job.refused) break;
+        tp__deadline_refused(r, &job, now);
+    }
     if (rc == 0) r->exhausted = 1;
     if (rc <= 0) {
         r->sched_waiting = rc < 0;
@@ -274,11 +289,13 @@ static trial_t *next_candidate(tp_run_t *r) {
                 (long long)job.trial);
         return NULL;
     }
+    t->from_budget = job.is_new ? 0 : t->budget;
     t->rung = job.rung;
     t->budget = job.budget;
     t->fluid_group = job.group;
     t->fluid_share = 0;
     t->job_fresh = 1;
+    t->job_attempts = 0;
     if (job.why[0])
         snprintf(t->why, sizeof t->why, "%s", job.why);
     else if (job.is_new)
@@ -289,7 +306,7 @@ static trial_t *next_candidate(tp_run_t *r) {
         size_t k = strlen(t->why);
         snprintf(t->why + k, sizeof t->why - k, " (budget %g)", job.budget);
     }
-    tp__run_decision(r, "job", t, 1, NAN, t->why, NULL);
+    tp__run_decision_at(r, now, "job", t, 1, NAN, t->why, NULL);
     return t;
 }
 
@@ -309,6 +326,7 @@ void tp__run_queue_stop(tp_run_t *r, const trial_t *t) {
  * launch is sent after the commit by pump(). */
 static void start_attempt(tp_run_t *r, trial_t *t) {
     t->attempts++;
+    t->job_attempts++;
     t->stop_sent = 0;
     if (t->job_fresh) {
         /* A new job: its reports start afresh. Another attempt at the same

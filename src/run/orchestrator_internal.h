@@ -267,6 +267,8 @@ struct tp_run {
                                    values}], owned; NULL: none */
     int sched_waiting;          /* the scheduler said -EAGAIN and nothing ended since */
     int exhausted;              /* the scheduler has no more jobs */
+    double deadline_at;         /* the deadline, wall seconds (created_at + `deadline`); 0: none */
+    double deadline_journaled;  /* the deadline the scheduler was last told (journaled), 0: none */
     char *dir;                  /* experiment directory, absolute */
     char *workdir;              /* trials' working directory, absolute */
     char token[40];             /* names this experiment's processes */
@@ -345,6 +347,24 @@ int tp__run_better(const tp_run_t *r, double a, double b);
  * with several objectives (JSON array text), else NULL. */
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
                       const char *detail, const char *objectives);
+/* As tp__run_decision, at wall time `at` (the `now` the scheduler was given). */
+void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
+                         double value, const char *detail, const char *objectives);
+/* A paused trial that will never be promoted ends as stopped; why says why. */
+void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why);
+
+/* ---- deadline.c: schedulers that plan against time (hypersched) ------------ */
+/* After the replay: the deadline (created_at + `deadline`) into r->deadline_at, and told to
+ * the scheduler (journaled) when it differs from what the journal told it. */
+void tp__deadline_start(tp_run_t *r);
+/* t's job ended ok: its measured timing (units, seconds from the attempt's start to its last
+ * report, seconds per unit between its reports) journaled and told to the scheduler, before
+ * its result. Nothing for a job run in several attempts or without reports. */
+void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now);
+/* The scheduler refused a job (job->refused): journaled; a paused trial is stopped. */
+void tp__deadline_refused(tp_run_t *r, const tp_job_t *job, double now);
+/* Replay a journaled "deadline" or "timing" row; 1 when d was one, else 0. */
+int tp__deadline_replay(tp_run_t *r, const tp_decision_row_t *d);
 
 /* fail_fast: t's job ended; why: what went wrong when it failed, NULL when it
  * got a value. The first `fail_fast` trials failing alike (same exit, same

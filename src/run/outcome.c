@@ -286,6 +286,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         /* The job is done: tell the scheduler; the trial is finished, or
          * waits (paused, its checkpoint kept) for a promotion. */
         double v = t->has_value ? t->value : NAN;
+        tp__deadline_timing(r, t, how.at);
         if (multi)
             r->sched->ops->result_values(r->sched, t->id, t->rung, 1, values, how.at);
         else

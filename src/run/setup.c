@@ -156,12 +156,14 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
     replay_t *rp = ud;
     tp_scheduler_t *s = rp->r->sched;
     rp->count++;
-    if (strcmp(d->kind, "job") == 0) {
+    if (tp__deadline_replay(rp->r, d)) return 0;
+    if (strcmp(d->kind, "job") == 0 || strcmp(d->kind, "refused") == 0) {
         tp_job_t job;
         memset(&job, 0, sizeof job);
         int rc = s->ops->next(s, d->at, &job);
-        /* the same job, and a new trial with the configuration it was given */
-        int same = rc == 1 && job.trial == d->trial && job.rung == d->rung;
+        /* the same job (or refusal), and a new trial with the configuration it was given */
+        int same = rc == 1 && job.trial == d->trial && !job.refused == !strcmp(d->kind, "job") &&
+                   (job.refused || job.rung == d->rung);
         if (rc == 1 && job.is_new) {
             const trial_t *t = tp__trials_get(&rp->r->trials, d->trial);
             same = same && t && t->params && json_equal(t->params, job.config);
@@ -502,6 +504,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     resume_trials(r);
     replay_decisions(r);
     tp__elastic_resume(r);
+    tp__deadline_start(r);
     if ((code = tp__agents_plan(r)) != 0) goto out;
     tp__journal_ok(&r->journal,
                    tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running") ||

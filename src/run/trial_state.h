@@ -88,6 +88,8 @@ typedef struct trial {
     double sm_sum;      /* sum of SM use samples (percent) in this attempt */
     int samples;        /* NVML samples of this attempt */
     double first_report, last_report; /* monotonic times of reports, for step time */
+    double from_budget; /* budget its current job starts from (0: a new trial) */
+    int job_attempts;   /* attempts at its current job */
     json_t *gpu_env;    /* the GPU environment of the current attempt, owned */
     int rung;           /* rung of its current (or last) job */
     int64_t fluid_group; /* its job's trial group (tp_job_t.group), -1 before a job */

@@ -29,53 +29,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search/scheduler.h"
+#include "search/asha.h"
 
-#define ASHA_MAX_RUNGS 64
-
-typedef struct asha_trial {
-    json_t *config;     /* owned, told to the sampler with each result */
-    int rung;           /* rung of its latest job */
-    int running;        /* that job has not ended */
-    int failed;         /* a job failed: out of the search */
-} asha_trial_t;
-
-typedef struct asha_result {
-    int64_t trial;      /* whose */
-    double value;       /* objective at the rung's budget */
-} asha_result_t;
-
-typedef struct asha_rung {
-    asha_result_t *res; /* ok results, in arrival order */
-    size_t n, cap;
-} asha_rung_t;
-
-typedef struct asha_state {
-    double budgets[ASHA_MAX_RUNGS];   /* r_k */
-    size_t nrungs;                    /* L */
-    asha_rung_t rungs[ASHA_MAX_RUNGS];
-    asha_trial_t *trials;             /* by trial number */
-    size_t ntrials, cap;
-    size_t running;                   /* jobs out */
-    int exhausted;                    /* the sampler returned 0 */
-    int over;                         /* next() returned 0 */
-    int maximize;                     /* copy of cfg.maximize, for the sort */
-} asha_state_t;
-
-static int asha_init(tp_scheduler_t *s, tp_error_t *err) {
-    asha_state_t *st = tp__xcalloc(1, sizeof *st);
-    st->nrungs = tp__budget_rungs(&s->cfg.budget, st->budgets, ASHA_MAX_RUNGS);
-    if (st->nrungs == 0) {
-        free(st);
-        return tp__errorf(err, -EINVAL, "asha: the budget has no rungs (need 0 < min <= max)");
-    }
+int tp__asha_init(tp_asha_t *st, const tp_scheduler_t *s, tp_error_t *err) {
+    memset(st, 0, sizeof *st);
+    st->nrungs = tp__budget_rungs(&s->cfg.budget, st->budgets, TP_ASHA_MAX_RUNGS);
+    if (st->nrungs == 0)
+        return tp__errorf(err, -EINVAL, "%s: the budget has no rungs (need 0 < min <= max)",
+                          s->ops->name);
     st->maximize = s->cfg.maximize;
-    s->impl = st;
     return 0;
 }
 
+void tp__asha_free(tp_asha_t *st) {
+    for (size_t i = 0; i < st->ntrials; i++) json_decref(st->trials[i].config);
+    for (size_t k = 0; k < st->nrungs; k++) free(st->rungs[k].res);
+    free(st->trials);
+    memset(st, 0, sizeof *st);
+}
+
 /* Best first; equal values: the older trial first. */
-static int better_first(const asha_result_t *a, const asha_result_t *b, int maximize) {
+static int better_first(const tp_asha_result_t *a, const tp_asha_result_t *b, int maximize) {
     if (a->value != b->value) return maximize ? (a->value > b->value ? -1 : 1)
                                               : (a->value < b->value ? -1 : 1);
     return (a->trial > b->trial) - (a->trial < b->trial);
@@ -83,19 +57,24 @@ static int better_first(const asha_result_t *a, const asha_result_t *b, int maxi
 static int cmp_max(const void *a, const void *b) { return better_first(a, b, 1); }
 static int cmp_min(const void *a, const void *b) { return better_first(a, b, 0); }
 
-/* The best trial in the top floor(n_k / eta) of rung k that can go on, or
- * -1; *rank and *value say where it stood. O(n_k log n_k). */
-static int64_t promotable(const asha_state_t *st, size_t k, double eta, size_t *rank,
-                          double *value) {
-    const asha_rung_t *r = &st->rungs[k];
-    size_t top = (size_t)floor((double)r->n / eta + 1e-9);
-    if (top == 0) return -1;
-    asha_result_t *sorted = tp__xmalloc(r->n * sizeof *sorted);
-    memcpy(sorted, r->res, r->n * sizeof *sorted);
+tp_asha_result_t *tp__asha_sorted(const tp_asha_t *st, size_t k, size_t *n) {
+    const tp_asha_rung_t *r = &st->rungs[k];
+    tp_asha_result_t *sorted = tp__xmalloc((r->n ? r->n : 1) * sizeof *sorted);
+    if (r->n) memcpy(sorted, r->res, r->n * sizeof *sorted);
     qsort(sorted, r->n, sizeof *sorted, st->maximize ? cmp_max : cmp_min);
+    *n = r->n;
+    return sorted;
+}
+
+int64_t tp__asha_promotable(const tp_asha_t *st, size_t k, double eta, size_t *rank,
+                            double *value) {
+    size_t top = (size_t)floor((double)st->rungs[k].n / eta + 1e-9);
+    if (top == 0) return -1;
+    size_t n;
+    tp_asha_result_t *sorted = tp__asha_sorted(st, k, &n);
     int64_t found = -1;
     for (size_t i = 0; i < top && found < 0; i++) {
-        const asha_trial_t *t = &st->trials[sorted[i].trial];
+        const tp_asha_trial_t *t = &st->trials[sorted[i].trial];
         if (t->rung == (int)k && !t->running && !t->failed) {
             found = sorted[i].trial;
             *rank = i + 1;
@@ -106,65 +85,42 @@ static int64_t promotable(const asha_state_t *st, size_t k, double eta, size_t *
     return found;
 }
 
-static int asha_next(tp_scheduler_t *s, double now, tp_job_t *out) {
-    asha_state_t *st = s->impl;
-    double eta = s->cfg.budget.eta;
-    for (size_t k = st->nrungs - 1; k-- > 0;) {
-        size_t rank = 0;
-        double value = 0;
-        int64_t t = promotable(st, k, eta, &rank, &value);
-        if (t < 0) continue;
-        asha_trial_t *tr = &st->trials[t];
-        tr->rung = (int)k + 1;
-        tr->running = 1;
-        st->running++;
-        memset(out, 0, sizeof *out);
-        out->trial = t;
-        out->rung = tr->rung;
-        out->group = tr->rung;
-        out->budget = st->budgets[k + 1];
-        snprintf(out->why, sizeof out->why,
-                 "promoted to rung %d (budget %g): %.4g ranks %zu of %zu at rung %zu, top 1/%g "
-                 "goes on",
-                 out->rung, out->budget, value, rank, st->rungs[k].n, k, eta);
-        return 1;
-    }
-    if (!st->exhausted) {
-        json_t *cfg = NULL;
-        int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
-        if (rc < 0) return rc;
-        if (rc == 0) {
-            st->exhausted = 1;
-        } else {
-            if (st->ntrials == st->cap) {
-                st->cap = st->cap ? 2 * st->cap : 64;
-                st->trials = tp__xrealloc(st->trials, st->cap * sizeof *st->trials);
-            }
-            asha_trial_t *tr = &st->trials[st->ntrials];
-            memset(tr, 0, sizeof *tr);
-            tr->config = cfg;
-            tr->running = 1;
-            st->running++;
-            memset(out, 0, sizeof *out);
-            out->trial = (int64_t)st->ntrials++;
-            out->is_new = 1;
-            out->config = json_incref(cfg); /* shared, never modified */
-            out->budget = st->budgets[0];
-            snprintf(out->why, sizeof out->why, "new trial at rung 0 (budget %g)", out->budget);
-            return 1;
-        }
-    }
-    if (st->running) return -EAGAIN;
-    st->over = 1;
-    return 0;
+void tp__asha_start(tp_asha_t *st, int64_t t, int k, tp_job_t *out) {
+    tp_asha_trial_t *tr = &st->trials[t];
+    tr->rung = k;
+    tr->running = 1;
+    st->running++;
+    memset(out, 0, sizeof *out);
+    out->trial = t;
+    out->rung = k;
+    out->group = k; /* a rung's jobs run at one budget: a Fluid trial group */
+    out->budget = st->budgets[k];
 }
 
-static void asha_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, double value,
-                        double now) {
-    asha_state_t *st = s->impl;
+int tp__asha_new_trial(tp_scheduler_t *s, tp_asha_t *st, double now, tp_job_t *out) {
+    if (st->exhausted) return 0;
+    json_t *cfg = NULL;
+    int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
+    if (rc == 0) st->exhausted = 1;
+    if (rc <= 0) return rc;
+    if (st->ntrials == st->cap) {
+        st->cap = st->cap ? 2 * st->cap : 64;
+        st->trials = tp__xrealloc(st->trials, st->cap * sizeof *st->trials);
+    }
+    memset(&st->trials[st->ntrials], 0, sizeof *st->trials);
+    st->trials[st->ntrials].config = cfg;
+    tp__asha_start(st, (int64_t)st->ntrials++, 0, out);
+    out->is_new = 1;
+    out->config = json_incref(cfg); /* shared, never modified */
+    snprintf(out->why, sizeof out->why, "new trial at rung 0 (budget %g)", out->budget);
+    return 1;
+}
+
+void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, int ok,
+                     double value, double now) {
     if (trial < 0 || (size_t)trial >= st->ntrials || rung < 0 || (size_t)rung >= st->nrungs)
         return;
-    asha_trial_t *tr = &st->trials[trial];
+    tp_asha_trial_t *tr = &st->trials[trial];
     if (tr->running && tr->rung == rung) {
         tr->running = 0;
         st->running--;
@@ -174,7 +130,7 @@ static void asha_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, doub
         s->sampler->ops->tell(s->sampler, (uint64_t)trial, tr->config, NAN, now);
         return;
     }
-    asha_rung_t *r = &st->rungs[rung];
+    tp_asha_rung_t *r = &st->rungs[rung];
     size_t i = 0;
     while (i < r->n && r->res[i].trial != trial) i++;
     if (i == r->n) {
@@ -184,19 +140,52 @@ static void asha_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, doub
         }
         r->n++;
     }
-    r->res[i] = (asha_result_t){.trial = trial, .value = value};
+    r->res[i] = (tp_asha_result_t){.trial = trial, .value = value};
     s->sampler->ops->tell(s->sampler, (uint64_t)trial, tr->config, value, now);
 }
 
-static int asha_report(tp_scheduler_t *s, int64_t trial, int64_t step, double value, double now,
-                       char *why, size_t whylen) {
-    (void)s, (void)trial, (void)step, (void)value, (void)now;
-    if (whylen) why[0] = '\0';
-    return 1;
+/* ---- the asha scheduler ------------------------------------------------------------ */
+
+static int asha_init(tp_scheduler_t *s, tp_error_t *err) {
+    tp_asha_t *st = tp__xcalloc(1, sizeof *st);
+    int rc = tp__asha_init(st, s, err);
+    if (rc < 0) {
+        free(st);
+        return rc;
+    }
+    s->impl = st;
+    return 0;
+}
+
+static int asha_next(tp_scheduler_t *s, double now, tp_job_t *out) {
+    tp_asha_t *st = s->impl;
+    double eta = s->cfg.budget.eta;
+    for (size_t k = st->nrungs - 1; k-- > 0;) {
+        size_t rank = 0;
+        double value = 0;
+        int64_t t = tp__asha_promotable(st, k, eta, &rank, &value);
+        if (t < 0) continue;
+        tp__asha_start(st, t, (int)k + 1, out);
+        snprintf(out->why, sizeof out->why,
+                 "promoted to rung %d (budget %g): %.4g ranks %zu of %zu at rung %zu, top 1/%g "
+                 "goes on",
+                 out->rung, out->budget, value, rank, st->rungs[k].n, k, eta);
+        return 1;
+    }
+    int rc = tp__asha_new_trial(s, st, now, out);
+    if (rc != 0) return rc;
+    if (st->running) return -EAGAIN;
+    st->over = 1;
+    return 0;
+}
+
+static void asha_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, double value,
+                        double now) {
+    tp__asha_result(s, s->impl, trial, rung, ok, value, now);
 }
 
 static int asha_final(const tp_scheduler_t *s, int64_t trial, int rung) {
-    const asha_state_t *st = s->impl;
+    const tp_asha_t *st = s->impl;
     if (trial < 0 || (size_t)trial >= st->ntrials) return 1;
     return st->trials[trial].failed || rung + 1 >= (int)st->nrungs || st->over;
 }
@@ -206,12 +195,9 @@ static uint64_t asha_total(const tp_scheduler_t *s) {
 }
 
 static void asha_destroy(tp_scheduler_t *s) {
-    asha_state_t *st = s->impl;
-    if (!st) return;
-    for (size_t i = 0; i < st->ntrials; i++) json_decref(st->trials[i].config);
-    for (size_t k = 0; k < st->nrungs; k++) free(st->rungs[k].res);
-    free(st->trials);
-    free(st);
+    if (!s->impl) return;
+    tp__asha_free(s->impl);
+    free(s->impl);
     s->impl = NULL;
 }
 
@@ -220,7 +206,7 @@ const struct tp_scheduler_ops tp__sched_asha_ops = {
     .init = asha_init,
     .next = asha_next,
     .result = asha_result,
-    .report = asha_report,
+    .report = tp__sched_report_runs_on,
     .final = asha_final,
     .total = asha_total,
     .destroy = asha_destroy,

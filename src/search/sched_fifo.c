@@ -62,13 +62,6 @@ static void fifo_result_values(tp_scheduler_t *s, int64_t trial, int rung, int o
                                  ok ? values : failed, now);
 }
 
-static int fifo_report(tp_scheduler_t *s, int64_t trial, int64_t step, double value, double now,
-                       char *why, size_t whylen) {
-    (void)s, (void)trial, (void)step, (void)value, (void)now;
-    if (whylen) why[0] = '\0';
-    return 1;
-}
-
 static int fifo_final(const tp_scheduler_t *s, int64_t trial, int rung) {
     (void)s, (void)trial, (void)rung;
     return 1;
@@ -93,7 +86,7 @@ const struct tp_scheduler_ops tp__sched_fifo_ops = {
     .next = fifo_next,
     .result = fifo_result,
     .result_values = fifo_result_values,
-    .report = fifo_report,
+    .report = tp__sched_report_runs_on,
     .final = fifo_final,
     .total = fifo_total,
     .destroy = fifo_destroy,

@@ -218,13 +218,6 @@ static void hb_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, double
     }
 }
 
-static int hb_report(tp_scheduler_t *s, int64_t trial, int64_t step, double value, double now,
-                     char *why, size_t whylen) {
-    (void)s, (void)trial, (void)step, (void)value, (void)now;
-    if (whylen) why[0] = '\0';
-    return 1;
-}
-
 static int hb_final(const tp_scheduler_t *s, int64_t trial, int rung) {
     const hb_state_t *st = s->impl;
     if (trial < 0 || (size_t)trial >= st->ntrials) return 1;
@@ -255,7 +248,7 @@ const struct tp_scheduler_ops tp__sched_hyperband_ops = {
     .init = hb_init,
     .next = hb_next,
     .result = hb_result,
-    .report = hb_report,
+    .report = tp__sched_report_runs_on,
     .final = hb_final,
     .total = hb_total,
     .destroy = hb_destroy,

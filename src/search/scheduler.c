@@ -18,9 +18,11 @@ static const struct tp_scheduler_ops *const scheduler_table[] = {
     &tp__sched_asha_ops,
     &tp__sched_hyperband_ops,
     &tp__sched_median_ops,
+    &tp__sched_hypersched_ops,
 };
 
-const char *const tp__scheduler_names[] = {"fifo", "asha", "hyperband", "median", NULL};
+const char *const tp__scheduler_names[] = {"fifo",   "asha",       "hyperband",
+                                           "median", "hypersched", NULL};
 
 /* Rungs min * eta^k while below max (within 1e-9 relative), then max itself:
  * (1, 81, 3) -> 1 3 9 27 81; (1, 100, 3) -> 1 3 9 27 81 100 (the last rung
@@ -46,7 +48,8 @@ size_t tp__budget_rungs(const tp_budget_t *b, double *out, size_t cap) {
 
 static int check_budget(const tp_scheduler_cfg_t *cfg, const char *name, tp_error_t *err) {
     const tp_budget_t *b = &cfg->budget;
-    int needs = strcmp(name, "asha") == 0 || strcmp(name, "hyperband") == 0;
+    int needs = strcmp(name, "asha") == 0 || strcmp(name, "hyperband") == 0 ||
+                strcmp(name, "hypersched") == 0;
     if (!b->name) {
         if (needs)
             return tp__errorf(err, -EINVAL,
@@ -87,10 +90,11 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
         if (guess)
             tp__errorf(err, -EINVAL,
                        "unknown scheduler \"%s\"; did you mean \"%s\"? (known: fifo, asha, "
-                       "hyperband, median)",
+                       "hyperband, median, hypersched)",
                        name, guess);
         else
-            tp__errorf(err, -EINVAL, "unknown scheduler \"%s\"; known: fifo, asha, hyperband, median",
+            tp__errorf(err, -EINVAL, "unknown scheduler \"%s\"; known: fifo, asha, hyperband, median, "
+                       "hypersched",
                        name);
         errno = EINVAL;
         return NULL;
@@ -131,6 +135,8 @@ const char *tp__sched_single_objective_msg(const char *name) {
                  "scheduler: fifo (or rank by one objective: metric: {name: ..., mode: ...})"},
         {"hyperband", "scheduler hyperband keeps the best by one number per rung; with several "
                       "objectives use scheduler: fifo"},
+        {"hypersched", "scheduler hypersched promotes by one number per rung; with several "
+                       "objectives use scheduler: fifo"},
         {"median", "scheduler median compares one number with the median; with several "
                    "objectives use scheduler: fifo"},
     };
@@ -145,6 +151,13 @@ void tp__scheduler_free(tp_scheduler_t *s) {
     if (s->ops && s->ops->destroy) s->ops->destroy(s);
     tp__searcher_free(s->sampler);
     free(s);
+}
+
+int tp__sched_report_runs_on(tp_scheduler_t *s, int64_t trial, int64_t step, double value,
+                             double now, char *why, size_t whylen) {
+    (void)s, (void)trial, (void)step, (void)value, (void)now;
+    if (whylen) why[0] = '\0';
+    return 1;
 }
 
 /* See scheduler.h. */

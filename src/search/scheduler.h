@@ -22,7 +22,7 @@ typedef struct tp_budget {
 } tp_budget_t;
 
 typedef struct tp_scheduler_cfg {
-    const char *scheduler;     /* fifo | asha | hyperband | median (NULL: fifo) */
+    const char *scheduler;     /* fifo | asha | hyperband | median | hypersched (NULL: fifo) */
     tp_search_cfg_t sampler;   /* sampler name (grid | random | tpe | nsga2), trials, seed, objectives */
     tp_budget_t budget;        /* budget, or name NULL */
     int maximize;              /* the metric is maximized */
@@ -40,7 +40,24 @@ typedef struct tp_job {
                            in order; fifo and median, 0 (one batch at the full budget) */
     char why[200];      /* the decision in words: "new trial at rung 0 (budget 1)",
                            "promoted to rung 2 (budget 9): 0.91 is in the top 1/3 of rung 1" */
+    int refused;        /* not a job but a refusal (hypersched's admission): trial >= 0 is a
+                           paused trial that will never run again (stop it, why says why);
+                           trial -1 says no new trial will start (why says why). Journal it
+                           ("refused") and call next() again. */
 } tp_job_t;
+
+/* What the run measured about one job of a trial, for schedulers that plan
+ * against a deadline (ops->timing). Durations in seconds of the same clock
+ * as `now`; the run reads them from the attempt's start and its reports'
+ * arrival, the simulator from its virtual clock. */
+typedef struct tp_timing {
+    int64_t trial;      /* whose job */
+    int rung;           /* the job's rung */
+    double units;       /* budget units the attempt ran (its budget - where it started), > 0 */
+    double run_s;       /* seconds from the attempt's start to its last report */
+    double unit_s;      /* seconds per budget unit between its first and last report; NaN
+                           when it reported fewer than two distinct steps */
+} tp_timing_t;
 
 typedef struct tp_scheduler tp_scheduler_t;
 
@@ -68,6 +85,13 @@ struct tp_scheduler_ops {
      * budget was the largest, or it was stopped), as opposed to waiting for
      * a possible promotion. */
     int (*final)(const tp_scheduler_t *s, int64_t trial, int rung);
+    /* Schedulers that plan against time (hypersched); NULL for the others,
+     * and the caller then neither calls nor journals them. Both are
+     * journaled calls, replayed in order on resume like the others.
+     * deadline: the deadline is `at` from now on (the clock of `now`; 0: none).
+     * timing: a job's measured timing, given before its result(). */
+    void (*deadline)(tp_scheduler_t *s, double at);
+    void (*timing)(tp_scheduler_t *s, const tp_timing_t *t, double now);
     /* Trials the search expects to create, 0 if unknown (progress view). */
     uint64_t (*total)(const tp_scheduler_t *s);
     void (*destroy)(tp_scheduler_t *s);
@@ -90,6 +114,9 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
 void tp__scheduler_free(tp_scheduler_t *s);
 /* Why scheduler `name` cannot run several objectives, in words (static). */
 const char *tp__sched_single_objective_msg(const char *name);
+/* report() of the schedulers without early stopping: the job runs on (1). */
+int tp__sched_report_runs_on(tp_scheduler_t *s, int64_t trial, int64_t step, double value,
+                             double now, char *why, size_t whylen);
 /* For schedulers that run each trial once at the full budget (fifo,
  * median): ask the sampler for trial number index; on 1, *out is that new
  * trial at rung 0 with budget max (0 without a budget) and *cfg the
@@ -106,5 +133,6 @@ extern const struct tp_scheduler_ops tp__sched_fifo_ops;
 extern const struct tp_scheduler_ops tp__sched_asha_ops;
 extern const struct tp_scheduler_ops tp__sched_hyperband_ops;
 extern const struct tp_scheduler_ops tp__sched_median_ops;
+extern const struct tp_scheduler_ops tp__sched_hypersched_ops;
 
 #endif

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Deadline runs end to end: `scheduler: hypersched` with `deadline:` learns each job's timing
+from the attempt's start and its reports' arrival (journaled), refuses trials that can no
+longer reach the incumbent's budget before the deadline (journaled with the figures, the
+paused ones stopped with the reason), and a resumed run replays those decisions exactly."""
+
+import os
+import signal
+import time
+import unittest
+
+from helpers import E2E, PY, yaml_str
+
+# value(epoch) = q * (1 - exp(-epoch / 3)); resumes from its checkpoint; one report per epoch.
+TRAINER = r'''
+import json, math, os, sys, time
+x = float(sys.argv[1]); budget = int(float(sys.argv[2])); sleep = float(sys.argv[3])
+ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
+start = int(open(ck).read()) if os.path.exists(ck) else 0
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+q = 1.0 - (x - 0.3) ** 2
+if start >= budget:
+    rep.write(json.dumps({"step": start, "score": round(q * (1 - math.exp(-start / 3.0)), 6)}) + "\n")
+for epoch in range(start + 1, budget + 1):
+    time.sleep(sleep)
+    rep.write(json.dumps({"step": epoch, "score": round(q * (1 - math.exp(-epoch / 3.0)), 6)}) + "\n")
+    with open(ck + ".tmp", "w") as f:
+        f.write(str(epoch))
+    os.rename(ck + ".tmp", ck)
+'''
+
+
+def rows(run_dir, sql):
+    return [tuple(r.values()) for r in E2E.poll_query(run_dir, sql)]
+
+
+class DeadlineTest(E2E):
+    def exp(self, deadline="6s", trials=80):
+        trainer = self.write("trainer.py", TRAINER)
+        return self.experiment(
+            "name: deadline\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\", \"0.1\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: %d, seed: 5, scheduler: hypersched}\n"
+            "budget: {name: epochs, min: 1, max: 9, eta: 3}\n"
+            "deadline: %s\n"
+            "concurrency: 3\nstop_grace: 1s\n" % (yaml_str(PY), yaml_str(trainer), trials, deadline))
+
+    def decisions(self, run_dir):
+        return rows(run_dir, "SELECT kind, trial, rung, ok, detail FROM decisions ORDER BY seq")
+
+    def test_hypersched_learns_timings_and_refuses_what_cannot_make_the_deadline(self):
+        exp, run = self.exp(), self.path("run")
+        r = self.run_exp(exp, run)
+        self.assertExit(r, 0)
+        d = self.decisions(run)
+        kinds = [k for k, *_ in d]
+        self.assertEqual(kinds[0], "deadline")
+        self.assertIn("after the experiment's creation", d[0][4])
+        timing = [x for x in d if x[0] == "timing"]
+        self.assertTrue(timing, "every job ended ok is timed")
+        self.assertIn('"units":1', timing[0][4].replace(".0", ""))
+        refused = [x for x in d if x[0] == "refused"]
+        self.assertTrue(refused, "80 trials of up to 9 x 0.1 s cannot all run in 6 s on 3 slots")
+        self.assertTrue(all("the deadline is too near: " in x[4] for x in refused), refused)
+        # once a job's timing is known, the why gives the figures
+        self.assertTrue(any("the deadline is too near: needs" in x[4] and "s to the deadline" in x[4]
+                            for x in refused), refused)
+        # new trials are refused once, for good
+        self.assertEqual(sum(1 for x in refused if x[1] == -1), 1)
+        self.assertLess(len(rows(run, "SELECT id FROM trials")), 80)
+        # refused paused trials end as stopped, saying why
+        for _, trial, *_ in (x for x in refused if x[1] >= 0):
+            state, decision = rows(run, "SELECT state, decision FROM trials WHERE id = %d" % trial)[0]
+            self.assertEqual(state, "stopped")
+            self.assertIn("the deadline is too near", decision)
+        # replaying the finished journal repeats every decision
+        again = self.run_exp(exp, run)
+        self.assertExit(again, 0)
+        self.assertNotIn("diverged", again.stderr)
+        self.assertEqual(self.decisions(run), d)
+
+    def test_a_killed_deadline_run_resumes_into_its_journaled_decisions(self):
+        exp, run = self.exp(deadline="8s"), self.path("killed")
+        p = self.start_run(exp, run)
+        time.sleep(3)
+        if p.poll() is None:
+            pid = self.lock_pid(run)
+            if pid:
+                os.kill(pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        before = self.decisions(run)
+        r = self.run_exp(exp, run)
+        self.assertExit(r, 0)
+        self.assertNotIn("diverged", r.stderr)
+        after = self.decisions(run)
+        self.assertEqual(after[:len(before)], before)
+        self.assertEqual(sum(1 for x in after if x[0] == "deadline"), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
