@@ -1,0 +1,390 @@
+/* sim_tune: a deadline run on a virtual clock through the real scheduler
+ * and reallocation policy (see sim_tune.h for the workload and what it
+ * measures). Events: a trial's start-up ends, or one of its steps ends; the
+ * next is the earliest over the running trials (O(G) to find, G <= 64).
+ * After every event the free GPUs are offered to the scheduler (a job takes
+ * one GPU), then, with `realloc`, to the reallocation policy. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chart/chart.h"
+#include "search/scheduler.h"
+#include "sim/sim_tune.h"
+
+enum { NOISE_METRIC, NOISE_STEP, NOISE_STARTUP };
+
+typedef struct st_trial {
+    int64_t id;
+    double q, tau, t1, f, up;  /* its truths: final quality, learning time, s/unit, serial, start-up */
+    int running;               /* holds GPUs */
+    int gpus;                  /* GPUs held */
+    int rung;                  /* current (or last) job */
+    double budget, from;       /* the job's budget and where it started */
+    double progress;           /* whole units done (checkpointed) */
+    double frac;               /* of the next unit, done before the last restart */
+    int starting;              /* paying its start-up until ready_at */
+    double ready_at;
+    double unit_start, unit_end; /* the unit in progress */
+    int unit_clean;            /* that unit ran whole at this count: its time is a measurement */
+    double attempt_start;
+    int job_attempts;          /* attempts at this job (a resize is one more) */
+    int nrep;                  /* reports in this attempt */
+    double first_rep_t, last_rep_t;
+    double first_rep_step, last_step;
+    tp_scaling_t sc;           /* measured step time per GPU count */
+    double restart_s;          /* measured start-up, NaN before */
+    double last_resize;        /* NaN: never */
+    double value;              /* last reported metric, NaN before */
+} st_trial_t;
+
+typedef struct st_bar {
+    int gpu;
+    double start, end;
+    int64_t trial;
+    int rung;
+} st_bar_t;
+
+typedef struct sim {
+    const tp_simtune_cfg_t *c;
+    tp_scheduler_t *s;
+    tp_space_t space;
+    st_trial_t *t;             /* by trial id */
+    size_t n, cap;
+    int64_t owner[TP_SCALING_MAX_GPUS]; /* trial holding each GPU, -1: free */
+    double since[TP_SCALING_MAX_GPUS];  /* since when */
+    int free_gpus;
+    st_bar_t *bars;
+    size_t nbars, capbars;
+    double now;
+    tp_simtune_result_t *out;
+} sim_t;
+
+/* A pure function of (seed, trial, step, kind): uniform [0, 1) or normal. */
+static double noise(const sim_t *m, int64_t trial, double step, int kind, int normal) {
+    tp_rng_t r;
+    tp__rng_seed(&r, m->c->seed ^ 0x5eedf00dULL,
+                 ((uint64_t)trial << 24) ^ ((uint64_t)llround(step * 8) << 2) ^ (uint64_t)kind);
+    return normal ? tp__rng_normal(&r) : tp__rng_uniform(&r);
+}
+
+static double acc_true(const st_trial_t *t, double b) {
+    return t->q - (t->q - 0.1) * exp(-b / t->tau);
+}
+
+/* The time of unit `step` at g GPUs (+-5%). */
+static double step_time(const sim_t *m, const st_trial_t *t, int g, double step) {
+    double base = t->t1 * (t->f + (1 - t->f) / g);
+    return base * (0.95 + 0.1 * noise(m, t->id, step + 1000.0 * g, NOISE_STEP, 0));
+}
+
+static void timeline(sim_t *m, const char *event, int64_t trial, int gpus, int rung, double value,
+                     const char *why) {
+    if (!m->c->timeline) return;
+    tp_buf_t *b = m->c->timeline;
+    tp__buf_printf(b, "%.1f,%s,%lld,%d,%d,", m->now, event, (long long)trial, gpus, rung);
+    if (!isnan(value)) tp__buf_printf(b, "%.4f", value);
+    tp__buf_printf(b, ",\"");
+    for (const char *p = why ? why : ""; *p; p++) /* CSV: a quote is written twice */
+        tp__buf_append(b, *p == '"' ? "\"\"" : p, *p == '"' ? 2 : 1);
+    tp__buf_printf(b, "\"\n");
+}
+
+static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
+    if ((size_t)id >= m->cap) {
+        size_t cap = m->cap ? m->cap : 64;
+        while (cap <= (size_t)id) cap *= 2;
+        m->t = tp__xrealloc(m->t, cap * sizeof *m->t);
+        m->cap = cap;
+    }
+    while (m->n <= (size_t)id) memset(&m->t[m->n++], 0, sizeof *m->t);
+    st_trial_t *t = &m->t[id];
+    double x = json_number_value(json_object_get(cfg, "x"));
+    double y = json_number_value(json_object_get(cfg, "y"));
+    t->id = id;
+    t->q = 0.92 - 0.35 * (x - 0.65) * (x - 0.65) - 0.08 * y;
+    t->tau = 1.5 + 10 * y * (1 - x) + 3 * x;
+    t->t1 = m->c->unit_s * (0.6 + 0.8 * x);
+    t->f = 0.05 + 0.45 * y;
+    t->up = m->c->startup_s * (0.8 + 0.4 * y);
+    tp__scaling_init(&t->sc);
+    t->restart_s = t->last_resize = t->value = NAN;
+    m->out->trials++;
+    return t;
+}
+
+static void take_gpus(sim_t *m, st_trial_t *t, int k) {
+    for (int g = 0; g < m->c->gpus && k > 0; g++)
+        if (m->owner[g] < 0) {
+            m->owner[g] = t->id;
+            m->since[g] = m->now;
+            m->free_gpus--;
+            t->gpus++;
+            k--;
+        }
+}
+
+static void release_gpus(sim_t *m, st_trial_t *t) {
+    for (int g = 0; g < m->c->gpus; g++) {
+        if (m->owner[g] != t->id) continue;
+        if (m->nbars == m->capbars) {
+            m->capbars = m->capbars ? 2 * m->capbars : 256;
+            m->bars = tp__xrealloc(m->bars, m->capbars * sizeof *m->bars);
+        }
+        m->bars[m->nbars++] = (st_bar_t){g, m->since[g], m->now, t->id, t->rung};
+        m->out->gpu_busy += m->now - m->since[g];
+        m->owner[g] = -1;
+        m->free_gpus++;
+    }
+    t->gpus = 0;
+    t->running = 0;
+}
+
+/* A new attempt of t's job: pays its start-up, resumes from progress + frac. */
+static void start_attempt(sim_t *m, st_trial_t *t) {
+    t->attempt_start = m->now;
+    t->job_attempts++;
+    t->starting = 1;
+    t->ready_at = m->now + t->up * (0.9 + 0.2 * noise(m, t->id, t->progress + 100.0 * t->job_attempts,
+                                                       NOISE_STARTUP, 0));
+    t->nrep = 0;
+}
+
+static void start_job(sim_t *m, st_trial_t *t, const tp_job_t *job) {
+    t->running = 1;
+    t->rung = job->rung;
+    t->budget = job->budget;
+    t->from = t->progress;
+    t->frac = 0;
+    t->job_attempts = 0;
+    take_gpus(m, t, 1);
+    start_attempt(m, t);
+    m->out->jobs++;
+    timeline(m, job->is_new ? "new" : "promoted", t->id, t->gpus, t->rung, NAN, job->why);
+}
+
+static void begin_unit(sim_t *m, st_trial_t *t) {
+    t->unit_start = m->now;
+    t->unit_clean = t->frac == 0;
+    t->unit_end = m->now + (1 - t->frac) * step_time(m, t, t->gpus, t->progress + 1);
+}
+
+/* t's job reached its budget: timing, result, GPUs back. */
+static void end_job(sim_t *m, st_trial_t *t) {
+    tp_scheduler_t *s = m->s;
+    if (s->ops->timing && t->job_attempts == 1 && t->nrep > 0) {
+        tp_timing_t tm = {.trial = t->id, .rung = t->rung, .units = t->budget - t->from,
+                          .run_s = t->last_rep_t - t->attempt_start, .unit_s = NAN};
+        if (t->last_step > t->first_rep_step)
+            tm.unit_s = (t->last_rep_t - t->first_rep_t) / (t->last_step - t->first_rep_step);
+        s->ops->timing(s, &tm, m->now);
+    }
+    s->ops->result(s, t->id, t->rung, 1, t->value, m->now);
+    release_gpus(m, t);
+    timeline(m, s->ops->final(s, t->id, t->rung) ? "final" : "paused", t->id, 0, t->rung,
+             t->value, NULL);
+}
+
+static void unit_done(sim_t *m, st_trial_t *t) {
+    t->progress += 1;
+    t->frac = 0;
+    if (t->unit_clean) tp__scaling_add(&t->sc, t->gpus, m->now - t->unit_start);
+    if (t->nrep == 0 && t->unit_clean) t->restart_s = t->unit_start - t->attempt_start;
+    t->value = acc_true(t, t->progress) + m->c->noise * noise(m, t->id, t->progress, NOISE_METRIC, 1);
+    if (t->nrep++ == 0) {
+        t->first_rep_t = m->now;
+        t->first_rep_step = t->progress;
+    }
+    t->last_rep_t = m->now;
+    t->last_step = t->progress;
+    tp_simtune_result_t *o = m->out;
+    if (o->best_trial < 0 || t->value > o->best) {
+        o->best = t->value;
+        o->best_trial = t->id;
+        o->best_true = acc_true(t, t->progress);
+    }
+    if (t->progress >= t->budget - 1e-9) end_job(m, t);
+    else begin_unit(m, t);
+}
+
+/* Free GPUs to the scheduler, one job each. */
+static void fill(sim_t *m) {
+    while (m->free_gpus > 0) {
+        tp_job_t job;
+        memset(&job, 0, sizeof job);
+        int rc = m->s->ops->next(m->s, m->now, &job);
+        if (rc != 1) break;
+        if (job.refused) {
+            m->out->refused++;
+            timeline(m, "refused", job.trial, 0, job.rung, NAN, job.why);
+            continue;
+        }
+        st_trial_t *t = job.is_new ? new_trial(m, job.trial, job.config) : &m->t[job.trial];
+        json_decref(job.config);
+        start_job(m, t, &job);
+    }
+}
+
+/* Free GPUs the scheduler left to running trials, by the policy. */
+static void reallocate(sim_t *m) {
+    if (!m->c->realloc || m->free_gpus <= 0) return;
+    tp_realloc_trial_t rt[TP_SCALING_MAX_GPUS];
+    size_t n = 0;
+    for (size_t i = 0; i < m->n && n < TP_SCALING_MAX_GPUS; i++) {
+        st_trial_t *t = &m->t[i];
+        if (!t->running || t->starting) continue;
+        double done = t->progress + (m->now - t->unit_start) / (t->unit_end - t->unit_start) *
+                                        (1 - t->frac) + t->frac;
+        rt[n++] = (tp_realloc_trial_t){
+            .trial = t->id, .gpus = t->gpus, .gpus_min = 1,
+            .gpus_max = m->c->gpus_max > 0 ? m->c->gpus_max : m->c->gpus,
+            .remaining_steps = t->budget - done, .score = isnan(t->value) ? -1e300 : t->value,
+            .scaling = &t->sc, .restart_s = t->restart_s, .last_resize_s = t->last_resize};
+    }
+    tp_resize_t rs[TP_SCALING_MAX_GPUS];
+    size_t k = tp__realloc_plan(m->c->ropts.policy, rt, n, m->free_gpus, m->now, &m->c->ropts,
+                                rs, TP_SCALING_MAX_GPUS);
+    for (size_t i = 0; i < k && i < TP_SCALING_MAX_GPUS; i++) {
+        st_trial_t *t = &m->t[rs[i].trial];
+        /* checkpoint: the part of the unit in progress is kept */
+        double part = (m->now - t->unit_start) / (t->unit_end - t->unit_start);
+        t->frac = t->frac + (1 - t->frac) * part;
+        take_gpus(m, t, rs[i].gpus - t->gpus);
+        t->last_resize = m->now;
+        start_attempt(m, t);
+        m->out->resizes++;
+        timeline(m, "resize", t->id, t->gpus, t->rung, t->value, rs[i].why);
+    }
+}
+
+static void draw(sim_t *m) {
+    if (!m->c->svg) return;
+    tp_gantt_bar_t *bars = tp__xcalloc(m->nbars + 1, sizeof *bars);
+    char **titles = tp__xcalloc(m->nbars + 1, sizeof *titles);
+    size_t ncol = 1;
+    for (size_t i = 0; i < m->nbars; i++) {
+        const st_bar_t *b = &m->bars[i];
+        titles[i] = tp__xmalloc(64);
+        snprintf(titles[i], 64, "trial %lld, rung %d", (long long)b->trial, b->rung);
+        bars[i] = (tp_gantt_bar_t){.band = (size_t)b->gpu, .start = b->start, .end = b->end,
+                                   .colour = (size_t)b->rung, .title = titles[i]};
+        if ((size_t)b->rung + 1 > ncol) ncol = (size_t)b->rung + 1;
+    }
+    char (*labels)[16] = tp__xcalloc((size_t)m->c->gpus, sizeof *labels);
+    const char **lp = tp__xcalloc((size_t)m->c->gpus, sizeof *lp);
+    for (int g = 0; g < m->c->gpus; g++) {
+        snprintf(labels[g], sizeof labels[g], "gpu%d", g);
+        lp[g] = labels[g];
+    }
+    char (*legend)[32] = tp__xcalloc(ncol, sizeof *legend);
+    const char **lg = tp__xcalloc(ncol, sizeof *lg);
+    for (size_t i = 0; i < ncol; i++) {
+        snprintf(legend[i], sizeof legend[i], "rung %zu", i);
+        lg[i] = legend[i];
+    }
+    char title[160], sub[200];
+    snprintf(title, sizeof title, "%s on %d GPUs, deadline %.0f s", m->c->scheduler, m->c->gpus,
+             m->c->deadline_s);
+    snprintf(sub, sizeof sub, "best %.4f (trial %lld); %zu trials, %zu refused, %zu resizes",
+             m->out->best, (long long)m->out->best_trial, m->out->trials, m->out->refused,
+             m->out->resizes);
+    tp_gantt_t g = {.title = title, .subtitle = sub, .nbands = (size_t)m->c->gpus,
+                    .band_label = lp, .bars = bars, .nbars = m->nbars, .span = m->now,
+                    .legend = lg, .nlegend = ncol};
+    tp__chart_gantt(m->c->svg, &g);
+    for (size_t i = 0; i < m->nbars; i++) free(titles[i]);
+    free(titles);
+    free(bars);
+    free(labels);
+    free(lp);
+    free(legend);
+    free(lg);
+}
+
+void tp__simtune_defaults(tp_simtune_cfg_t *c) {
+    memset(c, 0, sizeof *c);
+    c->scheduler = "asha";
+    c->gpus = 8;
+    c->trials = 81;
+    c->budget_min = 1;
+    c->budget_max = 27;
+    c->eta = 3;
+    tp__realloc_opts_default(&c->ropts);
+    c->unit_s = 60;
+    c->startup_s = 20;
+    c->noise = 0.005;
+}
+
+static int make_scheduler(sim_t *m, tp_error_t *err) {
+    tp__space_init(&m->space);
+    const char *names[] = {"x", "y"};
+    for (int i = 0; i < 2; i++) {
+        tp_param_t p = {.name = tp__strdup(names[i]), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
+        tp__space_add(&m->space, &p);
+    }
+    tp_scheduler_cfg_t sc = {
+        .scheduler = m->c->scheduler,
+        .sampler = {.algorithm = "random", .trials = m->c->trials, .seed = m->c->seed},
+        .budget = {.name = "epochs", .min = m->c->budget_min, .max = m->c->budget_max,
+                   .eta = m->c->eta},
+        .maximize = 1};
+    m->s = tp__scheduler_new(&m->space, &sc, err);
+    if (!m->s) return -EINVAL;
+    if (m->c->deadline_s > 0 && m->s->ops->deadline) m->s->ops->deadline(m->s, m->c->deadline_s);
+    return 0;
+}
+
+int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_error_t *err) {
+    memset(out, 0, sizeof *out);
+    out->best = NAN;
+    out->best_trial = -1;
+    if (c->gpus < 1 || c->gpus > TP_SCALING_MAX_GPUS)
+        return tp__errorf(err, -EINVAL, "gpus must be 1..%d, got %d", TP_SCALING_MAX_GPUS,
+                          c->gpus);
+    sim_t m = {.c = c, .free_gpus = c->gpus, .out = out};
+    for (int g = 0; g < TP_SCALING_MAX_GPUS; g++) m.owner[g] = -1;
+    int rc = make_scheduler(&m, err);
+    if (rc < 0) {
+        tp__space_free(&m.space);
+        return rc;
+    }
+    if (c->timeline) tp__buf_printf(c->timeline, "t_s,event,trial,gpus,rung,value,why\n");
+    fill(&m);
+    for (;;) {
+        st_trial_t *next = NULL;
+        double te = INFINITY;
+        for (size_t i = 0; i < m.n; i++) {
+            st_trial_t *t = &m.t[i];
+            if (!t->running) continue;
+            double at = t->starting ? t->ready_at : t->unit_end;
+            if (at < te) te = at, next = t;
+        }
+        if (!next) break;
+        if (c->deadline_s > 0 && te > c->deadline_s) {
+            m.now = c->deadline_s;
+            timeline(&m, "deadline", -1, 0, 0, out->best, "running trials checkpoint and report");
+            break;
+        }
+        m.now = te;
+        if (next->starting) {
+            next->starting = 0;
+            begin_unit(&m, next);
+        } else {
+            unit_done(&m, next);
+        }
+        fill(&m);
+        reallocate(&m);
+    }
+    for (size_t i = 0; i < m.n; i++)
+        if (m.t[i].running) release_gpus(&m, &m.t[i]);
+    out->end_s = m.now;
+    out->gpu_busy = m.now > 0 ? out->gpu_busy / (c->gpus * m.now) : 0;
+    draw(&m);
+    tp__scheduler_free(m.s);
+    tp__space_free(&m.space);
+    free(m.t);
+    free(m.bars);
+    return 0;
+}

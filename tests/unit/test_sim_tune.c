@@ -1,0 +1,77 @@
+/* Unit tests for the tuning simulator (sim/sim_tune.h): deadline runs
+ * through the real schedulers and the reallocation policy. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim/sim_tune.h"
+#include "tp_test.h"
+
+static tp_simtune_result_t run(tp_simtune_cfg_t *c) {
+    tp_simtune_result_t r;
+    tp_error_t err = {0};
+    int rc = tp__simtune_run(c, &r, &err);
+    if (rc) fprintf(stderr, "  simtune: %s\n", err.msg);
+    return r;
+}
+
+TP_TEST(test_asha_without_a_deadline_runs_every_configuration_reproducibly) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.trials = 27;
+    c.seed = 4;
+    tp_simtune_result_t a = run(&c), b = run(&c);
+    TP_CHECK_INT(a.trials, 27);
+    TP_CHECK_INT(a.refused, 0);
+    TP_CHECK_INT(a.resizes, 0);
+    /* 27 at rung 0, 9 at rung 1, 3 at rung 2, 1 at rung 3 */
+    TP_CHECK_INT(a.jobs, 40);
+    TP_CHECK(a.end_s > 0 && a.best > 0.5 && a.best < 1);
+    TP_CHECK(a.gpu_busy > 0 && a.gpu_busy <= 1);
+    TP_CHECK(a.best == b.best && a.end_s == b.end_s && a.best_trial == b.best_trial);
+}
+
+TP_TEST(test_hypersched_at_a_tight_deadline_refuses_reallocates_and_stops_on_time) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.seed = 2;
+    tp_simtune_result_t full = run(&c);
+    tp_buf_t tl, svg;
+    tp__buf_init(&tl);
+    tp__buf_init(&svg);
+    c.scheduler = "hypersched";
+    c.realloc = 1;
+    c.deadline_s = 0.25 * full.end_s;
+    c.timeline = &tl;
+    c.svg = &svg;
+    tp_simtune_result_t r = run(&c);
+    TP_CHECK(r.end_s == c.deadline_s);
+    TP_CHECK(r.refused > 0);
+    TP_CHECK(r.resizes > 0);
+    TP_CHECK(r.trials < 81);
+    TP_CHECK(r.gpu_busy > 0 && r.gpu_busy <= 1 + 1e-9);
+    TP_REQUIRE(tl.data && svg.data);
+    TP_CHECK_CONTAINS(tl.data, "t_s,event,trial,gpus,rung,value,why\n");
+    TP_CHECK_CONTAINS(tl.data, ",refused,");
+    TP_CHECK_CONTAINS(tl.data, ",resize,");
+    TP_CHECK_CONTAINS(tl.data, "grow 1 -> ");
+    TP_CHECK_CONTAINS(tl.data, ",deadline,");
+    TP_CHECK_CONTAINS(svg.data, "<svg");
+    tp__buf_free(&tl);
+    tp__buf_free(&svg);
+}
+
+TP_TEST(test_a_bad_gpu_count_or_scheduler_is_an_error) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    tp_simtune_result_t r;
+    tp_error_t err = {0};
+    c.gpus = 0;
+    TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "gpus must be 1..64");
+    c.gpus = 4;
+    c.scheduler = "hypershed";
+    TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "did you mean \"hypersched\"");
+}
+
+int main(void) { return tp_test_main(); }
