@@ -30,7 +30,6 @@ static void journal_row(tp_run_t *r, double at, const char *kind, int64_t trial,
 
 /* See orchestrator_internal.h. */
 void tp__deadline_start(tp_run_t *r) {
-    if (!r->sched->ops->deadline) return;
     double at = 0;
     if (r->x.deadline_s > 0) {
         char *created = tp__store_meta_get(r->journal.store, "created_at");
@@ -38,8 +37,9 @@ void tp__deadline_start(tp_run_t *r) {
         free(created);
         at = (c > 0 ? c : tp__wall_s()) + r->x.deadline_s;
     }
-    r->deadline_at = at;
-    if (at == r->deadline_journaled) return; /* replayed: the scheduler has it */
+    r->deadline_at = at; /* for every scheduler: the run's own deadline */
+    if (!r->sched->ops->deadline || at == r->deadline_journaled)
+        return; /* nothing to tell, or replayed: the scheduler has it */
     char d[32], detail[120];
     tp__format_duration(r->x.deadline_s, d, sizeof d);
     if (at > 0)

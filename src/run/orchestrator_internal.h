@@ -354,8 +354,9 @@ void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t
 void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why);
 
 /* ---- deadline.c: schedulers that plan against time (hypersched) ------------ */
-/* After the replay: the deadline (created_at + `deadline`) into r->deadline_at, and told to
- * the scheduler (journaled) when it differs from what the journal told it. */
+/* After the replay: the deadline (created_at + `deadline`) into r->deadline_at (whatever the
+ * scheduler), and told to a scheduler with ops->deadline (journaled) when it differs from what
+ * the journal told it. */
 void tp__deadline_start(tp_run_t *r);
 /* t's job ended ok: its measured timing (units, seconds from the attempt's start to its last
  * report, seconds per unit between its reports) journaled and told to the scheduler, before
