@@ -39,7 +39,7 @@ import signal
 import sys
 
 __all__ = ["report", "params", "trial_dir", "checkpoint_dir", "budget", "should_pause",
-           "handle_pause_signal"]
+           "handle_pause_signal", "configs", "dropped"]
 
 _UNSET = object()
 _fd = _UNSET  # TUNEPACK_REPORT_FD, parsed on the first report(): an int, or None when unset
@@ -75,8 +75,13 @@ def _metric_value(name, value):
         raise TypeError("metric %r must be a number, got %r" % (name, value)) from None
 
 
-def report(step=None, **metrics):
+def report(step=None, config=None, **metrics):
     """Report metrics for one step (epoch, iteration, ...); step=None leaves the step out.
+
+    In a fused process (``fuse:`` in the experiment, several configurations in one process:
+    see configs()), config is the index of the configuration the metrics are about::
+
+        report(step=3, config=2, loss=0.4)      # {"step": 3, "config": 2, "loss": 0.4}
 
     Metric values must be numbers (int, float, numpy scalars, 0-d tensors: anything
     ``float()`` accepts); NaN and infinities are reported as null (JSON has no NaN).
@@ -104,9 +109,12 @@ def report(step=None, **metrics):
     values = {name: _metric_value(name, value) for name, value in metrics.items()}
     if step is not None:
         step = int(step)
+    if config is not None:
+        config = int(config)
 
     if fd is None:
-        pairs = [] if step is None else ["step=%d" % step]
+        pairs = [] if config is None else ["config=%d" % config]
+        pairs.extend([] if step is None else ["step=%d" % step])
         pairs.extend("%s=%r" % (name, value) for name, value in values.items())
         if pairs:
             sys.stdout.write(" ".join(pairs) + "\n")
@@ -114,6 +122,8 @@ def report(step=None, **metrics):
         return
 
     record = {} if step is None else {"step": step}
+    if config is not None:
+        record["config"] = config
     record.update((name, value if math.isfinite(value) else None)
                   for name, value in values.items())
     data = (json.dumps(record, allow_nan=False) + "\n").encode("utf-8")
@@ -166,6 +176,31 @@ def checkpoint_dir():
     return os.environ.get("TUNEPACK_CHECKPOINT_DIR") or None
 
 
+def configs():
+    """Return the configurations of a fused process as a list of dicts, or None if not fused.
+
+    With ``fuse: {max: K}`` in the experiment, one process runs up to K configurations of
+    the same shape; tunepack gives them in TUNEPACK_CONFIGS_JSON (and the command's
+    ``{configs_json}`` placeholder) as ``[{"config": 0, "trial": 12, "params": {...},
+    "checkpoint_dir": "...", "trial_dir": "..."}, ...]``. Report each one's metrics with
+    ``report(step, config=i, ...)``, keep each one's checkpoint in its checkpoint_dir, and
+    stop training index i once dropped() holds it. python/tunepack_fuse.py does all of that
+    for PyTorch models.
+
+    Example::
+
+        for c in configs() or [{"config": 0, "params": params()}]:
+            lr = float(c["params"]["lr"])
+    """
+    text = os.environ.get("TUNEPACK_CONFIGS_JSON", "")
+    if text == "":
+        return None
+    value = json.loads(text)
+    if not isinstance(value, list):
+        raise ValueError("TUNEPACK_CONFIGS_JSON is not a JSON list of configurations")
+    return value
+
+
 def budget(default=None):
     """Return the budget this job must reach (TUNEPACK_BUDGET) as a float, else default.
 
@@ -192,6 +227,7 @@ class _PauseState:
 
     def __init__(self):
         self.requested = False  # a pause was asked for (stays True)
+        self.dropped = set()    # configuration indexes a fused process was told to drop
         self.done = False       # the control fd reached EOF or failed: poll it no more
         self.partial = b""      # bytes of a control line not yet ended by a newline
         self.skipping = False   # the current line is too long: drop it at its newline
@@ -224,8 +260,11 @@ def _feed(data):
     lines = (_pause.partial + data).split(b"\n")
     _pause.partial = lines.pop()
     for line in lines:
-        if not _pause.skipping and line.rstrip(b"\r") == b"pause":
+        line = line.rstrip(b"\r")
+        if not _pause.skipping and line == b"pause":
             _pause.requested = True
+        elif not _pause.skipping and line.startswith(b"drop ") and line[5:].isdigit():
+            _pause.dropped.add(int(line[5:]))
         _pause.skipping = False
     if len(_pause.partial) > _CONTROL_LINE_MAX:
         _pause.partial = b""
@@ -246,19 +285,36 @@ def should_pause():
     """
     if _pause.requested:
         return True
+    _drain(stop_at_pause=True)
+    return _pause.requested
+
+
+def dropped():
+    """Return the set of configuration indexes this fused process was told to drop.
+
+    tunepack's scheduler stopped those configurations early ("drop <i>" lines on the
+    control channel); stop training them and go on with the others (their checkpoints may
+    stay). Never blocks; costs what should_pause() costs. Outside tunepack: an empty set.
+    """
+    _drain(stop_at_pause=False)
+    return set(_pause.dropped)
+
+
+def _drain(stop_at_pause):
+    """Read what waits on the control fd (never blocking) into _pause."""
     if _pause.done:
-        return False
+        return
     text = os.environ.get("TUNEPACK_CONTROL_FD", "")
     if text == "":
-        return False
+        return
     try:
         fd = int(text, 10)
     except ValueError:
         fd = -1
     if fd < 0:
         _pause.done = True
-        return False
-    while not _pause.requested:
+        return
+    while not (stop_at_pause and _pause.requested):
         try:
             ready, _, _ = select.select([fd], [], [], 0)
         except (OSError, ValueError):
@@ -277,4 +333,3 @@ def should_pause():
             _pause.done = True
             break
         _feed(data)
-    return _pause.requested

@@ -159,7 +159,8 @@ static inline int tp__report_write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* Reports metrics for one step: tp_report(step, name, value, name, value, ..., NULL).
+/* Reports metrics for one step: tp_report(step, name, value, name, value, ..., NULL)
+ * (tp__report_v is its body, taking the rest of the list as a va_list).
  * Outside tunepack the line is "step=3 val_acc=0.91 loss=0.2" on stdout, non-finite values
  * printed as nan/inf; for that form keep names to letters, digits and _ . - / (first a letter
  * or _), which is what tunepack's name=value parser takes.
@@ -169,7 +170,8 @@ static inline int tp__report_write_all(int fd, const char *buf, size_t len)
  * Returns 0, or -1 with errno set: EINVAL (TUNEPACK_REPORT_FD is not a number), EMSGSIZE (the
  * line would exceed TP_REPORT_LINE_MAX bytes), or write(2)'s error (EBADF, EPIPE, ...).
  * Costs one getenv, one snprintf per metric and one write(2). */
-static inline int tp_report(long step, const char *name, double value, ...)
+static inline int tp__report_v(int config, long step, const char *name, double value,
+                               va_list ap)
 {
     char line[TP_REPORT_LINE_MAX];
     char num[64];
@@ -178,7 +180,6 @@ static inline int tp_report(long step, const char *name, double value, ...)
     int have_fd;
     int first = 1;
     int rc = 0;
-    va_list ap;
 
     have_fd = tp__report_fd(&fd);
     if (have_fd < 0)
@@ -186,30 +187,38 @@ static inline int tp_report(long step, const char *name, double value, ...)
 
     if (have_fd) {
         line[len++] = '{';
-        if (step >= 0) {
-            if (tp__report_append(line, sizeof line, &len, "\"step\": %ld", step) != 0)
+        if (config >= 0) {
+            if (tp__report_append(line, sizeof line, &len, "\"config\": %d", config) != 0)
                 goto too_long;
             first = 0;
         }
-    } else if (step >= 0) {
-        if (printf("step=%ld", step) < 0)
-            rc = -1;
-        first = 0;
+        if (step >= 0) {
+            if (tp__report_append(line, sizeof line, &len, "%s\"step\": %ld",
+                                  first ? "" : ", ", step) != 0)
+                goto too_long;
+            first = 0;
+        }
+    } else {
+        if (config >= 0) {
+            if (printf("config=%d", config) < 0)
+                rc = -1;
+            first = 0;
+        }
+        if (step >= 0) {
+            if (printf("%sstep=%ld", first ? "" : " ", step) < 0)
+                rc = -1;
+            first = 0;
+        }
     }
 
-    va_start(ap, value);
     while (name != NULL) {
-        if (tp__report_number(num, sizeof num, value, have_fd) != 0) {
-            va_end(ap);
+        if (tp__report_number(num, sizeof num, value, have_fd) != 0)
             goto too_long;
-        }
         if (have_fd) {
             if ((!first && tp__report_append(line, sizeof line, &len, ", ") != 0) ||
                 tp__report_json_string(line, sizeof line, &len, name) != 0 ||
-                tp__report_append(line, sizeof line, &len, ": %s", num) != 0) {
-                va_end(ap);
+                tp__report_append(line, sizeof line, &len, ": %s", num) != 0)
                 goto too_long;
-            }
             first = 0;
         } else {
             if (printf("%s%s=%s", first ? "" : " ", name, num) < 0)
@@ -220,7 +229,6 @@ static inline int tp_report(long step, const char *name, double value, ...)
         if (name != NULL)
             value = va_arg(ap, double);
     }
-    va_end(ap);
 
     if (!have_fd) {
         if (!first && putchar('\n') == EOF)
@@ -236,9 +244,36 @@ too_long:
     return -1;
 }
 
+static inline int tp_report(long step, const char *name, double value, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, value);
+    rc = tp__report_v(-1, step, name, value, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* As tp_report, for configuration `config` of a fused process (`fuse:` in the experiment,
+ * docs/fusion.md): the line carries "config": config, e.g.
+ *     tp_report_config(2, 3, "loss", 0.4, NULL)   // {"config": 2, "step": 3, "loss": 0.4...}
+ * Outside tunepack: "config=2 step=3 loss=0.4". config < 0 leaves it out (as tp_report). */
+static inline int tp_report_config(int config, long step, const char *name, double value, ...)
+{
+    va_list ap;
+    int rc;
+
+    va_start(ap, value);
+    rc = tp__report_v(config, step, name, value, ap);
+    va_end(ap);
+    return rc;
+}
+
 /* ---- budget, checkpoint directory, pause requests (docs/checkpoints.md) ---- */
 
 #define TP_CONTROL_LINE_MAX 64 /* longest control line kept; longer lines are skipped */
+#define TP_CONFIG_MAX 4096     /* fused configuration indexes tp_dropped() can answer for */
 
 /* Returns the trial's persistent checkpoint directory (TUNEPACK_CHECKPOINT_DIR, kept across
  * the trial's attempts and jobs), or NULL when it is unset or empty (outside tunepack). The
@@ -273,6 +308,7 @@ struct tp__pause_state {
     size_t len;                      /* bytes of the current control line in line[] */
     int skipping;                    /* the current line overflowed line[]: drop it */
     char line[TP_CONTROL_LINE_MAX];  /* a control line being read, not yet ended by '\n' */
+    unsigned char dropped[TP_CONFIG_MAX / 8]; /* "drop <i>" seen: bit i */
 };
 
 static inline struct tp__pause_state *tp__pause(void)
@@ -311,8 +347,8 @@ static inline int tp_handle_pause_signal(void)
 }
 
 /* Feeds n bytes read from the control fd into the line state; sets requested on a line that
- * is exactly "pause" (a trailing '\r' allowed). Other lines are ignored (room for later
- * requests). */
+ * is exactly "pause" (a trailing '\r' allowed), and bit i of dropped on "drop <i>". Other
+ * lines are ignored (room for later requests). */
 static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
@@ -322,8 +358,16 @@ static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, s
                 size_t len = ps->len;
                 if (len > 0 && ps->line[len - 1] == '\r')
                     len--;
-                if (len == 5 && memcmp(ps->line, "pause", 5) == 0)
+                if (len == 5 && memcmp(ps->line, "pause", 5) == 0) {
                     ps->requested = 1;
+                } else if (len > 5 && len < 12 && memcmp(ps->line, "drop ", 5) == 0) {
+                    long ix = 0;
+                    size_t k;
+                    for (k = 5; k < len && ps->line[k] >= '0' && ps->line[k] <= '9'; k++)
+                        ix = ix * 10 + (ps->line[k] - '0');
+                    if (k == len && ix < TP_CONFIG_MAX)
+                        ps->dropped[ix / 8] |= (unsigned char)(1u << (ix % 8));
+                }
             }
             ps->len = 0;
             ps->skipping = 0;
@@ -344,25 +388,50 @@ static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, s
  * checkpoint and exit 0 soon (exit 0 after a pause request means "paused", not "completed").
  * Costs one getenv and one poll(2) per call (plus a read(2) when a request is waiting):
  * call it at epoch or batch ends, not per sample. */
+static inline void tp__control_poll(struct tp__pause_state *ps, int stop_at_pause);
+
 static inline int tp_should_pause(void)
 {
     struct tp__pause_state *ps = tp__pause();
+
+    if (ps->requested)
+        return 1;
+    tp__control_poll(ps, 1);
+    return ps->requested ? 1 : 0;
+}
+
+/* Returns 1 when tunepack told this fused process to drop configuration `config` ("drop
+ * <config>" on the control channel: the scheduler stopped that one early; stop training it
+ * and go on with the others), else 0. Never blocks; sticky; costs what tp_should_pause
+ * costs. Outside tunepack always 0. */
+static inline int tp_dropped(int config)
+{
+    struct tp__pause_state *ps = tp__pause();
+
+    if (config < 0 || config >= TP_CONFIG_MAX)
+        return 0;
+    tp__control_poll(ps, 0);
+    return (ps->dropped[config / 8] >> (config % 8)) & 1;
+}
+
+/* Reads what waits on TUNEPACK_CONTROL_FD (never blocking) into ps; with stop_at_pause it
+ * stops once a pause was asked. */
+static inline void tp__control_poll(struct tp__pause_state *ps, int stop_at_pause)
+{
     const char *s;
     char *end;
     long fd;
 
-    if (ps->requested)
-        return 1;
     if (ps->control_done)
-        return 0;
+        return;
     s = getenv("TUNEPACK_CONTROL_FD");
     if (s == NULL || *s == '\0')
-        return 0;
+        return;
     errno = 0;
     fd = strtol(s, &end, 10);
     if (errno != 0 || *end != '\0' || fd < 0 || fd > INT_MAX) {
         ps->control_done = 1;
-        return 0;
+        return;
     }
     for (;;) {
         struct pollfd p;
@@ -391,10 +460,9 @@ static inline int tp_should_pause(void)
             break;
         }
         tp__pause_feed(ps, buf, (size_t)n);
-        if (ps->requested)
+        if (stop_at_pause && ps->requested)
             break;
     }
-    return ps->requested ? 1 : 0;
 }
 
 #endif /* TUNEPACK_REPORT_H */

@@ -236,6 +236,19 @@ static void on_pause(tp_agent_t *a, json_t *m) {
             tp__trial_pause(t);
 }
 
+/* A fused attempt drops one of its configurations (an early stop of that one): "drop <i>"
+ * on its control channel; the process goes on with the others. */
+static void on_drop(tp_agent_t *a, json_t *m) {
+    json_t *tr = json_object_get(m, "trial"), *at = json_object_get(m, "attempt"),
+           *cfg = json_object_get(m, "config");
+    if (!json_is_integer(tr) || !json_is_integer(at) || !json_is_integer(cfg) ||
+        json_integer_value(cfg) < 0 || json_integer_value(cfg) > INT32_MAX)
+        return;
+    for (tp_trial_t *t = a->trials; t; t = t->next)
+        if (t->trial == json_integer_value(tr) && t->attempt == json_integer_value(at))
+            tp__trial_drop(t, (int)json_integer_value(cfg));
+}
+
 static void on_shutdown(tp_agent_t *a, json_t *m) {
     (void)m;
     begin_stop(a, 1, 0);
@@ -249,6 +262,7 @@ static const struct {
     {"launch", on_launch},
     {"stop", on_stop},
     {"pause", on_pause},
+    {"drop", on_drop},
     {"shutdown", on_shutdown},
     {"mps_start", tp__agent_mps_start},
     {"ping", on_ping},

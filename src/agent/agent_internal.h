@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <uv.h>
 
@@ -126,6 +127,8 @@ struct tp_trial {
     int ctl_fd;                       /* write end of the trial's control channel, -1 if none */
     int pause_signal;                 /* signal for pause requests, 0: none */
     int pause_requested;              /* `pause` was asked */
+    double maxrss_mib;                /* the leader's peak resident memory (wait4), 0 before */
+    double cpu_s;                     /* the leader's user + system CPU seconds (wait4) */
     char err_tail[128];               /* last bytes of stderr, for OOM lines split by reads */
     size_t err_tail_len;
 };
@@ -135,12 +138,15 @@ void tp__trial_launch(tp_agent_t *a, json_t *msg);
 /* Ask it to checkpoint and exit (control channel, optional signal); stop it
  * after its grace if it does not. Its status is then "paused". */
 void tp__trial_pause(tp_trial_t *t);
+/* A fused attempt: "drop <config>" on its control channel (that configuration stops, the
+ * others go on). Nothing once it is ending. */
+void tp__trial_drop(tp_trial_t *t, int config);
 /* SIGTERM the group, SIGKILL after grace; status becomes reason's. */
 void tp__trial_stop(tp_trial_t *t, tp_end_reason_t reason);
 /* Stop or resume reading a trial's pipes (output backpressure). */
 void tp__trial_set_reading(tp_trial_t *t, int on);
 /* The leader exited with wait status `status`. */
-void tp__trial_leader_exited(tp_trial_t *t, int status);
+void tp__trial_leader_exited(tp_trial_t *t, int status, const struct rusage *ru);
 /* SIGCHLD: reap what belongs to lingering groups and finish them. */
 void tp__trial_on_sigchld(tp_trial_t *t);
 /* A TCP port free on this node now (bound to port 0, then released, as

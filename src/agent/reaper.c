@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -116,10 +117,11 @@ int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt) {
 void tp__reap_children(tp_agent_t *a) {
     int status;
     pid_t pid;
-    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+    struct rusage ru;
+    while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
         for (tp_trial_t *t = a->trials; t; t = t->next)
             if (t->pid == pid && !t->leader_exited) {
-                tp__trial_leader_exited(t, status);
+                tp__trial_leader_exited(t, status, &ru);
                 break;
             }
     }

@@ -50,18 +50,22 @@ static double since_s(uint64_t t0) {
 
 static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, int rank,
                         const char *status, int64_t code, int sig, const char *error,
-                        double duration_s, int oom) {
+                        double duration_s, int oom, double maxrss_mib, double cpu_s) {
     json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f, s:b}", "type", "exited",
                           "trial", (json_int_t)trial, "attempt", (json_int_t)attempt, "status",
                           status, "code", (json_int_t)code, "signal", sig, "error", error,
                           "duration_s", duration_s, "oom", oom);
+    if (maxrss_mib > 0) { /* what the leader used, from wait4 */
+        json_object_set_new(m, "maxrss_mib", json_real(maxrss_mib));
+        json_object_set_new(m, "cpu_s", json_real(cpu_s));
+    }
     if (rank) json_object_set_new(m, "rank", json_integer(rank));
     tp__agent_send(a, m, NULL, 0);
 }
 
 static void send_spawn_failed(tp_agent_t *a, int64_t trial, int64_t attempt, int rank,
                               const char *error, uint64_t t0) {
-    send_exited(a, trial, attempt, rank, "spawn_failed", -1, 0, error, since_s(t0), 0);
+    send_exited(a, trial, attempt, rank, "spawn_failed", -1, 0, error, since_s(t0), 0, 0, 0);
 }
 
 /* Send the batch of a line splitter as one `report` message. */
@@ -187,7 +191,7 @@ static void maybe_finish(tp_trial_t *t) {
         snprintf(error + strlen(error), sizeof error - strlen(error),
                  "%sprocesses of group %ld still present", error[0] ? "; " : "", (long)t->pid);
     send_exited(t->a, t->trial, t->attempt, t->rank, status_name(t), t->exit_code, t->term_signal, error,
-                since_s(t->t0), t->oom);
+                since_s(t->t0), t->oom, t->maxrss_mib, t->cpu_s);
     t->exited_sent = 1;
     uv_timer_stop(&t->timer);
     uv_close((uv_handle_t *)&t->timer, on_handle_closed);
@@ -347,11 +351,25 @@ void tp__trial_pause(tp_trial_t *t) {
     arm(t, TP_TIMER_PAUSE, t->grace_s > 0 ? t->grace_s : 0);
 }
 
+void tp__trial_drop(tp_trial_t *t, int config) {
+    if (t->leader_exited || t->reason != TP_END_NONE || t->ctl_fd < 0) return;
+    char line[32];
+    int n = snprintf(line, sizeof line, "drop %d\n", config);
+    if (write(t->ctl_fd, line, (size_t)n) < 0 && errno != EAGAIN)
+        tp__log(TP_LOG_DEBUG, "agent: control channel of trial %lld: %s", (long long)t->trial,
+                strerror(errno));
+}
+
 /* The leader exited (reaped by the agent's SIGCHLD handler with wait
  * status `status`): kill what is left of its group, then wait (at most the
  * linger) for the pipes to drain and the group to go. */
-void tp__trial_leader_exited(tp_trial_t *t, int status) {
+void tp__trial_leader_exited(tp_trial_t *t, int status, const struct rusage *ru) {
     t->leader_exited = 1;
+    if (ru) { /* ru_maxrss is in KiB on Linux */
+        t->maxrss_mib = (double)ru->ru_maxrss / 1024.0;
+        t->cpu_s = (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6 +
+                   (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
+    }
     t->term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     t->exit_code = t->term_signal ? -1 : WEXITSTATUS(status);
     kill_group(t, SIGKILL);

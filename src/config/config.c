@@ -642,6 +642,7 @@ static const key_spec_t top_keys[] = {
     {"deadline", tp__cfg_key_deadline, 0, NULL},
     {"reallocation", tp__cfg_key_reallocation, 0, NULL},
     {"surrogate", tp__cfg_key_surrogate, 0, NULL},
+    {"fuse", tp__cfg_key_fuse, 0, NULL},
 };
 
 /* ---- whole file ---------------------------------------------------------------- */
@@ -660,8 +661,14 @@ static int check_placeholders(cfgctx_t *c) {
         for (char **n = names; rc == 0 && *n; n++) {
             if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
                 (c->x->budget_name && !strcmp(*n, c->x->budget_name)) ||
-                (c->x->surrogate.param && !strcmp(*n, c->x->surrogate.param)))
+                (c->x->surrogate.param && !strcmp(*n, c->x->surrogate.param)) ||
+                (c->fuse && !strcmp(*n, "configs_json")))
                 continue;
+            if (!strcmp(*n, "configs_json")) {
+                rc = fail(c, e, "placeholder {configs_json} is given only to fused processes; add "
+                                "fuse: {max: 8} or write {{configs_json}} for the literal text");
+                continue;
+            }
             const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
             tp_buf_t list;
             tp__buf_init(&list);
@@ -784,6 +791,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
         if (rc == 0) rc = tp__cfg_check_budget(&c, root);
         if (rc == 0) rc = tp__cfg_check_enqueue(&c);
         if (rc == 0) rc = tp__cfg_check_surrogate(&c);
+        if (rc == 0) rc = tp__cfg_check_fuse(&c);
         if (rc == 0 && !out->policy) out->policy = tp__strdup(TP_PLACE_DEFAULT_POLICY);
     }
     yaml_document_delete(&doc);
@@ -829,6 +837,8 @@ void tp__experiment_free(tp_experiment_t *x) {
     free(x->policy);
     for (size_t i = 0; i < x->ngpus; i++) free(x->gpus[i].type);
     free(x->gpus);
+    for (size_t i = 0; i < x->fuse.nshape; i++) free(x->fuse.shape[i]);
+    free(x->fuse.shape);
     for (size_t i = 0; i < x->nprofile_by; i++) free(x->profile_by[i]);
     free(x->profile_by);
     free(x->budget_name);

@@ -100,6 +100,20 @@ typedef struct tp_resources {
     double profile_s;      /* `profile_time`: the profiler's bounded run, default 30s */
 } tp_resources_t;
 
+/* `fuse:` several configurations of the same shape in one process (docs/fusion.md). */
+typedef struct tp_fuse_cfg {
+    int max;               /* `fuse.max`: most configurations per process (1..64); 0: no fusion */
+    int min;               /* `fuse.min`: fewest a process is started for while more wait
+                              (1..max, default 1); the measured K is chosen in min..max */
+    char **shape;          /* `fuse.shape`: the parameters that change the model's shape, owned;
+                              default: profile_by and the parameters the command names */
+    size_t nshape;
+    uint64_t memory_mib;   /* `fuse.memory`: what one fused process may use; 0: the GPU's memory
+                              less the reserve, on CPU the node's memory / concurrency */
+} tp_fuse_cfg_t;
+
+#define TP_FUSE_MAX 64     /* most configurations one process may run */
+
 #define TP_FAIL_FAST_DEFAULT 3 /* trials, for `fail_fast: true` (the default) */
 
 /* One objective of `metric:` (a mapping, or a list of them for several). */
@@ -177,6 +191,7 @@ typedef struct tp_experiment {
     int realloc_given;     /* `reallocation` was written */
     tp_surrogate_cfg_t surrogate; /* `surrogate`: param (owned; NULL: none), value, promote
                                      (default 3), eager (default 0.5) */
+    tp_fuse_cfg_t fuse;    /* `fuse`: fused trials; fuse.max 0 when off */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */
@@ -203,12 +218,14 @@ json_t *tp__config_tree(const char *text);
 int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *accepted,
                        tp_buf_t *refused);
 
-/* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}. */
+/* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}, and with
+ * `fuse:` {configs_json}. */
 typedef struct tp_subst_extra {
     const char *trial_id;   /* e.g. "17" */
     const char *trial_dir;  /* absolute path of the trial's directory */
     const char *budget_name;  /* the budget's placeholder, NULL if none */
     const char *budget_value; /* its value for this job */
+    const char *configs_json; /* a fused process's configurations ({configs_json}), NULL: none */
 } tp_subst_extra_t;
 
 /* Substitute {name} in tmpl from params (a JSON object) and extra, where

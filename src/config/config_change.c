@@ -25,6 +25,7 @@ static const struct {
     {"sharing", 1},       {"groups", 1},       {"gpus", 1},         {"profile_by", 1},    {"cluster", 1},
     {"env", 1},           {"checkpoint", 1},   {"workdir", 1},
     {"env_passthrough", 1}, {"permissions", 1}, {"reallocation", 1},
+    {"fuse", 1},
     /* meaning: what a recorded trial was, and how it was judged */
     {"name", 0},          {"command", 0},      {"metric", 0},        {"space", 0},
     {"search", 0},        {"enqueue", 0},

@@ -26,6 +26,9 @@ typedef struct cfgctx {
     yaml_node_t *res_gpus_per_node; /* `resources.gpus_per_node`, for messages */
     yaml_node_t *groups;     /* `groups` mapping, for messages */
     int res_gpus_set;        /* gpus or gpus_per_node seen */
+    yaml_node_t *fuse;       /* `fuse` mapping, checked once the space is known */
+    yaml_node_t *fuse_shape; /* `fuse.shape` list, checked once the space is known */
+    yaml_node_t *fuse_min;   /* `fuse.min` value, for messages */
     int trials_given;        /* `search.trials` was written (else a per-sampler default) */
     yaml_node_t *surrogate;  /* `surrogate` mapping, for messages */
 } cfgctx_t;
@@ -63,6 +66,8 @@ int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, 
                     long long *out);
 int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out);
 int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *out);
+/* A memory size: a number of MiB, or a size with a unit ("2G", "1500M"), into *out MiB. */
+int tp__cfg_get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out);
 int tp__cfg_check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example);
 int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
                          size_t nspec, const char *example);
@@ -109,6 +114,10 @@ int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v);
  * checked against the space, the budget and the objectives. */
 int tp__cfg_key_surrogate(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_check_surrogate(cfgctx_t *c);
+/* config_fuse.c: `fuse`; after the whole file, its shape names are parameters and the
+ * command names no other parameter ({configs_json} carries those). */
+int tp__cfg_key_fuse(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_fuse(cfgctx_t *c);
 /* After the whole file: profile_by names must be parameters. */
 int tp__cfg_check_resources(cfgctx_t *c);
 

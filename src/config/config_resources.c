@@ -22,8 +22,8 @@ static int is_auto(const yaml_node_t *v) {
     return v->type == YAML_SCALAR_NODE && strcmp(stext(v), "auto") == 0;
 }
 
-/* GPU memory: a number of MiB, or a size with a unit ("2G", "1500M"). */
-static int get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out) {
+/* See config_internal.h. */
+int tp__cfg_get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out) {
     long long n;
     if (tp__cfg_node_integer(v, &n) == 0 && n > 0) {
         *out = (uint64_t)n;
@@ -92,7 +92,7 @@ static int res_gpu_memory(cfgctx_t *c, const char *key, yaml_node_t *v) {
         c->x->res.gpu_memory_auto = 1;
         return 0;
     }
-    return get_mib(c, key, v, &c->x->res.gpu_memory_mib);
+    return tp__cfg_get_mib(c, key, v, &c->x->res.gpu_memory_mib);
 }
 
 static int res_gpu_compute(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -189,7 +189,7 @@ static int pl_reserve(cfgctx_t *c, const char *key, yaml_node_t *v) {
         c->x->reserve_mib = 0;
         return 0;
     }
-    return get_mib(c, key, v, &c->x->reserve_mib);
+    return tp__cfg_get_mib(c, key, v, &c->x->reserve_mib);
 }
 
 static int pl_oversubscribe(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -262,7 +262,7 @@ static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
             rc = tp__cfg_get_string(c, name, val, &s);
             if (rc == 0) g->type = tp__strdup(s);
         } else if (strcmp(name, "memory") == 0) {
-            rc = get_mib(c, name, val, &g->memory_mib);
+            rc = tp__cfg_get_mib(c, name, val, &g->memory_mib);
         } else if (strcmp(name, "speed") == 0) {
             rc = get_real(c, name, val, 0, 1000, &g->speed);
         } else {

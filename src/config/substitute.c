@@ -156,6 +156,8 @@ static int subst_name(void *ctx, const char *p, size_t n) {
     if (c->extra && c->extra->budget_name && c->extra->budget_value &&
         strcmp(name, c->extra->budget_name) == 0)
         return tp__buf_puts(&c->out, c->extra->budget_value);
+    if (c->extra && c->extra->configs_json && strcmp(name, "configs_json") == 0)
+        return tp__buf_puts(&c->out, c->extra->configs_json);
     return tp__errorf(c->err, -EINVAL, "placeholder {%s} in \"%s\" names no parameter", name,
                       c->tmpl);
 }

@@ -101,6 +101,13 @@ static int show_jobs(const tp_experiment_t *x, const char *dir, int n) {
         printf("trial %s: %s%s%s\n  ", id, params, *budget ? "  budget " : "", budget);
         tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
                                   .budget_name = x->budget_name, .budget_value = budget};
+        /* Fused: shown as a process of this one configuration (the run groups several). */
+        json_t *one = x->fuse.max ? json_pack("[{s:i, s:I, s:O}]", "config", 0, "trial",
+                                             (json_int_t)job.trial, "params", job.config)
+                                  : NULL;
+        char *configs = one ? json_dumps(one, JSON_COMPACT) : NULL;
+        json_decref(one);
+        extra.configs_json = configs;
         for (size_t k = 0; k < x->argc; k++) {
             char *arg = tp__substitute(x->argv[k], job.config, &extra, &err);
             if (!arg) {
@@ -113,6 +120,7 @@ static int show_jobs(const tp_experiment_t *x, const char *dir, int n) {
             free(arg);
         }
         putchar('\n');
+        free(configs);
         json_decref(job.config);
     }
     tp__scheduler_free(s);

@@ -105,14 +105,13 @@ static int streams_logs(const tp_run_t *r) {
     return r->x.cluster.kind != TP_CLUSTER_LOCAL && !r->x.cluster.shared;
 }
 
-/* t's directory where it runs (TUNEPACK_TRIAL_DIR of rank 0). */
-static void trial_home(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
+void tp__run_trial_home(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
     snprintf(out, n, "%s/trials/%06lld", streams_logs(r) ? r->spool : r->dir, (long long)t->id);
 }
 
 void tp__run_checkpoint_dir(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
     char home[4200];
-    trial_home(r, t, home, sizeof home);
+    tp__run_trial_home(r, t, home, sizeof home);
     if (r->x.checkpoint_root) /* shared storage: a trial moved to another node resumes */
         snprintf(out, n, "%s/%s/%06lld", r->x.checkpoint_root, r->x.name, (long long)t->id);
     else
@@ -127,7 +126,7 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     snprintf(id, sizeof id, "%lld", (long long)t->id);
     int stream = streams_logs(r);
     char home[4200];
-    trial_home(r, t, home, sizeof home);
+    tp__run_trial_home(r, t, home, sizeof home);
     /* Rank 0 is the trial; the others keep their logs beside it. */
     if (rank)
         snprintf(rdir, sizeof rdir, "%s/rank%d", home, rank);
@@ -139,9 +138,27 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     tp__run_checkpoint_dir(r, t, ckpt, sizeof ckpt);
     tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
                               .budget_name = r->x.budget_name, .budget_value = budget};
+    /* A fused process gets its configurations as JSON, and only the shape parameters,
+     * which they share, as parameters of its own. */
+    char *configs = t->fused ? tp__fuse_configs_json(r, t) : NULL;
+    json_t *params = t->params;
+    if (configs) {
+        extra.configs_json = configs;
+        params = json_object();
+        for (size_t i = 0; i < r->x.fuse.nshape; i++) {
+            json_t *v = json_object_get(t->params, r->x.fuse.shape[i]);
+            if (v) json_object_set(params, r->x.fuse.shape[i], v);
+        }
+    } else {
+        json_incref(params);
+    }
     tp_error_t serr = {0};
-    json_t *argv = tp__substitute_argv(r->x.argv, r->x.argc, &r->x.space, t->params, &extra, &serr);
-    if (!argv) return tp__errorf(&r->err, -EINVAL, "trial %s: %s", id, serr.msg);
+    json_t *argv = tp__substitute_argv(r->x.argv, r->x.argc, &r->x.space, params, &extra, &serr);
+    if (!argv) {
+        free(configs);
+        json_decref(params);
+        return tp__errorf(&r->err, -EINVAL, "trial %s: %s", id, serr.msg);
+    }
     json_t *env = json_object();
     if (json_is_array(t->gpu_env))
         json_object_update(env, json_array_get(t->gpu_env, shard));
@@ -150,18 +167,21 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     int ranked = t->nranks > 1 || tp__elastic_on(r); /* elastic: the contract at 1 GPU too */
     if (ranked) rank_env(r, t, rank, env);
     if (r->x.budget_name) json_object_set_new(env, "TUNEPACK_BUDGET", json_string(budget));
+    if (configs) json_object_set_new(env, "TUNEPACK_CONFIGS_JSON", json_string(configs));
+    free(configs);
     for (size_t i = 0; i < r->x.nenv; i++)
         json_object_set_new(env, r->x.env[i].name, json_string(r->x.env[i].value));
     const char *key;
     json_t *val;
     char *text = tp__xmalloc(TP_VALUE_MAX + 1);
-    json_object_foreach(t->params, key, val) {
+    json_object_foreach(params, key, val) {
         char name[256];
         env_name(key, name, sizeof name);
         if (tp__value_text(val, text, TP_VALUE_MAX + 1) < 0) { /* never dropped silently */
             free(text);
             json_decref(argv);
             json_decref(env);
+            json_decref(params);
             return tp__errorf(&r->err, -E2BIG,
                               "trial %s: the value of \"%s\" is longer than %d bytes, the most "
                               "its environment variable %s may carry", id, key, TP_VALUE_MAX, name);
@@ -171,9 +191,10 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     free(text);
     json_t *m = json_pack("{s:s, s:I, s:i, s:o, s:o, s:s, s:s, s:O, s:f, s:f, s:I}", "type",
                           "launch", "trial", (json_int_t)t->id, "attempt", t->attempts, "argv",
-                          argv, "env", env, "cwd", r->workdir, "dir", rdir, "params", t->params,
+                          argv, "env", env, "cwd", r->workdir, "dir", rdir, "params", params,
                           "timeout_s", r->x.timeout_s, "grace_s", r->x.grace_s, "log_limit",
                           (json_int_t)r->x.log_limit);
+    json_decref(params);
     json_object_set_new(m, "checkpoint_dir", json_string(ckpt));
     json_object_set_new(m, "dir_mode", json_integer(r->x.dir_mode));
     json_t *pass = passthrough(r);
@@ -191,12 +212,19 @@ static int send_launch(tp_run_t *r, trial_t *t, int rank) {
     return rc;
 }
 
-/* The agent ends it after its grace either way. */
+/* See orchestrator_internal.h. The agent ends it after its grace either way. */
 void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason) {
-    if (t->stop_sent) return;
+    if (t->stop_sent || (t->fused && t->fused->stop_sent)) return;
     t->stop_sent = 1;
-    json_t *m = json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)t->id, "attempt",
-                          t->attempts);
+    int64_t id = t->id;
+    int attempt = t->attempts;
+    if (t->fused) {
+        t->fused->stop_sent = 1;
+        id = t->fused->proc;
+        attempt = t->fused->attempt;
+    }
+    json_t *m = json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)id, "attempt",
+                          attempt);
     if (reason) json_object_set_new(m, "reason", json_string(reason));
     for (size_t k = 0; k < tp__trial_nshards(r, t); k++) /* every node of the attempt */
         tp__agents_send(r, (int)tp__trial_shard(t, k)->node, m);
@@ -248,7 +276,7 @@ void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t
 /* The next trial to run: a pending one (lowest id first: retries and
  * interrupted jobs), else the scheduler's next job: a new trial (journaled
  * as added) or a paused one promoted. NULL when there is none now. */
-static trial_t *next_candidate(tp_run_t *r) {
+trial_t *tp__run_next_candidate(tp_run_t *r) {
     trial_t *t = tp__trials_pop(&r->trials);
     if (t) return t;
     if (r->exhausted || r->sched_waiting) return NULL;
@@ -322,9 +350,7 @@ void tp__run_queue_stop(tp_run_t *r, const trial_t *t) {
     queue_id(&r->stops, &r->nstops, &r->capstops, t->id);
 }
 
-/* Journal the start of t's next attempt where the placer put it; the
- * launch is sent after the commit by pump(). */
-static void start_attempt(tp_run_t *r, trial_t *t) {
+void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch) {
     t->attempts++;
     t->job_attempts++;
     t->stop_sent = 0;
@@ -347,10 +373,19 @@ static void start_attempt(tp_run_t *r, trial_t *t) {
     json_decref(t->verdict);
     t->verdict = NULL;
     t->started = tp__mono_s();
+    if (!t->fused) t->proc = t->id;
     tp__buf_reset(&t->last);
     if (tp__trial_set_state(&r->trials, t, TP_TRIAL_RUNNING, NULL) != 0) return;
     tp__placement_attempt(r, t);
-    queue_id(&r->launch, &r->nlaunch, &r->caplaunch, t->id);
+    if (launch) queue_id(&r->launch, &r->nlaunch, &r->caplaunch, t->id);
+}
+
+void tp__run_put_back(tp_run_t *r, trial_t *t) {
+    if (t->state == TP_TRIAL_PAUSED) /* promoted; waits for room */
+        tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING,
+                            &(tp_transition_t){.detail = "promoted; waits for room"});
+    else
+        tp__trials_push(&r->trials, t);
 }
 
 /* Fill free slots: take up to the free concurrency of candidates, let the
@@ -360,9 +395,15 @@ static void schedule(tp_run_t *r) {
     if (!tp__agents_ready(r) || r->stopping || r->agents.shutting_down ||
         !tp__placement_may_fit(r) || r->journal.broken || r->el.resizing)
         return;
-    int running = r->trials.count[TP_TRIAL_RUNNING];
+    int running = tp__fuse_slots_used(r);
     size_t free_slots = running < r->x.concurrency ? (size_t)(r->x.concurrency - running) : 0;
     if (free_slots == 0) return;
+    if (r->x.fuse.max) {
+        double t0 = tp__mono_s();
+        if (tp__fuse_schedule(r, free_slots))
+            tp__samples_add(&r->round_ms, (tp__mono_s() - t0) * 1000.0);
+        return;
+    }
     if (r->capbatch < free_slots) {
         r->capbatch = free_slots;
         r->batch = tp__xrealloc(r->batch, free_slots * sizeof *r->batch);
@@ -370,18 +411,15 @@ static void schedule(tp_run_t *r) {
     size_t n = 0;
     trial_t *t;
     double t0 = tp__mono_s();
-    while (n < free_slots && (t = next_candidate(r)) != NULL) r->batch[n++] = t;
+    while (n < free_slots && (t = tp__run_next_candidate(r)) != NULL) r->batch[n++] = t;
     if (n == 0) return;
     if (tp__placement_place(r, r->batch, n) < n) tp__elastic_place_fewer(r, r->batch, n);
     for (size_t i = 0; i < n; i++) {
         t = r->batch[i];
         if (t->where.placed)
-            start_attempt(r, t);
-        else if (t->state == TP_TRIAL_PAUSED) /* promoted; waits for room */
-            tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &(tp_transition_t){
-                                    .detail = "promoted; waits for room"});
+            tp__run_start_attempt(r, t, 1);
         else
-            tp__trials_push(&r->trials, t);
+            tp__run_put_back(r, t);
     }
     tp__samples_add(&r->round_ms, (tp__mono_s() - t0) * 1000.0);
 }
@@ -408,7 +446,10 @@ static void pump(uv_prepare_t *h) {
     tp__elastic_act(r);
     for (size_t i = 0; i < r->nstops; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->stops[i]);
-        if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "stop", "early stop");
+        if (t && t->state == TP_TRIAL_RUNNING && t->fused)
+            tp__fuse_drop(r, t); /* the others of its process go on */
+        else if (t && t->state == TP_TRIAL_RUNNING)
+            tp__run_send_control(r, t, "stop", "early stop");
     }
     r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
@@ -479,6 +520,38 @@ static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
     tp__run_on_exited(r, t, &judged);
 }
 
+/* A message about a fused process: reports split by configuration, its end mapped to
+ * every configuration still in it. 1 when it was one (handled or stale), 0 otherwise. */
+static int fused_msg(tp_run_t *r, const tp_msg_t *m) {
+    json_int_t id = -1, attempt = -1;
+    json_unpack(m->head, "{s:I, s:I}", "trial", &id, "attempt", &attempt);
+    tp_fused_t *f = tp__fuse_find(r, id, attempt);
+    if (!f) return 0;
+    trial_t *t = tp__trials_get(&r->trials, f->proc); /* its logs' trial */
+    if (strcmp(m->type, "report") == 0) {
+        tp__run_on_report(r, t, f, m);
+    } else if (strcmp(m->type, "garbage") == 0) {
+        const char *what = json_string_value(json_object_get(m->head, "what"));
+        trial_t *g = tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1);
+        if (g) tp__run_garbage(r, g, what ? what : "garbage");
+    } else if (strcmp(m->type, "log") == 0) {
+        if (t) tp__run_on_log(r, t, 0, m);
+    } else if (strcmp(m->type, "started") == 0) {
+        json_int_t pid = 0;
+        json_unpack(m->head, "{s?I}", "pid", &pid);
+        double now = tp__mono_s();
+        for (int i = 0; i < f->n; i++) {
+            trial_t *u = tp__fuse_member(r, f, i);
+            if (u) u->pid = (int)pid;
+        }
+        if (t) tp__samples_add(&r->start_ms, (now - t->launch_sent) * 1000.0);
+        if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
+    } else if (strcmp(m->type, "exited") == 0) {
+        tp__fuse_on_exited(r, f, m);
+    }
+    return 1;
+}
+
 static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
     int proto = 0;
     json_unpack(m->head, "{s?i}", "protocol", &proto);
@@ -532,11 +605,12 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
         return;
     }
     if (strcmp(m->type, "bye") == 0) return;
+    if (r->x.fuse.max && fused_msg(r, m)) return;
     int rank = 0;
     trial_t *t = msg_trial(r, m, &rank);
     if (!t) return;
     if (strcmp(m->type, "report") == 0) {
-        if (rank == 0) tp__run_on_report(r, t, m); /* rank 0 speaks for the trial */
+        if (rank == 0) tp__run_on_report(r, t, NULL, m); /* rank 0 speaks for the trial */
     } else if (strcmp(m->type, "garbage") == 0) {
         const char *what = json_string_value(json_object_get(m->head, "what"));
         if (rank == 0) tp__run_garbage(r, t, what ? what : "garbage");

@@ -20,6 +20,7 @@
 
 #include "config/config.h"
 #include "launch/launch.h"
+#include "place/fuse_choice.h"
 #include "place/place.h"
 #include "run/run.h"
 #include "run/journal.h"
@@ -256,6 +257,69 @@ void tp__view_final(tp_run_t *r);
 void tp__view_front_add(tp_run_t *r, int64_t id, const double *values);
 void tp__view_free(tp_run_t *r);
 
+/* ---- fuse.c: several configurations in one process (`fuse:`) ------------------- */
+/* One fused process: the attempts of up to fuse.max trials of one shape and budget. The
+ * agent knows it as the attempt (proc, attempt) of its first configuration's trial. */
+typedef struct tp_fused {
+    int64_t proc;               /* the trial id the agent knows it by */
+    int attempt;                /* that trial's attempt number */
+    int n;                      /* configurations it started with (its K) */
+    int64_t ids[TP_FUSE_MAX];   /* the trial of each configuration index */
+    int64_t base[TP_FUSE_MAX];  /* each one's step when it started (0: a fresh job) */
+    int64_t last_step[TP_FUSE_MAX]; /* each one's last reported step */
+    double last_at[TP_FUSE_MAX];/* monotonic time of each one's last report, 0: none */
+    int running;                /* configurations still running in it */
+    int stop_sent;              /* a stop or pause went to the process */
+    int busy;                   /* its end is being mapped to its configurations: kept */
+    size_t shape;               /* its shape's index in tp_fusion_t.shapes */
+    double started;             /* monotonic time it was started */
+} tp_fused_t;
+
+/* What was measured of one shape's fused processes, and the K last chosen. */
+typedef struct tp_fuse_shape {
+    char *key;                  /* JSON of the shape parameters' values, owned */
+    tp_fuse_table_t table;      /* throughput and memory per K */
+    int last_k;                 /* the K chosen last (journaled when it changes) */
+} tp_fuse_shape_t;
+
+typedef struct tp_fusion {
+    tp_fused_t **live;          /* processes with a configuration still running, owned */
+    size_t nlive, cap;
+    tp_fuse_shape_t *shapes;    /* owned */
+    size_t nshapes;
+    int extra;                  /* running configurations beyond one per live process */
+} tp_fusion_t;
+
+/* Fill up to free_slots processes with fused groups of pending trials (same shape and
+ * budget, K chosen by tp__fuse_choose), place each group's first trial and start every
+ * configuration's attempt. Returns the processes started. */
+size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots);
+/* Processes of ours running: trials running less the configurations sharing one. */
+int tp__fuse_slots_used(const tp_run_t *r);
+/* The live process the agent calls (trial, attempt), NULL if none. O(live). */
+tp_fused_t *tp__fuse_find(const tp_run_t *r, int64_t trial, int64_t attempt);
+/* The trial running configuration `config` of f (config -1: the only one), NULL if none
+ * (no such index, or it ended). */
+trial_t *tp__fuse_member(const tp_run_t *r, const tp_fused_t *f, int config);
+/* A report of member t (in f) at step, now: for f's throughput. */
+void tp__fuse_seen(tp_fused_t *f, const trial_t *t, int64_t step);
+/* The `{configs_json}` of t's process: [{config, trial, params, checkpoint_dir,
+ * trial_dir}], caller frees. */
+char *tp__fuse_configs_json(const tp_run_t *r, const trial_t *t);
+/* f's process exited: its throughput and memory measured and journaled, then the end
+ * mapped to every configuration still running in it (tp__run_on_exited each). */
+void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_msg_t *m);
+/* t's attempt ends (tp__placement_ended): t leaves its process. Returns 1 when the process
+ * runs on for others, which now hold its placement (nothing is freed), 0 otherwise. */
+int tp__fuse_left(tp_run_t *r, trial_t *t);
+/* The scheduler stopped t early (journaled and committed): its process drops t's index
+ * ("drop <i>" on the control channel) and goes on; t ends now, stopped. The last one
+ * left stops the process. */
+void tp__fuse_drop(tp_run_t *r, trial_t *t);
+/* Measurements of an earlier run (meta "fusion"), on resume. */
+void tp__fuse_load(tp_run_t *r);
+void tp__fuse_free(tp_run_t *r);
+
 /* ---- orchestrator.c -------------------------------------------------------- */
 struct tp_run {
     uv_loop_t loop;             /* the event loop */
@@ -311,6 +375,7 @@ struct tp_run {
     tp_placement_t pl;          /* placement.c */
     tp_view_t view;             /* view.c */
     tp_elastic_t el;            /* elastic.c */
+    tp_fusion_t fuse;           /* fuse.c */
 };
 
 /* dryrun.c: the experiment's scheduler (sampler + scheduler), NULL with err. */
@@ -385,12 +450,24 @@ void tp__run_warm_start(tp_run_t *r);
 void tp__run_queue_stop(tp_run_t *r, const trial_t *t);
 /* t's checkpoint directory (TUNEPACK_CHECKPOINT_DIR), as its node sees it. */
 void tp__run_checkpoint_dir(const tp_run_t *r, const trial_t *t, char *out, size_t n);
-/* Send t's attempt a `pause` (checkpoint and exit) or `stop` now, to every
- * node it runs on; once per attempt. */
+/* t's directory where it runs (TUNEPACK_TRIAL_DIR of rank 0): the experiment's, or a node's
+ * spool without shared storage. */
+void tp__run_trial_home(const tp_run_t *r, const trial_t *t, char *out, size_t n);
+/* The next trial to run: a pending one, else the scheduler's next job; NULL if none now. */
+trial_t *tp__run_next_candidate(tp_run_t *r);
+/* Journal the start of t's next attempt where the placer put it; launch: queue its launch
+ * for after the commit (0: a configuration of a fused process another trial launches). */
+void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch);
+/* A candidate that could not start now goes back: pending (queued), a promoted one
+ * waiting for room. */
+void tp__run_put_back(tp_run_t *r, trial_t *t);
+/* Send t's attempt a `pause` (checkpoint and exit) or `stop` now, to every node it runs on
+ * (a fused one: its process); once per attempt. */
 void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason);
 
-/* outcome.c: a running attempt's `report` and `exited` messages. */
-void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+/* outcome.c: a running attempt's `report` and `exited` messages. f: the fused process the
+ * report came from (each line goes to the configuration it names), NULL otherwise. */
+void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m);
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m);
 /* A chunk of a trial's stdout or stderr streamed back from a node that does
  * not share the experiment directory: appended to DIR/trials/<id>[/rank<k>]. */

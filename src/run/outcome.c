@@ -50,6 +50,7 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         t->step = rep->step;
         if (rep->step > t->step_done) t->step_done = rep->step;
     }
+    if (t->fused && rep->step != TP_STORE_NO_STEP) tp__fuse_seen(t->fused, t, rep->step);
     tp__buf_reset(&t->last);
     tp__buf_append(&t->last, data, len);
     if (rep->has_value) {
@@ -69,29 +70,53 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
     }
 }
 
-void tp__run_on_report(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
+/* Who a report line of fused process f is about: the configuration its "config" names
+ * (a process of one configuration may leave it out). NULL with why filled when none. */
+static trial_t *fused_target(tp_run_t *r, tp_fused_t *f, const tp_report_t *rep, char *why,
+                             size_t n) {
+    trial_t *u = tp__fuse_member(r, f, rep->config);
+    if (u) return u;
+    if (rep->config < 0)
+        snprintf(why, n, "a fused process of %d configurations must say which one each report "
+                         "is about: {\"config\": i, ...}", f->n);
+    else if (rep->config >= f->n)
+        snprintf(why, n, "report for configuration %d; this fused process runs 0 to %d",
+                 rep->config, f->n - 1);
+    else
+        why[0] = 0; /* a configuration that ended (dropped): its late lines are dropped too */
+    return NULL;
+}
+
+void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m) {
     const char *channel = json_string_value(json_object_get(m->head, "channel"));
     int kv = channel && strcmp(channel, "stdout") == 0;
     const char *p = m->payload, *end = m->payload + m->payload_len;
     char why[300];
+    /* A fused process's garbage goes to a configuration still in it. */
+    trial_t *blame = f ? tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1) : t;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
         tp_report_t rep;
-        if (len > 0 && p[len - 1] == '\r') len--;
+        const char *data = p;
+        size_t dlen = len;
+        int rc = 0;
+        if (len > 0 && p[len - 1] == '\r') dlen = --len;
         if (len == 0) {
+            rc = 0;
         } else if (kv) {
             tp__buf_reset(&r->scratch);
-            int rc = tp__report_parse_kv(p, len, r->x.metric, &rep, &r->scratch, why, sizeof why);
-            if (rc > 0)
-                accept_report(r, t, &rep, r->scratch.data, r->scratch.len);
-            else if (rc < 0)
-                tp__run_garbage(r, t, why);
-        } else if (tp__report_parse_json(p, len, r->x.metric, &rep, why, sizeof why) == 0) {
-            accept_report(r, t, &rep, p, len);
+            rc = tp__report_parse_kv(p, len, r->x.metric, &rep, &r->scratch, why, sizeof why);
+            data = r->scratch.data;
+            dlen = r->scratch.len;
         } else {
-            tp__run_garbage(r, t, why);
+            rc = tp__report_parse_json(p, len, r->x.metric, &rep, why, sizeof why) == 0 ? 1 : -1;
         }
+        trial_t *to = rc > 0 && f ? fused_target(r, f, &rep, why, sizeof why) : t;
+        if (rc > 0 && to)
+            accept_report(r, to, &rep, data, dlen);
+        else if ((rc < 0 || (rc > 0 && why[0])) && blame)
+            tp__run_garbage(r, blame, why);
         p = nl ? nl + 1 : end;
     }
 }
@@ -153,7 +178,7 @@ static const char *signal_name(int sig) {
  * last. O(TAIL_BYTES). */
 static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
     char path[4300];
-    rank_dir(r, t, 0, path, sizeof path);
+    snprintf(path, sizeof path, "%s/trials/%06lld", r->dir, (long long)t->proc);
     size_t k = strlen(path);
     snprintf(path + k, sizeof path - k, "/stderr.log");
     out[0] = 0;

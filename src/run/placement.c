@@ -787,6 +787,10 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
 }
 
 void tp__placement_ended(tp_run_t *r, trial_t *t) {
+    if (tp__fuse_left(r, t)) { /* its process goes on: the others hold what it used */
+        t->where.placed = 0;
+        return;
+    }
     r->pl.blocked = 0; /* what it held is free again */
     if (t->profiling) finish_profile(r, t);
     t->where.placed = 0;

@@ -35,6 +35,7 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
     out->step = INT64_MIN;
     out->has_value = 0;
     out->value = NAN;
+    out->config = -1;
     json_error_t jerr;
     json_t *obj = json_loadb(line, len, 0, &jerr);
     if (!obj) {
@@ -59,6 +60,18 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
             rc = -1;
             goto done;
         }
+    }
+    json_t *cfg = json_object_get(obj, "config");
+    if (cfg) {
+        if (!json_is_integer(cfg) || json_integer_value(cfg) < 0 ||
+            json_integer_value(cfg) >= TP_REPORT_CONFIG_MAX) {
+            snprintf(why, whylen, "report \"config\" must be the index of a fused "
+                                  "configuration, an integer from 0 to %d",
+                     TP_REPORT_CONFIG_MAX - 1);
+            rc = -1;
+            goto done;
+        }
+        out->config = (int)json_integer_value(cfg);
     }
     json_t *v = json_object_get(obj, metric);
     if (v) {
@@ -85,6 +98,7 @@ int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_rep
     out->step = INT64_MIN;
     out->has_value = 0;
     out->value = NAN;
+    out->config = -1;
     /* Collect the pairs as JSON; it is a report only if the objective is among them. */
     size_t mlen = strlen(metric);
     int found = 0, bad = 0;

@@ -45,11 +45,14 @@ typedef struct tp_report {
     int64_t step;    /* "step" member, TP_STORE_NO_STEP-like INT64_MIN if absent */
     int has_value;   /* the objective metric is present */
     double value;    /* its value (finite) */
+    int config;      /* "config": which configuration of a fused process, -1 if absent */
 } tp_report_t;
+
+#define TP_REPORT_CONFIG_MAX 4096 /* "config" indexes are below this */
 
 /* A JSON report line (from TUNEPACK_REPORT_FD). Returns 0 with *out filled,
  * or -1 with why filled (not JSON, not an object, objective not a finite
- * number, step not an integer). O(len). */
+ * number, step not an integer, config not an index). O(len). */
 int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_report_t *out,
                           char *why, size_t whylen);
 /* A `name=value` line from stdout (Katib's form). Returns 1 when it carries

@@ -407,6 +407,7 @@ static void run_free(tp_run_t *r) {
     tp__placement_free(r);
     tp__elastic_free(r);
     tp__view_free(r);
+    tp__fuse_free(r);
     tp__agents_free(r);
     tp__buf_free(&r->scratch);
     tp__samples_free(&r->round_ms);
@@ -505,6 +506,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     replay_decisions(r);
     tp__elastic_resume(r);
     tp__deadline_start(r);
+    tp__fuse_load(r); /* what fused processes measured before */
     if ((code = tp__agents_plan(r)) != 0) goto out;
     tp__journal_ok(&r->journal,
                    tp__store_meta_set(tp__journal_tx(&r->journal), "state", "running") ||

@@ -115,6 +115,10 @@ typedef struct trial {
     int64_t mark_step;  /* last step report of this attempt, TP_STORE_NO_STEP before one */
     double mark_at;     /* its arrival, monotonic */
     tp_run_scaling_t scaling; /* measured seconds per step by GPU count */
+    struct tp_fused *fused; /* the fused process its attempt runs in (fuse.c), NULL if none */
+    int fuse_index;     /* its configuration index in that process */
+    int64_t proc;       /* the trial whose directory holds its attempt's logs: its own id, or
+                           its fused process's first configuration's */
 } trial_t;
 
 
