@@ -73,6 +73,26 @@ static void print_text(const char *name, const char *path, const char *dir, cons
     }
 }
 
+/* What fused processes measured (meta "fusion", docs/fusion.md): per shape, each K's
+ * throughput and peak memory, one line per shape. */
+static void print_fusion(const json_t *fusion) {
+    const char *shape;
+    json_t *ks;
+    json_object_foreach((json_t *)fusion, shape, ks) {
+        printf("fused       %s:", shape);
+        for (int k = 1; k <= 64; k++) {
+            char kk[8];
+            snprintf(kk, sizeof kk, "%d", k);
+            json_t *m = json_object_get(ks, kk);
+            if (!m) continue;
+            double rate = json_number_value(json_object_get(m, "rate"));
+            printf(" K=%d %.3g steps/s per configuration (%.3g in all), %.0f MiB;", k, rate,
+                   rate * k, json_number_value(json_object_get(m, "mem_mib")));
+        }
+        printf("\n");
+    }
+}
+
 static int status_main(int argc, char **argv) {
     const char *dir_arg = NULL;
     int as_json = 0;
@@ -86,6 +106,9 @@ static int status_main(int argc, char **argv) {
     char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
     char *path = tp__store_meta_get(s, "experiment_path");
     char *sharing = tp__store_meta_get(s, "sharing"), *policy = tp__store_meta_get(s, "policy");
+    char *fused_text = tp__store_meta_get(s, "fusion");
+    json_t *fusion = fused_text ? json_loads(fused_text, 0, NULL) : NULL;
+    free(fused_text);
     int owner = tp__rundir_owner(dir);
     status_acc_t a = {.owned = owner != 0};
     char *nint = owner ? NULL : tp__store_meta_get(s, "interrupted");
@@ -127,6 +150,7 @@ static int status_main(int argc, char **argv) {
                               best ? best : json_null(), "elapsed_s",
                               elapsed >= 0 ? json_real(elapsed) : json_null());
         if (front) json_object_set(o, "front", front);
+        if (fusion) json_object_set(o, "fusion", fusion);
         char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
@@ -134,8 +158,10 @@ static int status_main(int argc, char **argv) {
     } else {
         print_text(name, path, dir, st, &a, sharing, policy, metric, best, front, nfinished,
                    elapsed);
+        if (fusion) print_fusion(fusion);
     }
     json_decref(front);
+    json_decref(fusion);
     json_decref(ranked);
     free(name);
     free(state);
@@ -157,12 +183,15 @@ const tp_cmd_t tp__cmd_status = {
              "whether it runs, trial counts by state (completed, stopped early, failed,\n"
              "running, paused at a rung, pending, interrupted: left running by a run that\n"
              "ended, to run again on resume) and the best trial so far, ranked as\n"
-             "`tunepack best` ranks it; with several objectives, the Pareto front instead.\n\n"
+             "`tunepack best` ranks it; with several objectives, the Pareto front instead;\n"
+             "with fuse:, what fused processes measured per shape and K (throughput, peak\n"
+             "memory).\n\n"
              "  --json   one object: {\"name\", \"file\", \"directory\", \"state\", \"trials\",\n"
              "           \"counts\": {\"completed\": 3, ..., \"pending_interrupted\": pending\n"
              "           trials a stop interrupted}, \"metric\", \"mode\", \"best\": {trial}\n"
              "           or null, \"elapsed_s\"}; several objectives: \"best\" null and\n"
-             "           \"front\": [{\"trial\", \"values\", \"params\", \"metrics\"}] as best --json\n\n"
+             "           \"front\": [{\"trial\", \"values\", \"params\", \"metrics\"}] as best --json;\n"
+             "           with fuse: \"fusion\": {shape: {K: {runs, rate, mem_mib, cpu_s}}}\n\n"
              "example:\n  tunepack status runs/mlp-demo\n",
     .main = status_main,
 };

@@ -24,9 +24,8 @@ void tp__fuse_table_add(tp_fuse_table_t *t, int k, double rate, double mem_mib, 
     if (mem_mib > m->mem_mib) m->mem_mib = mem_mib;
 }
 
-/* Memory of one process at k: measured, else a line through the two largest measured k
- * (in proportion to k through one); 0: nothing to go by. */
-static double memory_at(const tp_fuse_table_t *t, int k) {
+/* See fuse_choice.h. */
+double tp__fuse_memory_at(const tp_fuse_table_t *t, int k) {
     if (t->at[k].runs && t->at[k].mem_mib > 0) return t->at[k].mem_mib;
     int k2 = 0, k1 = 0;
     for (int j = TP_FUSE_K_MAX; j >= 1; j--) {
@@ -59,14 +58,14 @@ tp_fuse_pick_t tp__fuse_choose(const tp_fuse_table_t *t, int min, int max, const
     int best = 0;
     for (int k = ks[0]; k <= ks[n - 1]; k++) {
         if (!t->at[k].runs) continue;
-        if (limit_mib > 0 && memory_at(t, k) > limit_mib) continue;
+        if (limit_mib > 0 && tp__fuse_memory_at(t, k) > limit_mib) continue;
         if (!best || aggregate(t, k) > aggregate(t, best)) best = k;
     }
     /* Explore up the ladder while each measured rung beats the one below. */
     int prev = 0;
     for (size_t i = 0; i < n; i++) {
         int k = ks[i];
-        double mem = memory_at(t, k);
+        double mem = tp__fuse_memory_at(t, k);
         if (limit_mib > 0 && mem > limit_mib) {
             if (!best) { /* nothing measured fits; the smallest rung is all there is */
                 p.k = ks[0];

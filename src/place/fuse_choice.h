@@ -37,6 +37,10 @@ size_t tp__fuse_ladder(int min, int max, int *ks);
  * (MiB, 0: unknown) and CPU seconds per configuration-step (0: unknown). O(1). */
 void tp__fuse_table_add(tp_fuse_table_t *t, int k, double rate, double mem_mib, double cpu_s);
 
+/* Memory of one process at k, MiB: measured, else a line through the two largest measured k
+ * (in proportion to k through one); 0: nothing to go by. O(TP_FUSE_K_MAX). */
+double tp__fuse_memory_at(const tp_fuse_table_t *t, int k);
+
 /* Choose k for the next process of a shape. `trying[k]` counts processes at k running and
  * not yet measured (NULL: none). limit_mib: what one process may use (0: no limit).
  *

@@ -278,7 +278,15 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
     }
     if (ng) {
         trial_t **lead = tp__xcalloc(ng, sizeof *lead);
-        for (size_t i = 0; i < ng; i++) lead[i] = groups[i].members[0];
+        for (size_t i = 0; i < ng; i++) {
+            lead[i] = groups[i].members[0];
+            /* On GPUs a process of K configurations is placed with what K measured (or
+             * extrapolates to), where that is more than its group's demand. */
+            lead[i]->fuse_mem_mib =
+                r->x.res.gpus > 0 ? (uint64_t)tp__fuse_memory_at(
+                                        &r->fuse.shapes[groups[i].shape].table, groups[i].k)
+                                  : 0;
+        }
         tp__placement_place(r, lead, ng);
         for (size_t i = 0; i < ng; i++) {
             if (lead[i]->where.placed) {

@@ -449,6 +449,8 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
             continue; /* wait for its group's measurement */
         d[m] = (tp_demand_t){.id = t->id, .gpus = tp__elastic_gpus(r, t), .memory_mib = g->mem_mib,
                              .compute = g->compute, .cpus = r->x.res.cpus};
+        if (t->fuse_mem_mib > d[m].memory_mib) /* a fused process: what its K uses */
+            d[m].memory_mib = t->fuse_mem_mib;
         if (!g->measured) {
             /* The profiler runs the trial alone: all of a GPU's compute, so
              * nothing else joins it while it is measured. */

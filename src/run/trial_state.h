@@ -117,6 +117,8 @@ typedef struct trial {
     tp_run_scaling_t scaling; /* measured seconds per step by GPU count */
     struct tp_fused *fused; /* the fused process its attempt runs in (fuse.c), NULL if none */
     int fuse_index;     /* its configuration index in that process */
+    uint64_t fuse_mem_mib; /* GPU memory its fused process is expected to use at its K
+                              (measured or extrapolated), placed with; 0: unknown */
     int64_t proc;       /* the trial whose directory holds its attempt's logs: its own id, or
                            its fused process's first configuration's */
 } trial_t;
