@@ -165,8 +165,8 @@ typedef struct tp_experiment {
     tp_fluid_mode_t groups; /* `groups.shares`: Fluid trial groups (static or dynamic); off
                                unless `groups:` is given */
     double groups_min;     /* `groups.min`: smallest share of a GPU, default 0.25 */
-    double groups_max;     /* `groups.max`: largest share in GPUs, default 1 (more needs
-                              elastic trials: the run caps shares at 1 GPU for now) */
+    double groups_max;     /* `groups.max`: largest share in GPUs, default 1 (whole GPUs
+                              above 1 only for elastic trials, up to their max) */
     tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
     size_t ngpus;
     char **profile_by;     /* `profile_by`: parameters that shape demand, owned */

@@ -362,7 +362,8 @@ static int check_groups(cfgctx_t *c) {
         return fail(c, c->groups, "groups: min %g is above max %g", x->groups_min, x->groups_max);
     if (x->res.gpus != 1 || x->res.nodes != 1)
         return fail(c, c->groups, "groups share GPUs among a group's trials, which needs "
-                                  "resources: {gpus: 1} on one node (got %d GPU(s) on %d node(s))",
+                                  "resources: {gpus: 1} (or {gpus: {min: 1, max: K}}, elastic, for "
+                                  "whole GPUs) on one node (got %d GPU(s) on %d node(s))",
                     x->res.gpus, x->res.nodes);
     if (x->sharing == TP_SHARING_NONE)
         return fail(c, c->groups, "groups give trials fractions of a GPU, which sharing: none "

@@ -9,9 +9,14 @@
  * whenever the group is placed and whenever one of its trials ends (the
  * `fluid-shares` event), and a trial's next attempt takes its new share.
  *
- * Shares stop at one GPU: above that a trial would need elastic multi-GPU
- * resizes (checkpoint and restart with more GPUs), which the run does not
- * do yet; a running trial is never restarted to change its share. */
+ * Whole GPUs above one need elastic trials (`resources: {gpus: {min: 1,
+ * max: K}}`, elastic.c): then a share of k >= 1 is placed as k GPUs, and
+ * under dynamic shares a running trial whose share grew to more whole GPUs
+ * than it holds is resized (checkpoint and restart, tp__elastic_resize)
+ * when that pays: time left at its count over its measured restart cost +
+ * time left at the new count must exceed GROUPS_MIN_GAIN. Without elastic
+ * trials shares stop at one GPU, and a running trial is never restarted to
+ * change a fractional share (MPS fixes it when the client starts). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,6 +25,12 @@
 #include "run/orchestrator_internal.h"
 
 #define GROUPS_PACK_DEFAULT 4 /* fractions down to 1/4 when placement.max_per_gpu is not set */
+#define GROUPS_MIN_GAIN 1.1   /* a resize must pay for its restart by this much */
+
+/* Whole GPUs a trial of this run may take. */
+static int gpus_max(const tp_run_t *r) {
+    return tp__elastic_on(r) ? r->x.res.gpus_max : 1;
+}
 
 /* Group members: the batch's trials of group g, then its running ones
  * (excluding `skip`), into out (cap). O(trials). */
@@ -43,7 +54,9 @@ static uint64_t member_mib(const tp_run_t *r, const trial_t *t) {
 /* The options every share computation of this run uses; capacity: the
  * healthy GPUs' idle compute in u plus what the running members hold. */
 static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_t k) {
-    tp_fluid_opts_t o = {.min = r->x.groups_min, .max = r->x.groups_max > 1 ? 1 : r->x.groups_max,
+    double most = gpus_max(r);
+    tp_fluid_opts_t o = {.min = r->x.groups_min,
+                         .max = r->x.groups_max > most ? most : r->x.groups_max,
                          .pack_max = r->x.max_per_gpu > 0 ? r->x.max_per_gpu
                                                           : GROUPS_PACK_DEFAULT};
     const tp_cluster_t *c = &r->pl.cluster;
@@ -58,7 +71,8 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
             if (usable > o.gpu_memory_mib) o.gpu_memory_mib = usable;
         }
     for (size_t i = 0; i < k; i++)
-        if (m[i]->state == TP_TRIAL_RUNNING) o.capacity += m[i]->compute;
+        if (m[i]->state == TP_TRIAL_RUNNING)
+            o.capacity += m[i]->compute * (m[i]->gpus > 1 ? m[i]->gpus : 1);
     if (o.capacity < o.min) o.capacity = o.min;
     return o;
 }
@@ -72,7 +86,7 @@ static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o
         double done = t->step_done > 0 ? (double)t->step_done : 0;
         double left = t->budget > 0 ? t->budget - done : 1;
         ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = t->step_s, .remaining_steps = left,
-                                   .memory_mib = member_mib(r, t), .gpus_max = 1};
+                                   .memory_mib = member_mib(r, t), .gpus_max = gpus_max(r)};
     }
     tp__fluid_shares(ft, k, o, s);
     free(ft);
@@ -111,6 +125,36 @@ double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n,
     return share;
 }
 
+/* Seconds per step of t at g whole GPUs: measured, else linear from the
+ * count it runs on (optimistic: the resize then measures it). NaN if none. */
+static double step_at(const trial_t *t, int g) {
+    if (g <= TP_RUN_SCALING_MAX && t->scaling.samples[g]) return t->scaling.step_s[g];
+    int now = t->gpus > 0 ? t->gpus : 1;
+    if (now <= TP_RUN_SCALING_MAX && t->scaling.samples[now])
+        return t->scaling.step_s[now] * now / g;
+    return t->step_s > 0 ? t->step_s * now / g : NAN;
+}
+
+/* A running elastic trial whose share s grew to more whole GPUs than it
+ * holds: resize it when the gain pays for its measured restart. 1 if asked. */
+static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s) {
+    if (!tp__elastic_on(r) || s->share < 2 - 1e-9 || s->gpus <= t->gpus || !(t->restart_s >= 0))
+        return 0;
+    double left = t->budget > 0 ? t->budget - (t->step_done > 0 ? (double)t->step_done : 0) : 0;
+    double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
+    if (!(left > 0) || !isfinite(now) || !isfinite(then)) return 0;
+    double gain = left * now / (t->restart_s + left * then);
+    if (!(gain > GROUPS_MIN_GAIN)) return 0;
+    char why[200], msg[300];
+    snprintf(why, sizeof why, "Fluid share of group %lld grew to %d GPUs: gain %.2f > %.2f "
+             "(%.0f s left -> restart %.1f s + %.0f s)",
+             (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now, t->restart_s,
+             left * then);
+    if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
+    t->fluid_share = s->share;
+    return 1;
+}
+
 void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
     if (r->x.groups != TP_FLUID_DYNAMIC || t->fluid_group < 0) return;
     size_t cap = r->trials.n + 1, k = 0;
@@ -130,6 +174,11 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
                        (long long)t->id, (long long)t->fluid_group, k, o.capacity);
         for (size_t i = 0; i < k; i++) {
             int running = m[i]->state == TP_TRIAL_RUNNING;
+            if (running && grow(r, m[i], &s[i])) {
+                tp__buf_printf(&b, "%s trial %lld: %.3g (resized)", i ? ";" : "",
+                               (long long)m[i]->id, s[i].share);
+                continue;
+            }
             tp__buf_printf(&b, "%s trial %lld: %.3g%s", i ? ";" : "", (long long)m[i]->id,
                            s[i].share, running ? " (running: from its next attempt)" : "");
             if (!running && s[i].share > 0) m[i]->fluid_share = s[i].share;

@@ -27,7 +27,11 @@ x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
 delay = 0.3 if x == 9 else 0.1
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
-rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+lead = os.environ.get("RANK", "0") == "0"  # elastic: one process per GPU, rank 0 reports
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1) if lead else None
+if not lead:
+    time.sleep(delay * max(0, budget - start))
+    sys.exit(0)
 if start >= budget:
     rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
 for epoch in range(start + 1, budget + 1):
@@ -46,7 +50,7 @@ class FluidGroups(GpuE2E):
         self.trainer = self.write("trainer.py", TRAINER)
         self.fake_gpus([(16 * GIB, None)])
 
-    def exp(self, shares, memory="3G"):
+    def exp(self, shares, memory="3G", gpus="1", bounds="min: 0.25, max: 1"):
         return self.experiment(
             "name: fluid\n"
             "command: [%s, %s, \"{x}\", \"{epochs}\"]\n"
@@ -55,33 +59,36 @@ class FluidGroups(GpuE2E):
             "search: {algorithm: grid, trials: 1, scheduler: hyperband}\n"
             "budget: {name: epochs, min: 2, max: 18, eta: 3}\n"
             "concurrency: 9\n"
-            "resources: {gpus: 1, gpu_memory: %s, gpu_compute: 1.0}\n"
+            "resources: {gpus: %s, gpu_memory: %s, gpu_compute: 1.0}\n"
             "placement: {max_per_gpu: 4}\n"
-            "groups: {shares: %s, min: 0.25, max: 1}\n"
-            % (yaml_str(PY), yaml_str(self.trainer), memory, shares))
+            "groups: {shares: %s, %s}\n"
+            % (yaml_str(PY), yaml_str(self.trainer), gpus, memory, shares, bounds))
 
-    def placements(self, run_dir):
-        """{x: [(rung, compute, MPS thread percentage)]} in attempt order."""
+    def placements(self, run_dir, count_gpus=False):
+        """{x: {rung: (rung, compute, MPS thread percentage or GPUs)}}."""
         with self.store(run_dir) as s:
             xs = {t["id"]: t["params"]["x"] for t in s.trials()}
-            rows = s.q("SELECT p.trial, p.attempt, p.compute, p.env, d.rung FROM placements p "
+            rows = s.q("SELECT p.trial, p.attempt, p.compute, p.env, p.gpus, d.rung FROM placements p "
                        "JOIN decisions d ON d.trial = p.trial AND d.kind = 'job' "
                        "AND d.seq = (SELECT max(seq) FROM decisions WHERE trial = p.trial "
                        "AND kind = 'job' AND at <= p.at) ORDER BY p.trial, p.attempt")
         out = {}
         for r in rows:
             env = json.loads(r["env"])
-            out.setdefault(xs[r["trial"]], []).append(
-                (r["rung"], r["compute"], env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")))
+            last = len(json.loads(r["gpus"])) if count_gpus else \
+                env.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")
+            # the first attempt at each rung (a heavily loaded machine may interrupt one and
+            # run it again from its checkpoint)
+            out.setdefault(xs[r["trial"]], {}).setdefault(r["rung"], (r["rung"], r["compute"], last))
         return out
 
-    def run_fluid(self, shares, memory="3G"):
+    def run_fluid(self, shares, memory="3G", **kw):
         run_dir = self.path("run-%s-%s" % (shares, memory))
-        r = self.run_exp(self.exp(shares, memory), run_dir, env=self.gpu_env(mps=True))
+        r = self.run_exp(self.exp(shares, memory, **kw), run_dir, env=self.gpu_env(mps=True))
         self.assertExit(r, 0)
         with self.store(run_dir) as s:
-            states = sorted(t["state"] for t in s.trials())
-        self.assertEqual(states.count("completed"), 1, states)
+            nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
+        self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)
         return run_dir
 
     def test_shares_follow_remaining_work_within_a_rung(self):
@@ -134,6 +141,31 @@ class FluidGroups(GpuE2E):
         last = again[-1]
         self.assertIn("ended; shares of the 1 left over 1 GPUs", last)
         self.assertIn(": 1 (running: from its next attempt)", last)
+
+
+class FluidGroupsElastic(FluidGroups):
+    """Four 16 GiB fake GPUs and elastic trials (resources: {gpus: {min: 1, max: 4}}): whole-GPU
+    shares. Rung 1 on 4 GPUs: ideal 2.4, 0.8, 0.8 -> 2, 1/2, 1/2, and the GPU left over goes a
+    step at a time to whoever would finish last -> 2, 1, 1. Rung 2: x = 9 takes all 4."""
+
+    def setUp(self):
+        GpuE2E.setUp(self)
+        self.trainer = self.write("trainer.py", TRAINER)
+        self.fake_gpus([(16 * GIB, None)] * 4)
+
+    def test_shares_follow_remaining_work_within_a_rung(self):
+        run_dir = self.run_fluid("static", gpus="{min: 1, max: 4}", bounds="min: 0.25, max: 4")
+        got = self.placements(run_dir, count_gpus=True)
+        rung0 = [got[x][0] for x in range(1, 10)]  # fractions of one GPU
+        self.assertTrue(all(r[0] == 0 and r[1] < 1 and r[2] == 1 for r in rung0), rung0)
+        self.assertLessEqual(sum(r[1] for r in rung0), 4 + 1e-9, rung0)
+        self.assertEqual(got[9][1], (1, 1.0, 2), got[9])
+        self.assertEqual(got[8][1], (1, 1.0, 1), got[8])
+        self.assertEqual(got[7][1], (1, 1.0, 1), got[7])
+        self.assertEqual(got[9][2], (2, 1.0, 4), got[9])
+
+    test_memory_decides_the_smallest_fraction = None
+    test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends = None
 
 
 if __name__ == "__main__":

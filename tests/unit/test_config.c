@@ -232,7 +232,8 @@ TP_TEST(test_groups_are_read_and_their_mistakes_point_at_the_key) {
                  "exp.yaml:5:9: groups: min 2 is above max 1");
     TP_CHECK_STR(parse_error(HEAD "groups: {shares: static}\n"),
                  "exp.yaml:4:9: groups share GPUs among a group's trials, which needs resources: "
-                 "{gpus: 1} on one node (got 0 GPU(s) on 1 node(s))");
+                 "{gpus: 1} (or {gpus: {min: 1, max: K}}, elastic, for whole GPUs) on one node "
+                 "(got 0 GPU(s) on 1 node(s))");
     TP_CHECK_CONTAINS(parse_error(HEAD "resources: {gpus: 1}\nsharing: none\ngroups: {shares: static}\n"),
                       "exp.yaml:6:9: groups give trials fractions of a GPU, which sharing: none");
 }
