@@ -99,9 +99,11 @@ static void note(tp_run_t *r, const trial_t *t, const char *kind, const char *de
                    "recording a Fluid share");
 }
 
-double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n,
-                        const tp_usage_t *u) {
-    if (r->x.groups == TP_FLUID_STATIC && t->fluid_share > 0) return t->fluid_share;
+/* The share t is placed with: static, the one its job got first; dynamic,
+ * computed afresh for its whole group once per placement round (the round
+ * clears the batch's shares first). */
+static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const tp_usage_t *u) {
+    if (t->fluid_share > 0) return t->fluid_share;
     size_t cap = n + r->trials.n + 1;
     trial_t **m = tp__xcalloc(cap, sizeof *m);
     size_t k = members(r, t->fluid_group, batch, n, NULL, m, cap);
@@ -111,8 +113,7 @@ double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n,
     double share = 1;
     for (size_t i = 0; i < k; i++) {
         if (m[i]->state == TP_TRIAL_RUNNING) continue; /* never resized while it runs */
-        if (r->x.groups == TP_FLUID_STATIC && m[i]->fluid_share > 0) continue;
-        if (s[i].share <= 0) continue;
+        if (m[i]->fluid_share > 0 || s[i].share <= 0) continue;
         m[i]->fluid_share = s[i].share;
         char detail[400];
         snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
@@ -123,6 +124,23 @@ double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n,
     free(s);
     free(m);
     return share;
+}
+
+void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling,
+                       size_t n, const tp_usage_t *u) {
+    if (r->x.groups == TP_FLUID_DYNAMIC)
+        for (size_t i = 0; i < n; i++) batch[i]->fluid_share = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (profiling[i]) continue; /* the profiler runs alone */
+        double share = share_of(r, batch[i], batch, n, u);
+        if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
+            batch[i]->gpus_want = (int)lround(share);
+            d[i].gpus = batch[i]->gpus_want, d[i].compute = 1.0;
+        } else {
+            if (tp__elastic_on(r)) batch[i]->gpus_want = 1, d[i].gpus = 1;
+            d[i].compute = share;
+        }
+    }
 }
 
 /* Seconds per step of t at g whole GPUs: measured, else linear from the

@@ -184,10 +184,13 @@ void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
 
 /* ---- groups.c: Fluid trial groups ------------------------------------------ */
-/* The compute share t is placed with (its Fluid share, at most 1), given the
- * batch being placed and the usage u before it; journals a `fluid-share`
- * event for each trial of the group whose share it sets. O(trials). */
-double tp__groups_share(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const tp_usage_t *u);
+/* The demands d[0..n) of a batch being placed (u: the usage before it) as
+ * their Fluid shares: a fraction as the compute share, k >= 1 whole GPUs as
+ * k GPUs of an elastic trial (its gpus_want); profiling trials keep theirs.
+ * Journals a `fluid-share` event for each trial whose share it sets.
+ * O(batch x trials). */
+void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling,
+                       size_t n, const tp_usage_t *u);
 /* t's attempt ended (u: the usage without it): under dynamic shares, the
  * rest of its group's shares again (a `fluid-shares` event); pending ones
  * take them. O(trials). */

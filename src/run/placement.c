@@ -466,17 +466,7 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         tp_usage_t u;
         current_usage(r, &u);
         tp_error_t err = {0};
-        for (size_t i = 0; r->x.groups != TP_FLUID_OFF && i < m; i++) {
-            if (profiling[i]) continue;
-            double share = tp__groups_share(r, who[i], who, m, &u);
-            if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
-                who[i]->gpus_want = (int)lround(share);
-                d[i].gpus = who[i]->gpus_want, d[i].compute = 1.0;
-            } else {
-                if (tp__elastic_on(r)) who[i]->gpus_want = 1, d[i].gpus = 1;
-                d[i].compute = share;
-            }
-        }
+        if (r->x.groups != TP_FLUID_OFF) tp__groups_demand(r, who, d, profiling, m, &u);
         if (r->x.res.nodes > 1) {
             /* Multi-node trials: each a gang over distinct nodes, all or nothing. */
             size_t k = (size_t)r->x.res.nodes;
