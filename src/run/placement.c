@@ -407,9 +407,10 @@ size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     return placed;
 }
 
-/* `optimal` on one round; when a limit stopped it short of a proof, what it
- * reached and its gap to the bound are logged and journaled (event
- * `placement-gap`). */
+/* `optimal` on one round; when it stopped short of a proof (a limit, or a
+ * round with multi-GPU trials, which no model proves), what it reached, its
+ * gap to the bound when one is known and the limit it had are logged and
+ * journaled (event `placement-gap`). */
 static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size_t m,
                           tp_assign_t *out, const tp_place_effort_t *effort) {
     tp_place_mip_info_t info;
@@ -420,9 +421,10 @@ static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size
         return;
     }
     if (info.proved_optimal) return;
-    char line[256], detail[320];
+    char line[256], detail[400];
     tp__place_mip_summary(&info, u, before, tp__occupancy(&r->pl.cluster, u), line, sizeof line);
-    snprintf(detail, sizeof detail, "optimal on a round of %zu trials: %s", m, line);
+    snprintf(detail, sizeof detail, "optimal on a round of %zu trials (time limit %g s): %s", m,
+             effort->time_limit_s, line);
     tp__log(TP_LOG_INFO, "%s", detail);
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), -1, 0, "placement-gap", detail,

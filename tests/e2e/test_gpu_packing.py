@@ -253,6 +253,39 @@ class GpuPacking(GpuE2E):
         self.check_env(run_dir, rows, mps=True)
         self.check_no_daemons(run_dir)
 
+    def test_optimal_in_a_run_journals_its_gap_with_the_time_limit_given(self):
+        # Two GPUs per trial: no model of optimal's proves such a round, so each round it
+        # places is journaled as a placement-gap event naming placement.time_limit's value.
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        exp = self.exp(trials=4, sleep_s=0.2, resources="gpu_memory: 4G, gpu_compute: 0.4",
+                       placement="policy: optimal, reserve: 512M, time_limit: 1.5s")
+        with open(exp) as f:
+            text = f.read().replace("resources: {gpus: 1,", "resources: {gpus: 2,")
+        run_dir = self.path("gap")
+        r = self.run_exp(self.experiment(text), run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            gaps = s.events(kind="placement-gap")
+            self.assertEqual(len(s.events(kind="running")), 4)
+        self.assertTrue(gaps, "optimal stopped short of a proof and journaled no gap")
+        for e in gaps:
+            self.assertEqual(e["trial"], -1)
+            self.assertRegex(e["detail"], r"^optimal on a round of \d+ trials \(time limit 1\.5 s\): "
+                                          r"(not proved optimal|stopped at its time limit): occupancy "
+                                          r"[\d.]+%")
+        self.assertIn("optimal on a round of", r.stderr + r.stdout)
+
+        # One GPU per trial: the pattern model proves every round, so no gap is journaled.
+        exp = self.exp(trials=8, sleep_s=0.2, resources="gpu_memory: 4G, gpu_compute: 0.4",
+                       placement="policy: optimal, reserve: 512M, time_limit: 1.5s")
+        run_dir = self.path("proved")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir)
+        self.assertEqual(len(rows), 8)
+        with self.store(run_dir) as s:
+            self.assertEqual(s.events(kind="placement-gap"), [])
+
     def test_sharing_none_gives_each_trial_a_gpu_of_its_own(self):
         self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
         exp = self.exp(trials=8, extra="sharing: none\n")
