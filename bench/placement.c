@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "place/place.h"
 #include "sim/workload.h"
@@ -149,7 +150,22 @@ static void usage_reset(tp_usage_t *u, size_t nnodes) {
 }
 
 /* Occupancy of policy p on in, and its median decision time (us) over reps. */
-static double run_policy(const tp_placer_ops_t *p, const instance_t *in, int reps, double *us_out) {
+/* The 1-minute load average from /proc/loadavg, -1 if unknown: wall times
+ * inflate with it, so the table says it. */
+static double load_average(void) {
+    FILE *f = fopen("/proc/loadavg", "r");
+    double l = -1;
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1) l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* Decide in->t reps times with p; the median wall time into *us_out and, when
+ * cpu_s_out is not NULL, the last run's CPU time. Returns the occupancy. */
+static double run_policy(const tp_placer_ops_t *p, const instance_t *in, int reps, double *us_out,
+                         double *cpu_s_out) {
     tp_usage_t u;
     tp__usage_init(&u, &in->c);
     tp_assign_t *out = tp__xcalloc(in->n ? in->n : 1, sizeof *out);
@@ -157,8 +173,10 @@ static double run_policy(const tp_placer_ops_t *p, const instance_t *in, int rep
     for (int r = 0; r < reps; r++) {
         usage_reset(&u, in->c.nnodes);
         double t0 = tp__mono_s();
+        clock_t c0 = clock();
         p->place(&in->c, &u, in->t, in->n, out, NULL, NULL);
         us[r] = (tp__mono_s() - t0) * 1e6;
+        if (cpu_s_out) *cpu_s_out = (double)(clock() - c0) / CLOCKS_PER_SEC;
     }
     double occ = tp__occupancy(&in->c, &u);
     qsort(us, (size_t)reps, sizeof *us, cmp_double);
@@ -218,6 +236,7 @@ typedef struct row {
     double sp_us[3];
     double *fam_us;      /* per family instance */
     double scale_s;      /* 1M x 10k, -1 if not run */
+    double scale_cpu_s;  /* its CPU time */
 } row_t;
 
 int main(int argc, char **argv) {
@@ -238,6 +257,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "placement: %s\n", err.msg);
         return 1;
     }
+    double load_before = load_average();
     size_t nfam = NCLASS * PER_CLASS, nins = nfam + 3;
     instance_t *ins = tp__xcalloc(nins, sizeof *ins);
     for (int c = 0; c < NCLASS; c++)
@@ -262,7 +282,7 @@ int main(int argc, char **argv) {
                 us[k * np + p] = in->opt_s * 1e6;
                 proved += in->proved;
             } else {
-                occ[k * np + p] = run_policy(pols[p], in, quick ? 5 : 51, &us[k * np + p]);
+                occ[k * np + p] = run_policy(pols[p], in, quick ? 5 : 51, &us[k * np + p], NULL);
             }
             if (occ[k * np + p] > in->best) in->best = occ[k * np + p];
         }
@@ -303,7 +323,7 @@ int main(int argc, char **argv) {
         r->scale_s = -1;
         if (!quick && strcmp(pols[p]->name, "optimal") != 0) {
             double u;
-            run_policy(pols[p], &big, 1, &u);
+            run_policy(pols[p], &big, 1, &u, &r->scale_cpu_s);
             r->scale_s = u / 1e6;
         }
     }
@@ -340,6 +360,14 @@ int main(int argc, char **argv) {
            ins[nfam].opt_s, ins[nfam].proved ? "proved optimal" : "not proved",
            ins[nfam + 1].opt_s, ins[nfam + 1].proved ? "proved optimal" : "not proved",
            ins[nfam + 2].opt_s, ins[nfam + 2].proved ? "proved optimal" : "not proved");
+    if (!quick) {
+        printf("1M x 10k, CPU time of the decision:");
+        for (size_t p = 0; p < np; p++)
+            if (rows[p].scale_s >= 0) printf(" %s %.2f s", pols[p]->name, rows[p].scale_cpu_s);
+        printf("\n");
+    }
+    printf("load average (1 min) at the start %.2f, at the end %.2f: wall times inflate with it\n",
+           load_before, load_average());
     for (size_t p = 0; p < np; p++) free(rows[p].fam_us);
     free(rows);
     free(occ);
