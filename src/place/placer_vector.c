@@ -17,7 +17,10 @@
  *    demand and free capacity (Tetris's alignment); or GPU by GPU
  *    (fill_gpus), each taking the subset of the unplaced trials that adds
  *    the most, over classes of identical demand (a bounded depth-first
- *    search). Multi-GPU trials go first, last, or in the order.
+ *    search). Multi-GPU trials go first, last, or in the order. With
+ *    multi-GPU trials in the round, wf's answer (placer_fit) is one more
+ *    start: the local search never moves them, and on some rounds only wf's
+ *    way of placing them leaves room for the best packing of the rest.
  * 3. Local search on each answer, moves that strictly raise the occupancy:
  *    insert an unplaced trial where it fits; eject one or two trials of a
  *    GPU so that it fits there, the ejected ones moved elsewhere where they
@@ -119,12 +122,17 @@ static int fits(vp_t *v, size_t i, size_t gi) {
     return tp__fits(v->c, v->u, v->node_of[gi], v->local_of[gi], &v->t[i]);
 }
 
-static void put(vp_t *v, size_t i, size_t gi) {
-    tp_assign_t a = {.placed = 1, .node = v->node_of[gi], .ngpus = 1, .gpu = {v->local_of[gi]}};
-    tp__place_commit(v->c, v->u, &v->t[i], &a);
+/* Record single-GPU trial i on GPU gi in the lists (its usage already counted). */
+static void link(vp_t *v, size_t i, size_t gi) {
     v->where[i] = gi;
     v->next[i] = v->head[gi];
     v->head[gi] = i;
+}
+
+static void put(vp_t *v, size_t i, size_t gi) {
+    tp_assign_t a = {.placed = 1, .node = v->node_of[gi], .ngpus = 1, .gpu = {v->local_of[gi]}};
+    tp__place_commit(v->c, v->u, &v->t[i], &a);
+    link(v, i, gi);
 }
 
 static void take(vp_t *v, size_t i) {
@@ -570,11 +578,11 @@ static double placed_value(const vp_t *v, const size_t *single, size_t m, double
 }
 
 /* One portfolio run: how the first answer is built, then local search. */
-typedef enum build { GREEDY, FILL_FAIR, FILL_NODE } build_t;
+typedef enum build { GREEDY, FILL_FAIR, FILL_NODE, SEED_WF } build_t;
 typedef enum wide_mode { WIDE_FIRST, WIDE_LAST, WIDE_IN_ORDER } wide_mode_t;
 typedef struct run_spec {
     order_t order;     /* the single-GPU trials' order (all trials' for WIDE_IN_ORDER) */
-    build_t build;     /* greedy in that order, or GPU by GPU (fill_gpus) */
+    build_t build;     /* greedy in that order, GPU by GPU (fill_gpus), or wf's answer */
     wide_mode_t wide;  /* multi-GPU and CPU-only trials: before, after, or in the order */
     choice_t how;      /* the GPU rule of the greedy and of the local search */
 } run_spec_t;
@@ -592,6 +600,7 @@ static const run_spec_t runs[] = {
     {BY_DENSITY, GREEDY, WIDE_LAST, CHOOSE_BEST_FIT},
     {BY_DURATION, GREEDY, WIDE_IN_ORDER, CHOOSE_BEST_FIT},
     {AS_GIVEN, GREEDY, WIDE_IN_ORDER, CHOOSE_ALIGN},
+    {AS_GIVEN, SEED_WF, WIDE_IN_ORDER, CHOOSE_BEST_FIT},
 };
 
 /* Run r: all[0..na) is every trial the run places, single[0..m) the
@@ -603,7 +612,18 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
     for (size_t j = 0; j < m; j++) v->where[single[j]] = NONE;
     if (r->wide == WIDE_FIRST)
         for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
-    if (r->build != GREEDY) {
+    if (r->build == SEED_WF) {
+        /* worst fit in the given order (placer_fit), wide trials its way too:
+         * the one construction that sometimes places wide trials best */
+        tp_assign_t *o = tp__xcalloc(v->n ? v->n : 1, sizeof *o);
+        tp__placer_wf.place(v->c, v->u, v->t, v->n, o, NULL, NULL);
+        for (size_t i = 0; i < v->n; i++) {
+            if (!o[i].placed) continue;
+            if (v->t[i].gpus == 1) link(v, i, v->u->gpu_base[o[i].node] + o[i].gpu[0]);
+            else wide_out[i] = o[i];
+        }
+        free(o);
+    } else if (r->build != GREEDY) {
         fill_gpus(v, single, m, r->build == FILL_FAIR);
     } else {
         size_t *order = r->wide == WIDE_IN_ORDER ? all : single;
@@ -721,7 +741,8 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         double bound = upper_bound(&v) - 1e-4 * (double)v.G;
         for (size_t r = 0; r < TP_ARRAY_LEN(runs) && best_occ < bound; r++) {
             const run_spec_t *spec = &runs[r];
-            if (spec->wide != WIDE_FIRST && !nw) continue; /* the same as a wide-first run */
+            if (spec->wide != WIDE_FIRST && !nw)
+                continue; /* the same as a wide-first run */
             tp__usage_copy(&work, &start, c);
             v.u = &work;
             for (size_t j = 0; j < m; j++) v.where[idx[j]] = NONE;
