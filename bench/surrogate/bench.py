@@ -113,8 +113,9 @@ def mup(args):
                           os.path.join(tmp, k))
                    for k, y in (("surrogate", "experiment.yaml"), ("full", "full.yaml"))}
     after = load()
-    print("surrogate bench: muP example (examples/mup), val_loss, 12 trials, width 0.125, "
-          "promote 3, eager 0.5; load average before %s, after %s" % (before, after))
+    print("surrogate bench: muP example (examples/mup), val_loss, %d trials per search, width "
+          "0.125, promote 3, eager 0.5; load average before %s, after %s"
+          % (len(res["full"]), before, after))
     print("%-22s  %10s  %10s  %7s  %10s  %7s  %8s  %8s" % (
         "cost counted", "best full", "promoted", "gap %", "cost ratio", "targets", "surr CPU",
         "full CPU"))
