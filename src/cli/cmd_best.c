@@ -6,9 +6,30 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
-/* {"trial", "value", "state", "rung", "budget", "params", "metrics"} of a trial's JSON,
- * and under surrogate: "kind" and a target's "surrogate" (cli.h). */
-static json_t *best_object(json_t *t) {
+static int last_checkpoint(const char *kind, int attempt, double at, const char *detail,
+                           void *ud) {
+    (void)attempt;
+    (void)at;
+    if (strcmp(kind, "checkpoint") == 0 && detail) {
+        char **path = ud;
+        free(*path);
+        *path = tp__strdup(detail);
+    }
+    return 0;
+}
+
+/* The checkpoint a deadline run named for trial t (event `checkpoint`, the
+ * last one), or NULL; caller frees. */
+static char *checkpoint_of(tp_store_t *s, json_t *t) {
+    char *path = NULL;
+    tp__store_events(s, json_integer_value(json_object_get(t, "id")), last_checkpoint, &path);
+    return path;
+}
+
+/* {"trial", "value", "state", "rung", "budget", "params", "metrics"} of a
+ * trial's JSON, under surrogate: "kind" and a target's "surrogate" (cli.h),
+ * and "checkpoint" when a deadline run named one. */
+static json_t *best_object(tp_store_t *s, json_t *t) {
     static const char *const keys[] = {"value", "state", "rung", "budget", "params", "metrics"};
     json_t *o = json_pack("{s:O}", "trial", json_object_get(t, "id"));
     for (size_t i = 0; i < TP_ARRAY_LEN(keys); i++)
@@ -19,14 +40,20 @@ static json_t *best_object(json_t *t) {
         json_t *v = json_object_get(t, surrogate_keys[i]);
         if (v && !json_is_null(v)) json_object_set(o, surrogate_keys[i], v);
     }
+    char *ckpt = checkpoint_of(s, t);
+    if (ckpt) json_object_set_new(o, "checkpoint", json_string(ckpt));
+    free(ckpt);
     return o;
 }
 
-static void print_text(json_t *t, const char *metric) {
+static void print_text(tp_store_t *s, json_t *t, const char *metric) {
     char v[32], which[160];
     tp__fmt_sig(json_real_value(json_object_get(t, "value")), v);
     tp__cli_ranked_text(t, which, sizeof which);
     printf("best %s: %s = %s\n", which, metric, v);
+    char *ckpt = checkpoint_of(s, t);
+    if (ckpt) printf("  checkpoint: %s\n", ckpt);
+    free(ckpt);
     const char *key;
     json_t *val;
     json_object_foreach(json_object_get(t, "params"), key, val) {
@@ -70,14 +97,15 @@ static int best_main(int argc, char **argv) {
         code = TP_EXIT_NO_TRIAL;
     } else if (as_json) {
         /* One object; with --top, an array of them, best first. */
-        json_t *out = top_arg ? json_array() : best_object(json_array_get(ranked, 0));
-        if (top_arg) json_array_foreach(ranked, i, t) json_array_append_new(out, best_object(t));
+        json_t *out = top_arg ? json_array() : best_object(s, json_array_get(ranked, 0));
+        if (top_arg)
+            json_array_foreach(ranked, i, t) json_array_append_new(out, best_object(s, t));
         char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(out);
     } else {
-        json_array_foreach(ranked, i, t) print_text(t, metric ? metric : "value");
+        json_array_foreach(ranked, i, t) print_text(s, t, metric ? metric : "value");
     }
     json_decref(ranked);
     free(mode);
@@ -95,7 +123,8 @@ const tp_cmd_t tp__cmd_best = {
              "while it runs or after. It ranks every trial that ended a job with the objective,\n"
              "by the last job it ended so: completed, stopped early by the scheduler, paused at\n"
              "a rung waiting for a promotion, or promoted and running its next rung (trials\n"
-             "that never finished a job are not ranked). A trial that\n"
+             "that never finished a job are not ranked; after a deadline, trials stopped there\n"
+             "rank by their last report and show the checkpoint their model is in). A trial that\n"
              "reached a larger budget ranks first (a value after 9 epochs is not weighed against\n"
              "one after 1), then the better objective by the metric's mode. `tunepack status`\n"
              "shows the same trial. Under `surrogate:` a target trial (a configuration run\n"
@@ -104,7 +133,8 @@ const tp_cmd_t tp__cmd_best = {
              "  --top N   the N best, best first\n"
              "  --json    one object (with --top, an array of them, best first):\n"
              "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"
-             "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}}\n\n"
+             "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}}, and\n"
+             "            \"checkpoint\": \"/path\" for a model a deadline run named\n\n"
              "With several objectives (metric: [{name, mode}, ...]) it prints the Pareto front:\n"
              "every finished trial that no other beats in every objective (--top does not\n"
              "apply); --json gives it as a list: [{\"trial\": 7, \"values\": {\"err\": 0.1,\n"

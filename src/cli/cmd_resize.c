@@ -20,7 +20,8 @@ static int resize_main(int argc, char **argv) {
     const char *dir_arg = NULL;
     char *rest[64] = {argv[0]};
     int n = 1;
-    for (int i = 3; i < argc && n < 63; i++) rest[n++] = argv[i];
+    for (int i = 3; i < argc && n < 63; i++)
+        rest[n++] = argv[i];
     for (int i = 1; i < argc && i < 3; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) rest[n++] = argv[i];
     int rc = tp__cli_parse(&tp__cmd_resize, n, rest, NULL, 0, &dir_arg);

@@ -37,7 +37,8 @@ int tp__cli_request(const char *dir_arg, const json_t *req, const char *what) {
     }
     json_t *ans = NULL;
     struct timespec ts = {0, 100 * 1000 * 1000};
-    for (int i = 0; i < 300 && !(ans = json_load_file(done, 0, NULL)); i++) nanosleep(&ts, NULL);
+    for (int i = 0; i < 300 && !(ans = json_load_file(done, 0, NULL)); i++)
+        nanosleep(&ts, NULL);
     if (!ans) {
         fprintf(stderr, "tunepack: the orchestrator of %s did not answer within 30 s\n", dir);
         unlink(path);

@@ -38,29 +38,23 @@ int tp__elastic_gpus(const tp_run_t *r, const trial_t *t) {
 
 /* ---- the measured curve --------------------------------------------------------- */
 
-/* Add `steps` steps that took `step_s` seconds each at `gpus` GPUs: the mean
- * over every step measured at that count. */
-static void scaling_add(tp_run_scaling_t *s, int gpus, double step_s, uint32_t steps) {
-    if (gpus < 1 || gpus > TP_RUN_SCALING_MAX || !(step_s >= 0) || steps == 0) return;
-    double n = s->samples[gpus];
-    s->step_s[gpus] = (s->step_s[gpus] * n + step_s * steps) / (n + steps);
-    s->samples[gpus] += steps;
-}
+#define MAX_STEPS_ADDED 100000 /* samples one pair of reports adds at most */
 
 /* t's curve and restart cost as JSON: {"gpus", "want", "step_s": {"k": s},
  * "samples": {"k": n}, "restart_s", "last_resize"}. */
 static json_t *snapshot_json(const trial_t *t) {
     json_t *step = json_object(), *samples = json_object();
-    for (int k = 1; k <= TP_RUN_SCALING_MAX; k++) {
+    for (int k = 1; k <= TP_SCALING_MAX_GPUS; k++) {
         if (!t->scaling.samples[k]) continue;
         char key[8];
         snprintf(key, sizeof key, "%d", k);
         json_object_set_new(step, key, json_real(t->scaling.step_s[k]));
         json_object_set_new(samples, key, json_integer(t->scaling.samples[k]));
     }
-    json_t *o = json_pack("{s:i, s:i, s:o, s:o}", "gpus", t->gpus, "want", t->gpus_want,
-                          "step_s", step, "samples", samples);
-    json_object_set_new(o, "restart_s", isnan(t->restart_s) ? json_null() : json_real(t->restart_s));
+    json_t *o = json_pack("{s:i, s:i, s:o, s:o}", "gpus", t->gpus, "want", t->gpus_want, "step_s",
+                          step, "samples", samples);
+    json_object_set_new(o, "restart_s",
+                        isnan(t->restart_s) ? json_null() : json_real(t->restart_s));
     json_object_set_new(o, "last_resize", json_real(t->last_resize));
     return o;
 }
@@ -70,8 +64,8 @@ static void journal_curve(tp_run_t *r, const trial_t *t) {
     json_t *o = snapshot_json(t);
     char *text = json_dumps(o, JSON_COMPACT);
     tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "scaling",
-                                   text, tp__wall_s()),
+                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "scaling", text,
+                                   tp__wall_s()),
                    "recording a measured scaling curve");
     free(text);
     json_decref(o);
@@ -94,7 +88,7 @@ void tp__elastic_attempt(tp_run_t *r, trial_t *t) {
 
 void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
     double now = tp__mono_s();
-    if (t->resize_asked > 0) { /* the first report since the pause was asked */
+    if (t->resize_asked > 0 && !t->resize_to) { /* the relaunched attempt's first report */
         t->restart_s = tp__wall_s() - t->resize_asked;
         t->resize_asked = 0;
         char detail[200];
@@ -106,14 +100,15 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
                                        "resize-done", detail, tp__wall_s()),
                        "recording a restart cost");
         journal_curve(r, t);
-    }
-    else if (t->seq == 1 && isnan(t->restart_s) && t->launch_sent > 0)
+    } else if (t->seq == 1 && isnan(t->restart_s) && t->launch_sent > 0)
         t->restart_s = now - t->launch_sent; /* until a resize measures one: its start-up */
     if (step == TP_STORE_NO_STEP) return;
     if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0) {
         uint32_t steps = (uint32_t)(step - t->mark_step);
-        uint32_t before = t->gpus <= TP_RUN_SCALING_MAX ? t->scaling.samples[t->gpus] : 0;
-        scaling_add(&t->scaling, t->gpus, (now - t->mark_at) / steps, steps);
+        uint32_t before = t->gpus <= TP_SCALING_MAX_GPUS ? t->scaling.samples[t->gpus] : 0;
+        /* One sample per step: reports every k steps weigh k steps. */
+        for (uint32_t i = 0; i < steps && i < MAX_STEPS_ADDED; i++)
+            tp__scaling_add(&t->scaling, t->gpus, (now - t->mark_at) / steps);
         /* Journaled as it firms up (after 1, 2, 4, 8, ... steps at this count)
          * and at the attempt's end: a crash loses little, the rows stay few. */
         if (tp__elastic_on(r) && crossed_power_of_two(before, before + steps)) journal_curve(r, t);
@@ -229,7 +224,7 @@ void tp__elastic_resume(tp_run_t *r) {
         json_object_foreach(json_object_get(o, "step_s"), key, v) {
             int k = atoi(key);
             json_t *s = json_object_get(json_object_get(o, "samples"), key);
-            if (k < 1 || k > TP_RUN_SCALING_MAX || !json_is_integer(s)) continue;
+            if (k < 1 || k > TP_SCALING_MAX_GPUS || !json_is_integer(s)) continue;
             t->scaling.step_s[k] = json_number_value(v);
             t->scaling.samples[k] = (uint32_t)json_integer_value(s);
         }
@@ -254,8 +249,8 @@ int tp__elastic_request(tp_run_t *r, const json_t *req, char *msg, size_t n) {
         return snprintf(msg, n, "no trial %lld in this experiment",
                         (long long)json_integer_value(id)),
                -ENOENT;
-    return tp__elastic_resize(r, t, (int)json_integer_value(gpus), "asked by tunepack resize",
-                              msg, n);
+    return tp__elastic_resize(r, t, (int)json_integer_value(gpus), "asked by tunepack resize", msg,
+                              n);
 }
 
 void tp__elastic_free(tp_run_t *r) {

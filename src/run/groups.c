@@ -146,9 +146,9 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
 /* Seconds per step of t at g whole GPUs: measured, else linear from the
  * count it runs on (optimistic: the resize then measures it). NaN if none. */
 static double step_at(const trial_t *t, int g) {
-    if (g <= TP_RUN_SCALING_MAX && t->scaling.samples[g]) return t->scaling.step_s[g];
+    if (g <= TP_SCALING_MAX_GPUS && t->scaling.samples[g]) return t->scaling.step_s[g];
     int now = t->gpus > 0 ? t->gpus : 1;
-    if (now <= TP_RUN_SCALING_MAX && t->scaling.samples[now])
+    if (now <= TP_SCALING_MAX_GPUS && t->scaling.samples[now])
         return t->scaling.step_s[now] * now / g;
     return t->step_s > 0 ? t->step_s * now / g : NAN;
 }

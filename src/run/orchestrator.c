@@ -393,7 +393,7 @@ void tp__run_put_back(tp_run_t *r, trial_t *t) {
  * others pending until something ends. */
 static void schedule(tp_run_t *r) {
     if (!tp__agents_ready(r) || r->stopping || r->agents.shutting_down ||
-        !tp__placement_may_fit(r) || r->journal.broken || r->el.resizing)
+        !tp__placement_may_fit(r) || r->journal.broken || r->el.resizing || r->dl.hit)
         return;
     int running = tp__fuse_slots_used(r);
     size_t free_slots = running < r->x.concurrency ? (size_t)(r->x.concurrency - running) : 0;
@@ -439,6 +439,7 @@ static void pump(uv_prepare_t *h) {
         }
     }
     schedule(r);
+    tp__deadline_realloc(r); /* GPUs still free go to running elastic trials */
     /* Commit before any action that depends on what was journaled; report
      * rows alone are committed in groups. */
     tp__journal_settle(&r->journal, r->nlaunch || r->nstops || r->el.npauses || r->stopping ||
@@ -472,7 +473,7 @@ static void pump(uv_prepare_t *h) {
     if (!tp__agents_ready(r) || running) return;
     if (r->stopping) {
         tp__agents_shutdown(r);
-    } else if (r->exhausted && r->trials.nheap == 0) {
+    } else if ((r->exhausted && r->trials.nheap == 0) || r->dl.hit) {
         close_paused(r);
         tp__agents_shutdown(r);
     }
@@ -778,6 +779,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
                    tp__store_meta_set(s, "state", state) || tp__store_meta_set(s, "ended_at", at) ||
                        tp__store_event(s, -1, 0, "experiment", state, tp__wall_s()),
                    "recording the end of the run");
+    tp__deadline_finish(r);
     tp__placement_finish(r);
     tp__nodes_journal(r); /* every node's last word, one machine too: none still running */
     tp__journal_commit(&r->journal);
@@ -813,6 +815,7 @@ int tp__orchestrator_loop(tp_run_t *r) {
     uv_signal_start(&r->sigterm, on_signal, SIGTERM);
     tp__view_start(r);
     tp__placement_init(r);
+    tp__deadline_arm(r);
     if (tp__agents_start(r) != 0) {
         r->exit_code = TP_EXIT_AGENT;
         uv_walk(&r->loop, close_walk, NULL);

@@ -9,6 +9,7 @@
  *   pl            placement.c      cluster, demand groups, profiling, MPS, GPU state
  *   view          view.c           the live terminal view or log lines
  *   el            elastic.c        elastic trials: resizes, measured scaling
+ *   dl            reallocation.c   reallocation of free GPUs, the deadline's end
  *   the rest      orchestrator.c   the loop, the scheduler, launches and stops
  *                 setup.c          opening, resuming and freeing a run */
 #ifndef TP_ORCHESTRATOR_INTERNAL_H
@@ -234,6 +235,34 @@ void tp__elastic_resume(tp_run_t *r);
 int tp__elastic_request(tp_run_t *r, const json_t *req, char *msg, size_t n);
 void tp__elastic_free(tp_run_t *r);
 
+/* ---- reallocation.c: reallocation and the deadline's end in the real run --- */
+typedef struct tp_deadline {
+    uv_timer_t timer;       /* fires at the deadline (r->deadline_at) */
+    int hit;                /* reached: running trials checkpoint; nothing new starts */
+    int freed;              /* GPUs were freed since the last plan */
+    double planned;         /* monotonic time of the last reallocation plan */
+    char final[4600];       /* the run's last line: the best model and its checkpoint */
+} tp_deadline_t;
+
+/* The experiment has a `deadline`. */
+int tp__deadline_on(const tp_run_t *r);
+/* Arm the deadline's timer in the loop: at r->deadline_at (a resumed run
+ * keeps it; one past it ends at once, checkpointing what runs). */
+void tp__deadline_arm(tp_run_t *r);
+/* t's attempt ended paused or stopped (status) after the deadline: 1 with
+ * detail filled and its checkpoint journaled (it ends as stopped), else 0. */
+int tp__deadline_ended(tp_run_t *r, trial_t *t, const char *status, char *detail, size_t n);
+/* Offer free GPUs to running elastic trials (reallocation policy, one plan
+ * per node) when GPUs were freed, or every few seconds while some are free;
+ * carries out its decisions as resizes. Only with `reallocation` or
+ * `deadline`, elastic trials, no resize under way, before the deadline. */
+void tp__deadline_realloc(tp_run_t *r);
+/* The run ends: with a deadline, the best trial and its checkpoint path
+ * (meta `best_checkpoint`, and r->dl.final for the last line). */
+void tp__deadline_finish(tp_run_t *r);
+/* Whole GPUs of node free of our trials, healthy, on a ready node. */
+int tp__placement_free_gpus(const tp_run_t *r, size_t node);
+
 /* ---- view.c ---------------------------------------------------------------- */
 typedef struct tp_view {
     uv_timer_t timer;           /* live view refresh */
@@ -379,6 +408,7 @@ struct tp_run {
     tp_view_t view;             /* view.c */
     tp_elastic_t el;            /* elastic.c */
     tp_fusion_t fuse;           /* fuse.c */
+    tp_deadline_t dl;           /* reallocation.c */
 };
 
 /* dryrun.c: the experiment's scheduler (sampler + scheduler), NULL with err. */

@@ -240,7 +240,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
                              strcmp(status, "signaled") == 0)) {
         ok = 1; /* stopped by the scheduler: final, with what it reported */
-    } else if ((strcmp(status, "stopped") == 0 && (r->stopping || t->resize_to)) ||
+    } else if ((strcmp(status, "stopped") == 0 && (r->stopping || t->resize_to || r->dl.hit)) ||
                strcmp(status, "paused") == 0) {
         interrupted = 1; /* its job is not done: it runs again, from its checkpoint */
     } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
@@ -281,12 +281,16 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
                  t->garbage);
     }
-    char resized[200] = "";
+    char resized[200] = "", at_deadline[300] = "";
     tp_requeue_t requeue = tp__elastic_ended(r, t, interrupted && !regrow, resized, sizeof resized);
+    /* At the deadline a trial that checkpointed (or was stopped after the
+     * grace) ends there, with its last report: no attempt follows. */
+    if (interrupted && !regrow && tp__deadline_ended(r, t, status, at_deadline, sizeof at_deadline))
+        interrupted = 0;
     tp_transition_t how = {.has_exit = strcmp(status, "spawn_failed") != 0, .exit_code = code,
                            .signal = sig, .at = tp__wall_s()};
     char tail[TAIL_BYTES + 1] = "";
-    if (!ok && !interrupted) {
+    if (!ok && !interrupted && !*at_deadline) {
         /* A failure says what the trial said last, where everyone looks. */
         stderr_tail(r, t, tail, sizeof tail);
         how.stderr_tail = tail;
@@ -298,7 +302,14 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     tp_trial_state_t to;
     const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
     char note[300] = "";
-    if (interrupted) {
+    if (*at_deadline) {
+        to = TP_TRIAL_STOPPED;
+        how.detail = at_deadline;
+        snprintf(t->why, sizeof t->why, "%s", at_deadline);
+        /* Not a job's result (the scheduler never sees it, a replay neither). */
+        tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN, at_deadline,
+                         NULL);
+    } else if (interrupted) {
         to = TP_TRIAL_PENDING;
         how.requeue = regrow ? TP_REQUEUE_REGROW : requeue;
         how.detail = regrow ? why : requeue == TP_REQUEUE_RESIZE ? resized : "interrupted";
@@ -353,7 +364,10 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided,
                          ok ? objs : NULL);
     free(objs);
-    tp__note_best(r, t);
+    /* A trial the deadline stopped mid-job competes with its last job's
+     * result when it has one (as `best` ranks it), else with what it reported. */
+    if (!*at_deadline || !t->results) tp__note_best(r, t);
+    if (ok) t->results++;
     if (ok && multi && (to == TP_TRIAL_COMPLETED || to == TP_TRIAL_STOPPED))
         tp__view_front_add(r, t->id, values);
     if (to == TP_TRIAL_FAILED) tp__run_fail_fast(r, t, why);
@@ -362,5 +376,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         json_decref(t->gpu_env);
         t->gpu_env = NULL;
     }
-    tp__view_attempt_ended(r, t, how.requeue, ok ? decided : why, dur);
+    if (to != TP_TRIAL_PENDING) r->dl.freed = 1; /* its GPUs are free for others */
+    tp__view_attempt_ended(r, t, how.requeue, *at_deadline ? at_deadline : ok ? decided : why,
+                           dur);
 }

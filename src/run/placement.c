@@ -826,6 +826,27 @@ void tp__placement_finish(tp_run_t *r) {
         }
 }
 
+int tp__placement_free_gpus(const tp_run_t *r, size_t node) {
+    if (node >= r->pl.cluster.nnodes || node >= r->agents.n || !r->agents.links[node]->ready ||
+        r->agents.links[node]->draining)
+        return 0;
+    const tp_node_t *nd = &r->pl.cluster.nodes[node];
+    unsigned char used[TP_PLACE_MAX_GPUS * 16] = {0};
+    for (size_t i = 0; i < r->trials.n; i++) {
+        const trial_t *t = r->trials.by_id[i];
+        if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
+        for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
+            const tp_assign_t *a = tp__trial_shard(t, s);
+            for (size_t k = 0; a->node == node && k < a->ngpus; k++)
+                if (a->gpu[k] < sizeof used) used[a->gpu[k]] = 1;
+        }
+    }
+    int n = 0;
+    for (size_t g = 0; g < nd->ngpus && g < sizeof used; g++)
+        n += nd->gpus[g].healthy && !used[g];
+    return n;
+}
+
 void tp__placement_free(tp_run_t *r) {
     for (size_t n = 0; r->pl.node && n < r->pl.cluster.nnodes; n++) {
         json_decref(r->pl.node[n].last_gpus);

@@ -175,6 +175,8 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
     } else if (strcmp(d->kind, "result") == 0) {
         /* The reports of the job, then its result: what the scheduler saw. */
         rp->trial = d->trial;
+        trial_t *t = tp__trials_get(&rp->r->trials, d->trial);
+        if (t && d->ok) t->results++;
         if (d->ok) tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
         if (s->ops->result_values && tp__search_nobj(&s->cfg.sampler) > 1) {
             double v[TP_MAX_OBJECTIVES];

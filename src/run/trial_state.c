@@ -59,6 +59,7 @@ static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_sta
     t->step_done = -1;
     t->first_step = TP_STORE_NO_STEP;
     t->restart_s = NAN;
+    tp__scaling_init(&t->scaling);
     t->mark_step = TP_STORE_NO_STEP;
     ts->by_id[id] = t;
     if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;

@@ -25,6 +25,7 @@
 
 #include "place/place.h"
 #include "run/journal.h"
+#include "search/scaling.h"
 #include "util/util.h"
 
 typedef enum tp_trial_state {
@@ -46,13 +47,6 @@ typedef enum tp_requeue {
     TP_REQUEUE_RESIZE,      /* an elastic trial paused to be placed again with gpus_want GPUs */
 } tp_requeue_t;
 
-/* An elastic trial's measured scaling curve: seconds per step at each GPU
- * count (index), from its report steps and their arrival times. */
-#define TP_RUN_SCALING_MAX 16
-typedef struct tp_run_scaling {
-    double step_s[TP_RUN_SCALING_MAX + 1]; /* mean seconds per step; index = GPUs */
-    uint32_t samples[TP_RUN_SCALING_MAX + 1]; /* steps measured; 0: not measured */
-} tp_run_scaling_t;
 
 typedef struct trial {
     int64_t id;         /* trial number, as the searcher numbered it */
@@ -105,6 +99,7 @@ typedef struct trial {
     tp_requeue_t requeued; /* why it last went back to pending (kept until its next attempt) */
     char where_text[128]; /* where its current (or last) attempt runs: "node:gpu,gpu", "local" */
     int procs;          /* processes per node of the current attempt */
+    int results;        /* jobs it ended with a result (journaled `result` decisions) */
     /* elastic trials (elastic.c) */
     int gpus;           /* GPUs of its current (or last) attempt */
     int gpus_want;      /* GPUs its next attempt asks for; 0: the experiment's */
@@ -114,7 +109,7 @@ typedef struct trial {
     double last_resize; /* wall time of its last resize, 0: never (for the cooldown) */
     int64_t mark_step;  /* last step report of this attempt, TP_STORE_NO_STEP before one */
     double mark_at;     /* its arrival, monotonic */
-    tp_run_scaling_t scaling; /* measured seconds per step by GPU count */
+    tp_scaling_t scaling; /* measured seconds per step by GPU count (one sample a step) */
     struct tp_fused *fused; /* the fused process its attempt runs in (fuse.c), NULL if none */
     int fuse_index;     /* its configuration index in that process */
     uint64_t fuse_mem_mib; /* GPU memory its fused process is expected to use at its K

@@ -247,5 +247,6 @@ void tp__view_final(tp_run_t *r) {
     printf("%s %s after %s: %d completed%s%s, %d failed, %d retried%s%s\n%s\nresults: %s\n",
            r->x.name, r->stopping ? "stopped" : "finished", el, c[TP_TRIAL_COMPLETED], early,
            paused, c[TP_TRIAL_FAILED], r->trials.retried, regrown, inter, best, r->dir);
+    if (r->dl.final[0]) printf("%s\n", r->dl.final); /* a deadline run: its model, last */
     fflush(stdout);
 }

@@ -13,11 +13,12 @@ store, where a resumed run finds them again.
 import json
 import os
 import signal
+import subprocess
 import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import GpuE2E, PY, SRC, main, wait_for, yaml_str
+from helpers import GpuE2E, PY, SRC, gpu_timeline, main, wait_for, yaml_str
 
 GIB = 1024
 
@@ -67,7 +68,8 @@ while step < total:
 '''
 
 
-class Elastic(GpuE2E):
+class ElasticBase(GpuE2E):
+    """Four fake 16 GB GPUs and the data-parallel stand-in trial."""
 
     def setUp(self):
         super().setUp()
@@ -112,10 +114,16 @@ class Elastic(GpuE2E):
         with open(self.env_path(run_dir, attempt, rank)) as f:
             return json.load(f)
 
-    def curve(self, store):
-        rows = store.q("SELECT detail FROM events WHERE trial = 0 AND kind = 'scaling' "
-                       "ORDER BY id")
+    @staticmethod
+    def curve(store, tid=0):
+        """Trial tid's journaled scaling curves (events `scaling`), oldest first."""
+        rows = store.q("SELECT detail FROM events WHERE trial = ? AND kind = 'scaling' "
+                       "ORDER BY id", tid)
         return [json.loads(r["detail"]) for r in rows]
+
+
+
+class Elastic(ElasticBase):
 
     def test_resized_1_2_4_sees_the_contract_change_and_loses_no_step(self):
         run_dir = self.path("run")
@@ -224,6 +232,81 @@ class Elastic(GpuE2E):
         self.resize(run_dir, 2)
         proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0)
+
+
+class Deadline(ElasticBase):
+    """A deadline run on 4 fake GPUs: free GPUs go to running elastic trials through the
+    reallocation policy, and at the deadline the running trials checkpoint and report."""
+
+    def deadline_exp(self, deadline="14s"):
+        # trial 0 and 2 train until the deadline; trial 1 ends after 5 steps and frees its GPU.
+        return self.experiment(
+            "name: deadline\n"
+            "command: [%s, %s, \"{total}\", \"0.2\", \"\"]\n"
+            "metric: {name: loss, mode: min}\n"
+            "space:\n"
+            "  total: {grid: [100000, 5, 100000]}\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "concurrency: 2\n"
+            "resources: {gpus: {min: 1, max: 4}, gpu_memory: 2G, gpu_compute: 1.0}\n"
+            "deadline: %s\n"
+            "reallocation: {policy: top-job, cooldown: 2s}\n"
+            "stop_grace: 30s\n"
+            % (yaml_str(PY), yaml_str(self.trial_py), deadline))
+
+    def test_deadline_checkpoints_running_trials_and_names_the_best_checkpoint(self):
+        run_dir = self.path("run")
+        p = self.run_exp(self.deadline_exp(), run_dir, env=self.gpu_env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        last = p.stdout.strip().splitlines()[-1]
+        self.assertRegex(last, r"^best model at the deadline: trial \d+, checkpoint /")
+        with self.store(run_dir) as s:
+            self.assertEqual(len(s.events(-1, "deadline")), 1)
+            trials = {t["id"]: t for t in s.trials()}
+            self.assertEqual(trials[1]["state"], "completed")
+            for tid in (0, 2):  # running at the deadline: checkpointed, reported, not killed
+                t = trials[tid]
+                self.assertEqual(t["state"], "stopped", t)
+                self.assertEqual(t["exit_code"], 0, t)
+                self.assertFalse(t["signal"], t)
+                self.assertRegex(t["decision"], r"^deadline: checkpointed and reported at step")
+                ckpt = s.events(tid, "checkpoint")
+                self.assertEqual(len(ckpt), 1)
+                with open(os.path.join(ckpt[0]["detail"], "state.json")) as f:
+                    self.assertEqual(json.load(f)["step"], t["step"])  # its last step is saved
+            # Free GPUs went to running trials: resizes decided by the policy, with its why,
+            # carried out (an attempt on more than one GPU), and the curve measured there.
+            resizes = s.q("SELECT * FROM decisions WHERE kind = 'resize'")
+            self.assertTrue(resizes)
+            for d in resizes:
+                self.assertRegex(d["detail"], r"^resize \d+ -> \d+ GPUs: .*gain")
+            wide = s.q("SELECT * FROM placements WHERE gpus LIKE '%,%'")
+            self.assertTrue(wide)
+            curve = self.curve(s, wide[0]["trial"])[-1]
+            self.assertGreaterEqual(len(curve["samples"]), 2)
+            # No GPU ever held two trials, and no attempt started after the deadline.
+            moments, _ = gpu_timeline(s)
+            for on in moments:
+                self.assertTrue(all(len(held) == 1 for held in on.values()), on)
+            at = s.events(-1, "deadline")[0]["at"]
+            self.assertFalse([p for p in s.q("SELECT * FROM placements") if p["at"] > at])
+            best = json.loads(s.meta()["best_checkpoint"])
+        self.assertIn("checkpoint %s" % best["checkpoint"], last)
+        b = self.tp("best", run_dir, "--json")
+        self.assertEqual(b.returncode, 0, b.stderr)
+        self.assertEqual(json.loads(b.stdout)["checkpoint"], best["checkpoint"])
+        self.assertEqual(json.loads(b.stdout)["trial"], best["trial"])
+        b = self.tp("best", run_dir)
+        self.assertIn("  checkpoint: %s" % best["checkpoint"], b.stdout)
+        # The timeline: admitted trials, GPUs per trial over time, the deadline, the checkpoint.
+        tl = subprocess.run([PY, os.path.join(SRC, "scripts", "timeline.py"), run_dir],
+                            capture_output=True, text=True, check=True).stdout
+        if os.environ.get("TUNEPACK_SHOW_TIMELINE"):
+            print("\n" + tl)
+        self.assertIn("trial 2 admitted", tl)
+        self.assertRegex(tl, r"deadline: deadline 14(\.0)?s reached")
+        self.assertRegex(tl, r"trial \d+: 1 GPU\(s\) \[[\d.]+, [\d.]+\), [234] GPU\(s\)")
+        self.assertIn("best model at the deadline: trial %d" % best["trial"], tl)
 
 
 if __name__ == "__main__":
