@@ -167,19 +167,23 @@ void tp__elastic_act(tp_run_t *r) {
 }
 
 tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n) {
-    if (tp__elastic_on(r)) journal_curve(r, t);
-    if (!t->resize_to) return TP_REQUEUE_INTERRUPTED;
-    int to = t->resize_to;
-    t->resize_to = 0;
-    r->el.resizing--;
-    if (!interrupted) { /* it ended before it could pause: no resize */
-        t->resize_asked = 0;
-        return TP_REQUEUE_INTERRUPTED;
+    tp_requeue_t how = TP_REQUEUE_INTERRUPTED;
+    if (t->resize_to) {
+        r->el.resizing--;
+        if (interrupted) {
+            snprintf(detail, n, "resize: checkpointed on %d GPU(s), runs again on %d", t->gpus,
+                     t->resize_to);
+            t->gpus_want = t->resize_to;
+            t->last_resize = tp__wall_s();
+            how = TP_REQUEUE_RESIZE;
+        } else {
+            t->resize_asked = 0; /* it ended before it could pause: no resize */
+        }
+        t->resize_to = 0;
     }
-    snprintf(detail, n, "resize: checkpointed on %d GPU(s), runs again on %d", t->gpus, to);
-    t->gpus_want = to;
-    t->last_resize = tp__wall_s();
-    return TP_REQUEUE_RESIZE;
+    /* With its new count: a crash before the relaunch still resumes the resize. */
+    if (tp__elastic_on(r)) journal_curve(r, t);
+    return how;
 }
 
 size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {

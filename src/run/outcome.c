@@ -281,7 +281,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
         snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
                  t->garbage);
     }
-    char resized[200] = "", at_deadline[300] = "";
+    char resized[200] = "", at_deadline[sizeof t->why] = "";
     tp_requeue_t requeue = tp__elastic_ended(r, t, interrupted && !regrow, resized, sizeof resized);
     /* At the deadline a trial that checkpointed (or was stopped after the
      * grace) ends there, with its last report: no attempt follows. */

@@ -238,7 +238,7 @@ class Deadline(ElasticBase):
     """A deadline run on 4 fake GPUs: free GPUs go to running elastic trials through the
     reallocation policy, and at the deadline the running trials checkpoint and report."""
 
-    def deadline_exp(self, deadline="14s"):
+    def deadline_exp(self, deadline="20s"):
         # trial 0 and 2 train until the deadline; trial 1 ends after 5 steps and frees its GPU.
         return self.experiment(
             "name: deadline\n"
@@ -304,7 +304,7 @@ class Deadline(ElasticBase):
         if os.environ.get("TUNEPACK_SHOW_TIMELINE"):
             print("\n" + tl)
         self.assertIn("trial 2 admitted", tl)
-        self.assertRegex(tl, r"deadline: deadline 14(\.0)?s reached")
+        self.assertRegex(tl, r"deadline: deadline 20(\.0)?s reached")
         self.assertRegex(tl, r"trial \d+: 1 GPU\(s\) \[[\d.]+, [\d.]+\), [234] GPU\(s\)")
         self.assertIn("best model at the deadline: trial %d" % best["trial"], tl)
 
