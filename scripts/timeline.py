@@ -40,7 +40,10 @@ def timeline(run_dir):
         if d["kind"] == "job":
             word = "refused" if "refus" in what else "admitted"
             add(d["at"], "trial %d %s: %s" % (d["trial"], word, what))
-        elif d["kind"] == "resize" or "refus" in what:
+        elif d["kind"] == "refused":
+            add(d["at"], "trial %d refused: %s" % (d["trial"], what) if d["trial"] >= 0
+                else "refused: %s" % what, 1)
+        elif d["kind"] == "resize":
             add(d["at"], "trial %d %s" % (d["trial"], what), 1)
     attempts = {}
     for p in rows(db, "SELECT * FROM placements ORDER BY id"):
