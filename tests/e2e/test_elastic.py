@@ -18,7 +18,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import GpuE2E, PY, SRC, gpu_timeline, main, wait_for, yaml_str
+from helpers import GpuE2E, PY, SRC, gpu_timeline, main, token_pids, wait_for, yaml_str
 
 GIB = 1024
 
@@ -197,9 +197,17 @@ class Elastic(ElasticBase):
         self.assertGreaterEqual(before["samples"]["2"], 8)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        # The machine went down with it: its agent and trial processes too (else the old
+        # trial, still waiting at its gate, would share the checkpoint with the resumed one).
+        for pid in token_pids(self.token_of(run_dir)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        self.assertTrue(wait_for(lambda: not token_pids(self.token_of(run_dir)), 30))
 
         p = self.run_exp(exp, run_dir, env=self.gpu_env(), timeout=120)
-        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         with self.store(run_dir) as s:
             t = s.trial(0)
             self.assertEqual(t["state"], "completed")
