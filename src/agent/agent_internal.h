@@ -55,8 +55,9 @@ int tp__lines_is_kv(const char *line, size_t len);
 int tp__reap_token(tp_agent_t *a, const char *token);
 /* Kill every process of attempt (trial, attempt) of this agent's run, found
  * by its environment (TUNEPACK_RUN_TOKEN, _TRIAL_ID, _ATTEMPT): those that
- * left the trial's process group (setsid, double fork). O(processes).
- * Returns how many were killed. */
+ * left the trial's process group (setsid, double fork), never one in the
+ * group of a live trial of this agent (another rank of the same attempt).
+ * O(processes). Returns how many were killed. */
 int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt);
 /* Reap every exited child: a trial leader's exit goes to its trial; the
  * rest are orphans of trials (the agent is their subreaper). */

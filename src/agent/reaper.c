@@ -109,7 +109,10 @@ int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt) {
     char what[120];
     snprintf(what, sizeof what, "trial %lld (attempt %lld) outside its process group",
              (long long)trial, (long long)attempt);
-    int killed = reap_matching(a, e, 3, 0, what);
+    /* The attempt's other ranks on this node carry the same three entries
+     * but run in live groups of their own: they are not escapees, and one
+     * rank ending first must not cut another's grace period short. */
+    int killed = reap_matching(a, e, 3, 1, what);
     for (size_t i = 0; i < 3; i++) tp__buf_free(&e[i]);
     return killed;
 }
