@@ -72,9 +72,9 @@ static const char *const migrations[] = {
     "  value REAL,"                    /* the first objective */
     "  objectives TEXT,"               /* several objectives: JSON array in metric order */
     "  at REAL NOT NULL);",
-    /* 6 -> 7: surrogates: a trial's kind, and for a target the surrogate trial it promotes. */
-    "ALTER TABLE trials ADD COLUMN kind TEXT;"         /* surrogate | target; NULL: plain */
-    "ALTER TABLE trials ADD COLUMN source INTEGER;",   /* target: its surrogate trial's id */
+    /* 6 -> 7: surrogates: a trial's kind (surrogate | target; NULL: plain), and for a
+     * target the id of the surrogate trial it promotes. */
+    "ALTER TABLE trials ADD COLUMN kind TEXT; ALTER TABLE trials ADD COLUMN source INTEGER;",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
