@@ -119,6 +119,15 @@ int tp__cfg_node_number(const yaml_node_t *n, double *out) {
     return ok ? 0 : -EINVAL;
 }
 
+int tp__cfg_node_bool(const yaml_node_t *n, int *out) {
+    if (n->type != YAML_SCALAR_NODE) return -EINVAL;
+    json_t *v = tp__cfg_resolve_scalar(n);
+    int ok = json_is_boolean(v);
+    if (ok) *out = json_is_true(v);
+    json_decref(v);
+    return ok ? 0 : -EINVAL;
+}
+
 int tp__cfg_node_integer(const yaml_node_t *n, long long *out) {
     if (n->type != YAML_SCALAR_NODE) return -EINVAL;
     json_t *v = tp__cfg_resolve_scalar(n);
@@ -323,11 +332,11 @@ static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 /* `fail_fast`: true (the first 3 trials), false, or the number of trials. */
 static int key_fail_fast(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    json_t *b = v->type == YAML_SCALAR_NODE ? tp__cfg_resolve_scalar(v) : NULL;
-    int is_bool = json_is_boolean(b);
-    if (is_bool) c->x->fail_fast = json_is_true(b) ? TP_FAIL_FAST_DEFAULT : 0;
-    json_decref(b);
-    if (is_bool) return 0;
+    int on;
+    if (tp__cfg_node_bool(v, &on) == 0) {
+        c->x->fail_fast = on ? TP_FAIL_FAST_DEFAULT : 0;
+        return 0;
+    }
     long long k;
     int rc = tp__cfg_get_int(c, key, v, 1, 1000, &k);
     if (rc == 0) c->x->fail_fast = (int)k;
@@ -547,11 +556,8 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
                         tp__cfg_describe(qnode, got, sizeof got));
     }
     if (lognode) {
-        json_t *b = lognode->type == YAML_SCALAR_NODE ? tp__cfg_resolve_scalar(lognode) : NULL;
-        int ok = json_is_boolean(b);
-        p->log = json_is_true(b);
-        json_decref(b);
-        if (!ok)
+        p->log = 0;
+        if (tp__cfg_node_bool(lognode, &p->log) < 0)
             return fail(c, lognode, "log of \"%s\" must be true or false, got %s", p->name,
                         tp__cfg_describe(lognode, got, sizeof got));
         if (p->log && p->kind != TP_DOM_INT)

@@ -57,11 +57,7 @@ static int realloc_cooldown(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int realloc_probe(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    json_t *b = v->type == YAML_SCALAR_NODE ? tp__cfg_resolve_scalar(v) : NULL;
-    int ok = json_is_boolean(b);
-    if (ok) c->x->realloc.probe = json_is_true(b);
-    json_decref(b);
-    if (ok) return 0;
+    if (tp__cfg_node_bool(v, &c->x->realloc.probe) == 0) return 0;
     char got[256];
     return fail(c, v, "\"%s\" must be true or false, got %s", key,
                 tp__cfg_describe(v, got, sizeof got));

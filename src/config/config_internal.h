@@ -62,6 +62,8 @@ yaml_node_t *tp__cfg_node_at(cfgctx_t *c, int index);
 json_t *tp__cfg_resolve_scalar(const yaml_node_t *n);
 int tp__cfg_node_number(const yaml_node_t *n, double *out);
 int tp__cfg_node_integer(const yaml_node_t *n, long long *out);
+/* A scalar true/false into *out (1/0); -EINVAL for anything else, *out untouched. */
+int tp__cfg_node_bool(const yaml_node_t *n, int *out);
 int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
                     long long *out);
 int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out);
