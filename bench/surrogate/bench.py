@@ -1,24 +1,32 @@
 """Surrogate tuning (`surrogate:`): is the configuration promoted from a width-scaled search as
 good at full size as the best of a search run at full size, and what does it cost?
 
-    python3 bench/surrogate/bench.py [--build DIR] [--seeds N] [--trials N] [--algorithm A]
+    python3 bench/surrogate/bench.py [--build DIR] [--seeds N] [--trials N]
+        [--surrogate-trials N] [--algorithm A] [--concurrency N]
     python3 bench/surrogate/bench.py --mup [--build DIR] [--runs SURROGATE_DIR FULL_DIR]
 
 Family (default): bench/surrogate/family.py, a synthetic model family whose optimum nearly
 transfers across width (its docstring has the formula; cost = width^2 + 0.02 per trial). For
-each seed it runs the same search twice through tunepack: at full size (width_mult 1), and
-with `surrogate: {param: width_mult, value: 0.125, promote: 3, eager: 0.5}`. It prints, per
-seed: the full search's best loss, the promoted loss (the best target trial), the gap in per
-cent of the full best, the cost ratio (surrogate search, targets included / full search) and
-the targets run. --algorithm random (default) proposes the same configurations in both runs,
-so the gap is the surrogate's ranking error alone; tpe lets the two searches diverge.
+each seed it runs the search twice through tunepack: at full size (width_mult 1, --trials
+trials), and with `surrogate: {param: width_mult, value: 0.125, promote: 3, eager: 0.5}`
+(--surrogate-trials surrogates, default --trials: a surrogate costs 0.035 of a full-size
+trial, so the surrogate search can afford more). It prints, per seed: the full search's best
+loss, the promoted loss (the best target trial), the gap in per cent of the full best,
+"explored" (the gap of the best configuration the surrogate search tried, evaluated at full
+size with the family's formula: what a perfect promotion would reach; gap - explored is the
+promotion's own error), the cost ratio (surrogate search, targets included / full search) and
+the targets run; then the worst and mean over the seeds. --algorithm random (default)
+proposes the same configurations in both runs when the trial counts are equal, so the gap is
+the surrogate's ranking error alone; tpe lets the two searches diverge. One trial at a time
+(--concurrency 1, the default) lets the search see every result before its next proposal,
+so a seed gives the same figures on every run and any load.
 
 --mup runs examples/mup/experiment.yaml (a muP MLP searched at width 0.125, the best 3
 promoted) and examples/mup/full.yaml (the same search at full width) on this machine's CPU
 and prints the same row with the cost in CPU seconds (every trial's own, from its cpu_s
 report), once with and once without each trial's fixed start-up (import torch, the data).
---runs reads two finished runs instead. Needs Debian's python3-torch. Take the figures when the load is low; the load average before
-and after is printed.
+--runs reads two finished runs instead. Needs Debian's python3-torch. Take the figures
+when the load is low; the load average before and after is printed.
 """
 
 import argparse
@@ -38,7 +46,7 @@ space:
   wd: {{loguniform: [1.0e-6, 1.0e-1]}}
   momentum: {{uniform: [0.5, 0.99]}}
 search: {{algorithm: {algorithm}, trials: {trials}, seed: {seed}}}
-concurrency: 2
+concurrency: {concurrency}
 {surrogate}"""
 
 
@@ -60,6 +68,17 @@ def summary(full, surr, cost):
     return best_full, promoted, 100.0 * (promoted - best_full) / abs(best_full), ratio, len(targets)
 
 
+def explored(surr, best_full):
+    """The gap (%) of the best configuration the surrogate search tried, evaluated at full size
+    with the family's formula: what a perfect promotion would reach. gap - explored is the
+    promotion's error (ranking at the surrogate width), explored the search's (what it tried)."""
+    sys.path.insert(0, os.path.join(ROOT, "bench", "surrogate"))
+    import family as fam  # noqa: E402 (stdlib only)
+    best = min(fam.loss(t["params"]["lr"], t["params"]["wd"], t["params"]["momentum"], 1.0)
+               for t in surr if t.get("kind") == "surrogate")
+    return 100.0 * (best - best_full) / abs(best_full)
+
+
 def load():
     return "%.2f %.2f %.2f" % os.getloadavg()
 
@@ -78,18 +97,22 @@ def family(args):
                     f.write(EXPERIMENT.format(kind=kind, py=json.dumps(sys.executable),
                                               family=json.dumps(fam),
                                               width='"{width_mult}"' if sur else '"1"',
-                                              algorithm=args.algorithm, trials=args.trials,
-                                              seed=seed, surrogate=sur))
+                                              algorithm=args.algorithm,
+                                              trials=args.surrogate_trials if sur
+                                              else args.trials,
+                                              seed=seed, surrogate=sur,
+                                              concurrency=args.concurrency))
                 res[kind] = run(args.binary, exp, os.path.join(tmp, "%s-%d" % (kind, seed)))
-            rows.append((seed,) + summary(res["full"], res["surrogate"],
-                                          lambda t: t["metrics"]["cost"]))
-    print("surrogate bench: synthetic family, %s, %d trials per search, width 0.125, promote 3, "
-          "eager 0.5; cost = width^2 + 0.02 per trial" % (args.algorithm, args.trials))
-    print("%4s  %12s  %12s  %7s  %10s  %7s" % ("seed", "best full", "promoted", "gap %",
-                                                 "cost ratio", "targets"))
+            r = summary(res["full"], res["surrogate"], lambda t: t["metrics"]["cost"])
+            rows.append((seed,) + r[:3] + (explored(res["surrogate"], r[0]),) + r[3:])
+    print("surrogate bench: synthetic family, %s, %d full-size trials, %d surrogate trials, width "
+          "0.125, promote 3, eager 0.5; cost = width^2 + 0.02 per trial"
+          % (args.algorithm, args.trials, args.surrogate_trials))
+    print("%4s  %12s  %12s  %7s  %9s  %10s  %7s" % ("seed", "best full", "promoted", "gap %",
+                                                      "explored", "cost ratio", "targets"))
     for r in rows:
-        print("%4d  %12.6f  %12.6f  %7.3f  %10.3f  %7d" % r)
-    gaps, ratios = [r[3] for r in rows], [r[4] for r in rows]
+        print("%4d  %12.6f  %12.6f  %7.3f  %9.3f  %10.3f  %7d" % r)
+    gaps, ratios = [r[3] for r in rows], [r[5] for r in rows]
     print("worst gap %.3f %%, mean gap %.3f %%, worst cost ratio %.3f: %s" % (
         max(gaps), sum(gaps) / len(gaps), max(ratios),
         "within 1% at under a third of the cost" if max(gaps) <= 1 and max(ratios) < 1 / 3
@@ -113,9 +136,10 @@ def mup(args):
                           os.path.join(tmp, k))
                    for k, y in (("surrogate", "experiment.yaml"), ("full", "full.yaml"))}
     after = load()
-    print("surrogate bench: muP example (examples/mup), val_loss, %d trials per search, width "
-          "0.125, promote 3, eager 0.5; load average before %s, after %s"
-          % (len(res["full"]), before, after))
+    print("surrogate bench: muP example (examples/mup), val_loss, %d full-width trials, %d "
+          "surrogates, width 0.125, promote 3, eager 0.5; load average before %s, after %s"
+          % (len(res["full"]), sum(t.get("kind") == "surrogate" for t in res["surrogate"]),
+             before, after))
     print("%-22s  %10s  %10s  %7s  %10s  %7s  %8s  %8s" % (
         "cost counted", "best full", "promoted", "gap %", "cost ratio", "targets", "surr CPU",
         "full CPU"))
@@ -126,6 +150,16 @@ def mup(args):
         print("%-22s  %10.5f  %10.5f  %7.3f  %10.3f  %7d  %8.1f  %8.1f" % (
             (name,) + r + (sum(cost(t) for t in res["surrogate"]),
                            sum(cost(t) for t in res["full"]))))
+    ok = [t for t in res["full"] if t["value"] is not None]
+    best = min(ok, key=lambda t: (t["value"], t["id"]))
+    byid = {t["id"]: t for t in res["surrogate"]}
+    for t in sorted((t for t in res["surrogate"] if t.get("kind") == "target"),
+                    key=lambda t: t["id"]):
+        print("target trial %d: lr %.3g, val_loss %s at full width, %.5f as surrogate trial %d"
+              % (t["id"], t["params"]["lr"], "%.5f" % t["value"] if t["value"] is not None
+                 else "-", byid[t["source"]]["value"], t["source"]))
+    print("full search's best: trial %d, lr %.3g, val_loss %.5f"
+          % (best["id"], best["params"]["lr"], best["value"]))
 
 
 def main():
@@ -133,12 +167,18 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--surrogate-trials", type=int, default=0,
+                    help="trials of the surrogate search (default: --trials)")
+    ap.add_argument("--concurrency", type=int, default=1,
+                    help="trials at once (1, the default: the search sees every result before "
+                         "its next proposal, so a seed gives the same figures on every run)")
     ap.add_argument("--algorithm", default="random", choices=("random", "tpe"))
     ap.add_argument("--mup", action="store_true")
     ap.add_argument("--runs", nargs=2, metavar=("SURROGATE_DIR", "FULL_DIR"),
                     help="with --mup: read these finished runs of examples/mup/experiment.yaml "
                          "and full.yaml instead of running them")
     args = ap.parse_args()
+    args.surrogate_trials = args.surrogate_trials or args.trials
     args.binary = os.path.join(os.path.abspath(args.build), "tunepack")
     mup(args) if args.mup else family(args)
 

@@ -1,7 +1,8 @@
 /* Unit tests for the surrogate wrapper (search/surrogate.h): surrogates run
  * with param = value, the top `promote` are promoted to full size once the
- * eager share has ended and at the end, ranking by rung then value, and the
- * same calls give the same decisions (what resume relies on). */
+ * eager share has ended and at the end (nothing in between), ranking by
+ * rung then value, and the same calls give the same decisions (what resume
+ * relies on). */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -99,6 +100,38 @@ TP_TEST(test_surrogates_run_scaled_and_the_top_are_promoted_once_half_have_ended
     TP_CHECK_INT(job.trial, 13);
     TP_CHECK_INT(next(s, &job, &w), 0); /* every surrogate ended, the final top 3 all ran */
     TP_CHECK_INT(s->ops->total(s), 13);
+    tp__scheduler_free(s);
+    tp__space_free(&sp);
+}
+
+TP_TEST(test_leaders_found_after_the_eager_point_wait_for_the_end_and_overtaken_ones_never_run) {
+    tp_space_t sp;
+    build_space(&sp);
+    tp_scheduler_t *s = make(&sp, "fifo", 10, 0, 2, 0.5);
+    TP_REQUIRE(s != NULL);
+    tp_job_t job;
+    double w;
+    int64_t src;
+    for (int i = 0; i < 10; i++) TP_CHECK_INT(next(s, &job, &w), 1);
+    for (int i = 0; i < 5; i++) s->ops->result(s, i, 0, 1, 0.1 * i, 1); /* top 2: 4, 3 */
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    TP_CHECK(tp__surrogate_kind(s, job.trial, &src) == TP_KIND_TARGET && src == 4);
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    TP_CHECK(tp__surrogate_kind(s, job.trial, &src) == TP_KIND_TARGET && src == 3);
+    /* trial 5 leads, then 6 and 7 overtake it: no target while the search runs */
+    s->ops->result(s, 5, 0, 1, 0.6, 1);
+    TP_CHECK_INT(next(s, &job, &w), -EAGAIN);
+    s->ops->result(s, 6, 0, 1, 0.7, 1);
+    s->ops->result(s, 7, 0, 1, 0.8, 1);
+    TP_CHECK_INT(next(s, &job, &w), -EAGAIN);
+    s->ops->result(s, 8, 0, 1, 0.0, 1);
+    s->ops->result(s, 9, 0, 1, 0.0, 1);
+    /* the end: the final top 2 (7, 6); trial 5, overtaken, never runs at full size */
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    TP_CHECK(tp__surrogate_kind(s, job.trial, &src) == TP_KIND_TARGET && src == 7 && w == 1.0);
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    TP_CHECK(tp__surrogate_kind(s, job.trial, &src) == TP_KIND_TARGET && src == 6);
+    TP_CHECK_INT(next(s, &job, &w), 0);
     tp__scheduler_free(s);
     tp__space_free(&sp);
 }
