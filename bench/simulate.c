@@ -41,7 +41,7 @@ static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf", "bfd", 
                                        "vpack"};
 
 static int run(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
-               double oversub, tp_sim_result_t *r) {
+               double oversub, tp_sim_result_t *r, size_t *ngpus) {
     tp_cluster_t c;
     tp_error_t err = {0};
     if (tp__workload_cluster(w, cluster, &c, &err) < 0) {
@@ -49,6 +49,10 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
         return -1;
     }
     c.limits.oversubscribe = oversub;
+    if (ngpus) {
+        *ngpus = 0;
+        for (size_t n = 0; n < c.nnodes; n++) *ngpus += c.nodes[n].ngpus;
+    }
     tp_sim_opts_t o = {.policy = policy, .overhead = 0.03};
     int rc = tp__sim_run(w, space, &c, &o, r, &err);
     if (rc < 0) fprintf(stderr, "simulate: %s on %s, %s: %s\n", space, cluster, policy, err.msg);
@@ -58,20 +62,25 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
 
 /* The default (vpack) against HyperSack's wfd on every space and every
  * cluster of the catalogue: makespan, its ratio to the lower bound, and the
- * mean GPU busy share (occupancy over time). Returns -1 on an error. */
+ * mean GPU busy share (occupancy over time). The trials and GPUs of each
+ * pair are shown: SP1 on homog_4 (96 trials, 4 GPUs) is SP4 on homog_16
+ * (384, 16) scaled down by 4, the same models and batch sizes per GPU, so
+ * the two rows agree in every figure. Returns -1 on an error. */
 static int compare(const tp_workload_t *w) {
     printf("vpack (the default) against wfd on every space x cluster of the catalogue:\n");
-    printf("%-4s %-13s %10s %10s %7s %7s %8s %8s %7s\n", "sp", "cluster", "vpack min",
-           "wfd min", "vp /LB", "wfd /LB", "vp busy", "wfd busy", "vp/wfd");
+    printf("%-4s %-13s %6s %4s %10s %10s %7s %7s %8s %8s %7s\n", "sp", "cluster", "trials",
+           "GPUs", "vpack min", "wfd min", "vp /LB", "wfd /LB", "vp busy", "wfd busy", "vp/wfd");
     int worse = 0;
     for (size_t s = 0; s < w->nspaces; s++)
         for (size_t k = 0; k < w->nclusters; k++) {
             tp_sim_result_t a, b;
+            size_t gpus;
             const char *sp = w->spaces[s].name, *cl = w->clusters[k].name;
-            if (run(w, sp, cl, "vpack", 0, &a) < 0 || run(w, sp, cl, "wfd", 0, &b) < 0) return -1;
+            if (run(w, sp, cl, "vpack", 0, &a, &gpus) < 0 || run(w, sp, cl, "wfd", 0, &b, NULL) < 0)
+                return -1;
             worse += a.makespan_s > b.makespan_s * (1 + 1e-9);
-            printf("%-4s %-13s %10.1f %10.1f %7.3f %7.3f %7.1f%% %7.1f%% %7.3f\n", sp, cl,
-                   a.makespan_s / 60, b.makespan_s / 60, a.ratio, b.ratio, 100 * a.busy_share,
+            printf("%-4s %-13s %6llu %4zu %10.1f %10.1f %7.3f %7.3f %7.1f%% %7.1f%% %7.3f\n", sp,
+                   cl, (unsigned long long)a.trials, gpus, a.makespan_s / 60, b.makespan_s / 60, a.ratio, b.ratio, 100 * a.busy_share,
                    100 * b.busy_share, a.makespan_s / b.makespan_s);
             tp__sim_result_free(&a);
             tp__sim_result_free(&b);
@@ -136,14 +145,14 @@ int main(int argc, char **argv) {
            "x", "/LB", "busy", "published (one-per-gpu -> HyperSack)");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         tp_sim_result_t base;
-        if (run(&w, rows[i].space, rows[i].cluster, "one-per-gpu", 0, &base) < 0) return 1;
+        if (run(&w, rows[i].space, rows[i].cluster, "one-per-gpu", 0, &base, NULL) < 0) return 1;
         size_t np = sizeof policies / sizeof policies[0];
         for (size_t p = 0; p <= np; p++) {
             tp_sim_result_t r;
             const char *pol = p < np ? policies[p] : "wfd";
             double os = p < np ? 0 : 0.2;
             if (p == 0) r = base;
-            else if (run(&w, rows[i].space, rows[i].cluster, pol, os, &r) < 0) return 1;
+            else if (run(&w, rows[i].space, rows[i].cluster, pol, os, &r, NULL) < 0) return 1;
             printf("%-4s %-12s %-10s %9.1f %5.2fx %6.3f %5.1f%%   %s\n", rows[i].space,
                    rows[i].cluster, p < np ? pol : "wfd+os0.2", r.makespan_s / 60,
                    base.makespan_s / r.makespan_s, r.ratio, 100 * r.busy_share,

@@ -20,7 +20,11 @@
  *    search). Multi-GPU trials go first, last, or in the order. With
  *    multi-GPU trials in the round, wf's answer (placer_fit) is one more
  *    start: the local search never moves them, and on some rounds only wf's
- *    way of placing them leaves room for the best packing of the rest.
+ *    way of placing them leaves room for the best packing of the rest. It is
+ *    one also when memory is scarcer than compute (w_mem > w_comp): filling
+ *    GPU by GPU gives the first GPUs the trials that use their memory best
+ *    and leaves the last ones a worse mix, where wf's spread lets the local
+ *    search reach the mix the optimum has (bench/placement's memory-2).
  * 3. Local search on each answer, moves that strictly raise the occupancy:
  *    insert an unplaced trial where it fits; eject one or two trials of a
  *    GPU so that it fits there, the ejected ones moved elsewhere where they
@@ -737,11 +741,14 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         tp_assign_t *wide_out = tp__xcalloc(n1, sizeof *wide_out);
         tp_assign_t *best_wide = tp__xcalloc(n1, sizeof *best_wide);
         double best_occ = -1, best_dur = -1, best_crowd = INFINITY;
+        /* wf's answer is a start also when memory is scarcer than compute:
+         * spreading in the given order leaves each GPU memory for the rest */
+        int memory_binds = v.w[R_MEM] > v.w[R_COMP];
         /* an answer this close to the bound is not worth more search */
         double bound = upper_bound(&v) - 1e-4 * (double)v.G;
         for (size_t r = 0; r < TP_ARRAY_LEN(runs) && best_occ < bound; r++) {
             const run_spec_t *spec = &runs[r];
-            if (spec->wide != WIDE_FIRST && !nw)
+            if (spec->wide != WIDE_FIRST && !nw && !(spec->build == SEED_WF && memory_binds))
                 continue; /* the same as a wide-first run */
             tp__usage_copy(&work, &start, c);
             v.u = &work;
