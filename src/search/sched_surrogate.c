@@ -32,6 +32,11 @@
  * target ran at all, so a leader found after the eager promotion never ran
  * at full size.
  *
+ * A deadline (hypersched: ops->deadline, ops->timing) goes to the inner
+ * scheduler, with the surrogates' timings in its numbers; its refusals come
+ * back in outer numbers, and a refused surrogate has ended. Targets are not
+ * held to it, and their timings (another model's) are not told to it.
+ *
  * Targets run once to the full budget (the last rung), are never stopped
  * early and are not told to the sampler (their values measure another
  * model). One objective only. Cost: next() and result() O(n log n) for n
@@ -211,6 +216,25 @@ static int hand_target(surr_state_t *st, tp_job_t *out) {
     return 1;
 }
 
+/* The inner scheduler refused a job (a deadline's admission: hypersched):
+ * the same refusal in outer numbers (trial -1, no trial, stays -1). A
+ * refused surrogate is out of the inner search for good: it has ended. */
+static int pass_refusal(surr_state_t *st, tp_job_t *j, tp_job_t *out) {
+    if (j->trial >= 0) {
+        if ((size_t)j->trial >= st->ninner || st->outer[j->trial] < 0)
+            return -EAGAIN; /* an inner bug: a trial it never handed out */
+        j->trial = st->outer[j->trial];
+        surr_trial_t *t = &st->t[j->trial];
+        if (!t->ended) {
+            t->ended = 1;
+            st->ended++;
+        }
+        promote_leaders(st);
+    }
+    *out = *j;
+    return 1;
+}
+
 static int surr_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     surr_state_t *st = s->impl;
     if (st->qn > st->qhead) return hand_target(st, out);
@@ -219,6 +243,7 @@ static int surr_next(tp_scheduler_t *s, double now, tp_job_t *out) {
         memset(&j, 0, sizeof j);
         int rc = st->inner->ops->next(st->inner, now, &j);
         if (rc < 0) return rc;
+        if (rc == 1 && j.refused) return pass_refusal(st, &j, out);
         if (rc == 1) {
             int64_t id;
             if (j.is_new) {
@@ -299,6 +324,22 @@ static int surr_final(const tp_scheduler_t *s, int64_t trial, int rung) {
     return st->inner->ops->final(st->inner, t->inner, rung);
 }
 
+/* Deadline and timings go to the inner scheduler (only set when it plans
+ * against time: see surr_timed_ops); a target's timing is not its model's. */
+static void surr_deadline(tp_scheduler_t *s, double at) {
+    surr_state_t *st = s->impl;
+    st->inner->ops->deadline(st->inner, at);
+}
+
+static void surr_timing(tp_scheduler_t *s, const tp_timing_t *tm, double now) {
+    surr_state_t *st = s->impl;
+    const surr_trial_t *t = get(st, tm->trial);
+    if (!t || t->kind != TP_KIND_SURROGATE) return;
+    tp_timing_t inner = *tm;
+    inner.trial = t->inner;
+    st->inner->ops->timing(st->inner, &inner, now);
+}
+
 static uint64_t surr_total(const tp_scheduler_t *s) {
     const surr_state_t *st = s->impl;
     uint64_t n = st->inner->ops->total(st->inner);
@@ -324,17 +365,18 @@ static int surr_init(tp_scheduler_t *s, tp_error_t *err) {
     return 0; /* set up by tp__surrogate_wrap */
 }
 
-const struct tp_scheduler_ops tp__sched_surrogate_ops = {
-    .name = "surrogate",
-    .init = surr_init,
-    .next = surr_next,
-    .result = surr_result,
-    .result_values = NULL,
-    .report = surr_report,
-    .final = surr_final,
-    .total = surr_total,
-    .destroy = surr_destroy,
-};
+#define SURR_OPS                                                                          \
+    .name = "surrogate", .init = surr_init, .next = surr_next, .result = surr_result,          \
+    .result_values = NULL, .report = surr_report, .final = surr_final, .total = surr_total,    \
+    .destroy = surr_destroy
+
+const struct tp_scheduler_ops tp__sched_surrogate_ops = {SURR_OPS};
+
+/* Around an inner scheduler that plans against time (ops->deadline and
+ * ops->timing: hypersched): those two forwarded. Only then, so that the run
+ * journals deadlines and timings only for a scheduler that uses them. */
+static const struct tp_scheduler_ops surr_timed_ops = {
+    SURR_OPS, .deadline = surr_deadline, .timing = surr_timing};
 
 /* See surrogate.h. */
 tp_scheduler_t *tp__surrogate_wrap(tp_scheduler_t *inner, const tp_surrogate_cfg_t *cfg,
@@ -365,7 +407,8 @@ tp_scheduler_t *tp__surrogate_wrap(tp_scheduler_t *inner, const tp_surrogate_cfg
         st->target_budget = b->max;
     }
     tp_scheduler_t *s = tp__xcalloc(1, sizeof *s);
-    s->ops = &tp__sched_surrogate_ops;
+    s->ops = inner->ops->deadline && inner->ops->timing ? &surr_timed_ops
+                                                         : &tp__sched_surrogate_ops;
     s->sampler = inner->sampler; /* owned by s from here: see surr_destroy */
     s->cfg = inner->cfg;
     s->space = inner->space;
@@ -375,7 +418,8 @@ tp_scheduler_t *tp__surrogate_wrap(tp_scheduler_t *inner, const tp_surrogate_cfg
 
 tp_trial_kind_t tp__surrogate_kind(const tp_scheduler_t *s, int64_t trial, int64_t *source) {
     *source = -1;
-    if (!s || s->ops != &tp__sched_surrogate_ops) return TP_KIND_PLAIN;
+    if (!s || (s->ops != &tp__sched_surrogate_ops && s->ops != &surr_timed_ops))
+        return TP_KIND_PLAIN;
     const surr_trial_t *t = get(s->impl, trial);
     if (!t) return TP_KIND_PLAIN;
     *source = t->source;

@@ -35,7 +35,7 @@ def rows(run_dir, sql):
 
 
 class DeadlineTest(E2E):
-    def exp(self, deadline="6s", trials=80):
+    def exp(self, deadline="6s", trials=80, extra=""):
         trainer = self.write("trainer.py", TRAINER)
         return self.experiment(
             "name: deadline\n"
@@ -45,7 +45,8 @@ class DeadlineTest(E2E):
             "search: {algorithm: random, trials: %d, seed: 5, scheduler: hypersched}\n"
             "budget: {name: epochs, min: 1, max: 9, eta: 3}\n"
             "deadline: %s\n"
-            "concurrency: 3\nstop_grace: 1s\n" % (yaml_str(PY), yaml_str(trainer), trials, deadline))
+            "concurrency: 3\nstop_grace: 1s\n%s"
+            % (yaml_str(PY), yaml_str(trainer), trials, deadline, extra))
 
     def decisions(self, run_dir):
         return rows(run_dir, "SELECT kind, trial, rung, ok, detail FROM decisions ORDER BY seq")
@@ -76,6 +77,25 @@ class DeadlineTest(E2E):
             self.assertEqual(state, "stopped")
             self.assertIn("the deadline is too near", decision)
         # replaying the finished journal repeats every decision
+        again = self.run_exp(exp, run)
+        self.assertExit(again, 0)
+        self.assertNotIn("diverged", again.stderr)
+        self.assertEqual(self.decisions(run), d)
+
+    def test_under_a_surrogate_hypersched_still_refuses_and_names_the_surrogates(self):
+        exp = self.exp(extra="surrogate: {param: width, value: 0.25, promote: 2, eager: 0.5}\n")
+        run = self.path("run")
+        r = self.run_exp(exp, run)
+        self.assertExit(r, 0)
+        d = self.decisions(run)
+        self.assertTrue([x for x in d if x[0] == "timing"], "the surrogates' timings are told")
+        refused = [x for x in d if x[0] == "refused"]
+        self.assertEqual(sum(1 for x in refused if x[1] == -1), 1)
+        paused = [x for x in refused if x[1] >= 0]
+        self.assertTrue(paused, d)
+        for _, trial, *_ in paused:  # in the run's numbers: surrogate trials, stopped
+            kind, state = rows(run, "SELECT kind, state FROM trials WHERE id = %d" % trial)[0]
+            self.assertEqual((kind, state), ("surrogate", "stopped"))
         again = self.run_exp(exp, run)
         self.assertExit(again, 0)
         self.assertNotIn("diverged", again.stderr)

@@ -32,15 +32,19 @@ static tp_scheduler_t *make(const tp_space_t *sp, const char *name, uint64_t tri
     return s;
 }
 
-/* The next job; its config's width_mult into *width (NaN without a config). */
-static int next(tp_scheduler_t *s, tp_job_t *job, double *width) {
+/* The next job at `now`; its config's width_mult into *width (NaN without a config). */
+static int next_at(tp_scheduler_t *s, double now, tp_job_t *job, double *width) {
     memset(job, 0, sizeof *job);
-    int rc = s->ops->next(s, 0, job);
+    int rc = s->ops->next(s, now, job);
     json_t *w = json_object_get(job->config, "width_mult");
     *width = json_is_number(w) ? json_number_value(w) : NAN;
     json_decref(job->config);
     job->config = NULL;
     return rc;
+}
+
+static int next(tp_scheduler_t *s, tp_job_t *job, double *width) {
+    return next_at(s, 0, job, width);
 }
 
 static double value_of(int64_t trial) { return (double)((trial * 37) % 23) / 23.0; }
@@ -243,6 +247,74 @@ TP_TEST(test_same_calls_give_the_same_surrogates_and_targets_on_replay) {
     TP_CHECK(targets >= 3);
     json_decref(la), json_decref(lb);
     tp__scheduler_free(a), tp__scheduler_free(b);
+    tp__space_free(&sp);
+}
+
+/* A job's timing for trial t: `units` budget units, 10 s of start-up, 20 s per unit. */
+static void timed_result(tp_scheduler_t *s, int64_t t, int rung, double units, double value,
+                         double now) {
+    tp_timing_t tm = {.trial = t, .rung = rung, .units = units, .run_s = 10 + 20 * units,
+                      .unit_s = 20};
+    s->ops->timing(s, &tm, now);
+    s->ops->result(s, t, rung, 1, value, now);
+}
+
+TP_TEST(test_hypersched_inside_gets_the_deadline_and_timings_and_refuses_in_outer_numbers) {
+    tp_space_t sp;
+    build_space(&sp);
+    tp_scheduler_cfg_t cfg = {.scheduler = "hypersched",
+                              .sampler = {.algorithm = "random", .trials = 5, .seed = 1},
+                              .budget = {.name = "epochs", .min = 1, .max = 3, .eta = 3},
+                              .maximize = 1};
+    tp_error_t err = {0};
+    tp_surrogate_cfg_t sc = {.param = "width_mult", .value = 0.125, .promote = 1, .eager = 0.2};
+    tp_scheduler_t *s = tp__surrogate_wrap(tp__scheduler_new(&sp, &cfg, &err), &sc, &err);
+    TP_REQUIRE(s != NULL);
+    /* only a scheduler that plans against time gets them (asha: the run journals none) */
+    TP_REQUIRE(s->ops->deadline && s->ops->timing);
+    tp_scheduler_t *plain = make(&sp, "asha", 5, 3, 1, 0.2);
+    TP_CHECK(plain && !plain->ops->deadline && !plain->ops->timing);
+    tp__scheduler_free(plain);
+    s->ops->deadline(s, 1000);
+    tp_job_t job;
+    double w;
+    for (int i = 0; i < 4; i++) { /* nothing measured yet: four start */
+        TP_CHECK_INT(next(s, &job, &w), 1);
+        TP_CHECK_INT(job.trial, i);
+    }
+    static const double v0[4] = {0.9, 0.1, 0.2, 0.3};
+    for (int i = 0; i < 4; i++) timed_result(s, i, 0, 1, v0[i], 30 + i);
+    /* trial 0 goes to rung 1 (budget 3), the last: it ends, and the eager 1 of 5 opens */
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    TP_CHECK(job.trial == 0 && !job.is_new && job.rung == 1);
+    timed_result(s, 0, 1, 2, 0.95, 100);
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    int64_t src;
+    TP_CHECK_INT(job.trial, 4); /* trial 0's target takes number 4 */
+    TP_CHECK_INT(tp__surrogate_kind(s, 4, &src), TP_KIND_TARGET);
+    TP_CHECK(w == 1.0);
+    /* the fifth surrogate is trial 5 outside, 4 inside */
+    TP_CHECK_INT(next(s, &job, &w), 1);
+    TP_CHECK(job.trial == 5 && job.is_new && w == 0.125);
+    timed_result(s, 5, 0, 1, 0.99, 150);
+    /* 10 s before the deadline its promotion needs 10 s + 2 x 20 s (30 s to its last step):
+     * refused, in outer numbers, and it has ended */
+    TP_CHECK_INT(next_at(s, 990, &job, &w), 1);
+    TP_CHECK(job.refused);
+    TP_CHECK_INT(job.trial, 5);
+    TP_CHECK_CONTAINS(job.why, "not promoted, the deadline is too near: needs 50 s");
+    TP_CHECK_INT(tp__surrogate_kind(s, 5, &src), TP_KIND_SURROGATE);
+    TP_CHECK_INT(next_at(s, 990, &job, &w), 1);
+    if (job.trial == -1) { /* new trials closed (when the sampler has not said it is done) */
+        TP_CHECK_CONTAINS(job.why, "no new trials");
+        TP_CHECK_INT(next_at(s, 990, &job, &w), 1);
+    }
+    TP_CHECK(job.refused && job.trial == 3); /* the best waiting at rung 0: not continued */
+    TP_CHECK_CONTAINS(job.why, "not continued, the deadline is too near");
+    /* a target's timing is not the surrogate model's: not told to the inner scheduler */
+    tp_timing_t tm = {.trial = 4, .rung = 1, .units = 3, .run_s = 1e6, .unit_s = 1e5};
+    s->ops->timing(s, &tm, 995);
+    tp__scheduler_free(s);
     tp__space_free(&sp);
 }
 
