@@ -6,10 +6,11 @@ paused ones stopped with the reason), and a resumed run replays those decisions 
 
 import os
 import signal
+import subprocess
 import time
 import unittest
 
-from helpers import E2E, PY, yaml_str
+from helpers import E2E, PY, SRC, yaml_str
 
 # value(epoch) = q * (1 - exp(-epoch / 3)); resumes from its checkpoint; one report per epoch.
 TRAINER = r'''
@@ -76,6 +77,18 @@ class DeadlineTest(E2E):
             state, decision = rows(run, "SELECT state, decision FROM trials WHERE id = %d" % trial)[0]
             self.assertEqual(state, "stopped")
             self.assertIn("the deadline is too near", decision)
+        # the timeline shows the admitted and the refused with their figures, and counts them
+        tl = subprocess.run([PY, os.path.join(SRC, "scripts", "timeline.py"), run],
+                            capture_output=True, text=True, check=True).stdout
+        self.assertRegex(tl.splitlines()[0], r"^%d trials admitted; %d refusals: %d waiting "
+                         r"trials not promoted or continued, new trials closed at \+[\d.]+s; "
+                         r"0 resizes$" % (len(rows(run, "SELECT id FROM trials")), len(refused),
+                                          len(refused) - 1))
+        self.assertRegex(tl, r"trial 0 admitted: new trial at rung 0")
+        self.assertRegex(tl, r"refused: no new trials, the deadline is too near: needs \d+ s")
+        self.assertRegex(tl, r"trial \d+ refused: not (promoted|continued), the deadline is too "
+                         r"near: needs \d+ s")
+        self.assertRegex(tl, r"attempt 1 ends: paused: .*\(last report: step 1, value [\d.]+\)")
         # replaying the finished journal repeats every decision
         again = self.run_exp(exp, run)
         self.assertExit(again, 0)

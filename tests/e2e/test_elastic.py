@@ -314,7 +314,12 @@ class Deadline(ElasticBase):
         self.assertIn("trial 2 admitted", tl)
         self.assertRegex(tl, r"deadline: deadline 20(\.0)?s reached")
         self.assertRegex(tl, r"trial \d+: 1 GPU\(s\) \[[\d.]+, [\d.]+\), [234] GPU\(s\)")
-        self.assertIn("best model at the deadline: trial %d" % best["trial"], tl)
+        self.assertRegex(tl, r"best model at the deadline: trial %d \(loss [\d.e-]+ at step "
+                         r"\d+\), checkpoint %s" % (best["trial"], best["checkpoint"]))
+        self.assertRegex(tl.splitlines()[0], r"^3 trials admitted; 0 refusals: .*; [1-9]\d* "
+                         r"resizes$")
+        self.assertRegex(tl, r"ends: stopped: deadline: checkpointed and reported at step (\d+) "
+                         r"\(last report: step \1, value")
 
 
 if __name__ == "__main__":
