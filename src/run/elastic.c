@@ -14,8 +14,10 @@
  * - Measured, never assumed: seconds per step at each GPU count from its
  *   report steps and their arrival times (the time before the first step
  *   report of an attempt is start-up, not a step), and the restart cost from
- *   the pause request to the first report after the relaunch (until a resize
- *   has measured one: the start-up of an attempt, launch to first report). Both are
+ *   the pause request to the first report after the relaunch, less the steps
+ *   that report is past the step the attempt resumed from, at the step time
+ *   measured at the next report (until a resize has measured one: the
+ *   start-up of an attempt, launch to first report, less its steps). Both are
  *   journaled (events `scaling`, a snapshot of the whole curve, and
  *   `resize-done`), and a resumed run reads the last snapshot back as it was. */
 #include <errno.h>
@@ -86,22 +88,51 @@ void tp__elastic_attempt(tp_run_t *r, trial_t *t) {
     t->mark_at = 0;
 }
 
-void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
-    double now = tp__mono_s();
-    if (t->resize_asked > 0 && !t->resize_to) { /* the relaunched attempt's first report */
-        t->restart_s = tp__wall_s() - t->resize_asked;
-        t->resize_asked = 0;
-        char detail[200];
+/* The restart cost being measured is known: restart_raw less `less` seconds
+ * (the steps its first report had made, at step_s each; 0: none known). A
+ * resize's is journaled (`resize-done`, and the curve). */
+static void restart_measured(tp_run_t *r, trial_t *t, double step_s) {
+    double less = step_s > 0 ? (double)t->restart_ahead * step_s : 0;
+    t->restart_s = t->restart_raw - less > 0 ? t->restart_raw - less : 0;
+    t->restart_pending = 0;
+    if (!t->restart_resized) return;
+    t->restart_resized = 0;
+    char detail[300];
+    if (step_s > 0)
+        snprintf(detail, sizeof detail,
+                 "now on %d GPU(s); restart cost %.3f s (pause asked -> first report %.3f s, "
+                 "%lld step(s) past the checkpoint at %.3f s each taken off)",
+                 t->gpus, t->restart_s, t->restart_raw, (long long)t->restart_ahead, step_s);
+    else
         snprintf(detail, sizeof detail,
                  "now on %d GPU(s); restart cost %.3f s (pause asked -> first report)", t->gpus,
                  t->restart_s);
-        tp__journal_ok(&r->journal,
-                       tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts,
-                                       "resize-done", detail, tp__wall_s()),
-                       "recording a restart cost");
-        journal_curve(r, t);
-    } else if (t->seq == 1 && isnan(t->restart_s) && t->launch_sent > 0)
-        t->restart_s = now - t->launch_sent; /* until a resize measures one: its start-up */
+    tp__journal_ok(&r->journal,
+                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts,
+                                   "resize-done", detail, tp__wall_s()),
+                   "recording a restart cost");
+    journal_curve(r, t);
+}
+
+void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
+    double now = tp__mono_s();
+    int resized = t->resize_asked > 0 && !t->resize_to; /* the relaunch's first report */
+    if (resized || (t->seq == 1 && isnan(t->restart_s) && t->launch_sent > 0)) {
+        /* Its first report came after the restart and the steps it made since the
+         * step it resumed from (its checkpoint's): those steps are work, not cost,
+         * taken off once the next report measures their time. Until a resize has
+         * measured one, the restart cost is an attempt's start-up. */
+        t->restart_raw = resized ? tp__wall_s() - t->resize_asked : now - t->launch_sent;
+        t->restart_resized = resized;
+        t->resize_asked = 0;
+        int64_t from = t->step != TP_STORE_NO_STEP ? t->step : (int64_t)t->from_budget;
+        t->restart_ahead = step != TP_STORE_NO_STEP ? step - from : 0;
+        t->restart_pending = 1;
+        if (step == TP_STORE_NO_STEP) restart_measured(r, t, 0);
+    } else if (t->restart_pending && step != TP_STORE_NO_STEP &&
+               t->mark_step != TP_STORE_NO_STEP && step > t->mark_step) {
+        restart_measured(r, t, (now - t->mark_at) / (double)(step - t->mark_step));
+    }
     if (step == TP_STORE_NO_STEP) return;
     if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0) {
         uint32_t steps = (uint32_t)(step - t->mark_step);
@@ -168,6 +199,7 @@ void tp__elastic_act(tp_run_t *r) {
 
 tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n) {
     tp_requeue_t how = TP_REQUEUE_INTERRUPTED;
+    if (t->restart_pending) restart_measured(r, t, 0); /* no second report: as measured */
     if (t->resize_to) {
         r->el.resizing--;
         if (interrupted) {

@@ -105,7 +105,11 @@ typedef struct trial {
     int gpus_want;      /* GPUs its next attempt asks for; 0: the experiment's */
     int resize_to;      /* a resize asked of the running attempt: its new GPU count, 0: none */
     double resize_asked; /* wall time the resize's pause was asked (restart cost from here) */
-    double restart_s;   /* last measured restart cost: pause asked -> first report after; NaN */
+    double restart_s;   /* last measured restart cost (elastic.c); NaN */
+    double restart_raw; /* being measured: pause asked (or launch) -> the attempt's first report */
+    int64_t restart_ahead; /* steps that first report is past the step it resumed from */
+    int restart_pending; /* restart_raw waits for the next step report's step time */
+    int restart_resized; /* the cost being measured is a resize's (journaled `resize-done`) */
     double last_resize; /* wall time of its last resize, 0: never (for the cooldown) */
     int64_t mark_step;  /* last step report of this attempt, TP_STORE_NO_STEP before one */
     double mark_at;     /* its arrival, monotonic */
