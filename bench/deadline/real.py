@@ -118,16 +118,19 @@ def finish(p, log, run_dir):
 
 def outcome(run_dir):
     """(best metric reported, seconds from creation to the last attempt's end, trials,
-    refusals, resizes) of a finished run."""
+    refusals, resizes, the best model's metric: the best trial's last report, its checkpoint's)
+    of a finished run."""
     db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run_dir, "tunepack.db"), uri=True)
     created = float(db.execute("SELECT value FROM meta WHERE key = 'created_at'").fetchone()[0])
     best = db.execute("SELECT max(value) FROM metrics").fetchone()[0]
+    model = db.execute("SELECT max(value) FROM trials").fetchone()[0]
     end = db.execute("SELECT max(ended_at) FROM trials").fetchone()[0]
     trials = db.execute("SELECT count(*) FROM trials").fetchone()[0]
     refused = db.execute("SELECT count(*) FROM decisions WHERE kind = 'refused'").fetchone()[0]
     resizes = db.execute("SELECT count(*) FROM decisions WHERE kind = 'resize'").fetchone()[0]
     db.close()
-    return (best if best is not None else -math.inf, end - created, trials, refused, resizes)
+    return (best if best is not None else -math.inf, end - created, trials, refused, resizes,
+            model if model is not None else -math.inf)
 
 
 def one_seed(args, env, work, seed):
@@ -172,22 +175,34 @@ def table(rows, args):
           "in all" % (args.policy, args.cooldown, refusals, resizes))
     print()
     print("best metric reported by the deadline (higher is better)")
+    compare(rows, 0)
+    print()
+    print("the best model at the deadline: the best trial's last report (what its checkpoint "
+          "holds, as `tunepack best` names it)")
+    compare(rows, 5)
+    print()
+    print("per seed: T, then asha / hypersched best reported (best model) at 25%, 50%, 100%")
+    for seed, r in zip(range(args.first_seed, args.first_seed + n), rows):
+        print("  seed %d: T %.1f s; %s" % (seed, r["T"], "; ".join(
+            "%.4f / %.4f (%.4f / %.4f)" % (r[("asha", f)][0], r[("hypersched", f)][0],
+                                           r[("asha", f)][5], r[("hypersched", f)][5])
+            for f in FRACS)))
+
+
+def compare(rows, i):
+    """The table of figure i of outcome() per deadline: medians, means, seeds won."""
+    n = len(rows)
     print("| deadline | asha median | asha mean | hypersched median | hypersched mean | "
           "seeds hypersched >= asha | seeds hypersched > asha |")
     print("|---|---|---|---|---|---|---|")
     for f in FRACS:
-        a = [r[("asha", f)][0] for r in rows]
-        h = [r[("hypersched", f)][0] for r in rows]
+        a = [r[("asha", f)][i] for r in rows]
+        h = [r[("hypersched", f)][i] for r in rows]
         ge = sum(1 for x, y in zip(a, h) if y >= x)
         gt = sum(1 for x, y in zip(a, h) if y > x)
         print("| %3d%% | %.4f | %.4f | %.4f | %.4f | %d/%d | %d/%d |" % (
             f * 100, statistics.median(a), statistics.mean(a), statistics.median(h),
             statistics.mean(h), ge, n, gt, n))
-    print()
-    print("per seed: T, then asha / hypersched best at 25%, 50%, 100%")
-    for seed, r in zip(range(args.first_seed, args.first_seed + n), rows):
-        print("  seed %d: T %.1f s; %s" % (seed, r["T"], "; ".join(
-            "%.4f / %.4f" % (r[("asha", f)][0], r[("hypersched", f)][0]) for f in FRACS)))
 
 
 def main():
