@@ -35,6 +35,14 @@
  *    shortens the makespan), then the least crowded GPUs (sum of trials^2:
  *    less MPS sharing). The portfolio stops early at an answer within 1e-4
  *    per GPU of an upper bound (every open GPU full, or every trial placed).
+ * 5. Makespan runs, on mixed GPU speeds only: the first VP_MS_RUNS runs again,
+ *    a placed trial worth its share plus a bonus for long trials (compute /
+ *    top speed x its duration's rank in the round), and the answer of most
+ *    such value kept when its occupancy is within VP_MS_GAP per GPU of the
+ *    upper bound (so never more than that below the optimum). Occupancy
+ *    alone starts the short, busy trials and leaves the longest waiting, and
+ *    counts a share (compute / speed) larger on a slow GPU; the long trials
+ *    left for later set the makespan (docs/simulator.md).
  *
  * Trials wanting several GPUs (or none) go on the node whose best GPUs align
  * most, and are not moved by the local search. Rounds above VP_LARGE trials x
@@ -49,6 +57,9 @@
 
 #define VP_LARGE 2e6       /* trials x GPUs above which the tree path is taken */
 #define VP_TIE 0.002       /* answers this close in occupancy per GPU tie: longest placed wins */
+#define VP_BONUS 1.0       /* the makespan runs: a trial's bonus per unit of compute, longest */
+#define VP_MS_GAP 0.008    /* their answer is kept within this much occupancy per GPU of the bound */
+#define VP_MS_RUNS 3       /* the first runs of the portfolio, run again with the bonus */
 #define VP_MIN_WEIGHT 0.05 /* a resource nobody is short of still breaks ties */
 #define NONE SIZE_MAX
 
@@ -67,6 +78,10 @@ typedef struct vp {
     size_t *where;            /* per single-GPU trial: global GPU, NONE if unplaced */
     size_t *head, *next;      /* per GPU: its single-GPU trials, a singly linked list */
     long long budget;         /* fit tests the local search may still make */
+    double bonus;             /* > 0 in the makespan runs: a placed trial is worth its share
+                                 plus bonus x compute / top speed x its duration's rank (0 for
+                                 the round's shortest, 1 for its longest) */
+    double dmin, dspan, smax; /* the round's shortest duration, longest - shortest, top speed */
 } vp_t;
 
 /* Capacity of GPU gi in each resource, for normalising. */
@@ -124,6 +139,18 @@ static double share_on(const vp_t *v, size_t i, size_t gi) {
 static int fits(vp_t *v, size_t i, size_t gi) {
     v->budget--;
     return tp__fits(v->c, v->u, v->node_of[gi], v->local_of[gi], &v->t[i]);
+}
+
+/* The makespan runs' bonus for placing trial i (the same on every GPU). */
+static double bonus_of(const vp_t *v, size_t i) {
+    if (v->bonus <= 0 || v->dspan <= 0) return 0;
+    return v->bonus * v->t[i].compute / v->smax * (v->t[i].duration_s - v->dmin) / v->dspan;
+}
+
+/* What placing trial i on GPU gi is worth to the search: its share, plus
+ * the bonus in the makespan runs. */
+static double value_on(const vp_t *v, size_t i, size_t gi) {
+    return share_on(v, i, gi) + bonus_of(v, i);
 }
 
 /* Record single-GPU trial i on GPU gi in the lists (its usage already counted). */
@@ -320,7 +347,7 @@ static double refill(vp_t *v, size_t g, const size_t *todo, size_t k, size_t ski
             continue;
         }
         put_logged(v, log, t, g);
-        added += share_on(v, t, g);
+        added += value_on(v, t, g);
     }
     return added;
 }
@@ -332,18 +359,18 @@ static int eject(vp_t *v, size_t i, size_t g, const size_t *out, size_t nout, ch
                  const size_t *todo, size_t k) {
     double gain = 0;
     for (size_t q = 0; q < nout; q++) {
-        gain -= share_on(v, out[q], g);
+        gain -= value_on(v, out[q], g);
         take(v, out[q]);
     }
     undo_t log = {.n = 0};
     if (fits(v, i, g)) {
         put_logged(v, &log, i, g);
-        gain += share_on(v, i, g);
+        gain += value_on(v, i, g);
         for (size_t q = 0; q < nout; q++) {
             size_t to = choose(v, out[q], how, g);
             if (to == NONE) continue;
             put_logged(v, &log, out[q], to);
-            gain += share_on(v, out[q], to);
+            gain += value_on(v, out[q], to);
         }
         if (gain <= TP_PLACE_EPS) gain += refill(v, g, todo, k, i, &log);
         if (gain > TP_PLACE_EPS) return 1;
@@ -463,14 +490,17 @@ static void fill_dfs(fill_t *f, const size_t *list, size_t from, uint64_t mem, d
     }
     for (size_t k = from; k < f->ncls && f->steps > 0; k++) {
         if (f->take[k] >= f->cls_left[k]) continue;
-        if (val + comp <= f->best_val - TP_PLACE_EPS || f->best_val >= f->cap - TP_PLACE_EPS) return;
+        double most = comp * (1 + f->v->bonus); /* what the GPU can still add, bonus included */
+        if (val + most <= f->best_val - TP_PLACE_EPS ||
+            (f->v->bonus <= 0 && f->best_val >= f->cap - TP_PLACE_EPS))
+            return;
         f->steps--;
         size_t t = list[f->cls_first[k] + f->take[k]];
         const tp_demand_t *d = &f->v->t[t];
         double s = share_on(f->v, t, f->gi);
         if (d->memory_mib > mem || s > comp + TP_PLACE_EPS || slots <= 0 || d->cpus > cpus) continue;
         f->take[k]++;
-        double add = val + s < f->cap ? s : f->cap - val;
+        double add = f->v->bonus > 0 ? s + bonus_of(f->v, t) : val + s < f->cap ? s : f->cap - val;
         fill_dfs(f, list, k, mem - d->memory_mib, comp - s, slots - 1, cpus - d->cpus, val + add,
                  dur + d->duration_s);
         f->take[k]--;
@@ -649,6 +679,34 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
     if (placed_value(v, single, m, &dur) < bound) local_search(v, single, m, r->how);
 }
 
+/* Whether the GPUs differ in speed; also sets the makespan runs' scales
+ * (the round's shortest duration and span, the top speed). O(G + n). */
+static int mixed_speeds(vp_t *v) {
+    double smin = INFINITY, dmax = 0;
+    v->smax = 0;
+    v->dmin = INFINITY;
+    for (size_t g = 0; g < v->G; g++) {
+        double sp = v->c->nodes[v->node_of[g]].gpus[v->local_of[g]].speed;
+        sp = sp > 0 ? sp : 1.0;
+        if (sp < smin) smin = sp;
+        if (sp > v->smax) v->smax = sp;
+    }
+    for (size_t i = 0; i < v->n; i++) {
+        if (v->t[i].duration_s < v->dmin) v->dmin = v->t[i].duration_s;
+        if (v->t[i].duration_s > dmax) dmax = v->t[i].duration_s;
+    }
+    v->dspan = dmax - v->dmin;
+    return v->smax > smin;
+}
+
+/* The placed single-GPU trials' value as the makespan runs count it. */
+static double bonus_value(const vp_t *v, const size_t *single, size_t m) {
+    double val = 0;
+    for (size_t j = 0; j < m; j++)
+        if (v->where[single[j]] != NONE) val += value_on(v, single[j], v->where[single[j]]);
+    return val;
+}
+
 /* An upper bound on the occupancy numerator (as placed_value counts it):
  * what is in use, plus every open GPU filled to 1.0 or every trial on the
  * slowest GPU, whichever is less. O(G + n). */
@@ -774,6 +832,32 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                 memcpy(best_where, v.where, n1 * sizeof *best_where);
                 memcpy(best_wide, wide_out, n1 * sizeof *best_wide);
             }
+        }
+        if (m && c->limits.oversubscribe <= 0 && mixed_speeds(&v)) {
+            /* the makespan runs (mixed GPU speeds only): kept when their occupancy
+             * is within VP_MS_GAP per GPU of the bound and they place more of the
+             * long trials' compute (the value with the bonus) */
+            tp__usage_copy(&work, &start, c);
+            v.u = &work;
+            double ub = upper_bound(&v);
+            v.bonus = VP_BONUS;
+            for (size_t j = 0; j < m; j++) v.where[idx[j]] = best_where[idx[j]];
+            double best_val = bonus_value(&v, idx, m);
+            for (size_t r = 0; r < VP_MS_RUNS && v.dspan > 0; r++) {
+                tp__usage_copy(&work, &start, c);
+                na = 0;
+                for (size_t j = 0; j < m; j++) all[na++] = idx[j];
+                for (size_t j = 0; j < nw; j++) all[na++] = wide[j];
+                memset(wide_out, 0, n1 * sizeof *wide_out);
+                v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
+                run_once(&v, &runs[r], all, na, idx, m, wide, nw, INFINITY, wide_out);
+                double dur, occ = placed_value(&v, idx, m, &dur), val = bonus_value(&v, idx, m);
+                if (occ < ub - VP_MS_GAP * (double)v.G || val <= best_val + TP_PLACE_EPS) continue;
+                best_val = val;
+                memcpy(best_where, v.where, n1 * sizeof *best_where);
+                memcpy(best_wide, wide_out, n1 * sizeof *best_wide);
+            }
+            v.bonus = 0;
         }
         v.u = u;
         for (size_t j = 0; j < nw; j++) {

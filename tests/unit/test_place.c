@@ -543,6 +543,34 @@ TP_TEST(test_vpack_gets_within_a_point_of_the_optimum_when_memory_binds) {
     tp__cluster_free(&c);
 }
 
+TP_TEST(test_vpack_starts_the_long_trial_on_mixed_speeds_when_it_costs_under_a_point) {
+    /* gpu0 (speed 2) is full; gpu1 (speed 1) takes S + F (occupancy 1.0) or
+     * L + F (0.995): L is as big as S but runs 100 times longer. Occupancy
+     * alone keeps S + F (0.25 points more than L + F, above the 0.2-point
+     * tie); on mixed speeds the makespan runs place L, since L + F is within
+     * 0.8 points of the bound (every open GPU full). */
+    tp_demand_t t[4] = {{0, 1, 1000, 0.6, 1, 10},      /* S */
+                        {1, 1, 1000, 0.595, 1, 1000},  /* L */
+                        {2, 1, 1000, 0.4, 1, 10},      /* F */
+                        {3, 1, 1000, 0.4, 1, 10}};     /* F */
+    for (int mixed = 0; mixed <= 1; mixed++) {
+        tp_cluster_t c = small_cluster(1, 2, 64);
+        c.nodes[0].gpus[0].speed = mixed ? 2.0 : 1.0;
+        c.nodes[0].gpus[1].speed = 1.0;
+        tp_usage_t u;
+        tp__usage_init(&u, &c);
+        u.compute_used[0] = 1.0;
+        tp_assign_t out[4];
+        TP_CHECK_INT(tp__placer_find("vpack")->place(&c, &u, t, 4, out, NULL, NULL), 0);
+        TP_CHECK(out[0].placed == !mixed && out[1].placed == mixed);
+        TP_CHECK(out[0].placed || out[1].placed);
+        TP_CHECK(out[2].placed != out[3].placed);
+        TP_CHECK(tp__occupancy(&c, &u) >= (mixed ? 0.9975 : 1.0) - 1e-9);
+        tp__usage_free(&u);
+        tp__cluster_free(&c);
+    }
+}
+
 /* ---- JSON instances --------------------------------------------------------- */
 
 static const char *parse_error(const char *text) {
