@@ -43,7 +43,7 @@ int tp__elastic_gpus(const tp_run_t *r, const trial_t *t) {
 #define MAX_STEPS_ADDED 100000 /* samples one pair of reports adds at most */
 
 /* t's curve and restart cost as JSON: {"gpus", "want", "step_s": {"k": s},
- * "samples": {"k": n}, "restart_s", "last_resize"}. */
+ * "samples": {"k": n}, "restart_s", "last_resize"[, "restart_rough": true]}. */
 static json_t *snapshot_json(const trial_t *t) {
     json_t *step = json_object(), *samples = json_object();
     for (int k = 1; k <= TP_SCALING_MAX_GPUS; k++) {
@@ -58,6 +58,7 @@ static json_t *snapshot_json(const trial_t *t) {
     json_object_set_new(o, "restart_s",
                         isnan(t->restart_s) ? json_null() : json_real(t->restart_s));
     json_object_set_new(o, "last_resize", json_real(t->last_resize));
+    if (t->restart_rough) json_object_set_new(o, "restart_rough", json_true());
     return o;
 }
 
@@ -94,6 +95,7 @@ void tp__elastic_attempt(tp_run_t *r, trial_t *t) {
 static void restart_measured(tp_run_t *r, trial_t *t, double step_s) {
     double less = step_s > 0 ? (double)t->restart_ahead * step_s : 0;
     t->restart_s = t->restart_raw - less > 0 ? t->restart_raw - less : 0;
+    t->restart_rough = !(step_s > 0) && t->restart_ahead > 0;
     t->restart_pending = 0;
     if (!t->restart_resized) return;
     t->restart_resized = 0;
@@ -117,11 +119,13 @@ static void restart_measured(tp_run_t *r, trial_t *t, double step_s) {
 void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
     double now = tp__mono_s();
     int resized = t->resize_asked > 0 && !t->resize_to; /* the relaunch's first report */
-    if (resized || (t->seq == 1 && isnan(t->restart_s) && t->launch_sent > 0)) {
+    if (resized ||
+        (t->seq == 1 && (isnan(t->restart_s) || t->restart_rough) && t->launch_sent > 0)) {
         /* Its first report came after the restart and the steps it made since the
          * step it resumed from (its checkpoint's): those steps are work, not cost,
          * taken off once the next report measures their time. Until a resize has
-         * measured one, the restart cost is an attempt's start-up. */
+         * measured one, the restart cost is an attempt's start-up (measured again
+         * by the next attempt while it is rough: an attempt of one report). */
         t->restart_raw = resized ? tp__wall_s() - t->resize_asked : now - t->launch_sent;
         t->restart_resized = resized;
         t->resize_asked = 0;
@@ -268,6 +272,7 @@ void tp__elastic_resume(tp_run_t *r) {
         t->gpus_want = (int)json_integer_value(json_object_get(o, "want"));
         json_t *rs = json_object_get(o, "restart_s");
         t->restart_s = json_is_number(rs) ? json_number_value(rs) : NAN;
+        t->restart_rough = json_is_true(json_object_get(o, "restart_rough"));
         t->last_resize = json_number_value(json_object_get(o, "last_resize"));
         json_decref(o);
     }

@@ -110,6 +110,8 @@ typedef struct trial {
     int64_t restart_ahead; /* steps that first report is past the step it resumed from */
     int restart_pending; /* restart_raw waits for the next step report's step time */
     int restart_resized; /* the cost being measured is a resize's (journaled `resize-done`) */
+    int restart_rough;  /* restart_s still holds its first report's steps (no later report
+                           timed them): the next attempt measures it again */
     double last_resize; /* wall time of its last resize, 0: never (for the cooldown) */
     int64_t mark_step;  /* last step report of this attempt, TP_STORE_NO_STEP before one */
     double mark_at;     /* its arrival, monotonic */

@@ -251,6 +251,37 @@ class Elastic(ElasticBase):
         self.assertEqual(proc.returncode, 0)
 
 
+class RestartCost(ElasticBase):
+
+    def test_a_start_up_estimate_holding_a_step_is_measured_again_by_the_next_attempt(self):
+        # ASHA over elastic trials, one report a budget unit: a rung-0 job reports once, so
+        # its start-up estimate still holds that step (rough); the promoted trial's next
+        # attempt reports twice and measures it again without the step.
+        run_dir = self.path("run")
+        exp = self.experiment(
+            "name: restart\n"
+            "command: [%s, %s, \"{epochs}\", \"0.2\", \"\"]\n"
+            "metric: {name: loss, mode: min}\n"
+            "space:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 3, seed: 1, scheduler: asha}\n"
+            "budget: {name: epochs, min: 1, max: 3, eta: 3}\n"
+            "concurrency: 3\n"
+            "resources: {gpus: {min: 1, max: 2}, gpu_memory: 2G, gpu_compute: 1.0}\n"
+            % (yaml_str(PY), yaml_str(self.trial_py)))
+        p = self.run_exp(exp, run_dir, env=self.gpu_env(), timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with self.store(run_dir) as s:
+            promoted = [t["id"] for t in s.trials() if t["step"] == 3]
+            self.assertEqual(len(promoted), 1, s.trials())
+            for t in s.trials():
+                last = self.curve(s, t["id"])[-1]
+                self.assertGreaterEqual(last["restart_s"], 0)
+                if t["id"] in promoted:
+                    self.assertNotIn("restart_rough", last)
+                else:
+                    self.assertIs(last.get("restart_rough"), True, last)
+
+
 class Deadline(ElasticBase):
     """A deadline run on 4 fake GPUs: free GPUs go to running elastic trials through the
     reallocation policy, and at the deadline the running trials checkpoint and report."""
