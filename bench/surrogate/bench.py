@@ -21,8 +21,8 @@ the surrogate's ranking error alone; tpe lets the two searches diverge. One tria
 (--concurrency 1, the default) lets the search see every result before its next proposal,
 so a seed gives the same figures on every run and any load.
 
---mup runs examples/mup/experiment.yaml (a muP MLP searched at width 0.125, the best 3
-promoted) and examples/mup/full.yaml (the same search at full width) on this machine's CPU
+--mup runs examples/mup/experiment.yaml (a 1024-wide muP MLP, its learning rate searched
+at width 0.25, the best 3 promoted) and examples/mup/full.yaml (the same search at full width) on this machine's CPU
 and prints the same row with the cost in CPU seconds (every trial's own, from its cpu_s
 report), once with and once without each trial's fixed start-up (import torch, the data).
 --runs reads two finished runs instead. Needs Debian's python3-torch. Take the figures
@@ -137,9 +137,9 @@ def mup(args):
                    for k, y in (("surrogate", "experiment.yaml"), ("full", "full.yaml"))}
     after = load()
     print("surrogate bench: muP example (examples/mup), val_loss, %d full-width trials, %d "
-          "surrogates, width 0.125, promote 3, eager 0.5; load average before %s, after %s"
+          "surrogates, width %g, promote 3, eager 0.5; load average before %s, after %s"
           % (len(res["full"]), sum(t.get("kind") == "surrogate" for t in res["surrogate"]),
-             before, after))
+             res["surrogate"][0]["params"]["width_mult"], before, after))
     print("%-22s  %10s  %10s  %7s  %10s  %7s  %8s  %8s" % (
         "cost counted", "best full", "promoted", "gap %", "cost ratio", "targets", "surr CPU",
         "full CPU"))

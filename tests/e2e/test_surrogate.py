@@ -60,7 +60,9 @@ class SurrogateTest(E2E):
         surrogates = [r for r in rows if r[1] == "surrogate"]
         targets = [r for r in rows if r[1] == "target"]
         self.assertEqual(len(surrogates), 10)
+        # the top 3 at the eager point and the final top 3: never more than 2 x promote
         self.assertGreaterEqual(len(targets), 3)
+        self.assertLessEqual(len(targets), 6)
         self.assertEqual(len(rows), len(surrogates) + len(targets))
         by_id = {r[0]: r for r in rows}
         for s in surrogates:
@@ -162,18 +164,26 @@ class SurrogateTest(E2E):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("surrogate", r.stderr)
 
-    def test_the_mup_example_checks_out_and_its_trainer_reports_at_the_surrogate_width(self):
+    def test_the_mup_example_checks_out_and_its_trainer_is_deterministic_at_the_surrogate_width(
+            self):
         for name in ("experiment.yaml", "full.yaml"):
             r = self.tp("run", os.path.join(SRC, "examples", "mup", name), "--dry-run", cwd=SRC)
             self.assertExit(r, 0)
-        self.assertIn("width_mult=0.125", self.tp(
+        self.assertIn("width_mult=0.25", self.tp(
             "run", os.path.join(SRC, "examples", "mup", "experiment.yaml"), "--dry-run",
             cwd=SRC).stdout)
-        p = subprocess.run(["/usr/bin/python3", os.path.join(SRC, "examples", "mup", "train.py"),
-                            "--lr", "0.001", "--width-mult", "0.125", "--epochs", "1"],
-                           capture_output=True, text=True, timeout=300)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.assertRegex(p.stdout, r"step=1 val_loss=[0-9.]+ val_acc=[0-9.]+ cpu_s=")
+        # the same arguments give the same losses (data, init and batch order fixed), so the
+        # search compares learning rates, not draws of the noise
+        got = []
+        for _ in range(2):
+            p = subprocess.run(["/usr/bin/python3",
+                                os.path.join(SRC, "examples", "mup", "train.py"),
+                                "--lr", "0.0005", "--width-mult", "0.25"],
+                               capture_output=True, text=True, timeout=300)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertRegex(p.stdout, r"step=1 val_loss=[0-9.]+ val_acc=[0-9.]+ cpu_s=")
+            got.append(p.stdout.split(" cpu_s=")[0])
+        self.assertEqual(got[0], got[1])
 
 
 if __name__ == "__main__":
