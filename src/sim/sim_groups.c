@@ -250,13 +250,18 @@ static void make_trials(gsim_t *S) {
     }
 }
 
-int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t *err) {
-    memset(r, 0, sizeof *r);
+static int check(const tp_groups_opts_t *o, tp_error_t *err) {
     if (o->n0 == 0 || !(o->eta > 1) || !(o->min_steps > 0) || o->gpus == 0 ||
         o->gpus > TP_PLACE_MAX_GPUS || o->pack_max < 1 || o->serial < 0 || o->serial > 1)
         return tp__errorf(err, -EINVAL, "groups sim: need n0 > 0, eta > 1, min_steps > 0, 1 to "
                           "%d GPUs, pack_max >= 1 and a serial fraction in [0, 1]",
                           TP_PLACE_MAX_GPUS);
+    return 0;
+}
+
+int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t *err) {
+    memset(r, 0, sizeof *r);
+    if (check(o, err)) return -EINVAL;
     gsim_t S = {.o = o, .r = r};
     tp_node_t node = {.name = "sim", .cpus = 1 << 20, .ngpus = o->gpus};
     node.gpus = tp__xcalloc(o->gpus, sizeof *node.gpus);
@@ -299,4 +304,88 @@ int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t 
     free(S.t);
     free(S.rung);
     return rc;
+}
+
+/* The speed hull of one trial (tp__groups_bound), in steps per step_s: g / d
+ * up to d, then the chord from (d, 1) to the Amdahl curve at its tangent
+ * point tg, then Amdahl up to gmax. */
+typedef struct hull {
+    double d, f, tg, slope, gmax;
+} hull_t;
+
+static double amdahl(double f, double g) { return 1 / (f + (1 - f) / g); }
+
+static hull_t hull_of(double d, double f, double gmax) {
+    hull_t h = {.d = d, .f = f, .tg = 1, .slope = 0, .gmax = gmax};
+    for (int k = 1; k <= 3000 && gmax > 1; k++) { /* the tangent, on a grid of [1, gmax] */
+        double g = 1 + (gmax - 1) * k / 3000.0, sl = (amdahl(f, g) - 1) / (g - d);
+        if (sl > h.slope) h.slope = sl, h.tg = g;
+    }
+    return h;
+}
+
+static double hull_speed(const hull_t *h, double g) {
+    if (g <= h->d) return g / h->d;
+    if (g <= h->tg) return 1 + (g - h->d) * h->slope;
+    return amdahl(h->f, g);
+}
+
+/* The least allocation in [0, gmax] at which h runs `steps` steps of step_s
+ * within M; INFINITY if none does. */
+static double hull_need(const hull_t *h, double step_s, double steps, double M) {
+    double want = steps * step_s / M; /* speed needed */
+    if (hull_speed(h, h->gmax) < want - 1e-12) return INFINITY;
+    double a = 0, z = h->gmax;
+    for (int it = 0; it < 60; it++) {
+        double mid = (a + z) / 2;
+        if (hull_speed(h, mid) >= want) z = mid;
+        else a = mid;
+    }
+    return z;
+}
+
+int tp__groups_bound(const tp_groups_opts_t *o, double *bound_s, tp_error_t *err) {
+    *bound_s = 0;
+    if (check(o, err)) return -EINVAL;
+    gsim_t S = {.o = o};
+    S.t = tp__xcalloc(o->n0, sizeof *S.t);
+    S.rung = tp__xcalloc(o->n0, sizeof *S.rung);
+    hull_t *h = tp__xcalloc(o->n0, sizeof *h);
+    make_trials(&S);
+    double G = (double)o->gpus, gmax = o->gpus_cap > 1 ? (double)o->gpus_cap : 1;
+    if (gmax > G) gmax = G;
+    for (size_t i = 0; i < o->n0; i++) {
+        S.rung[i] = i;
+        h[i] = hull_of(S.t[i].gpu_s / S.t[i].step_s, o->serial, gmax);
+    }
+    S.n = o->n0;
+    double budget = o->min_steps, before = 0;
+    for (size_t rungs = 0; S.n > 0 && rungs < 32; rungs++) {
+        double lo = 0, hi = 1;
+        for (;;) { /* hi: a span in which the rung fits */
+            double sum = 0;
+            for (size_t i = 0; i < S.n; i++)
+                sum += hull_need(&h[S.rung[i]], S.t[S.rung[i]].step_s, budget - before, hi);
+            if (sum <= G) break;
+            hi *= 2;
+        }
+        for (int it = 0; it < 60; it++) {
+            double M = (lo + hi) / 2, sum = 0;
+            for (size_t i = 0; i < S.n; i++)
+                sum += hull_need(&h[S.rung[i]], S.t[S.rung[i]].step_s, budget - before, M);
+            if (sum <= G) hi = M;
+            else lo = M;
+        }
+        *bound_s += o->restart_s + hi;
+        size_t keep = (size_t)floor((double)S.n / o->eta + 1e-9);
+        if (keep == 0 || (o->rungs && rungs + 1 >= o->rungs)) break;
+        qsort_r(S.rung, S.n, sizeof *S.rung, by_quality, S.t);
+        S.n = keep;
+        before = budget;
+        budget *= o->eta;
+    }
+    free(h);
+    free(S.t);
+    free(S.rung);
+    return 0;
 }

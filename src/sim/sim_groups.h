@@ -61,4 +61,16 @@ typedef struct tp_groups_result {
  * on no GPU). O(events x trials x rung size) with placer rounds. */
 int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t *err);
 
+/* A lower bound on the makespan of any placement of o's rungs (same
+ * trials, same survivors): each rung lasts at least restart_s plus the
+ * least M for which the trials' allocations fit in the GPUs, sum g_i(M) <=
+ * gpus, where g_i(M) is the least GPU allocation (a real number, at most
+ * gpus_cap) whose speed finishes trial i's steps within M. Speed is the
+ * concave hull of the model's (time-sharing reaches any point of it): below
+ * its compute demand d a share c runs at c / d, from d to one GPU at full
+ * speed, on g GPUs 1 / (f + (1 - f) / g); no MPS overhead, no memory limit,
+ * no minimum share, one restart per rung: every relaxation only lowers it.
+ * 0, or -EINVAL as tp__groups_sim. O(rungs x n x 3600). */
+int tp__groups_bound(const tp_groups_opts_t *o, double *bound_s, tp_error_t *err);
+
 #endif

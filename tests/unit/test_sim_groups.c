@@ -65,6 +65,41 @@ TP_TEST(test_groups_fluid_beats_plain_on_a_rung_tail) {
     TP_CHECK_INT(r.resizes, 0);
 }
 
+TP_TEST(test_groups_bound_is_exact_for_a_lone_trial) {
+    /* one trial on all 4 GPUs is the best any placement does: restart +
+     * steps x step (f + (1 - f) / 4), whatever its scaling */
+    tp_groups_opts_t o = base();
+    o.mode = TP_FLUID_STATIC;
+    tp_groups_result_t r;
+    tp_error_t err = {0};
+    double bound;
+    for (double f = 0; f <= 1.0; f += 0.5) {
+        o.serial = f;
+        TP_REQUIRE(tp__groups_bound(&o, &bound, &err) == 0);
+        TP_CHECK_NEAR(bound, makespan(o, &r), 1e-6);
+    }
+}
+
+TP_TEST(test_groups_bound_is_below_every_placement) {
+    /* 27 configurations on 4 GPUs, serial fraction 0.5 (the bench's hard
+     * row): plain, static and dynamic Fluid all take at least the bound */
+    tp_groups_opts_t o = base();
+    o.n0 = 27, o.serial = 0.5;
+    tp_groups_result_t r;
+    tp_error_t err = {0};
+    double bound;
+    TP_REQUIRE(tp__groups_bound(&o, &bound, &err) == 0);
+    TP_CHECK(bound > 0);
+    static const tp_fluid_mode_t modes[] = {TP_FLUID_OFF, TP_FLUID_STATIC, TP_FLUID_DYNAMIC};
+    for (size_t i = 0; i < TP_ARRAY_LEN(modes); i++) {
+        o.mode = modes[i];
+        TP_CHECK(makespan(o, &r) >= bound);
+    }
+    /* the bound needs no placement: bad options are refused as the sim's */
+    o.eta = 1;
+    TP_CHECK_INT(tp__groups_bound(&o, &bound, &err), -EINVAL);
+}
+
 TP_TEST(test_groups_bad_options_are_refused) {
     tp_groups_opts_t o = base();
     o.eta = 1;
