@@ -728,6 +728,13 @@ static double upper_bound(const vp_t *v) {
 
 /* Large rounds: the size order through placer_fit's tree, best fit. */
 #define LARGE_BUCKETS 1024
+/* The band of size s: 0 for the largest (hi), LARGE_BUCKETS - 1 for the
+ * smallest. Computed twice rather than stored: a million-entry array costs
+ * more in fresh pages than the arithmetic. */
+static size_t large_band(double s, double hi, double span) {
+    return (size_t)((hi - s) / span * (LARGE_BUCKETS - 1));
+}
+
 static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
     /* largest first by a counting sort over LARGE_BUCKETS bands of size (stable,
      * O(m)): a comparison sort of a million trials costs more than the placing */
@@ -737,20 +744,14 @@ static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
         if (s < lo) lo = s;
         if (s > hi) hi = s;
     }
-    size_t *count = tp__xcalloc(LARGE_BUCKETS + 1, sizeof *count);
-    size_t *band = tp__xmalloc((m ? m : 1) * sizeof *band);
+    size_t count[LARGE_BUCKETS + 1] = {0};
     size_t *sorted = tp__xmalloc((m ? m : 1) * sizeof *sorted);
     double span = hi > lo ? hi - lo : 1;
-    for (size_t j = 0; j < m; j++) {
-        double f = (hi - v->size[single[j]]) / span; /* 0 for the largest */
-        band[j] = (size_t)(f * (LARGE_BUCKETS - 1));
-        count[band[j] + 1]++;
-    }
+    for (size_t j = 0; j < m; j++) count[large_band(v->size[single[j]], hi, span) + 1]++;
     for (size_t b = 0; b < LARGE_BUCKETS; b++) count[b + 1] += count[b];
-    for (size_t j = 0; j < m; j++) sorted[count[band[j]]++] = single[j];
+    for (size_t j = 0; j < m; j++)
+        sorted[count[large_band(v->size[single[j]], hi, span)]++] = single[j];
     tp__place_greedy_order(v->c, v->u, v->t, sorted, m, 1, out);
-    free(count);
-    free(band);
     free(sorted);
 }
 
@@ -768,21 +769,19 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
             v.local_of[u->gpu_base[nd] + g] = g;
         }
     v.size = tp__xcalloc(n1, sizeof *v.size);
-    v.where = tp__xmalloc(n1 * sizeof *v.where);
-    v.head = tp__xmalloc(G1 * sizeof *v.head);
-    v.next = tp__xmalloc(n1 * sizeof *v.next);
-    for (size_t i = 0; i < n; i++) {
-        memset(&out[i], 0, sizeof out[i]);
-        v.where[i] = NONE;
-    }
     weights(&v);
 
-    /* wide trials (several GPUs or none) largest first; then the single-GPU ones */
+    /* wide trials (several GPUs or none) largest first; then the single-GPU
+     * ones (their out[] is written by whichever path places them) */
     size_t *wide = tp__xmalloc(n1 * sizeof *wide), nw = 0;
     size_t *idx = tp__xmalloc(n1 * sizeof *idx), m = 0;
     for (size_t i = 0; i < n; i++) {
-        if (trials[i].gpus == 1) idx[m++] = i;
-        else if (trials[i].gpus >= 0 && trials[i].gpus <= TP_PLACE_MAX_GPUS) wide[nw++] = i;
+        if (trials[i].gpus == 1) {
+            idx[m++] = i;
+            continue;
+        }
+        memset(&out[i], 0, sizeof out[i]);
+        if (trials[i].gpus >= 0 && trials[i].gpus <= TP_PLACE_MAX_GPUS) wide[nw++] = i;
     }
     sort_trials(&v, wide, nw, BY_SIZE);
 
@@ -790,6 +789,11 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         for (size_t j = 0; j < nw; j++) place_wide(&v, wide[j], &out[wide[j]]);
         place_large(&v, idx, m, out);
     } else if (m + nw) {
+        v.where = tp__xmalloc(n1 * sizeof *v.where);
+        v.head = tp__xmalloc(G1 * sizeof *v.head);
+        v.next = tp__xmalloc(n1 * sizeof *v.next);
+        for (size_t i = 0; i < n; i++) v.where[i] = NONE;
+        for (size_t j = 0; j < m; j++) memset(&out[idx[j]], 0, sizeof out[idx[j]]);
         tp_usage_t start, work;
         tp__usage_init(&start, c);
         tp__usage_init(&work, c);
