@@ -6,23 +6,11 @@
 #include "cli/cli.h"
 #include "run/run.h"
 
-static int last_checkpoint(const char *kind, int attempt, double at, const char *detail,
-                           void *ud) {
-    (void)attempt;
-    (void)at;
-    if (strcmp(kind, "checkpoint") == 0 && detail) {
-        char **path = ud;
-        free(*path);
-        *path = tp__strdup(detail);
-    }
-    return 0;
-}
-
 /* The checkpoint a deadline run named for trial t (event `checkpoint`, the
  * last one), or NULL; caller frees. */
 static char *checkpoint_of(tp_store_t *s, json_t *t) {
-    char *path = NULL;
-    tp__store_events(s, json_integer_value(json_object_get(t, "id")), last_checkpoint, &path);
+    char *path;
+    tp__store_last_event(s, json_integer_value(json_object_get(t, "id")), "checkpoint", &path);
     return path;
 }
 

@@ -239,25 +239,17 @@ size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {
 
 /* ---- resume ------------------------------------------------------------------------ */
 
-static int last_curve(const char *kind, int attempt, double at, const char *detail, void *ud) {
-    (void)attempt;
-    (void)at;
-    if (strcmp(kind, "scaling") == 0 && detail) {
-        json_t **last = ud;
-        json_decref(*last);
-        *last = json_loads(detail, 0, NULL);
-    }
-    return 0;
-}
-
 void tp__elastic_resume(tp_run_t *r) {
     if (!tp__elastic_on(r)) return;
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *t = r->trials.by_id[i];
-        json_t *o = NULL;
+        char *curve;
         if (!t) continue;
-        tp__journal_ok(&r->journal, tp__store_events(r->journal.store, t->id, last_curve, &o),
+        tp__journal_ok(&r->journal,
+                       tp__store_last_event(r->journal.store, t->id, "scaling", &curve),
                        "reading a measured scaling curve");
+        json_t *o = curve ? json_loads(curve, 0, NULL) : NULL;
+        free(curve);
         if (!o) continue;
         const char *key;
         json_t *v;

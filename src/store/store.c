@@ -575,6 +575,29 @@ int tp__store_events(tp_store_t *s, int64_t trial,
     return rc;
 }
 
+typedef struct {
+    const char *kind;
+    char *detail;
+} last_event_t;
+
+static int keep_last(const char *kind, int attempt, double at, const char *detail, void *ud) {
+    last_event_t *l = ud;
+    (void)attempt;
+    (void)at;
+    if (detail && strcmp(kind, l->kind) == 0) {
+        free(l->detail);
+        l->detail = tp__strdup(detail);
+    }
+    return 0;
+}
+
+int tp__store_last_event(tp_store_t *s, int64_t trial, const char *kind, char **detail) {
+    last_event_t l = {kind, NULL};
+    int rc = tp__store_events(s, trial, keep_last, &l);
+    *detail = l.detail;
+    return rc;
+}
+
 int tp__store_placement(tp_store_t *s, const tp_placement_row_t *p) {
     sqlite3_stmt *st = s->stmt[ST_PLACEMENT_ADD];
     sqlite3_bind_int64(st, 1, p->trial);

@@ -124,6 +124,10 @@ int tp__store_events(tp_store_t *s, int64_t trial,
                      int (*cb)(const char *kind, int attempt, double at, const char *detail, void *ud),
                      void *ud);
 
+/* The detail of a trial's last event of `kind` into *detail (caller frees), NULL
+ * when it has none; 0 or the callback walk's error. */
+int tp__store_last_event(tp_store_t *s, int64_t trial, const char *kind, char **detail);
+
 /* ---- placement (schema 2) --------------------------------------------- */
 typedef struct tp_placement_row {
     int64_t trial;
