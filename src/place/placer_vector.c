@@ -34,7 +34,10 @@
  *    of it, the longest summed expected duration placed (long trials first
  *    shortens the makespan), then the least crowded GPUs (sum of trials^2:
  *    less MPS sharing). The portfolio stops early at an answer within 1e-4
- *    per GPU of an upper bound (every open GPU full, or every trial placed).
+ *    per GPU of an upper bound (every open GPU full, or every trial placed);
+ *    every construction is tried alone before any local search, since on
+ *    compute-bound rounds (SP4 on 16 GPUs) one of them reaches the bound and
+ *    the search of the others would be spent for nothing.
  * 5. Makespan runs, on mixed GPU speeds only: the first VP_MS_RUNS runs again,
  *    a placed trial worth its share plus a bonus for long trials (compute /
  *    top speed x its duration's rank in the round), and the answer of most
@@ -808,35 +811,38 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         int memory_binds = v.w[R_MEM] > v.w[R_COMP];
         /* an answer this close to the bound is not worth more search */
         double bound = upper_bound(&v) - 1e-4 * (double)v.G;
-        for (size_t r = 0; r < TP_ARRAY_LEN(runs) && best_occ < bound; r++) {
-            const run_spec_t *spec = &runs[r];
-            if (spec->wide != WIDE_FIRST && !nw && !(spec->build == SEED_WF && memory_binds))
-                continue; /* the same as a wide-first run */
-            tp__usage_copy(&work, &start, c);
-            v.u = &work;
-            for (size_t j = 0; j < m; j++) v.where[idx[j]] = NONE;
-            na = 0;
-            for (size_t j = 0; j < m; j++) all[na++] = idx[j];
-            for (size_t j = 0; j < nw; j++) all[na++] = wide[j];
-            memset(wide_out, 0, n1 * sizeof *wide_out);
-            v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
-            run_once(&v, spec, all, na, idx, m, wide, nw, bound, wide_out);
-            double dur, occ = placed_value(&v, idx, m, &dur);
-            for (size_t j = 0; j < nw; j++)
-                if (wide_out[wide[j]].placed) dur += trials[wide[j]].duration_s;
-            double crowd = 0; /* sum over GPUs of trials^2: less is more spread */
-            for (size_t g = 0; g < v.G; g++) crowd += (double)work.count[g] * work.count[g];
-            double tie = VP_TIE * (double)v.G;
-            if (occ > best_occ + tie ||
-                (occ > best_occ - tie &&
-                 (dur > best_dur * (1 + 1e-9) || (dur >= best_dur * (1 - 1e-9) && crowd < best_crowd)))) {
-                best_crowd = crowd;
-                best_occ = occ;
-                best_dur = dur;
-                memcpy(best_where, v.where, n1 * sizeof *best_where);
-                memcpy(best_wide, wide_out, n1 * sizeof *best_wide);
+        /* every construction alone first (cheap: on compute-bound rounds such as
+         * SP4/16 one of them reaches the bound), then each again with local search */
+        for (int search = 0; search < 2 && best_occ < bound; search++)
+            for (size_t r = 0; r < TP_ARRAY_LEN(runs) && best_occ < bound; r++) {
+                const run_spec_t *spec = &runs[r];
+                if (spec->wide != WIDE_FIRST && !nw && !(spec->build == SEED_WF && memory_binds))
+                    continue; /* the same as a wide-first run */
+                tp__usage_copy(&work, &start, c);
+                v.u = &work;
+                for (size_t j = 0; j < m; j++) v.where[idx[j]] = NONE;
+                na = 0;
+                for (size_t j = 0; j < m; j++) all[na++] = idx[j];
+                for (size_t j = 0; j < nw; j++) all[na++] = wide[j];
+                memset(wide_out, 0, n1 * sizeof *wide_out);
+                v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
+                run_once(&v, spec, all, na, idx, m, wide, nw, search ? bound : -INFINITY, wide_out);
+                double dur, occ = placed_value(&v, idx, m, &dur);
+                for (size_t j = 0; j < nw; j++)
+                    if (wide_out[wide[j]].placed) dur += trials[wide[j]].duration_s;
+                double crowd = 0; /* sum over GPUs of trials^2: less is more spread */
+                for (size_t g = 0; g < v.G; g++) crowd += (double)work.count[g] * work.count[g];
+                double tie = VP_TIE * (double)v.G;
+                int longer = dur > best_dur * (1 + 1e-9), as_long = dur >= best_dur * (1 - 1e-9);
+                if (occ > best_occ + tie ||
+                    (occ > best_occ - tie && (longer || (as_long && crowd < best_crowd)))) {
+                    best_crowd = crowd;
+                    best_occ = occ;
+                    best_dur = dur;
+                    memcpy(best_where, v.where, n1 * sizeof *best_where);
+                    memcpy(best_wide, wide_out, n1 * sizeof *best_wide);
+                }
             }
-        }
         if (m && c->limits.oversubscribe <= 0 && mixed_speeds(&v)) {
             /* the makespan runs (mixed GPU speeds only): kept when their occupancy
              * is within VP_MS_GAP per GPU of the bound and they place more of the
