@@ -75,13 +75,17 @@ typedef struct tp_assign {
     size_t gpu[TP_PLACE_MAX_GPUS]; /* GPU indexes within the node */
 } tp_assign_t;
 
-/* How long `optimal` may search, from its caller; the greedy policies
- * ignore it. Give either limit or both; with neither, a 10 s time limit. */
+/* How long `optimal` may search, from its caller, and whether the round is
+ * one of a run's (vpack); the other greedy policies ignore it. Give either
+ * limit or both; with neither, a 10 s time limit. */
 typedef struct tp_place_effort {
     double time_limit_s;      /* > 0: GLPK's own time limit for its search (GLPK keeps the
                                  time: the answer then depends on the machine's speed) */
     uint64_t node_limit;      /* > 0: stop branch and bound once it has created this many
                                  subproblems: the same answer on every machine */
+    int in_run;               /* 1: the round is one of a run's (trials left out wait for a
+                                 later one), so vpack starts the long trials that would set the
+                                 makespan; 0: one round alone, the most occupancy */
 } tp_place_effort_t;
 
 typedef struct tp_placer_ops {

@@ -38,14 +38,18 @@
  *    every construction is tried alone before any local search, since on
  *    compute-bound rounds (SP4 on 16 GPUs) one of them reaches the bound and
  *    the search of the others would be spent for nothing.
- * 5. Makespan runs, on mixed GPU speeds only: the first VP_MS_RUNS runs again,
- *    a placed trial worth its share plus a bonus for long trials (compute /
- *    top speed x its duration's rank in the round), and the answer of most
- *    such value kept when its occupancy is within VP_MS_GAP per GPU of the
- *    upper bound (so never more than that below the optimum). Occupancy
- *    alone starts the short, busy trials and leaves the longest waiting, and
- *    counts a share (compute / speed) larger on a slow GPU; the long trials
- *    left for later set the makespan (docs/simulator.md).
+ * 5. Makespan runs, in a run's rounds only (effort->in_run): the first
+ *    VP_MS_RUNS runs again, a placed trial worth its share plus a bonus for
+ *    long trials, compute / top speed x (duration / the round's longest)^4 x
+ *    crit, and the answer of most such value kept when its occupancy is
+ *    within VP_MS_GAP per GPU of the upper bound. crit = min(1, longest /
+ *    horizon)^4, the horizon being the round's work (compute x duration)
+ *    over the summed GPU speed: while the queue holds many times the longest
+ *    trial's work, which trial starts first hardly matters and occupancy
+ *    rules; as the queue drains the long trials would set the makespan and
+ *    go first. Occupancy alone starts the short, busy trials and leaves the
+ *    longest waiting (docs/simulator.md). One round alone (bench/placement,
+ *    `tunepack place`) has no later round: the most occupancy is kept.
  *
  * Trials wanting several GPUs (or none) go on the node whose best GPUs align
  * most, and are not moved by the local search. Rounds above VP_LARGE trials x
@@ -61,7 +65,7 @@
 #define VP_LARGE 2e6       /* trials x GPUs above which the tree path is taken */
 #define VP_TIE 0.002       /* answers this close in occupancy per GPU tie: longest placed wins */
 #define VP_BONUS 1.0       /* the makespan runs: a trial's bonus per unit of compute, longest */
-#define VP_MS_GAP 0.008    /* their answer is kept within this much occupancy per GPU of the bound */
+#define VP_MS_GAP 0.1      /* their answer is kept within this much occupancy per GPU of the bound */
 #define VP_MS_RUNS 3       /* the first runs of the portfolio, run again with the bonus */
 #define VP_MIN_WEIGHT 0.05 /* a resource nobody is short of still breaks ties */
 #define NONE SIZE_MAX
@@ -82,9 +86,8 @@ typedef struct vp {
     size_t *head, *next;      /* per GPU: its single-GPU trials, a singly linked list */
     long long budget;         /* fit tests the local search may still make */
     double bonus;             /* > 0 in the makespan runs: a placed trial is worth its share
-                                 plus bonus x compute / top speed x its duration's rank (0 for
-                                 the round's shortest, 1 for its longest) */
-    double dmin, dspan, smax; /* the round's shortest duration, longest - shortest, top speed */
+                                 plus bonus x crit x compute / top speed x (duration / dmax)^4 */
+    double dmax, smax, crit;  /* the round's longest duration, top speed, criticality (5.) */
 } vp_t;
 
 /* Capacity of GPU gi in each resource, for normalising. */
@@ -146,8 +149,9 @@ static int fits(vp_t *v, size_t i, size_t gi) {
 
 /* The makespan runs' bonus for placing trial i (the same on every GPU). */
 static double bonus_of(const vp_t *v, size_t i) {
-    if (v->bonus <= 0 || v->dspan <= 0) return 0;
-    return v->bonus * v->t[i].compute / v->smax * (v->t[i].duration_s - v->dmin) / v->dspan;
+    if (v->bonus <= 0 || v->dmax <= 0) return 0;
+    double x = v->t[i].duration_s / v->dmax;
+    return v->bonus * v->crit * v->t[i].compute / v->smax * (x * x) * (x * x);
 }
 
 /* What placing trial i on GPU gi is worth to the search: its share, plus
@@ -682,24 +686,26 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
     if (placed_value(v, single, m, &dur) < bound) local_search(v, single, m, r->how);
 }
 
-/* Whether the GPUs differ in speed; also sets the makespan runs' scales
- * (the round's shortest duration and span, the top speed). O(G + n). */
-static int mixed_speeds(vp_t *v) {
-    double smin = INFINITY, dmax = 0;
+/* The makespan runs' scales (5.): the round's longest duration, the top
+ * speed, and crit from the horizon. O(G + n). */
+static void makespan_scales(vp_t *v) {
+    double speeds = 0, work = 0;
     v->smax = 0;
-    v->dmin = INFINITY;
+    v->dmax = 0;
     for (size_t g = 0; g < v->G; g++) {
         double sp = v->c->nodes[v->node_of[g]].gpus[v->local_of[g]].speed;
         sp = sp > 0 ? sp : 1.0;
-        if (sp < smin) smin = sp;
+        speeds += sp;
         if (sp > v->smax) v->smax = sp;
     }
     for (size_t i = 0; i < v->n; i++) {
-        if (v->t[i].duration_s < v->dmin) v->dmin = v->t[i].duration_s;
-        if (v->t[i].duration_s > dmax) dmax = v->t[i].duration_s;
+        const tp_demand_t *d = &v->t[i];
+        if (d->duration_s > v->dmax) v->dmax = d->duration_s;
+        if (d->gpus > 0) work += d->compute * d->duration_s * d->gpus;
     }
-    v->dspan = dmax - v->dmin;
-    return v->smax > smin;
+    double r = work > 0 ? v->dmax / (work / speeds) : 1;
+    r = r < 1 ? r : 1;
+    v->crit = (r * r) * (r * r);
 }
 
 /* The placed single-GPU trials' value as the makespan runs count it. */
@@ -760,7 +766,6 @@ static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
 
 static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
                        tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err) {
-    (void)effort;
     (void)err;
     vp_t v = {.c = c, .u = u, .t = trials, .n = n, .G = u->ngpus};
     size_t G1 = v.G ? v.G : 1, n1 = n ? n : 1;
@@ -843,17 +848,18 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                     memcpy(best_wide, wide_out, n1 * sizeof *best_wide);
                 }
             }
-        if (m && c->limits.oversubscribe <= 0 && mixed_speeds(&v)) {
-            /* the makespan runs (mixed GPU speeds only): kept when their occupancy
-             * is within VP_MS_GAP per GPU of the bound and they place more of the
-             * long trials' compute (the value with the bonus) */
+        if (m && c->limits.oversubscribe <= 0 && effort && effort->in_run) {
+            /* the makespan runs (5.): kept when their occupancy is within
+             * VP_MS_GAP per GPU of the bound and they place more of the long
+             * trials' compute (the value with the bonus) */
+            makespan_scales(&v);
             tp__usage_copy(&work, &start, c);
             v.u = &work;
             double ub = upper_bound(&v);
             v.bonus = VP_BONUS;
             for (size_t j = 0; j < m; j++) v.where[idx[j]] = best_where[idx[j]];
             double best_val = bonus_value(&v, idx, m);
-            for (size_t r = 0; r < VP_MS_RUNS && v.dspan > 0; r++) {
+            for (size_t r = 0; r < VP_MS_RUNS && v.dmax > 0; r++) {
                 tp__usage_copy(&work, &start, c);
                 na = 0;
                 for (size_t j = 0; j < m; j++) all[na++] = idx[j];

@@ -481,7 +481,8 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
             free(shards);
         } else {
             const tp_place_effort_t effort = {
-                .time_limit_s = r->x.place_time_limit_s > 0 ? r->x.place_time_limit_s : 10.0};
+                .time_limit_s = r->x.place_time_limit_s > 0 ? r->x.place_time_limit_s : 10.0,
+                .in_run = 1};
             if (r->pl.placer == tp__placer_find("optimal")) {
                 place_optimal(r, &u, d, m, out, &effort);
             } else if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0) {

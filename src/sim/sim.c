@@ -341,8 +341,8 @@ static long place_round(sim_t *S, double now, int whole) {
         u = &S->sub_u;
     }
     S->r->rounds++;
-    if (S->placer->place(c, u, S->dbuf, n, S->abuf, &(tp_place_effort_t){.time_limit_s = 10.0},
-                         S->err) != 0)
+    const tp_place_effort_t effort = {.time_limit_s = 10.0, .in_run = 1};
+    if (S->placer->place(c, u, S->dbuf, n, S->abuf, &effort, S->err) != 0)
         return -EINVAL;
     if (partial) { /* the decisions' usage back into the whole cluster's */
         for (size_t k = 0; k < S->ndirty; k++) {

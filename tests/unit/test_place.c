@@ -563,32 +563,59 @@ TP_TEST(test_vpack_gets_within_a_point_of_the_optimum_when_memory_binds) {
     tp__cluster_free(&c);
 }
 
-TP_TEST(test_vpack_starts_the_long_trial_on_mixed_speeds_when_it_costs_under_a_point) {
-    /* gpu0 (speed 2) is full; gpu1 (speed 1) takes S + F (occupancy 1.0) or
-     * L + F (0.995): L is as big as S but runs 100 times longer. Occupancy
-     * alone keeps S + F (0.25 points more than L + F, above the 0.2-point
-     * tie); on mixed speeds the makespan runs place L, since L + F is within
-     * 0.8 points of the bound (every open GPU full). */
+TP_TEST(test_vpack_starts_the_long_trial_in_a_run_and_keeps_the_most_occupancy_alone) {
+    /* gpu0 is full; gpu1 takes S + F (occupancy 1.0) or L + F (0.995): L is
+     * as big as S but runs 100 times longer. One round alone keeps S + F
+     * (0.25 points more than L + F, above the 0.2-point tie); a run's round
+     * places L, the trial that would set the makespan, since L + F is within
+     * VP_MS_GAP of the bound. The same on equal and mixed GPU speeds. */
     tp_demand_t t[4] = {{0, 1, 1000, 0.6, 1, 10},      /* S */
                         {1, 1, 1000, 0.595, 1, 1000},  /* L */
                         {2, 1, 1000, 0.4, 1, 10},      /* F */
                         {3, 1, 1000, 0.4, 1, 10}};     /* F */
-    for (int mixed = 0; mixed <= 1; mixed++) {
-        tp_cluster_t c = small_cluster(1, 2, 64);
-        c.nodes[0].gpus[0].speed = mixed ? 2.0 : 1.0;
-        c.nodes[0].gpus[1].speed = 1.0;
-        tp_usage_t u;
-        tp__usage_init(&u, &c);
-        u.compute_used[0] = 1.0;
-        tp_assign_t out[4];
-        TP_CHECK_INT(tp__placer_find("vpack")->place(&c, &u, t, 4, out, NULL, NULL), 0);
-        TP_CHECK(out[0].placed == !mixed && out[1].placed == mixed);
-        TP_CHECK(out[0].placed || out[1].placed);
-        TP_CHECK(out[2].placed != out[3].placed);
-        TP_CHECK(tp__occupancy(&c, &u) >= (mixed ? 0.9975 : 1.0) - 1e-9);
-        tp__usage_free(&u);
-        tp__cluster_free(&c);
-    }
+    for (int in_run = 0; in_run <= 1; in_run++)
+        for (int mixed = 0; mixed <= 1; mixed++) {
+            tp_cluster_t c = small_cluster(1, 2, 64);
+            c.nodes[0].gpus[0].speed = mixed ? 2.0 : 1.0;
+            c.nodes[0].gpus[1].speed = 1.0;
+            tp_usage_t u;
+            tp__usage_init(&u, &c);
+            u.compute_used[0] = 1.0;
+            tp_assign_t out[4];
+            tp_place_effort_t effort = {.in_run = in_run};
+            TP_CHECK_INT(tp__placer_find("vpack")->place(&c, &u, t, 4, out, &effort, NULL), 0);
+            TP_CHECK(out[0].placed == !in_run && out[1].placed == in_run);
+            TP_CHECK(out[2].placed != out[3].placed);
+            TP_CHECK(tp__occupancy(&c, &u) >= (in_run ? 0.9975 : 1.0) - 1e-9);
+            tp__usage_free(&u);
+            tp__cluster_free(&c);
+        }
+}
+
+TP_TEST(test_vpack_in_a_run_keeps_the_most_occupancy_while_the_queue_is_long) {
+    /* The same choice with 400 more queued trials of S's kind: the round's
+     * work is then far more than L's, which can start later without setting
+     * the makespan (crit = (1000 / horizon)^4 is tiny), so S + F stays. */
+    size_t n = 404;
+    tp_demand_t *t = tp__xcalloc(n, sizeof *t);
+    t[0] = (tp_demand_t){0, 1, 1000, 0.6, 1, 10};
+    t[1] = (tp_demand_t){1, 1, 1000, 0.595, 1, 1000};
+    t[2] = (tp_demand_t){2, 1, 1000, 0.4, 1, 10};
+    t[3] = (tp_demand_t){3, 1, 1000, 0.4, 1, 10};
+    for (size_t i = 4; i < n; i++) t[i] = (tp_demand_t){(int64_t)i, 1, 90000, 0.6, 1, 1000};
+    tp_cluster_t c = small_cluster(1, 2, 64);
+    tp_usage_t u;
+    tp__usage_init(&u, &c);
+    u.compute_used[0] = 1.0;
+    tp_assign_t *out = tp__xcalloc(n, sizeof *out);
+    tp_place_effort_t effort = {.in_run = 1};
+    TP_CHECK_INT(tp__placer_find("vpack")->place(&c, &u, t, n, out, &effort, NULL), 0);
+    TP_CHECK(out[0].placed && !out[1].placed);
+    for (size_t i = 4; i < n; i++) TP_CHECK(!out[i].placed); /* 90000 MiB fit nowhere */
+    tp__usage_free(&u);
+    tp__cluster_free(&c);
+    free(out);
+    free(t);
 }
 
 /* ---- JSON instances --------------------------------------------------------- */
