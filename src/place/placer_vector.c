@@ -60,7 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "place/place_internal.h"
+#include "place/vpack.h"
 
 #define VP_LARGE 2e6       /* trials x GPUs above which the tree path is taken */
 #define VP_TIE 0.002       /* answers this close in occupancy per GPU tie: longest placed wins */
@@ -68,135 +68,6 @@
 #define VP_MS_GAP 0.1      /* their answer is kept within this much occupancy per GPU of the bound */
 #define VP_MS_RUNS 3       /* the first runs of the portfolio, run again with the bonus */
 #define VP_MIN_WEIGHT 0.05 /* a resource nobody is short of still breaks ties */
-#define NONE SIZE_MAX
-
-enum { R_COMP, R_MEM, R_SLOT, R_CPU, NRES };
-typedef enum choice { CHOOSE_BEST_FIT, CHOOSE_ALIGN } choice_t;
-
-typedef struct vp {
-    const tp_cluster_t *c;
-    tp_usage_t *u;            /* the working usage (a copy per portfolio run) */
-    const tp_demand_t *t;
-    size_t n, G;
-    size_t *node_of;          /* per GPU: its node */
-    size_t *local_of;         /* per GPU: its index within the node */
-    double w[NRES];           /* scarcity weights */
-    double *size;             /* per trial: weighted size */
-    size_t *where;            /* per single-GPU trial: global GPU, NONE if unplaced */
-    size_t *head, *next;      /* per GPU: its single-GPU trials, a singly linked list */
-    long long budget;         /* fit tests the local search may still make */
-    double bonus;             /* > 0 in the makespan runs: a placed trial is worth its share
-                                 plus bonus x crit x compute / top speed x (duration / dmax)^4 */
-    double dmax, smax, crit;  /* the round's longest duration, top speed, criticality (5.) */
-} vp_t;
-
-/* Capacity of GPU gi in each resource, for normalising. */
-static void gpu_caps(const vp_t *v, size_t gi, double cap[NRES]) {
-    const tp_cluster_t *c = v->c;
-    size_t nd = v->node_of[gi];
-    const tp_gpu_t *g = &c->nodes[nd].gpus[v->local_of[gi]];
-    double mem = (double)g->memory_mib - (double)c->limits.reserve_mib;
-    cap[R_COMP] = 1.0 + c->limits.oversubscribe;
-    cap[R_MEM] = mem > 1 ? mem : 1;
-    cap[R_SLOT] = c->limits.max_per_gpu > 0 ? c->limits.max_per_gpu : 0;
-    double cpg = (double)c->nodes[nd].cpus / (double)(c->nodes[nd].ngpus ? c->nodes[nd].ngpus : 1);
-    cap[R_CPU] = cpg > 0 ? cpg : 1;
-}
-
-/* Trial d's demand on GPU gi and gi's free capacity, each over gi's caps. */
-static void vectors(const vp_t *v, size_t gi, const tp_demand_t *d, double dem[NRES],
-                    double fr[NRES]) {
-    double cap[NRES];
-    gpu_caps(v, gi, cap);
-    size_t nd = v->node_of[gi], g = v->local_of[gi];
-    dem[R_COMP] = tp__place_share(v->c, nd, g, d->compute) / cap[R_COMP];
-    fr[R_COMP] = tp__place_comp_free(v->c, v->u, gi) / cap[R_COMP];
-    dem[R_MEM] = (double)d->memory_mib / cap[R_MEM];
-    fr[R_MEM] = (double)tp__place_mem_free(v->c, v->u, nd, g) / cap[R_MEM];
-    if (cap[R_SLOT] > 0) {
-        dem[R_SLOT] = 1.0 / cap[R_SLOT];
-        fr[R_SLOT] = (cap[R_SLOT] - v->u->count[gi]) / cap[R_SLOT];
-    } else {
-        dem[R_SLOT] = fr[R_SLOT] = 0;
-    }
-    dem[R_CPU] = d->cpus / cap[R_CPU];
-    fr[R_CPU] = (v->c->nodes[nd].cpus - v->u->cpus_used[nd]) / cap[R_CPU];
-}
-
-/* How well d suits GPU gi now (higher is better); d must fit there. */
-static double score(const vp_t *v, size_t gi, const tp_demand_t *d, choice_t how) {
-    double dem[NRES], fr[NRES], s = 0;
-    vectors(v, gi, d, dem, fr);
-    for (int r = 0; r < NRES; r++) {
-        if (how == CHOOSE_ALIGN) {
-            s += v->w[r] * dem[r] * fr[r];
-        } else {
-            double left = fr[r] - dem[r];
-            s -= v->w[r] * left * left;
-        }
-    }
-    return s;
-}
-
-static double share_on(const vp_t *v, size_t i, size_t gi) {
-    return tp__place_share(v->c, v->node_of[gi], v->local_of[gi], v->t[i].compute);
-}
-
-static int fits(vp_t *v, size_t i, size_t gi) {
-    v->budget--;
-    return tp__fits(v->c, v->u, v->node_of[gi], v->local_of[gi], &v->t[i]);
-}
-
-/* The makespan runs' bonus for placing trial i (the same on every GPU). */
-static double bonus_of(const vp_t *v, size_t i) {
-    if (v->bonus <= 0 || v->dmax <= 0) return 0;
-    double x = v->t[i].duration_s / v->dmax;
-    return v->bonus * v->crit * v->t[i].compute / v->smax * (x * x) * (x * x);
-}
-
-/* What placing trial i on GPU gi is worth to the search: its share, plus
- * the bonus in the makespan runs. */
-static double value_on(const vp_t *v, size_t i, size_t gi) {
-    return share_on(v, i, gi) + bonus_of(v, i);
-}
-
-/* Record single-GPU trial i on GPU gi in the lists (its usage already counted). */
-static void link(vp_t *v, size_t i, size_t gi) {
-    v->where[i] = gi;
-    v->next[i] = v->head[gi];
-    v->head[gi] = i;
-}
-
-static void put(vp_t *v, size_t i, size_t gi) {
-    tp_assign_t a = {.placed = 1, .node = v->node_of[gi], .ngpus = 1, .gpu = {v->local_of[gi]}};
-    tp__place_commit(v->c, v->u, &v->t[i], &a);
-    link(v, i, gi);
-}
-
-static void take(vp_t *v, size_t i) {
-    size_t gi = v->where[i], nd = v->node_of[gi];
-    const tp_demand_t *d = &v->t[i];
-    v->u->cpus_used[nd] -= d->cpus;
-    v->u->mem_used[gi] -= d->memory_mib;
-    v->u->compute_used[gi] -= share_on(v, i, gi);
-    v->u->count[gi]--;
-    size_t *p = &v->head[gi];
-    while (*p != i) p = &v->next[*p];
-    *p = v->next[i];
-    v->where[i] = NONE;
-}
-
-/* The fitting GPU that suits trial i best, except `skip`; NONE if none. O(G). */
-static size_t choose(vp_t *v, size_t i, choice_t how, size_t skip) {
-    size_t best = NONE;
-    double bs = 0;
-    for (size_t gi = 0; gi < v->G; gi++) {
-        if (gi == skip || !fits(v, i, gi)) continue;
-        double s = score(v, gi, &v->t[i], how);
-        if (best == NONE || s > bs) best = gi, bs = s;
-    }
-    return best;
-}
 
 /* ---- the weights and the orders ------------------------------------------ */
 
@@ -256,13 +127,8 @@ static int by_key(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-typedef enum order { BY_SIZE, BY_DENSITY, BY_DURATION, AS_GIVEN } order_t;
 
-/* Indexes of the trials in idx[0..m) sorted: by weighted size, largest
- * first; by value density (compute per weighted size), densest first; by
- * expected duration, longest first (ties: size); or as given. Other ties:
- * longest first, then trial order. O(m log m). */
-static void sort_trials(const vp_t *v, size_t *idx, size_t m, order_t by) {
+void tp__vp_sort(const vp_t *v, size_t *idx, size_t m, order_t by) {
     sort_key_t *k = tp__xmalloc((m ? m : 1) * sizeof *k);
     for (size_t j = 0; j < m; j++) {
         size_t i = idx[j];
@@ -323,291 +189,7 @@ static void place_wide(vp_t *v, size_t i, tp_assign_t *a) {
     if (a->placed) tp__place_commit(c, v->u, d, a);
 }
 
-/* ---- local search ------------------------------------------------------------ */
-
-static int same_demand(const tp_demand_t *a, const tp_demand_t *b) {
-    return a->memory_mib == b->memory_mib && a->compute == b->compute && a->cpus == b->cpus;
-}
-
-/* Trials put on GPUs by one tentative move, to undo it. */
-typedef struct undo {
-    size_t trial[64];
-    size_t n;
-} undo_t;
-
-static void put_logged(vp_t *v, undo_t *log, size_t i, size_t gi) {
-    put(v, i, gi);
-    if (log->n < TP_ARRAY_LEN(log->trial)) log->trial[log->n++] = i;
-}
-
-/* Fill GPU g with unplaced trials of todo[0..k) (densest first, one try per
- * distinct demand), except `skip`; returns the share added. */
-static double refill(vp_t *v, size_t g, const size_t *todo, size_t k, size_t skip, undo_t *log) {
-    double added = 0;
-    size_t failed = NONE;
-    for (size_t j = 0; j < k && v->budget > 0 && log->n < TP_ARRAY_LEN(log->trial); j++) {
-        size_t t = todo[j];
-        if (t == skip || v->where[t] != NONE) continue;
-        if (failed != NONE && same_demand(&v->t[t], &v->t[failed])) continue;
-        if (!fits(v, t, g)) {
-            failed = t;
-            continue;
-        }
-        put_logged(v, log, t, g);
-        added += value_on(v, t, g);
-    }
-    return added;
-}
-
-/* Trials out[0..nout) leave GPU g so that unplaced trial i takes their room;
- * they move to other GPUs where they fit, and what room is left is filled
- * from todo[0..k). Kept (1) when occupancy strictly rises, else undone (0). */
-static int eject(vp_t *v, size_t i, size_t g, const size_t *out, size_t nout, choice_t how,
-                 const size_t *todo, size_t k) {
-    double gain = 0;
-    for (size_t q = 0; q < nout; q++) {
-        gain -= value_on(v, out[q], g);
-        take(v, out[q]);
-    }
-    undo_t log = {.n = 0};
-    if (fits(v, i, g)) {
-        put_logged(v, &log, i, g);
-        gain += value_on(v, i, g);
-        for (size_t q = 0; q < nout; q++) {
-            size_t to = choose(v, out[q], how, g);
-            if (to == NONE) continue;
-            put_logged(v, &log, out[q], to);
-            gain += value_on(v, out[q], to);
-        }
-        if (gain <= TP_PLACE_EPS) gain += refill(v, g, todo, k, i, &log);
-        if (gain > TP_PLACE_EPS) return 1;
-        while (log.n) take(v, log.trial[--log.n]);
-    }
-    for (size_t q = 0; q < nout; q++) put(v, out[q], g);
-    return 0;
-}
-
-/* Place trial i (unplaced) if some move allows it with a strict gain in
- * occupancy; 1 if placed. Tries a GPU where it fits now; then, on each GPU,
- * ejecting one or two of its trials so that i fits, the ejected ones moved to
- * other GPUs where they fit (or left unplaced) and the room left filled with
- * other unplaced trials of todo[0..k) (one out, two in). */
-static int insert(vp_t *v, size_t i, choice_t how, const size_t *todo, size_t k) {
-    size_t gi = choose(v, i, how, NONE);
-    if (gi != NONE) {
-        put(v, i, gi);
-        return 1;
-    }
-    const tp_demand_t *d = &v->t[i];
-    for (size_t nout = 1; nout <= 2; nout++)
-        for (size_t g = 0; g < v->G && v->budget > 0; g++) {
-            size_t nd = v->node_of[g];
-            if (!v->head[g] || d->memory_mib > v->c->nodes[nd].gpus[v->local_of[g]].memory_mib)
-                continue;
-            size_t res[32], nr = 0;
-            for (size_t j = v->head[g]; j != NONE && nr < TP_ARRAY_LEN(res); j = v->next[j])
-                res[nr++] = j;
-            /* eject {res[a]} or {res[a], res[b]}: the set of residents is the
-             * same after each try, so res stays valid */
-            for (size_t a = 0; a < nr && v->budget > 0; a++)
-                for (size_t b = nout == 1 ? a : a + 1; b < nr && v->budget > 0; b++) {
-                    if (eject(v, i, g, (size_t[]){res[a], res[b]}, nout, how, todo, k)) return 1;
-                    if (nout == 1) break;
-                }
-        }
-    return 0;
-}
-
-/* insert() looks at the first 32 trials of each GPU's list: rotating the
- * lists between passes gives the others of a crowded GPU their turn. */
-static void rotate(vp_t *v) {
-    for (size_t g = 0; g < v->G; g++) {
-        size_t h = v->head[g];
-        if (h == NONE || v->next[h] == NONE) continue;
-        size_t last = v->next[h];
-        while (v->next[last] != NONE) last = v->next[last];
-        v->head[g] = v->next[h];
-        v->next[last] = h;
-        v->next[h] = NONE;
-    }
-}
-
-/* Passes over the unplaced trials, densest first, until a pass changes
- * nothing, the residents have all had a turn, or the budget is spent. A trial
- * identical to one that just failed is skipped while nothing changed. */
-static void local_search(vp_t *v, size_t *single, size_t m, choice_t how) {
-    size_t *todo = tp__xmalloc((m ? m : 1) * sizeof *todo);
-    int max_per = 1;
-    for (size_t g = 0; g < v->G; g++) {
-        int k = v->u->count[g];
-        if (k > max_per) max_per = k;
-    }
-    for (int pass = 0; pass < max_per + 1 && v->budget > 0; pass++) {
-        size_t k = 0;
-        for (size_t j = 0; j < m; j++)
-            if (v->where[single[j]] == NONE) todo[k++] = single[j];
-        sort_trials(v, todo, k, BY_DENSITY);
-        int changed = 0;
-        size_t failed = NONE;
-        for (size_t j = 0; j < k && v->budget > 0; j++) {
-            size_t i = todo[j];
-            if (v->where[i] != NONE) continue;
-            if (failed != NONE && same_demand(&v->t[i], &v->t[failed])) continue;
-            if (insert(v, i, how, todo, k)) {
-                changed = 1;
-                failed = NONE;
-            } else {
-                failed = i;
-            }
-        }
-        if (!changed && pass > 0) break;
-        rotate(v);
-    }
-    free(todo);
-}
-
 /* ---- one portfolio run and the whole policy -------------------------------- */
-
-
-/* ---- fill: GPU by GPU, each with the subset that adds the most ----------- */
-
-typedef struct fill {
-    vp_t *v;
-    size_t gi, nd;           /* the GPU being filled and its node */
-    size_t ncls;
-    size_t *cls_first;       /* per class: its trials at list[cls_first[k]..] */
-    size_t *cls_left;        /* per class: trials not yet placed */
-    size_t *take, *best;     /* per class: taken now / in the best subset */
-    double best_val, cap;    /* best value found; the most the GPU can add */
-    double best_dur;         /* summed expected duration of the best subset */
-    long long steps;         /* DFS steps left for this GPU */
-} fill_t;
-
-/* Depth-first over classes k >= from: add one more trial of class k while
- * it fits (memory, compute, slots, cores), keeping the subset of most value
- * (ties: the longest summed expected duration); prunes a branch whose value
- * plus the compute left cannot beat the best, and stops at a full GPU. */
-static void fill_dfs(fill_t *f, const size_t *list, size_t from, uint64_t mem, double comp,
-                     int slots, int cpus, double val, double dur) {
-    if (val > f->best_val + TP_PLACE_EPS ||
-        (val > f->best_val - TP_PLACE_EPS && dur > f->best_dur)) {
-        if (val > f->best_val) f->best_val = val;
-        f->best_dur = dur;
-        memcpy(f->best, f->take, f->ncls * sizeof *f->best);
-    }
-    for (size_t k = from; k < f->ncls && f->steps > 0; k++) {
-        if (f->take[k] >= f->cls_left[k]) continue;
-        double most = comp * (1 + f->v->bonus); /* what the GPU can still add, bonus included */
-        if (val + most <= f->best_val - TP_PLACE_EPS ||
-            (f->v->bonus <= 0 && f->best_val >= f->cap - TP_PLACE_EPS))
-            return;
-        f->steps--;
-        size_t t = list[f->cls_first[k] + f->take[k]];
-        const tp_demand_t *d = &f->v->t[t];
-        double s = share_on(f->v, t, f->gi);
-        if (d->memory_mib > mem || s > comp + TP_PLACE_EPS || slots <= 0 || d->cpus > cpus) continue;
-        f->take[k]++;
-        double add = f->v->bonus > 0 ? s + bonus_of(f->v, t) : val + s < f->cap ? s : f->cap - val;
-        fill_dfs(f, list, k, mem - d->memory_mib, comp - s, slots - 1, cpus - d->cpus, val + add,
-                 dur + d->duration_s);
-        f->take[k]--;
-    }
-}
-
-static int by_demand_then_duration(const void *a, const void *b, void *arg) {
-    const tp_demand_t *t = arg, *x = &t[*(const size_t *)a], *y = &t[*(const size_t *)b];
-    if (x->compute != y->compute) return x->compute > y->compute ? -1 : 1;
-    if (x->memory_mib != y->memory_mib) return x->memory_mib < y->memory_mib ? -1 : 1;
-    if (x->cpus != y->cpus) return x->cpus < y->cpus ? -1 : 1;
-    if (x->duration_s != y->duration_s) return x->duration_s > y->duration_s ? -1 : 1;
-    return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
-/* Each open GPU in turn (slowest first: a trial adds most occupancy there)
- * takes the subset of the unplaced single-GPU trials that adds the most, over
- * classes of identical demand (longest trials of a class first). fair_cpus:
- * a GPU may take only its share of its node's free cores (free cores / GPUs
- * of the node not yet filled), so the first GPU does not starve the others.
- * O(G x FILL_STEPS + m log m). */
-#define FILL_STEPS 4000
-static void fill_gpus(vp_t *v, size_t *single, size_t m, int fair_cpus) {
-    size_t *list = tp__xmalloc((m ? m : 1) * sizeof *list), nl = 0;
-    for (size_t j = 0; j < m; j++)
-        if (v->where[single[j]] == NONE) list[nl++] = single[j];
-    qsort_r(list, nl, sizeof *list, by_demand_then_duration, (void *)v->t);
-    fill_t f = {.v = v};
-    f.cls_first = tp__xmalloc((nl ? nl : 1) * sizeof *f.cls_first);
-    f.cls_left = tp__xmalloc((nl ? nl : 1) * sizeof *f.cls_left);
-    for (size_t j = 0; j < nl; j++) {
-        const tp_demand_t *d = &v->t[list[j]];
-        if (j && same_demand(d, &v->t[list[j - 1]])) {
-            f.cls_left[f.ncls - 1]++;
-            continue;
-        }
-        f.cls_first[f.ncls] = j;
-        f.cls_left[f.ncls++] = 1;
-    }
-    size_t *placed_of = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *placed_of);
-    f.take = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *f.take);
-    f.best = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *f.best);
-    size_t *gpus = tp__xmalloc((v->G ? v->G : 1) * sizeof *gpus);
-    int *left_on_node = tp__xcalloc(v->c->nnodes ? v->c->nnodes : 1, sizeof *left_on_node);
-    for (size_t g = 0; g < v->G; g++) {
-        gpus[g] = g;
-        left_on_node[v->node_of[g]]++;
-    }
-    /* slowest first, then cluster order (insertion sort: G is small here) */
-    for (size_t a = 1; a < v->G; a++)
-        for (size_t b = a; b > 0; b--) {
-            const tp_gpu_t *x = &v->c->nodes[v->node_of[gpus[b]]].gpus[v->local_of[gpus[b]]];
-            const tp_gpu_t *y = &v->c->nodes[v->node_of[gpus[b - 1]]].gpus[v->local_of[gpus[b - 1]]];
-            if (!(x->speed < y->speed)) break;
-            size_t tmp = gpus[b];
-            gpus[b] = gpus[b - 1];
-            gpus[b - 1] = tmp;
-        }
-    for (size_t q = 0; q < v->G; q++) {
-        size_t gi = gpus[q], nd = v->node_of[gi], g = v->local_of[gi];
-        int nodes_left = left_on_node[nd]--;
-        if (!tp__place_gpu_open(v->c, v->u, nd, g)) continue;
-        f.gi = gi;
-        f.nd = nd;
-        double used = v->u->compute_used[gi];
-        f.cap = used < 1.0 ? 1.0 - used : 0.0;
-        f.best_val = 0;
-        f.best_dur = 0;
-        f.steps = FILL_STEPS;
-        memset(f.take, 0, f.ncls * sizeof *f.take);
-        memset(f.best, 0, f.ncls * sizeof *f.best);
-        int lim = v->c->limits.sharing ? v->c->limits.max_per_gpu : 1;
-        int slots = lim > 0 ? lim - v->u->count[gi] : INT32_MAX;
-        int cpus = v->c->nodes[nd].cpus - v->u->cpus_used[nd];
-        if (fair_cpus && nodes_left > 1) cpus /= nodes_left;
-        fill_dfs(&f, list, 0, tp__place_mem_free(v->c, v->u, nd, g),
-                 tp__place_comp_free(v->c, v->u, gi), slots, cpus, 0.0, 0.0);
-        for (size_t k = 0; k < f.ncls; k++)
-            for (size_t r = 0; r < f.best[k]; r++) {
-                size_t i = list[f.cls_first[k] + placed_of[k]];
-                if (!fits(v, i, gi)) break;
-                put(v, i, gi);
-                placed_of[k]++;
-                f.cls_left[k]--;
-            }
-        /* the class lists advance: cls_first points at the next unplaced */
-        for (size_t k = 0; k < f.ncls; k++) {
-            f.cls_first[k] += placed_of[k];
-            placed_of[k] = 0;
-        }
-    }
-    free(list);
-    free(f.cls_first);
-    free(f.cls_left);
-    free(placed_of);
-    free(f.take);
-    free(f.best);
-    free(gpus);
-    free(left_on_node);
-}
 
 static double placed_value(const vp_t *v, const size_t *single, size_t m, double *dur) {
     double occ = 0;
@@ -665,11 +247,11 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
         }
         free(o);
     } else if (r->build != GREEDY) {
-        fill_gpus(v, single, m, r->build == FILL_FAIR);
+        tp__vp_fill(v, single, m, r->build == FILL_FAIR);
     } else {
         size_t *order = r->wide == WIDE_IN_ORDER ? all : single;
         size_t k = r->wide == WIDE_IN_ORDER ? na : m;
-        sort_trials(v, order, k, r->order);
+        tp__vp_sort(v, order, k, r->order);
         for (size_t j = 0; j < k; j++) {
             size_t i = order[j];
             if (v->t[i].gpus != 1) {
@@ -683,7 +265,7 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
     if (r->wide == WIDE_LAST)
         for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
     double dur;
-    if (placed_value(v, single, m, &dur) < bound) local_search(v, single, m, r->how);
+    if (placed_value(v, single, m, &dur) < bound) tp__vp_local_search(v, single, m, r->how);
 }
 
 /* The makespan runs' scales (5.): the round's longest duration, the top
@@ -791,7 +373,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         memset(&out[i], 0, sizeof out[i]);
         if (trials[i].gpus >= 0 && trials[i].gpus <= TP_PLACE_MAX_GPUS) wide[nw++] = i;
     }
-    sort_trials(&v, wide, nw, BY_SIZE);
+    tp__vp_sort(&v, wide, nw, BY_SIZE);
 
     if ((double)m * (double)v.G > VP_LARGE) {
         for (size_t j = 0; j < nw; j++) place_wide(&v, wide[j], &out[wide[j]]);
