@@ -137,7 +137,9 @@ static void print_row(const json_t *t, const char *dir) {
     const char *tail = json_string_value(json_object_get(t, "stderr_tail"));
     if (strcmp(state, "failed") == 0 || (strcmp(state, "pending") == 0 && tail)) {
         /* A failure in plain sight: what it said last, and where the rest is. */
-        printf("         logs: %s/trials/%06lld/stderr.log\n", dir, id);
+        char logs[4300];
+        tp__trial_path(logs, sizeof logs, dir, id, "/stderr.log");
+        printf("         logs: %s\n", logs);
         for (const char *p = tail; p && *p;) {
             const char *nl = strchr(p, '\n');
             size_t len = nl ? (size_t)(nl - p) : strlen(p);

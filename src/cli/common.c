@@ -248,7 +248,7 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     json_object_set_new(o, "kind", row->kind ? json_string(row->kind) : json_null());
     json_object_set_new(o, "source", row->source >= 0 ? json_integer(row->source) : json_null());
     char logs[4200]; /* a trial seeded by a fork (id < 0) has its logs where it ran */
-    snprintf(logs, sizeof logs, "%s/trials/%06lld", dir, (long long)row->id);
+    tp__trial_path(logs, sizeof logs, dir, (long long)row->id, NULL);
     json_object_set_new(o, "logs", row->id >= 0 ? json_string(logs) : json_null());
     return o;
 }

@@ -95,7 +95,7 @@ static int show_jobs(const tp_experiment_t *x, const char *dir, int n) {
         if (s->ops->next(s, 0, &job) != 1) break;
         char id[32], home[4200], budget[32] = "", params[600];
         snprintf(id, sizeof id, "%lld", (long long)job.trial);
-        snprintf(home, sizeof home, "%s/trials/%06lld", dir, (long long)job.trial);
+        tp__trial_path(home, sizeof home, dir, (long long)job.trial, NULL);
         if (x->budget_name) tp__fmt_double(job.budget, budget);
         tp__params_text(job.config, params, sizeof params);
         printf("trial %s: %s%s%s\n  ", id, params, *budget ? "  budget " : "", budget);

@@ -106,7 +106,7 @@ static int streams_logs(const tp_run_t *r) {
 }
 
 void tp__run_trial_home(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
-    snprintf(out, n, "%s/trials/%06lld", streams_logs(r) ? r->spool : r->dir, (long long)t->id);
+    tp__trial_path(out, n, streams_logs(r) ? r->spool : r->dir, (long long)t->id, NULL);
 }
 
 void tp__run_checkpoint_dir(const tp_run_t *r, const trial_t *t, char *out, size_t n) {

@@ -123,10 +123,9 @@ void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m
 
 /* The directory of rank `rank` of trial t, in the experiment directory. */
 static void rank_dir(const tp_run_t *r, const trial_t *t, int rank, char *out, size_t n) {
-    if (rank)
-        snprintf(out, n, "%s/trials/%06lld/rank%d", r->dir, (long long)t->id, rank);
-    else
-        snprintf(out, n, "%s/trials/%06lld", r->dir, (long long)t->id);
+    char tail[32] = "";
+    if (rank) snprintf(tail, sizeof tail, "/rank%d", rank);
+    tp__trial_path(out, n, r->dir, (long long)t->id, tail);
 }
 
 void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
@@ -178,9 +177,7 @@ static const char *signal_name(int sig) {
  * last. O(TAIL_BYTES). */
 static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
     char path[4300];
-    snprintf(path, sizeof path, "%s/trials/%06lld", r->dir, (long long)t->proc);
-    size_t k = strlen(path);
-    snprintf(path + k, sizeof path - k, "/stderr.log");
+    tp__trial_path(path, sizeof path, r->dir, (long long)t->proc, "/stderr.log");
     out[0] = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return;

@@ -251,6 +251,10 @@ int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err) {
     return 0;
 }
 
+void tp__trial_path(char *out, size_t n, const char *dir, long long id, const char *tail) {
+    snprintf(out, n, "%s/trials/%06lld%s", dir, id, tail ? tail : "");
+}
+
 int tp__mkdir_p(const char *path, tp_error_t *err) {
     return tp__mkdir_p_mode(path, 0755, err);
 }

@@ -66,6 +66,10 @@ void tp__fmt_sig(double v, char out[32]);
 int tp__read_file(const char *path, char **out, size_t *len, tp_error_t *err);
 /* Write data to path atomically (temp file + rename). */
 int tp__write_file(const char *path, const void *data, size_t len, tp_error_t *err);
+/* The directory of trial id in experiment directory dir, "<dir>/trials/000042",
+ * followed by tail when not NULL ("/stderr.log", "/rank1"): the one place
+ * that spells the layout. Truncated to n. */
+void tp__trial_path(char *out, size_t n, const char *dir, long long id, const char *tail);
 /* mkdir -p with mode 0755, or the given mode (less the umask). */
 int tp__mkdir_p(const char *path, tp_error_t *err);
 int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err);

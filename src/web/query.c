@@ -272,10 +272,13 @@ json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long f
     if (!stream || (strcmp(stream, "stdout") != 0 && strcmp(stream, "stderr") != 0)) return NULL;
     enum { TAIL = 16384, MAX_READ = 65536 };
     char path[4300];
-    snprintf(path, sizeof path, "%s/trials/%06lld/%s.log", dir, (long long)id, stream);
+    char tail[32];
+    snprintf(tail, sizeof tail, "/%s.log", stream);
+    tp__trial_path(path, sizeof path, dir, (long long)id, tail);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) { /* a multi-process trial: rank 0's log */
-        snprintf(path, sizeof path, "%s/trials/%06lld/rank0/%s.log", dir, (long long)id, stream);
+        snprintf(tail, sizeof tail, "/rank0/%s.log", stream);
+        tp__trial_path(path, sizeof path, dir, (long long)id, tail);
         fd = open(path, O_RDONLY | O_CLOEXEC);
     }
     struct stat sb;
