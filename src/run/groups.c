@@ -153,11 +153,28 @@ static double step_at(const trial_t *t, int g) {
     return t->step_s > 0 ? t->step_s * now / g : NAN;
 }
 
+/* Whole GPUs t could hold now on its node: the ones it holds, plus the
+ * healthy idle ones of u (the usage without the trial that ended) that no
+ * resize of this round has claimed yet (claimed[node]). */
+static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const int *claimed) {
+    size_t n = t->where.node;
+    if (!t->where.placed || n >= r->pl.cluster.nnodes) return 0;
+    const tp_node_t *node = &r->pl.cluster.nodes[n];
+    int idle = 0;
+    for (size_t g = 0; g < node->ngpus; g++)
+        idle += node->gpus[g].healthy && u->count[u->gpu_base[n] + g] == 0;
+    return idle - claimed[n] + (t->gpus > 0 ? t->gpus : 1);
+}
+
 /* A running elastic trial whose share s grew to more whole GPUs than it
- * holds: resize it when the gain pays for its measured restart. 1 if asked. */
-static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s) {
+ * holds: resize it when the gain pays for its measured restart and the new
+ * count fits on its node now (a resize that waits for room loses its
+ * progress meanwhile). 1 if asked; claimed[its node] counts what it takes. */
+static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
+                int *claimed) {
     if (!tp__elastic_on(r) || s->share < 2 - 1e-9 || s->gpus <= t->gpus || !(t->restart_s >= 0))
         return 0;
+    if (room(r, t, u, claimed) < s->gpus) return 0;
     double left = t->budget > 0 ? t->budget - (t->step_done > 0 ? (double)t->step_done : 0) : 0;
     double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
     if (!(left > 0) || !isfinite(now) || !isfinite(then)) return 0;
@@ -170,6 +187,7 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s) {
              left * then);
     if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
     t->fluid_share = s->share;
+    claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
     return 1;
 }
 
@@ -187,12 +205,13 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         tp_fluid_share_t *s = tp__xcalloc(k, sizeof *s);
         tp_fluid_opts_t o = opts(r, u, m, k);
         compute(r, m, k, &o, s);
+        int *claimed = tp__xcalloc(r->pl.cluster.nnodes + 1, sizeof *claimed);
         tp_buf_t b = {0};
         tp__buf_printf(&b, "trial %lld of group %lld ended; shares of the %zu left over %g GPUs:",
                        (long long)t->id, (long long)t->fluid_group, k, o.capacity);
         for (size_t i = 0; i < k; i++) {
             int running = m[i]->state == TP_TRIAL_RUNNING;
-            if (running && grow(r, m[i], &s[i])) {
+            if (running && grow(r, m[i], &s[i], u, claimed)) {
                 tp__buf_printf(&b, "%s trial %lld: %.3g (resized)", i ? ";" : "",
                                (long long)m[i]->id, s[i].share);
                 continue;
@@ -203,6 +222,7 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         }
         note(r, t, "fluid-shares", b.data ? b.data : "");
         tp__buf_free(&b);
+        free(claimed);
         free(s);
     }
     free(m);

@@ -4,8 +4,10 @@
  * clock jumps to the next event (a job's end, a restart's end), and after
  * each end waiting jobs are offered again; under Fluid the shares come from
  * tp__fluid_shares over the rung's unfinished jobs (once per rung: static;
- * after every end: dynamic, restarting the running trials whose share
- * changed). A rung of n jobs costs O(n) events of O(n + placer) each. */
+ * after every end: dynamic, resizing the running trials whose share grew
+ * to more whole GPUs, as the run does). Every placer call is a run's round
+ * (tp_place_effort_t.in_run), as in the run. A rung of n jobs costs O(n)
+ * events of O(n + placer) each. */
 #include "sim/sim_groups.h"
 
 #include <errno.h>
@@ -33,6 +35,7 @@ typedef struct gtrial {
     double ready_at;        /* its (re)start ends then: no progress before */
     double rate;            /* steps per second now */
     tp_scaling_t curve;     /* step time per whole-GPU count, as measured while it ran */
+    double grow_to;         /* a running trial's larger share, if a resize to it pays */
 } gtrial_t;
 
 typedef struct gsim {
@@ -118,9 +121,12 @@ static double est_step(const gtrial_t *t, double s) {
 }
 
 /* Fluid shares for the rung's unfinished jobs. With restart (dynamic), a
- * running job whose share grew restarts with it when that pays: the gain,
- * time left at its share over restart_s + time left at the new one, must be
- * above TP_GROUPS_MIN_GAIN; a running job is never restarted to shrink. */
+ * running job whose share grew to two or more whole GPUs is marked to grow
+ * (grow_to; resize_growing restarts it if the new count fits) when that
+ * pays: the gain, time left at its share over restart_s + time left at the
+ * new one, must be above TP_GROUPS_MIN_GAIN. As in the run (run/groups.c),
+ * a running job is never restarted to shrink, nor to change a fraction of
+ * one GPU (MPS fixes the percentage when the client starts). */
 static void fluid_shares(gsim_t *S, int restart) {
     const tp_groups_opts_t *o = S->o;
     tp_fluid_trial_t *ft = tp__xcalloc(S->n, sizeof *ft);
@@ -141,12 +147,12 @@ static void fluid_shares(gsim_t *S, int restart) {
         if (fabs(fs[i].share - t->share) < EPS) continue;
         if (t->running) {
             double left = t->target - t->done;
-            if (!restart || fs[i].share < t->share ||
+            if (!restart || fs[i].share < 2 - EPS || fs[i].share < t->share ||
                 left * est_step(t, t->share) <=
                     TP_GROUPS_MIN_GAIN * (o->restart_s + left * est_step(t, fs[i].share)))
                 continue;
-            release(S, t);
-            S->r->resizes++;
+            t->grow_to = fs[i].share;
+            continue;
         }
         t->share = fs[i].share;
     }
@@ -164,7 +170,8 @@ static size_t place_waiting(gsim_t *S, tp_error_t *err, int *rc) {
         gtrial_t *t = &S->t[S->rung[i]];
         if (!t->running && t->done < t->target - EPS) d[m++] = demand(S, t, i);
     }
-    if (m && S->placer->place(&S->c, &S->u, d, m, a, NULL, err) != 0) *rc = -EINVAL;
+    const tp_place_effort_t effort = {.time_limit_s = 10.0, .in_run = 1};
+    if (m && S->placer->place(&S->c, &S->u, d, m, a, &effort, err) != 0) *rc = -EINVAL;
     for (size_t j = 0; j < m && !*rc; j++) {
         if (!a[j].placed) continue;
         gtrial_t *t = &S->t[S->rung[d[j].id]];
@@ -176,6 +183,36 @@ static size_t place_waiting(gsim_t *S, tp_error_t *err, int *rc) {
     free(d);
     free(a);
     return placed;
+}
+
+/* Resize the running trials whose larger share pays (fluid_shares marked
+ * them), each only when its new share fits now, with what it frees itself:
+ * a resize that would leave it waiting for room costs its progress. */
+static void resize_growing(gsim_t *S, tp_error_t *err, int *rc) {
+    for (size_t i = 0; i < S->n && !*rc; i++) {
+        gtrial_t *t = &S->t[S->rung[i]];
+        if (!(t->grow_to > 0)) continue;
+        double to = t->grow_to;
+        t->grow_to = 0;
+        if (!t->running) continue;
+        double old = t->share;
+        tp_demand_t keep_d = t->d;
+        tp_assign_t keep_a = t->where;
+        release(S, t);
+        t->share = to;
+        tp_demand_t d = demand(S, t, i);
+        tp_assign_t a = {0};
+        if (S->placer->place(&S->c, &S->u, &d, 1, &a, NULL, err) != 0) *rc = -EINVAL;
+        if (!*rc && a.placed) {
+            t->running = 1, t->d = d, t->where = a;
+            t->ready_at = S->now + S->o->restart_s;
+            S->r->jobs++;
+            S->r->resizes++;
+            continue;
+        }
+        t->share = old, t->d = keep_d, t->where = keep_a, t->running = 1;
+        hold(S, t, +1);
+    }
 }
 
 /* Run the current rung to its end. */
@@ -225,6 +262,7 @@ static int run_rung(gsim_t *S, tp_error_t *err) {
         S->now = next;
         if (ended && o->mode == TP_FLUID_DYNAMIC) fluid_shares(S, 1);
         if (ended || o->mode == TP_FLUID_DYNAMIC) place_waiting(S, err, &rc);
+        if (ended && o->mode == TP_FLUID_DYNAMIC) resize_growing(S, err, &rc);
     }
 }
 

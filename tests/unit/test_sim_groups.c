@@ -65,6 +65,22 @@ TP_TEST(test_groups_fluid_beats_plain_on_a_rung_tail) {
     TP_CHECK_INT(r.resizes, 0);
 }
 
+TP_TEST(test_groups_dynamic_resizes_only_to_more_whole_gpus_as_the_run_does) {
+    /* 27 configurations on 4 GPUs: held to one GPU a trial is never
+     * restarted (a fraction stays until its next job: MPS), so the jobs are
+     * the rungs' 27 + 9 + 3 + 1; elastic, the trials left in a rung grow */
+    tp_groups_opts_t o = base();
+    o.n0 = 27, o.serial = 0.2, o.mode = TP_FLUID_DYNAMIC, o.gpus_cap = 1;
+    tp_groups_result_t r;
+    TP_REQUIRE(!isnan(makespan(o, &r)));
+    TP_CHECK_INT(r.resizes, 0);
+    TP_CHECK_INT(r.jobs, 40);
+    o.gpus_cap = 4;
+    TP_REQUIRE(!isnan(makespan(o, &r)));
+    TP_CHECK(r.resizes > 0);
+    TP_CHECK_INT(r.jobs, 40 + r.resizes); /* a resize is a job start */
+}
+
 TP_TEST(test_groups_bound_is_exact_for_a_lone_trial) {
     /* one trial on all 4 GPUs is the best any placement does: restart +
      * steps x step (f + (1 - f) / 4), whatever its scaling */
