@@ -45,7 +45,8 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
             t->first_step = rep->step;
             t->first_step_at = t->last_report;
         } else if (rep->step > t->first_step) {
-            t->step_s = (t->last_report - t->first_step_at) / (double)(rep->step - t->first_step);
+            tp__trial_set_step_s(&r->trials, t, (t->last_report - t->first_step_at) /
+                                                    (double)(rep->step - t->first_step));
         }
         t->step = rep->step;
         if (rep->step > t->step_done) t->step_done = rep->step;

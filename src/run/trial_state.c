@@ -83,6 +83,24 @@ trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id) {
     return id >= 0 && (size_t)id < ts->n ? ts->by_id[id] : NULL;
 }
 
+double tp__trial_expected_s(const trial_t *t, double fallback_step_s) {
+    double step = t->step_s > 0 ? t->step_s : fallback_step_s;
+    double left = t->budget - (t->step_done > 0 ? (double)t->step_done : 0);
+    return t->budget > 0 && step > 0 && left > 0 ? step * left : 0;
+}
+
+void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
+    if (!(step_s > 0)) return;
+    if (t->step_s > 0) ts->step_sum -= t->step_s;
+    else ts->step_n++;
+    ts->step_sum += step_s;
+    t->step_s = step_s;
+}
+
+double tp__trials_mean_step_s(const tp_trials_t *ts) {
+    return ts->step_n ? ts->step_sum / (double)ts->step_n : 0;
+}
+
 void tp__trials_free(tp_trials_t *ts) {
     for (size_t i = 0; i < ts->n; i++) {
         trial_t *t = ts->by_id[i];

@@ -88,7 +88,8 @@ typedef struct trial {
     int rung;           /* rung of its current (or last) job */
     int64_t fluid_group; /* its job's trial group (tp_job_t.group), -1 before a job */
     double fluid_share; /* the Fluid share its job was given (groups:), 0: none yet */
-    double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown */
+    double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
+                           set by tp__trial_set_step_s */
     int64_t first_step; /* step of this attempt's first report that had one */
     double first_step_at; /* monotonic time of that report */
     int64_t step_done;  /* largest step it reported in any job (its checkpoint), -1: none */
@@ -148,6 +149,8 @@ typedef struct tp_trials {
     int regrown;            /* attempts out of GPU memory placed again with more, this run */
     int resized;            /* elastic attempts paused to run again with another GPU count */
     int bugs;               /* illegal transitions refused */
+    double step_sum;        /* sum of the trials' measured step_s (tp__trial_set_step_s) */
+    size_t step_n;          /* trials with one */
     tp_journal_t *journal;  /* where changes are journaled; borrowed */
 } tp_trials_t;
 
@@ -173,6 +176,19 @@ void tp__trials_free(tp_trials_t *ts);
  * the journal). O(log pending). */
 int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
                         const tp_transition_t *how);
+
+/* Seconds t is expected to run until its job's budget: its measured
+ * seconds per step (else fallback_step_s, the run's mean) times the steps
+ * its job has left past its checkpoint. 0 (unknown) without a budget or a
+ * step time. The placer's expected duration (decreasing orders, vpack's
+ * makespan runs). O(1). */
+double tp__trial_expected_s(const trial_t *t, double fallback_step_s);
+/* Record t's measured seconds per step (> 0); the one way step_s changes,
+ * so that the mean below is kept as it goes. O(1). */
+void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);
+/* The mean measured seconds per step over ts's trials; 0 if none has one.
+ * O(1). */
+double tp__trials_mean_step_s(const tp_trials_t *ts);
 
 /* The pending queue, lowest id first. push: put a pending trial (back) in
  * the queue; pop: the next one, NULL if none. O(log pending). */

@@ -330,5 +330,53 @@ class GpuPacking(GpuE2E):
         self.check_no_daemons(run_dir)
 
 
+# Hyperband trainer: x = 8 steps six times slower than the rest (0.3 s against 0.05 s).
+SLOW_EIGHT = r'''
+import json, os, sys, time
+x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
+ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
+start = int(open(ck).read()) if os.path.exists(ck) else 0
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+for epoch in range(start + 1, budget + 1):
+    time.sleep(0.3 if x == 8 else 0.05)
+    rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
+    with open(ck + ".tmp", "w") as f:
+        f.write(str(epoch))
+    os.rename(ck + ".tmp", ck)
+'''
+
+
+class ExpectedDuration(GpuE2E):
+    """The placer's expected duration in a run: measured seconds per step x the steps the job
+    has left. One fake GPU that holds one trial at a time (compute 1.0), wfd, Hyperband over
+    epochs 2, 6, 18: rung 1 promotes x = 9, 8, 7 together (best first), each with 4 epochs
+    left; x = 8 measured 0.3 s a step (1.2 s left), the others 0.05 s (0.2 s). Longest first,
+    wfd starts x = 8 first; without expected durations the promotion order rules (x = 9)."""
+
+    def test_wfd_in_a_run_starts_the_longest_expected_job_first(self):
+        trainer = self.write("trainer.py", SLOW_EIGHT)
+        self.fake_gpus([(16 * GIB, None)])
+        exp = self.experiment(
+            "name: expected\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {grid: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+            "search: {algorithm: grid, trials: 1, scheduler: hyperband}\n"
+            "budget: {name: epochs, min: 2, max: 18, eta: 3}\n"
+            "concurrency: 9\n"
+            "resources: {gpus: 1, gpu_memory: 3G, gpu_compute: 1.0}\n"
+            "placement: {policy: wfd}\n" % (yaml_str(PY), yaml_str(trainer)))
+        run_dir = self.path("expected")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            order = [xs[p["trial"]] for p in s.q("SELECT trial FROM placements ORDER BY id")]
+        # rung 0: each of the nine once, then rung 1's three
+        self.assertEqual(sorted(order[:9]), list(range(1, 10)), order)
+        self.assertEqual(order[9], 8, order)
+        self.assertEqual(sorted(order[10:12]), [7, 9], order)
+
+
 if __name__ == "__main__":
     main()

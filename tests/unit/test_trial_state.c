@@ -183,6 +183,33 @@ TP_TEST(test_pending_queue_lowest_id_first) {
     teardown(&f);
 }
 
+TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
+    fixture_t f;
+    setup(&f);
+    trial_t *a = tp__trials_add(&f.trials, 0, json_object(), 1.0);
+    trial_t *b = tp__trials_add(&f.trials, 1, json_object(), 1.0);
+    trial_t *c = tp__trials_add(&f.trials, 2, json_object(), 1.0);
+    TP_CHECK_NEAR(tp__trials_mean_step_s(&f.trials), 0, 1e-12); /* nothing measured yet */
+    tp__trial_set_step_s(&f.trials, a, 0.9);
+    tp__trial_set_step_s(&f.trials, a, 0.5);             /* measured again: replaces */
+    tp__trial_set_step_s(&f.trials, b, 1.5);
+    tp__trial_set_step_s(&f.trials, c, 0);               /* nothing measured: ignored */
+    a->step_done = 20, a->budget = 60;                   /* promoted from 20 to 60 steps */
+    b->step_done = -1, b->budget = 10;                   /* measured, no checkpoint */
+    c->step_done = -1, c->budget = 30;                   /* never ran */
+    double mean = tp__trials_mean_step_s(&f.trials);
+    TP_CHECK_NEAR(mean, 1.0, 1e-12);
+    TP_CHECK_NEAR(tp__trial_expected_s(a, mean), 20.0, 1e-12);
+    TP_CHECK_NEAR(tp__trial_expected_s(b, mean), 15.0, 1e-12);
+    TP_CHECK_NEAR(tp__trial_expected_s(c, mean), 30.0, 1e-12); /* the run's mean stands in */
+    TP_CHECK_NEAR(tp__trial_expected_s(c, 0), 0, 1e-12);       /* unknown */
+    c->budget = 0;                                             /* no budget: unknown */
+    TP_CHECK_NEAR(tp__trial_expected_s(c, mean), 0, 1e-12);
+    a->step_done = 60;                                         /* at its budget */
+    TP_CHECK_NEAR(tp__trial_expected_s(a, mean), 0, 1e-12);
+    teardown(&f);
+}
+
 /* A failed write is noticed by the journal, once, and marks it broken. */
 TP_TEST(test_failed_journal_write_breaks_the_journal) {
     fixture_t f;
