@@ -71,11 +71,23 @@ static void release(gsim_t *S, gtrial_t *t) {
     t->running = 0;
 }
 
+/* Seconds per step the run would expect of t (tp__trial_expected_s): its
+ * own once it has run, else the mean of those that have; 0 if none has. */
+static double expected_step(const gsim_t *S, const gtrial_t *t) {
+    if (t->measured) return t->step_s;
+    double sum = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < S->o->n0; i++)
+        if (S->t[i].measured) sum += S->t[i].step_s, k++;
+    return k ? sum / (double)k : 0;
+}
+
 /* The demand a job asks of the placer: plain, its measured compute (or a
- * whole GPU, one per GPU); Fluid, its share (whole GPUs exclusive). */
+ * whole GPU, one per GPU); Fluid, its share (whole GPUs exclusive). Its
+ * expected duration is the run's: expected step time x steps left. */
 static tp_demand_t demand(const gsim_t *S, const gtrial_t *t, size_t id) {
     tp_demand_t d = {.id = (int64_t)id, .gpus = 1, .memory_mib = t->mem_mib,
-                     .duration_s = (t->target - t->done) * t->step_s};
+                     .duration_s = (t->target - t->done) * expected_step(S, t)};
     if (S->o->mode == TP_FLUID_OFF)
         d.compute = S->o->plain == TP_GROUPS_ONE_PER_GPU ? 1.0 : t->gpu_s / t->step_s;
     else if (t->share >= 1 - EPS)
