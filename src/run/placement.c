@@ -444,7 +444,6 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     trial_t **who = tp__xcalloc(n, sizeof *who);
     int *profiling = tp__xcalloc(n, sizeof *profiling);
     size_t m = 0;
-    double mean_step = tp__trials_mean_step_s(&r->trials);
     for (size_t i = 0; i < n; i++) {
         trial_t *t = batch[i];
         demand_group_t *g = group_of(r, t);
@@ -452,7 +451,7 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
             continue; /* wait for its group's measurement */
         d[m] = (tp_demand_t){.id = t->id, .gpus = tp__elastic_gpus(r, t), .memory_mib = g->mem_mib,
                              .compute = g->compute, .cpus = r->x.res.cpus,
-                             .duration_s = tp__trial_expected_s(t, mean_step)};
+                             .duration_s = tp__trial_expected_s(&r->trials, t)};
         if (t->fuse_mem_mib > d[m].memory_mib) /* a fused process: what its K uses */
             d[m].memory_mib = t->fuse_mem_mib;
         if (!g->measured) {

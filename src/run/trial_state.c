@@ -83,25 +83,43 @@ trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id) {
     return id >= 0 && (size_t)id < ts->n ? ts->by_id[id] : NULL;
 }
 
-double tp__trial_expected_s(const trial_t *t, double fallback_step_s) {
-    double step = t->step_s > 0 ? t->step_s : fallback_step_s;
+void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
+    if (!(step_s > 0)) return;
+    double before = t->step_s > 0 ? t->step_s : 0;
+    ts->step_sum += step_s - before;
+    ts->step_n += before == 0;
+    if (t->group >= 0) {
+        size_t g = (size_t)t->group;
+        if (g >= ts->ngroups) {
+            size_t n = 2 * g + 8;
+            ts->group_step_sum = tp__xrealloc(ts->group_step_sum, n * sizeof *ts->group_step_sum);
+            ts->group_step_n = tp__xrealloc(ts->group_step_n, n * sizeof *ts->group_step_n);
+            memset(ts->group_step_sum + ts->ngroups, 0, (n - ts->ngroups) * sizeof(double));
+            memset(ts->group_step_n + ts->ngroups, 0, (n - ts->ngroups) * sizeof(size_t));
+            ts->ngroups = n;
+        }
+        ts->group_step_sum[g] += step_s - before;
+        ts->group_step_n[g] += before == 0;
+    }
+    t->step_s = step_s;
+}
+
+double tp__trial_expected_s(const tp_trials_t *ts, const trial_t *t) {
+    double step = t->step_s;
+    size_t g = t->group >= 0 ? (size_t)t->group : SIZE_MAX;
+    if (!(step > 0) && g < ts->ngroups && ts->group_step_n[g])
+        step = ts->group_step_sum[g] / (double)ts->group_step_n[g];
+    if (!(step > 0) && ts->step_n) step = ts->step_sum / (double)ts->step_n;
     double left = t->budget - (t->step_done > 0 ? (double)t->step_done : 0);
     return t->budget > 0 && step > 0 && left > 0 ? step * left : 0;
 }
 
-void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
-    if (!(step_s > 0)) return;
-    if (t->step_s > 0) ts->step_sum -= t->step_s;
-    else ts->step_n++;
-    ts->step_sum += step_s;
-    t->step_s = step_s;
-}
-
-double tp__trials_mean_step_s(const tp_trials_t *ts) {
-    return ts->step_n ? ts->step_sum / (double)ts->step_n : 0;
-}
-
 void tp__trials_free(tp_trials_t *ts) {
+    free(ts->group_step_sum);
+    free(ts->group_step_n);
+    ts->group_step_sum = NULL;
+    ts->group_step_n = NULL;
+    ts->ngroups = 0;
     for (size_t i = 0; i < ts->n; i++) {
         trial_t *t = ts->by_id[i];
         if (!t) continue;

@@ -151,6 +151,9 @@ typedef struct tp_trials {
     int bugs;               /* illegal transitions refused */
     double step_sum;        /* sum of the trials' measured step_s (tp__trial_set_step_s) */
     size_t step_n;          /* trials with one */
+    double *group_step_sum; /* the same per demand group (trial_t.group), grown as needed */
+    size_t *group_step_n;
+    size_t ngroups;
     tp_journal_t *journal;  /* where changes are journaled; borrowed */
 } tp_trials_t;
 
@@ -177,18 +180,18 @@ void tp__trials_free(tp_trials_t *ts);
 int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
                         const tp_transition_t *how);
 
+/* Record t's measured seconds per step (> 0); the one way step_s changes,
+ * so that the means below are kept as it goes (the run's, and its demand
+ * group's when it has one). O(1), amortised. */
+void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);
 /* Seconds t is expected to run until its job's budget: its measured
- * seconds per step (else fallback_step_s, the run's mean) times the steps
- * its job has left past its checkpoint. 0 (unknown) without a budget or a
+ * seconds per step, else the mean over its demand group's trials that have
+ * one (the same profile_by values: the same model and batch, as a profiler
+ * would measure them), else the mean over the run's, times the steps its
+ * job has left past its checkpoint. 0 (unknown) without a budget or any
  * step time. The placer's expected duration (decreasing orders, vpack's
  * makespan runs). O(1). */
-double tp__trial_expected_s(const trial_t *t, double fallback_step_s);
-/* Record t's measured seconds per step (> 0); the one way step_s changes,
- * so that the mean below is kept as it goes. O(1). */
-void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);
-/* The mean measured seconds per step over ts's trials; 0 if none has one.
- * O(1). */
-double tp__trials_mean_step_s(const tp_trials_t *ts);
+double tp__trial_expected_s(const tp_trials_t *ts, const trial_t *t);
 
 /* The pending queue, lowest id first. push: put a pending trial (back) in
  * the queue; pop: the next one, NULL if none. O(log pending). */

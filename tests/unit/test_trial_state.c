@@ -189,24 +189,25 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
     trial_t *a = tp__trials_add(&f.trials, 0, json_object(), 1.0);
     trial_t *b = tp__trials_add(&f.trials, 1, json_object(), 1.0);
     trial_t *c = tp__trials_add(&f.trials, 2, json_object(), 1.0);
-    TP_CHECK_NEAR(tp__trials_mean_step_s(&f.trials), 0, 1e-12); /* nothing measured yet */
+    trial_t *d = tp__trials_add(&f.trials, 3, json_object(), 1.0);
+    a->group = 0, b->group = 9, c->group = 9, d->group = 4; /* demand groups */
+    a->step_done = 20, a->budget = 60;  /* promoted from 20 to 60 steps */
+    b->step_done = -1, b->budget = 10;  /* no checkpoint */
+    c->step_done = -1, c->budget = 30;  /* never ran */
+    d->step_done = -1, d->budget = 30;  /* never ran, nor has any of its group */
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 0, 1e-12); /* nothing measured: unknown */
     tp__trial_set_step_s(&f.trials, a, 0.9);
-    tp__trial_set_step_s(&f.trials, a, 0.5);             /* measured again: replaces */
-    tp__trial_set_step_s(&f.trials, b, 1.5);
-    tp__trial_set_step_s(&f.trials, c, 0);               /* nothing measured: ignored */
-    a->step_done = 20, a->budget = 60;                   /* promoted from 20 to 60 steps */
-    b->step_done = -1, b->budget = 10;                   /* measured, no checkpoint */
-    c->step_done = -1, c->budget = 30;                   /* never ran */
-    double mean = tp__trials_mean_step_s(&f.trials);
-    TP_CHECK_NEAR(mean, 1.0, 1e-12);
-    TP_CHECK_NEAR(tp__trial_expected_s(a, mean), 20.0, 1e-12);
-    TP_CHECK_NEAR(tp__trial_expected_s(b, mean), 15.0, 1e-12);
-    TP_CHECK_NEAR(tp__trial_expected_s(c, mean), 30.0, 1e-12); /* the run's mean stands in */
-    TP_CHECK_NEAR(tp__trial_expected_s(c, 0), 0, 1e-12);       /* unknown */
-    c->budget = 0;                                             /* no budget: unknown */
-    TP_CHECK_NEAR(tp__trial_expected_s(c, mean), 0, 1e-12);
-    a->step_done = 60;                                         /* at its budget */
-    TP_CHECK_NEAR(tp__trial_expected_s(a, mean), 0, 1e-12);
+    tp__trial_set_step_s(&f.trials, a, 0.5); /* measured again: replaces */
+    tp__trial_set_step_s(&f.trials, b, 2.5);
+    tp__trial_set_step_s(&f.trials, c, 0);   /* nothing measured: ignored */
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 20.0, 1e-12);
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, b), 25.0, 1e-12);
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 75.0, 1e-12); /* its group's mean, 2.5 */
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, d), 45.0, 1e-12); /* the run's mean, 1.5 */
+    c->budget = 0; /* no budget: unknown */
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 0, 1e-12);
+    a->step_done = 60; /* at its budget */
+    TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 0, 1e-12);
     teardown(&f);
 }
 
