@@ -75,6 +75,23 @@ typedef struct tp_assign {
     size_t gpu[TP_PLACE_MAX_GPUS]; /* GPU indexes within the node */
 } tp_assign_t;
 
+/* A trial running now, for vpack's plan (tp_place_effort_t.running). */
+typedef struct tp_place_running {
+    size_t gpu;               /* global GPU index (usage order) */
+    tp_demand_t d;            /* what it holds (single-GPU); d.duration_s: its whole job */
+    double left;              /* the share of its job still to run, in [0, 1] */
+} tp_place_running_t;
+
+/* The plan vpack keeps across a run's rounds (tp_place_effort_t.plan): its
+ * last order, a rank per trial id; caller-owned, zeroed before the first
+ * round (the placer grows it). */
+typedef struct tp_place_plan {
+    double *rank;             /* by trial id: position in the last plan's order + 1; 0: none */
+    size_t cap;
+} tp_place_plan_t;
+
+void tp__place_plan_free(tp_place_plan_t *p);
+
 /* How long `optimal` may search, from its caller, and whether the round is
  * one of a run's (vpack); the other greedy policies ignore it. Give either
  * limit or both; with neither, a 10 s time limit. */
@@ -86,7 +103,15 @@ typedef struct tp_place_effort {
     int in_run;               /* 1: the round is one of a run's (trials left out wait for a
                                  later one), so vpack starts the long trials that would set the
                                  makespan; 0: one round alone, the most occupancy */
+    /* In a run's rounds, what vpack plans with (place/plan.c); plan NULL: no plan. */
+    tp_place_plan_t *plan;    /* its order across rounds, kept by the caller */
+    const tp_place_running_t *running; /* the trials running now */
+    size_t nrunning;
+    double mps_overhead;      /* the contention model's MPS cost per co-located trial */
 } tp_place_effort_t;
+
+/* The MPS cost per co-located trial a run plans with (the simulator's default). */
+#define TP_PLACE_MPS_OVERHEAD 0.03
 
 typedef struct tp_placer_ops {
     const char *name;         /* "wfd" */

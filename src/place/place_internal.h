@@ -51,6 +51,12 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                        size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
                        tp_place_mip_info_t *info);
 
+/* vpack's plan in a run's rounds (plan.c): 1 if it decided the round (out
+ * written, u updated), 0 if the round is not one it plans (the caller goes
+ * on). */
+int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                         size_t n, tp_assign_t *out, const tp_place_effort_t *e);
+
 extern const tp_placer_ops_t tp__placer_one_per_gpu, tp__placer_ff, tp__placer_ffd,
     tp__placer_bf, tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal,
     tp__placer_vpack;

@@ -51,6 +51,11 @@
  *    longest waiting (docs/simulator.md). One round alone (bench/placement,
  *    `tunepack place`) has no later round: the most occupancy is kept.
  *
+ * 6. A plan, checked before step 1: a run's round that can be planned
+ *    (effort->plan and what runs now; single-GPU trials with durations; a
+ *    bounded round) is decided by place/plan.c instead: the rest of the
+ *    queue simulated in a searched order, never worse than wfd's order.
+ *
  * Trials wanting several GPUs (or none) go on the node whose best GPUs align
  * most, and are not moved by the local search. Rounds above VP_LARGE trials x
  * GPUs take one greedy pass of the size order through placer_fit's segment
@@ -349,6 +354,7 @@ static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
 static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
                        tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err) {
     (void)err;
+    if (tp__place_plan_round(c, u, trials, n, out, effort)) return 0; /* 6. */
     vp_t v = {.c = c, .u = u, .t = trials, .n = n, .G = u->ngpus};
     size_t G1 = v.G ? v.G : 1, n1 = n ? n : 1;
     v.node_of = tp__xmalloc(G1 * sizeof *v.node_of);

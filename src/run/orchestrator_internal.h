@@ -139,6 +139,7 @@ typedef struct tp_placement {
     int placing;                /* trials demand GPUs or CPU cores: placement applies */
     int blocked;                /* pending trials did not fit; wait until capacity changes */
     double saved_at;            /* last GPU snapshot written to the store */
+    tp_place_plan_t plan;       /* vpack's plan across rounds (place/plan.c) */
 } tp_placement_t;
 
 /* The cluster's nodes, one per agent link, empty until each says hello. */

@@ -432,6 +432,29 @@ static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size
                    "recording optimal's gap");
 }
 
+/* The single-GPU trials running now, for vpack's plan: where, what they
+ * hold, and the expected seconds left as their duration (left = 1); the
+ * count, or SIZE_MAX when one runs on several GPUs (then no plan). */
+static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t **out) {
+    size_t k = 0, cap = (size_t)r->trials.count[TP_TRIAL_RUNNING] + 1;
+    tp_place_running_t *run = tp__xcalloc(cap, sizeof *run);
+    for (size_t i = 0; i < r->trials.n && k < cap; i++) {
+        const trial_t *t = r->trials.by_id[i];
+        if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
+        if (t->where.ngpus != 1 || t->more) {
+            free(run);
+            return SIZE_MAX;
+        }
+        run[k++] = (tp_place_running_t){
+            .gpu = u->gpu_base[t->where.node] + t->where.gpu[0],
+            .d = {.id = t->id, .gpus = 1, .memory_mib = t->mem_mib, .compute = t->compute,
+                  .cpus = r->x.res.cpus, .duration_s = tp__trial_expected_s(&r->trials, t)},
+            .left = 1};
+    }
+    *out = run;
+    return k;
+}
+
 static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     for (size_t i = 0; i < n; i++) {
         memset(&batch[i]->where, 0, sizeof batch[i]->where);
@@ -481,14 +504,21 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
                 }
             free(shards);
         } else {
-            const tp_place_effort_t effort = {
+            tp_place_effort_t effort = {
                 .time_limit_s = r->x.place_time_limit_s > 0 ? r->x.place_time_limit_s : 10.0,
                 .in_run = 1};
+            tp_place_running_t *running = NULL;
+            size_t nrunning = running_now(r, &u, &running);
+            if (nrunning != SIZE_MAX && r->x.groups == TP_FLUID_OFF) { /* Fluid: its shares */
+                effort.plan = &r->pl.plan, effort.running = running;
+                effort.nrunning = nrunning, effort.mps_overhead = TP_PLACE_MPS_OVERHEAD;
+            }
             if (r->pl.placer == tp__placer_find("optimal")) {
                 place_optimal(r, &u, d, m, out, &effort);
             } else if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0) {
                 tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
             }
+            free(running);
         }
         tp__usage_free(&u);
     }
@@ -857,6 +887,7 @@ void tp__placement_free(tp_run_t *r) {
     free(r->pl.node);
     for (size_t i = 0; i < r->pl.ngroups; i++) free(r->pl.groups[i].key);
     free(r->pl.groups);
+    tp__place_plan_free(&r->pl.plan);
     json_decref(r->pl.group_index);
     tp__cluster_free(&r->pl.cluster);
 }

@@ -84,6 +84,9 @@ typedef struct sim {
     size_t capint;          /* room in r->intervals */
     double smax;            /* the fastest GPU's speed */
     double longest;         /* longest trial alone on the fastest GPU so far */
+    tp_place_plan_t plan;   /* vpack's plan across rounds (place/plan.c) */
+    tp_place_running_t *runbuf; /* what runs, for it */
+    size_t caprunbuf;
     tp_sim_result_t *r;
     const tp_sim_opts_t *o;
     tp_error_t *err;
@@ -341,7 +344,24 @@ static long place_round(sim_t *S, double now, int whole) {
         u = &S->sub_u;
     }
     S->r->rounds++;
-    const tp_place_effort_t effort = {.time_limit_s = 10.0, .in_run = 1};
+    tp_place_effort_t effort = {.time_limit_s = 10.0, .in_run = 1};
+    if (!partial) { /* what runs now and the plan: as a run gives them */
+        if (S->caprunbuf < S->running) {
+            S->caprunbuf = 2 * S->running + 16;
+            S->runbuf = tp__xrealloc(S->runbuf, S->caprunbuf * sizeof *S->runbuf);
+        }
+        size_t k = 0;
+        for (uint32_t gi = 0; gi < S->ngpus; gi++) {
+            gstate_t *g = &S->g[gi];
+            advance(S, gi, now);
+            for (size_t i = 0; i < g->n && k < S->caprunbuf; i++) {
+                const rtrial_t *t = &S->run[g->slots[i]];
+                S->runbuf[k++] = (tp_place_running_t){.gpu = gi, .d = t->d, .left = 1.0 - t->p};
+            }
+        }
+        effort.plan = &S->plan, effort.running = S->runbuf, effort.nrunning = k;
+        effort.mps_overhead = S->overhead;
+    }
     if (S->placer->place(c, u, S->dbuf, n, S->abuf, &effort, S->err) != 0)
         return -EINVAL;
     if (partial) { /* the decisions' usage back into the whole cluster's */
@@ -447,6 +467,8 @@ int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
 }
 
 static void sim_free(sim_t *S) {
+    tp__place_plan_free(&S->plan);
+    free(S->runbuf);
     if (S->searcher) tp__searcher_free(S->searcher);
     tp__space_free(&S->space);
     tp__usage_free(&S->u);

@@ -247,6 +247,35 @@ TP_TEST(test_same_inputs_give_identical_outputs) {
     tp__workload_free(&w);
 }
 
+TP_TEST(test_vpack_plans_a_runs_rounds_and_is_never_slower_than_wfd) {
+    /* vpack's plan (place/plan.c) starts from wfd's order and keeps only
+     * plans no worse, with the simulator's own model: no makespan above
+     * wfd's, on identical and mixed GPUs, grid and random searchers, with
+     * and without MPS overhead; and the same answer twice */
+    tp_workload_t w;
+    TP_REQUIRE(load_sp(&w) == 0);
+    const char *spaces[] = {"SP1", "SP3"};
+    const char *clusters[] = {"homog_8", "hetero_4h", "hetero_4h12a"};
+    double best = INFINITY; /* vpack / wfd at its lowest */
+    for (size_t s = 0; s < TP_ARRAY_LEN(spaces); s++)
+        for (size_t k = 0; k < TP_ARRAY_LEN(clusters); k++) {
+            tp_sim_opts_t o = {.overhead = 0.03};
+            if (k == 1) o = (tp_sim_opts_t){.searcher = "random", .trials = 60, .seed = 3 + s};
+            tp_sim_result_t vp, wf, again;
+            TP_REQUIRE(sim(&w, spaces[s], clusters[k], "vpack", 0, &o, &vp) == 0);
+            TP_REQUIRE(sim(&w, spaces[s], clusters[k], "wfd", 0, &o, &wf) == 0);
+            TP_REQUIRE(sim(&w, spaces[s], clusters[k], "vpack", 0, &o, &again) == 0);
+            TP_CHECK(vp.makespan_s <= wf.makespan_s * (1 + 1e-9));
+            best = fmin(best, vp.makespan_s / wf.makespan_s);
+            TP_CHECK(vp.makespan_s == again.makespan_s && vp.rounds == again.rounds);
+            tp__sim_result_free(&vp);
+            tp__sim_result_free(&wf);
+            tp__sim_result_free(&again);
+        }
+    TP_CHECK(best < 0.95); /* and it plans: SP3 on homog_8, 0.92 */
+    tp__workload_free(&w);
+}
+
 TP_TEST(test_events_are_two_per_trial_and_their_work_does_not_grow) {
     tp_workload_t w;
     TP_REQUIRE(load_sp(&w) == 0);

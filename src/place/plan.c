@@ -1,0 +1,300 @@
+/* plan: vpack's plan in a run's rounds (docs/gpus.md, step 6).
+ *
+ * A round of a run decides only which trials start now, but the makespan
+ * is set by every later round. When the caller says what runs now
+ * (tp_place_effort_t.running) and keeps a plan across rounds
+ * (tp_place_effort_t.plan), vpack decides by planning: a plan is an order
+ * of the pending trials; its forward model starts, at now and at every
+ * later end, the pending trials in that order on the fitting GPU left with
+ * the most free compute (wf's rule, exactly), and runs them by the
+ * contention model of docs/simulator.md (a trial's pace host + m gpu /
+ * speed, m = 1 + overhead (k - 1) for k trials on the GPU, all slowed by
+ * 1 / D when their busy shares D pass 1), host and gpu seconds from its
+ * demand (duration x (1 - compute), duration x compute). The plan's value
+ * is its makespan.
+ *
+ * The first plan is the longest first order: wfd's own, so it is worth
+ * exactly what wfd does from here. Each round starts from the last round's
+ * best order (the caller keeps it: the ranks by trial id), new trials after
+ * it longest first, and keeps a random swap of two trials when the makespan
+ * does not grow, for PLAN_EVALS plans at most (fewer when the queue is
+ * long: PLAN_WORK), each stopped once it passes the best makespan. The
+ * round's decision is the best plan's starts at now. With a model equal to
+ * the world's (the simulator's), a round's best plan is never worse than
+ * the last one's continuation, so the run's makespan is never worse than
+ * the first plan's, wfd's. Pure: the swaps come from a generator seeded by
+ * the round's trials.
+ *
+ * Planned: single-GPU trials with a duration, every running one too, and
+ * rounds of at most PLAN_MAX_WORK trials x GPUs; otherwise the caller's
+ * round goes on without a plan. A plan costs O(events x trials log GPUs). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "place/place_internal.h"
+
+#define PLAN_EVALS 30         /* plans tried per round at most */
+#define PLAN_WORK 2e6         /* trials x (trials + running) x plans per round at most */
+#define PLAN_MAX_WORK 20000.0 /* pending x GPUs above which a round is not planned */
+
+typedef struct item {
+    size_t gi;                 /* its GPU, once started */
+    double host, gpu;          /* seconds at speed 1, alone */
+    double p;                  /* progress in [0, 1] */
+    int state;                 /* 0 waiting, 1 running, 2 ended */
+    const tp_demand_t *d;
+} item_t;
+
+typedef struct planner {
+    const tp_cluster_t *c;
+    const tp_place_effort_t *e;
+    const tp_usage_t *u0;      /* now */
+    tp_usage_t u;              /* the plan's */
+    size_t R, n, G;            /* running, pending, GPUs */
+    item_t *base, *w;          /* R running, then n pending */
+    double *speed, *rate, *D;     /* per GPU, per trial, per GPU */
+    size_t *node_of;              /* per GPU */
+    int *k;                       /* per GPU: the model's trials there */
+    size_t *started;           /* per pending: its GPU at now in the last plan valued, or SIZE_MAX */
+    size_t *act, nact;         /* the items running in the plan valued */
+} planner_t;
+
+/* The GPU wf gives single-GPU trial d now: of those it fits, the most free
+ * compute (in reference units), then the most free memory, then the lowest
+ * index (placer_fit.c's order, exactly); SIZE_MAX if none. O(G). */
+static size_t wf_gpu(const planner_t *P, const tp_demand_t *d) {
+    size_t best = SIZE_MAX;
+    double bc = 0;
+    uint64_t bm = 0;
+    for (size_t gi = 0; gi < P->G; gi++) {
+        size_t nd = P->node_of[gi], g = gi - P->u.gpu_base[nd];
+        if (!tp__fits(P->c, &P->u, nd, g, d)) continue;
+        double comp = tp__place_comp_free(P->c, &P->u, gi) * P->speed[gi];
+        uint64_t mem = tp__place_mem_free(P->c, &P->u, nd, g);
+        if (best == SIZE_MAX || comp > bc || (comp == bc && mem > bm)) best = gi, bc = comp, bm = mem;
+    }
+    return best;
+}
+
+/* Start, in `order`, the waiting trials that fit, each where wf puts it.
+ * Those larger in compute, memory or cores than any GPU or node has free
+ * are passed over at once: they fit nowhere. */
+static void start_fitting(planner_t *P, const size_t *order, int at_now) {
+    double most = 0;  /* the most free compute of an open GPU, in reference units */
+    uint64_t mem = 0; /* the most free memory of one */
+    int cpus = 0;     /* the most free cores of a node */
+    for (size_t o = 0, stale = 1; o < P->n; o++) {
+        if (stale) {
+            most = 0, mem = 0, cpus = 0, stale = 0;
+            for (size_t gi = 0; gi < P->G; gi++) {
+                size_t nd = P->node_of[gi], g = gi - P->u.gpu_base[nd];
+                if (!tp__place_gpu_open(P->c, &P->u, nd, g)) continue;
+                double fr = tp__place_comp_free(P->c, &P->u, gi) * P->speed[gi];
+                uint64_t mf = tp__place_mem_free(P->c, &P->u, nd, g);
+                int cf = P->c->nodes[nd].cpus - P->u.cpus_used[nd];
+                if (fr > most) most = fr;
+                if (mf > mem) mem = mf;
+                if (cf > cpus) cpus = cf;
+            }
+            most = most * (1 + 1e-9) + 1e-9;
+            if (most <= 2e-9) return; /* no GPU has room */
+        }
+        item_t *t = &P->w[P->R + order[o]];
+        if (t->state || t->d->compute > most || t->d->memory_mib > mem || t->d->cpus > cpus)
+            continue;
+        size_t gi = wf_gpu(P, t->d);
+        if (gi == SIZE_MAX) continue;
+        size_t nd = P->node_of[gi];
+        tp_assign_t a = {.placed = 1, .node = nd, .ngpus = 1, .gpu = {gi - P->u.gpu_base[nd]}};
+        tp__place_commit(P->c, &P->u, t->d, &a);
+        t->state = 1;
+        t->gi = gi;
+        P->act[P->nact++] = P->R + order[o];
+        if (at_now) P->started[order[o]] = gi;
+        stale = 1;
+    }
+}
+
+static void release(planner_t *P, const item_t *t) {
+    size_t gi = t->gi, nd = 0;
+    while (nd + 1 < P->c->nnodes && P->u.gpu_base[nd + 1] <= gi) nd++;
+    P->u.mem_used[gi] -= P->u.mem_used[gi] > t->d->memory_mib ? t->d->memory_mib
+                                                                : P->u.mem_used[gi];
+    P->u.compute_used[gi] -= tp__place_share(P->c, nd, gi - P->u.gpu_base[nd], t->d->compute);
+    if (P->u.compute_used[gi] < 1e-12) P->u.compute_used[gi] = 0;
+    P->u.count[gi]--;
+    P->u.cpus_used[nd] -= t->d->cpus;
+}
+
+/* The makespan (from now) of the plan `order`; once past `cutoff` it stops
+ * and returns a value above it (such a plan cannot be kept). */
+static double value(planner_t *P, const size_t *order, double cutoff) {
+    size_t N = P->R + P->n;
+    memcpy(P->w, P->base, N * sizeof *P->w);
+    tp__usage_copy(&P->u, P->u0, P->c);
+    P->nact = 0;
+    for (size_t i = 0; i < P->R; i++) P->act[P->nact++] = i;
+    for (size_t i = 0; i < P->n; i++) P->started[i] = SIZE_MAX;
+    start_fitting(P, order, 1);
+    double now = 0, overhead = P->e->mps_overhead > 0 ? P->e->mps_overhead : 0;
+    for (;;) { /* the model's paces: k trials and busy share D per GPU */
+        double dt = INFINITY;
+        for (size_t a = 0; a < P->nact; a++) P->k[P->w[P->act[a]].gi] = 0, P->D[P->w[P->act[a]].gi] = 0;
+        for (size_t a = 0; a < P->nact; a++) P->k[P->w[P->act[a]].gi]++;
+        for (size_t a = 0; a < P->nact; a++) {
+            size_t i = P->act[a];
+            item_t *t = &P->w[i];
+            double m = 1.0 + overhead * (P->k[t->gi] - 1);
+            double gw = m * t->gpu / P->speed[t->gi], T = t->host + gw;
+            P->rate[i] = T > 0 ? 1.0 / T : INFINITY;
+            P->D[t->gi] += T > 0 ? gw / T : 0;
+        }
+        for (size_t a = 0; a < P->nact; a++) {
+            size_t i = P->act[a];
+            item_t *t = &P->w[i];
+            if (P->D[t->gi] > 1) P->rate[i] /= P->D[t->gi];
+            double left = isfinite(P->rate[i]) ? (1 - t->p) / P->rate[i] : 0;
+            if (left < dt) dt = left;
+        }
+        if (!isfinite(dt)) return now; /* nothing runs: the plan is over */
+        now += dt;
+        if (now > cutoff) return now;
+        int ended = 0;
+        for (size_t a = 0; a < P->nact;) {
+            size_t i = P->act[a];
+            item_t *t = &P->w[i];
+            t->p = isfinite(P->rate[i]) ? t->p + P->rate[i] * dt : 1;
+            if (t->p >= 1 - 1e-9) {
+                t->state = 2;
+                release(P, t);
+                ended = 1;
+                P->act[a] = P->act[--P->nact];
+            } else {
+                a++;
+            }
+        }
+        if (ended) start_fitting(P, order, 0);
+    }
+}
+
+/* A trial of `seconds` at compute share c: its host and GPU parts. */
+static item_t item_of(const tp_demand_t *d, double seconds) {
+    double c = d->compute < 0 ? 0 : d->compute > 1 ? 1 : d->compute;
+    return (item_t){.host = seconds * (1 - c), .gpu = seconds * c, .d = d};
+}
+
+static uint64_t next_random(uint64_t *s) {
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double rank_of(const tp_place_plan_t *pl, int64_t id) {
+    return id >= 0 && (size_t)id < pl->cap ? pl->rank[id] : 0;
+}
+
+int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
+                         size_t n, tp_assign_t *out, const tp_place_effort_t *e) {
+    if (!e || !e->in_run || !e->plan || !n) return 0;
+    if ((double)n * (double)u->ngpus > PLAN_MAX_WORK) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (trials[i].gpus != 1 || !(trials[i].duration_s > 0) || trials[i].id < 0) return 0;
+    for (size_t i = 0; i < e->nrunning; i++)
+        if (e->running[i].d.gpus != 1 || e->running[i].gpu >= u->ngpus) return 0;
+    planner_t P = {.c = c, .e = e, .u0 = u, .R = e->nrunning, .n = n, .G = u->ngpus};
+    size_t N = P.R + n;
+    P.base = tp__xcalloc(N, sizeof *P.base);
+    P.w = tp__xcalloc(N, sizeof *P.w);
+    P.rate = tp__xcalloc(N, sizeof *P.rate);
+    P.speed = tp__xcalloc(P.G ? P.G : 1, sizeof *P.speed);
+    P.D = tp__xcalloc(P.G ? P.G : 1, sizeof *P.D);
+    P.k = tp__xcalloc(P.G ? P.G : 1, sizeof *P.k);
+    P.started = tp__xcalloc(n, sizeof *P.started);
+    P.act = tp__xcalloc(N, sizeof *P.act);
+    P.node_of = tp__xcalloc(P.G ? P.G : 1, sizeof *P.node_of);
+    for (size_t nd = 0; nd < c->nnodes; nd++)
+        for (size_t g = 0; g < c->nodes[nd].ngpus; g++) {
+            double s = c->nodes[nd].gpus[g].speed;
+            P.speed[u->gpu_base[nd] + g] = s > 0 ? s : 1.0;
+            P.node_of[u->gpu_base[nd] + g] = nd;
+        }
+    for (size_t i = 0; i < P.R; i++) {
+        const tp_place_running_t *r = &e->running[i];
+        double left = r->left < 0 ? 0 : r->left > 1 ? 1 : r->left;
+        P.base[i] = item_of(&r->d, r->d.duration_s > 0 ? r->d.duration_s * left : 0);
+        P.base[i].gi = r->gpu, P.base[i].state = 1;
+    }
+    for (size_t i = 0; i < n; i++) P.base[P.R + i] = item_of(&trials[i], trials[i].duration_s);
+    tp__usage_init(&P.u, c);
+
+    /* the last plan's order, then the new trials longest first (stable) */
+    size_t *order = tp__xcalloc(n, sizeof *order), *best = tp__xcalloc(n, sizeof *best);
+    uint64_t seed = n;
+    for (size_t i = 0; i < n; i++) order[i] = i, seed = seed * 31 + (uint64_t)trials[i].id;
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0; j--) {
+            const tp_demand_t *a = &trials[order[j]], *b = &trials[order[j - 1]];
+            double ra = rank_of(e->plan, a->id), rb = rank_of(e->plan, b->id);
+            int before = ra > 0 ? (rb <= 0 || ra < rb)
+                                : (rb <= 0 && a->duration_s > b->duration_s);
+            if (!before) break;
+            size_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    double bm = value(&P, order, INFINITY);
+    memcpy(best, order, n * sizeof *best);
+    /* PLAN_EVALS plans, fewer in long rounds: PLAN_WORK trial-events each */
+    double work = (double)n * (double)N, evals = work > 0 ? PLAN_WORK / work : PLAN_EVALS;
+    int nevals = evals < PLAN_EVALS ? (int)evals : PLAN_EVALS;
+    for (int it = 0; it < nevals && n > 1; it++) {
+        size_t a = (size_t)(next_random(&seed) % n), b = (size_t)(next_random(&seed) % n);
+        if (a == b) continue;
+        size_t t = order[a];
+        order[a] = order[b];
+        order[b] = t;
+        double m = value(&P, order, bm * (1 + 1e-12));
+        if (m <= bm) {
+            bm = m;
+            memcpy(best, order, n * sizeof *best);
+        } else {
+            order[b] = order[a];
+            order[a] = t;
+        }
+    }
+    value(&P, best, INFINITY);
+
+    /* keep the order; the decision: the best plan's starts at now */
+    tp_place_plan_t *pl = e->plan;
+    for (size_t i = 0; i < n; i++) {
+        size_t id = (size_t)trials[i].id;
+        if (id >= pl->cap) {
+            size_t cap = 2 * id + 64;
+            pl->rank = tp__xrealloc(pl->rank, cap * sizeof *pl->rank);
+            memset(pl->rank + pl->cap, 0, (cap - pl->cap) * sizeof *pl->rank);
+            pl->cap = cap;
+        }
+    }
+    for (size_t o = 0; o < n; o++) pl->rank[trials[best[o]].id] = (double)(o + 1);
+    for (size_t i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        size_t gi = P.started[i];
+        if (gi == SIZE_MAX) continue;
+        size_t nd = 0;
+        while (nd + 1 < c->nnodes && u->gpu_base[nd + 1] <= gi) nd++;
+        out[i] = (tp_assign_t){.placed = 1, .node = nd, .ngpus = 1, .gpu = {gi - u->gpu_base[nd]}};
+        tp__place_commit(c, u, &trials[i], &out[i]);
+    }
+    tp__usage_free(&P.u);
+    free(P.base), free(P.w), free(P.rate), free(P.speed), free(P.D), free(P.k);
+    free(P.started), free(P.act), free(P.node_of), free(order), free(best);
+    return 1;
+}
+
+void tp__place_plan_free(tp_place_plan_t *p) {
+    free(p->rank);
+    p->rank = NULL;
+    p->cap = 0;
+}
