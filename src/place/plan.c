@@ -17,8 +17,11 @@
  * exactly what wfd does from here. Each round starts from the last round's
  * best order (the caller keeps it: the ranks by trial id), new trials after
  * it longest first, and keeps a random swap of two trials when the makespan
- * does not grow, for PLAN_EVALS plans at most (fewer when the queue is
- * long: PLAN_WORK), each stopped once it passes the best makespan. The
+ * does not grow and, at an equal makespan, the GPUs' last ends sum no
+ * later (where identical GPUs run the same schedule, one GPU's better
+ * schedule shortens nothing until all have one: the sum lets each count),
+ * for PLAN_EVALS plans at most (fewer when the queue is long: PLAN_WORK),
+ * each stopped once it passes the best makespan. The
  * round's decision is the best plan's starts at now. With a model equal to
  * the world's (the simulator's), a round's best plan is never worse than
  * the last one's continuation, so the run's makespan is never worse than
@@ -58,6 +61,8 @@ typedef struct planner {
     int *k;                       /* per GPU: the model's trials there */
     size_t *started;           /* per pending: its GPU at now in the last plan valued, or SIZE_MAX */
     size_t *act, nact;         /* the items running in the plan valued */
+    double ends;               /* the sum of the GPUs' last ends in the plan valued */
+    double *last;              /* per GPU: its last end in the plan valued */
 } planner_t;
 
 /* The GPU wf gives single-GPU trial d now: of those it fits, the most free
@@ -134,6 +139,8 @@ static double value(planner_t *P, const size_t *order, double cutoff) {
     memcpy(P->w, P->base, N * sizeof *P->w);
     tp__usage_copy(&P->u, P->u0, P->c);
     P->nact = 0;
+    P->ends = 0;
+    memset(P->last, 0, P->G * sizeof *P->last);
     for (size_t i = 0; i < P->R; i++) P->act[P->nact++] = i;
     for (size_t i = 0; i < P->n; i++) P->started[i] = SIZE_MAX;
     start_fitting(P, order, 1);
@@ -157,7 +164,10 @@ static double value(planner_t *P, const size_t *order, double cutoff) {
             double left = isfinite(P->rate[i]) ? (1 - t->p) / P->rate[i] : 0;
             if (left < dt) dt = left;
         }
-        if (!isfinite(dt)) return now; /* nothing runs: the plan is over */
+        if (!isfinite(dt)) { /* nothing runs: the plan is over */
+            for (size_t g = 0; g < P->G; g++) P->ends += P->last[g];
+            return now;
+        }
         now += dt;
         if (now > cutoff) return now;
         int ended = 0;
@@ -168,6 +178,7 @@ static double value(planner_t *P, const size_t *order, double cutoff) {
             if (t->p >= 1 - 1e-9) {
                 t->state = 2;
                 release(P, t);
+                if (now > P->last[t->gi]) P->last[t->gi] = now;
                 ended = 1;
                 P->act[a] = P->act[--P->nact];
             } else {
@@ -214,6 +225,7 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
     P.started = tp__xcalloc(n, sizeof *P.started);
     P.act = tp__xcalloc(N, sizeof *P.act);
     P.node_of = tp__xcalloc(P.G ? P.G : 1, sizeof *P.node_of);
+    P.last = tp__xcalloc(P.G ? P.G : 1, sizeof *P.last);
     for (size_t nd = 0; nd < c->nnodes; nd++)
         for (size_t g = 0; g < c->nodes[nd].ngpus; g++) {
             double s = c->nodes[nd].gpus[g].speed;
@@ -244,7 +256,7 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
             order[j] = order[j - 1];
             order[j - 1] = t;
         }
-    double bm = value(&P, order, INFINITY);
+    double bm = value(&P, order, INFINITY), bends = P.ends;
     memcpy(best, order, n * sizeof *best);
     /* PLAN_EVALS plans, fewer in long rounds: PLAN_WORK trial-events each */
     double work = (double)n * (double)N, evals = work > 0 ? PLAN_WORK / work : PLAN_EVALS;
@@ -256,8 +268,8 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
         order[a] = order[b];
         order[b] = t;
         double m = value(&P, order, bm * (1 + 1e-12));
-        if (m <= bm) {
-            bm = m;
+        if (m < bm * (1 - 1e-12) || (m <= bm * (1 + 1e-12) && P.ends <= bends)) {
+            bm = m, bends = P.ends;
             memcpy(best, order, n * sizeof *best);
         } else {
             order[b] = order[a];
@@ -289,7 +301,7 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
     }
     tp__usage_free(&P.u);
     free(P.base), free(P.w), free(P.rate), free(P.speed), free(P.D), free(P.k);
-    free(P.started), free(P.act), free(P.node_of), free(order), free(best);
+    free(P.started), free(P.act), free(P.node_of), free(P.last), free(order), free(best);
     return 1;
 }
 
