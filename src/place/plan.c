@@ -28,10 +28,12 @@
  * the first plan's, wfd's. Pure: the swaps come from a generator seeded by
  * the round's trials.
  *
- * Planned: single-GPU trials with a duration, every running one too, and
- * rounds of at most PLAN_MAX_WORK trials x GPUs; otherwise the caller's
- * round goes on without a plan. A plan costs O(events x trials log GPUs). */
+ * Planned: single-GPU trials with a duration and an id below PLAN_MAX_ID,
+ * every running one single-GPU too, and rounds of at most PLAN_MAX_WORK
+ * trials x GPUs; otherwise the caller's round goes on without a plan. A
+ * plan costs O(events x (trials + GPUs)), each start O(GPUs). */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +42,7 @@
 #define PLAN_EVALS 30         /* plans tried per round at most */
 #define PLAN_WORK 2e6         /* trials x (trials + running) x plans per round at most */
 #define PLAN_MAX_WORK 20000.0 /* pending x GPUs above which a round is not planned */
+#define PLAN_MAX_ID (INT64_C(1) << 24) /* trial ids the plan's ranks cover (8 bytes each) */
 
 typedef struct item {
     size_t gi;                 /* its GPU, once started */
@@ -211,7 +214,9 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
     if (!e || !e->in_run || !e->plan || !n) return 0;
     if ((double)n * (double)u->ngpus > PLAN_MAX_WORK) return 0;
     for (size_t i = 0; i < n; i++)
-        if (trials[i].gpus != 1 || !(trials[i].duration_s > 0) || trials[i].id < 0) return 0;
+        if (trials[i].gpus != 1 || !(trials[i].duration_s > 0) || trials[i].id < 0 ||
+            trials[i].id >= PLAN_MAX_ID)
+            return 0;
     for (size_t i = 0; i < e->nrunning; i++)
         if (e->running[i].d.gpus != 1 || e->running[i].gpu >= u->ngpus) return 0;
     planner_t P = {.c = c, .e = e, .u0 = u, .R = e->nrunning, .n = n, .G = u->ngpus};
