@@ -59,10 +59,10 @@ typedef struct planner {
     tp_usage_t u;              /* the plan's */
     size_t R, n, G;            /* running, pending, GPUs */
     item_t *base, *w;          /* R running, then n pending */
-    double *speed, *rate, *D;     /* per GPU, per trial, per GPU */
-    size_t *node_of;              /* per GPU */
-    int *k;                       /* per GPU: the model's trials there */
-    size_t *started;           /* per pending: its GPU at now in the last plan valued, or SIZE_MAX */
+    double *speed, *rate, *D;  /* per GPU, per trial, per GPU */
+    size_t *node_of;           /* per GPU */
+    int *k;                    /* per GPU: the model's trials there */
+    size_t *started;           /* per pending: its GPU at now in the plan valued, or SIZE_MAX */
     size_t *act, nact;         /* the items running in the plan valued */
     double ends;               /* the sum of the GPUs' last ends in the plan valued */
     double *last;              /* per GPU: its last end in the plan valued */
@@ -106,7 +106,6 @@ static void start_fitting(planner_t *P, const size_t *order, int at_now) {
                 if (cf > cpus) cpus = cf;
             }
             most = most * (1 + 1e-9) + 1e-9;
-            if (most <= 2e-9) return; /* no GPU has room */
         }
         item_t *t = &P->w[P->R + order[o]];
         if (t->state || t->d->compute > most || t->d->memory_mib > mem || t->d->cpus > cpus)
@@ -124,9 +123,9 @@ static void start_fitting(planner_t *P, const size_t *order, int at_now) {
     }
 }
 
+/* Give back what the plan's trial t held. */
 static void release(planner_t *P, const item_t *t) {
-    size_t gi = t->gi, nd = 0;
-    while (nd + 1 < P->c->nnodes && P->u.gpu_base[nd + 1] <= gi) nd++;
+    size_t gi = t->gi, nd = P->node_of[gi];
     P->u.mem_used[gi] -= P->u.mem_used[gi] > t->d->memory_mib ? t->d->memory_mib
                                                                 : P->u.mem_used[gi];
     P->u.compute_used[gi] -= tp__place_share(P->c, nd, gi - P->u.gpu_base[nd], t->d->compute);
@@ -299,8 +298,7 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
         memset(&out[i], 0, sizeof out[i]);
         size_t gi = P.started[i];
         if (gi == SIZE_MAX) continue;
-        size_t nd = 0;
-        while (nd + 1 < c->nnodes && u->gpu_base[nd + 1] <= gi) nd++;
+        size_t nd = P.node_of[gi];
         out[i] = (tp_assign_t){.placed = 1, .node = nd, .ngpus = 1, .gpu = {gi - u->gpu_base[nd]}};
         tp__place_commit(c, u, &trials[i], &out[i]);
     }
