@@ -120,6 +120,19 @@ void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d
     }
 }
 
+void tp__place_release(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
+                       const tp_assign_t *a) {
+    if (!a->placed) return;
+    u->cpus_used[a->node] -= d->cpus;
+    for (size_t k = 0; k < a->ngpus; k++) {
+        size_t gi = u->gpu_base[a->node] + a->gpu[k];
+        u->mem_used[gi] -= u->mem_used[gi] > d->memory_mib ? d->memory_mib : u->mem_used[gi];
+        u->compute_used[gi] -= tp__place_share(c, a->node, a->gpu[k], d->compute);
+        if (u->compute_used[gi] < 1e-12) u->compute_used[gi] = 0; /* no rounding residue */
+        u->count[gi]--;
+    }
+}
+
 typedef struct order_key {
     double duration; /* sort key */
     size_t index;    /* trial index; breaks ties so the sort is stable */

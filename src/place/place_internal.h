@@ -19,6 +19,11 @@ int tp__place_gpu_open(const tp_cluster_t *c, const tp_usage_t *u, size_t n, siz
 /* Record decision a for demand d in u (assumes it fits). */
 void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
                       const tp_assign_t *a);
+/* The GPU (global index) wf gives single-GPU demand d in u: of those it
+ * fits, the most free compute in reference units, then the most free
+ * memory, then the lowest index (placer_fit.c's key); SIZE_MAX if none. A
+ * linear scan, O(G), for callers that place one trial at a time. */
+size_t tp__place_wf_gpu(const tp_cluster_t *c, const tp_usage_t *u, const tp_demand_t *d);
 /* Trial indexes in placement order: 0..n-1, or by expected duration,
  * longest first, stable (decreasing = 1). Caller frees. O(n log n). */
 size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing);

@@ -226,6 +226,20 @@ static int better(rule_t rule, double comp, int64_t mem, size_t idx, const best_
     return idx < b->gi;
 }
 
+size_t tp__place_wf_gpu(const tp_cluster_t *c, const tp_usage_t *u, const tp_demand_t *d) {
+    best_t b = {SIZE_MAX, 0, 0};
+    for (size_t n = 0; n < c->nnodes; n++)
+        for (size_t g = 0; g < c->nodes[n].ngpus; g++) {
+            if (!tp__fits(c, u, n, g, d)) continue;
+            size_t gi = u->gpu_base[n] + g;
+            double speed = c->nodes[n].gpus[g].speed > 0 ? c->nodes[n].gpus[g].speed : 1.0;
+            double comp = tp__place_comp_free(c, u, gi) * speed; /* as leaf_set keys it */
+            int64_t mem = (int64_t)tp__place_mem_free(c, u, n, g);
+            if (better(RULE_WORST, comp, mem, gi, &b)) b = (best_t){gi, comp, mem};
+        }
+    return b.gi;
+}
+
 /* The subtree's bound for the rule: no leaf in it has a better key. */
 static void bound(const gtree_t *t, size_t i, const tp_demand_t *d, double *comp, int64_t *mem) {
     if (t->rule == RULE_WORST) {

@@ -68,23 +68,6 @@ typedef struct planner {
     double *last;              /* per GPU: its last end in the plan valued */
 } planner_t;
 
-/* The GPU wf gives single-GPU trial d now: of those it fits, the most free
- * compute (in reference units), then the most free memory, then the lowest
- * index (placer_fit.c's order, exactly); SIZE_MAX if none. O(G). */
-static size_t wf_gpu(const planner_t *P, const tp_demand_t *d) {
-    size_t best = SIZE_MAX;
-    double bc = 0;
-    uint64_t bm = 0;
-    for (size_t gi = 0; gi < P->G; gi++) {
-        size_t nd = P->node_of[gi], g = gi - P->u.gpu_base[nd];
-        if (!tp__fits(P->c, &P->u, nd, g, d)) continue;
-        double comp = tp__place_comp_free(P->c, &P->u, gi) * P->speed[gi];
-        uint64_t mem = tp__place_mem_free(P->c, &P->u, nd, g);
-        if (best == SIZE_MAX || comp > bc || (comp == bc && mem > bm)) best = gi, bc = comp, bm = mem;
-    }
-    return best;
-}
-
 /* Start, in `order`, the waiting trials that fit, each where wf puts it.
  * Those larger in compute, memory or cores than any GPU or node has free
  * are passed over at once: they fit nowhere. */
@@ -110,7 +93,7 @@ static void start_fitting(planner_t *P, const size_t *order, int at_now) {
         item_t *t = &P->w[P->R + order[o]];
         if (t->state || t->d->compute > most || t->d->memory_mib > mem || t->d->cpus > cpus)
             continue;
-        size_t gi = wf_gpu(P, t->d);
+        size_t gi = tp__place_wf_gpu(P->c, &P->u, t->d);
         if (gi == SIZE_MAX) continue;
         size_t nd = P->node_of[gi];
         tp_assign_t a = {.placed = 1, .node = nd, .ngpus = 1, .gpu = {gi - P->u.gpu_base[nd]}};
@@ -125,13 +108,9 @@ static void start_fitting(planner_t *P, const size_t *order, int at_now) {
 
 /* Give back what the plan's trial t held. */
 static void release(planner_t *P, const item_t *t) {
-    size_t gi = t->gi, nd = P->node_of[gi];
-    P->u.mem_used[gi] -= P->u.mem_used[gi] > t->d->memory_mib ? t->d->memory_mib
-                                                                : P->u.mem_used[gi];
-    P->u.compute_used[gi] -= tp__place_share(P->c, nd, gi - P->u.gpu_base[nd], t->d->compute);
-    if (P->u.compute_used[gi] < 1e-12) P->u.compute_used[gi] = 0;
-    P->u.count[gi]--;
-    P->u.cpus_used[nd] -= t->d->cpus;
+    size_t nd = P->node_of[t->gi];
+    tp_assign_t a = {.placed = 1, .node = nd, .ngpus = 1, .gpu = {t->gi - P->u.gpu_base[nd]}};
+    tp__place_release(P->c, &P->u, t->d, &a);
 }
 
 /* The makespan (from now) of the plan `order`; once past `cutoff` it stops

@@ -256,11 +256,8 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     uint32_t slot = g->slots[i];
     rtrial_t *t = &S->run[slot];
     size_t node = S->node_of[gi];
-    S->u.mem_used[gi] -= t->d.memory_mib;
-    S->u.compute_used[gi] -= tp__place_share(S->c, node, gi - S->u.gpu_base[node], t->d.compute);
-    if (S->u.compute_used[gi] < 1e-12) S->u.compute_used[gi] = 0;
-    S->u.count[gi]--;
-    S->u.cpus_used[node] -= t->d.cpus;
+    tp_assign_t held = {.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
+    tp__place_release(S->c, &S->u, &t->d, &held);
     g->lanes &= ~((uint64_t)1 << t->lane);
     if (S->o->record) {
         tp_sim_result_t *r = S->r;
