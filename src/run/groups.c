@@ -83,8 +83,7 @@ static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o
     tp_fluid_trial_t *ft = tp__xcalloc(k ? k : 1, sizeof *ft);
     for (size_t i = 0; i < k; i++) {
         const trial_t *t = m[i];
-        double done = t->step_done > 0 ? (double)t->step_done : 0;
-        double left = t->budget > 0 ? t->budget - done : 1;
+        double left = t->budget > 0 ? tp__trial_steps_left(t) : 1;
         ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = t->step_s, .remaining_steps = left,
                                    .memory_mib = member_mib(r, t), .gpus_max = gpus_max(r)};
     }
@@ -175,7 +174,7 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
     if (!tp__elastic_on(r) || s->share < 2 - 1e-9 || s->gpus <= t->gpus || !(t->restart_s >= 0))
         return 0;
     if (room(r, t, u, claimed) < s->gpus) return 0;
-    double left = t->budget > 0 ? t->budget - (t->step_done > 0 ? (double)t->step_done : 0) : 0;
+    double left = tp__trial_steps_left(t);
     double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
     if (!(left > 0) || !isfinite(now) || !isfinite(then)) return 0;
     double gain = left * now / (t->restart_s + left * then);

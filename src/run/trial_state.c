@@ -104,14 +104,18 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     t->step_s = step_s;
 }
 
+double tp__trial_steps_left(const trial_t *t) {
+    return t->budget > 0 ? t->budget - (t->step_done > 0 ? (double)t->step_done : 0) : 0;
+}
+
 double tp__trial_expected_s(const tp_trials_t *ts, const trial_t *t) {
     double step = t->step_s;
     size_t g = t->group >= 0 ? (size_t)t->group : SIZE_MAX;
     if (!(step > 0) && g < ts->ngroups && ts->group_step_n[g])
         step = ts->group_step_sum[g] / (double)ts->group_step_n[g];
     if (!(step > 0) && ts->step_n) step = ts->step_sum / (double)ts->step_n;
-    double left = t->budget - (t->step_done > 0 ? (double)t->step_done : 0);
-    return t->budget > 0 && step > 0 && left > 0 ? step * left : 0;
+    double left = tp__trial_steps_left(t);
+    return step > 0 && left > 0 ? step * left : 0;
 }
 
 void tp__trials_free(tp_trials_t *ts) {

@@ -184,6 +184,9 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
  * so that the means below are kept as it goes (the run's, and its demand
  * group's when it has one). O(1), amortised. */
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);
+/* Steps t's job has left past its checkpoint (its budget less the largest
+ * step it reported); 0 without a budget, below 0 past it. O(1). */
+double tp__trial_steps_left(const trial_t *t);
 /* Seconds t is expected to run until its job's budget: its measured
  * seconds per step, else the mean over its demand group's trials that have
  * one (the same profile_by values: the same model and batch, as a profiler

@@ -48,6 +48,8 @@ typedef struct gsim {
     size_t n;               /* their number */
     double now;
     double busy;            /* integral of progress-making GPU share */
+    double measured_sum;    /* the measured trials' step_s summed (expected_step) */
+    size_t nmeasured;
     tp_groups_result_t *r;
 } gsim_t;
 
@@ -75,11 +77,7 @@ static void release(gsim_t *S, gtrial_t *t) {
  * own once it has run, else the mean of those that have; 0 if none has. */
 static double expected_step(const gsim_t *S, const gtrial_t *t) {
     if (t->measured) return t->step_s;
-    double sum = 0;
-    size_t k = 0;
-    for (size_t i = 0; i < S->o->n0; i++)
-        if (S->t[i].measured) sum += S->t[i].step_s, k++;
-    return k ? sum / (double)k : 0;
+    return S->nmeasured ? S->measured_sum / (double)S->nmeasured : 0;
 }
 
 /* The demand a job asks of the placer: plain, its measured compute (or a
@@ -260,6 +258,7 @@ static int run_rung(gsim_t *S, tp_error_t *err) {
             if (!t->running) continue;
             if (t->rate > 0) {
                 t->done += t->rate * dt;
+                if (!t->measured) S->measured_sum += t->step_s, S->nmeasured++;
                 t->measured = 1;
                 if (t->d.compute >= 1 - EPS && dt > 0)
                     tp__scaling_add(&t->curve, (int)t->where.ngpus, 1.0 / t->rate);
