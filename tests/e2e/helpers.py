@@ -40,6 +40,22 @@ def yaml_str(text):
     return json.dumps(text)
 
 
+def hyperband_nine(name, trainer, resources, placement, extra=""):
+    """An experiment text: x in 1..9 on `trainer` (argv: x, epochs; reports score = x * epoch),
+    Hyperband over epochs 2, 6, 18, all nine at once, with the given resources and placement
+    (YAML flow bodies) and extra lines."""
+    return ("name: %s\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {grid: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+            "search: {algorithm: grid, trials: 1, scheduler: hyperband}\n"
+            "budget: {name: epochs, min: 2, max: 18, eta: 3}\n"
+            "concurrency: 9\n"
+            "resources: {%s}\n"
+            "placement: {%s}\n%s"
+            % (name, yaml_str(PY), yaml_str(trainer), resources, placement, extra))
+
+
 def merged_env(env):
     """os.environ updated with env (None: unchanged); a value of None removes that name."""
     full = dict(os.environ)

@@ -17,7 +17,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import GpuE2E, PY, main, yaml_str
+from helpers import GpuE2E, hyperband_nine, main
 
 GIB = 1024
 
@@ -51,18 +51,9 @@ class FluidGroups(GpuE2E):
         self.fake_gpus([(16 * GIB, None)])
 
     def exp(self, shares, memory="3G", gpus="1", bounds="min: 0.25, max: 1"):
-        return self.experiment(
-            "name: fluid\n"
-            "command: [%s, %s, \"{x}\", \"{epochs}\"]\n"
-            "metric: {name: score, mode: max}\n"
-            "space:\n  x: {grid: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
-            "search: {algorithm: grid, trials: 1, scheduler: hyperband}\n"
-            "budget: {name: epochs, min: 2, max: 18, eta: 3}\n"
-            "concurrency: 9\n"
-            "resources: {gpus: %s, gpu_memory: %s, gpu_compute: 1.0}\n"
-            "placement: {max_per_gpu: 4}\n"
-            "groups: {shares: %s, %s}\n"
-            % (yaml_str(PY), yaml_str(self.trainer), gpus, memory, shares, bounds))
+        return self.experiment(hyperband_nine(
+            "fluid", self.trainer, "gpus: %s, gpu_memory: %s, gpu_compute: 1.0" % (gpus, memory),
+            "max_per_gpu: 4", "groups: {shares: %s, %s}\n" % (shares, bounds)))
 
     def placements(self, run_dir, count_gpus=False):
         """{x: {rung: (rung, compute, MPS thread percentage or GPUs)}}."""

@@ -16,7 +16,8 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import (GpuE2E, PY, gpu_timeline, main, token_pids, wait_for, yaml_str)
+from helpers import (GpuE2E, PY, gpu_timeline, hyperband_nine, main, token_pids, wait_for,
+                     yaml_str)
 
 GIB = 1024
 RESERVE_MIB = 512
@@ -356,16 +357,8 @@ class ExpectedDuration(GpuE2E):
     def test_wfd_in_a_run_starts_the_longest_expected_job_first(self):
         trainer = self.write("trainer.py", SLOW_EIGHT)
         self.fake_gpus([(16 * GIB, None)])
-        exp = self.experiment(
-            "name: expected\n"
-            "command: [%s, %s, \"{x}\", \"{epochs}\"]\n"
-            "metric: {name: score, mode: max}\n"
-            "space:\n  x: {grid: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
-            "search: {algorithm: grid, trials: 1, scheduler: hyperband}\n"
-            "budget: {name: epochs, min: 2, max: 18, eta: 3}\n"
-            "concurrency: 9\n"
-            "resources: {gpus: 1, gpu_memory: 3G, gpu_compute: 1.0}\n"
-            "placement: {policy: wfd}\n" % (yaml_str(PY), yaml_str(trainer)))
+        exp = self.experiment(hyperband_nine(
+            "expected", trainer, "gpus: 1, gpu_memory: 3G, gpu_compute: 1.0", "policy: wfd"))
         run_dir = self.path("expected")
         r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
         self.assertExit(r, 0)
