@@ -4,7 +4,7 @@
  * run first) and stops them when it ends; while NVML is there it samples
  * per-process GPU memory and SM use each second and sends `usage`, naming
  * which trial (by process group) each process belongs to and how much is
- * foreign. */
+ * foreign (not the MPS servers of the daemons it started). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,21 @@ static tp_trial_t *trial_of_pid(tp_agent_t *a, pid_t pid) {
     for (tp_trial_t *t = a->trials; t; t = t->next)
         if (t->pid == pg && !t->exited_sent) return t;
     return NULL;
+}
+
+/* An MPS server while this agent runs MPS daemons: the server of one of them
+ * (NVML lists it beside its clients; on an H200 it held 66 MiB), not a
+ * foreign process. Told by its command name, which the kernel keeps to 15
+ * characters: "nvidia-cuda-mps" for nvidia-cuda-mps-server. */
+static int our_mps_server(const tp_agent_t *a, pid_t pid) {
+    if (a->nmps == 0) return 0;
+    char path[64], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int ok = fgets(comm, sizeof comm, f) != NULL;
+    fclose(f);
+    return ok && strncmp(comm, "nvidia-cuda-mps", 15) == 0;
 }
 
 /* One NVML sample of every GPU and its processes, as a `usage` message. */
@@ -48,7 +63,7 @@ static void on_sample(uv_timer_t *h) {
                                       "pid", (int)procs[k].pid, "used_mib",
                                       (json_int_t)procs[k].used_mib, "sm_util",
                                       (int)procs[k].sm_util));
-                } else {
+                } else if (!our_mps_server(a, procs[k].pid)) {
                     foreign_mib += procs[k].used_mib;
                     json_array_append_new(foreign, json_integer(procs[k].pid));
                 }

@@ -17,6 +17,8 @@
 
 #define MPS_MEM_HEADROOM 0.10   /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
 #define PROFILE_HEADROOM 1.10   /* measured peak memory -> demand */
+#define PROFILE_MIN_SAMPLES 3   /* a profile takes at least this many samples (one a second) */
+#define PROFILE_MAX_SAMPLES 4096 /* samples kept per profiling attempt (later ones: peak only) */
 #define SNAPSHOT_PERIOD_S 2.0   /* GPU state written to the store at most this often */
 #define NO_MEMORY_LIMIT (UINT64_C(1) << 40) /* a declared GPU without memory: unbounded */
 
@@ -628,6 +630,10 @@ void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     t->first_step = TP_STORE_NO_STEP;
     t->sm_sum = 0;
     t->samples = 0;
+    t->gpu_seen = 0;
+    free(t->prof);
+    t->prof = NULL;
+    t->nprof = 0;
     t->first_report = t->last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
@@ -660,15 +666,32 @@ const char *tp__placement_host(const tp_run_t *r, size_t node) {
 
 /* ---- measuring ------------------------------------------------------------------ */
 
+/* The compute share a profile measured: the mean SM use of the samples taken
+ * while the process held at least half its peak memory. The first samples of a
+ * process on a GPU are its start-up (a CUDA context, the model being built: on
+ * an H200 a PyTorch trial showed 14 MiB and no SM use there), which says
+ * nothing about what its training needs; the mean of all samples if none kept. */
+static double profiled_compute(const trial_t *t) {
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < t->nprof; i++)
+        if (2 * t->prof[i].mib >= t->peak_mib) sum += t->prof[i].sm, n++;
+    return n ? sum / (double)n / 100.0 : t->sm_sum / t->samples / 100.0;
+}
+
 /* A profiling attempt has seen enough (or ended): record its group's demand
  * and shrink its own reservation to it, so its GPU can be shared. */
 static void finish_profile(tp_run_t *r, trial_t *t) {
     demand_group_t *g = &r->pl.groups[t->group];
     t->profiling = 0;
     g->profiler = -1;
+    double compute = t->samples ? profiled_compute(t) : 0;
+    free(t->prof);
+    t->prof = NULL;
+    t->nprof = 0;
     if (t->samples == 0) return; /* nothing measured: the next trial of the group profiles */
-    tp_profile_t p = {.memory_mib = t->peak_mib, .compute = t->sm_sum / t->samples / 100.0,
-                      .samples = t->samples, .at = tp__wall_s()};
+    tp_profile_t p = {.memory_mib = t->peak_mib, .compute = compute, .samples = t->samples,
+                      .at = tp__wall_s()};
     if (p.compute < 0.05) p.compute = 0.05;
     if (p.compute > 1.0) p.compute = 1.0;
     if (t->seq > 1 && t->last_report > t->first_report)
@@ -768,11 +791,21 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
             t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
             continue;
         uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
+        double sm = (double)json_integer_value(json_object_get(e, "sm_util"));
         if (used > t->peak_mib) t->peak_mib = used;
-        t->sm_sum += (double)json_integer_value(json_object_get(e, "sm_util"));
+        t->sm_sum += sm;
         t->samples++;
+        if (t->gpu_seen == 0) t->gpu_seen = now;
+        if (t->profiling && t->nprof < PROFILE_MAX_SAMPLES) {
+            if (!t->prof) t->prof = tp__xcalloc(PROFILE_MAX_SAMPLES, sizeof *t->prof);
+            t->prof[t->nprof++] = (tp_gpu_sample_t){.mib = used, .sm = sm};
+        }
         demand_group_t *g = t->group >= 0 ? &r->pl.groups[t->group] : NULL;
-        if (t->profiling && now - t->started >= r->x.res.profile_s) {
+        /* profile_time counts from the process's first sample on a GPU, not from
+         * its start: a PyTorch trial spends seconds importing before it has a GPU
+         * context (9 s on an H200 machine), and a profile taken then measured 14 MiB. */
+        if (t->profiling && now - t->gpu_seen >= r->x.res.profile_s &&
+            t->samples >= PROFILE_MIN_SAMPLES) {
             finish_profile(r, t);
         } else if (g && g->measured && r->x.res.gpu_memory_auto &&
                    (double)t->peak_mib * PROFILE_HEADROOM > (double)g->mem_mib) {

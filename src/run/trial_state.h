@@ -48,6 +48,12 @@ typedef enum tp_requeue {
 } tp_requeue_t;
 
 
+/* One NVML sample of a profiling attempt's process. */
+typedef struct tp_gpu_sample {
+    uint64_t mib; /* GPU memory it held */
+    double sm;    /* its SM use, percent */
+} tp_gpu_sample_t;
+
 typedef struct trial {
     int64_t id;         /* trial number, as the searcher numbered it */
     json_t *params;     /* its configuration, owned */
@@ -81,6 +87,9 @@ typedef struct trial {
     uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
     double sm_sum;      /* sum of SM use samples (percent) in this attempt */
     int samples;        /* NVML samples of this attempt */
+    double gpu_seen;    /* monotonic time of its first NVML sample (its process on a GPU), 0: none */
+    tp_gpu_sample_t *prof; /* a profiling attempt's samples, owned; NULL when not profiling */
+    size_t nprof;       /* of them */
     double first_report, last_report; /* monotonic times of reports, for step time */
     double from_budget; /* budget its current job starts from (0: a new trial) */
     int job_attempts;   /* attempts at its current job */

@@ -5,6 +5,7 @@ for, and MPS daemons left behind by a killed run."""
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,19 +19,27 @@ from helpers import (GpuE2E, PY, children_of, cmdline, gpu_timeline, main, token
 GIB = 1024
 
 # The trial: optionally pretend to use a GPU (a process file of its own pid for the fake
-# NVML), wait until the release file exists (or sleep_s passes), report acc = x.
+# NVML), wait until the release file exists (or sleep_s passes), report acc = x. With late_s,
+# it starts as a PyTorch trial does: nothing on the GPU for late_s seconds (imports), then a
+# bare CUDA context (14 MiB, no SM use) for 1.5 s, then its real use.
 TRIAL = r'''
 import json, os, sys, time
 x = int(sys.argv[1]); sleep_s = float(sys.argv[2]); release = sys.argv[3]
 proc_dir = sys.argv[4]; uuids = json.loads(sys.argv[5]); used_mib = int(sys.argv[6])
-sm_util = int(sys.argv[7])
-if used_mib:
+sm_util = int(sys.argv[7]); late_s = float(sys.argv[8])
+end = time.monotonic() + sleep_s
+def on_gpu(mib, sm):
     gpu = uuids.index(os.environ["CUDA_VISIBLE_DEVICES"])
     tmp = os.path.join(proc_dir, ".%d.tmp" % os.getpid())
     with open(tmp, "w") as f:
-        json.dump({"gpu": gpu, "used_mib": used_mib, "sm_util": sm_util}, f)
+        json.dump({"gpu": gpu, "used_mib": mib, "sm_util": sm}, f)
     os.rename(tmp, os.path.join(proc_dir, "%d.json" % os.getpid()))
-end = time.monotonic() + sleep_s
+if used_mib and late_s:
+    time.sleep(late_s)
+    on_gpu(14, 0)
+    time.sleep(1.5)
+if used_mib:
+    on_gpu(used_mib, sm_util)
 while time.monotonic() < end and not (release and os.path.exists(release)):
     time.sleep(0.05)
 os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"acc": %d}\n' % x).encode())
@@ -45,10 +54,10 @@ class GpuState(GpuE2E):
         self.release = self.path("release")
 
     def exp(self, trials=6, sleep_s=1.0, resources="gpu_memory: 20G, gpu_compute: 0.3",
-            used_mib=0, sm_util=0, release=False, extra="", concurrency=None):
+            used_mib=0, sm_util=0, release=False, extra="", concurrency=None, late_s=0):
         argv = [PY, self.trial_py, "{x}", str(sleep_s), self.release if release else "",
                 self.proc_dir, json.dumps(self.uuids).replace("{", "{{").replace("}", "}}"),
-                str(used_mib), str(sm_util)]
+                str(used_mib), str(sm_util), str(late_s)]
         return self.experiment(
             "name: gpustate\n"
             "command: [%s]\n"
@@ -174,18 +183,52 @@ class GpuState(GpuE2E):
         self.assertEqual({p["gpus"][0] for p in rows.values()}, {1},
                          "20 GB trials were placed on GPU 0, where only 10 GB are free")
 
+    def test_the_mps_server_of_our_daemons_is_not_foreign(self):
+        # Seen on an H200: NVML lists nvidia-cuda-mps-server (66 MiB) beside the MPS clients;
+        # it is ours while we run MPS daemons, not a foreign process to subtract. The stand-in
+        # is a process whose command name is the real one (the kernel keeps 15 characters).
+        server = self.path("nvidia-cuda-mps-server")
+        os.symlink(shutil.which("sleep"), server)
+        mps = subprocess.Popen([server, "120"])
+        self.procs.append(mps)
+        self.fake_gpus([(80 * GIB, None)],
+                       processes=[{"gpu": 0, "pid": mps.pid, "used_mib": 66, "sm_util": 0}])
+        exp = self.exp(trials=2, sleep_s=30, release=True, used_mib=1000, sm_util=10,
+                       resources="gpu_memory: 4G, gpu_compute: 0.3")
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir, env=self.gpu_env())
+
+        def both_sampled():
+            view = self.gpus_json(run_dir) if os.path.exists(run_dir) else None
+            g = view and view.get("gpus") and view["gpus"][0]
+            return g if g and len(g.get("trials", [])) == 2 else None
+        g = wait_for(both_sampled, 30, interval=0.3)
+        with open(self.release, "w"):
+            pass
+        self.assertTrue(g, "`tunepack gpus DIR --json` never listed both trials")
+        self.assertEqual(g["foreign_mib"], 0, g)
+        self.assertNotIn(mps.pid, g["foreign"], g)
+        p.wait(timeout=90)
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+
     # -- auto demand ---------------------------------------------------------------------------
 
-    def test_auto_demand_is_profiled_then_packed(self):
+    def run_auto(self, trials, **kw):
+        """Run `trials` trials of one profile_by group on two 80 GB GPUs with gpu_memory and
+        gpu_compute auto (profile_time 2s); assert all completed; return the run directory."""
         self.fake_gpus([(80 * GIB, None), (80 * GIB, None)])
-        exp = self.exp(trials=6, sleep_s=3.5, used_mib=5000, sm_util=25,
-                       resources="gpu_memory: auto, gpu_compute: auto, profile_time: 2s",
-                       extra="profile_by: [model]\n")
+        exp = self.exp(trials=trials, extra="profile_by: [model]\n",
+                       resources="gpu_memory: auto, gpu_compute: auto, profile_time: 2s", **kw)
         run_dir = self.path("run")
         r = self.run_exp(exp, run_dir, env=self.gpu_env())
         self.assertExit(r, 0)
         with self.store(run_dir) as s:
-            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 6)
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * trials)
+        return run_dir
+
+    def test_auto_demand_is_profiled_then_packed(self):
+        run_dir = self.run_auto(6, sleep_s=3.5, used_mib=5000, sm_util=25)
+        with self.store(run_dir) as s:
             profiles = s.q("SELECT * FROM profiles")
             self.assertEqual(len(profiles), 1, profiles)
             prof = profiles[0]
@@ -216,6 +259,20 @@ class GpuState(GpuE2E):
             per_gpu.setdefault(p["gpus"][0], []).append(p["trial"])
         self.assertTrue(any(len(v) > 1 for v in per_gpu.values()),
                         "the measured trials were not packed: %s" % per_gpu)
+
+    def test_a_profile_measures_the_trial_once_it_is_on_the_gpu_not_its_start_up(self):
+        # Seen on an H200: a PyTorch trial needs seconds of imports before NVML lists it, and
+        # its first sample is a bare context. profile_time counts from that first sample, and
+        # the share is the SM use while the trial holds at least half its peak memory. Before,
+        # this profile was taken at the first sample: 14 MiB, compute 0.05.
+        run_dir = self.run_auto(3, sleep_s=9, used_mib=5000, sm_util=40, late_s=3)
+        with self.store(run_dir) as s:
+            prof = s.q("SELECT * FROM profiles")[0]
+            profiled = s.events(kind="profiled")
+        self.assertEqual(prof["memory_mib"], 5000, prof)
+        self.assertAlmostEqual(prof["compute"], 0.40, delta=0.02, msg=prof)
+        self.assertGreaterEqual(prof["samples"], 3, prof)
+        self.assertEqual(len(profiled), 1, profiled)
 
     # -- no GPUs -------------------------------------------------------------------------------
 
