@@ -3,6 +3,7 @@
 same K models as K separate processes; prints a table, asserts nothing.
 
   python3 bench/fuse/throughput.py [--ks 1,2,4,8] [--epochs 8] [--hidden 64] [--repeat 1]
+                                  [--device cpu|cuda] [--python /usr/bin/python3]
 
 The workload is examples/fuse/train.py (an MLP on scikit-learn's digits, 1297 training images,
 batch 64, torch on one thread per process), run directly, without tunepack: fused, one
@@ -18,7 +19,8 @@ cell is the best (shortest wall) of --repeat runs. Figures per row:
 
 The load average before and after is printed: timings inflate under load (take the table
 when the machine is quiet). Needs Debian's python3-torch and python3-sklearn; the
-processes run with /usr/bin/python3.
+processes run with /usr/bin/python3 (--python names another interpreter: the GPU machine's).
+With --device cuda every process trains on GPU 0 (bench/gpu/checks.sh runs it so).
 """
 import argparse
 import json
@@ -42,10 +44,10 @@ def start(cfgs, args):
     for name in ("TUNEPACK_REPORT_FD", "TUNEPACK_CONTROL_FD", "TUNEPACK_CONFIGS_JSON",
                  "TUNEPACK_TRIAL_DIR", "TUNEPACK_CHECKPOINT_DIR", "TUNEPACK_BUDGET"):
         env.pop(name, None)
-    return subprocess.Popen(["/usr/bin/python3", TRAIN, "--configs", json.dumps(cfgs),
+    return subprocess.Popen([args.python, TRAIN, "--configs", json.dumps(cfgs),
                              "--hidden", str(args.hidden), "--batch", "64", "--epochs",
-                             str(args.epochs)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+                             str(args.epochs), "--device", args.device],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
 
 
 def measure(groups, args):
@@ -73,33 +75,35 @@ def main():
     ap.add_argument("--epochs", type=int, default=8)
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda: every process on GPU 0")
+    ap.add_argument("--python", default="/usr/bin/python3",
+                    help="the interpreter that runs train.py (one with torch and sklearn)")
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
     load0 = os.getloadavg()
-    rows = []
+    # The header first and each row as it is measured (flushed): a run cut off by a time
+    # limit still leaves the rows it finished.
+    print("fusion throughput: examples/fuse/train.py, MLP 64-%d-%d-10 on digits, %d epochs x "
+          "%d samples per model, batch 64, torch 1 thread per process, %d CPUs, device %s"
+          % (args.hidden, args.hidden, args.epochs, N_TRAIN, os.cpu_count(), args.device))
+    print("load average (1, 5, 15 min) before: %.2f %.2f %.2f" % load0)
+    print()
+    print("| K | how | processes | wall s | samples/s in all | per model | CPU s | CPU s per "
+          "model | peak memory MiB |")
+    print("|---|---|---|---|---|---|---|---|---|", flush=True)
     for k in ks:
         cfgs = configs(k)
         for mode, groups in (("fused", [cfgs]), ("separate", [[c] for c in cfgs])):
             if k == 1 and mode == "separate":
                 continue  # the same thing as fused K=1
-            best = min((measure(groups, args) for _ in range(args.repeat)), key=lambda m: m[0])
-            rows.append((k, mode, best))
-    load1 = os.getloadavg()
-    print("fusion throughput: examples/fuse/train.py, MLP 64-%d-%d-10 on digits, %d epochs x "
-          "%d samples per model, batch 64, torch 1 thread per process, %d CPUs"
-          % (args.hidden, args.hidden, args.epochs, N_TRAIN, os.cpu_count()))
-    print("load average (1, 5, 15 min) before %.2f %.2f %.2f, after %.2f %.2f %.2f"
-          % (load0 + load1))
+            wall, cpu, rss = min((measure(groups, args) for _ in range(args.repeat)),
+                                 key=lambda m: m[0])
+            samples = k * args.epochs * N_TRAIN
+            print("| %d | %s | %d | %.1f | %.0f | %.0f | %.1f | %.1f | %.0f |"
+                  % (k, mode, 1 if mode == "fused" else k, wall, samples / wall,
+                     samples / wall / k, cpu, cpu / k, rss), flush=True)
     print()
-    print("| K | how | processes | wall s | samples/s in all | per model | CPU s | CPU s per "
-          "model | peak memory MiB |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for k, mode, (wall, cpu, rss) in rows:
-        samples = k * args.epochs * N_TRAIN
-        print("| %d | %s | %d | %.1f | %.0f | %.0f | %.1f | %.1f | %.0f |"
-              % (k, mode, 1 if mode == "fused" else k, wall, samples / wall,
-                 samples / wall / k, cpu, cpu / k, rss))
-
+    print("load average (1, 5, 15 min) after: %.2f %.2f %.2f" % os.getloadavg())
 
 if __name__ == "__main__":
     main()

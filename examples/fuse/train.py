@@ -62,6 +62,7 @@ def main():
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda for the first visible GPU")
     p.add_argument("--lr", type=float, default=0.1, help="unfused only")
     p.add_argument("--momentum", type=float, default=0.9, help="unfused only")
     p.add_argument("--weight-decay", type=float, default=0.0, help="unfused only")
@@ -69,9 +70,9 @@ def main():
     epochs = args.epochs or int(budget(default=9))
     torch.set_num_threads(1)  # one core per process: tunepack runs processes side by side
 
-    x, y, xv, yv = load_data()
+    x, y, xv, yv = (t.to(args.device) for t in load_data())  # on the GPU once, not per batch
     fused = Fused(lambda params: make_model(args.hidden, args.seed), optimizer="sgd",
-                  configs=args.configs,
+                  configs=args.configs, device=args.device,
                   defaults={"lr": args.lr, "momentum": args.momentum,
                             "weight_decay": args.weight_decay})
     first = fused.load_checkpoints(epochs)

@@ -1,0 +1,32 @@
+#!/bin/sh
+# Make .gpu/: tunepack and the libraries it links (from this Debian machine), for a GPU machine
+# that has its own distribution and none of Debian's packages (bench/gpu/checks.sh uses it).
+#
+#   sh bench/gpu/bundle.sh [BUILD_DIR]      (default build; needs patchelf)
+#
+# .gpu/bin/tunepack carries an RPATH of $ORIGIN/../lib, which (unlike RUNPATH and unlike
+# LD_LIBRARY_PATH) also finds its libraries' own libraries and is not inherited by the trials
+# it starts. The C library, libm and the dynamic loader stay the host's: the binary and these
+# libraries ask for glibc 2.34 at most (printed below). .gpu/ is 11 MiB or so; it is not part
+# of the repository (this script adds /.gpu/ to git's info/exclude) and travels as a carried path.
+set -eu
+build=${1:-build}
+[ -x "$build/tunepack" ] || { echo "bundle.sh: no $build/tunepack: build first" >&2; exit 2; }
+command -v patchelf >/dev/null || { echo "bundle.sh: needs patchelf (apt-get install patchelf)" >&2; exit 2; }
+rm -rf .gpu
+mkdir -p .gpu/bin .gpu/lib
+cp "$build/tunepack" .gpu/bin/tunepack
+ldd "$build/tunepack" | awk '/=> \// { print $3 }' | while read -r lib; do
+    case $(basename "$lib") in
+        libc.so.*|libm.so.*|ld-linux*) ;;
+        *) cp -L "$lib" .gpu/lib/ ;;
+    esac
+done
+patchelf --force-rpath --set-rpath '$ORIGIN/../lib' .gpu/bin/tunepack
+newest=$(for f in .gpu/bin/tunepack .gpu/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done |
+         sort -Vu | tail -1)
+exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || true)
+if [ -n "$exclude" ] && ! grep -qx '/.gpu/' "$exclude" 2>/dev/null; then
+    mkdir -p "$(dirname "$exclude")" && echo /.gpu/ >> "$exclude"
+fi
+echo "bundle.sh: .gpu/ $(du -sh .gpu | cut -f1), $(ls .gpu/lib | wc -l) libraries, needs $newest"

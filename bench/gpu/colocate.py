@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""k trials of one model on one GPU at once, by time-slicing and by MPS: aggregate throughput.
+
+    colocate.py --jobs resnet18:128,mobilenet:64 --ks 1,2,4,8 --modes timeslice,mps
+                --seconds 3 --out C.jsonl
+
+For each job (model:batch), mode and k, it starts k `vision.py worker` processes on GPU 0,
+waits until every one has built and warmed up, then lets all of them train for the same
+--seconds window and adds up the samples they trained. In mode `mps` it starts its own MPS
+control daemon first (pipe and log directories under a temporary directory; the
+nvidia-cuda-mps-control on PATH, else TUNEPACK_MPS_CONTROL) and quits it at the end; workers
+get CUDA_MPS_PIPE_DIRECTORY and no thread percentage (each may use the whole GPU). Each row
+(printed and appended to --out as JSON) gives the aggregate samples/s, the ratio to k times
+the k = 1 time-sliced figure of the same job (what k separate GPUs would do: 1.0 means
+sharing one GPU loses nothing against k GPUs; 1/k means no gain over running them one after
+another), and NVML's GPU busy % over the window.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from vision import Busy  # noqa: E402
+
+
+def mps_control():
+    return os.environ.get("TUNEPACK_MPS_CONTROL") or shutil.which("nvidia-cuda-mps-control")
+
+
+def start_mps(tmp):
+    """Start an MPS control daemon; returns its environment, or None (with the reason
+    printed) when it cannot run."""
+    ctl = mps_control()
+    if not ctl:
+        print("colocate: no nvidia-cuda-mps-control on PATH: no MPS rows", flush=True)
+        return None
+    env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=os.path.join(tmp, "pipe"),
+               CUDA_MPS_LOG_DIRECTORY=os.path.join(tmp, "log"))
+    os.makedirs(env["CUDA_MPS_PIPE_DIRECTORY"])
+    os.makedirs(env["CUDA_MPS_LOG_DIRECTORY"])
+    r = subprocess.run([ctl, "-d"], env=env, capture_output=True, text=True, timeout=20)
+    if r.returncode != 0:
+        print("colocate: %s -d failed (%d): %s%s" % (ctl, r.returncode, r.stdout, r.stderr),
+              flush=True)
+        return None
+    for _ in range(100):
+        if os.path.exists(os.path.join(env["CUDA_MPS_PIPE_DIRECTORY"], "control")):
+            return env
+        time.sleep(0.05)
+    print("colocate: MPS daemon made no control pipe in 5 s", flush=True)
+    return env
+
+
+def stop_mps(env):
+    ctl = mps_control()
+    try:
+        subprocess.run([ctl], input="quit\n", env=env, text=True, timeout=20,
+                       capture_output=True)
+    except subprocess.TimeoutExpired:
+        print("colocate: MPS daemon did not quit in 20 s", flush=True)
+    log = os.path.join(env["CUDA_MPS_LOG_DIRECTORY"], "control.log")
+    if os.path.exists(log):
+        with open(log) as f:
+            tail = f.read().splitlines()[-8:]
+        print("colocate: MPS control.log ends:\n  " + "\n  ".join(tail), flush=True)
+
+
+def one(model, batch, k, env, args, tmp):
+    """k workers side by side; (aggregate samples/s, busy %, per-worker samples/s)."""
+    d = tempfile.mkdtemp(dir=tmp)
+    go = os.path.join(d, "go")
+    procs = []
+    for i in range(k):
+        cmd = [sys.executable, os.path.join(HERE, "vision.py"), "worker", "--model", model,
+               "--batch", str(batch), "--seconds", str(args.seconds),
+               "--ready", os.path.join(d, "ready%d" % i), "--go", go,
+               "--out", os.path.join(d, "out%d" % i)]
+        procs.append(subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True))
+    deadline = time.time() + args.wait
+    while not all(os.path.exists(os.path.join(d, "ready%d" % i)) for i in range(k)):
+        dead = [p for p in procs if p.poll() is not None]
+        if dead or time.time() > deadline:
+            for p in procs:
+                p.kill()
+            err = dead[0].stderr.read() if dead else "timeout"
+            raise RuntimeError("workers did not get ready: %s" % err[-2000:])
+        time.sleep(0.05)
+    start = time.time() + 0.3
+    with open(go + ".tmp", "w") as f:
+        f.write(repr(start))
+    os.replace(go + ".tmp", go)
+    busy = Busy()
+    time.sleep(0.3)
+    with busy:
+        time.sleep(args.seconds)
+    rates = []
+    for i, p in enumerate(procs):
+        err = p.communicate(timeout=args.wait)[1]
+        if p.returncode != 0:
+            raise RuntimeError("worker %d failed: %s" % (i, err[-2000:]))
+        with open(os.path.join(d, "out%d" % i)) as f:
+            r = json.load(f)
+        rates.append(r["samples"] / r["seconds"])
+    return sum(rates), busy.mean(), rates
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", default="resnet18:128")
+    ap.add_argument("--ks", default="1,2,4,8")
+    ap.add_argument("--modes", default="timeslice,mps")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--wait", type=float, default=120.0)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    ks = [int(k) for k in args.ks.split(",")]
+    tmp = tempfile.mkdtemp(prefix="colocate.")
+    out = open(args.out, "a") if args.out else None
+    alone = {}
+    for job in args.jobs.split(","):  # job by job: a cut-off run still has whole jobs
+        model, batch = job.split(":")
+        for mode in args.modes.split(","):
+            env = dict(os.environ)
+            if mode == "mps":
+                env = start_mps(tempfile.mkdtemp(dir=tmp))
+                if env is None:
+                    continue
+            try:
+                for k in ks:
+                    try:
+                        agg, busy, rates = one(model, int(batch), k, env, args, tmp)
+                    except (RuntimeError, subprocess.TimeoutExpired) as e:
+                        print("colocate: %s %s k=%d: %s" % (job, mode, k, e), flush=True)
+                        continue
+                    if mode == "timeslice" and k == 1:
+                        alone[job] = agg
+                    row = {"model": model, "batch": int(batch), "mode": mode, "k": k,
+                           "samples_per_s": round(agg, 1),
+                           "per_trial": [round(r, 1) for r in rates],
+                           "vs_k_gpus": round(agg / (k * alone[job]), 3) if job in alone
+                           else None,
+                           "busy_pct": None if busy is None else round(busy, 1)}
+                    print(json.dumps(row), flush=True)
+                    if out:
+                        out.write(json.dumps(row) + "\n")
+                        out.flush()
+            finally:
+                if mode == "mps":
+                    stop_mps(env)
+
+if __name__ == "__main__":
+    main()
