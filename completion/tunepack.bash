@@ -19,7 +19,7 @@ _tunepack_options() {
         place) echo "--json --policy --time-limit --node-limit --timings --help" ;;
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
-                       "--gpu-type --gpus-per-node --window --rounds --help" ;;
+                       "--gpu-type --gpus-per-node --window --rounds --profile --help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
                    "--overhead --max-gpus --json --help" ;;
         agent | resize) echo "--help" ;;
@@ -56,7 +56,7 @@ _tunepack() {
             [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))
             return 0 ;;
         --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
-        --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | \
+        --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | --profile | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
             --deadline | --max-gpus | --time-limit | --node-limit | --listen)
             return 0 ;;

@@ -57,7 +57,8 @@ static int simulate_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *cluster = NULL, *policy = NULL, *searcher = NULL,
                *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
                *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
-               *gpn_a = NULL, *oversub_a = NULL;
+               *gpn_a = NULL, *oversub_a = NULL,
+               *profile_a = NULL;
     int as_json = 0;
     const tp_cli_opt_t opts[] = {
         {"--space", NULL, &space},       {"--cluster", NULL, &cluster},
@@ -68,7 +69,7 @@ static int simulate_main(int argc, char **argv) {
         {"--window", NULL, &window_a},   {"--rounds", NULL, &rounds_a},
         {"--scale-trials", NULL, &st_a}, {"--scale-gpus", NULL, &sg_a},
         {"--gpu-type", NULL, &gtype},    {"--gpus-per-node", NULL, &gpn_a},
-        {"--oversubscribe", NULL, &oversub_a}};
+        {"--oversubscribe", NULL, &oversub_a}, {"--profile", NULL, &profile_a}};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
@@ -90,6 +91,12 @@ static int simulate_main(int argc, char **argv) {
     double oversub = 0;
     if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0) return TP_EXIT_USAGE;
     o.window = (size_t)window;
+    if (profile_a) {
+        tp_error_t perr = {0};
+        if (tp__parse_duration(profile_a, &o.profile_s, &perr) < 0 || o.profile_s <= 0)
+            return tp__cli_usage_error(&tp__cmd_simulate, "--profile takes a duration above 0 "
+                                       "(30s, 2m), got \"%s\"", profile_a);
+    }
     if (searcher && strcmp(searcher, "grid") != 0 && strcmp(searcher, "random") != 0)
         return tp__cli_usage_error(&tp__cmd_simulate, "--searcher must be grid or random, got \"%s\"",
                                    searcher);
@@ -181,7 +188,8 @@ const tp_cmd_t tp__cmd_simulate = {
         "                         [--searcher grid|random] [--trials N] [--seed S]\n"
         "                         [--overhead 0.03] [--json] [--csv FILE] [--svg FILE]\n"
         "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
-        "                          [--gpus-per-node 8]] [--window N] [--rounds auto|full|incremental]\n\n"
+        "                          [--gpus-per-node 8]] [--window N] [--rounds auto|full|incremental]\n"
+        "                         [--profile TIME]\n\n"
         "Runs the real searcher and placement policy against a virtual clock and a\n"
         "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
         "bound (work over summed GPU speed, or the longest trial alone), their ratio\n"
@@ -198,6 +206,9 @@ const tp_cmd_t tp__cmd_simulate = {
         "  --overhead X       MPS cost per co-located trial (default 0.03)\n"
         "  --oversubscribe X  the placer's compute capacity per GPU is 1 + X (default 0,\n"
         "                     as placement.oversubscribe)\n"
+        "  --profile TIME     model a run with gpu_memory/gpu_compute auto: the first trial\n"
+        "                     of each model and batch size runs alone on an empty GPU for\n"
+        "                     TIME (or to its end) before the others of its group start\n"
         "  --csv FILE         per-GPU timelines, one row per trial\n"
         "  --svg FILE         a Gantt chart: a band per GPU, colour by model\n"
         "  --scale-trials N --scale-gpus G\n"

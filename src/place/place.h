@@ -142,6 +142,9 @@ int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu
  * units) takes: compute / speed, since a faster GPU is busy for less of the
  * time with the same work. */
 double tp__place_share(const tp_cluster_t *c, size_t node, size_t gpu, double compute);
+/* Record decision a for demand d in u (assumes it fits). */
+void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
+                      const tp_assign_t *a);
 /* Undo a placement's record in u (tp__place_commit's inverse): what demand
  * d held by decision a is free again (a share under 1e-12 left by rounding
  * is 0). */

@@ -16,9 +16,6 @@ double tp__place_comp_free(const tp_cluster_t *c, const tp_usage_t *u, size_t gi
 /* Whether GPU g of node n may take one more trial by health, sharing and
  * max_per_gpu (memory, compute and CPUs aside). */
 int tp__place_gpu_open(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g);
-/* Record decision a for demand d in u (assumes it fits). */
-void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
-                      const tp_assign_t *a);
 /* The GPU (global index) wf gives single-GPU demand d in u: of those it
  * fits, the most free compute in reference units, then the most free
  * memory, then the lowest index (placer_fit.c's key); SIZE_MAX if none. A

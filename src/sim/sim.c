@@ -6,7 +6,13 @@
  * date, and an indexed min-heap of GPUs keyed by their next finish. An
  * event touches one GPU: its trials are advanced to now, its rates
  * recomputed, its heap entry moved: O(log G + k). Finished trials leave
- * nothing behind unless intervals are recorded. */
+ * nothing behind unless intervals are recorded.
+ *
+ * With opts.profile_s, demand groups (model, batch) are measured first, as a
+ * run with auto demand does (docs/gpus.md): a group's first trial is offered
+ * with all of a GPU's compute and no memory (so only an empty GPU takes it),
+ * its group's other trials wait, and profile_s later (or at its end) its
+ * reservation becomes its demand: a second kind of event on its GPU. */
 #include "sim/sim.h"
 
 #include <errno.h>
@@ -31,6 +37,9 @@ typedef struct rtrial {     /* a running trial */
     double gw;              /* GPU-busy seconds per unit of progress now */
     double busy_s;          /* GPU-busy seconds so far */
     double start;           /* when it was placed */
+    double shrink_at;       /* profiling: when d becomes real (INFINITY: not profiling) */
+    tp_demand_t real;       /* its demand, once measured */
+    uint32_t group;         /* its (model, batch) group */
 } rtrial_t;
 
 typedef struct gstate {     /* one GPU */
@@ -40,7 +49,8 @@ typedef struct gstate {     /* one GPU */
     double busy;            /* min(1, D) now */
     double busy_int;        /* integral of busy over time */
     uint64_t lanes;         /* sub-lanes in use */
-    uint32_t next;          /* slot that finishes first */
+    uint32_t next;          /* slot of the next event */
+    int next_shrink;        /* that event is a profile's end, not a finish */
 } gstate_t;
 
 typedef struct pend {       /* a trial asked and not placed yet */
@@ -48,7 +58,16 @@ typedef struct pend {       /* a trial asked and not placed yet */
     uint16_t model;
     int batch;
     double lr, gpu_s, host_s;
+    uint32_t group;         /* its (model, batch) group */
 } pend_t;
+
+enum { GROUP_UNMEASURED, GROUP_PROFILING, GROUP_MEASURED }; /* with opts.profile_s */
+
+typedef struct sgroup {     /* a demand group: one model at one batch size */
+    uint16_t model;
+    int batch;
+    uint8_t state;
+} sgroup_t;
 
 typedef struct sim {
     const tp_workload_t *w;
@@ -75,6 +94,11 @@ typedef struct sim {
     size_t npend, window;
     tp_demand_t *dbuf;
     tp_assign_t *abuf;
+    size_t *offer;          /* per offered demand: its index in pend */
+    uint8_t *taken;         /* per pending trial of a round: placed */
+    uint8_t *profiler;      /* per offered demand: it measures its group */
+    sgroup_t *grp;
+    size_t ngrp, capgrp;
     int incremental;
     uint8_t *dirty;         /* per node: freed since the last round */
     size_t *dirty_list, ndirty;
@@ -83,6 +107,7 @@ typedef struct sim {
     size_t running;
     size_t capint;          /* room in r->intervals */
     double smax;            /* the fastest GPU's speed */
+    uint64_t most_mib;      /* the most memory a GPU offers (less the reserve) */
     double longest;         /* longest trial alone on the fastest GPU so far */
     tp_place_plan_t plan;   /* vpack's plan across rounds (place/plan.c) */
     tp_place_running_t *runbuf; /* what runs, for it */
@@ -162,6 +187,12 @@ static void recompute(sim_t *S, uint32_t gi) {
         if (g->last + left < next) {
             next = g->last + left;
             g->next = g->slots[i];
+            g->next_shrink = 0;
+        }
+        if (t->shrink_at < next) {
+            next = t->shrink_at;
+            g->next = g->slots[i];
+            g->next_shrink = 1;
         }
     }
     g->busy = D < 1.0 ? D : 1.0;
@@ -174,6 +205,20 @@ static void recompute(sim_t *S, uint32_t gi) {
 
 static const char *cfg_str(const json_t *cfg, const char *k) {
     return json_string_value(json_object_get(cfg, k));
+}
+
+/* The demand group of (model, batch), added (unmeasured when profiling is
+ * modelled) if new. Linear: a space has few. */
+static uint32_t group_of(sim_t *S, uint16_t model, int batch) {
+    for (size_t k = 0; k < S->ngrp; k++)
+        if (S->grp[k].model == model && S->grp[k].batch == batch) return (uint32_t)k;
+    if (S->ngrp == S->capgrp) {
+        S->capgrp = S->capgrp ? 2 * S->capgrp : 16;
+        S->grp = tp__xrealloc(S->grp, S->capgrp * sizeof *S->grp);
+    }
+    S->grp[S->ngrp] = (sgroup_t){.model = model, .batch = batch,
+                                 .state = S->o->profile_s > 0 ? GROUP_UNMEASURED : GROUP_MEASURED};
+    return (uint32_t)S->ngrp++;
 }
 
 /* Ask the searcher until the window is full or it has no more. */
@@ -207,6 +252,7 @@ static int refill(sim_t *S) {
                              .compute = j.util, .cpus = j.cpus, .duration_s = j.time_s};
         p->model = (uint16_t)mi;
         p->batch = j.batch;
+        p->group = group_of(S, (uint16_t)mi, j.batch);
         p->lr = j.lr;
         p->gpu_s = j.gpu_s;
         p->host_s = j.host_s;
@@ -217,7 +263,10 @@ static int refill(sim_t *S) {
     return 0;
 }
 
-static void start_trial(sim_t *S, const pend_t *p, size_t node, size_t gpu, double now) {
+/* Start pending trial p on GPU gpu of node, holding d (its demand, or a
+ * profiler's whole GPU: then profiling). */
+static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t node, size_t gpu,
+                        double now) {
     uint32_t gi = (uint32_t)(S->u.gpu_base[node] + gpu);
     uint32_t slot;
     if (S->nfree) {
@@ -235,9 +284,12 @@ static void start_trial(sim_t *S, const pend_t *p, size_t node, size_t gpu, doub
     uint16_t lane = 0;
     while (lane < 63 && (g->lanes >> lane & 1)) lane++;
     g->lanes |= (uint64_t)1 << lane;
+    int profiling = S->grp[p->group].state == GROUP_PROFILING;
     S->run[slot] = (rtrial_t){.id = p->d.id, .gpu = gi, .lane = lane, .model = p->model,
                               .batch = p->batch, .lr = p->lr, .gpu_s = p->gpu_s,
-                              .host_s = p->host_s, .d = p->d, .start = now};
+                              .host_s = p->host_s, .d = *d, .start = now, .real = p->d,
+                              .group = p->group,
+                              .shrink_at = profiling ? now + S->o->profile_s : INFINITY};
     if (g->n == g->cap) {
         g->cap = g->cap ? 2 * g->cap : 4;
         g->slots = tp__xrealloc(g->slots, g->cap * sizeof *g->slots);
@@ -249,6 +301,14 @@ static void start_trial(sim_t *S, const pend_t *p, size_t node, size_t gpu, doub
     recompute(S, gi);
 }
 
+/* Node freed something since the last round (incremental rounds offer it). */
+static void mark_dirty(sim_t *S, size_t node) {
+    if (!S->dirty[node]) {
+        S->dirty[node] = 1;
+        S->dirty_list[S->ndirty++] = node;
+    }
+}
+
 /* Trial at position i of GPU gi's list ends at time now: give back what it
  * held, record it, free its slot. */
 static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
@@ -258,6 +318,7 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     size_t node = S->node_of[gi];
     tp_assign_t held = {.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
     tp__place_release(S->c, &S->u, &t->d, &held);
+    if (t->shrink_at < INFINITY) S->grp[t->group].state = GROUP_MEASURED; /* ended profiling */
     g->lanes &= ~((uint64_t)1 << t->lane);
     if (S->o->record) {
         tp_sim_result_t *r = S->r;
@@ -284,10 +345,21 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     S->r->trials++;
     S->r->events++;
     if (now > S->r->makespan_s) S->r->makespan_s = now;
-    if (!S->dirty[node]) {
-        S->dirty[node] = 1;
-        S->dirty_list[S->ndirty++] = node;
-    }
+    mark_dirty(S, node);
+}
+
+/* A profiling trial's measurement is done: its reservation (all of the GPU's
+ * compute) becomes its demand, and its group's trials may be placed. */
+static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t) {
+    size_t node = S->node_of[gi];
+    tp_assign_t held = {.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
+    tp__place_release(S->c, &S->u, &t->d, &held);
+    tp__place_commit(S->c, &S->u, &t->real, &held);
+    t->d = t->real;
+    t->shrink_at = INFINITY;
+    S->grp[t->group].state = GROUP_MEASURED;
+    S->r->events++;
+    mark_dirty(S, node);
 }
 
 /* GPU gi's next finish is due at time t: end every trial done by then. */
@@ -295,6 +367,14 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
     gstate_t *g = &S->g[gi];
     advance(S, gi, t);
     uint32_t first = g->next;
+    if (g->next_shrink) { /* a profile's end, and any other due now */
+        double tol = 1e-9 * (t > 1 ? t : 1);
+        for (size_t i = 0; i < g->n; i++) {
+            rtrial_t *tr = &S->run[g->slots[i]];
+            if (g->slots[i] == first || tr->shrink_at <= t + tol) end_profile(S, gi, tr);
+        }
+        first = UINT32_MAX; /* no trial is forced to finish */
+    }
     for (size_t i = 0; i < g->n;) {
         rtrial_t *tr = &S->run[g->slots[i]];
         if (g->slots[i] == first || tr->p >= 1.0 - 1e-9) {
@@ -313,10 +393,22 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
  * cluster (full) or the nodes freed since the last round (incremental);
  * start those placed. Returns how many were placed, or -errno. */
 static long place_round(sim_t *S, double now, int whole) {
-    size_t n = S->npend < S->window ? S->npend : S->window;
+    size_t n = S->npend < S->window ? S->npend : S->window, m = 0;
     if (!n) return 0;
-    for (size_t i = 0; i < n; i++) S->dbuf[i] = S->pend[i].d;
-    memset(S->abuf, 0, n * sizeof *S->abuf);
+    for (size_t i = 0; i < n; i++) { /* what is offered: all, less groups being measured */
+        sgroup_t *gr = &S->grp[S->pend[i].group];
+        if (gr->state == GROUP_PROFILING) continue; /* its profiler runs, or is offered */
+        S->dbuf[m] = S->pend[i].d;
+        /* one that fits no GPU is offered as it is, and named by the loop's error */
+        S->profiler[m] = gr->state == GROUP_UNMEASURED && S->pend[i].d.memory_mib <= S->most_mib;
+        if (S->profiler[m]) { /* this one measures it: alone on a GPU */
+            gr->state = GROUP_PROFILING;
+            S->dbuf[m].memory_mib = 0;
+            S->dbuf[m].compute = 1.0 + S->c->limits.oversubscribe; /* as the run asks */
+        }
+        S->offer[m++] = i;
+    }
+    memset(S->abuf, 0, m * sizeof *S->abuf);
     const tp_cluster_t *c = S->c;
     tp_usage_t *u = &S->u;
     tp_cluster_t sub;
@@ -359,7 +451,7 @@ static long place_round(sim_t *S, double now, int whole) {
         effort.plan = &S->plan, effort.running = S->runbuf, effort.nrunning = k;
         effort.mps_overhead = S->overhead;
     }
-    if (S->placer->place(c, u, S->dbuf, n, S->abuf, &effort, S->err) != 0)
+    if (m && S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) != 0)
         return -EINVAL;
     if (partial) { /* the decisions' usage back into the whole cluster's */
         for (size_t k = 0; k < S->ndirty; k++) {
@@ -373,20 +465,25 @@ static long place_round(sim_t *S, double now, int whole) {
         }
     }
     long placed = 0;
-    size_t keep = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!S->abuf[i].placed) {
-            S->pend[keep++] = S->pend[i];
+    memset(S->taken, 0, n);
+    for (size_t k = 0; k < m; k++) {
+        const pend_t *p = &S->pend[S->offer[k]];
+        if (!S->abuf[k].placed) {
+            if (S->profiler[k]) S->grp[p->group].state = GROUP_UNMEASURED; /* offered again */
             continue;
         }
-        if (S->abuf[i].ngpus != 1)
+        if (S->abuf[k].ngpus != 1)
             return tp__errorf(S->err, -EINVAL, "trial %lld: the placer gave it %zu GPUs; the "
                               "simulator models single-GPU trials only",
-                              (long long)S->pend[i].d.id, S->abuf[i].ngpus);
-        size_t node = partial ? S->dirty_list[S->abuf[i].node] : S->abuf[i].node;
-        start_trial(S, &S->pend[i], node, S->abuf[i].gpu[0], now);
+                              (long long)p->d.id, S->abuf[k].ngpus);
+        size_t node = partial ? S->dirty_list[S->abuf[k].node] : S->abuf[k].node;
+        start_trial(S, p, &S->dbuf[k], node, S->abuf[k].gpu[0], now);
+        S->taken[S->offer[k]] = 1;
         placed++;
     }
+    size_t keep = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!S->taken[i]) S->pend[keep++] = S->pend[i];
     memmove(S->pend + keep, S->pend + n, (S->npend - n) * sizeof *S->pend);
     S->npend -= n - keep;
     return placed;
@@ -483,6 +580,10 @@ static void sim_free(sim_t *S) {
     free(S->pend);
     free(S->dbuf);
     free(S->abuf);
+    free(S->offer);
+    free(S->taken);
+    free(S->profiler);
+    free(S->grp);
     free(S->dirty);
     free(S->dirty_list);
     free(S->sub_nodes);
@@ -534,6 +635,8 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
             S->speed[gi] = s;
             S->r->sum_speed += s;
             if (s > S->smax) S->smax = s;
+            uint64_t mib = c->nodes[n].gpus[k].memory_mib, res = c->limits.reserve_mib;
+            if (mib > res && mib - res > S->most_mib) S->most_mib = mib - res;
         }
     for (size_t i = 0; i < S->ngpus; i++) {
         S->heap[i] = (uint32_t)i;
@@ -547,6 +650,9 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->pend = tp__xcalloc(S->window, sizeof *S->pend);
     S->dbuf = tp__xcalloc(S->window, sizeof *S->dbuf);
     S->abuf = tp__xcalloc(S->window, sizeof *S->abuf);
+    S->offer = tp__xcalloc(S->window, sizeof *S->offer);
+    S->taken = tp__xcalloc(S->window, 1);
+    S->profiler = tp__xcalloc(S->window, 1);
     S->dirty = tp__xcalloc(c->nnodes, 1);
     S->dirty_list = tp__xcalloc(c->nnodes, sizeof *S->dirty_list);
     S->sub_nodes = tp__xcalloc(c->nnodes, sizeof *S->sub_nodes);

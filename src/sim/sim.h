@@ -39,6 +39,10 @@ typedef struct tp_sim_opts {
     size_t window;              /* pending trials offered per round; 0: 4096 full, 64 incremental */
     tp_sim_rounds_t rounds;     /* how much of the cluster a round offers */
     int record;                 /* keep every trial's interval (for CSV, SVG, tests) */
+    double profile_s;           /* > 0: a run's profiling (gpu_memory/gpu_compute auto): the
+                                   first trial of each (model, batch) group runs alone on an
+                                   empty GPU for this long (or to its end) before the group's
+                                   other trials are placed; 0: every demand known at once */
 } tp_sim_opts_t;
 
 /* One trial's stay on a GPU. */

@@ -11,7 +11,8 @@
 #include "tp_test.h"
 
 /* A tiny workload: light (30 GPU-s + 70 host-s, util 0.3), heavy (80 + 20,
- * util 0.8), big (light's timing, 30000 MiB). */
+ * util 0.8), big (light's timing, 30000 MiB), light2 (light again: another
+ * demand group). */
 static const char *tiny_yaml =
     "gpu_types:\n"
     "  ref: {memory_mib: 40960, speed: 1.0}\n"
@@ -25,11 +26,13 @@ static const char *tiny_yaml =
     "  light: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
     "  heavy: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.8, cpus: 1, source: assumed}\n"
     "  big: {b_ref: 64, mem_base_mib: 30000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
+    "  light2: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
     "spaces:\n"
     "  L1: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 1}}\n"
     "  L2: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
     "  H2: {models: [heavy], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
-    "  B2: {models: [big], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n";
+    "  B2: {models: [big], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
+    "  P: {models: [light, light2], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n";
 
 static int load_tiny(tp_workload_t *w) {
     char path[] = "/tmp/tp_test_sim_XXXXXX";
@@ -119,6 +122,44 @@ TP_TEST(test_two_light_trials_share_a_gpu_at_their_alone_pace_plus_mps_overhead)
     o.overhead = 0;
     TP_CHECK_INT(sim(&w, "L2", "one", "wfd", 0, &o, &r), 0);
     TP_CHECK_NEAR(r.makespan_s, 100, 1e-9);
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+static int by_start(const void *a, const void *b) {
+    const tp_sim_interval_t *x = a, *y = b;
+    return (x->start_s > y->start_s) - (x->start_s < y->start_s);
+}
+
+TP_TEST(test_profiling_runs_each_groups_first_trial_alone_before_the_rest) {
+    /* Two light trials of each of two demand groups on one GPU, profile 10 s.
+     * The first group's profiler runs alone from 0; at 10 its reservation
+     * shrinks to 0.3 and its sibling joins (m = 1.03: T = 100.9); the first
+     * ends at 10 + 0.9 * 100.9 = 100.81, the sibling alone 0.1 * 100 later at
+     * 110.81. Only then is the GPU empty for the other group's profiler
+     * (110.81), its sibling joins at 120.81, and the last ends at 221.62. */
+    tp_workload_t w;
+    TP_REQUIRE(load_tiny(&w) == 0);
+    tp_sim_result_t r;
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1, .profile_s = 10};
+    TP_CHECK_INT(sim(&w, "P", "one", "wfd", 0, &o, &r), 0);
+    TP_REQUIRE(r.nintervals == 4);
+    qsort(r.intervals, r.nintervals, sizeof *r.intervals, by_start);
+    const double starts[] = {0, 10, 110.81, 120.81}, ends[] = {100.81, 110.81, 211.62, 221.62};
+    for (size_t i = 0; i < 4; i++) {
+        TP_CHECK_NEAR(r.intervals[i].start_s, starts[i], 1e-9);
+        TP_CHECK_NEAR(r.intervals[i].end_s, ends[i], 1e-9);
+    }
+    TP_CHECK_INT(r.intervals[0].model, r.intervals[1].model);
+    TP_CHECK_INT(r.intervals[2].model, r.intervals[3].model);
+    TP_CHECK(r.intervals[0].model != r.intervals[2].model);
+    TP_CHECK_NEAR(r.makespan_s, 221.62, 1e-9);
+    tp__sim_result_free(&r);
+    o.profile_s = 0;
+    TP_CHECK_INT(sim(&w, "P", "one", "wfd", 0, &o, &r), 0);
+    /* compute 0.3 each: three start at 0 (m = 1.06: T = 101.8), the fourth alone after */
+    TP_CHECK_INT(r.max_colocated, 3);
+    TP_CHECK_NEAR(r.makespan_s, 101.8 + 100, 1e-9);
     tp__sim_result_free(&r);
     tp__workload_free(&w);
 }
