@@ -21,7 +21,7 @@ _tunepack_options() {
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
                        "--gpu-type --gpus-per-node --window --rounds --profile --help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
-                   "--overhead --max-gpus --json --help" ;;
+                   "--overhead --max-gpus --profile --json --help" ;;
         agent | resize) echo "--help" ;;
     esac
 }

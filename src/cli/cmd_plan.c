@@ -36,14 +36,14 @@ static int simulate_n(plan_t *p, size_t n, double *makespan, tp_error_t *err) {
 
 static int plan_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *gtype = NULL, *deadline_a = NULL, *policy = NULL,
-               *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL;
+               *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL, *profile_a = NULL;
     int as_json = 0;
     const tp_cli_opt_t opts[] = {
         {"--space", NULL, &space},      {"--gpu-type", NULL, &gtype},
         {"--deadline", NULL, &deadline_a}, {"--policy", NULL, &policy},
         {"--gpus-per-node", NULL, &gpn_a}, {"--cpus-per-node", NULL, &cpn_a},
         {"--overhead", NULL, &ov_a},    {"--max-gpus", NULL, &max_a},
-        {"--json", &as_json, NULL}};
+        {"--profile", NULL, &profile_a}, {"--json", &as_json, NULL}};
     int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
@@ -78,6 +78,9 @@ static int plan_main(int argc, char **argv) {
             return tp__cli_usage_error(&tp__cmd_plan, "--overhead must be a number in [0, 1], got \"%s\"", ov_a);
         p.o.overhead = v;
     }
+    if (profile_a && (tp__parse_duration(profile_a, &p.o.profile_s, &err) < 0 || p.o.profile_s <= 0))
+        return tp__cli_usage_error(&tp__cmd_plan, "--profile takes a duration above 0 (30s, 2m), "
+                                   "got \"%s\"", profile_a);
     size_t cap = 0;
     if (max_a) {
         long v = strtol(max_a, &end, 10);
@@ -175,12 +178,14 @@ const tp_cmd_t tp__cmd_plan = {
     .usage =
         "usage: tunepack plan [FILE] --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
         "                     [--gpus-per-node 4] [--cpus-per-node N] [--overhead 0.03]\n"
-        "                     [--max-gpus N] [--json]\n\n"
+        "                     [--max-gpus N] [--profile TIME] [--json]\n\n"
         "Finds the smallest number of GPUs of type T (in nodes of --gpus-per-node,\n"
         "32 CPU cores per GPU unless --cpus-per-node) on which the space's trials,\n"
         "placed by policy P (default vpack), finish within the deadline, simulating each\n"
         "count tried (binary search, assuming more GPUs never take longer). The search\n"
-        "stops at --max-gpus (default: the number of trials).\n\n"
+        "stops at --max-gpus (default: the number of trials). --profile TIME models a\n"
+        "run that measures its demand (gpu_memory/gpu_compute auto), as tunepack\n"
+        "simulate --profile does.\n\n"
         "Prints the count and its simulated makespan, or says that no count up to the\n"
         "cap meets the deadline (exit code 1). --json: {\"gpus\" (null when none),\n"
         "\"makespan_s\", \"deadline_s\", ...}. Exit code 2 for a bad command line (a bad\n"
