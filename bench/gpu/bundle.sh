@@ -22,6 +22,7 @@ ldd "$build/tunepack" | awk '/=> \// { print $3 }' | while read -r lib; do
         *) cp -L "$lib" .gpu/lib/ ;;
     esac
 done
+# shellcheck disable=SC2016 # $ORIGIN is for the loader, not the shell
 patchelf --force-rpath --set-rpath '$ORIGIN/../lib' .gpu/bin/tunepack
 newest=$(for f in .gpu/bin/tunepack .gpu/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done |
          sort -Vu | tail -1)
@@ -29,4 +30,4 @@ exclude=$(git rev-parse --git-path info/exclude 2>/dev/null || true)
 if [ -n "$exclude" ] && ! grep -qx '/.gpu/' "$exclude" 2>/dev/null; then
     mkdir -p "$(dirname "$exclude")" && echo /.gpu/ >> "$exclude"
 fi
-echo "bundle.sh: .gpu/ $(du -sh .gpu | cut -f1), $(ls .gpu/lib | wc -l) libraries, needs $newest"
+echo "bundle.sh: .gpu/ $(du -sh .gpu | cut -f1), $(find .gpu/lib -type f | wc -l) libraries, needs $newest"

@@ -68,7 +68,8 @@ section() {
     echo
     echo "=== $name (limit ${cap}s, at +$(($(date +%s) - t0))s) ==="
     if [ "$cap" -lt 10 ]; then echo "skipped: no time left"; return; fi
-    local s=$(date +%s.%N)
+    local s
+    s=$(date +%s.%N)
     timeout -k 5 "$cap" bash -c '"$@"' section "$@"  # bash -c: functions too (exported)
     local rc=$?
     quit_stray_mps
@@ -104,7 +105,8 @@ nvml_section() {
 
 run_exp() { # run_exp NAME YAML: tunepack run it, with `tunepack gpus DIR` part way
     local dir=$runs/$1
-    local s=$(date +%s.%N)
+    local s
+    s=$(date +%s.%N)
     rm -rf "$dir"
     "$tp" run --plain --dir "$dir" "$2" &
     local pid=$!
