@@ -81,9 +81,11 @@ env_section() {
     nvidia-smi
     nvidia-smi -L
     nvidia-smi -q | head -80
-    nvidia-smi --query-gpu=index,name,uuid,memory.total,memory.used,utilization.gpu,compute_mode,driver_version --format=csv
+    nvidia-smi --format=csv --query-gpu=index,name,uuid,memory.total,memory.used,\
+utilization.gpu,compute_mode,driver_version
     uname -a; head -3 /etc/os-release; ldd --version | head -1; nproc
-    python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
+    python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision",
+        torchvision.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
     python3 -c 'import timm; print("timm", timm.__version__)' || true
     python3 -c 'import pynvml; print("nvidia-ml-py present")' || true
     echo "tunepack: $tp"; ldd "$tp" | grep -i "not found" || echo "every library found"
@@ -93,7 +95,12 @@ env_section() {
 
 nvml_section() {
     "$tp" gpus; "$tp" gpus --json
-    python3 -c 'import torch, time; x = torch.empty(3 << 30, dtype=torch.uint8, device="cuda"); x.fill_(1); torch.cuda.synchronize(); print("holding 3 GiB", flush=True); time.sleep(12)' &
+    python3 -c 'import torch, time
+x = torch.empty(3 << 30, dtype=torch.uint8, device="cuda")
+x.fill_(1)
+torch.cuda.synchronize()
+print("holding 3 GiB", flush=True)
+time.sleep(12)' &
     local holder=$!
     sleep 8
     echo "--- while a PyTorch process (pid $holder) holds 3 GiB:"
@@ -153,8 +160,10 @@ export -f rm_profile
 section profile 110 rm_profile --seconds 1.5 --warmup 0.5 --out "$runs/profile.jsonl"
 cp "$runs/profile.jsonl" "$out/profile.jsonl" 2>/dev/null
 section packing 170 packing_section
-section fusion 120 python3 bench/fuse/throughput.py --device cuda --python python3 --epochs 8 --hidden 256
-section colocate 150 python3 bench/gpu/colocate.py --jobs "${CHECKS_COLOCATE_JOBS:-resnet18:128,mobilenet:64}" --ks 1,2,4,8 --modes timeslice,mps --seconds 2 --out "$out/colocate.jsonl"
+section fusion 120 python3 bench/fuse/throughput.py --device cuda --python python3 --epochs 8 \
+    --hidden 256
+section colocate 150 python3 bench/gpu/colocate.py --ks 1,2,4,8 --modes timeslice,mps --seconds 2 \
+    --jobs "${CHECKS_COLOCATE_JOBS:-resnet18:128,mobilenet:64}" --out "$out/colocate.jsonl"
 echo
 echo "=== done at +$(($(date +%s) - t0))s"
 tar czf "$out/runs.tgz" "$runs" 2>/dev/null
