@@ -4,9 +4,11 @@
  * winds down on shutdown, input EOF, a protocol error or SIGTERM/SIGINT. */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -104,9 +106,10 @@ static void close_in(tp_agent_t *a) {
 static void finish(tp_agent_t *a) {
     if (a->finished) return;
     a->finished = 1;
-    /* No trial outlives its run: whatever still carries the run's token
-     * (a process that left its trial's group and its pipes) ends here. */
-    tp__reap_token(a, a->token);
+    /* No trial outlives its agent: whatever of ours still carries the run's
+     * token (a process that left its trial's group and its pipes) ends here;
+     * not the run's token alone, which a resumed run's trials carry too. */
+    tp__reap_own(a);
     tp__cgroup_fini(a);
     tp__agent_gpu_close(a);
     if (a->hb_open) {
@@ -342,6 +345,10 @@ int tp__agent_main(int in_fd, int out_fd) {
     signal(SIGPIPE, SIG_IGN);
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     tp_agent_t *a = tp__xcalloc(1, sizeof *a);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(a->stamp, sizeof a->stamp, "%ld-%lld", (long)getpid(),
+             (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
     int rc = uv_loop_init(&a->loop);
     if (rc < 0) {
         tp__log(TP_LOG_ERROR, "agent: cannot start an event loop: %s", uv_strerror(rc));

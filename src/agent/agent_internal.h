@@ -51,8 +51,14 @@ int tp__lines_is_kv(const char *line, size_t len);
 
 /* ---- reaper.c: leftovers and zombies -------------------------------------- */
 /* SIGKILL every process (not self, not in a live trial's group) whose
- * environment holds TUNEPACK_RUN_TOKEN=<token>. Returns how many. */
+ * environment holds TUNEPACK_RUN_TOKEN=<token>: at hello, what earlier agents
+ * of the run left behind. Returns how many. */
 int tp__reap_token(tp_agent_t *a, const char *token);
+/* The same for this agent's own trials only (TUNEPACK_AGENT=<stamp> too): at
+ * its end. An agent whose orchestrator was killed ends while the run's next
+ * orchestrator may already run trials with the same token; reaping by token
+ * alone there killed them. Returns how many. */
+int tp__reap_own(tp_agent_t *a);
 /* Kill every process of attempt (trial, attempt) of this agent's run, found
  * by its environment (TUNEPACK_RUN_TOKEN, _TRIAL_ID, _ATTEMPT): those that
  * left the trial's process group (setsid, double fork), never one in the
@@ -174,6 +180,9 @@ struct tp_agent {
     char inbuf[TP_AGENT_READ_BUF];           /* input read buffer */
     char pipebuf[TP_AGENT_READ_BUF];         /* trial pipe reads (each consumed in its read_cb) */
     char *token;                             /* run token from hello, owned; NULL before */
+    char stamp[48];                          /* this agent among the run's agents, past and
+                                                present ("<pid>-<start ns>"): its trials carry
+                                                it as TUNEPACK_AGENT */
     char *cg_root;                           /* cgroup holding the trials' cgroups, owned;
                                                 NULL where none can be made (cgroup.c) */
     tp_trial_t *trials;                      /* live attempts (doubly linked) */

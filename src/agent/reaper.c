@@ -99,6 +99,19 @@ int tp__reap_token(tp_agent_t *a, const char *token) {
     return killed;
 }
 
+int tp__reap_own(tp_agent_t *a) {
+    if (!a->token || !*a->token) return 0;
+    tp_buf_t e[2];
+    for (size_t i = 0; i < 2; i++) tp__buf_init(&e[i]);
+    tp__buf_printf(&e[0], "TUNEPACK_RUN_TOKEN=%s", a->token);
+    tp__buf_printf(&e[1], "TUNEPACK_AGENT=%s", a->stamp);
+    char what[200];
+    snprintf(what, sizeof what, "run %.100s, this agent's, left behind", a->token);
+    int killed = reap_matching(a, e, 2, 1, what);
+    for (size_t i = 0; i < 2; i++) tp__buf_free(&e[i]);
+    return killed;
+}
+
 int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt) {
     if (!a->token || !*a->token) return 0;
     tp_buf_t e[3];

@@ -521,7 +521,7 @@ static int env_key_is(const char *entry, const char *key, size_t klen) {
 static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_CONTROL_FD",
                                        "TUNEPACK_CHECKPOINT_DIR", "TUNEPACK_TRIAL_ID",
                                        "TUNEPACK_ATTEMPT", "TUNEPACK_TRIAL_DIR",
-                                       "TUNEPACK_RUN_TOKEN"};
+                                       "TUNEPACK_RUN_TOKEN", "TUNEPACK_AGENT"};
 
 /* Whether name matches one of the patterns (fnmatch globs). O(patterns). */
 static int passed_through(const json_t *patterns, const char *name) {
@@ -571,6 +571,7 @@ static char **build_env(tp_agent_t *a, const launch_args_t *la) {
     out[k++] = strf("TUNEPACK_ATTEMPT=%lld", (long long)la->attempt);
     out[k++] = strf("TUNEPACK_TRIAL_DIR=%s", la->dir);
     out[k++] = strf("TUNEPACK_RUN_TOKEN=%s", a->token ? a->token : "");
+    out[k++] = strf("TUNEPACK_AGENT=%s", a->stamp);
     out[k++] = strf("TUNEPACK_CONTROL_FD=%d", TP_NPIPES + 1);
     if (la->checkpoint_dir) out[k++] = strf("TUNEPACK_CHECKPOINT_DIR=%s", la->checkpoint_dir);
     if (la->master_port) out[k++] = strf("MASTER_PORT=%d", la->master_port);

@@ -173,5 +173,52 @@ class Resume(E2E):
         self.assertEqual(token_pids(token), [])
 
 
+    def test_a_killed_runs_agent_ending_late_spares_the_resumed_runs_trials(self):
+        # A rare CI failure of test_adaptive's kill test: the agent of a SIGKILLed orchestrator
+        # ended, and reaped, after the resumed run had started its trials; it reaped by the
+        # run's token alone, which the resumed run's trials carry too, and killed one (a failed
+        # result). Here the order is made certain: freeze that agent, resume, let it go on
+        # once the resumed run's trials run.
+        exp = self.slow_exp(sleep="2")
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir)
+
+        def running(n):
+            rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM events "
+                                            "WHERE kind = 'running'")
+            return rows and rows[0]["n"] >= n
+        self.assertTrue(wait_for(lambda: running(3), 30), "three trials should be running")
+        agent = wait_for(lambda: self.find_agent(p.pid), 10)
+        self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
+        os.kill(agent, signal.SIGSTOP)
+        try:
+            os.kill(self.lock_pid(run_dir), signal.SIGKILL)
+            p.wait(timeout=30)
+            q = self.start_run(exp, run_dir)
+            # The resumed run starts the three interrupted trials again.
+            self.assertTrue(wait_for(lambda: running(6), 30), "the resumed run runs no trial")
+            time.sleep(0.3)
+        finally:
+            os.kill(agent, signal.SIGCONT)
+        self.assertTrue(wait_for(lambda: not os.path.exists("/proc/%d" % agent)
+                                 or self.zombie(agent), 30), "the old agent did not end")
+        try:
+            q.wait(timeout=120)
+        except Exception:
+            self.fail("the resumed run did not finish")
+        self.assertEqual(q.returncode, 0, q.stderr.read())
+        with self.store(run_dir) as s:
+            states = [t["state"] for t in s.trials()]
+        self.assertEqual(states, ["completed"] * N)
+
+    @staticmethod
+    def zombie(pid):
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+
 if __name__ == "__main__":
     main()
