@@ -41,6 +41,9 @@ int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t
  * TP_CLI_COUNT_MAX. TP_CLI_PARSED, or TP_EXIT_USAGE after saying what is wrong. */
 #define TP_CLI_COUNT_MAX 1000000
 int tp__cli_count(const tp_cmd_t *cmd, const char *opt, const char *text, long *out);
+/* A duration option's value (`--deadline 30m`) into *out, in seconds: above
+ * zero. TP_CLI_PARSED, or TP_EXIT_USAGE after saying what is wrong. */
+int tp__cli_duration(const tp_cmd_t *cmd, const char *opt, const char *text, double *out);
 /* Open the experiment named by dir (NULL: the latest under ./runs) read-only;
  * prints the error and returns NULL on failure. *dir_out is malloc'd. */
 tp_store_t *tp__cli_open(const char *dir, char **dir_out);

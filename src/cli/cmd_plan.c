@@ -55,9 +55,8 @@ static int plan_main(int argc, char **argv) {
     if (!deadline_a) return tp__cli_usage_error(&tp__cmd_plan, "--deadline is required (30m, 1h30m, 900s)");
     tp_error_t err = {0};
     double deadline = 0;
-    if (tp__parse_duration(deadline_a, &deadline, &err) < 0 || deadline <= 0)
-        return tp__cli_usage_error(&tp__cmd_plan, "--deadline: %s",
-                                   err.msg[0] ? err.msg : "must be longer than zero");
+    if (tp__cli_duration(&tp__cmd_plan, "--deadline", deadline_a, &deadline) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
     plan_t p = {.gpn = 4, .cpn = 0, .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY, .overhead = 0.03}};
     char *end = NULL;
     if (gpn_a) {
@@ -78,9 +77,9 @@ static int plan_main(int argc, char **argv) {
             return tp__cli_usage_error(&tp__cmd_plan, "--overhead must be a number in [0, 1], got \"%s\"", ov_a);
         p.o.overhead = v;
     }
-    if (profile_a && (tp__parse_duration(profile_a, &p.o.profile_s, &err) < 0 || p.o.profile_s <= 0))
-        return tp__cli_usage_error(&tp__cmd_plan, "--profile takes a duration above 0 (30s, 2m), "
-                                   "got \"%s\"", profile_a);
+    if (profile_a &&
+        tp__cli_duration(&tp__cmd_plan, "--profile", profile_a, &p.o.profile_s) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
     size_t cap = 0;
     if (max_a) {
         long v = strtol(max_a, &end, 10);

@@ -91,12 +91,9 @@ static int simulate_main(int argc, char **argv) {
     double oversub = 0;
     if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0) return TP_EXIT_USAGE;
     o.window = (size_t)window;
-    if (profile_a) {
-        tp_error_t perr = {0};
-        if (tp__parse_duration(profile_a, &o.profile_s, &perr) < 0 || o.profile_s <= 0)
-            return tp__cli_usage_error(&tp__cmd_simulate, "--profile takes a duration above 0 "
-                                       "(30s, 2m), got \"%s\"", profile_a);
-    }
+    if (profile_a &&
+        tp__cli_duration(&tp__cmd_simulate, "--profile", profile_a, &o.profile_s) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
     if (searcher && strcmp(searcher, "grid") != 0 && strcmp(searcher, "random") != 0)
         return tp__cli_usage_error(&tp__cmd_simulate, "--searcher must be grid or random, got \"%s\"",
                                    searcher);

@@ -57,6 +57,14 @@ int tp__cli_count(const tp_cmd_t *cmd, const char *opt, const char *text, long *
     return TP_CLI_PARSED;
 }
 
+int tp__cli_duration(const tp_cmd_t *cmd, const char *opt, const char *text, double *out) {
+    tp_error_t err = {0};
+    if (tp__parse_duration(text, out, &err) < 0 || *out <= 0)
+        return tp__cli_usage_error(cmd, "%s: %s", opt,
+                                   err.msg[0] ? err.msg : "must be longer than zero");
+    return TP_CLI_PARSED;
+}
+
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "tunepack %s: ", cmd->name);

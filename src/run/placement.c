@@ -624,6 +624,13 @@ static void where_text(const tp_run_t *r, trial_t *t) {
     }
 }
 
+/* Forget a profiling attempt's kept samples. */
+static void drop_samples(trial_t *t) {
+    free(t->prof);
+    t->prof = NULL;
+    t->nprof = 0;
+}
+
 void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     where_text(r, t);
     t->peak_mib = 0;
@@ -631,9 +638,7 @@ void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     t->sm_sum = 0;
     t->samples = 0;
     t->gpu_seen = 0;
-    free(t->prof);
-    t->prof = NULL;
-    t->nprof = 0;
+    drop_samples(t);
     t->first_report = t->last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
@@ -686,9 +691,7 @@ static void finish_profile(tp_run_t *r, trial_t *t) {
     t->profiling = 0;
     g->profiler = -1;
     double compute = t->samples ? profiled_compute(t) : 0;
-    free(t->prof);
-    t->prof = NULL;
-    t->nprof = 0;
+    drop_samples(t);
     if (t->samples == 0) return; /* nothing measured: the next trial of the group profiles */
     tp_profile_t p = {.memory_mib = t->peak_mib, .compute = compute, .samples = t->samples,
                       .at = tp__wall_s()};

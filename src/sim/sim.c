@@ -309,6 +309,12 @@ static void mark_dirty(sim_t *S, size_t node) {
     }
 }
 
+/* What a trial on GPU gi holds, as the placer's decision for it. */
+static tp_assign_t held_on(const sim_t *S, uint32_t gi) {
+    size_t node = S->node_of[gi];
+    return (tp_assign_t){.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
+}
+
 /* Trial at position i of GPU gi's list ends at time now: give back what it
  * held, record it, free its slot. */
 static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
@@ -316,7 +322,7 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     uint32_t slot = g->slots[i];
     rtrial_t *t = &S->run[slot];
     size_t node = S->node_of[gi];
-    tp_assign_t held = {.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
+    tp_assign_t held = held_on(S, gi);
     tp__place_release(S->c, &S->u, &t->d, &held);
     if (t->shrink_at < INFINITY) S->grp[t->group].state = GROUP_MEASURED; /* ended profiling */
     g->lanes &= ~((uint64_t)1 << t->lane);
@@ -351,15 +357,14 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
 /* A profiling trial's measurement is done: its reservation (all of the GPU's
  * compute) becomes its demand, and its group's trials may be placed. */
 static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t) {
-    size_t node = S->node_of[gi];
-    tp_assign_t held = {.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
+    tp_assign_t held = held_on(S, gi);
     tp__place_release(S->c, &S->u, &t->d, &held);
     tp__place_commit(S->c, &S->u, &t->real, &held);
     t->d = t->real;
     t->shrink_at = INFINITY;
     S->grp[t->group].state = GROUP_MEASURED;
     S->r->events++;
-    mark_dirty(S, node);
+    mark_dirty(S, held.node);
 }
 
 /* GPU gi's next finish is due at time t: end every trial done by then. */
