@@ -22,6 +22,27 @@ ldd "$build/tunepack" | awk '/=> \// { print $3 }' | while read -r lib; do
         *) cp -L "$lib" .gpu/lib/ ;;
     esac
 done
+# scikit-learn's digits for bench/fuse/throughput.py where the GPU machine's python has no
+# scikit-learn: Debian's copy of the data and a load_digits that reads it (checks.sh puts
+# .gpu/py on PYTHONPATH only when `import sklearn` fails).
+digits=$(/usr/bin/python3 -c 'import os, sklearn.datasets as d; print(os.path.join(os.path.dirname(d.__file__), "data", "digits.csv.gz"))' 2>/dev/null || true)
+if [ -n "$digits" ] && [ -f "$digits" ]; then
+    mkdir -p .gpu/py/sklearn/datasets
+    cp "$digits" .gpu/py/sklearn/datasets/digits.csv.gz
+    : > .gpu/py/sklearn/__init__.py
+    cat > .gpu/py/sklearn/datasets/__init__.py <<'PY'
+"""load_digits alone, for a machine without scikit-learn (written by bench/gpu/bundle.sh)."""
+import gzip
+import os
+from types import SimpleNamespace
+
+
+def load_digits():
+    with gzip.open(os.path.join(os.path.dirname(__file__), "digits.csv.gz"), "rt") as f:
+        rows = [[float(v) for v in line.split(",")] for line in f if line.strip()]
+    return SimpleNamespace(data=[r[:-1] for r in rows], target=[int(r[-1]) for r in rows])
+PY
+fi
 # shellcheck disable=SC2016 # $ORIGIN is for the loader, not the shell
 patchelf --force-rpath --set-rpath '$ORIGIN/../lib' .gpu/bin/tunepack
 newest=$(for f in .gpu/bin/tunepack .gpu/lib/*; do objdump -T "$f" | grep -o 'GLIBC_[0-9.]*'; done |

@@ -21,7 +21,7 @@
 #             (the jobs: CHECKS_COLOCATE_JOBS, default resnet18:128,mobilenet:64)
 # Everything goes to OUTDIR/log.txt (and stdout); the measurements also to OUTDIR/*.jsonl,
 # and the runs' directories to OUTDIR/runs.tgz. CHECKS_ONLY="packing fusion" runs only the
-# sections named.
+# sections named; CHECKS_CAP_<section>=SECONDS gives one another limit.
 set -u
 out=${1:?usage: checks.sh OUTDIR [SECONDS]}
 total=${2:-450}
@@ -33,6 +33,8 @@ export PYTHONUNBUFFERED=1
 runs=runs/gpu-checks
 mkdir -p "$runs"
 
+python3 -c 'import sklearn' 2>/dev/null ||  # the fusion workload's data (bench/gpu/bundle.sh)
+    export PYTHONPATH=$root/.gpu/py${PYTHONPATH:+:$PYTHONPATH}
 export PATH=$PATH:/usr/local/nvidia/bin  # where some images keep nvidia-smi and MPS control
 if [ -x .gpu/bin/tunepack ]; then tp=$root/.gpu/bin/tunepack
 elif [ -x build/tunepack ]; then tp=$root/build/tunepack
@@ -62,6 +64,7 @@ quit_stray_mps() {
 # total (less 15 s kept for packing up); skipped when under 10 s would be left.
 section() {
     local name=$1 cap=$2; shift 2
+    eval "cap=\${CHECKS_CAP_$name:-\$cap}"  # CHECKS_CAP_fusion=300: another limit
     case " ${CHECKS_ONLY:-$name} " in *" $name "*) ;; *) return ;; esac
     local left=$((total - ($(date +%s) - t0) - 15))
     [ "$cap" -lt "$left" ] || cap=$left
@@ -160,8 +163,8 @@ export -f rm_profile
 section profile 110 rm_profile --seconds 1.5 --warmup 0.5 --out "$runs/profile.jsonl"
 cp "$runs/profile.jsonl" "$out/profile.jsonl" 2>/dev/null
 section packing 170 packing_section
-section fusion 120 python3 bench/fuse/throughput.py --device cuda --python python3 --epochs 8 \
-    --hidden 256
+section fusion 120 python3 bench/fuse/throughput.py --device cuda --python python3 \
+    --epochs "${CHECKS_FUSION_EPOCHS:-8}" --hidden 256
 section colocate 150 python3 bench/gpu/colocate.py --ks 1,2,4,8 --modes timeslice,mps --seconds 2 \
     --jobs "${CHECKS_COLOCATE_JOBS:-resnet18:128,mobilenet:64}" --out "$out/colocate.jsonl"
 echo

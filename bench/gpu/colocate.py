@@ -13,7 +13,10 @@ get CUDA_MPS_PIPE_DIRECTORY and no thread percentage (each may use the whole GPU
 (printed and appended to --out as JSON) gives the aggregate samples/s, the ratio to k times
 the k = 1 time-sliced figure of the same job (what k separate GPUs would do: 1.0 means
 sharing one GPU loses nothing against k GPUs; 1/k means no gain over running them one after
-another), and NVML's GPU busy % over the window.
+another), NVML's GPU busy % over the window, and NVML's per-process SM % of each worker
+(per_trial_sm_pct) and of any other process (other_pids_sm_pct: under MPS, the server):
+whether a trial's compute share can be measured while it shares the GPU. With --tunepack,
+also what `tunepack gpus --json` lists for each worker (MiB, SM %) halfway through the window.
 """
 import argparse
 import json
@@ -97,8 +100,14 @@ def one(model, batch, k, env, args, tmp):
     os.replace(go + ".tmp", go)
     busy = Busy()
     time.sleep(0.3)
+    seen = None
     with busy:
-        time.sleep(args.seconds)
+        if args.tunepack:  # what tunepack's NVML code sees of the workers, mid-window
+            time.sleep(args.seconds / 2)
+            seen = tunepack_view(args.tunepack, [p.pid for p in procs])
+            time.sleep(max(0.0, start + 0.3 + args.seconds - time.time()))
+        else:
+            time.sleep(args.seconds)
     rates = []
     for i, p in enumerate(procs):
         err = p.communicate(timeout=args.wait)[1]
@@ -107,7 +116,21 @@ def one(model, batch, k, env, args, tmp):
         with open(os.path.join(d, "out%d" % i)) as f:
             r = json.load(f)
         rates.append(r["samples"] / r["seconds"])
-    return sum(rates), busy.mean(), rates
+    procs_sm = busy.per_process() if busy.nvml else {}
+    sm = [procs_sm.pop(p.pid, None) for p in procs]
+    return sum(rates), busy.mean(), rates, sm, procs_sm, seen
+
+
+def tunepack_view(tp, pids):
+    """`tunepack gpus --json`'s processes on GPU 0: per worker (in order) its [MiB, SM %] or
+    None when not listed, and {pid: [MiB, SM %]} of the others (the MPS server)."""
+    try:
+        r = subprocess.run([tp, "gpus", "--json"], capture_output=True, text=True, timeout=20)
+        listed = {p["pid"]: [p["used_mib"], p["sm_util"]]
+                  for p in json.loads(r.stdout)["gpus"][0]["processes"]}
+    except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError) as e:
+        return {"error": str(e)}
+    return {"workers": [listed.pop(pid, None) for pid in pids], "others": listed}
 
 
 def main():
@@ -118,6 +141,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--wait", type=float, default=120.0)
     ap.add_argument("--out")
+    ap.add_argument("--tunepack", help="a tunepack binary: record what `tunepack gpus --json` "
+                    "lists on GPU 0 mid-window (tunepack_gpus)")
     args = ap.parse_args()
     ks = [int(k) for k in args.ks.split(",")]
     tmp = tempfile.mkdtemp(prefix="colocate.")
@@ -134,7 +159,8 @@ def main():
             try:
                 for k in ks:
                     try:
-                        agg, busy, rates = one(model, int(batch), k, env, args, tmp)
+                        agg, busy, rates, sm, others, seen = one(model, int(batch), k, env,
+                                                                 args, tmp)
                     except (RuntimeError, subprocess.TimeoutExpired) as e:
                         print("colocate: %s %s k=%d: %s" % (job, mode, k, e), flush=True)
                         continue
@@ -145,7 +171,10 @@ def main():
                            "per_trial": [round(r, 1) for r in rates],
                            "vs_k_gpus": round(agg / (k * alone[job]), 3) if job in alone
                            else None,
-                           "busy_pct": None if busy is None else round(busy, 1)}
+                           "busy_pct": None if busy is None else round(busy, 1),
+                           "per_trial_sm_pct": sm, "other_pids_sm_pct": others}
+                    if seen is not None:
+                        row["tunepack_gpus"] = seen
                     print(json.dumps(row), flush=True)
                     if out:
                         out.write(json.dumps(row) + "\n")

@@ -101,7 +101,8 @@ class Trainer:
 
 
 class Busy:
-    """NVML's GPU busy % of device 0 sampled every 0.1 s in a thread (None without NVML)."""
+    """NVML's GPU busy % of device 0 sampled every 0.1 s in a thread (None without NVML),
+    and its per-process SM % (per_process())."""
 
     def __init__(self):
         self.samples, self.stop = [], threading.Event()
@@ -119,15 +120,35 @@ class Busy:
         return self.nvml.nvmlDeviceGetMemoryInfo(self.handle).used / 2**20
 
     def __enter__(self):
-        self.samples, self.stop = [], threading.Event()
+        self.samples, self.proc, self.stop = [], {}, threading.Event()
         if self.nvml:
             self.thread = threading.Thread(target=self._sample, daemon=True)
             self.thread.start()
         return self
 
     def _sample(self):
+        seen, n = int(time.time() * 1e6), 0
         while not self.stop.wait(0.1):
             self.samples.append(self.nvml.nvmlDeviceGetUtilizationRates(self.handle).gpu)
+            n += 1
+            if n % 5 == 0:  # NVML keeps a short history of per-process samples
+                seen = self._proc_samples(seen)
+        self._proc_samples(seen)
+
+    def _proc_samples(self, seen):
+        """Add NVML's per-process SM samples newer than seen (us); returns the newest."""
+        try:
+            got = self.nvml.nvmlDeviceGetProcessUtilization(self.handle, seen)
+        except Exception:  # not supported, or no sample since seen
+            return seen
+        for s in got:
+            if s.timeStamp > seen:
+                self.proc.setdefault(s.pid, []).append(s.smUtil)
+        return max([seen] + [s.timeStamp for s in got])
+
+    def per_process(self):
+        """{pid: mean SM %} of NVML's per-process samples over the window."""
+        return {pid: round(sum(v) / len(v), 1) for pid, v in self.proc.items() if v}
 
     def __exit__(self, *exc):
         self.stop.set()
