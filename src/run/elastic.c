@@ -156,6 +156,22 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
 
 /* ---- resizing ---------------------------------------------------------------------- */
 
+/* Journal the `resize` decision (detail) and ask t to checkpoint once
+ * committed: its next attempt runs on gpus GPUs, at share (0: its own). */
+static void ask_restart(tp_run_t *r, trial_t *t, int gpus, double share, const char *detail) {
+    tp__run_decision(r, "resize", t, 1, NAN, detail, NULL);
+    t->resize_to = gpus;
+    t->resize_share = share;
+    t->resize_asked = tp__wall_s();
+    r->el.resizing++;
+    if (r->el.npauses == r->el.cappauses) {
+        r->el.cappauses = r->el.cappauses ? 2 * r->el.cappauses : 8;
+        r->el.pauses = tp__xrealloc(r->el.pauses, r->el.cappauses * sizeof *r->el.pauses);
+    }
+    r->el.pauses[r->el.npauses++] = t->id;
+    tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
+}
+
 int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char *msg, size_t n) {
     if (!tp__elastic_on(r))
         return snprintf(msg, n, "trial %lld is not elastic (resources: {gpus: {min, max}})",
@@ -177,18 +193,19 @@ int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char 
                -EALREADY;
     char detail[400];
     snprintf(detail, sizeof detail, "resize %d -> %d GPUs: %s", t->gpus, gpus, why);
-    tp__run_decision(r, "resize", t, 1, NAN, detail, NULL);
-    t->resize_to = gpus;
-    t->resize_asked = tp__wall_s();
-    r->el.resizing++;
-    if (r->el.npauses == r->el.cappauses) {
-        r->el.cappauses = r->el.cappauses ? 2 * r->el.cappauses : 8;
-        r->el.pauses = tp__xrealloc(r->el.pauses, r->el.cappauses * sizeof *r->el.pauses);
-    }
-    r->el.pauses[r->el.npauses++] = t->id;
-    tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
+    ask_restart(r, t, gpus, 0, detail);
     snprintf(msg, n, "trial %lld: %s; it is asked to checkpoint and runs again on %d GPU(s)",
              (long long)t->id, detail, gpus);
+    return 0;
+}
+
+int tp__elastic_reshare(tp_run_t *r, trial_t *t, double share, const char *why) {
+    if (t->state != TP_TRIAL_RUNNING || t->resize_to || t->stop_sent || t->gpus > 1 ||
+        !(share > t->compute) || share > 1)
+        return -EINVAL;
+    char detail[400];
+    snprintf(detail, sizeof detail, "resize %.3g -> %.3g of a GPU: %s", t->compute, share, why);
+    ask_restart(r, t, t->gpus > 0 ? t->gpus : 1, share, detail);
     return 0;
 }
 
@@ -206,7 +223,13 @@ tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *d
     if (t->restart_pending) restart_measured(r, t, 0); /* no second report: as measured */
     if (t->resize_to) {
         r->el.resizing--;
-        if (interrupted) {
+        if (interrupted && t->resize_share > 0) {
+            snprintf(detail, n, "resize: checkpointed at %.3g of a GPU, runs again at %.3g",
+                     t->compute, t->resize_share);
+            t->fluid_share = t->fluid_floor = t->resize_share;
+            t->last_resize = tp__wall_s();
+            how = TP_REQUEUE_RESIZE;
+        } else if (interrupted) {
             snprintf(detail, n, "resize: checkpointed on %d GPU(s), runs again on %d", t->gpus,
                      t->resize_to);
             t->gpus_want = t->resize_to;
@@ -216,6 +239,7 @@ tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *d
             t->resize_asked = 0; /* it ended before it could pause: no resize */
         }
         t->resize_to = 0;
+        t->resize_share = 0;
     }
     /* With its new count: a crash before the relaunch still resumes the resize. */
     if (tp__elastic_on(r)) journal_curve(r, t);

@@ -10,13 +10,16 @@
  * `fluid-shares` event), and a trial's next attempt takes its new share.
  *
  * Whole GPUs above one need elastic trials (`resources: {gpus: {min: 1,
- * max: K}}`, elastic.c): then a share of k >= 1 is placed as k GPUs, and
- * under dynamic shares a running trial whose share grew to more whole GPUs
- * than it holds is resized (checkpoint and restart, tp__elastic_resize)
- * when that pays: time left at its count over its measured restart cost +
- * time left at the new count must exceed GROUPS_MIN_GAIN. Without elastic
- * trials shares stop at one GPU, and a running trial is never restarted to
- * change a fractional share (MPS fixes it when the client starts). */
+ * max: K}}`, elastic.c): then a share of k >= 1 is placed as k GPUs.
+ * Without elastic trials shares stop at one GPU. Under dynamic shares a
+ * running trial whose share grew is restarted from its checkpoint with the
+ * new one when that pays: time left at its share over its measured restart
+ * cost + time left at the new share must exceed GROUPS_MIN_GAIN. That is a
+ * resize to more whole GPUs (tp__elastic_resize), or, for a fraction of one
+ * GPU under MPS, to a larger fraction or the whole GPU (tp__elastic_reshare:
+ * MPS fixes a client's thread percentage when it starts, so only a restart
+ * changes it; time-sliced, a share is bookkeeping and no restart gains). A
+ * running trial is never restarted to shrink. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -132,6 +135,8 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
     for (size_t i = 0; i < n; i++) {
         if (profiling[i]) continue; /* the profiler runs alone */
         double share = share_of(r, batch[i], batch, n, u);
+        if (batch[i]->fluid_floor > share) share = batch[i]->fluid_share = batch[i]->fluid_floor;
+        batch[i]->fluid_floor = 0; /* its resize's round: after it, shares as computed */
         if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
             batch[i]->gpus_want = (int)lround(share);
             d[i].gpus = batch[i]->gpus_want, d[i].compute = 1.0;
@@ -165,28 +170,67 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
     return idle - claimed[n] + (t->gpus > 0 ? t->gpus : 1);
 }
 
-/* A running elastic trial whose share s grew to more whole GPUs than it
- * holds: resize it when the gain pays for its measured restart and the new
- * count fits on its node now (a resize that waits for room loses its
- * progress meanwhile). 1 if asked; claimed[its node] counts what it takes. */
-static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
-                int *claimed) {
-    if (!tp__elastic_on(r) || s->share < 2 - 1e-9 || s->gpus <= t->gpus || !(t->restart_s >= 0))
+/* The compute demand of t on a whole GPU: its group's (profiled or
+ * declared), else the experiment's; a share above it gains nothing. */
+static double demand_of(const tp_run_t *r, const trial_t *t) {
+    double d = t->group >= 0 && r->pl.groups[t->group].measured ? r->pl.groups[t->group].compute
+                                                                  : r->x.res.gpu_compute;
+    return d > 0 && d <= 1 ? d : 1;
+}
+
+/* Whether t, a fraction of one GPU under MPS, could take `share` of its GPU
+ * now: the GPU's idle compute in u, plus its own, less what the fractions
+ * grown in this round took (claimed_c, by GPU). */
+static int fraction_fits(const tp_run_t *r, const trial_t *t, double share, const tp_usage_t *u,
+                         const double *claimed_c) {
+    size_t n = t->where.node;
+    if (!t->where.placed || t->where.ngpus != 1 || n >= r->pl.cluster.nnodes || !r->pl.node[n].mps)
         return 0;
-    if (room(r, t, u, claimed) < s->gpus) return 0;
+    size_t g = u->gpu_base[n] + t->where.gpu[0];
+    double idle = 1.0 + r->pl.cluster.limits.oversubscribe - u->compute_used[g] - claimed_c[g];
+    return idle + t->compute >= share - 1e-9;
+}
+
+/* A running trial whose share s grew: restart it with the new share when
+ * the gain pays for its measured restart and the new share fits where it
+ * runs now (a restart that waits for room loses its progress meanwhile):
+ * more whole GPUs for an elastic trial (claimed[its node] counts what it
+ * takes), or a larger fraction or the whole GPU for a fraction under MPS
+ * (claimed_c[its GPU]). 1 if asked. */
+static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
+                int *claimed, double *claimed_c) {
+    if (!(t->restart_s >= 0)) return 0;
+    int whole = tp__elastic_on(r) && s->share >= 2 - 1e-9 && s->gpus > t->gpus;
+    double to = s->share < 1 ? s->share : 1.0, now, then;
+    if (whole) {
+        if (room(r, t, u, claimed) < s->gpus) return 0;
+        now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
+    } else {
+        if (t->gpus > 1 || !(to > t->compute + 1e-9) || !fraction_fits(r, t, to, u, claimed_c))
+            return 0;
+        /* under an MPS cap c a trial of compute demand d runs at min(1, c / d) */
+        double d = demand_of(r, t), at = t->compute < d ? t->compute / d : 1;
+        now = t->step_s, then = t->step_s * at / (to < d ? to / d : 1);
+    }
     double left = tp__trial_steps_left(t);
-    double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
-    if (!(left > 0) || !isfinite(now) || !isfinite(then)) return 0;
+    if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;
     double gain = left * now / (t->restart_s + left * then);
     if (!(gain > GROUPS_MIN_GAIN)) return 0;
-    char why[200], msg[300];
-    snprintf(why, sizeof why, "Fluid share of group %lld grew to %d GPUs: gain %.2f > %.2f "
-             "(%.0f s left -> restart %.1f s + %.0f s)",
-             (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now, t->restart_s,
+    char why[200], msg[300], grown[32];
+    if (whole) snprintf(grown, sizeof grown, "%d GPUs", s->gpus);
+    else snprintf(grown, sizeof grown, "%.3g of a GPU", to);
+    snprintf(why, sizeof why, "Fluid share of group %lld grew to %s: gain %.2f > %.2f "
+             "(%.1f s left -> restart %.1f s + %.1f s)",
+             (long long)t->fluid_group, grown, gain, GROUPS_MIN_GAIN, left * now, t->restart_s,
              left * then);
-    if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
+    if (whole) {
+        if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
+        claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
+    } else {
+        if (tp__elastic_reshare(r, t, to, why) != 0) return 0;
+        claimed_c[u->gpu_base[t->where.node] + t->where.gpu[0]] += to - t->compute;
+    }
     t->fluid_share = s->share;
-    claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
     return 1;
 }
 
@@ -205,12 +249,15 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         tp_fluid_opts_t o = opts(r, u, m, k);
         compute(r, m, k, &o, s);
         int *claimed = tp__xcalloc(r->pl.cluster.nnodes + 1, sizeof *claimed);
+        size_t ngpus = 0;
+        for (size_t n = 0; n < r->pl.cluster.nnodes; n++) ngpus += r->pl.cluster.nodes[n].ngpus;
+        double *claimed_c = tp__xcalloc(ngpus + 1, sizeof *claimed_c);
         tp_buf_t b = {0};
         tp__buf_printf(&b, "trial %lld of group %lld ended; shares of the %zu left over %g GPUs:",
                        (long long)t->id, (long long)t->fluid_group, k, o.capacity);
         for (size_t i = 0; i < k; i++) {
             int running = m[i]->state == TP_TRIAL_RUNNING;
-            if (running && grow(r, m[i], &s[i], u, claimed)) {
+            if (running && grow(r, m[i], &s[i], u, claimed, claimed_c)) {
                 tp__buf_printf(&b, "%s trial %lld: %.3g (resized)", i ? ";" : "",
                                (long long)m[i]->id, s[i].share);
                 continue;
@@ -222,6 +269,7 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         note(r, t, "fluid-shares", b.data ? b.data : "");
         tp__buf_free(&b);
         free(claimed);
+        free(claimed_c);
         free(s);
     }
     free(m);

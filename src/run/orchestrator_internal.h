@@ -181,6 +181,10 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n);
 /* An attempt ended (or was interrupted): a profiling one records what it
  * measured; pending trials may fit again. */
 void tp__placement_ended(tp_run_t *r, trial_t *t);
+/* After tp__placement_ended, for an attempt that does not come straight
+ * back (one paused to be resized does): under dynamic Fluid shares, the
+ * rest of its group's shares again (tp__groups_ended). */
+void tp__placement_left_group(tp_run_t *r, trial_t *t);
 /* The run ends: the stored GPU snapshot shows no trial of ours any more. */
 void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
@@ -195,7 +199,7 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
                        size_t n, const tp_usage_t *u);
 /* t's attempt ended (u: the usage without it): under dynamic shares, the
  * rest of its group's shares again (a `fluid-shares` event); pending ones
- * take them. O(trials). */
+ * take them, running ones grow by a restart when that pays. O(trials). */
 void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u);
 
 /* ---- elastic.c: elastic trials, their measured scaling, resizes ------------ */
@@ -220,11 +224,18 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step);
  * decision (why), and asks it to pause once committed. 0, or -errno with
  * msg saying why not (not elastic, not running, out of its range, busy). */
 int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char *msg, size_t n);
+/* Restart running trial t, a fraction of one GPU, at the larger fraction or
+ * whole GPU `share` (groups.c: MPS fixes a client's share when it starts):
+ * journals a `resize` decision (why) and asks it to pause once committed;
+ * its next attempt is placed with that share. Elastic or not. 0, or -EINVAL
+ * when t is not running on one GPU below share, or is already pausing. */
+int tp__elastic_reshare(tp_run_t *r, trial_t *t, double share, const char *why);
 /* After the commit: send the pauses of the resizes journaled. */
 void tp__elastic_act(tp_run_t *r);
 /* t's attempt ended (interrupted: paused or stopped to run again). Returns
  * how it goes back to pending: TP_REQUEUE_RESIZE (detail filled, gpus_want
- * set) when it paused for a resize, else TP_REQUEUE_INTERRUPTED. Journals
+ * or its Fluid share set) when it paused for a resize, else
+ * TP_REQUEUE_INTERRUPTED. Journals
  * its curve. */
 tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n);
 /* Elastic trials of batch that did not fit with the GPUs they want try

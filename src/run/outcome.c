@@ -281,6 +281,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     }
     char resized[200] = "", at_deadline[sizeof t->why] = "";
     tp_requeue_t requeue = tp__elastic_ended(r, t, interrupted && !regrow, resized, sizeof resized);
+    if (requeue != TP_REQUEUE_RESIZE) tp__placement_left_group(r, t); /* a resize comes back */
     /* At the deadline a trial that checkpointed (or was stopped after the
      * grace) ends there, with its last report: no attempt follows. */
     if (interrupted && !regrow && tp__deadline_ended(r, t, status, at_deadline, sizeof at_deadline))

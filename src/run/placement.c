@@ -867,12 +867,14 @@ void tp__placement_ended(tp_run_t *r, trial_t *t) {
     t->where.placed = 0;
     free(t->more);
     t->more = NULL;
-    if (r->x.groups == TP_FLUID_DYNAMIC && r->pl.placing) {
-        tp_usage_t u;
-        current_usage(r, &u); /* without t */
-        tp__groups_ended(r, t, &u);
-        tp__usage_free(&u);
-    }
+}
+
+void tp__placement_left_group(tp_run_t *r, trial_t *t) {
+    if (r->x.groups != TP_FLUID_DYNAMIC || !r->pl.placing) return;
+    tp_usage_t u;
+    current_usage(r, &u); /* without t (tp__placement_ended came first) */
+    tp__groups_ended(r, t, &u);
+    tp__usage_free(&u);
 }
 
 void tp__placement_node_down(tp_run_t *r, size_t n) {

@@ -131,12 +131,13 @@ static double est_step(const gtrial_t *t, double s) {
 }
 
 /* Fluid shares for the rung's unfinished jobs. With restart (dynamic), a
- * running job whose share grew to two or more whole GPUs is marked to grow
- * (grow_to; resize_growing restarts it if the new count fits) when that
- * pays: the gain, time left at its share over restart_s + time left at the
- * new one, must be above TP_GROUPS_MIN_GAIN. As in the run (run/groups.c),
- * a running job is never restarted to shrink, nor to change a fraction of
- * one GPU (MPS fixes the percentage when the client starts). */
+ * running job whose share grew (a larger fraction of one GPU, a whole GPU,
+ * more whole GPUs) is marked to grow (grow_to; resize_growing restarts it
+ * if the new share fits) when that pays: the gain, time left at its share
+ * over restart_s + time left at the new one, must be above
+ * TP_GROUPS_MIN_GAIN. As in the run (run/groups.c), a running job is never
+ * restarted to shrink; a fraction grows by a restart because MPS fixes a
+ * client's percentage when it starts. */
 static void fluid_shares(gsim_t *S, int restart) {
     const tp_groups_opts_t *o = S->o;
     tp_fluid_trial_t *ft = tp__xcalloc(S->n, sizeof *ft);
@@ -157,7 +158,7 @@ static void fluid_shares(gsim_t *S, int restart) {
         if (fabs(fs[i].share - t->share) < EPS) continue;
         if (t->running) {
             double left = t->target - t->done;
-            if (!restart || fs[i].share < 2 - EPS || fs[i].share < t->share ||
+            if (!restart || fs[i].share <= t->share + EPS ||
                 left * est_step(t, t->share) <=
                     TP_GROUPS_MIN_GAIN * (o->restart_s + left * est_step(t, fs[i].share)))
                 continue;

@@ -17,7 +17,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import GpuE2E, hyperband_nine, main
+from helpers import SRC, GpuE2E, hyperband_nine, main
 
 GIB = 1024
 
@@ -128,10 +128,116 @@ class FluidGroups(GpuE2E):
             again = [e["detail"] for e in s.events(kind="fluid-shares")
                      if xs[e["trial"]] in (7, 8) and "of group 1 ended" in e["detail"]]
         self.assertEqual(len(again), 2, again)
-        # when x = 8 and x = 7 end, x = 9 (still running at 1/2) would take more
+        # when x = 8 and x = 7 end, x = 9 (still running at 1/2) takes the whole GPU: by a
+        # restart when that pays for its measured start-up (FluidGrowth has one that does)
         last = again[-1]
         self.assertIn("ended; shares of the 1 left over 1 GPUs", last)
-        self.assertIn(": 1 (running: from its next attempt)", last)
+        self.assertRegex(last, r": 1 \((resized|running: from its next attempt)\)")
+
+
+# The trainer of FluidGrowth, compute-bound: it starts up in 1 s (its imports, say), then a
+# step takes 0.5 s for x = 9 and 0.04 s for the others on the whole GPU, and 100 / p times
+# that at an MPS thread percentage p. Each honours a pause (checkpoint per step, exit 0) and
+# records, per attempt, the step it resumed from and its percentage.
+GROWING = r'''
+import json, os, sys, time
+sys.path.insert(0, %r)
+from tunepack_report import checkpoint_dir, should_pause
+x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
+time.sleep(1.0)
+pct = int(os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"))
+delay = (0.5 if x == 9 else 0.04) * 100 / pct
+ck = os.path.join(checkpoint_dir(), "ckpt")
+start = int(open(ck).read()) if os.path.exists(ck) else 0
+with open(os.path.join(os.environ["TUNEPACK_TRIAL_DIR"],
+                       "attempt.%%s.json" %% os.environ["TUNEPACK_ATTEMPT"]), "w") as f:
+    json.dump({"from": start, "budget": budget,
+               "mps": os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE")}, f)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+if start >= budget:
+    rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
+for epoch in range(start + 1, budget + 1):
+    until = time.time() + delay
+    while time.time() < until:
+        if should_pause():
+            sys.exit(0)  # its checkpoint is the last step done
+        time.sleep(0.02)
+    rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
+    with open(ck + ".tmp", "w") as f:
+        f.write(str(epoch))
+    os.rename(ck + ".tmp", ck)
+'''
+
+
+class FluidGrowth(GpuE2E):
+    """Dynamic shares on one 16 GiB fake GPU under MPS: a fraction whose share grows is
+    restarted with it. Rung 0: the nine at 1/4 (x = 9 measures 2 s a step, the others 0.16 s;
+    some at more once the first have ended). Rung 1 holds x = 9, 8, 7 with 4 epochs left each:
+    work 8, 0.64, 0.64 -> ideal 0.86, 0.07, 0.07 -> 1/2, 1/4, 1/4 after the min of 1/4 (3/4
+    is no share, so x = 9 stays at 1/2 while either of the others runs). When both have
+    ended (0.64 s of steps after their 1 s start-up), x = 9 (1 s a step at 1/2) has about 3 s
+    left; the whole GPU takes half that (its compute demand is 1.0), so the restart (its
+    start-up, about 1 s) pays: it checkpoints, and runs again from there at 100%. x = 8 and
+    x = 7 never have enough left to pay for a restart of theirs."""
+
+    def setUp(self):
+        super().setUp()
+        self.trainer = self.write("trainer.py", GROWING % os.path.join(SRC, "python"))
+        self.fake_gpus([(16 * GIB, None)])
+
+    def test_a_fraction_whose_share_grows_restarts_with_it_from_its_checkpoint(self):
+        run_dir = self.path("run")
+        exp = self.experiment(hyperband_nine(
+            "grow", self.trainer, "gpus: 1, gpu_memory: 3G, gpu_compute: 1.0", "max_per_gpu: 4",
+            "groups: {shares: dynamic, min: 0.25, max: 1}\n"))
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
+            self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)
+            resizes = s.q("SELECT detail FROM decisions WHERE kind = 'resize' AND trial = ?",
+                          nine["id"])
+            steps = [m["step"] for m in s.metrics(nine["id"])]
+            requeues = [e["detail"] or "" for e in s.events(nine["id"], "pending")]
+            shares = [e["detail"] for e in s.events(kind="fluid-shares")]
+            others = s.q("SELECT trial FROM decisions WHERE kind = 'resize' AND trial != ?",
+                         nine["id"])
+        # at rung 1 its share grows by a restart to the whole GPU, with the gain that
+        # justified it and the requeue that followed; no other trial is resized
+        self.assertEqual(len(resizes), 1, shares)
+        self.assertEqual(others, [], shares)
+        grown = []
+        for d in resizes:
+            m = re.match(r"^resize (0\.\d+) -> (0\.\d+|1) of a GPU: Fluid share of group 1 "
+                         r"grew to \2 of a GPU: gain (\d+\.\d\d) > 1\.10 \(\d+\.\d s left -> "
+                         r"restart \d+\.\d s \+ \d+\.\d s\)$", d["detail"])
+            self.assertTrue(m, d["detail"])
+            self.assertLess(float(m.group(1)), float(m.group(2)), d["detail"])
+            self.assertGreater(float(m.group(3)), 1.1, d["detail"])
+            grown.append((m.group(1), m.group(2)))
+            self.assertTrue(any("checkpointed at %s of a GPU, runs again at %s" % grown[-1] in d
+                                for d in requeues), (grown, requeues))
+        self.assertEqual(grown[-1][1], "1", grown)
+        tdir = os.path.join(run_dir, "trials", "%06d" % nine["id"])
+        attempts = []
+        for name in sorted(os.listdir(tdir), key=lambda n: int(n.split(".")[1])
+                           if n.startswith("attempt.") else -1):
+            if name.startswith("attempt."):
+                with open(os.path.join(tdir, name)) as f:
+                    attempts.append(json.load(f))
+        # its attempts: rung 0; rung 1 at its first share, then one attempt per resize, each
+        # from its checkpoint (at least the 2 steps of rung 0), the last at 100%; rung 2 on the
+        # whole GPU
+        self.assertEqual(attempts[0]["budget"], 2, attempts)
+        rung1 = [a for a in attempts if a["budget"] == 6]
+        self.assertEqual(len(rung1), 1 + len(grown), attempts)
+        pcts = [int(a["mps"]) for a in rung1]
+        self.assertEqual(pcts, sorted(set(pcts)), attempts)
+        self.assertEqual(pcts[-1], 100, attempts)
+        self.assertTrue(all(a["from"] >= 2 for a in rung1), attempts)
+        self.assertEqual((attempts[-1]["budget"], attempts[-1]["mps"]), (18, "100"), attempts)
+        # no step lost or repeated across the restart
+        self.assertEqual(steps, list(range(1, 19)), steps)
 
 
 class FluidGroupsElastic(FluidGroups):
