@@ -265,5 +265,107 @@ class FluidGroupsElastic(FluidGroups):
     test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends = None
 
 
+# The trainer of FluidGrowthElastic: one process per GPU it holds; a step takes 2 s for x = 9
+# and 0.1 s for the others on one GPU, over WORLD_SIZE on more (linear scaling). Rank 0
+# reports and checkpoints; every rank honours a pause. Each attempt records its GPU count and
+# the step it resumed from.
+ELASTIC = r'''
+import json, os, sys, time
+sys.path.insert(0, %r)
+from tunepack_report import checkpoint_dir, should_pause
+x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+ck = os.path.join(checkpoint_dir(), "ckpt")
+def load():
+    try:
+        return int(open(ck).read())
+    except (OSError, ValueError):
+        return 0
+start = load()
+if rank != 0:  # the other ranks follow rank 0: until it is done or a pause comes
+    while not should_pause() and load() < budget:
+        time.sleep(0.02)
+    sys.exit(0)
+with open(os.path.join(os.environ["TUNEPACK_TRIAL_DIR"],
+                       "attempt.%%s.json" %% os.environ["TUNEPACK_ATTEMPT"]), "w") as f:
+    json.dump({"from": start, "budget": budget, "world": world}, f)
+os.makedirs(checkpoint_dir(), exist_ok=True)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+if start >= budget:
+    rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
+for epoch in range(start + 1, budget + 1):
+    until = time.time() + (2.0 if x == 9 else 0.1) / world
+    while time.time() < until:
+        if should_pause():
+            sys.exit(0)
+        time.sleep(0.02)
+    rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
+    with open(ck + ".tmp", "w") as f:
+        f.write(str(epoch))
+    os.rename(ck + ".tmp", ck)
+'''
+
+
+class FluidGrowthElastic(GpuE2E):
+    """Dynamic shares of whole GPUs (elastic trials, `max_per_gpu: 1`) on four fake GPUs: a
+    running trial whose share grows to more GPUs is resized (run/groups.c grow()). Rung 1
+    holds x = 9, 8, 7 with 4 epochs left each, x = 9 measured at 2 s a step, the others at
+    0.1 s: work 8, 0.4, 0.4 -> ideal 3.6, 0.2, 0.2 -> 2, 1, 1 (the min is one GPU). When the
+    others end (0.4 s of steps), x = 9 has about 3.5 s left on 2 GPUs; its share grows to 3
+    (one of them ended) or 4 (both), and the restart (under a second) pays for either."""
+
+    def setUp(self):
+        super().setUp()
+        self.trainer = self.write("trainer.py", ELASTIC % os.path.join(SRC, "python"))
+        self.fake_gpus([(16 * GIB, None)] * 4)
+
+    def test_a_trial_whose_share_grows_to_more_gpus_is_resized_from_its_checkpoint(self):
+        run_dir = self.path("run")
+        exp = self.experiment(hyperband_nine(
+            "grow", self.trainer, "gpus: {min: 1, max: 4}, gpu_memory: 3G, gpu_compute: 1.0",
+            "max_per_gpu: 1", "groups: {shares: dynamic, min: 1, max: 4}\n"))
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        with self.store(run_dir) as s:
+            nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
+            self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)
+            resizes = [d["detail"] for d in
+                       s.q("SELECT detail FROM decisions WHERE kind = 'resize' AND trial = ?",
+                           nine["id"])]
+            others = s.q("SELECT trial FROM decisions WHERE kind = 'resize' AND trial != ?",
+                         nine["id"])
+            steps = [m["step"] for m in s.metrics(nine["id"])]
+            shares = [e["detail"] for e in s.events(kind="fluid-shares")]
+        tdir = os.path.join(run_dir, "trials", "%06d" % nine["id"])
+        attempts = []
+        for name in sorted(os.listdir(tdir), key=lambda n: int(n.split(".")[1])
+                           if n.startswith("attempt.") else -1):
+            if name.startswith("attempt."):
+                with open(os.path.join(tdir, name)) as f:
+                    attempts.append(json.load(f))
+        # rung 1: 2 GPUs, then one attempt per resize, each to more GPUs with the gain that
+        # justified it, from its checkpoint; rung 2: all 4
+        rung1 = [a for a in attempts if a["budget"] == 6]
+        self.assertEqual(rung1[0]["world"], 2, attempts)
+        self.assertTrue(resizes, shares)
+        self.assertEqual(others, [], shares)
+        # (the attempt after a resize takes at least its new count: more when the group's
+        # shares grew again meanwhile, as when the other trial ended during the pause)
+        self.assertEqual(len(rung1), 1 + len(resizes), (resizes, attempts))
+        for i, d in enumerate(resizes):
+            m = re.match(r"^resize (\d) -> (\d) GPUs: Fluid share of group 1 grew to \2 GPUs: "
+                         r"gain (\d+\.\d\d) > 1\.10 \(\d+\.\d s left -> restart \d+\.\d s \+ "
+                         r"\d+\.\d s\)$", d)
+            self.assertTrue(m, d)
+            self.assertEqual(int(m.group(1)), rung1[i]["world"], (resizes, attempts))
+            self.assertGreater(int(m.group(2)), rung1[i]["world"], resizes)
+            self.assertGreaterEqual(rung1[i + 1]["world"], int(m.group(2)), (resizes, attempts))
+            self.assertGreater(float(m.group(3)), 1.1, d)
+        self.assertTrue(all(a["from"] >= 2 for a in rung1), attempts)
+        self.assertEqual(attempts[-1]["budget"], 18, attempts)
+        self.assertEqual(attempts[-1]["world"], 4, attempts)
+        self.assertEqual(steps, list(range(1, 19)), steps)
+
+
 if __name__ == "__main__":
     main()
