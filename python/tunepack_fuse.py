@@ -106,11 +106,11 @@ class Fused:
         losses = [loss_fn(self.models[i](x), y) for i in which]
         if not losses:
             return {}
-        total = torch.stack(losses).sum()
-        total.backward()  # the models share no parameter: one backward, K gradients
+        stacked = torch.stack(losses)
+        stacked.sum().backward()  # the models share no parameter: one backward, K gradients
         self.optimizer.step()  # groups of models not in `which` have no gradient
         # one copy to the host for all K (on a GPU, one synchronisation per step, not K)
-        return dict(zip(which, torch.stack(losses).detach().tolist()))
+        return dict(zip(which, stacked.detach().tolist()))
 
     @torch.no_grad()
     def evaluate(self, x, y, metric_fn):

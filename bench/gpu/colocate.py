@@ -75,7 +75,8 @@ def stop_mps(env):
 
 
 def one(model, batch, k, env, args, tmp):
-    """k workers side by side; (aggregate samples/s, busy %, per-worker samples/s)."""
+    """k workers side by side; (aggregate samples/s, busy %, per-worker samples/s, per-worker
+    NVML SM %, {other pid: SM %}, what `tunepack gpus` lists or None)."""
     d = tempfile.mkdtemp(dir=tmp)
     go = os.path.join(d, "go")
     procs = []
@@ -105,7 +106,7 @@ def one(model, batch, k, env, args, tmp):
         if args.tunepack:  # what tunepack's NVML code sees of the workers, mid-window
             time.sleep(args.seconds / 2)
             seen = tunepack_view(args.tunepack, [p.pid for p in procs])
-            time.sleep(max(0.0, start + 0.3 + args.seconds - time.time()))
+            time.sleep(max(0.0, start + args.seconds - time.time()))
         else:
             time.sleep(args.seconds)
     rates = []

@@ -11,6 +11,10 @@
  *   it goes running -> pending (requeue `resize`, gpus_want = the new count)
  *   and is placed again at once: nothing else starts while a resize is under
  *   way, so the GPUs it gives up or waits for stay free for it.
+ * - A reshare (tp__elastic_reshare, for Fluid groups: groups.c) is the same
+ *   pause for a trial on a fraction of one GPU, elastic or not: it runs again
+ *   at a larger fraction or the whole GPU (MPS fixes a client's share when it
+ *   starts).
  * - Measured, never assumed: seconds per step at each GPU count from its
  *   report steps and their arrival times (the time before the first step
  *   report of an attempt is start-up, not a step), and the restart cost from
@@ -200,8 +204,8 @@ int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char 
 }
 
 int tp__elastic_reshare(tp_run_t *r, trial_t *t, double share, const char *why) {
-    if (t->state != TP_TRIAL_RUNNING || t->resize_to || t->stop_sent || t->gpus > 1 ||
-        !(share > t->compute) || share > 1)
+    if (t->resize_to || t->stop_sent) return -EBUSY;
+    if (t->state != TP_TRIAL_RUNNING || t->gpus > 1 || !(share > t->compute) || share > 1)
         return -EINVAL;
     char detail[400];
     snprintf(detail, sizeof detail, "resize %.3g -> %.3g of a GPU: %s", t->compute, share, why);
@@ -241,7 +245,8 @@ tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *d
         t->resize_to = 0;
         t->resize_share = 0;
     }
-    /* With its new count: a crash before the relaunch still resumes the resize. */
+    /* With its new count: a crash before the relaunch still resumes the resize
+     * (a reshare's share is not kept: the shares computed then decide). */
     if (tp__elastic_on(r)) journal_curve(r, t);
     return how;
 }

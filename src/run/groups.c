@@ -117,9 +117,14 @@ static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const
         if (m[i]->state == TP_TRIAL_RUNNING) continue; /* never resized while it runs */
         if (m[i]->fluid_share > 0 || s[i].share <= 0) continue;
         m[i]->fluid_share = s[i].share;
-        char detail[400];
-        snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
-                 tp__fluid_mode_name(r->x.groups), s[i].why);
+        char detail[400], floor[80] = "";
+        if (m[i]->fluid_floor > s[i].share) { /* the share its resize restarted it for */
+            m[i]->fluid_share = m[i]->fluid_floor;
+            snprintf(floor, sizeof floor, "; given %.3g, the share it was resized to",
+                     m[i]->fluid_floor);
+        }
+        snprintf(detail, sizeof detail, "group %lld (%s): %s%s", (long long)m[i]->fluid_group,
+                 tp__fluid_mode_name(r->x.groups), s[i].why, floor);
         note(r, m[i], "fluid-share", detail);
     }
     if (t->fluid_share > 0) share = t->fluid_share;
@@ -135,7 +140,6 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
     for (size_t i = 0; i < n; i++) {
         if (profiling[i]) continue; /* the profiler runs alone */
         double share = share_of(r, batch[i], batch, n, u);
-        if (batch[i]->fluid_floor > share) share = batch[i]->fluid_share = batch[i]->fluid_floor;
         batch[i]->fluid_floor = 0; /* its resize's round: after it, shares as computed */
         if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
             batch[i]->gpus_want = (int)lround(share);
@@ -157,9 +161,10 @@ static double step_at(const trial_t *t, int g) {
     return t->step_s > 0 ? t->step_s * now / g : NAN;
 }
 
-/* Whole GPUs t could hold now on its node: the ones it holds, plus the
- * healthy idle ones of u (the usage without the trial that ended) that no
- * resize of this round has claimed yet (claimed[node]). */
+/* Whole GPUs t could hold now on its node: the ones it holds alone (not a
+ * GPU it shares as a fraction), plus the healthy idle ones of u (the usage
+ * without the trial that ended) that no resize of this round has claimed
+ * yet (claimed[node]). O(GPUs of the node). */
 static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const int *claimed) {
     size_t n = t->where.node;
     if (!t->where.placed || n >= r->pl.cluster.nnodes) return 0;
@@ -167,28 +172,36 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
     int idle = 0;
     for (size_t g = 0; g < node->ngpus; g++)
         idle += node->gpus[g].healthy && u->count[u->gpu_base[n] + g] == 0;
-    return idle - claimed[n] + (t->gpus > 0 ? t->gpus : 1);
+    for (size_t k = 0; k < t->where.ngpus; k++)
+        idle += t->where.gpu[k] < node->ngpus && u->count[u->gpu_base[n] + t->where.gpu[k]] == 1;
+    return idle - claimed[n];
 }
 
 /* The compute demand of t on a whole GPU: its group's (profiled or
- * declared), else the experiment's; a share above it gains nothing. */
+ * declared), else the experiment's declared one; NaN while `gpu_compute:
+ * auto` has measured nothing (a share above the demand gains nothing, so
+ * without it no gain can be told). */
 static double demand_of(const tp_run_t *r, const trial_t *t) {
-    double d = t->group >= 0 && r->pl.groups[t->group].measured ? r->pl.groups[t->group].compute
-                                                                  : r->x.res.gpu_compute;
+    if (t->group >= 0 && r->pl.groups[t->group].measured) return r->pl.groups[t->group].compute;
+    if (r->x.res.gpu_compute_auto) return NAN;
+    double d = r->x.res.gpu_compute;
     return d > 0 && d <= 1 ? d : 1;
 }
 
 /* Whether t, a fraction of one GPU under MPS, could take `share` of its GPU
  * now: the GPU's idle compute in u, plus its own, less what the fractions
- * grown in this round took (claimed_c, by GPU). */
+ * grown in this round took (claimed_c, by GPU); all in that GPU's own units
+ * (a share over its speed, as u counts). O(1). */
 static int fraction_fits(const tp_run_t *r, const trial_t *t, double share, const tp_usage_t *u,
                          const double *claimed_c) {
     size_t n = t->where.node;
     if (!t->where.placed || t->where.ngpus != 1 || n >= r->pl.cluster.nnodes || !r->pl.node[n].mps)
         return 0;
-    size_t g = u->gpu_base[n] + t->where.gpu[0];
-    double idle = 1.0 + r->pl.cluster.limits.oversubscribe - u->compute_used[g] - claimed_c[g];
-    return idle + t->compute >= share - 1e-9;
+    const tp_cluster_t *c = &r->pl.cluster;
+    size_t gpu = t->where.gpu[0], g = u->gpu_base[n] + gpu;
+    double idle = 1.0 + c->limits.oversubscribe - u->compute_used[g] - claimed_c[g];
+    return idle + tp__place_share(c, n, gpu, t->compute) >=
+           tp__place_share(c, n, gpu, share) - 1e-9;
 }
 
 /* A running trial whose share s grew: restart it with the new share when
@@ -209,7 +222,9 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
         if (t->gpus > 1 || !(to > t->compute + 1e-9) || !fraction_fits(r, t, to, u, claimed_c))
             return 0;
         /* under an MPS cap c a trial of compute demand d runs at min(1, c / d) */
-        double d = demand_of(r, t), at = t->compute < d ? t->compute / d : 1;
+        double d = demand_of(r, t);
+        if (!(d > 0)) return 0;
+        double at = t->compute < d ? t->compute / d : 1;
         now = t->step_s, then = t->step_s * at / (to < d ? to / d : 1);
     }
     double left = tp__trial_steps_left(t);
@@ -228,7 +243,8 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
         claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
     } else {
         if (tp__elastic_reshare(r, t, to, why) != 0) return 0;
-        claimed_c[u->gpu_base[t->where.node] + t->where.gpu[0]] += to - t->compute;
+        size_t n = t->where.node, gpu = t->where.gpu[0];
+        claimed_c[u->gpu_base[n] + gpu] += tp__place_share(&r->pl.cluster, n, gpu, to - t->compute);
     }
     t->fluid_share = s->share;
     return 1;

@@ -458,7 +458,7 @@ static void pump(uv_prepare_t *h) {
         if (t && t->state == TP_TRIAL_RUNNING && r->journal.broken) {
             /* Never launched (the store did not keep its start): back to
              * pending, its place freed, so that the run can end. */
-            tp__placement_ended(r, t);
+            if (tp__placement_ended(r, t)) tp__placement_left_group(r, t);
             tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING,
                                 &(tp_transition_t){.detail = "not started: the store failed",
                                                    .requeue = TP_REQUEUE_INTERRUPTED});
@@ -647,7 +647,8 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
             there |= (int)tp__trial_shard(t, k)->node == node;
         if (!there) continue;
         if (t->nranks > 1) tp__run_send_control(r, t, "stop", "a node of the trial was lost");
-        tp__placement_ended(r, t); /* a profiling attempt gives its group back */
+        if (tp__placement_ended(r, t)) /* a profiling attempt gives its group back */
+            tp__placement_left_group(r, t);
         tp__run_logs_close(t);
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
         double ran = tp__mono_s() - t->started;

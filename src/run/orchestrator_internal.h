@@ -179,11 +179,13 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);
  * more (why filled either way). */
 int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n);
 /* An attempt ended (or was interrupted): a profiling one records what it
- * measured; pending trials may fit again. */
-void tp__placement_ended(tp_run_t *r, trial_t *t);
-/* After tp__placement_ended, for an attempt that does not come straight
- * back (one paused to be resized does): under dynamic Fluid shares, the
- * rest of its group's shares again (tp__groups_ended). */
+ * measured; pending trials may fit again. Returns 0 when t leaves a fused
+ * process that runs on for others (they hold its placement), else 1. */
+int tp__placement_ended(tp_run_t *r, trial_t *t);
+/* After tp__placement_ended returned 1, for an attempt that does not come
+ * straight back (one paused to be resized does): under dynamic Fluid
+ * shares, the rest of its group's shares again (tp__groups_ended).
+ * O(trials + GPUs). */
 void tp__placement_left_group(tp_run_t *r, trial_t *t);
 /* The run ends: the stored GPU snapshot shows no trial of ours any more. */
 void tp__placement_finish(tp_run_t *r);
@@ -227,8 +229,10 @@ int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char 
 /* Restart running trial t, a fraction of one GPU, at the larger fraction or
  * whole GPU `share` (groups.c: MPS fixes a client's share when it starts):
  * journals a `resize` decision (why) and asks it to pause once committed;
- * its next attempt is placed with that share. Elastic or not. 0, or -EINVAL
- * when t is not running on one GPU below share, or is already pausing. */
+ * its next attempt is placed with that share. Elastic or not. 0, -EBUSY
+ * when t is already pausing, or -EINVAL when it is not running on one GPU
+ * below share. The share lives in memory only: a run killed before the
+ * relaunch places it with the shares computed then. O(1). */
 int tp__elastic_reshare(tp_run_t *r, trial_t *t, double share, const char *why);
 /* After the commit: send the pauses of the resizes journaled. */
 void tp__elastic_act(tp_run_t *r);

@@ -233,7 +233,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     char why[1200] = "", *objs = NULL;
     double values[TP_MAX_OBJECTIVES];
     int ok = 0, interrupted = 0, regrow = 0, multi = r->x.nobjectives > 1;
-    tp__placement_ended(r, t);
+    int left = tp__placement_ended(r, t);
     tp__run_logs_close(t);
     if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
                              strcmp(status, "signaled") == 0)) {
@@ -281,11 +281,12 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
     }
     char resized[200] = "", at_deadline[sizeof t->why] = "";
     tp_requeue_t requeue = tp__elastic_ended(r, t, interrupted && !regrow, resized, sizeof resized);
-    if (requeue != TP_REQUEUE_RESIZE) tp__placement_left_group(r, t); /* a resize comes back */
     /* At the deadline a trial that checkpointed (or was stopped after the
      * grace) ends there, with its last report: no attempt follows. */
     if (interrupted && !regrow && tp__deadline_ended(r, t, status, at_deadline, sizeof at_deadline))
         interrupted = 0;
+    if (left && !(interrupted && requeue == TP_REQUEUE_RESIZE)) /* a resize comes back */
+        tp__placement_left_group(r, t);
     tp_transition_t how = {.has_exit = strcmp(status, "spawn_failed") != 0, .exit_code = code,
                            .signal = sig, .at = tp__wall_s()};
     char tail[TAIL_BYTES + 1] = "";

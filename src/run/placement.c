@@ -857,16 +857,17 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
     return 1;
 }
 
-void tp__placement_ended(tp_run_t *r, trial_t *t) {
+int tp__placement_ended(tp_run_t *r, trial_t *t) {
     if (tp__fuse_left(r, t)) { /* its process goes on: the others hold what it used */
         t->where.placed = 0;
-        return;
+        return 0;
     }
     r->pl.blocked = 0; /* what it held is free again */
     if (t->profiling) finish_profile(r, t);
     t->where.placed = 0;
     free(t->more);
     t->more = NULL;
+    return 1;
 }
 
 void tp__placement_left_group(tp_run_t *r, trial_t *t) {

@@ -44,7 +44,8 @@ typedef enum tp_requeue {
     TP_REQUEUE_RETRY,       /* it failed and has retries left */
     TP_REQUEUE_INTERRUPTED, /* stopped, paused by a stop, lost with its agent or orchestrator */
     TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
-    TP_REQUEUE_RESIZE,      /* an elastic trial paused to be placed again with gpus_want GPUs */
+    TP_REQUEUE_RESIZE,      /* paused to be placed again with gpus_want GPUs (elastic) or a
+                               larger Fluid share (a fraction of one GPU) */
 } tp_requeue_t;
 
 

@@ -13,10 +13,11 @@
  *
  * Every job start, and every resize of a running trial, costs restart_s
  * (checkpoint and restart), holding its GPUs without progress. Resizes are
- * the run's (run/groups.c): dynamic shares only, a running trial grown to
- * more whole GPUs, only when that pays and the new count fits now. Rungs are
- * synchronous: rung k + 1 starts when rung k has ended (the top 1/eta by a
- * trial's hidden quality go on). Pure and deterministic for a seed. */
+ * the run's (run/groups.c): dynamic shares only, a running trial grown to a
+ * larger fraction, the whole GPU or more whole GPUs, only when that pays and
+ * the new share fits now. Rungs are synchronous: rung k + 1 starts when
+ * rung k has ended (the top 1/eta by a trial's hidden quality go on). Pure
+ * and deterministic for a seed. */
 #ifndef TP_SIM_GROUPS_H
 #define TP_SIM_GROUPS_H
 

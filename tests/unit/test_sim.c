@@ -322,7 +322,7 @@ TP_TEST(test_vpack_plan_moves_classes_so_identical_gpus_improve_together) {
      * learning rate), every GPU running the same schedule. A swap of two
      * trials betters one GPU and shortens nothing; the plan swaps classes of
      * identical trials, every GPU at once: within 1.10 of the lower bound
-     * (issue 10; 1.126 by swaps of two trials, wfd 1.130) */
+     * (issue 10; 1.116 by swaps of two trials, wfd 1.130) */
     tp_workload_t w;
     TP_REQUIRE(load_sp(&w) == 0);
     tp_sim_result_t vp, wf;
