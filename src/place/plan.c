@@ -28,11 +28,12 @@
  * of two trials betters one GPU, which shortens nothing until every GPU has
  * it, where a swap of two classes changes every GPU's schedule at once (SP4
  * on 16 GPUs: 1.091 of the bound against 1.116 by swaps of two trials). A
- * round whose trials all are new (none has a rank: the plan's first round,
- * or a new batch after the queue drained) searches harder, as it sets the
- * order the later rounds start from: PLAN_FIRST_CHAINS searches from the
- * longest first order, each of PLAN_FIRST_EVALS times a round's plans, the
- * best kept (SP4: 58 ms on 4 GPUs, 102 ms on 16). The round's decision is the best plan's starts at now.
+ * round on idle GPUs whose trials all are new (none has a rank: the plan's
+ * first round, or a new batch after the run drained) searches harder, as it
+ * sets the order the later rounds start from: PLAN_FIRST_CHAINS searches
+ * from the longest first order, each of PLAN_FIRST_EVALS times a round's
+ * plans, the best kept (SP4: 58 ms on 4 GPUs, 102 ms on 16). The round's
+ * decision is the best plan's starts at now.
  * With a model equal to the world's (the simulator's), a round's best plan
  * is never worse than the last one's continuation, so the run's makespan is
  * never worse than the first plan's, wfd's. Pure: the moves come from a
@@ -53,7 +54,8 @@
 #define PLAN_FIRST_CHAINS 8   /* the plan's first round: searches from the first plan */
 #define PLAN_FIRST_EVALS 5    /* each of a round's plans this many times */
 #define PLAN_WORK 2e6         /* trials x (trials + running) x plans per round at most (a round
-                                 of new trials: PLAN_FIRST_CHAINS x PLAN_FIRST_EVALS times it) */
+                                 of new trials on idle GPUs: PLAN_FIRST_CHAINS x
+                                 PLAN_FIRST_EVALS times it) */
 #define PLAN_MAX_WORK 20000.0 /* pending x GPUs above which a round is not planned */
 #define PLAN_MAX_ID (INT64_C(1) << 24) /* trial ids the plan's ranks cover (8 bytes each) */
 
@@ -321,7 +323,10 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
     /* PLAN_EVALS plans, fewer in long rounds: PLAN_WORK trial-events each */
     double work = (double)n * (double)N, evals = work > 0 ? PLAN_WORK / work : PLAN_EVALS;
     int nevals = evals < PLAN_EVALS ? (int)evals : PLAN_EVALS, chains = 1;
-    int fresh = 1; /* no trial has a rank yet: the plan's first round, or a new batch */
+    /* nothing runs and no trial has a rank yet: the plan's first round, or a
+     * new batch on idle GPUs (not a few new trials beside many running ones,
+     * where a plan costs what the running ones do and the search would not) */
+    int fresh = P.R == 0;
     for (size_t i = 0; i < n && fresh; i++) fresh = !(rank_of(e->plan, trials[i].id) > 0);
     if (fresh && nevals > 0) chains = PLAN_FIRST_CHAINS, nevals *= PLAN_FIRST_EVALS;
     size_t *cls = demand_classes(trials, n), *start = tp__xcalloc(n, sizeof *start);
