@@ -733,6 +733,7 @@ static void set_defaults(tp_experiment_t *x) {
     x->reserve_mib = 512;
     x->groups_min = 0.25;
     x->groups_max = 1;
+    x->groups_restart = 1;
     x->dir_mode = 0700;  /* private by default: `permissions` */
     x->file_mode = 0600;
     x->scheduler = "fifo";

@@ -167,6 +167,8 @@ typedef struct tp_experiment {
     double groups_min;     /* `groups.min`: smallest share of a GPU, default 0.25 */
     double groups_max;     /* `groups.max`: largest share in GPUs, default 1 (whole GPUs
                               above 1 only for elastic trials, up to their max) */
+    int groups_restart;    /* `groups.restart`: dynamic shares restart a running trial to
+                              grow it when that pays (default 1) */
     tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
     size_t ngpus;
     char **profile_by;     /* `profile_by`: parameters that shape demand, owned */

@@ -342,16 +342,27 @@ static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 key, TP_PLACE_MAX_GPUS, tp__cfg_describe(v, got, sizeof got));
 }
 
+/* restart: whether dynamic shares may restart a running trial to grow it. */
+static int gr_restart(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (tp__cfg_node_bool(v, &c->x->groups_restart) == 0) return 0;
+    char got[256];
+    return fail(c, v, "\"%s\" must be true (a running trial whose share grows is restarted from "
+                      "its checkpoint when that pays) or false (it takes its new share at its "
+                      "next attempt), got %s",
+                key, tp__cfg_describe(v, got, sizeof got));
+}
+
 static const key_spec_t groups_keys[] = {
     {"shares", gr_shares, 1, "groups: {shares: dynamic}"},
     {"min", gr_bound, 0, NULL},
     {"max", gr_bound, 0, NULL},
+    {"restart", gr_restart, 0, NULL},
 };
 
 int tp__cfg_key_groups(cfgctx_t *c, const char *key, yaml_node_t *v) {
     c->groups = v;
     return tp__cfg_walk_mapping(c, key, v, groups_keys, TP_ARRAY_LEN(groups_keys),
-                                "groups: {shares: dynamic, min: 0.25, max: 1}");
+                                "groups: {shares: dynamic, min: 0.25, max: 1, restart: true}");
 }
 
 /* groups need single-GPU, single-node trials and a min no larger than max. */

@@ -212,7 +212,7 @@ static int fraction_fits(const tp_run_t *r, const trial_t *t, double share, cons
  * (claimed_c[its GPU]). 1 if asked. */
 static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
                 int *claimed, double *claimed_c) {
-    if (!(t->restart_s >= 0)) return 0;
+    if (!r->x.groups_restart || !(t->restart_s >= 0)) return 0;
     int whole = tp__elastic_on(r) && s->share >= 2 - 1e-9 && s->gpus > t->gpus;
     double to = s->share < 1 ? s->share : 1.0, now, then;
     if (whole) {

@@ -185,13 +185,30 @@ class FluidGrowth(GpuE2E):
         self.trainer = self.write("trainer.py", GROWING % os.path.join(SRC, "python"))
         self.fake_gpus([(16 * GIB, None)])
 
-    def test_a_fraction_whose_share_grows_restarts_with_it_from_its_checkpoint(self):
-        run_dir = self.path("run")
+    def run_grow(self, restart="true"):
+        run_dir = self.path("run-%s" % restart)
         exp = self.experiment(hyperband_nine(
             "grow", self.trainer, "gpus: 1, gpu_memory: 3G, gpu_compute: 1.0", "max_per_gpu: 4",
-            "groups: {shares: dynamic, min: 0.25, max: 1}\n"))
+            "groups: {shares: dynamic, min: 0.25, max: 1, restart: %s}\n" % restart))
         r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
         self.assertExit(r, 0)
+        return run_dir
+
+    def test_restart_false_leaves_a_running_fraction_as_it_is(self):
+        run_dir = self.run_grow("false")
+        with self.store(run_dir) as s:
+            self.assertEqual(s.q("SELECT * FROM decisions WHERE kind = 'resize'"), [])
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            nine = [i for i, x in xs.items() if x == 9][0]
+            last = [e["detail"] for e in s.events(kind="fluid-shares")
+                    if xs[e["trial"]] in (7, 8) and "of group 1 ended" in e["detail"]][-1]
+            steps = [m["step"] for m in s.metrics(nine)]
+        # its share grew to the whole GPU, for its next attempt: rung 1 ran on at 1/2
+        self.assertIn("trial %d: 1 (running: from its next attempt)" % nine, last)
+        self.assertEqual(steps, list(range(1, 19)), steps)
+
+    def test_a_fraction_whose_share_grows_restarts_with_it_from_its_checkpoint(self):
+        run_dir = self.run_grow()
         with self.store(run_dir) as s:
             nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
             self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)

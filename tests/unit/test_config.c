@@ -215,7 +215,16 @@ TP_TEST(test_groups_are_read_and_their_mistakes_point_at_the_key) {
     TP_REQUIRE(tp__experiment_parse("exp.yaml", ok, strlen(ok), &x, &err) == 0);
     TP_CHECK_INT(x.groups, TP_FLUID_DYNAMIC);
     TP_CHECK(x.groups_min == 0.5 && x.groups_max == 2);
+    TP_CHECK_INT(x.groups_restart, 1); /* dynamic shares grow running trials by default */
     tp__experiment_free(&x);
+    const char *held = HEAD "resources: {gpus: 1}\ngroups: {shares: dynamic, restart: false}\n";
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", held, strlen(held), &x, &err) == 0);
+    TP_CHECK_INT(x.groups_restart, 0);
+    tp__experiment_free(&x);
+    TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: dynamic, restart: 2}\n"),
+                 "exp.yaml:5:36: \"restart\" must be true (a running trial whose share grows is "
+                 "restarted from its checkpoint when that pays) or false (it takes its new share "
+                 "at its next attempt), got \"2\"");
     const char *off = HEAD;
     TP_REQUIRE(tp__experiment_parse("exp.yaml", off, strlen(off), &x, &err) == 0);
     TP_CHECK_INT(x.groups, TP_FLUID_OFF);
