@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent/agent_internal.h"
@@ -47,6 +48,35 @@ static ssize_t read_environ(const char *pid, tp_buf_t *buf) {
     return (ssize_t)buf->len;
 }
 
+/* Whether pid still runs: it exists and is not a zombie. */
+static int still_running(pid_t pid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 0;
+    buf[n] = '\0';
+    const char *paren = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
+    return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+/* Wait until the processes killed[0..n) have died (zombies count as dead:
+ * the SIGCHLD handler reaps those that are ours), at most REAP_WAIT_MS: a
+ * SIGKILL is delivered when its target next runs, and "ended with its
+ * attempt" should hold when the attempt's end is reported. */
+#define REAP_WAIT_MS 1000
+static void wait_killed(const pid_t *killed, size_t n) {
+    for (int ms = 0; ms < REAP_WAIT_MS; ms += 5) {
+        size_t left = 0;
+        for (size_t i = 0; i < n; i++) left += still_running(killed[i]);
+        if (!left) return;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 5 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int in_live_trial_group(tp_agent_t *a, pid_t pid) {
     pid_t g = getpgid(pid);
     if (g < 0) return 0;
@@ -57,15 +87,16 @@ static int in_live_trial_group(tp_agent_t *a, pid_t pid) {
 
 /* Kill every process (not this one, not pid 1) whose environment holds
  * all n entries, skipping the groups of live trials when asked; processes
- * of other users are skipped by the kernel's permission check. Returns how
- * many were killed. O(processes). */
+ * of other users are skipped by the kernel's permission check; then wait
+ * (at most REAP_WAIT_MS) until they have died. Returns how many were
+ * killed. O(processes). */
 static int reap_matching(tp_agent_t *a, tp_buf_t *entries, size_t n, int skip_live,
                          const char *what) {
     tp_buf_t env;
     tp__buf_init(&env);
     DIR *d = opendir("/proc");
     int killed = 0;
-    pid_t self = getpid();
+    pid_t self = getpid(), *pids = NULL;
     struct dirent *de;
     while (d && (de = readdir(d)) != NULL) {
         if (!isdigit((unsigned char)de->d_name[0])) continue;
@@ -78,12 +109,15 @@ static int reap_matching(tp_agent_t *a, tp_buf_t *entries, size_t n, int skip_li
             k++;
         if (len <= 0 || k < n || (skip_live && in_live_trial_group(a, pid))) continue;
         if (kill(pid, SIGKILL) == 0) {
-            killed++;
+            pids = tp__xrealloc(pids, ((size_t)killed + 1) * sizeof *pids);
+            pids[killed++] = pid;
             tp__log(TP_LOG_INFO, "agent: killed process %ld of %s", (long)pid, what);
         }
     }
     if (d) closedir(d);
     tp__buf_free(&env);
+    wait_killed(pids, (size_t)killed);
+    free(pids);
     return killed;
 }
 

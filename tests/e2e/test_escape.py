@@ -14,12 +14,12 @@ from helpers import E2E, PY, main, token_pids, yaml_str
 ESCAPE = r'''
 import os, sys, time
 mode, pidfile = sys.argv[1], sys.argv[2]
-if mode == "check":  # the second trial: is the first one's escapee gone?
+if mode == "check":  # the second trial: is the first one's escapee gone (or a zombie)?
     pid = int(open(pidfile).read())
     try:
-        os.kill(pid, 0)
-        alive = 1
-    except ProcessLookupError:
+        with open("/proc/%d/stat" % pid) as f:
+            alive = int(f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X"))
+    except FileNotFoundError:
         alive = 0
     print("acc=%d" % (1 - alive), flush=True)
     sys.exit(0)
