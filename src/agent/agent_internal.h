@@ -71,7 +71,8 @@ void tp__reap_children(tp_agent_t *a);
 
 /* ---- cgroup.c: a cgroup v2 per attempt, where the machine allows ----------- */
 void tp__cgroup_init(tp_agent_t *a);                  /* the agent's cgroup, or none */
-void tp__cgroup_trial_start(tp_agent_t *a, tp_trial_t *t); /* move the new leader in */
+void tp__cgroup_trial_enter(tp_agent_t *a, tp_trial_t *t); /* the agent in t's, to spawn */
+void tp__cgroup_trial_leave(tp_agent_t *a, tp_trial_t *t); /* and back to its own */
 void tp__cgroup_trial_kill(tp_trial_t *t);            /* SIGKILL all of the attempt's */
 void tp__cgroup_trial_free(tp_trial_t *t);            /* kill, remove its cgroup */
 void tp__cgroup_fini(tp_agent_t *a);                  /* kill and remove everything */
@@ -185,6 +186,7 @@ struct tp_agent {
                                                 it as TUNEPACK_AGENT */
     char *cg_root;                           /* cgroup holding the trials' cgroups, owned;
                                                 NULL where none can be made (cgroup.c) */
+    char *cg_home;                           /* the agent's own cgroup, owned (with cg_root) */
     tp_trial_t *trials;                      /* live attempts (doubly linked) */
     int ntrials;                             /* length of that list */
     size_t out_pending;                      /* bytes queued on `out` not yet written */

@@ -101,11 +101,12 @@ void tp__cgroup_init(tp_agent_t *a) {
     tp_buf_t b;
     tp__buf_init(&b);
     tp__buf_printf(&b, "%s/tunepack-agent-%ld", own, (long)getpid());
-    free(own);
     if (mkdir(b.data, 0755) == 0) {
         a->cg_root = tp__buf_steal(&b);
+        a->cg_home = own;
         tp__log(TP_LOG_DEBUG, "agent: a cgroup per trial under %s", a->cg_root);
     } else {
+        free(own);
         tp__log(TP_LOG_DEBUG, "agent: no cgroup per trial (%s: %s); processes that leave a "
                               "trial's group are found by its token instead",
                 b.data, strerror(errno));
@@ -113,24 +114,41 @@ void tp__cgroup_init(tp_agent_t *a) {
     }
 }
 
-void tp__cgroup_trial_start(tp_agent_t *a, tp_trial_t *t) {
-    if (!a->cg_root || t->pid <= 0) return;
+/* A trial is born in its cgroup: the agent moves itself there, spawns, and
+ * moves back (a process forks into its parent's cgroup). Moving the leader
+ * in after the spawn let a trial that forked at once, on a loaded machine
+ * before the agent ran again, leave a child outside its cgroup, which no
+ * kill of the cgroup then ended (a fresh Debian root's README test run). */
+void tp__cgroup_trial_enter(tp_agent_t *a, tp_trial_t *t) {
+    if (!a->cg_root) return;
     tp_buf_t b;
     tp__buf_init(&b);
     tp__buf_printf(&b, "%s/trial-%lld-%lld-%d", a->cg_root, (long long)t->trial,
                    (long long)t->attempt, t->rank);
-    char pid[32];
-    snprintf(pid, sizeof pid, "%ld", (long)t->pid);
     if (mkdir(b.data, 0755) != 0 && errno != EEXIST) {
         tp__buf_free(&b);
         return;
     }
-    if (write_text(b.data, "cgroup.procs", pid) != 0) { /* e.g. not delegated that far */
+    if (write_text(b.data, "cgroup.procs", "0") != 0) { /* e.g. not delegated that far */
         rmdir(b.data);
         tp__buf_free(&b);
         return;
     }
     t->cgroup = tp__buf_steal(&b);
+}
+
+void tp__cgroup_trial_leave(tp_agent_t *a, tp_trial_t *t) {
+    if (!t->cgroup) return;
+    int rc = write_text(a->cg_home, "cgroup.procs", "0");
+    if (rc == 0) return;
+    /* Never kill that cgroup: the agent is in it. No cgroup per trial from
+     * here on (the token and the process group remain). */
+    tp__log(TP_LOG_ERROR, "agent: cannot leave trial cgroup %s for %s (%s); no cgroup per "
+                          "trial from now on", t->cgroup, a->cg_home, strerror(-rc));
+    free(t->cgroup);
+    t->cgroup = NULL;
+    free(a->cg_root);
+    a->cg_root = NULL;
 }
 
 void tp__cgroup_trial_kill(tp_trial_t *t) {
@@ -146,6 +164,8 @@ void tp__cgroup_trial_free(tp_trial_t *t) {
 }
 
 void tp__cgroup_fini(tp_agent_t *a) {
+    free(a->cg_home);
+    a->cg_home = NULL;
     if (!a->cg_root) return;
     /* Children first: trial cgroups left behind (busy at their trial's end). */
     char path[4200];

@@ -738,9 +738,11 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     char **env = build_env(a, &la);
     int fds[TP_NPIPES][2];
     t->pause_signal = la.pause_signal;
+    tp__cgroup_trial_enter(a, t); /* born in its cgroup */
     int rc = spawn_trial(args, env, la.cwd, fds, &t->ctl_fd, &t->pid);
+    tp__cgroup_trial_leave(a, t);
     free_strv(env);
-    if (rc == 0) tp__cgroup_trial_start(a, t);
+    if (rc != 0) tp__cgroup_trial_free(t);
     if (rc == 0) {
         for (int i = 0; i < TP_NPIPES; i++) {
             t->pipes[i].t = t;
