@@ -282,7 +282,7 @@ class FluidGroupsElastic(FluidGroups):
     test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends = None
 
 
-# The trainer of FluidGrowthElastic: one process per GPU it holds; a step takes 2 s for x = 9
+# The trainer of FluidGrowthElastic: one process per GPU it holds; a step takes 4 s for x = 9
 # and 0.1 s for the others on one GPU, over WORLD_SIZE on more (linear scaling). Rank 0
 # reports and checkpoints; every rank honours a pause. Each attempt records its GPU count and
 # the step it resumed from.
@@ -311,7 +311,7 @@ rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
 if start >= budget:
     rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
 for epoch in range(start + 1, budget + 1):
-    until = time.time() + (2.0 if x == 9 else 0.1) / world
+    until = time.time() + (4.0 if x == 9 else 0.1) / world
     while time.time() < until:
         if should_pause():
             sys.exit(0)
@@ -326,10 +326,11 @@ for epoch in range(start + 1, budget + 1):
 class FluidGrowthElastic(GpuE2E):
     """Dynamic shares of whole GPUs (elastic trials, `max_per_gpu: 1`) on four fake GPUs: a
     running trial whose share grows to more GPUs is resized (run/groups.c grow()). Rung 1
-    holds x = 9, 8, 7 with 4 epochs left each, x = 9 measured at 2 s a step, the others at
-    0.1 s: work 8, 0.4, 0.4 -> ideal 3.6, 0.2, 0.2 -> 2, 1, 1 (the min is one GPU). When the
-    others end (0.4 s of steps), x = 9 has about 3.5 s left on 2 GPUs; its share grows to 3
-    (one of them ended) or 4 (both), and the restart (under a second) pays for either."""
+    holds x = 9, 8, 7 with 4 epochs left each, x = 9 measured at 4 s a step, the others at
+    0.1 s: work 16, 0.4, 0.4 -> ideal 3.8, 0.1, 0.1 -> 2, 1, 1 (the min is one GPU). When the
+    others end (0.4 s of steps after their start-up), x = 9 has about 7 s left on 2 GPUs (5 on
+    a loaded machine whose start-ups take seconds); its share grows to 3 or 4 GPUs as they
+    end, and a restart (a second or two) pays for that."""
 
     def setUp(self):
         super().setUp()

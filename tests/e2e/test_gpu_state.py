@@ -199,7 +199,9 @@ class GpuState(GpuE2E):
         p = self.start_run(exp, run_dir, env=self.gpu_env())
 
         def both_sampled():
-            view = self.gpus_json(run_dir) if os.path.exists(run_dir) else None
+            # (polled from the run's start: until its store has a schema, `gpus` says so, exit 4)
+            r = self.tp("gpus", run_dir, "--json") if os.path.exists(run_dir) else None
+            view = json.loads(r.stdout) if r is not None and r.returncode == 0 else None
             g = view and view.get("gpus") and view["gpus"][0]
             return g if g and len(g.get("trials", [])) == 2 else None
         g = wait_for(both_sampled, 30, interval=0.3)
