@@ -109,7 +109,7 @@ static void finish(tp_agent_t *a) {
     /* No trial outlives its agent: whatever of ours still carries the run's
      * token (a process that left its trial's group and its pipes) ends here;
      * not the run's token alone, which a resumed run's trials carry too. */
-    tp__reap_own(a);
+    tp__reap_token(a, a->token, a->stamp);
     tp__cgroup_fini(a);
     tp__agent_gpu_close(a);
     if (a->hb_open) {
@@ -189,7 +189,7 @@ static void on_hello(tp_agent_t *a, json_t *m) {
         free(a->token);
         a->token = tp__strdup(json_string_value(tok));
     }
-    int reaped = tp__reap_token(a, a->token);
+    int reaped = tp__reap_token(a, a->token, NULL);
     double hb = json_number_value(json_object_get(m, "heartbeat_s"));
     if (hb > 0 && hb < 1e6 && !a->hb_open) { /* a day and more: no heartbeat check */
         a->hb_timeout_s = hb * HEARTBEAT_MISSES;

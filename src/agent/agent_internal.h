@@ -51,14 +51,13 @@ int tp__lines_is_kv(const char *line, size_t len);
 
 /* ---- reaper.c: leftovers and zombies -------------------------------------- */
 /* SIGKILL every process (not self, not in a live trial's group) whose
- * environment holds TUNEPACK_RUN_TOKEN=<token>: at hello, what earlier agents
- * of the run left behind. Returns how many. */
-int tp__reap_token(tp_agent_t *a, const char *token);
-/* The same for this agent's own trials only (TUNEPACK_AGENT=<stamp> too): at
- * its end. An agent whose orchestrator was killed ends while the run's next
- * orchestrator may already run trials with the same token; reaping by token
- * alone there killed them. Returns how many. */
-int tp__reap_own(tp_agent_t *a);
+ * environment holds TUNEPACK_RUN_TOKEN=<token>, and TUNEPACK_AGENT=<stamp>
+ * unless stamp is NULL: at hello (no stamp), what earlier agents of the run
+ * left behind; at its end (its own stamp), only this agent's own trials' (an
+ * agent whose orchestrator was killed ends while the run's next orchestrator
+ * may already run trials with the same token; reaping by token alone there
+ * killed them). Returns how many. */
+int tp__reap_token(tp_agent_t *a, const char *token, const char *stamp);
 /* Kill every process of attempt (trial, attempt) of this agent's run, found
  * by its environment (TUNEPACK_RUN_TOKEN, _TRIAL_ID, _ATTEMPT): those that
  * left the trial's process group (setsid, double fork), never one in the

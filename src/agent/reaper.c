@@ -48,20 +48,6 @@ static ssize_t read_environ(const char *pid, tp_buf_t *buf) {
     return (ssize_t)buf->len;
 }
 
-/* Whether pid still runs: it exists and is not a zombie. */
-static int still_running(pid_t pid) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return 0;
-    buf[n] = '\0';
-    const char *paren = strrchr(buf, ')'); /* the command may hold spaces and parentheses */
-    return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
-}
-
 /* Wait until the processes killed[0..n) have died (zombies count as dead:
  * the SIGCHLD handler reaps those that are ours), at most REAP_WAIT_MS: a
  * SIGKILL is delivered when its target next runs, and "ended with its
@@ -70,7 +56,7 @@ static int still_running(pid_t pid) {
 static void wait_killed(const pid_t *killed, size_t n) {
     for (int ms = 0; ms < REAP_WAIT_MS; ms += 5) {
         size_t left = 0;
-        for (size_t i = 0; i < n; i++) left += still_running(killed[i]);
+        for (size_t i = 0; i < n; i++) left += tp__pid_alive(killed[i]);
         if (!left) return;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 5 * 1000000L};
         nanosleep(&ts, NULL);
@@ -121,27 +107,16 @@ static int reap_matching(tp_agent_t *a, tp_buf_t *entries, size_t n, int skip_li
     return killed;
 }
 
-int tp__reap_token(tp_agent_t *a, const char *token) {
+int tp__reap_token(tp_agent_t *a, const char *token, const char *stamp) {
     if (!token || !*token) return 0;
-    tp_buf_t entry;
-    tp__buf_init(&entry);
-    tp__buf_printf(&entry, "TUNEPACK_RUN_TOKEN=%s", token);
-    char what[200];
-    snprintf(what, sizeof what, "run %.100s, left behind", token);
-    int killed = reap_matching(a, &entry, 1, 1, what);
-    tp__buf_free(&entry);
-    return killed;
-}
-
-int tp__reap_own(tp_agent_t *a) {
-    if (!a->token || !*a->token) return 0;
     tp_buf_t e[2];
     for (size_t i = 0; i < 2; i++) tp__buf_init(&e[i]);
-    tp__buf_printf(&e[0], "TUNEPACK_RUN_TOKEN=%s", a->token);
-    tp__buf_printf(&e[1], "TUNEPACK_AGENT=%s", a->stamp);
+    tp__buf_printf(&e[0], "TUNEPACK_RUN_TOKEN=%s", token);
+    if (stamp) tp__buf_printf(&e[1], "TUNEPACK_AGENT=%s", stamp);
     char what[200];
-    snprintf(what, sizeof what, "run %.100s, this agent's, left behind", a->token);
-    int killed = reap_matching(a, e, 2, 1, what);
+    snprintf(what, sizeof what, "run %.100s, %sleft behind", token,
+             stamp ? "this agent's, " : "");
+    int killed = reap_matching(a, e, stamp ? 2 : 1, 1, what);
     for (size_t i = 0; i < 2; i++) tp__buf_free(&e[i]);
     return killed;
 }

@@ -742,7 +742,6 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     int rc = spawn_trial(args, env, la.cwd, fds, &t->ctl_fd, &t->pid);
     tp__cgroup_trial_leave(a, t);
     free_strv(env);
-    if (rc != 0) tp__cgroup_trial_free(t);
     if (rc == 0) {
         for (int i = 0; i < TP_NPIPES; i++) {
             t->pipes[i].t = t;
@@ -753,6 +752,7 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
             if (uv_pipe_open(&t->pipes[i].h, fds[i][0]) != 0) close(fds[i][0]);
         }
     } else {
+        tp__cgroup_trial_free(t);
         char msg[1400];
         struct stat st;
         if (la.cwd && stat(la.cwd, &st) != 0)

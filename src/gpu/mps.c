@@ -145,22 +145,6 @@ static void join(char *out, size_t n, const char *dir, const char *name) {
     snprintf(out, n, "%s/%s", dir, name);
 }
 
-/* 1 if pid is a live process. A zombie is not: an orphaned daemon that
- * exited may wait a while for a busy init (or none, in a container) to reap
- * it. */
-static int pid_alive(long pid) {
-    if (pid <= 0) return 0;
-    if (kill((pid_t)pid, 0) != 0 && errno != EPERM) return 0;
-    char path[64], stat_line[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "re");
-    if (!f) return 1; /* no /proc: trust kill */
-    char *ok = fgets(stat_line, sizeof stat_line, f);
-    fclose(f);
-    const char *paren = ok ? strrchr(stat_line, ')') : NULL; /* "pid (comm) S ..." */
-    return !(paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X'));
-}
-
 /* 1 if a daemon serves pipe_dir, 0 if not (no control pipe, or its pid file
  * names a dead process, or the control FIFO has no reader). When it cannot
  * tell, it says 1. O(1) system calls; never blocks. */
@@ -175,7 +159,7 @@ static int daemon_alive(const char *pipe_dir) {
         long pid = 0;
         int got = fscanf(f, "%ld", &pid);
         fclose(f);
-        if (got == 1 && pid > 0) return pid_alive(pid);
+        if (got == 1 && pid > 0) return tp__pid_alive(pid);
     }
     if (S_ISFIFO(st.st_mode)) {
         /* Opening a FIFO for writing without blocking fails with ENXIO

@@ -333,7 +333,6 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
     size_t *pa = tp__xcalloc(n, sizeof *pa), *pb = tp__xcalloc(n, sizeof *pb);
     size_t *found = tp__xcalloc(n, sizeof *found);
     memcpy(start, order, n * sizeof *start);
-    memcpy(best, order, n * sizeof *best);
     const double start_m = bm, start_ends = bends;
     for (int k = 0; k < chains; k++) {
         double m = start_m, ends = start_ends;

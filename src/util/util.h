@@ -98,6 +98,12 @@ void tp__format_duration(double s, char *out, size_t n);
 /* Parse "64k", "8M", "1G", "1024" (bytes, base 1024). */
 int tp__parse_size(const char *text, uint64_t *out, tp_error_t *err);
 
+/* ---- proc.c: processes ---------------------------------------------------- */
+/* 1 if pid is a live process. A zombie is not: killed, or exited, and not
+ * yet reaped by its parent (an orphan may wait a while for a busy init, or
+ * none in a container). O(1) system calls. */
+int tp__pid_alive(long pid);
+
 /* ---- logfile.c: a log file bounded to 2 * limit bytes ---------------------- */
 typedef struct tp_logfile {
     int fd;         /* open for writing, -1 when none */

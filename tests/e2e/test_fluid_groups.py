@@ -170,6 +170,17 @@ for epoch in range(start + 1, budget + 1):
 '''
 
 
+def recorded_attempts(run_dir, trial):
+    """What each attempt of a trial recorded (attempt.N.json in its directory), in order."""
+    tdir = os.path.join(run_dir, "trials", "%06d" % trial)
+    names = [n for n in os.listdir(tdir) if n.startswith("attempt.")]
+    out = []
+    for name in sorted(names, key=lambda n: int(n.split(".")[1])):
+        with open(os.path.join(tdir, name)) as f:
+            out.append(json.load(f))
+    return out
+
+
 class FluidGrowth(GpuE2E):
     """Dynamic shares on one 16 GiB fake GPU under MPS: a fraction whose share grows is
     restarted with it. Rung 0: the nine at 1/4 (x = 9 measures 2 s a step, the others 0.16 s;
@@ -236,13 +247,7 @@ class FluidGrowth(GpuE2E):
             self.assertTrue(any("checkpointed at %s of a GPU, runs again at %s" % grown[-1] in d
                                 for d in requeues), (grown, requeues))
         self.assertEqual(grown[-1][1], "1", grown)
-        tdir = os.path.join(run_dir, "trials", "%06d" % nine["id"])
-        attempts = []
-        for name in sorted(os.listdir(tdir), key=lambda n: int(n.split(".")[1])
-                           if n.startswith("attempt.") else -1):
-            if name.startswith("attempt."):
-                with open(os.path.join(tdir, name)) as f:
-                    attempts.append(json.load(f))
+        attempts = recorded_attempts(run_dir, nine["id"])
         # its attempts: rung 0; rung 1 at its first share, then one attempt per resize, each
         # from its checkpoint (at least the 2 steps of rung 0), the last at 100%; rung 2 on the
         # whole GPU
@@ -355,13 +360,7 @@ class FluidGrowthElastic(GpuE2E):
                          nine["id"])
             steps = [m["step"] for m in s.metrics(nine["id"])]
             shares = [e["detail"] for e in s.events(kind="fluid-shares")]
-        tdir = os.path.join(run_dir, "trials", "%06d" % nine["id"])
-        attempts = []
-        for name in sorted(os.listdir(tdir), key=lambda n: int(n.split(".")[1])
-                           if n.startswith("attempt.") else -1):
-            if name.startswith("attempt."):
-                with open(os.path.join(tdir, name)) as f:
-                    attempts.append(json.load(f))
+        attempts = recorded_attempts(run_dir, nine["id"])
         # rung 1: 2 GPUs, then one attempt per resize, each to more GPUs with the gain that
         # justified it, from its checkpoint; rung 2: all 4
         rung1 = [a for a in attempts if a["budget"] == 6]
