@@ -80,6 +80,32 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
     return o;
 }
 
+/* The compute demand of t on a whole GPU: its group's (profiled or
+ * declared), else the experiment's declared one; NaN while `gpu_compute:
+ * auto` has measured nothing (a share above the demand gains nothing, so
+ * without it no gain can be told). */
+static double demand_of(const tp_run_t *r, const trial_t *t) {
+    if (t->group >= 0 && r->pl.groups[t->group].measured) return r->pl.groups[t->group].compute;
+    if (r->x.res.gpu_compute_auto) return NAN;
+    double d = r->x.res.gpu_compute;
+    return d > 0 && d <= 1 ? d : 1;
+}
+
+/* Seconds per step of t on one whole GPU, the work Fluid divides (and the
+ * simulator counts): step_s as measured at step_gpus GPUs (scaled as if
+ * linearly, as step_at does), or at a fraction c of one GPU, where a
+ * compute demand d runs at min(1, c / d) of that speed (MPS caps its
+ * threads). An attempt at another share measures its step only after a
+ * report or two; a share computed meanwhile from the step as it was taken
+ * at the old share would be off by their ratio. At a fraction, as measured
+ * while the demand is not known; 0 when nothing is. */
+static double step_whole(const tp_run_t *r, const trial_t *t) {
+    if (!(t->step_s > 0)) return 0;
+    if (t->step_gpus > 1) return t->step_s * t->step_gpus;
+    double c = t->step_compute, d = c > 0 && c < 1 ? demand_of(r, t) : NAN;
+    return d > c ? t->step_s * c / d : t->step_s;
+}
+
 /* Shares of members m[0..k) into s. */
 static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o,
                     tp_fluid_share_t *s) {
@@ -87,8 +113,9 @@ static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o
     for (size_t i = 0; i < k; i++) {
         const trial_t *t = m[i];
         double left = t->budget > 0 ? tp__trial_steps_left(t) : 1;
-        ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = t->step_s, .remaining_steps = left,
-                                   .memory_mib = member_mib(r, t), .gpus_max = gpus_max(r)};
+        ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = step_whole(r, t),
+                                   .remaining_steps = left, .memory_mib = member_mib(r, t),
+                                   .gpus_max = gpus_max(r)};
     }
     tp__fluid_shares(ft, k, o, s);
     free(ft);
@@ -152,13 +179,14 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
 }
 
 /* Seconds per step of t at g whole GPUs: measured, else linear from the
- * count it runs on (optimistic: the resize then measures it). NaN if none. */
-static double step_at(const trial_t *t, int g) {
+ * count it runs on, else from its last measured step (optimistic: the
+ * resize then measures it). NaN if none. */
+static double step_at(const tp_run_t *r, const trial_t *t, int g) {
     if (g <= TP_SCALING_MAX_GPUS && t->scaling.samples[g]) return t->scaling.step_s[g];
     int now = t->gpus > 0 ? t->gpus : 1;
     if (now <= TP_SCALING_MAX_GPUS && t->scaling.samples[now])
         return t->scaling.step_s[now] * now / g;
-    return t->step_s > 0 ? t->step_s * now / g : NAN;
+    return t->step_s > 0 ? step_whole(r, t) / g : NAN;
 }
 
 /* Whole GPUs t could hold now on its node: the ones it holds alone (not a
@@ -175,17 +203,6 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
     for (size_t k = 0; k < t->where.ngpus; k++)
         idle += t->where.gpu[k] < node->ngpus && u->count[u->gpu_base[n] + t->where.gpu[k]] == 1;
     return idle - claimed[n];
-}
-
-/* The compute demand of t on a whole GPU: its group's (profiled or
- * declared), else the experiment's declared one; NaN while `gpu_compute:
- * auto` has measured nothing (a share above the demand gains nothing, so
- * without it no gain can be told). */
-static double demand_of(const tp_run_t *r, const trial_t *t) {
-    if (t->group >= 0 && r->pl.groups[t->group].measured) return r->pl.groups[t->group].compute;
-    if (r->x.res.gpu_compute_auto) return NAN;
-    double d = r->x.res.gpu_compute;
-    return d > 0 && d <= 1 ? d : 1;
 }
 
 /* Whether t, a fraction of one GPU under MPS, could take `share` of its GPU
@@ -217,15 +234,14 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
     double to = s->share < 1 ? s->share : 1.0, now, then;
     if (whole) {
         if (room(r, t, u, claimed) < s->gpus) return 0;
-        now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
+        now = step_at(r, t, t->gpus > 0 ? t->gpus : 1), then = step_at(r, t, s->gpus);
     } else {
         if (t->gpus > 1 || !(to > t->compute + 1e-9) || !fraction_fits(r, t, to, u, claimed_c))
             return 0;
         /* under an MPS cap c a trial of compute demand d runs at min(1, c / d) */
-        double d = demand_of(r, t);
+        double d = demand_of(r, t), one = step_whole(r, t);
         if (!(d > 0)) return 0;
-        double at = t->compute < d ? t->compute / d : 1;
-        now = t->step_s, then = t->step_s * at / (to < d ? to / d : 1);
+        now = one / (t->compute < d ? t->compute / d : 1), then = one / (to < d ? to / d : 1);
     }
     double left = tp__trial_steps_left(t);
     if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;

@@ -101,6 +101,8 @@ typedef struct trial {
     double fluid_floor; /* a resize's share: its next placement round gives it no less */
     double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
                            set by tp__trial_set_step_s */
+    double step_compute; /* the compute share (per GPU) and GPU count of the attempt */
+    int step_gpus;       /* that measured step_s; set with it */
     int64_t first_step; /* step of this attempt's first report that had one */
     double first_step_at; /* monotonic time of that report */
     int64_t step_done;  /* largest step it reported in any job (its checkpoint), -1: none */
@@ -192,7 +194,8 @@ void tp__trials_free(tp_trials_t *ts);
 int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
                         const tp_transition_t *how);
 
-/* Record t's measured seconds per step (> 0); the one way step_s changes,
+/* Record t's measured seconds per step (> 0), at the compute share and GPU
+ * count it holds now (t->compute, t->gpus); the one way step_s changes,
  * so that the means below are kept as it goes (the run's, and its demand
  * group's when it has one). O(1), amortised. */
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);

@@ -3,6 +3,8 @@
 Every test runs the real binary ($TUNEPACK_BIN) on real trials in its own temporary
 directory, reads outcomes from the SQLite store (opened read-only) and the CLI output, and
 kills whatever it started, including trial processes left behind, in tearDown.
+TP_E2E_KEEP=1 keeps each test's directory (its path printed to stderr), to read a failed
+run's store and files afterwards.
 """
 
 import json
@@ -206,8 +208,11 @@ class E2E(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
-        self._tmp = tempfile.TemporaryDirectory(prefix="tp-e2e-")
-        self.tmp = os.path.realpath(self._tmp.name)
+        # TP_E2E_KEEP=1 keeps each test's directory, to read a failure's run afterwards
+        self._tmp = None if os.environ.get("TP_E2E_KEEP") else \
+            tempfile.TemporaryDirectory(prefix="tp-e2e-")
+        self.tmp = os.path.realpath(self._tmp.name if self._tmp else
+                                    tempfile.mkdtemp(prefix="tp-e2e-"))
         self.procs = []       # Popen objects started by the test
         self.run_dirs = []    # experiment directories, to kill leftovers by token
 
@@ -233,7 +238,10 @@ class E2E(unittest.TestCase):
                         os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass
-        self._tmp.cleanup()
+        if self._tmp:
+            self._tmp.cleanup()
+        else:
+            print("kept %s" % self.tmp, file=sys.stderr)
 
     # -- files ---------------------------------------------------------------------------
 
