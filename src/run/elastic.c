@@ -142,7 +142,10 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
         restart_measured(r, t, (now - t->mark_at) / (double)(step - t->mark_step));
     }
     if (step == TP_STORE_NO_STEP) return;
-    if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0) {
+    /* A Fluid fraction runs capped below its demand: its step is its
+     * share's, no point of its GPU curve (groups.c scales it itself). */
+    int capped = r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0 && t->compute < 1 - 1e-9;
+    if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0 && !capped) {
         uint32_t steps = (uint32_t)(step - t->mark_step);
         uint32_t before = t->gpus <= TP_SCALING_MAX_GPUS ? t->scaling.samples[t->gpus] : 0;
         /* One sample per step: reports every k steps weigh k steps. */

@@ -283,6 +283,20 @@ class FluidGroupsElastic(FluidGroups):
         self.assertEqual(got[8][1], (1, 1.0, 1), got[8])
         self.assertEqual(got[7][1], (1, 1.0, 1), got[7])
         self.assertEqual(got[9][2], (2, 1.0, 4), got[9])
+        # a fraction's step is its share's, not one GPU's: rung 0 adds no point to a
+        # trial's scaling curve; rung 1 (whole GPUs) does
+        with self.store(run_dir) as s:
+            compute = {(p["trial"], p["attempt"]): p["compute"]
+                       for p in s.q("SELECT trial, attempt, compute FROM placements")}
+            curves = [(e["trial"], e["attempt"], json.loads(e["detail"])["samples"])
+                      for e in s.events(kind="scaling")]
+        last, grew = {}, 0
+        for trial, attempt, samples in curves:
+            if compute[(trial, attempt)] < 1:
+                self.assertEqual(samples, last.get(trial, {}), (trial, attempt, curves))
+            grew += samples != last.get(trial, {})
+            last[trial] = samples
+        self.assertGreater(grew, 0, curves)
 
     test_memory_decides_the_smallest_fraction = None
     test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends = None
