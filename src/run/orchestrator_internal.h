@@ -6,7 +6,8 @@
  *   trials        trial_state.c    the trial table, the state machine, counts
  *   journal       journal.c        the store, transactions, write failures
  *   agents        agents.c         one link per agent: transport, readiness, loss
- *   pl            placement.c      cluster, demand groups, profiling, MPS, GPU state
+ *   pl            placement.c      demand groups, placing, profiling, GPU state
+ *                 inventory.c      the cluster from the agents' hellos, MPS per node
  *   view          view.c           the live terminal view or log lines
  *   el            elastic.c        elastic trials: resizes, measured scaling
  *   dl            reallocation.c   reallocation of free GPUs, the deadline's end
@@ -108,7 +109,7 @@ void tp__nodes_tick(tp_run_t *r);
 /* Journal every node's state (meta "nodes", for `tunepack nodes`). */
 void tp__nodes_journal(tp_run_t *r);
 
-/* ---- placement.c ----------------------------------------------------------- */
+/* ---- placement.c, inventory.c: placement's part (pl) ------------------------ */
 /* Demand shared by trials with the same profile_by values. */
 typedef struct demand_group {
     char *key;          /* JSON of the profile_by values, owned */
@@ -142,6 +143,7 @@ typedef struct tp_placement {
     tp_place_plan_t plan;       /* vpack's plan across rounds (place/plan.c) */
 } tp_placement_t;
 
+/* ---- inventory.c (the cluster of placement's part) -------------------------- */
 /* The cluster's nodes, one per agent link, empty until each says hello. */
 void tp__placement_init(tp_run_t *r);
 /* One more node (a link added while running), empty until its hello. */
@@ -150,6 +152,21 @@ void tp__placement_add_node(tp_run_t *r, const char *name);
  * (printed) when the experiment cannot run at all. *wait set when the
  * agent must first answer an mps_start. */
 int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait);
+/* `mps` answer: MPS on node n, or time-slicing and why. */
+void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m);
+/* GPU `index` of node n (and its position there), NULL if it has none. */
+tp_gpu_t *tp__placement_gpu(tp_run_t *r, size_t node, int index, size_t *pos);
+/* Journal (and log) that GPU g of node n is unhealthy, with NVML's error. */
+void tp__placement_note_unhealthy(tp_run_t *r, size_t n, const tp_gpu_t *g, const char *err);
+/* g's CUDA device id: its UUID, else its index. */
+void tp__placement_device_id(const tp_gpu_t *g, char *out, size_t n);
+/* The MPS pipe and log directories of GPU index on node n (n bytes each). */
+void tp__placement_mps_dirs(const tp_run_t *r, size_t node, int index, char *pipe, char *log,
+                            size_t n);
+
+/* ---- placement.c: demand groups, placing, measuring ------------------------- */
+/* Whether a demand is `auto` (measured by a profiling attempt, with NVML). */
+int tp__placement_needs_profile(const tp_run_t *r);
 /* Node n's agent is gone: nothing is placed there until it says hello. */
 void tp__placement_node_down(tp_run_t *r, size_t n);
 /* Whether trials waiting for room may fit now (capacity changed since the
@@ -171,8 +188,7 @@ size_t tp__trial_nshards(const tp_run_t *r, const trial_t *t);
 void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards, size_t k);
 /* The host name of node n for MASTER_ADDR (its agent's own word). */
 const char *tp__placement_host(const tp_run_t *r, size_t node);
-/* `mps` answer, `usage` samples. */
-void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m);
+/* `usage` samples. */
 void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);
 /* An attempt that ran out of GPU memory: grow its group's demand. Returns 1
  * when it should be placed again (not a failure), 0 when no GPU can hold
