@@ -91,19 +91,25 @@ static double demand_of(const tp_run_t *r, const trial_t *t) {
     return d > 0 && d <= 1 ? d : 1;
 }
 
+/* The speed against one whole GPU of a trial of compute demand d under an
+ * MPS cap c (a fraction of the GPU's threads): min(1, c / d); 1 while d is
+ * not known (NaN). */
+static double capped_speed(double c, double d) {
+    return c < d ? c / d : 1;
+}
+
 /* Seconds per step of t on one whole GPU, the work Fluid divides (and the
  * simulator counts): step_s as measured at step_gpus GPUs (scaled as if
- * linearly, as step_at does), or at a fraction c of one GPU, where a
- * compute demand d runs at min(1, c / d) of that speed (MPS caps its
- * threads). An attempt at another share measures its step only after a
+ * linearly, as step_at does), or at a fraction c of one GPU (capped_speed:
+ * MPS caps its threads). An attempt at another share measures its step only after a
  * report or two; a share computed meanwhile from the step as it was taken
  * at the old share would be off by their ratio. At a fraction, as measured
  * while the demand is not known; 0 when nothing is. */
 static double step_whole(const tp_run_t *r, const trial_t *t) {
     if (!(t->step_s > 0)) return 0;
     if (t->step_gpus > 1) return t->step_s * t->step_gpus;
-    double c = t->step_compute, d = c > 0 && c < 1 ? demand_of(r, t) : NAN;
-    return d > c ? t->step_s * c / d : t->step_s;
+    double c = t->step_compute;
+    return t->step_s * capped_speed(c, c > 0 && c < 1 ? demand_of(r, t) : NAN);
 }
 
 /* Shares of members m[0..k) into s. */
@@ -238,10 +244,9 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
     } else {
         if (t->gpus > 1 || !(to > t->compute + 1e-9) || !fraction_fits(r, t, to, u, claimed_c))
             return 0;
-        /* under an MPS cap c a trial of compute demand d runs at min(1, c / d) */
         double d = demand_of(r, t), one = step_whole(r, t);
         if (!(d > 0)) return 0;
-        now = one / (t->compute < d ? t->compute / d : 1), then = one / (to < d ? to / d : 1);
+        now = one / capped_speed(t->compute, d), then = one / capped_speed(to, d);
     }
     double left = tp__trial_steps_left(t);
     if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;

@@ -5,7 +5,6 @@
  * with the chosen policy (a pure function of pending demand and cluster
  * state), gives each trial its GPU environment (CUDA_VISIBLE_DEVICES and MPS
  * settings), journals every placement and keeps the GPU state measured. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
