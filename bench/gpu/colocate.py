@@ -17,6 +17,12 @@ another), NVML's GPU busy % over the window, and NVML's per-process SM % of each
 (per_trial_sm_pct) and of any other process (other_pids_sm_pct: under MPS, the server):
 whether a trial's compute share can be measured while it shares the GPU. With --tunepack,
 also what `tunepack gpus --json` lists for each worker (MiB, SM %) halfway through the window.
+
+--caps (MPS only) repeats each MPS row for each policy of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:
+`none` (no limit), `share` (100/k each: a Fluid share of 1/k as tunepack caps it), a number N
+(N% each) or a list a/b/... (worker i gets the i-th; its length is k). The row's `caps` says
+which limits the workers had: whether a cap is binding when the worker is alone (k = 1 at
+25%), and how trials capped at their shares compare with uncapped ones sharing the GPU.
 """
 import argparse
 import json
@@ -74,9 +80,25 @@ def stop_mps(env):
         print("colocate: MPS control.log ends:\n  " + "\n  ".join(tail), flush=True)
 
 
-def one(model, batch, k, env, args, tmp):
-    """k workers side by side; (aggregate samples/s, busy %, per-worker samples/s, per-worker
-    NVML SM %, {other pid: SM %}, what `tunepack gpus` lists or None)."""
+def caps_of(policy, k):
+    """The thread percentages of k workers under a --caps policy: a list of k ints, or None
+    (no limit); ValueError when a list's length is not k."""
+    if policy == "none":
+        return None
+    if policy == "share":
+        return [-(-100 // k)] * k
+    caps = [int(c) for c in policy.split("/")]
+    if len(caps) == 1:
+        return caps * k
+    if len(caps) != k:
+        raise ValueError("caps %s: %d values for k = %d" % (policy, len(caps), k))
+    return caps
+
+
+def one(model, batch, k, env, args, tmp, caps=None):
+    """k workers side by side (worker i capped at caps[i]% of the GPU's threads under MPS);
+    (aggregate samples/s, busy %, per-worker samples/s, per-worker NVML SM %, {other pid: SM
+    %}, what `tunepack gpus` lists or None)."""
     d = tempfile.mkdtemp(dir=tmp)
     go = os.path.join(d, "go")
     procs = []
@@ -85,7 +107,8 @@ def one(model, batch, k, env, args, tmp):
                "--batch", str(batch), "--seconds", str(args.seconds),
                "--ready", os.path.join(d, "ready%d" % i), "--go", go,
                "--out", os.path.join(d, "out%d" % i)]
-        procs.append(subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True))
+        wenv = env if caps is None else dict(env, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=str(caps[i]))
+        procs.append(subprocess.Popen(cmd, env=wenv, stderr=subprocess.PIPE, text=True))
     deadline = time.time() + args.wait
     while not all(os.path.exists(os.path.join(d, "ready%d" % i)) for i in range(k)):
         dead = [p for p in procs if p.poll() is not None]
@@ -141,6 +164,8 @@ def main():
     ap.add_argument("--modes", default="timeslice,mps")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--wait", type=float, default=120.0)
+    ap.add_argument("--caps", default="none",
+                    help="MPS thread-percentage policies, comma-separated: none, share, N, a/b/...")
     ap.add_argument("--out")
     ap.add_argument("--tunepack", help="a tunepack binary: record what `tunepack gpus --json` "
                     "lists on GPU 0 mid-window (tunepack_gpus)")
@@ -157,17 +182,26 @@ def main():
                 env = start_mps(tempfile.mkdtemp(dir=tmp))
                 if env is None:
                     continue
+            policies = args.caps.split(",") if mode == "mps" else ["none"]
+            runs = [(k, p) for p in policies for k in ks]
             try:
-                for k in ks:
+                for k, policy in runs:
                     try:
+                        caps = caps_of(policy, k)
+                        if policy != "none" and caps is not None and k == 1 and caps[0] >= 100:
+                            continue  # the same as no limit
                         agg, busy, rates, sm, others, seen = one(model, int(batch), k, env,
-                                                                 args, tmp)
-                    except (RuntimeError, subprocess.TimeoutExpired) as e:
-                        print("colocate: %s %s k=%d: %s" % (job, mode, k, e), flush=True)
+                                                                 args, tmp, caps)
+                    except (RuntimeError, ValueError, subprocess.TimeoutExpired) as e:
+                        print("colocate: %s %s k=%d caps %s: %s" % (job, mode, k, policy, e),
+                              flush=True)
                         continue
                     if mode == "timeslice" and k == 1:
                         alone[job] = agg
+                    if mode == "mps" and k == 1 and caps is None:
+                        alone.setdefault(job, agg)
                     row = {"model": model, "batch": int(batch), "mode": mode, "k": k,
+                           "caps": caps,
                            "samples_per_s": round(agg, 1),
                            "per_trial": [round(r, 1) for r in rates],
                            "vs_k_gpus": round(agg / (k * alone[job]), 3) if job in alone

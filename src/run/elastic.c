@@ -11,10 +11,6 @@
  *   it goes running -> pending (requeue `resize`, gpus_want = the new count)
  *   and is placed again at once: nothing else starts while a resize is under
  *   way, so the GPUs it gives up or waits for stay free for it.
- * - A reshare (tp__elastic_reshare, for Fluid groups: groups.c) is the same
- *   pause for a trial on a fraction of one GPU, elastic or not: it runs again
- *   at a larger fraction or the whole GPU (MPS fixes a client's share when it
- *   starts).
  * - Measured, never assumed: seconds per step at each GPU count from its
  *   report steps and their arrival times (the time before the first step
  *   report of an attempt is start-up, not a step), and the restart cost from
@@ -142,10 +138,10 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
         restart_measured(r, t, (now - t->mark_at) / (double)(step - t->mark_step));
     }
     if (step == TP_STORE_NO_STEP) return;
-    /* A Fluid fraction runs capped below its demand: its step is its
-     * share's, no point of its GPU curve (groups.c scales it itself). */
-    int capped = r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0 && t->compute < 1 - 1e-9;
-    if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0 && !capped) {
+    /* A Fluid fraction shares its GPU with its group's others: its step is
+     * what they leave it, no point of its GPU curve (groups.c scales it). */
+    int shared = r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0 && t->compute < 1 - 1e-9;
+    if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0 && !shared) {
         uint32_t steps = (uint32_t)(step - t->mark_step);
         uint32_t before = t->gpus <= TP_SCALING_MAX_GPUS ? t->scaling.samples[t->gpus] : 0;
         /* One sample per step: reports every k steps weigh k steps. */
@@ -164,11 +160,10 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
 /* ---- resizing ---------------------------------------------------------------------- */
 
 /* Journal the `resize` decision (detail) and ask t to checkpoint once
- * committed: its next attempt runs on gpus GPUs, at share (0: its own). */
-static void ask_restart(tp_run_t *r, trial_t *t, int gpus, double share, const char *detail) {
+ * committed: its next attempt runs on gpus GPUs. */
+static void ask_restart(tp_run_t *r, trial_t *t, int gpus, const char *detail) {
     tp__run_decision(r, "resize", t, 1, NAN, detail, NULL);
     t->resize_to = gpus;
-    t->resize_share = share;
     t->resize_asked = tp__wall_s();
     r->el.resizing++;
     if (r->el.npauses == r->el.cappauses) {
@@ -200,19 +195,9 @@ int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char 
                -EALREADY;
     char detail[400];
     snprintf(detail, sizeof detail, "resize %d -> %d GPUs: %s", t->gpus, gpus, why);
-    ask_restart(r, t, gpus, 0, detail);
+    ask_restart(r, t, gpus, detail);
     snprintf(msg, n, "trial %lld: %s; it is asked to checkpoint and runs again on %d GPU(s)",
              (long long)t->id, detail, gpus);
-    return 0;
-}
-
-int tp__elastic_reshare(tp_run_t *r, trial_t *t, double share, const char *why) {
-    if (t->resize_to || t->stop_sent) return -EBUSY;
-    if (t->state != TP_TRIAL_RUNNING || t->gpus > 1 || !(share > t->compute) || share > 1)
-        return -EINVAL;
-    char detail[400];
-    snprintf(detail, sizeof detail, "resize %.3g -> %.3g of a GPU: %s", t->compute, share, why);
-    ask_restart(r, t, t->gpus > 0 ? t->gpus : 1, share, detail);
     return 0;
 }
 
@@ -230,13 +215,7 @@ tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *d
     if (t->restart_pending) restart_measured(r, t, 0); /* no second report: as measured */
     if (t->resize_to) {
         r->el.resizing--;
-        if (interrupted && t->resize_share > 0) {
-            snprintf(detail, n, "resize: checkpointed at %.3g of a GPU, runs again at %.3g",
-                     t->compute, t->resize_share);
-            t->fluid_share = t->fluid_floor = t->resize_share;
-            t->last_resize = tp__wall_s();
-            how = TP_REQUEUE_RESIZE;
-        } else if (interrupted) {
+        if (interrupted) {
             snprintf(detail, n, "resize: checkpointed on %d GPU(s), runs again on %d", t->gpus,
                      t->resize_to);
             t->gpus_want = t->resize_to;
@@ -246,10 +225,8 @@ tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *d
             t->resize_asked = 0; /* it ended before it could pause: no resize */
         }
         t->resize_to = 0;
-        t->resize_share = 0;
     }
-    /* With its new count: a crash before the relaunch still resumes the resize
-     * (a reshare's share is not kept: the shares computed then decide). */
+    /* With its new count: a crash before the relaunch still resumes the resize. */
     if (tp__elastic_on(r)) journal_curve(r, t);
     return how;
 }

@@ -1,7 +1,8 @@
 /* groups: Fluid trial groups in the real run (`groups:`, docs/gpus.md). A
  * job's group is the scheduler's (tp_job_t.group: a rung). When a group's
- * trials are placed, each one's compute share (its packing demand and its
- * MPS thread percentage) is its Fluid share (tp__fluid_shares, the pure
+ * trials are placed, each one's compute share (its packing demand: how
+ * many of the group's trials share a GPU and which) is its Fluid share
+ * (tp__fluid_shares, the pure
  * computation the simulator calls too) over the group's trials that are
  * being placed or run, with the capacity Fluid gives a group: the GPUs'
  * idle compute plus what the group's running trials hold. static: a trial
@@ -12,14 +13,15 @@
  * Whole GPUs above one need elastic trials (`resources: {gpus: {min: 1,
  * max: K}}`, elastic.c): then a share of k >= 1 is placed as k GPUs.
  * Without elastic trials shares stop at one GPU. Under dynamic shares a
- * running trial whose share grew is restarted from its checkpoint with the
- * new one when that pays: time left at its share over its measured restart
- * cost + time left at the new share must exceed GROUPS_MIN_GAIN. That is a
- * resize to more whole GPUs (tp__elastic_resize), or, for a fraction of one
- * GPU under MPS, to a larger fraction or the whole GPU (tp__elastic_reshare:
- * MPS fixes a client's thread percentage when it starts, so only a restart
- * changes it; time-sliced, a share is bookkeeping and no restart gains). A
- * running trial is never restarted to shrink. */
+ * running trial whose share grew to more whole GPUs is resized from its
+ * checkpoint (tp__elastic_resize) when that pays: time left at its count
+ * over its measured restart cost + time left at the new count must exceed
+ * GROUPS_MIN_GAIN. A fraction is never restarted for a larger fraction or
+ * the whole GPU: it runs with no MPS thread limit (placement.c), so it
+ * already takes what the trials beside it leave, and more when they end
+ * (measured on an H100, docs/gpu-checks.md: capped at its share, a
+ * compute-bound trial alone ran at 0.39 of its pace at 25%). A running
+ * trial is never restarted to shrink. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -82,8 +84,7 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
 
 /* The compute demand of t on a whole GPU: its group's (profiled or
  * declared), else the experiment's declared one; NaN while `gpu_compute:
- * auto` has measured nothing (a share above the demand gains nothing, so
- * without it no gain can be told). */
+ * auto` has measured nothing (then a fraction's step counts as measured). */
 static double demand_of(const tp_run_t *r, const trial_t *t) {
     if (t->group >= 0 && r->pl.groups[t->group].measured) return r->pl.groups[t->group].compute;
     if (r->x.res.gpu_compute_auto) return NAN;
@@ -91,25 +92,20 @@ static double demand_of(const tp_run_t *r, const trial_t *t) {
     return d > 0 && d <= 1 ? d : 1;
 }
 
-/* The speed against one whole GPU of a trial of compute demand d under an
- * MPS cap c (a fraction of the GPU's threads): min(1, c / d); 1 while d is
- * not known (NaN). */
-static double capped_speed(double c, double d) {
-    return c < d ? c / d : 1;
-}
-
 /* Seconds per step of t on one whole GPU, the work Fluid divides (and the
  * simulator counts): step_s as measured at step_gpus GPUs (scaled as if
- * linearly, as step_at does), or at a fraction c of one GPU (capped_speed:
- * MPS caps its threads). An attempt at another share measures its step only after a
- * report or two; a share computed meanwhile from the step as it was taken
- * at the old share would be off by their ratio. At a fraction, as measured
- * while the demand is not known; 0 when nothing is. */
+ * linearly, as step_at does), or at a fraction c of one GPU, taken as run
+ * at its share's pace, min(1, c / d) for a compute demand d (a GPU its
+ * group fills splits about so; a trial left alone there ran faster, and
+ * counts as more work than it has). An attempt at another share measures
+ * its step only after a report or two; a share computed meanwhile from the
+ * step as it was taken at the old share would be off by their ratio. At a
+ * fraction, as measured while the demand is not known; 0 when nothing is. */
 static double step_whole(const tp_run_t *r, const trial_t *t) {
     if (!(t->step_s > 0)) return 0;
     if (t->step_gpus > 1) return t->step_s * t->step_gpus;
-    double c = t->step_compute;
-    return t->step_s * capped_speed(c, c > 0 && c < 1 ? demand_of(r, t) : NAN);
+    double c = t->step_compute, d = c > 0 && c < 1 ? demand_of(r, t) : NAN;
+    return t->step_s * (c < d ? c / d : 1);
 }
 
 /* Shares of members m[0..k) into s. */
@@ -150,14 +146,9 @@ static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const
         if (m[i]->state == TP_TRIAL_RUNNING) continue; /* never resized while it runs */
         if (m[i]->fluid_share > 0 || s[i].share <= 0) continue;
         m[i]->fluid_share = s[i].share;
-        char detail[400], floor[80] = "";
-        if (m[i]->fluid_floor > s[i].share) { /* the share its resize restarted it for */
-            m[i]->fluid_share = m[i]->fluid_floor;
-            snprintf(floor, sizeof floor, "; given %.3g, the share it was resized to",
-                     m[i]->fluid_floor);
-        }
-        snprintf(detail, sizeof detail, "group %lld (%s): %s%s", (long long)m[i]->fluid_group,
-                 tp__fluid_mode_name(r->x.groups), s[i].why, floor);
+        char detail[400];
+        snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
+                 tp__fluid_mode_name(r->x.groups), s[i].why);
         note(r, m[i], "fluid-share", detail);
     }
     if (t->fluid_share > 0) share = t->fluid_share;
@@ -173,7 +164,6 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
     for (size_t i = 0; i < n; i++) {
         if (profiling[i]) continue; /* the profiler runs alone */
         double share = share_of(r, batch[i], batch, n, u);
-        batch[i]->fluid_floor = 0; /* its resize's round: after it, shares as computed */
         if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
             batch[i]->gpus_want = (int)lround(share);
             d[i].gpus = batch[i]->gpus_want, d[i].compute = 1.0;
@@ -211,62 +201,28 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
     return idle - claimed[n];
 }
 
-/* Whether t, a fraction of one GPU under MPS, could take `share` of its GPU
- * now: the GPU's idle compute in u, plus its own, less what the fractions
- * grown in this round took (claimed_c, by GPU); all in that GPU's own units
- * (a share over its speed, as u counts). O(1). */
-static int fraction_fits(const tp_run_t *r, const trial_t *t, double share, const tp_usage_t *u,
-                         const double *claimed_c) {
-    size_t n = t->where.node;
-    if (!t->where.placed || t->where.ngpus != 1 || n >= r->pl.cluster.nnodes || !r->pl.node[n].mps)
-        return 0;
-    const tp_cluster_t *c = &r->pl.cluster;
-    size_t gpu = t->where.gpu[0], g = u->gpu_base[n] + gpu;
-    double idle = 1.0 + c->limits.oversubscribe - u->compute_used[g] - claimed_c[g];
-    return idle + tp__place_share(c, n, gpu, t->compute) >=
-           tp__place_share(c, n, gpu, share) - 1e-9;
-}
-
-/* A running trial whose share s grew: restart it with the new share when
- * the gain pays for its measured restart and the new share fits where it
- * runs now (a restart that waits for room loses its progress meanwhile):
- * more whole GPUs for an elastic trial (claimed[its node] counts what it
- * takes), or a larger fraction or the whole GPU for a fraction under MPS
- * (claimed_c[its GPU]). 1 if asked. */
+/* A running trial whose share s grew to more whole GPUs than it holds:
+ * resize it when the gain pays for its measured restart and the GPUs are
+ * free on its node now (a resize that waits for room loses its progress
+ * meanwhile; claimed[its node] counts what it takes). Elastic trials only.
+ * 1 if asked. */
 static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
-                int *claimed, double *claimed_c) {
-    if (!r->x.groups_restart || !(t->restart_s >= 0)) return 0;
-    int whole = tp__elastic_on(r) && s->share >= 2 - 1e-9 && s->gpus > t->gpus;
-    double to = s->share < 1 ? s->share : 1.0, now, then;
-    if (whole) {
-        if (room(r, t, u, claimed) < s->gpus) return 0;
-        now = step_at(r, t, t->gpus > 0 ? t->gpus : 1), then = step_at(r, t, s->gpus);
-    } else {
-        if (t->gpus > 1 || !(to > t->compute + 1e-9) || !fraction_fits(r, t, to, u, claimed_c))
-            return 0;
-        double d = demand_of(r, t), one = step_whole(r, t);
-        if (!(d > 0)) return 0;
-        now = one / capped_speed(t->compute, d), then = one / capped_speed(to, d);
-    }
+                int *claimed) {
+    if (!r->x.groups_restart || !(t->restart_s >= 0) || !tp__elastic_on(r)) return 0;
+    if (!(s->share >= 2 - 1e-9) || s->gpus <= t->gpus || room(r, t, u, claimed) < s->gpus)
+        return 0;
+    double now = step_at(r, t, t->gpus > 0 ? t->gpus : 1), then = step_at(r, t, s->gpus);
     double left = tp__trial_steps_left(t);
     if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;
     double gain = left * now / (t->restart_s + left * then);
     if (!(gain > GROUPS_MIN_GAIN)) return 0;
-    char why[200], msg[300], grown[32];
-    if (whole) snprintf(grown, sizeof grown, "%d GPUs", s->gpus);
-    else snprintf(grown, sizeof grown, "%.3g of a GPU", to);
-    snprintf(why, sizeof why, "Fluid share of group %lld grew to %s: gain %.2f > %.2f "
+    char why[200], msg[300];
+    snprintf(why, sizeof why, "Fluid share of group %lld grew to %d GPUs: gain %.2f > %.2f "
              "(%.1f s left -> restart %.1f s + %.1f s)",
-             (long long)t->fluid_group, grown, gain, GROUPS_MIN_GAIN, left * now, t->restart_s,
-             left * then);
-    if (whole) {
-        if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
-        claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
-    } else {
-        if (tp__elastic_reshare(r, t, to, why) != 0) return 0;
-        size_t n = t->where.node, gpu = t->where.gpu[0];
-        claimed_c[u->gpu_base[n] + gpu] += tp__place_share(&r->pl.cluster, n, gpu, to - t->compute);
-    }
+             (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now,
+             t->restart_s, left * then);
+    if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
+    claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
     t->fluid_share = s->share;
     return 1;
 }
@@ -286,15 +242,12 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         tp_fluid_opts_t o = opts(r, u, m, k);
         compute(r, m, k, &o, s);
         int *claimed = tp__xcalloc(r->pl.cluster.nnodes + 1, sizeof *claimed);
-        size_t ngpus = 0;
-        for (size_t n = 0; n < r->pl.cluster.nnodes; n++) ngpus += r->pl.cluster.nodes[n].ngpus;
-        double *claimed_c = tp__xcalloc(ngpus + 1, sizeof *claimed_c);
         tp_buf_t b = {0};
         tp__buf_printf(&b, "trial %lld of group %lld ended; shares of the %zu left over %g GPUs:",
                        (long long)t->id, (long long)t->fluid_group, k, o.capacity);
         for (size_t i = 0; i < k; i++) {
             int running = m[i]->state == TP_TRIAL_RUNNING;
-            if (running && grow(r, m[i], &s[i], u, claimed, claimed_c)) {
+            if (running && grow(r, m[i], &s[i], u, claimed)) {
                 tp__buf_printf(&b, "%s trial %lld: %.3g (resized)", i ? ";" : "",
                                (long long)m[i]->id, s[i].share);
                 continue;
@@ -306,7 +259,6 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         note(r, t, "fluid-shares", b.data ? b.data : "");
         tp__buf_free(&b);
         free(claimed);
-        free(claimed_c);
         free(s);
     }
     free(m);

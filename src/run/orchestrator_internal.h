@@ -242,19 +242,11 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step);
  * decision (why), and asks it to pause once committed. 0, or -errno with
  * msg saying why not (not elastic, not running, out of its range, busy). */
 int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char *msg, size_t n);
-/* Restart running trial t, a fraction of one GPU, at the larger fraction or
- * whole GPU `share` (groups.c: MPS fixes a client's share when it starts):
- * journals a `resize` decision (why) and asks it to pause once committed;
- * its next attempt is placed with that share. Elastic or not. 0, -EBUSY
- * when t is already pausing, or -EINVAL when it is not running on one GPU
- * below share. The share lives in memory only: a run killed before the
- * relaunch places it with the shares computed then. O(1). */
-int tp__elastic_reshare(tp_run_t *r, trial_t *t, double share, const char *why);
 /* After the commit: send the pauses of the resizes journaled. */
 void tp__elastic_act(tp_run_t *r);
 /* t's attempt ended (interrupted: paused or stopped to run again). Returns
  * how it goes back to pending: TP_REQUEUE_RESIZE (detail filled, gpus_want
- * or its Fluid share set) when it paused for a resize, else
+ * set) when it paused for a resize, else
  * TP_REQUEUE_INTERRUPTED. Journals
  * its curve. */
 tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n);

@@ -44,8 +44,7 @@ typedef enum tp_requeue {
     TP_REQUEUE_RETRY,       /* it failed and has retries left */
     TP_REQUEUE_INTERRUPTED, /* stopped, paused by a stop, lost with its agent or orchestrator */
     TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
-    TP_REQUEUE_RESIZE,      /* paused to be placed again with gpus_want GPUs (elastic) or a
-                               larger Fluid share (a fraction of one GPU) */
+    TP_REQUEUE_RESIZE,      /* paused to be placed again with gpus_want GPUs (elastic) */
 } tp_requeue_t;
 
 
@@ -98,7 +97,6 @@ typedef struct trial {
     int rung;           /* rung of its current (or last) job */
     int64_t fluid_group; /* its job's trial group (tp_job_t.group), -1 before a job */
     double fluid_share; /* the Fluid share its job was given (groups:), 0: none yet */
-    double fluid_floor; /* a resize's share: its next placement round gives it no less */
     double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
                            set by tp__trial_set_step_s */
     double step_compute; /* the compute share (per GPU) and GPU count of the attempt */
@@ -118,7 +116,6 @@ typedef struct trial {
     int gpus;           /* GPUs of its current (or last) attempt */
     int gpus_want;      /* GPUs its next attempt asks for; 0: the experiment's */
     int resize_to;      /* a resize asked of the running attempt: its new GPU count, 0: none */
-    double resize_share; /* with it, a fraction's new share (tp__elastic_reshare), 0: none */
     double resize_asked; /* wall time the resize's pause was asked (restart cost from here) */
     double restart_s;   /* last measured restart cost (elastic.c); NaN */
     double restart_raw; /* being measured: pause asked (or launch) -> the attempt's first report */

@@ -95,6 +95,19 @@ static tp_demand_t demand(const gsim_t *S, const gtrial_t *t, size_t id) {
     return d;
 }
 
+/* Whether t makes progress now: placed, its (re)start over. */
+static int progressing(const gsim_t *S, const gtrial_t *t) {
+    return t->running && t->ready_at <= S->now + EPS;
+}
+
+/* The busy intensity on its GPU of a single-GPU job t sharing it with k
+ * trials (sim_groups.h), and its step T at the GPU's pace. */
+static double intensity(const tp_groups_opts_t *o, const gtrial_t *t, int k, double *T) {
+    double m = 1.0 + o->overhead * (k - 1);
+    *T = t->host_s + m * t->gpu_s;
+    return m * t->gpu_s / *T;
+}
+
 /* Rates of every running job for the current placement (the model in
  * sim_groups.h). O(n^2) over the rung, fine for rungs of hundreds. */
 static void rates(gsim_t *S) {
@@ -102,42 +115,53 @@ static void rates(gsim_t *S) {
     for (size_t i = 0; i < S->n; i++) {
         gtrial_t *t = &S->t[S->rung[i]];
         t->rate = 0;
-        if (!t->running || t->ready_at > S->now + EPS) continue;
+        if (!progressing(S, t)) continue;
         if (t->where.ngpus > 1 || t->d.compute >= 1 - EPS) {
             double g = (double)t->where.ngpus;
             t->rate = 1.0 / (t->step_s * (o->serial + (1 - o->serial) / g));
             continue;
         }
-        int k = S->u.count[S->u.gpu_base[t->where.node] + t->where.gpu[0]];
-        double m = 1.0 + o->overhead * (k - 1), T = t->host_s + m * t->gpu_s;
-        double dd = m * t->gpu_s / T, speed = t->d.compute / dd;
-        t->rate = (speed < 1 ? speed : 1) / T;
+        size_t gpu = S->u.gpu_base[t->where.node] + t->where.gpu[0];
+        int k = S->u.count[gpu];
+        double T, dd = intensity(o, t, k, &T);
+        if (o->mode == TP_FLUID_OFF) { /* capped at its demand */
+            double speed = t->d.compute / dd;
+            t->rate = (speed < 1 ? speed : 1) / T;
+            continue;
+        }
+        double D = 0; /* a Fluid fraction has no thread limit: the GPU's demand decides */
+        for (size_t j = 0; j < S->n; j++) {
+            const gtrial_t *q = &S->t[S->rung[j]];
+            if (progressing(S, q) && q->where.ngpus == 1 && q->d.compute < 1 - EPS &&
+                S->u.gpu_base[q->where.node] + q->where.gpu[0] == gpu) {
+                double Tq;
+                D += intensity(o, q, k, &Tq);
+            }
+        }
+        t->rate = 1.0 / (T * (D > 1 ? D : 1));
     }
 }
 
-/* Seconds per step t would take at share s, as a caller that measured it
- * would estimate: whole GPUs from its measured curve (search/scaling.h: the
- * Amdahl fit, or linear from one count, which a first resize then probes),
- * a fraction by its compute demand under that MPS cap. */
+/* Seconds per step t would take at share s, as the run estimates it
+ * (run/groups.c step_at): below two GPUs its step on one whole GPU, more
+ * whole GPUs from its measured curve (search/scaling.h: the Amdahl fit, or
+ * linear from one count, which a first resize then probes). */
 static double est_step(const gtrial_t *t, double s) {
     double one = tp__scaling_step_s(&t->curve, 1, NULL);
     if (!isfinite(one)) one = t->step_s;
-    if (s < 1 - EPS) {
-        double d = t->gpu_s / t->step_s;
-        return one / (s / d < 1 ? s / d : 1);
-    }
+    if (s < 2 - EPS) return one;
     double k = tp__scaling_step_s(&t->curve, (int)lround(s), NULL);
     return isfinite(k) ? k : one / s;
 }
 
 /* Fluid shares for the rung's unfinished jobs. With restart (dynamic), a
- * running job whose share grew (a larger fraction of one GPU, a whole GPU,
- * more whole GPUs) is marked to grow (grow_to; resize_growing restarts it
- * if the new share fits) when that pays: the gain, time left at its share
- * over restart_s + time left at the new one, must be above
- * TP_GROUPS_MIN_GAIN. As in the run (run/groups.c), a running job is never
- * restarted to shrink; a fraction grows by a restart because MPS fixes a
- * client's percentage when it starts. */
+ * running job whose share grew to more whole GPUs (two or more) is marked
+ * to grow (grow_to; resize_growing restarts it if the new share fits) when
+ * that pays: the gain, time left at its share over restart_s + time left at
+ * the new one, must be above TP_GROUPS_MIN_GAIN. As in the run
+ * (run/groups.c), a running job is never restarted to shrink, nor for a
+ * larger fraction or one whole GPU: a fraction has no MPS thread limit, so
+ * it already runs at what its GPU's other trials leave it. */
 static void fluid_shares(gsim_t *S, int restart) {
     const tp_groups_opts_t *o = S->o;
     tp_fluid_trial_t *ft = tp__xcalloc(S->n, sizeof *ft);
@@ -158,7 +182,7 @@ static void fluid_shares(gsim_t *S, int restart) {
         if (fabs(fs[i].share - t->share) < EPS) continue;
         if (t->running) {
             double left = t->target - t->done;
-            if (!restart || fs[i].share <= t->share + EPS ||
+            if (!restart || fs[i].share < 2 - EPS || fs[i].share <= t->share + EPS ||
                 left * est_step(t, t->share) <=
                     TP_GROUPS_MIN_GAIN * (o->restart_s + left * est_step(t, fs[i].share)))
                 continue;

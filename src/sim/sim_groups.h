@@ -6,16 +6,19 @@
  *
  *   a trial's step on one whole GPU: host_s + gpu_s (d = gpu_s / step: its
  *   compute demand); on g whole GPUs: step (f + (1 - f) / g) (Amdahl, serial
- *   fraction f: the scaling curve); packed at an MPS cap c on a GPU with k
- *   trials: (host_s + m gpu_s) / min(1, c / d'), m = 1 + overhead (k - 1),
- *   d' = m gpu_s / (host_s + m gpu_s). Plain packing caps a trial at its
- *   demand d (full speed); Fluid caps it at its share.
+ *   fraction f: the scaling curve); on a GPU with k trials, at the pace
+ *   T = host_s + m gpu_s, m = 1 + overhead (k - 1), its busy share there is
+ *   d' = m gpu_s / T. Plain packing caps a trial at its demand d under MPS
+ *   (so it runs at min(1, d / d') of its pace: the placer keeps the sum of
+ *   the demands at most 1); a Fluid fraction has no thread limit and takes
+ *   what its GPU's others leave: 1 / (T max(1, D)), D the sum of the d' of
+ *   the trials progressing on that GPU.
  *
  * Every job start, and every resize of a running trial, costs restart_s
- * (checkpoint and restart), holding its GPUs without progress. Resizes are
- * the run's (run/groups.c): dynamic shares only, a running trial grown to a
- * larger fraction, the whole GPU or more whole GPUs, only when that pays and
- * the new share fits now. Rungs are synchronous: rung k + 1 starts when
+ * (checkpoint and restart), holding its GPUs without progress and leaving
+ * its GPU's others its share. Resizes are the run's (run/groups.c): dynamic
+ * shares only, a running trial grown to more whole GPUs (two or more),
+ * only when that pays and the new GPUs are free now. Rungs are synchronous: rung k + 1 starts when
  * rung k has ended (the top 1/eta by a trial's hidden quality go on). Pure
  * and deterministic for a seed. */
 #ifndef TP_SIM_GROUPS_H

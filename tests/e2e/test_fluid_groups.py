@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fluid trial groups end to end (issue 12, item 3) on a fake GPU: a Hyperband rung is a
-group, and each trial's compute share (its packing demand and MPS thread percentage) follows
-its remaining work, measured step time x remaining steps, memory-checked.
+group, and each trial's compute share (its packing demand: who shares a GPU) follows its
+remaining work, measured step time x remaining steps, memory-checked. Under MPS a share sets
+no thread percentage: each trial takes what the others on its GPU leave.
 
 One 16 GiB fake GPU; Hyperband with epochs 2, 6, 18 (9 trials, then the top 3, then 1). The
 trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s). Rung 0 knows
@@ -56,7 +57,7 @@ class FluidGroups(GpuE2E):
             "max_per_gpu: 4", "groups: {shares: %s, %s}\n" % (shares, bounds)))
 
     def placements(self, run_dir, count_gpus=False):
-        """{x: {rung: (rung, compute, MPS thread percentage or GPUs)}}."""
+        """{x: {rung: (rung, compute, MPS thread percentage (None: no limit) or GPUs)}}."""
         with self.store(run_dir) as s:
             xs = {t["id"]: t["params"]["x"] for t in s.trials()}
             rows = s.q("SELECT p.trial, p.attempt, p.compute, p.env, p.gpus, d.rung FROM placements p "
@@ -85,15 +86,15 @@ class FluidGroups(GpuE2E):
     def test_shares_follow_remaining_work_within_a_rung(self):
         run_dir = self.run_fluid("static")
         got = self.placements(run_dir)
-        # rung 0: no step time measured yet, equal shares at the min
+        # rung 0: no step time measured yet, equal shares at the min; no thread limit
         for x in range(1, 10):
-            self.assertEqual(got[x][0], (0, 0.25, "25"), (x, got[x]))
+            self.assertEqual(got[x][0], (0, 0.25, None), (x, got[x]))
         # rung 1: x = 9 has three times the work of x = 8 and x = 7
-        self.assertEqual(got[9][1], (1, 0.5, "50"), got[9])
-        self.assertEqual(got[8][1], (1, 0.25, "25"), got[8])
-        self.assertEqual(got[7][1], (1, 0.25, "25"), got[7])
+        self.assertEqual(got[9][1], (1, 0.5, None), got[9])
+        self.assertEqual(got[8][1], (1, 0.25, None), got[8])
+        self.assertEqual(got[7][1], (1, 0.25, None), got[7])
         # rung 2: alone in its group, the whole GPU
-        self.assertEqual(got[9][2], (2, 1.0, "100"), got[9])
+        self.assertEqual(got[9][2], (2, 1.0, None), got[9])
         for x in range(1, 7):
             self.assertEqual(len(got[x]), 1, (x, got[x]))
         with self.store(run_dir) as s:
@@ -120,11 +121,10 @@ class FluidGroups(GpuE2E):
             self.assertEqual(got[x][1][:2], (1, 1 / 3), (x, got[x]))
 
     def test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends(self):
-        # restart: false, so that no running trial is restarted with its new share (this
-        # trainer ignores pauses; FluidGrowth tests the restarts)
-        run_dir = self.run_fluid("dynamic", bounds="min: 0.25, max: 1, restart: false")
+        # (this trainer ignores pauses: no fraction is restarted for a larger share)
+        run_dir = self.run_fluid("dynamic")
         got = self.placements(run_dir)
-        self.assertEqual(got[9][1], (1, 0.5, "50"), got[9])
+        self.assertEqual(got[9][1], (1, 0.5, None), got[9])
         with self.store(run_dir) as s:
             xs = {t["id"]: t["params"]["x"] for t in s.trials()}
             again = [e["detail"] for e in s.events(kind="fluid-shares")
@@ -182,84 +182,48 @@ def recorded_attempts(run_dir, trial):
 
 
 class FluidGrowth(GpuE2E):
-    """Dynamic shares on one 16 GiB fake GPU under MPS: a fraction whose share grows is
-    restarted with it. Rung 0: the nine at 1/4 (x = 9 measures 2 s a step, the others 0.16 s;
-    some at more once the first have ended). Rung 1 holds x = 9, 8, 7 with 4 epochs left each:
-    work 8, 0.64, 0.64 -> ideal 0.86, 0.07, 0.07 -> 1/2, 1/4, 1/4 after the min of 1/4 (3/4
-    is no share, so x = 9 stays at 1/2 while either of the others runs). When both have
-    ended (0.64 s of steps after their 1 s start-up), x = 9 (1 s a step at 1/2) has about 3 s
-    left; the whole GPU takes half that (its compute demand is 1.0), so the restart (its
-    start-up, about 1 s) pays: it checkpoints, and runs again from there at 100%. x = 8 and
-    x = 7 never have enough left to pay for a restart of theirs."""
+    """Dynamic shares on one 16 GiB fake GPU under MPS: a fraction whose share grows is not
+    restarted, as it has no thread limit to grow out of. Rung 0: the nine at 1/4 (x = 9
+    measures 0.5 s a step, the others 0.04 s). Rung 1 holds x = 9, 8, 7 with 4 epochs left
+    each: work 2, 0.16, 0.16 -> ideal 0.86, 0.07, 0.07 -> 1/2, 1/4, 1/4 after the min of 1/4.
+    When both others have ended, x = 9's share grows to the whole GPU; it runs on in the same
+    attempt at the pace it had (the whole GPU's: no percentage held it to 1/2), where a trial
+    capped at 50% would have had to checkpoint and restart to get it."""
 
     def setUp(self):
         super().setUp()
         self.trainer = self.write("trainer.py", GROWING % os.path.join(SRC, "python"))
         self.fake_gpus([(16 * GIB, None)])
 
-    def run_grow(self, restart="true"):
-        run_dir = self.path("run-%s" % restart)
+    def test_a_fraction_whose_share_grows_runs_on_with_no_thread_limit(self):
+        run_dir = self.path("run")
         exp = self.experiment(hyperband_nine(
             "grow", self.trainer, "gpus: 1, gpu_memory: 3G, gpu_compute: 1.0", "max_per_gpu: 4",
-            "groups: {shares: dynamic, min: 0.25, max: 1, restart: %s}\n" % restart))
+            "groups: {shares: dynamic, min: 0.25, max: 1}\n"))
         r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
         self.assertExit(r, 0)
-        return run_dir
-
-    def test_restart_false_leaves_a_running_fraction_as_it_is(self):
-        run_dir = self.run_grow("false")
-        with self.store(run_dir) as s:
-            self.assertEqual(s.q("SELECT * FROM decisions WHERE kind = 'resize'"), [])
-            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
-            nine = [i for i, x in xs.items() if x == 9][0]
-            last = [e["detail"] for e in s.events(kind="fluid-shares")
-                    if xs[e["trial"]] in (7, 8) and "of group 1 ended" in e["detail"]][-1]
-            steps = [m["step"] for m in s.metrics(nine)]
-        # its share grew to the whole GPU, for its next attempt: rung 1 ran on at 1/2
-        self.assertIn("trial %d: 1 (running: from its next attempt)" % nine, last)
-        self.assertEqual(steps, list(range(1, 19)), steps)
-
-    def test_a_fraction_whose_share_grows_restarts_with_it_from_its_checkpoint(self):
-        run_dir = self.run_grow()
         with self.store(run_dir) as s:
             nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
             self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)
-            resizes = s.q("SELECT detail FROM decisions WHERE kind = 'resize' AND trial = ?",
-                          nine["id"])
+            self.assertEqual(s.q("SELECT * FROM decisions WHERE kind = 'resize'"), [])
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            last = [e["detail"] for e in s.events(kind="fluid-shares")
+                    if xs[e["trial"]] in (7, 8) and "of group 1 ended" in e["detail"]][-1]
             steps = [m["step"] for m in s.metrics(nine["id"])]
-            requeues = [e["detail"] or "" for e in s.events(nine["id"], "pending")]
-            shares = [e["detail"] for e in s.events(kind="fluid-shares")]
-            others = s.q("SELECT trial FROM decisions WHERE kind = 'resize' AND trial != ?",
+            placed = s.q("SELECT compute, env FROM placements WHERE trial = ? ORDER BY attempt",
                          nine["id"])
-        # at rung 1 its share grows by a restart to the whole GPU, with the gain that
-        # justified it and the requeue that followed; no other trial is resized
-        self.assertEqual(len(resizes), 1, shares)
-        self.assertEqual(others, [], shares)
-        grown = []
-        for d in resizes:
-            m = re.match(r"^resize (0\.\d+) -> (0\.\d+|1) of a GPU: Fluid share of group 1 "
-                         r"grew to \2 of a GPU: gain (\d+\.\d\d) > 1\.10 \(\d+\.\d s left -> "
-                         r"restart \d+\.\d s \+ \d+\.\d s\)$", d["detail"])
-            self.assertTrue(m, d["detail"])
-            self.assertLess(float(m.group(1)), float(m.group(2)), d["detail"])
-            self.assertGreater(float(m.group(3)), 1.1, d["detail"])
-            grown.append((m.group(1), m.group(2)))
-            self.assertTrue(any("checkpointed at %s of a GPU, runs again at %s" % grown[-1] in d
-                                for d in requeues), (grown, requeues))
-        self.assertEqual(grown[-1][1], "1", grown)
+        # its share grew to the whole GPU, for its next attempt: rung 1 ran on in one attempt
+        self.assertIn("trial %d: 1 (running: from its next attempt)" % nine["id"], last)
         attempts = recorded_attempts(run_dir, nine["id"])
-        # its attempts: rung 0; rung 1 at its first share, then one attempt per resize, each
-        # from its checkpoint (at least the 2 steps of rung 0), the last at 100%; rung 2 on the
-        # whole GPU
-        self.assertEqual(attempts[0]["budget"], 2, attempts)
-        rung1 = [a for a in attempts if a["budget"] == 6]
-        self.assertEqual(len(rung1), 1 + len(grown), attempts)
-        pcts = [int(a["mps"]) for a in rung1]
-        self.assertEqual(pcts, sorted(set(pcts)), attempts)
-        self.assertEqual(pcts[-1], 100, attempts)
-        self.assertTrue(all(a["from"] >= 2 for a in rung1), attempts)
-        self.assertEqual((attempts[-1]["budget"], attempts[-1]["mps"]), (18, "100"), attempts)
-        # no step lost or repeated across the restart
+        self.assertEqual([a["budget"] for a in attempts], [2, 6, 18], attempts)
+        # every attempt had the GPU's threads unlimited, whatever its share (rung 0: 1/4, or
+        # more if it started after others had ended; rung 1: 1/2; rung 2: 1)
+        self.assertEqual([a["mps"] for a in attempts], [None] * 3, attempts)
+        self.assertEqual([p["compute"] for p in placed][1:], [0.5, 1.0], placed)
+        for p in placed:
+            env = json.loads(p["env"])
+            self.assertIn("CUDA_MPS_PIPE_DIRECTORY", env)
+            self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", env)
         self.assertEqual(steps, list(range(1, 19)), steps)
 
 
