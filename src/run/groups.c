@@ -146,6 +146,9 @@ static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const
         if (m[i]->state == TP_TRIAL_RUNNING) continue; /* never resized while it runs */
         if (m[i]->fluid_share > 0 || s[i].share <= 0) continue;
         m[i]->fluid_share = s[i].share;
+        /* dynamic shares are computed each round: journaled when they change */
+        if (fabs(s[i].share - m[i]->fluid_noted) < 1e-9) continue;
+        m[i]->fluid_noted = s[i].share;
         char detail[400];
         snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
                  tp__fluid_mode_name(r->x.groups), s[i].why);

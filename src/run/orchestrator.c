@@ -321,7 +321,7 @@ trial_t *tp__run_next_candidate(tp_run_t *r) {
     t->rung = job.rung;
     t->budget = job.budget;
     t->fluid_group = job.group;
-    t->fluid_share = 0;
+    t->fluid_share = t->fluid_noted = 0;
     t->job_fresh = 1;
     t->job_attempts = 0;
     if (job.why[0])

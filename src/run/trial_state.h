@@ -97,6 +97,7 @@ typedef struct trial {
     int rung;           /* rung of its current (or last) job */
     int64_t fluid_group; /* its job's trial group (tp_job_t.group), -1 before a job */
     double fluid_share; /* the Fluid share its job was given (groups:), 0: none yet */
+    double fluid_noted; /* the share its job's last `fluid-share` event gave, 0: none */
     double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
                            set by tp__trial_set_step_s */
     double step_compute; /* the compute share (per GPU) and GPU count of the attempt */

@@ -129,6 +129,15 @@ class FluidGroups(GpuE2E):
             xs = {t["id"]: t["params"]["x"] for t in s.trials()}
             again = [e["detail"] for e in s.events(kind="fluid-shares")
                      if xs[e["trial"]] in (7, 8) and "of group 1 ended" in e["detail"]]
+            given = {}
+            for e in s.events(kind="fluid-share"):
+                m = re.search(r"; given ([^;]+)", e["detail"])
+                self.assertTrue(m, e["detail"])
+                given.setdefault((e["trial"], e["attempt"]), []).append(m.group(1))
+        # computed again at every placement round while a trial waits, journaled only when
+        # its share changes
+        for key, g in given.items():
+            self.assertTrue(all(a != b for a, b in zip(g, g[1:])), (key, g))
         self.assertEqual(len(again), 2, again)
         # when x = 8 and x = 7 end, x = 9 (still running at 1/2) would take more
         last = again[-1]
