@@ -16,6 +16,7 @@
 #   oom       bench/gpu/oom.yaml through `tunepack run`: a trial over its MPS memory limit
 #   profile   bench/gpu/vision.py profile: six models x batch 64..512 alone
 #   packing   bench/gpu/packing.yaml through `tunepack run`, wfd against one-per-gpu
+#   fluid     bench/gpu/fluid.yaml through `tunepack run`, Fluid dynamic shares against plain
 #   fusion    bench/fuse/throughput.py --device cuda: K fused against K processes
 #   colocate  bench/gpu/colocate.py: k = 1, 2, 4, 8 on one GPU, time-sliced and under MPS
 #             (the jobs: CHECKS_COLOCATE_JOBS, default resnet18:128,mobilenet:64)
@@ -146,6 +147,15 @@ for table in ("events", "placements", "profiles"):
 EOF
 }
 
+fluid_section() { # bench/gpu/fluid.yaml: Fluid dynamic shares against plain packing
+    sed 's/^GROUPS$/groups: {shares: dynamic, min: 0.25, max: 1}/' bench/gpu/fluid.yaml \
+        > "$runs/fluid.yaml"
+    sed 's/^GROUPS$//' bench/gpu/fluid.yaml > "$runs/fluid-plain.yaml"
+    run_exp fluid "$runs/fluid.yaml"
+    run_exp fluid-plain "$runs/fluid-plain.yaml"
+    store_dump "$runs/fluid" | grep -E "^placements|fluid-share|resize" | cut -c1-400 | head -60
+}
+
 oom_section() {
     run_exp oom bench/gpu/oom.yaml
     store_dump "$runs/oom"
@@ -153,7 +163,7 @@ oom_section() {
 }
 
 export tp runs root
-export -f env_section nvml_section run_exp store_dump oom_section packing_section
+export -f env_section nvml_section run_exp store_dump oom_section packing_section fluid_section
 section env 60 env_section
 section nvml 45 nvml_section
 section mps 90 python3 bench/gpu/mps_check.py --out "$out/mps.jsonl"
@@ -163,6 +173,7 @@ export -f rm_profile
 section profile 110 rm_profile --seconds 1.5 --warmup 0.5 --out "$runs/profile.jsonl"
 cp "$runs/profile.jsonl" "$out/profile.jsonl" 2>/dev/null
 section packing 170 packing_section
+section fluid 200 fluid_section
 section fusion 120 python3 bench/fuse/throughput.py --device cuda --python python3 \
     --epochs "${CHECKS_FUSION_EPOCHS:-8}" --hidden 256
 section colocate 150 python3 bench/gpu/colocate.py --ks 1,2,4,8 --modes timeslice,mps --seconds 2 \

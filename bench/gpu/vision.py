@@ -19,7 +19,8 @@ samples (CIFAR-10's training set).
         a tunepack trial: E epochs of N steps, reporting loss per epoch; with --steps-from,
         N is the steps this model and batch trained alone in S seconds by that profile (the
         same for every run that reads the same file); --alloc-mib first holds X MiB more on
-        the GPU (to cross a memory limit on purpose)
+        the GPU (to cross a memory limit on purpose); under tunepack it keeps the epochs done
+        in its checkpoint directory, so a promotion resumes after them
 
 Models: resnet18, resnet34, mobilenet (mobilenet_v3_small), shufflenet (shufflenet_v2_x1_0),
 vit_tiny and deit_tiny (ViT-Ti: 12 layers, width 192, 3 heads; patch 4 on 32x32 images; DeiT-Ti
@@ -212,7 +213,7 @@ def worker(args):
 def trial(args):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                     "python"))
-    from tunepack_report import report
+    from tunepack_report import checkpoint_dir, report
     hold = None
     if args.alloc_mib:
         hold = torch.empty(args.alloc_mib * 2**20, dtype=torch.uint8, device=device())
@@ -228,11 +229,24 @@ def trial(args):
         steps = max(1, round(args.epoch_s * rate[-1]))
     if not steps:
         raise SystemExit("vision.py trial: give --steps or --steps-from")
+    # the epochs done, kept across the trial's jobs (a promotion resumes there; the weights
+    # are not kept: the work is what these checks measure)
+    done = os.path.join(checkpoint_dir(), "epochs_done") if checkpoint_dir() else None
+    start = 0
+    if done and os.path.exists(done):
+        with open(done) as f:
+            start = int(f.read() or 0)
     t = Trainer(args.model, args.batch, lr=args.lr)
-    for epoch in range(1, args.epochs + 1):
+    if start >= args.epochs:
+        report(step=start, loss=float(t.step()))
+    for epoch in range(start + 1, args.epochs + 1):
         for _ in range(steps):
             loss = t.step()
         report(step=epoch, loss=float(loss))
+        if done:
+            with open(done + ".tmp", "w") as f:
+                f.write(str(epoch))
+            os.replace(done + ".tmp", done)
     del hold
 
 
