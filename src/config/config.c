@@ -799,7 +799,9 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
         if (rc == 0) rc = tp__cfg_check_enqueue(&c);
         if (rc == 0) rc = tp__cfg_check_surrogate(&c);
         if (rc == 0) rc = tp__cfg_check_fuse(&c);
-        if (rc == 0 && !out->policy) out->policy = tp__strdup(TP_PLACE_DEFAULT_POLICY);
+        if (rc == 0 && !out->policy)
+            out->policy = tp__strdup(out->groups != TP_FLUID_OFF ? TP_PLACE_GROUPS_POLICY
+                                                                 : TP_PLACE_DEFAULT_POLICY);
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);

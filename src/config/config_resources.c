@@ -346,9 +346,9 @@ static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static int gr_restart(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (tp__cfg_node_bool(v, &c->x->groups_restart) == 0) return 0;
     char got[256];
-    return fail(c, v, "\"%s\" must be true (a running trial whose share grows is restarted from "
-                      "its checkpoint when that pays) or false (it takes its new share at its "
-                      "next attempt), got %s",
+    return fail(c, v, "\"%s\" must be true (a running trial whose share grows to more whole "
+                      "GPUs is resized from its checkpoint when that pays) or false (it takes "
+                      "its new share at its next attempt), got %s",
                 key, tp__cfg_describe(v, got, sizeof got));
 }
 

@@ -349,7 +349,9 @@ int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t 
                                     .sharing = 1}};
     tp__usage_init(&S.u, &S.c);
     S.placer = tp__placer_find(o->mode == TP_FLUID_OFF && o->plain == TP_GROUPS_ONE_PER_GPU
-                                   ? "one-per-gpu" : TP_PLACE_DEFAULT_POLICY);
+                                   ? "one-per-gpu"
+                                   : o->mode == TP_FLUID_OFF ? TP_PLACE_DEFAULT_POLICY
+                                                             : TP_PLACE_GROUPS_POLICY);
     S.t = tp__xcalloc(o->n0, sizeof *S.t);
     S.rung = tp__xcalloc(o->n0, sizeof *S.rung);
     make_trials(&S);

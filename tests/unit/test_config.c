@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "config/config.h"
+#include "place/place.h"
 #include "tp_test.h"
 
 static const char example[] =
@@ -216,19 +217,26 @@ TP_TEST(test_groups_are_read_and_their_mistakes_point_at_the_key) {
     TP_CHECK_INT(x.groups, TP_FLUID_DYNAMIC);
     TP_CHECK(x.groups_min == 0.5 && x.groups_max == 2);
     TP_CHECK_INT(x.groups_restart, 1); /* dynamic shares grow running trials by default */
+    TP_CHECK_STR(x.policy, TP_PLACE_GROUPS_POLICY); /* no policy named: the groups' one */
+    tp__experiment_free(&x);
+    const char *named = HEAD "resources: {gpus: 1}\ngroups: {shares: static}\n"
+                             "placement: {policy: bfd}\n";
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", named, strlen(named), &x, &err) == 0);
+    TP_CHECK_STR(x.policy, "bfd");
     tp__experiment_free(&x);
     const char *held = HEAD "resources: {gpus: 1}\ngroups: {shares: dynamic, restart: false}\n";
     TP_REQUIRE(tp__experiment_parse("exp.yaml", held, strlen(held), &x, &err) == 0);
     TP_CHECK_INT(x.groups_restart, 0);
     tp__experiment_free(&x);
     TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: dynamic, restart: 2}\n"),
-                 "exp.yaml:5:36: \"restart\" must be true (a running trial whose share grows is "
-                 "restarted from its checkpoint when that pays) or false (it takes its new share "
-                 "at its next attempt), got \"2\"");
+                 "exp.yaml:5:36: \"restart\" must be true (a running trial whose share grows to "
+                 "more whole GPUs is resized from its checkpoint when that pays) or false (it "
+                 "takes its new share at its next attempt), got \"2\"");
     const char *off = HEAD;
     TP_REQUIRE(tp__experiment_parse("exp.yaml", off, strlen(off), &x, &err) == 0);
     TP_CHECK_INT(x.groups, TP_FLUID_OFF);
     TP_CHECK(x.groups_min == 0.25 && x.groups_max == 1);
+    TP_CHECK_STR(x.policy, TP_PLACE_DEFAULT_POLICY);
     tp__experiment_free(&x);
     TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: dynamc}\n"),
                  "exp.yaml:5:18: unknown shares \"dynamc\"; did you mean \"dynamic\"?");
