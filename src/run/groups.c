@@ -2,13 +2,13 @@
  * job's group is the scheduler's (tp_job_t.group: a rung). When a group's
  * trials are placed, each one's compute share (its packing demand: how
  * many of the group's trials share a GPU and which) is its Fluid share
- * (tp__fluid_shares, the pure
- * computation the simulator calls too) over the group's trials that are
- * being placed or run, with the capacity Fluid gives a group: the GPUs'
- * idle compute plus what the group's running trials hold. static: a trial
- * keeps the share its job first got; dynamic: the shares are computed again
- * whenever the group is placed and whenever one of its trials ends (the
- * `fluid-shares` event), and a trial's next attempt takes its new share.
+ * (tp__fluid_shares, the pure computation the simulator calls too) over
+ * the group's trials that are being placed or run, with the capacity Fluid
+ * gives a group: the GPUs' idle compute plus what the group's running
+ * trials hold. static: a trial keeps the share its job first got;
+ * dynamic: the shares are computed again whenever the group is placed and
+ * whenever one of its trials ends (the `fluid-shares` event), and a
+ * trial's next attempt takes its new share.
  *
  * Whole GPUs above one need elastic trials (`resources: {gpus: {min: 1,
  * max: K}}`, elastic.c): then a share of k >= 1 is placed as k GPUs.
