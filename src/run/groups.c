@@ -97,7 +97,7 @@ static double demand_of(const tp_run_t *r, const trial_t *t) {
  * linearly, as step_at does), or at a fraction c of one GPU, taken as run
  * at its share's pace, min(1, c / d) for a compute demand d (a GPU its
  * group fills splits about so; a trial left alone there ran faster, and
- * counts as more work than it has). An attempt at another share measures
+ * counts as less work than it has). An attempt at another share measures
  * its step only after a report or two; a share computed meanwhile from the
  * step as it was taken at the old share would be off by their ratio. At a
  * fraction, as measured while the demand is not known; 0 when nothing is. */
@@ -188,10 +188,22 @@ static double step_at(const tp_run_t *r, const trial_t *t, int g) {
     return t->step_s > 0 ? step_whole(r, t) / g : NAN;
 }
 
-/* Whole GPUs t could hold now on its node: the ones it holds alone (not a
- * GPU it shares as a fraction), plus the healthy idle ones of u (the usage
- * without the trial that ended) that no resize of this round has claimed
- * yet (claimed[node]). O(GPUs of the node). */
+/* The GPUs t holds alone in u (not one it shares as a fraction). O(its
+ * GPUs). */
+static int held_alone(const tp_run_t *r, const trial_t *t, const tp_usage_t *u) {
+    size_t n = t->where.node;
+    if (!t->where.placed || n >= r->pl.cluster.nnodes) return 0;
+    int alone = 0;
+    for (size_t k = 0; k < t->where.ngpus; k++)
+        alone += t->where.gpu[k] < r->pl.cluster.nodes[n].ngpus &&
+                 u->count[u->gpu_base[n] + t->where.gpu[k]] == 1;
+    return alone;
+}
+
+/* Whole GPUs t could hold now on its node: the ones it holds alone, plus
+ * the healthy idle ones of u (the usage without the trial that ended) that
+ * no resize of this round has claimed yet (claimed[node]). O(GPUs of the
+ * node). */
 static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const int *claimed) {
     size_t n = t->where.node;
     if (!t->where.placed || n >= r->pl.cluster.nnodes) return 0;
@@ -199,16 +211,15 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
     int idle = 0;
     for (size_t g = 0; g < node->ngpus; g++)
         idle += node->gpus[g].healthy && u->count[u->gpu_base[n] + g] == 0;
-    for (size_t k = 0; k < t->where.ngpus; k++)
-        idle += t->where.gpu[k] < node->ngpus && u->count[u->gpu_base[n] + t->where.gpu[k]] == 1;
-    return idle - claimed[n];
+    return idle + held_alone(r, t, u) - claimed[n];
 }
 
 /* A running trial whose share s grew to more whole GPUs than it holds:
  * resize it when the gain pays for its measured restart and the GPUs are
  * free on its node now (a resize that waits for room loses its progress
- * meanwhile; claimed[its node] counts what it takes). Elastic trials only.
- * 1 if asked. */
+ * meanwhile; claimed[its node] counts the idle GPUs it takes: all of its
+ * new count when it shares its GPU as a fraction). Elastic trials only.
+ * 1 if asked. O(GPUs of its node). */
 static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
                 int *claimed) {
     if (!r->x.groups_restart || !(t->restart_s >= 0) || !tp__elastic_on(r)) return 0;
@@ -225,7 +236,7 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
              (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now,
              t->restart_s, left * then);
     if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
-    claimed[t->where.node] += s->gpus - (t->gpus > 0 ? t->gpus : 1);
+    claimed[t->where.node] += s->gpus - held_alone(r, t, u);
     t->fluid_share = s->share;
     return 1;
 }
