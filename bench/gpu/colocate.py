@@ -19,10 +19,11 @@ whether a trial's compute share can be measured while it shares the GPU. With --
 also what `tunepack gpus --json` lists for each worker (MiB, SM %) halfway through the window.
 
 --caps (MPS only) repeats each MPS row for each policy of CUDA_MPS_ACTIVE_THREAD_PERCENTAGE:
-`none` (no limit), `share` (100/k each: a Fluid share of 1/k as tunepack caps it), a number N
-(N% each) or a list a/b/... (worker i gets the i-th; its length is k). The row's `caps` says
-which limits the workers had: whether a cap is binding when the worker is alone (k = 1 at
-25%), and how trials capped at their shares compare with uncapped ones sharing the GPU.
+`none` (no limit), `share` (100/k each: a Fluid share of 1/k as tunepack capped it before
+6cbbb33), a number N (N% each) or a list a/b/... (worker i gets the i-th; its length is k).
+The row's `caps` says which limits the workers had: whether a cap is binding when the worker
+is alone (k = 1 at 25%), and how trials capped at their shares compare with uncapped ones
+sharing the GPU.
 """
 import argparse
 import json

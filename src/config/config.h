@@ -155,7 +155,8 @@ typedef struct tp_experiment {
     int dir_mode;          /* `permissions`: mode of DIR (default 0700, private) */
     int file_mode;         /* and of its store (default 0600) */
     tp_resources_t res;    /* `resources` */
-    char *policy;          /* `placement.policy`, default TP_PLACE_DEFAULT_POLICY, owned */
+    char *policy;          /* `placement.policy`, default TP_PLACE_DEFAULT_POLICY
+                              (TP_PLACE_GROUPS_POLICY with `groups:`), owned */
     uint64_t reserve_mib;  /* `placement.reserve`: memory kept free per GPU, default 512 MiB */
     double oversubscribe;  /* `placement.oversubscribe`: compute capacity 1 + this, default 0 */
     int max_per_gpu;       /* `placement.max_per_gpu`, 0 = no limit */
@@ -167,8 +168,8 @@ typedef struct tp_experiment {
     double groups_min;     /* `groups.min`: smallest share of a GPU, default 0.25 */
     double groups_max;     /* `groups.max`: largest share in GPUs, default 1 (whole GPUs
                               above 1 only for elastic trials, up to their max) */
-    int groups_restart;    /* `groups.restart`: dynamic shares restart a running trial to
-                              grow it when that pays (default 1) */
+    int groups_restart;    /* `groups.restart`: dynamic shares resize a running elastic
+                              trial to more whole GPUs when that pays (default 1) */
     tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
     size_t ngpus;
     char **profile_by;     /* `profile_by`: parameters that shape demand, owned */

@@ -342,7 +342,8 @@ static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 key, TP_PLACE_MAX_GPUS, tp__cfg_describe(v, got, sizeof got));
 }
 
-/* restart: whether dynamic shares may restart a running trial to grow it. */
+/* restart: whether dynamic shares may resize a running elastic trial to
+ * more whole GPUs. */
 static int gr_restart(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (tp__cfg_node_bool(v, &c->x->groups_restart) == 0) return 0;
     char got[256];

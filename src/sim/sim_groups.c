@@ -1,7 +1,7 @@
 /* sim_groups: successive-halving rungs, placed plainly or as Fluid trial
  * groups (sim_groups.h has the model). One rung at a time: its jobs are
- * offered to the real placer (vpack, or one-per-gpu for that baseline), the
- * clock jumps to the next event (a job's end, a restart's end), and after
+ * offered to the real placer (plain: vpack, or one-per-gpu for that
+ * baseline; Fluid: TP_PLACE_GROUPS_POLICY, as the run), the clock jumps to the next event (a job's end, a restart's end), and after
  * each end waiting jobs are offered again; under Fluid the shares come from
  * tp__fluid_shares over the rung's unfinished jobs (once per rung: static;
  * after every end: dynamic, resizing the running trials whose share grew
@@ -101,11 +101,11 @@ static int progressing(const gsim_t *S, const gtrial_t *t) {
 }
 
 /* The busy intensity on its GPU of a single-GPU job t sharing it with k
- * trials (sim_groups.h), and its step T at the GPU's pace. */
+ * trials (sim_groups.h), and (T, unless NULL) its step at the GPU's pace. */
 static double intensity(const tp_groups_opts_t *o, const gtrial_t *t, int k, double *T) {
-    double m = 1.0 + o->overhead * (k - 1);
-    *T = t->host_s + m * t->gpu_s;
-    return m * t->gpu_s / *T;
+    double m = 1.0 + o->overhead * (k - 1), step = t->host_s + m * t->gpu_s;
+    if (T) *T = step;
+    return m * t->gpu_s / step;
 }
 
 /* Rates of every running job for the current placement (the model in
@@ -133,10 +133,8 @@ static void rates(gsim_t *S) {
         for (size_t j = 0; j < S->n; j++) {
             const gtrial_t *q = &S->t[S->rung[j]];
             if (progressing(S, q) && q->where.ngpus == 1 && q->d.compute < 1 - EPS &&
-                S->u.gpu_base[q->where.node] + q->where.gpu[0] == gpu) {
-                double Tq;
-                D += intensity(o, q, k, &Tq);
-            }
+                S->u.gpu_base[q->where.node] + q->where.gpu[0] == gpu)
+                D += intensity(o, q, k, NULL);
         }
         t->rate = 1.0 / (T * (D > 1 ? D : 1));
     }

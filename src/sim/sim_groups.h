@@ -18,9 +18,9 @@
  * (checkpoint and restart), holding its GPUs without progress and leaving
  * its GPU's others its share. Resizes are the run's (run/groups.c): dynamic
  * shares only, a running trial grown to more whole GPUs (two or more),
- * only when that pays and the new GPUs are free now. Rungs are synchronous: rung k + 1 starts when
- * rung k has ended (the top 1/eta by a trial's hidden quality go on). Pure
- * and deterministic for a seed. */
+ * only when that pays and the new GPUs are free now. Rungs are
+ * synchronous: rung k + 1 starts when rung k has ended (the top 1/eta by a
+ * trial's hidden quality go on). Pure and deterministic for a seed. */
 #ifndef TP_SIM_GROUPS_H
 #define TP_SIM_GROUPS_H
 
@@ -60,7 +60,8 @@ typedef struct tp_groups_result {
     size_t nrungs;
     uint64_t jobs;            /* job starts */
     uint64_t resizes;         /* running trials restarted with another share */
-    double busy_share;        /* GPU-seconds of progress-making share / (GPUs x makespan) */
+    double busy_share;        /* GPU-seconds of progress-making share / (GPUs x makespan):
+                                 the shares held, not what uncapped Fluid fractions use */
 } tp_groups_result_t;
 
 /* Simulate o; 0, or -EINVAL with err filled (bad options, a trial that fits
