@@ -140,7 +140,7 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
     if (step == TP_STORE_NO_STEP) return;
     /* A Fluid fraction shares its GPU with its group's others: its step is
      * what they leave it, no point of its GPU curve (groups.c scales it). */
-    int shared = r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0 && t->compute < 1 - 1e-9;
+    int shared = tp__groups_member(r, t) && t->compute < 1 - 1e-9;
     if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0 && !shared) {
         uint32_t steps = (uint32_t)(step - t->mark_step);
         uint32_t before = t->gpus <= TP_SCALING_MAX_GPUS ? t->scaling.samples[t->gpus] : 0;

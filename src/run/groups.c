@@ -32,6 +32,10 @@
 #define GROUPS_PACK_DEFAULT 4 /* fractions down to 1/4 when placement.max_per_gpu is not set */
 #define GROUPS_MIN_GAIN 1.1   /* a resize must pay for its restart by this much */
 
+int tp__groups_member(const tp_run_t *r, const trial_t *t) {
+    return r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0;
+}
+
 /* Whole GPUs a trial of this run may take. */
 static int gpus_max(const tp_run_t *r) {
     return tp__elastic_on(r) ? r->x.res.gpus_max : 1;

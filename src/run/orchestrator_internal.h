@@ -208,16 +208,21 @@ void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
 
 /* ---- groups.c: Fluid trial groups ------------------------------------------ */
+/* Whether t's job is in a Fluid group (its placement demand is its share;
+ * fluid_group is the scheduler's batch, kept with or without `groups:`).
+ * O(1). */
+int tp__groups_member(const tp_run_t *r, const trial_t *t);
 /* The demands d[0..n) of a batch being placed (u: the usage before it) as
  * their Fluid shares: a fraction as the compute share, k >= 1 whole GPUs as
  * k GPUs of an elastic trial (its gpus_want); profiling trials keep theirs.
- * Journals a `fluid-share` event for each trial whose share it sets.
- * O(batch x trials). */
+ * Journals a `fluid-share` event for each trial whose share it sets, when
+ * it differs from the last its job journaled. O(batch x trials). */
 void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling,
                        size_t n, const tp_usage_t *u);
 /* t's attempt ended (u: the usage without it): under dynamic shares, the
  * rest of its group's shares again (a `fluid-shares` event); pending ones
- * take them, running ones grow by a restart when that pays. O(trials). */
+ * take them, running elastic ones grow to more whole GPUs by a restart
+ * when that pays. O(trials). */
 void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u);
 
 /* ---- elastic.c: elastic trials, their measured scaling, resizes ------------ */

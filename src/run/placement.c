@@ -337,9 +337,9 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
             tp__placement_mps_dirs(r, a->node, node->gpus[a->gpu[0]].index, pipe, log, sizeof pipe);
             /* A Fluid share has no thread limit: it decides who shares the GPU,
              * and each takes what the others leave (groups.c). */
-            int fluid = r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0;
-            double share = fluid ? 0
-                                 : tp__place_share(&r->pl.cluster, a->node, a->gpu[0], t->compute);
+            double share = tp__groups_member(r, t)
+                               ? 0
+                               : tp__place_share(&r->pl.cluster, a->node, a->gpu[0], t->compute);
             int nv = tp__mps_env(pipe, "0", share, t->mem_mib, MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');

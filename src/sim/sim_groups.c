@@ -1,8 +1,9 @@
 /* sim_groups: successive-halving rungs, placed plainly or as Fluid trial
  * groups (sim_groups.h has the model). One rung at a time: its jobs are
  * offered to the real placer (plain: vpack, or one-per-gpu for that
- * baseline; Fluid: TP_PLACE_GROUPS_POLICY, as the run), the clock jumps to the next event (a job's end, a restart's end), and after
- * each end waiting jobs are offered again; under Fluid the shares come from
+ * baseline; Fluid: TP_PLACE_GROUPS_POLICY, as the run), the clock jumps to
+ * the next event (a job's end, a restart's end), and after each end
+ * waiting jobs are offered again; under Fluid the shares come from
  * tp__fluid_shares over the rung's unfinished jobs (once per rung: static;
  * after every end: dynamic, resizing the running trials whose share grew
  * to more whole GPUs, as the run does). Every placer call is a run's round
