@@ -96,20 +96,49 @@ static double demand_of(const tp_run_t *r, const trial_t *t) {
     return d > 0 && d <= 1 ? d : 1;
 }
 
+/* max(1, D) on t's GPU now, D the summed compute demands (demand_of) of
+ * the running trials placed on it, t's included: how much slower than
+ * alone each of them steps there under processor sharing (a fraction has
+ * no MPS thread limit; the simulator's contention model, docs/simulator.md).
+ * 1 on whole GPUs; NaN when a demand is not known yet. O(trials). */
+static double gpu_load(const tp_run_t *r, const trial_t *t) {
+    if (!t->where.placed || t->where.ngpus != 1 || !(t->compute < 1)) return 1;
+    double D = 0;
+    for (size_t i = 0; i < r->trials.n; i++) {
+        const trial_t *q = r->trials.by_id[i];
+        if (!q || q->state != TP_TRIAL_RUNNING || !q->where.placed ||
+            q->where.node != t->where.node)
+            continue;
+        for (size_t k = 0; k < q->where.ngpus; k++)
+            if (q->where.gpu[k] == t->where.gpu[0]) D += demand_of(r, q);
+    }
+    return D > 1 ? D : isnan(D) ? NAN : 1;
+}
+
+void tp__groups_on_step(tp_run_t *r, trial_t *t, int first) {
+    if (!tp__groups_member(r, t)) return;
+    double now = t->last_report;
+    if (first) {
+        t->load_sum = 0;
+    } else {
+        t->load_sum += t->load_d * (now - t->load_at);
+        double span = now - t->first_step_at;
+        t->step_load = span > 0 && isfinite(t->load_sum) ? t->load_sum / span : 0;
+    }
+    t->load_d = gpu_load(r, t), t->load_at = now;
+}
+
 /* Seconds per step of t on one whole GPU, the work Fluid divides (and the
  * simulator counts): step_s as measured at step_gpus GPUs (scaled as if
- * linearly, as step_at does), or at a fraction c of one GPU, taken as run
- * at its share's pace, min(1, c / d) for a compute demand d (a GPU its
- * group fills splits about so; a trial left alone there ran faster, and
- * counts as less work than it has). An attempt at another share measures
- * its step only after a report or two; a share computed meanwhile from the
- * step as it was taken at the old share would be off by their ratio. At a
- * fraction, as measured while the demand is not known; 0 when nothing is. */
-static double step_whole(const tp_run_t *r, const trial_t *t) {
+ * linearly, as step_at does), or, measured on a GPU it shared as a
+ * fraction, divided by the mean load there meanwhile (step_load): a trial
+ * that shared a busy GPU measured a step longer than its own, one left
+ * alone on it its own. As measured while a demand of its GPU is not known
+ * (then step_load is 0); 0 when nothing is. */
+static double step_whole(const trial_t *t) {
     if (!(t->step_s > 0)) return 0;
     if (t->step_gpus > 1) return t->step_s * t->step_gpus;
-    double c = t->step_compute, d = c > 0 && c < 1 ? demand_of(r, t) : NAN;
-    return t->step_s * (c < d ? c / d : 1);
+    return t->step_load > 1 ? t->step_s / t->step_load : t->step_s;
 }
 
 /* Shares of members m[0..k) into s. */
@@ -119,7 +148,7 @@ static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o
     for (size_t i = 0; i < k; i++) {
         const trial_t *t = m[i];
         double left = t->budget > 0 ? tp__trial_steps_left(t) : 1;
-        ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = step_whole(r, t),
+        ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = step_whole(t),
                                    .remaining_steps = left, .memory_mib = member_mib(r, t),
                                    .gpus_max = gpus_max(r)};
     }
@@ -184,12 +213,12 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
 /* Seconds per step of t at g whole GPUs: measured, else linear from the
  * count it runs on, else from its last measured step (optimistic: the
  * resize then measures it). NaN if none. */
-static double step_at(const tp_run_t *r, const trial_t *t, int g) {
+static double step_at(const trial_t *t, int g) {
     if (g <= TP_SCALING_MAX_GPUS && t->scaling.samples[g]) return t->scaling.step_s[g];
     int now = t->gpus > 0 ? t->gpus : 1;
     if (now <= TP_SCALING_MAX_GPUS && t->scaling.samples[now])
         return t->scaling.step_s[now] * now / g;
-    return t->step_s > 0 ? step_whole(r, t) / g : NAN;
+    return t->step_s > 0 ? step_whole(t) / g : NAN;
 }
 
 /* The GPUs t holds alone in u (not one it shares as a fraction). O(its
@@ -229,7 +258,7 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
     if (!r->x.groups_restart || !(t->restart_s >= 0) || !tp__elastic_on(r)) return 0;
     if (!(s->share >= 2 - 1e-9) || s->gpus <= t->gpus || room(r, t, u, claimed) < s->gpus)
         return 0;
-    double now = step_at(r, t, t->gpus > 0 ? t->gpus : 1), then = step_at(r, t, s->gpus);
+    double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
     double left = tp__trial_steps_left(t);
     if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;
     double gain = left * now / (t->restart_s + left * then);

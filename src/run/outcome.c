@@ -44,7 +44,9 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         if (t->first_step == TP_STORE_NO_STEP) {
             t->first_step = rep->step;
             t->first_step_at = t->last_report;
+            tp__groups_on_step(r, t, 1);
         } else if (rep->step > t->first_step) {
+            tp__groups_on_step(r, t, 0);
             tp__trial_set_step_s(&r->trials, t, (t->last_report - t->first_step_at) /
                                                     (double)(rep->step - t->first_step));
         }

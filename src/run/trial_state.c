@@ -102,7 +102,6 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
         ts->group_step_n[g] += before == 0;
     }
     t->step_s = step_s;
-    t->step_compute = t->compute;
     t->step_gpus = t->gpus;
 }
 

@@ -100,8 +100,14 @@ typedef struct trial {
     double fluid_noted; /* the share its job's last `fluid-share` event gave, 0: none */
     double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
                            set by tp__trial_set_step_s */
-    double step_compute; /* the compute share (per GPU) and GPU count of the attempt */
-    int step_gpus;       /* that measured step_s; set with it */
+    int step_gpus;       /* the GPU count of the attempt that measured step_s; set with it */
+    double load_d;      /* a Fluid fraction's GPU load (groups.c tp__groups_on_step):
+                           max(1, D) at its last report with a step, D the summed compute
+                           demands of the trials on its GPU; NaN: a demand unknown */
+    double load_at;     /* monotonic time of that report */
+    double load_sum;    /* integral of load_d over time since first_step_at */
+    double step_load;   /* the mean load while step_s was measured (step_s / step_load: its
+                           step alone on the GPU); 0: none (a whole GPU, or not in a group) */
     int64_t first_step; /* step of this attempt's first report that had one */
     double first_step_at; /* monotonic time of that report */
     int64_t step_done;  /* largest step it reported in any job (its checkpoint), -1: none */
@@ -192,8 +198,8 @@ void tp__trials_free(tp_trials_t *ts);
 int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
                         const tp_transition_t *how);
 
-/* Record t's measured seconds per step (> 0), at the compute share and GPU
- * count it holds now (t->compute, t->gpus); the one way step_s changes,
+/* Record t's measured seconds per step (> 0), at the GPU count it holds
+ * now (t->gpus); the one way step_s changes,
  * so that the means below are kept as it goes (the run's, and its demand
  * group's when it has one). O(1), amortised. */
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);

@@ -5,7 +5,9 @@ remaining work, measured step time x remaining steps, memory-checked. Under MPS 
 no thread percentage: each trial takes what the others on its GPU leave.
 
 One 16 GiB fake GPU; Hyperband with epochs 2, 6, 18 (9 trials, then the top 3, then 1). The
-trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s). Rung 0 knows
+trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s) on a GPU of its
+own, and, like a compute-bound trial on a real GPU with no thread limit, k times slower on a GPU
+it shares with k - 1 others (the trainer counts them; gpu_compute 1.0 tells tunepack so). Rung 0 knows
 no step time yet: equal shares, 1/4 each (the min). Rung 1 holds x = 9, 8, 7, each with 4
 epochs left: work 1.2, 0.4, 0.4 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after the
 min of 1/4 (applied after normalisation). Rung 2: x = 9 alone, the whole GPU.
@@ -23,20 +25,42 @@ from helpers import SRC, GpuE2E, hyperband_nine, main
 GIB = 1024
 
 TRAINER = r'''
-import json, os, sys, time
+import atexit, json, os, sys, time
 x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
 delay = 0.3 if x == 9 else 0.1
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
+# the processes on this GPU: one file each, named by pid, under a directory per GPU
+gpu = os.environ["CUDA_VISIBLE_DEVICES"].split(",")[int(os.environ.get("LOCAL_RANK", "0"))]
+here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "on-gpu", gpu)
+os.makedirs(here, exist_ok=True)
+me = os.path.join(here, str(os.getpid()))
+open(me, "w").close()
+atexit.register(os.unlink, me)
+def sharing():
+    n = 0
+    for f in os.listdir(here):
+        try:
+            os.kill(int(f), 0)
+            n += 1
+        except (OSError, ValueError):
+            pass
+    return max(1, n)
+def step():  # one step of `delay` on a GPU of its own, processor-shared with the others
+    done = 0.0
+    while done < 1:
+        time.sleep(0.01)
+        done += 0.01 / (delay * sharing())
 lead = os.environ.get("RANK", "0") == "0"  # elastic: one process per GPU, rank 0 reports
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1) if lead else None
 if not lead:
-    time.sleep(delay * max(0, budget - start))
+    for _ in range(max(0, budget - start)):
+        step()
     sys.exit(0)
 if start >= budget:
     rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
 for epoch in range(start + 1, budget + 1):
-    time.sleep(delay)
+    step()
     rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
     with open(ck + ".tmp", "w") as f:
         f.write(str(epoch))

@@ -199,11 +199,10 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
     a->compute = 1, a->gpus = 2;
     tp__trial_set_step_s(&f.trials, a, 0.9);
     a->compute = 0.25, a->gpus = 1;          /* its next attempt, at a quarter of a GPU */
-    tp__trial_set_step_s(&f.trials, a, 0.5); /* measured again: replaces, with its share */
-    TP_CHECK_NEAR(a->step_compute, 0.25, 1e-12);
+    tp__trial_set_step_s(&f.trials, a, 0.5); /* measured again: replaces, with its count */
     TP_CHECK_INT(a->step_gpus, 1);
-    a->compute = 1, a->gpus = 4; /* placed again: the step it has is still the quarter's */
-    TP_CHECK_NEAR(a->step_compute, 0.25, 1e-12);
+    a->compute = 1, a->gpus = 4; /* placed again: the step it has is still the one GPU's */
+    TP_CHECK_INT(a->step_gpus, 1);
     tp__trial_set_step_s(&f.trials, b, 2.5);
     tp__trial_set_step_s(&f.trials, c, 0);   /* nothing measured: ignored */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 20.0, 1e-12);
