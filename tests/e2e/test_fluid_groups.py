@@ -354,13 +354,17 @@ class FluidGrowthElastic(GpuE2E):
         self.trainer = self.write("trainer.py", ELASTIC % os.path.join(SRC, "python"))
         self.fake_gpus([(16 * GIB, None)] * 4)
 
-    def test_a_trial_whose_share_grows_to_more_gpus_is_resized_from_its_checkpoint(self):
+    def run_grow(self, groups):
         run_dir = self.path("run")
         exp = self.experiment(hyperband_nine(
             "grow", self.trainer, "gpus: {min: 1, max: 4}, gpu_memory: 3G, gpu_compute: 1.0",
-            "max_per_gpu: 1", "groups: {shares: dynamic, min: 1, max: 4}\n"))
+            "max_per_gpu: 1", "groups: {%s}\n" % groups))
         r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
         self.assertExit(r, 0)
+        return run_dir
+
+    def test_a_trial_whose_share_grows_to_more_gpus_is_resized_from_its_checkpoint(self):
+        run_dir = self.run_grow("shares: dynamic, min: 1, max: 4")
         with self.store(run_dir) as s:
             nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
             self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)
@@ -393,6 +397,26 @@ class FluidGrowthElastic(GpuE2E):
         self.assertTrue(all(a["from"] >= 2 for a in rung1), attempts)
         self.assertEqual(attempts[-1]["budget"], 18, attempts)
         self.assertEqual(attempts[-1]["world"], 4, attempts)
+        self.assertEqual(steps, list(range(1, 19)), steps)
+
+    def test_restart_false_leaves_a_running_trial_at_its_count(self):
+        run_dir = self.run_grow("shares: dynamic, min: 1, max: 4, restart: false")
+        with self.store(run_dir) as s:
+            nine = [t for t in s.trials() if t["params"]["x"] == 9][0]
+            self.assertEqual((nine["state"], nine["rung"]), ("completed", 2), nine)
+            resizes = s.q("SELECT trial, detail FROM decisions WHERE kind = 'resize'")
+            steps = [m["step"] for m in s.metrics(nine["id"])]
+            grew = [e["detail"] for e in s.events(kind="fluid-shares")
+                    if re.search(r"trial %d: [34] \(running: from its next attempt\)" %
+                                 nine["id"], e["detail"])]
+        attempts = recorded_attempts(run_dir, nine["id"])
+        # its share grew to 3 or 4 GPUs as the others ended, and it ran on at 2: no resize,
+        # one attempt for rung 1; rung 2 (its next job) takes the whole node. (Rung 0 takes
+        # what is idle when it starts: the last of nine on four GPUs may get them all.)
+        self.assertEqual(resizes, [], resizes)
+        self.assertTrue(grew, grew)
+        self.assertEqual([a["budget"] for a in attempts], [2, 6, 18], attempts)
+        self.assertEqual([a["world"] for a in attempts[1:]], [2, 4], attempts)
         self.assertEqual(steps, list(range(1, 19)), steps)
 
 
