@@ -182,7 +182,7 @@ int tp__cfg_check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const ch
     return 0;
 }
 
-static int unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, size_t n) {
+int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, size_t n) {
     const char *guess = tp__did_you_mean(stext(k), names, n);
     if (guess) return fail(c, k, "unknown key \"%s\"; did you mean \"%s\"?", stext(k), guess);
     tp_buf_t list;
@@ -208,7 +208,7 @@ int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const ke
         size_t i;
         for (i = 0; i < nspec && strcmp(spec[i].key, stext(k)) != 0; i++) continue;
         if (i == nspec) {
-            rc = unknown_key(c, k, names, nspec);
+            rc = tp__cfg_unknown_key(c, k, names, nspec);
             unknown = 1;
             continue;
         }
@@ -443,186 +443,12 @@ static int key_env(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
-/* ---- space: one domain per parameter ----------------------------------------- */
-
-static const char *const domain_keys[] = {"choice", "grid", "uniform", "loguniform", "int",
-                                          "normal", "q",    "log",     "when"};
-static const tp_domain_kind domain_kinds[] = {TP_DOM_CHOICE,     TP_DOM_GRID, TP_DOM_UNIFORM,
-                                              TP_DOM_LOGUNIFORM, TP_DOM_INT,  TP_DOM_NORMAL};
-#define NDOMAINS TP_ARRAY_LEN(domain_kinds)
-
-static size_t seq_len(const yaml_node_t *v) {
-    return (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
-}
-
-/* choice/grid: a list of scalars into p->values. */
-static int parse_values(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t *p) {
-    if (v->type != YAML_SEQUENCE_NODE) {
-        char got[256];
-        return fail(c, v, "%s for \"%s\" must be a list, e.g. {%s: [16, 32, 64]}; got %s", dk,
-                    p->name, dk, tp__cfg_describe(v, got, sizeof got));
-    }
-    size_t n = seq_len(v);
-    p->values = tp__xcalloc(n ? n : 1, sizeof *p->values);
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
-        if (e->type != YAML_SCALAR_NODE)
-            return fail(c, e, "values of %s for \"%s\" must be numbers or strings, not %s", dk,
-                        p->name, e->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
-        p->values[p->nvalues++] = tp__cfg_resolve_scalar(e);
-    }
-    return 0;
-}
-
-/* uniform/loguniform/normal/int: a list of two numbers (integers for int). */
-static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t *p) {
-    int is_int = p->kind == TP_DOM_INT;
-    const char *form = p->kind == TP_DOM_NORMAL ? "[mean, sigma]" : "[low, high]";
-    const char *eg = p->kind == TP_DOM_NORMAL ? "[0.0, 1.0]" : is_int ? "[1, 8]" : "[0.0, 1.0]";
-    if (v->type != YAML_SEQUENCE_NODE || seq_len(v) != 2) {
-        char got[256];
-        if (v->type == YAML_SEQUENCE_NODE) snprintf(got, sizeof got, "%zu values", seq_len(v));
-        else tp__cfg_describe(v, got, sizeof got);
-        return fail(c, v, "%s for \"%s\" must be %s, got %s; e.g. {%s: %s}", dk, p->name, form, got,
-                    dk, eg);
-    }
-    double b[2];
-    for (size_t i = 0; i < 2; i++) {
-        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
-        long long iv;
-        char got[256];
-        if (is_int) {
-            if (tp__cfg_node_integer(e, &iv) < 0)
-                return fail(c, e, "int bounds of \"%s\" must be integers, got %s; e.g. {int: %s}",
-                            p->name, tp__cfg_describe(e, got, sizeof got), eg);
-            b[i] = (double)iv;
-        } else if (tp__cfg_node_number(e, &b[i]) < 0) {
-            return fail(c, e, "%s bounds of \"%s\" must be numbers, got %s; e.g. {%s: %s}", dk,
-                        p->name, tp__cfg_describe(e, got, sizeof got), dk, eg);
-        }
-    }
-    p->lo = b[0];
-    p->hi = b[1];
-    return 0;
-}
-
-/* A mapping with one domain key and optional q / log into p (whose name and
- * position are set). *where is set to the node a domain error points at. */
-static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml_node_t **where) {
-    int rc = tp__cfg_check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
-    if (rc < 0) return rc;
-    yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL, *whennode = NULL;
-    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k = tp__cfg_node_at(c, pr->key), *val = tp__cfg_node_at(c, pr->value);
-        size_t i;
-        for (i = 0; i < TP_ARRAY_LEN(domain_keys) && strcmp(domain_keys[i], stext(k)); i++)
-            continue;
-        if (i == TP_ARRAY_LEN(domain_keys))
-            return unknown_key(c, k, domain_keys, TP_ARRAY_LEN(domain_keys));
-        if (!strcmp(stext(k), "q")) {
-            qnode = val;
-        } else if (!strcmp(stext(k), "log")) {
-            lognode = val;
-        } else if (!strcmp(stext(k), "when")) {
-            whennode = val;
-        } else if (dkey) {
-            return fail(c, k, "\"%s\" has two domains (%s and %s); keep one", p->name,
-                        stext(dkey), stext(k));
-        } else {
-            dkey = k;
-            dval = val;
-            p->kind = domain_kinds[i];
-        }
-    }
-    if (!dkey)
-        return fail(c, v, "\"%s\" has no domain; write one of choice, grid, uniform, loguniform, "
-                          "int, normal, e.g. {uniform: [0.0, 1.0]}",
-                    p->name);
-    *where = dval;
-    if (p->kind == TP_DOM_CHOICE || p->kind == TP_DOM_GRID)
-        rc = parse_values(c, stext(dkey), dval, p);
-    else
-        rc = parse_bounds(c, stext(dkey), dval, p);
-    if (rc < 0) return rc;
-    char got[256];
-    if (qnode) {
-        if (p->kind == TP_DOM_CHOICE || p->kind == TP_DOM_GRID)
-            return fail(c, qnode, "q of \"%s\" applies only to uniform, loguniform, normal and int "
-                                  "domains; remove it",
-                        p->name);
-        if (tp__cfg_node_number(qnode, &p->q) < 0 || !(p->q > 0))
-            return fail(c, qnode, "q of \"%s\" must be > 0, got %s; e.g. q: 0.1", p->name,
-                        tp__cfg_describe(qnode, got, sizeof got));
-    }
-    if (lognode) {
-        p->log = 0;
-        if (tp__cfg_node_bool(lognode, &p->log) < 0)
-            return fail(c, lognode, "log of \"%s\" must be true or false, got %s", p->name,
-                        tp__cfg_describe(lognode, got, sizeof got));
-        if (p->log && p->kind != TP_DOM_INT)
-            return fail(c, lognode, "log: true applies only to int domains; for reals write "
-                                    "{loguniform: [low, high]}");
-    }
-    return whennode ? tp__cfg_param_when(c, whennode, p) : 0;
-}
-
-static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
-    const char *name = stext(k);
-    if (!tp__is_placeholder_name(name))
-        return fail(c, k, "parameter name \"%s\" is not valid; use letters, digits, '_', '.' and "
-                          "'-', starting with a letter or '_'",
-                    name);
-    if (!strcmp(name, "trial_id") || !strcmp(name, "trial_dir"))
-        return fail(c, k, "parameter name \"%s\" is reserved for the built-in placeholder; rename "
-                          "it",
-                    name);
-    tp_param_t p = {.name = tp__strdup(name),
-                    .line = (int)k->start_mark.line + 1,
-                    .col = (int)k->start_mark.column + 1};
-    yaml_node_t *where = v;
-    int rc = 0;
-    if (v->type == YAML_SEQUENCE_NODE) {
-        rc = fail(c, v, "\"%s\" is a bare list; use {choice: [...]} to sample from a list or "
-                        "{grid: [...]} to try every value",
-                  name);
-    } else if (v->type == YAML_SCALAR_NODE) {
-        p.kind = TP_DOM_CONST;
-        p.values = tp__xcalloc(1, sizeof *p.values);
-        p.values[p.nvalues++] = tp__cfg_resolve_scalar(v);
-    } else {
-        rc = parse_domain_mapping(c, v, &p, &where);
-    }
-    tp_error_t e;
-    if (rc == 0 && tp__param_check(&p, &e) < 0) rc = fail(c, where, "%s", e.msg);
-    if (rc < 0) { /* free p's fields through a throwaway space */
-        tp_space_t tmp;
-        tp__space_init(&tmp);
-        tp__space_add(&tmp, &p);
-        tp__space_free(&tmp);
-        return rc;
-    }
-    tp__space_add(&c->x->space, &p);
-    return 0;
-}
-
-static int key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
-    int rc = tp__cfg_check_mapping(c, key, v, "space: {lr: {loguniform: [1.0e-4, 1.0]}}");
-    if (rc < 0) return rc;
-    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++)
-        if (parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value)) < 0)
-            rc = -EINVAL; /* every parameter is checked */
-    return rc == 0 ? tp__cfg_link_space(c) : rc;
-}
-
-
 static const key_spec_t top_keys[] = {
     {"name", key_name, 1, "name: mlp-demo"},
     {"description", key_description, 0, NULL},
     {"command", key_command, 1, "command: [python3, train.py, --lr, \"{lr}\"]"},
     {"metric", tp__cfg_key_metric, 1, "metric: {name: val_acc, mode: max}"},
-    {"space", key_space, 0, NULL},
+    {"space", tp__cfg_key_space, 0, NULL},
     {"search", key_search, 0, NULL},
     {"concurrency", key_concurrency, 0, NULL},
     {"retries", key_retries, 0, NULL},

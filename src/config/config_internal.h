@@ -45,6 +45,10 @@ static inline const char *stext(const yaml_node_t *n) {
     return (const char *)n->data.scalar.value;
 }
 
+static inline size_t seq_len(const yaml_node_t *v) {
+    return (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+}
+
 static inline int is_plain(const yaml_node_t *n) {
     return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ||
            n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
@@ -71,6 +75,8 @@ int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *o
 /* A memory size: a number of MiB, or a size with a unit ("2G", "1500M"), into *out MiB. */
 int tp__cfg_get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out);
 int tp__cfg_check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example);
+/* "unknown key" at k, with a did-you-mean among names[0..n) or the list of them. */
+int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, size_t n);
 int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
                          size_t nspec, const char *example);
 
@@ -98,7 +104,9 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
  * min_gain, cooldown, temperature, probe}). */
 int tp__cfg_key_deadline(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_reallocation(cfgctx_t *c, const char *key, yaml_node_t *v);
-/* config_space.c: a parameter's `when` conditions into p; after the whole
+/* config_space.c: `space`, one domain per parameter; */
+int tp__cfg_key_space(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* a parameter's `when` conditions into p; after the whole
  * space, the conditions resolved and checked (unknown parameter or value,
  * cycle) with the position of the condition at fault. */
 int tp__cfg_param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p);

@@ -44,7 +44,7 @@ int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v) {
                           "HOME, \"LC_*\", WANDB_API_KEY]; [] passes nothing; got %s",
                     key, tp__cfg_describe(v, got, sizeof got));
     }
-    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    size_t n = seq_len(v);
     c->x->env_passthrough = tp__xcalloc(n + 1, sizeof *c->x->env_passthrough);
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);

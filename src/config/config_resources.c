@@ -286,7 +286,7 @@ int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
                           "e.g. gpus: [0, 1]; got %s",
                     key, tp__cfg_describe(v, got, sizeof got));
     }
-    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    size_t n = seq_len(v);
     c->x->gpus = tp__xcalloc(n ? n : 1, sizeof *c->x->gpus);
     for (size_t i = 0; i < n; i++) {
         yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
@@ -389,7 +389,7 @@ int tp__cfg_check_resources(cfgctx_t *c) {
     if (rc < 0) return rc;
     if (c->profile_by) {
         yaml_node_t *v = c->profile_by;
-        size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        size_t n = seq_len(v);
         x->profile_by = tp__xcalloc(n ? n : 1, sizeof *x->profile_by);
         for (size_t i = 0; i < n; i++) {
             yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);

@@ -58,7 +58,7 @@ int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
     int rc = 0;
     if (v->type == YAML_SEQUENCE_NODE) {
-        size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+        size_t n = seq_len(v);
         if (n == 0)
             return fail(c, v, "metric lists no objective; write e.g. metric: [{name: err, mode: "
                               "min}, {name: cost, mode: min}]");
@@ -188,7 +188,7 @@ int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return fail(c, v, "\"%s\" must be a list of experiment directories, e.g. warm_start: "
                           "[runs/first]",
                     key);
-    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    size_t n = seq_len(v);
     tp_experiment_t *x = c->x;
     x->warm_start = tp__xcalloc(n + 1, sizeof *x->warm_start);
     for (size_t i = 0; i < n; i++) {
