@@ -23,12 +23,15 @@ int tp__cli_request(const char *dir_arg, const json_t *req, const char *what) {
         free(dir);
         return TP_EXIT_ERROR;
     }
-    char reqdir[4200], path[4400], tmp[4500], done[4400];
+    char reqdir[4200], stem[4300], path[4400], tmp[4500], done[4400];
     snprintf(reqdir, sizeof reqdir, "%s/requests", dir);
     mkdir(reqdir, 0755);
-    snprintf(path, sizeof path, "%s/%ld-%d.json", reqdir, (long)time(NULL), (int)getpid());
+    /* one name for the request and its answer: read the clock once (two
+     * reads a second apart waited for an answer under another name) */
+    snprintf(stem, sizeof stem, "%s/%ld-%d", reqdir, (long)time(NULL), (int)getpid());
+    snprintf(path, sizeof path, "%s.json", stem);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    snprintf(done, sizeof done, "%s/%ld-%d.done", reqdir, (long)time(NULL), (int)getpid());
+    snprintf(done, sizeof done, "%s.done", stem);
     int rc = json_dump_file(req, tmp, 0) == 0 && rename(tmp, path) == 0 ? 0 : -errno;
     if (rc) {
         fprintf(stderr, "tunepack: cannot write %s: %s\n", path, strerror(-rc));
