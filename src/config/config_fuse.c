@@ -77,6 +77,10 @@ int tp__cfg_check_fuse(cfgctx_t *c) {
         return fail(c, c->fuse, "fuse runs several configurations in one process; it cannot be "
                                 "combined with resources.nodes or procs_per_node above 1, nor "
                                 "with elastic gpus: {min, max}");
+    if (x->groups != TP_FLUID_OFF)
+        return fail(c, c->fuse, "fuse cannot be combined with groups: a Fluid share is one "
+                                "trial's, and a fused process runs several trials under one "
+                                "placement; keep one of them");
     if (tp__space_find(&x->space, "configs_json"))
         return fail(c, c->fuse, "with fuse, no parameter may be named configs_json: that "
                                 "placeholder carries the fused configurations; rename it");

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import sys
-import time
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
@@ -226,6 +225,8 @@ class Fuse(E2E):
             ("fuse: {max: 4, shape: [width]}\n", ":2:", "placeholder {x} names a parameter "
                                                         "outside fuse.shape"),
             ("fuse: {max: 4, sizes: 3}\n", ":5:16:", "sizes"),
+            ("fuse: {max: 4}\nresources: {gpus: 1}\ngroups: {shares: dynamic}\n", ":5:7:",
+             "fuse cannot be combined with groups"),
             ("", ":2:", "{configs_json} is given only to fused processes"),
         ]
         for fuse, where, what in cases:
