@@ -97,18 +97,16 @@ static double demand_of(const tp_run_t *r, const trial_t *t) {
 }
 
 /* max(1, D) on t's GPU now, D the summed compute demands (demand_of) of
- * the running trials placed on it, t's included: how much slower than
- * alone each of them steps there under processor sharing (a fraction has
- * no MPS thread limit; the simulator's contention model, docs/simulator.md).
- * 1 on whole GPUs; NaN when a demand is not known yet. O(trials). */
+ * the trials placed on it, t's included: how much slower than alone each
+ * of them steps there under processor sharing (a fraction has no MPS
+ * thread limit; the simulator's contention model, docs/simulator.md). 1 on
+ * whole GPUs; NaN when a demand is not known yet. O(trials). */
 static double gpu_load(const tp_run_t *r, const trial_t *t) {
     if (!t->where.placed || t->where.ngpus != 1 || !(t->compute < 1)) return 1;
     double D = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *q = r->trials.by_id[i];
-        if (!q || q->state != TP_TRIAL_RUNNING || !q->where.placed ||
-            q->where.node != t->where.node)
-            continue;
+        if (!q || !q->where.placed || q->where.node != t->where.node) continue;
         for (size_t k = 0; k < q->where.ngpus; k++)
             if (q->where.gpu[k] == t->where.gpu[0]) D += demand_of(r, q);
     }
@@ -117,15 +115,23 @@ static double gpu_load(const tp_run_t *r, const trial_t *t) {
 
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first) {
     if (!tp__groups_member(r, t)) return;
-    double now = t->last_report;
-    if (first) {
-        t->load_sum = 0;
-    } else {
-        t->load_sum += t->load_d * (now - t->load_at);
-        double span = now - t->first_step_at;
-        t->step_load = span > 0 && isfinite(t->load_sum) ? t->load_sum / span : 0;
+    (first ? tp__trial_load_reset : tp__trial_load_note)(t, t->last_report, gpu_load(r, t));
+}
+
+void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
+    if (r->x.groups == TP_FLUID_OFF) return;
+    double now = tp__mono_s();
+    for (size_t i = 0; i < r->trials.n; i++) {
+        trial_t *q = r->trials.by_id[i];
+        if (!q || !q->where.placed || q->where.node != where->node || q->where.ngpus != 1 ||
+            q->first_step == TP_STORE_NO_STEP || !tp__groups_member(r, q))
+            continue;
+        for (size_t k = 0; k < where->ngpus; k++)
+            if (where->gpu[k] == q->where.gpu[0]) {
+                tp__trial_load_note(q, now, gpu_load(r, q));
+                break;
+            }
     }
-    t->load_d = gpu_load(r, t), t->load_at = now;
 }
 
 /* Seconds per step of t on one whole GPU, the work Fluid divides (and the

@@ -213,12 +213,16 @@ void tp__placement_free(tp_run_t *r);
  * O(1). */
 int tp__groups_member(const tp_run_t *r, const trial_t *t);
 /* A report of t's with a step (first: the attempt's first, which starts
- * its step time): under groups, the load on its GPU is sampled and its
- * mean since the first (t->step_load) kept with the step time measured
- * over the same span, so that its work on a GPU of its own can be told
- * (step_whole). Call before tp__trial_set_step_s. O(trials) for a member
- * that holds a fraction, else O(1). */
+ * its step time): under groups, the load on its GPU is sampled (its mean
+ * since the first is kept with the step time measured over the same span:
+ * trial_t.step_load), so that its work on a GPU of its own can be told.
+ * Call before tp__trial_set_step_s. O(trials) for a member that holds a
+ * fraction, else O(1). */
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first);
+/* A trial started or ended on the GPUs of `where` (its placement; an
+ * ended one no longer placed): the group members measuring a step on them
+ * note their new load. O(trials). */
+void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where);
 /* The demands d[0..n) of a batch being placed (u: the usage before it) as
  * their Fluid shares: a fraction as the compute share, k >= 1 whole GPUs as
  * k GPUs of an elastic trial (its gpus_want); profiling trials keep theirs.

@@ -293,6 +293,8 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         t->profiling = profiling[i];
         placed++;
     }
+    for (size_t i = 0; i < m; i++) /* once all are placed: the loads they make */
+        if (out[i].placed) tp__groups_gpu_changed(r, &out[i]);
     free(d);
     free(out);
     free(who);
@@ -626,6 +628,7 @@ int tp__placement_ended(tp_run_t *r, trial_t *t) {
     r->pl.blocked = 0; /* what it held is free again */
     if (t->profiling) finish_profile(r, t);
     t->where.placed = 0;
+    tp__groups_gpu_changed(r, &t->where);
     free(t->more);
     t->more = NULL;
     return 1;

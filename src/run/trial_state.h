@@ -101,13 +101,18 @@ typedef struct trial {
     double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
                            set by tp__trial_set_step_s */
     int step_gpus;       /* the GPU count of the attempt that measured step_s; set with it */
-    double load_d;      /* a Fluid fraction's GPU load (groups.c tp__groups_on_step):
-                           max(1, D) at its last report with a step, D the summed compute
-                           demands of the trials on its GPU; NaN: a demand unknown */
-    double load_at;     /* monotonic time of that report */
-    double load_sum;    /* integral of load_d over time since first_step_at */
-    double step_load;   /* the mean load while step_s was measured (step_s / step_load: its
-                           step alone on the GPU); 0: none (a whole GPU, or not in a group) */
+    double load_d;      /* a Fluid fraction's GPU load since load_at: max(1, D), D the summed
+                           compute demands of the trials on its GPU (groups.c); NaN: a demand
+                           not known */
+    double load_at;     /* monotonic time load_d was sampled (a report, or a trial starting
+                           or ending on its GPU) */
+    double load_sum;    /* since the attempt's first report with a step: the integral of
+                           load_d over the time it was known, */
+    double load_span;   /* and that time */
+    double step_load;   /* load_sum / load_span when step_s was set: the mean load it was
+                           measured under (step_s / step_load: its step on a GPU of its own);
+                           1 on a whole GPU; 0: none known (not in a group, or every demand
+                           unknown) */
     int64_t first_step; /* step of this attempt's first report that had one */
     double first_step_at; /* monotonic time of that report */
     int64_t step_done;  /* largest step it reported in any job (its checkpoint), -1: none */
@@ -198,8 +203,14 @@ void tp__trials_free(tp_trials_t *ts);
 int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
                         const tp_transition_t *how);
 
+/* The load on t's GPU (trial_t.load_d) starts over at `now` (its attempt's
+ * first report with a step), or changes at `now` after the old one held
+ * since load_at (counted only when known). O(1). */
+void tp__trial_load_reset(trial_t *t, double now, double load);
+void tp__trial_load_note(trial_t *t, double now, double load);
 /* Record t's measured seconds per step (> 0), at the GPU count it holds
- * now (t->gpus); the one way step_s changes,
+ * now (t->gpus) and under the mean load noted since its attempt's first
+ * report with a step (step_load); the one way step_s changes,
  * so that the means below are kept as it goes (the run's, and its demand
  * group's when it has one). O(1), amortised. */
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);

@@ -6,11 +6,11 @@ no thread percentage: each trial takes what the others on its GPU leave.
 
 One 16 GiB fake GPU; Hyperband with epochs 2, 6, 18 (9 trials, then the top 3, then 1). The
 trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s) on a GPU of its
-own, and, like a compute-bound trial on a real GPU with no thread limit, k times slower on a GPU
-it shares with k - 1 others (the trainer counts them; gpu_compute 1.0 tells tunepack so). Rung 0 knows
-no step time yet: equal shares, 1/4 each (the min). Rung 1 holds x = 9, 8, 7, each with 4
-epochs left: work 1.2, 0.4, 0.4 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after the
-min of 1/4 (applied after normalisation). Rung 2: x = 9 alone, the whole GPU.
+own, and, like a compute-bound trial on a real GPU with no thread limit, k times slower on a
+GPU it shares with k - 1 others (the trainer counts them; gpu_compute 1.0 tells tunepack so).
+Rung 0 knows no step time yet: equal shares, 1/4 each (the min). Rung 1 holds x = 9, 8, 7, each
+with 4 epochs left: work 1.2, 0.4, 0.4 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after
+the min of 1/4 (applied after normalisation). Rung 2: x = 9 alone, the whole GPU.
 """
 
 import json
@@ -125,7 +125,8 @@ class FluidGroups(GpuE2E):
             xs = {t["id"]: t["params"]["x"] for t in s.trials()}
             why = [e["detail"] for e in s.events(kind="fluid-share") if xs[e["trial"]] == 9]
             self.assertEqual(len(why), 3, why)
-            # measured step times: about 0.3 s and 0.1 s (start-up and reporting add a little)
+            # steps on a GPU of their own (measured ones over the GPU's load meanwhile): about
+            # 0.3 s and 0.1 s (start-up and reporting add a little)
             m = re.search(r"group 1 \(static\): (0\.\d+) of 1 GPUs for (\d+)% of the group's "
                           r"work", why[1])
             self.assertTrue(m, why[1])

@@ -217,6 +217,34 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
 }
 
 /* A failed write is noticed by the journal, once, and marks it broken. */
+TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
+    fixture_t f;
+    setup(&f);
+    trial_t *a = tp__trials_add(&f.trials, 0, json_object(), 1.0);
+    a->gpus = 1;
+    tp__trial_load_reset(a, 10, 4); /* its first step: four on its GPU */
+    tp__trial_load_note(a, 11, 1);  /* a second later the others end */
+    tp__trial_load_note(a, 12, 1);  /* its next report */
+    tp__trial_set_step_s(&f.trials, a, 0.5);
+    TP_CHECK_NEAR(a->step_load, 2.5, 1e-12); /* 4 for 1 s, then 1 for 1 s */
+    tp__trial_load_note(a, 14, 2);           /* one joins at 14 */
+    tp__trial_set_step_s(&f.trials, a, 0.4); /* measured from 10 to 14 */
+    TP_CHECK_NEAR(a->step_load, (4 + 1 + 2 * 1) / 4.0, 1e-12);
+
+    tp__trial_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
+    TP_CHECK_NEAR(a->step_load, 1.75, 1e-12); /* the last step keeps its load until replaced */
+    tp__trial_load_note(a, 21, 3);    /* known from 21 */
+    tp__trial_load_note(a, 23, 3);
+    tp__trial_set_step_s(&f.trials, a, 0.6);
+    TP_CHECK_NEAR(a->step_load, 3, 1e-12); /* only the time the load was known counts */
+
+    tp__trial_load_reset(a, 30, NAN);
+    tp__trial_load_note(a, 31, NAN);
+    tp__trial_set_step_s(&f.trials, a, 0.7);
+    TP_CHECK_NEAR(a->step_load, 0, 1e-12); /* never known: none (the step as measured) */
+    teardown(&f);
+}
+
 TP_TEST(test_failed_journal_write_breaks_the_journal) {
     fixture_t f;
     setup(&f);
