@@ -255,7 +255,7 @@ static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return fail(c, v,
                     "command must be a list of arguments, e.g. [python3, train.py, --lr, "
                     "\"{lr}\"]; it is never run through a shell");
-    size_t n = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    size_t n = seq_len(v);
     if (n == 0)
         return fail(c, v, "command is empty; list the program and its arguments, e.g. "
                           "[python3, train.py, --lr, \"{lr}\"]");

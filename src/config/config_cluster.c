@@ -64,7 +64,7 @@ static int string_list(cfgctx_t *c, const char *key, yaml_node_t *v, char ***out
     }
     if (v->type != YAML_SEQUENCE_NODE)
         return fail(c, v, "\"%s\" must be a list of strings, e.g. %s", key, example);
-    size_t len = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
+    size_t len = seq_len(v);
     if (len == 0) return fail(c, v, "\"%s\" is empty; e.g. %s", key, example);
     *out = tp__xcalloc(len + 1, sizeof **out);
     for (size_t i = 0; i < len; i++) {

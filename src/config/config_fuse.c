@@ -99,9 +99,7 @@ int tp__cfg_check_fuse(cfgctx_t *c) {
     } else {
         for (size_t i = 0; i < x->nprofile_by; i++) add_shape(f, x->profile_by[i], cap);
     }
-    for (size_t i = 0; c->command && i < (size_t)(c->command->data.sequence.items.top -
-                                                  c->command->data.sequence.items.start);
-         i++) {
+    for (size_t i = 0; c->command && i < seq_len(c->command); i++) {
         yaml_node_t *e = tp__cfg_node_at(c, c->command->data.sequence.items.start[i]);
         char **names;
         tp_error_t te;

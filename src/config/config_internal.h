@@ -75,7 +75,8 @@ int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *o
 /* A memory size: a number of MiB, or a size with a unit ("2G", "1500M"), into *out MiB. */
 int tp__cfg_get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out);
 int tp__cfg_check_mapping(cfgctx_t *c, const char *key, yaml_node_t *v, const char *example);
-/* "unknown key" at k, with a did-you-mean among names[0..n) or the list of them. */
+/* "unknown key" at k, with a did-you-mean among names[0..n) or the list of
+ * them; returns -EINVAL. */
 int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, size_t n);
 int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
                          size_t nspec, const char *example);
@@ -104,13 +105,9 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);
  * min_gain, cooldown, temperature, probe}). */
 int tp__cfg_key_deadline(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_reallocation(cfgctx_t *c, const char *key, yaml_node_t *v);
-/* config_space.c: `space`, one domain per parameter; */
+/* config_space.c: `space`, one domain per parameter and its `when`
+ * conditions, resolved and checked once the space is read. 0 or -EINVAL. */
 int tp__cfg_key_space(cfgctx_t *c, const char *key, yaml_node_t *v);
-/* a parameter's `when` conditions into p; after the whole
- * space, the conditions resolved and checked (unknown parameter or value,
- * cycle) with the position of the condition at fault. */
-int tp__cfg_param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p);
-int tp__cfg_link_space(cfgctx_t *c);
 /* `enqueue`: kept by the key, checked against the space after the file. */
 int tp__cfg_key_enqueue(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_check_enqueue(cfgctx_t *c);

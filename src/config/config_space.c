@@ -10,6 +10,68 @@
 
 #include "config/config_internal.h"
 
+/* ---- when: what a parameter depends on -------------------------------------- */
+
+/* One condition `parent: value` or `parent: [v1, v2]` into w. */
+static int parse_cond(cfgctx_t *c, const tp_param_t *p, yaml_node_t *k, yaml_node_t *v,
+                      tp_cond_t *w) {
+    w->parent = tp__strdup(stext(k));
+    w->line = (int)k->start_mark.line + 1;
+    w->col = (int)k->start_mark.column + 1;
+    if (v->type == YAML_MAPPING_NODE)
+        return fail(c, v, "condition of \"%s\" on \"%s\" must be a value or a list of values, "
+                          "e.g. when: {%s: [a, b]}",
+                    p->name, w->parent, w->parent);
+    size_t n = v->type == YAML_SEQUENCE_NODE ? seq_len(v) : 1;
+    if (n == 0)
+        return fail(c, v, "condition of \"%s\" on \"%s\" lists no value; list at least one",
+                    p->name, w->parent);
+    w->values = tp__xcalloc(n, sizeof *w->values);
+    for (size_t i = 0; i < n; i++) {
+        yaml_node_t *e =
+            v->type == YAML_SEQUENCE_NODE ? tp__cfg_node_at(c, v->data.sequence.items.start[i]) : v;
+        if (e->type != YAML_SCALAR_NODE)
+            return fail(c, e, "values in the condition of \"%s\" must be numbers or strings, "
+                              "not %s",
+                        p->name, e->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
+        w->values[w->nvalues++] = tp__cfg_resolve_scalar(e);
+    }
+    return 0;
+}
+
+/* A parameter's `when:` mapping into p->when: each key a parent, its value
+ * one or a list of values; several keys are all required (AND). 0, or
+ * -EINVAL with the place. */
+static int param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p) {
+    int rc = tp__cfg_check_mapping(c, "when", v, "when: {optimizer: sgd}");
+    if (rc < 0) return rc;
+    size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+    if (n == 0)
+        return fail(c, v, "when of \"%s\" is empty; write e.g. when: {optimizer: sgd}", p->name);
+    p->when = tp__xcalloc(n, sizeof *p->when);
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
+         pr++) {
+        yaml_node_t *k = tp__cfg_node_at(c, pr->key);
+        if (!strcmp(stext(k), p->name))
+            return fail(c, k, "\"%s\" cannot depend on itself; name another parameter", p->name);
+        rc = parse_cond(c, p, k, tp__cfg_node_at(c, pr->value), &p->when[p->nwhen++]);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+/* After the whole space: the conditions resolved and checked (an unknown
+ * parameter or value, a cycle) with the position of the condition at
+ * fault. 0 or -EINVAL. */
+static int link_space(cfgctx_t *c) {
+    const tp_cond_t *at;
+    tp_error_t e;
+    if (tp__space_link(&c->x->space, &at, &e) == 0) return 0;
+    yaml_mark_t m = {0, 0, 0};
+    if (at) m.line = (size_t)(at->line - 1), m.column = (size_t)(at->col - 1);
+    return tp__cfg_fail_at(c, m, "%s", e.msg);
+}
+
 /* ---- space: one domain per parameter ----------------------------------------- */
 
 static const char *const domain_keys[] = {"choice", "grid", "uniform", "loguniform", "int",
@@ -127,7 +189,7 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
             return fail(c, lognode, "log: true applies only to int domains; for reals write "
                                     "{loguniform: [low, high]}");
     }
-    return whennode ? tp__cfg_param_when(c, whennode, p) : 0;
+    return whennode ? param_when(c, whennode, p) : 0;
 }
 
 static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
@@ -176,64 +238,7 @@ int tp__cfg_key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++)
         if (parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value)) < 0)
             rc = -EINVAL; /* every parameter is checked */
-    return rc == 0 ? tp__cfg_link_space(c) : rc;
-}
-
-/* ---- when: what a parameter depends on -------------------------------------- */
-
-/* One condition `parent: value` or `parent: [v1, v2]` into w. */
-static int parse_cond(cfgctx_t *c, const tp_param_t *p, yaml_node_t *k, yaml_node_t *v,
-                      tp_cond_t *w) {
-    w->parent = tp__strdup(stext(k));
-    w->line = (int)k->start_mark.line + 1;
-    w->col = (int)k->start_mark.column + 1;
-    if (v->type == YAML_MAPPING_NODE)
-        return fail(c, v, "condition of \"%s\" on \"%s\" must be a value or a list of values, "
-                          "e.g. when: {%s: [a, b]}",
-                    p->name, w->parent, w->parent);
-    size_t n = v->type == YAML_SEQUENCE_NODE ? seq_len(v) : 1;
-    if (n == 0)
-        return fail(c, v, "condition of \"%s\" on \"%s\" lists no value; list at least one",
-                    p->name, w->parent);
-    w->values = tp__xcalloc(n, sizeof *w->values);
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *e =
-            v->type == YAML_SEQUENCE_NODE ? tp__cfg_node_at(c, v->data.sequence.items.start[i]) : v;
-        if (e->type != YAML_SCALAR_NODE)
-            return fail(c, e, "values in the condition of \"%s\" must be numbers or strings, "
-                              "not %s",
-                        p->name, e->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
-        w->values[w->nvalues++] = tp__cfg_resolve_scalar(e);
-    }
-    return 0;
-}
-
-/* See config_internal.h. Several keys are all required (AND). */
-int tp__cfg_param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p) {
-    int rc = tp__cfg_check_mapping(c, "when", v, "when: {optimizer: sgd}");
-    if (rc < 0) return rc;
-    size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-    if (n == 0)
-        return fail(c, v, "when of \"%s\" is empty; write e.g. when: {optimizer: sgd}", p->name);
-    p->when = tp__xcalloc(n, sizeof *p->when);
-    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
-         pr++) {
-        yaml_node_t *k = tp__cfg_node_at(c, pr->key);
-        if (!strcmp(stext(k), p->name))
-            return fail(c, k, "\"%s\" cannot depend on itself; name another parameter", p->name);
-        rc = parse_cond(c, p, k, tp__cfg_node_at(c, pr->value), &p->when[p->nwhen++]);
-        if (rc < 0) return rc;
-    }
-    return 0;
-}
-
-int tp__cfg_link_space(cfgctx_t *c) {
-    const tp_cond_t *at;
-    tp_error_t e;
-    if (tp__space_link(&c->x->space, &at, &e) == 0) return 0;
-    yaml_mark_t m = {0, 0, 0};
-    if (at) m.line = (size_t)(at->line - 1), m.column = (size_t)(at->col - 1);
-    return tp__cfg_fail_at(c, m, "%s", e.msg);
+    return rc == 0 ? link_space(c) : rc;
 }
 
 /* One `enqueue` entry: a mapping {param: value} checked against the space:

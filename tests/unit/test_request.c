@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,8 +28,8 @@ time_t time(time_t *t) {
 
 typedef struct responder {
     char dir[256];
-    int answered;
-    volatile int stop;
+    int answered; /* read after the thread is joined */
+    int stop;     /* set and read atomically */
 } responder_t;
 
 /* Answer every NAME.json of dir/requests in NAME.done, as the orchestrator does. */
@@ -38,7 +37,7 @@ static void *respond(void *arg) {
     responder_t *r = arg;
     char reqdir[300];
     snprintf(reqdir, sizeof reqdir, "%s/requests", r->dir);
-    while (!r->stop) {
+    while (!__atomic_load_n(&r->stop, __ATOMIC_SEQ_CST)) {
         DIR *d = opendir(reqdir);
         struct dirent *de;
         while (d && (de = readdir(d)) != NULL) {
@@ -61,8 +60,8 @@ static void *respond(void *arg) {
 
 TP_TEST(test_a_request_is_answered_when_the_clock_turns_a_second_meanwhile) {
     responder_t r = {0};
-    snprintf(r.dir, sizeof r.dir, "/tmp/tp-request-%d", (int)getpid());
-    mkdir(r.dir, 0755);
+    snprintf(r.dir, sizeof r.dir, "/tmp/tp-request-XXXXXX");
+    TP_REQUIRE(mkdtemp(r.dir) != NULL);
     char lock[300];
     snprintf(lock, sizeof lock, "%s/lock", r.dir);
     int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644); /* a running orchestrator's lock */
@@ -74,7 +73,7 @@ TP_TEST(test_a_request_is_answered_when_the_clock_turns_a_second_meanwhile) {
     json_t *req = json_pack("{s:s, s:s}", "op", "add", "node", "host9");
     int rc = tp__cli_request(r.dir, req, "nodes change");
     json_decref(req);
-    r.stop = 1;
+    __atomic_store_n(&r.stop, 1, __ATOMIC_SEQ_CST);
     pthread_join(th, NULL);
     TP_CHECK_INT(rc, 0);
     TP_CHECK_INT(r.answered, 1);
