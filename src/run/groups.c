@@ -96,6 +96,15 @@ static double demand_of(const tp_run_t *r, const trial_t *t) {
     return d > 0 && d <= 1 ? d : 1;
 }
 
+/* Whether placement a is (or, ended, was) on GPU `gpu` of node `node`.
+ * O(its GPUs). */
+static int holds_gpu(const tp_assign_t *a, size_t node, size_t gpu) {
+    if (a->node != node) return 0;
+    for (size_t k = 0; k < a->ngpus; k++)
+        if (a->gpu[k] == gpu) return 1;
+    return 0;
+}
+
 /* max(1, D) on t's GPU now, D the summed compute demands (demand_of) of
  * the trials placed on it, t's included: how much slower than alone each
  * of them steps there under processor sharing (a fraction has no MPS
@@ -106,16 +115,19 @@ static double gpu_load(const tp_run_t *r, const trial_t *t) {
     double D = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *q = r->trials.by_id[i];
-        if (!q || !q->where.placed || q->where.node != t->where.node) continue;
-        for (size_t k = 0; k < q->where.ngpus; k++)
-            if (q->where.gpu[k] == t->where.gpu[0]) D += demand_of(r, q);
+        if (q && q->where.placed && holds_gpu(&q->where, t->where.node, t->where.gpu[0]))
+            D += demand_of(r, q);
     }
     return D > 1 ? D : isnan(D) ? NAN : 1;
 }
 
+/* The load changes only when a trial starts or ends on t's GPU, and
+ * tp__groups_gpu_changed notes it then: a report recounts it only at the
+ * attempt's first step, or while a demand there is not known. */
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first) {
     if (!tp__groups_member(r, t)) return;
-    (first ? tp__trial_load_reset : tp__trial_load_note)(t, t->last_report, gpu_load(r, t));
+    if (first) tp__trial_load_reset(t, t->last_report, gpu_load(r, t));
+    else tp__trial_load_note(t, t->last_report, isnan(t->load_d) ? gpu_load(r, t) : t->load_d);
 }
 
 void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
@@ -123,14 +135,9 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
     double now = tp__mono_s();
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *q = r->trials.by_id[i];
-        if (!q || !q->where.placed || q->where.node != where->node || q->where.ngpus != 1 ||
-            q->first_step == TP_STORE_NO_STEP || !tp__groups_member(r, q))
-            continue;
-        for (size_t k = 0; k < where->ngpus; k++)
-            if (where->gpu[k] == q->where.gpu[0]) {
-                tp__trial_load_note(q, now, gpu_load(r, q));
-                break;
-            }
+        if (q && q->where.placed && q->where.ngpus == 1 && q->first_step != TP_STORE_NO_STEP &&
+            tp__groups_member(r, q) && holds_gpu(where, q->where.node, q->where.gpu[0]))
+            tp__trial_load_note(q, now, gpu_load(r, q));
     }
 }
 

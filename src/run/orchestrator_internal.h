@@ -213,11 +213,12 @@ void tp__placement_free(tp_run_t *r);
  * O(1). */
 int tp__groups_member(const tp_run_t *r, const trial_t *t);
 /* A report of t's with a step (first: the attempt's first, which starts
- * its step time): under groups, the load on its GPU is sampled (its mean
+ * its step time): under groups, the load on its GPU is noted (its mean
  * since the first is kept with the step time measured over the same span:
  * trial_t.step_load), so that its work on a GPU of its own can be told.
- * Call before tp__trial_set_step_s. O(trials) for a member that holds a
- * fraction, else O(1). */
+ * Call before tp__trial_set_step_s. O(trials) at the first step of a
+ * member holding a fraction, or while a demand on its GPU is not known;
+ * else O(1) (tp__groups_gpu_changed keeps the load). */
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first);
 /* A trial started or ended on the GPUs of `where` (its placement; an
  * ended one no longer placed): the group members measuring a step on them
