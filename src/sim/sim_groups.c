@@ -109,10 +109,27 @@ static double intensity(const tp_groups_opts_t *o, const gtrial_t *t, int k, dou
     return m * t->gpu_s / step;
 }
 
+/* The GPU (node's base + index) of t, a job on one GPU. */
+static size_t gpu_of(const gsim_t *S, const gtrial_t *t) {
+    return S->u.gpu_base[t->where.node] + t->where.gpu[0];
+}
+
+/* Whether t is a progressing fraction of one GPU (no thread limit under
+ * Fluid: its GPU's summed demand decides its pace). */
+static int fraction(const gsim_t *S, const gtrial_t *t) {
+    return progressing(S, t) && t->where.ngpus == 1 && t->d.compute < 1 - EPS;
+}
+
 /* Rates of every running job for the current placement (the model in
- * sim_groups.h). O(n^2) over the rung, fine for rungs of hundreds. */
+ * sim_groups.h). O(n) over the rung. */
 static void rates(gsim_t *S) {
     const tp_groups_opts_t *o = S->o;
+    double D[TP_PLACE_MAX_GPUS] = {0}; /* Fluid: each GPU's summed demand */
+    if (o->mode != TP_FLUID_OFF)
+        for (size_t j = 0; j < S->n; j++) {
+            const gtrial_t *q = &S->t[S->rung[j]];
+            if (fraction(S, q)) D[gpu_of(S, q)] += intensity(o, q, S->u.count[gpu_of(S, q)], NULL);
+        }
     for (size_t i = 0; i < S->n; i++) {
         gtrial_t *t = &S->t[S->rung[i]];
         t->rate = 0;
@@ -122,22 +139,14 @@ static void rates(gsim_t *S) {
             t->rate = 1.0 / (t->step_s * (o->serial + (1 - o->serial) / g));
             continue;
         }
-        size_t gpu = S->u.gpu_base[t->where.node] + t->where.gpu[0];
-        int k = S->u.count[gpu];
-        double T, dd = intensity(o, t, k, &T);
+        size_t gpu = gpu_of(S, t);
+        double T, dd = intensity(o, t, S->u.count[gpu], &T);
         if (o->mode == TP_FLUID_OFF) { /* capped at its demand */
             double speed = t->d.compute / dd;
             t->rate = (speed < 1 ? speed : 1) / T;
             continue;
         }
-        double D = 0; /* a Fluid fraction has no thread limit: the GPU's demand decides */
-        for (size_t j = 0; j < S->n; j++) {
-            const gtrial_t *q = &S->t[S->rung[j]];
-            if (progressing(S, q) && q->where.ngpus == 1 && q->d.compute < 1 - EPS &&
-                S->u.gpu_base[q->where.node] + q->where.gpu[0] == gpu)
-                D += intensity(o, q, k, NULL);
-        }
-        t->rate = 1.0 / (T * (D > 1 ? D : 1));
+        t->rate = 1.0 / (T * (D[gpu] > 1 ? D[gpu] : 1));
     }
 }
 

@@ -65,7 +65,7 @@ typedef struct tp_groups_result {
 } tp_groups_result_t;
 
 /* Simulate o; 0, or -EINVAL with err filled (bad options, a trial that fits
- * on no GPU). O(events x trials x rung size) with placer rounds. */
+ * on no GPU). O(events x (rung size^2 for the shares + a placer round)). */
 int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t *err);
 
 /* A lower bound on the makespan of any placement of o's rungs (same
