@@ -8,7 +8,10 @@
  * how far below plain it lies: where it is less than 30% below, the target
  * cannot be met on that row. Pure simulation: no wall time measured.
  *
- *   build/bench/groups [--restart S] [--min-steps N] */
+ *   build/bench/groups [--restart S] [--min-steps N] [--overhead O]
+ *
+ * --overhead: the MPS cost per co-located trial (sim.h; default 0.03), to see
+ * how much of a row's result that assumed cost decides. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,12 +39,13 @@ static double mean_over_seeds(tp_groups_opts_t o, int bound) {
 }
 
 int main(int argc, char **argv) {
-    double restart = 10, min_steps = 100;
+    double restart = 10, min_steps = 100, overhead = 0.03;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--restart") == 0) restart = atof(argv[i + 1]);
         else if (strcmp(argv[i], "--min-steps") == 0) min_steps = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--overhead") == 0) overhead = atof(argv[i + 1]);
         else {
-            fprintf(stderr, "usage: groups [--restart S] [--min-steps N]\n");
+            fprintf(stderr, "usage: groups [--restart S] [--min-steps N] [--overhead O]\n");
             return 2;
         }
     }
@@ -50,8 +54,9 @@ int main(int argc, char **argv) {
     static const double serial[] = {0.05, 0.2, 0.5};
     printf("SHA rungs (eta 3, rung 0 = %g steps, up to 1 trial), restart %g s per job start "
            "and per resize; trials: step 0.2-1 s, compute 0.6-1.0, 2-10 GiB on 24 GiB GPUs; "
-           "Fluid min 1/4, max = all GPUs, up to 4 per GPU; mean makespan of %d seeds (s)\n\n",
-           min_steps, restart, SEEDS);
+           "MPS overhead %g per co-located trial; Fluid min 1/4, max = all GPUs, up to 4 per GPU; "
+           "mean makespan of %d seeds (s)\n\n",
+           min_steps, restart, overhead, SEEDS);
     printf("| GPUs | n0 | serial f | plain 1/GPU | plain packed | Fluid static | Fluid dynamic "
            "| Fluid dynamic, 1 GPU cap | best Fluid vs best plain | lower bound (any placement) "
            "| bound vs best plain |\n");
@@ -63,7 +68,7 @@ int main(int argc, char **argv) {
                 tp_groups_opts_t o = {.n0 = n0[b], .eta = 3, .min_steps = min_steps,
                                       .gpus = gpus[a], .gpu_memory_mib = 24576,
                                       .reserve_mib = 512, .pack_max = 4, .serial = serial[c],
-                                      .restart_s = restart, .overhead = 0.03, .min = 0.25,
+                                      .restart_s = restart, .overhead = overhead, .min = 0.25,
                                       .max = (double)gpus[a], .gpus_cap = (int)gpus[a]};
                 o.mode = TP_FLUID_OFF, o.plain = TP_GROUPS_ONE_PER_GPU;
                 double one = mean_over_seeds(o, 0);
