@@ -144,9 +144,9 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
 /* Seconds per step of t on one whole GPU, the work Fluid divides (and the
  * simulator counts): step_s as measured at step_gpus GPUs (scaled as if
  * linearly, as step_at does), or, measured on a GPU it shared as a
- * fraction, divided by the mean load there meanwhile (step_load): a trial
- * that shared a busy GPU measured a step longer than its own, one left
- * alone on it its own. As measured while a demand of its GPU is not known
+ * fraction, divided by the (harmonic) mean load there meanwhile
+ * (step_load): a trial that shared a busy GPU measured a step longer than
+ * its own, one left alone on it its own. As measured while a demand of its GPU is not known
  * (then step_load is 0); 0 when nothing is. */
 static double step_whole(const trial_t *t) {
     if (!(t->step_s > 0)) return 0;

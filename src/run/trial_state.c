@@ -103,17 +103,17 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     }
     t->step_s = step_s;
     t->step_gpus = t->gpus;
-    t->step_load = t->load_span > 0 ? t->load_sum / t->load_span : 0;
+    t->step_load = t->load_alone > 0 ? t->load_span / t->load_alone : 0;
 }
 
 void tp__trial_load_reset(trial_t *t, double now, double load) {
-    t->load_sum = t->load_span = 0;
+    t->load_alone = t->load_span = 0;
     t->load_d = load, t->load_at = now;
 }
 
 void tp__trial_load_note(trial_t *t, double now, double load) {
     if (isfinite(t->load_d) && now > t->load_at) {
-        t->load_sum += t->load_d * (now - t->load_at);
+        t->load_alone += (now - t->load_at) / t->load_d;
         t->load_span += now - t->load_at;
     }
     t->load_d = load, t->load_at = now;

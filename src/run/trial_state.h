@@ -106,11 +106,13 @@ typedef struct trial {
                            not known */
     double load_at;     /* monotonic time load_d was sampled (a report, or a trial starting
                            or ending on its GPU) */
-    double load_sum;    /* since the attempt's first report with a step: the integral of
-                           load_d over the time it was known, */
+    double load_alone;  /* since the attempt's first report with a step: the integral of
+                           1 / load_d over the time it was known (the seconds it would have
+                           taken alone: at load L it steps L times slower), */
     double load_span;   /* and that time */
-    double step_load;   /* load_sum / load_span when step_s was set: the mean load it was
-                           measured under (step_s / step_load: its step on a GPU of its own);
+    double step_load;   /* load_span / load_alone when step_s was set: the mean load it was
+                           measured under, harmonic as the pace it sets is (step_s / step_load:
+                           its step on a GPU of its own);
                            1 on a whole GPU; 0: none known (not in a group, or every demand
                            unknown) */
     int64_t first_step; /* step of this attempt's first report that had one */

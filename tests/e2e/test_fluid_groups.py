@@ -28,6 +28,7 @@ TRAINER = r'''
 import atexit, json, os, sys, time
 x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
 delay = 0.3 if x == 9 else 0.1
+free_first = False  # True: epoch 1 is reported at once (nothing trained yet)
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
 # the processes on this GPU: one file each, named by pid, under a directory per GPU
@@ -60,7 +61,8 @@ if not lead:
 if start >= budget:
     rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
 for epoch in range(start + 1, budget + 1):
-    step()
+    if epoch > 1 or not free_first:
+        step()
     rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
     with open(ck + ".tmp", "w") as f:
         f.write(str(epoch))
@@ -144,6 +146,33 @@ class FluidGroups(GpuE2E):
         # gets what is left of the GPU: 1/3, not the 1/2 it gets when 1/4 is allowed
         for x in (7, 8, 9):
             self.assertEqual(got[x][1][:2], (1, 1 / 3), (x, got[x]))
+
+    def test_a_step_counts_the_load_it_ran_under_as_its_neighbours_end(self):
+        # All nine of rung 0 start together at 1/9 and report epoch 1 at once, so each measures
+        # its epoch 2 from a GPU shared by nine. The others' epoch 2 takes 0.1 x 9 s and they end;
+        # x = 9 has then done 1/3 of its 0.3 s and finishes alone: 0.9 + 0.2 = 1.1 s under a load
+        # of 9 for 0.9 s and 1 for 0.2 s. Its step alone is the time integral of 1 / load,
+        # 0.9 / 9 + 0.2 = 0.3 s: rung 1 gives it 0.6 of the GPU (1/2). Were the load not noted
+        # when the others end (9 throughout: 0.12 s), or the step divided by the load's plain
+        # time mean (7.5: 0.15 s), it would get about 0.4 (1/3).
+        self.trainer = self.write("trainer.py", TRAINER.replace("free_first = False",
+                                                                "free_first = True"))
+        run_dir = self.path("run-free-first")
+        exp = self.experiment(hyperband_nine(
+            "fluid", self.trainer, "gpus: 1, gpu_memory: 1G, gpu_compute: 1.0",
+            "max_per_gpu: 9", "groups: {shares: static, min: 0.111, max: 1}\n"))
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        got = self.placements(run_dir)
+        for x in range(1, 10):
+            self.assertEqual(got[x][0][:2], (0, 1 / 9), (x, got[x]))
+        with self.store(run_dir) as s:
+            xs = {t["id"]: t["params"]["x"] for t in s.trials()}
+            why = [e["detail"] for e in s.events(kind="fluid-share") if xs[e["trial"]] == 9]
+        m = re.search(r"group 1 \(static\): (0\.\d+) of 1 GPUs", why[1])
+        self.assertTrue(m, why)
+        self.assertTrue(0.5 < float(m.group(1)) < 0.7, why[1])
+        self.assertEqual(got[9][1][:2], (1, 0.5), got[9])
 
     def test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends(self):
         # (this trainer ignores pauses: no fraction is restarted for a larger share)
@@ -297,6 +326,7 @@ class FluidGroupsElastic(FluidGroups):
         self.assertGreater(grew, 0, curves)
 
     test_memory_decides_the_smallest_fraction = None
+    test_a_step_counts_the_load_it_ran_under_as_its_neighbours_end = None
     test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends = None
 
 

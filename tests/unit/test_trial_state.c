@@ -216,7 +216,9 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
     teardown(&f);
 }
 
-/* A failed write is noticed by the journal, once, and marks it broken. */
+/* The load a step was measured under is the harmonic time mean: at load L a
+ * trial steps L times slower, so a step of s seconds is worth the integral of
+ * 1 / L over them alone, and s / step_load must give that. */
 TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
     fixture_t f;
     setup(&f);
@@ -225,14 +227,16 @@ TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
     tp__trial_load_reset(a, 10, 4); /* its first step: four on its GPU */
     tp__trial_load_note(a, 11, 1);  /* a second later the others end */
     tp__trial_load_note(a, 12, 1);  /* its next report */
-    tp__trial_set_step_s(&f.trials, a, 0.5);
-    TP_CHECK_NEAR(a->step_load, 2.5, 1e-12); /* 4 for 1 s, then 1 for 1 s */
+    tp__trial_set_step_s(&f.trials, a, 2);
+    /* 4 for 1 s, then 1 for 1 s: 0.25 + 1 s of work alone, not 2 / 2.5 */
+    TP_CHECK_NEAR(a->step_load, 2 / 1.25, 1e-12);
+    TP_CHECK_NEAR(a->step_s / a->step_load, 1.25, 1e-12);
     tp__trial_load_note(a, 14, 2);           /* one joins at 14 */
     tp__trial_set_step_s(&f.trials, a, 0.4); /* measured from 10 to 14 */
-    TP_CHECK_NEAR(a->step_load, (4 + 1 + 2 * 1) / 4.0, 1e-12);
+    TP_CHECK_NEAR(a->step_load, 4 / (0.25 + 1 + 2), 1e-12);
 
     tp__trial_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
-    TP_CHECK_NEAR(a->step_load, 1.75, 1e-12); /* the last step keeps its load until replaced */
+    TP_CHECK_NEAR(a->step_load, 4 / 3.25, 1e-12); /* the last step keeps its load until replaced */
     tp__trial_load_note(a, 21, 3);    /* known from 21 */
     tp__trial_load_note(a, 23, 3);
     tp__trial_set_step_s(&f.trials, a, 0.6);
@@ -245,6 +249,7 @@ TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
     teardown(&f);
 }
 
+/* A failed write is noticed by the journal, once, and marks it broken. */
 TP_TEST(test_failed_journal_write_breaks_the_journal) {
     fixture_t f;
     setup(&f);
