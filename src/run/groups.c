@@ -105,20 +105,25 @@ static int holds_gpu(const tp_assign_t *a, size_t node, size_t gpu) {
     return 0;
 }
 
-/* max(1, D) on t's GPU now, D the summed compute demands (demand_of) of
- * the trials placed on it, t's included: how much slower than alone each
+/* max(1, D) on GPU `gpu` of node `node` now, D the summed compute demands
+ * (demand_of) of the trials placed on it: how much slower than alone each
  * of them steps there under processor sharing (a fraction has no MPS
- * thread limit; the simulator's contention model, docs/simulator.md). 1 on
- * whole GPUs; NaN when a demand is not known yet. O(trials). */
-static double gpu_load(const tp_run_t *r, const trial_t *t) {
-    if (!t->where.placed || t->where.ngpus != 1 || !(t->compute < 1)) return 1;
+ * thread limit; the simulator's contention model, docs/simulator.md); NaN
+ * when a demand is not known yet. O(trials). */
+static double load_on(const tp_run_t *r, size_t node, size_t gpu) {
     double D = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *q = r->trials.by_id[i];
-        if (q && q->where.placed && holds_gpu(&q->where, t->where.node, t->where.gpu[0]))
-            D += demand_of(r, q);
+        if (q && q->where.placed && holds_gpu(&q->where, node, gpu)) D += demand_of(r, q);
     }
     return D > 1 ? D : isnan(D) ? NAN : 1;
+}
+
+/* The load t steps under: its GPU's (load_on) for a fraction, 1 on whole
+ * GPUs. O(trials). */
+static double gpu_load(const tp_run_t *r, const trial_t *t) {
+    if (!t->where.placed || t->where.ngpus != 1 || !(t->compute < 1)) return 1;
+    return load_on(r, t->where.node, t->where.gpu[0]);
 }
 
 /* The load changes only when a trial starts or ends on t's GPU, and
@@ -133,11 +138,21 @@ void tp__groups_on_step(tp_run_t *r, trial_t *t, int first) {
 void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
     if (r->x.groups == TP_FLUID_OFF) return;
     double now = tp__mono_s();
-    for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *q = r->trials.by_id[i];
-        if (q && q->where.placed && q->where.ngpus == 1 && q->first_step != TP_STORE_NO_STEP &&
-            tp__groups_member(r, q) && holds_gpu(where, q->where.node, q->where.gpu[0]))
-            tp__trial_load_note(q, now, gpu_load(r, q));
+    for (size_t k = 0; k < where->ngpus; k++) { /* each GPU's load counted once: O(trials) */
+        int counted = 0;
+        double D = 1;
+        for (size_t i = 0; i < r->trials.n; i++) {
+            trial_t *q = r->trials.by_id[i];
+            if (!q || !q->where.placed || q->where.ngpus != 1 || q->where.node != where->node ||
+                q->where.gpu[0] != where->gpu[k] || q->first_step == TP_STORE_NO_STEP ||
+                !tp__groups_member(r, q))
+                continue;
+            if (q->compute < 1 && !counted) {
+                D = load_on(r, where->node, where->gpu[k]);
+                counted = 1;
+            }
+            tp__trial_load_note(q, now, q->compute < 1 ? D : 1);
+        }
     }
 }
 

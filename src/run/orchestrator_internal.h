@@ -222,7 +222,7 @@ int tp__groups_member(const tp_run_t *r, const trial_t *t);
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first);
 /* A trial started or ended on the GPUs of `where` (its placement; an
  * ended one no longer placed): the group members measuring a step on them
- * note their new load. O(trials). */
+ * note their new load. O(trials) for each GPU of `where`. */
 void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where);
 /* The demands d[0..n) of a batch being placed (u: the usage before it) as
  * their Fluid shares: a fraction as the compute share, k >= 1 whole GPUs as
