@@ -10,7 +10,7 @@
  *
  *   build/bench/groups [--restart S] [--min-steps N] [--overhead O]
  *
- * --overhead: the MPS cost per co-located trial (sim.h; default 0.03), to see
+ * --overhead: the MPS cost per co-located trial (sim_groups.h; default 0.03), to see
  * how much of a row's result that assumed cost decides. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,16 +38,31 @@ static double mean_over_seeds(tp_groups_opts_t o, int bound) {
     return sum / SEEDS;
 }
 
+/* *out = the number `text` gives option `name`, 0 or more; else a message
+ * and -1. */
+static int number_arg(const char *name, const char *text, double *out) {
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || *end || !(v >= 0)) {
+        fprintf(stderr, "groups: %s %s: give a number of 0 or more\n", name, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
 int main(int argc, char **argv) {
     double restart = 10, min_steps = 100, overhead = 0.03;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--restart") == 0) restart = atof(argv[i + 1]);
-        else if (strcmp(argv[i], "--min-steps") == 0) min_steps = atof(argv[i + 1]);
-        else if (strcmp(argv[i], "--overhead") == 0) overhead = atof(argv[i + 1]);
-        else {
+    for (int i = 1; i < argc; i += 2) {
+        double *to = strcmp(argv[i], "--restart") == 0     ? &restart
+                     : strcmp(argv[i], "--min-steps") == 0 ? &min_steps
+                     : strcmp(argv[i], "--overhead") == 0  ? &overhead
+                                                           : NULL;
+        if (!to || i + 1 == argc) {
             fprintf(stderr, "usage: groups [--restart S] [--min-steps N] [--overhead O]\n");
             return 2;
         }
+        if (number_arg(argv[i], argv[i + 1], to) != 0) return 2;
     }
     static const size_t gpus[] = {4, 8, 16};
     static const size_t n0[] = {27, 81};

@@ -112,7 +112,7 @@ void tp__trial_load_reset(trial_t *t, double now, double load) {
 }
 
 void tp__trial_load_note(trial_t *t, double now, double load) {
-    if (isfinite(t->load_d) && now > t->load_at) {
+    if (isfinite(t->load_d) && t->load_d > 0 && now > t->load_at) {
         t->load_alone += (now - t->load_at) / t->load_d;
         t->load_span += now - t->load_at;
     }

@@ -211,8 +211,8 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
 void tp__trial_load_reset(trial_t *t, double now, double load);
 void tp__trial_load_note(trial_t *t, double now, double load);
 /* Record t's measured seconds per step (> 0), at the GPU count it holds
- * now (t->gpus) and under the mean load noted since its attempt's first
- * report with a step (step_load); the one way step_s changes,
+ * now (t->gpus) and under the (harmonic) mean load noted since its
+ * attempt's first report with a step (step_load); the one way step_s changes,
  * so that the means below are kept as it goes (the run's, and its demand
  * group's when it has one). O(1), amortised. */
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);

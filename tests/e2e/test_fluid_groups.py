@@ -149,14 +149,20 @@ class FluidGroups(GpuE2E):
 
     def test_a_step_counts_the_load_it_ran_under_as_its_neighbours_end(self):
         # All nine of rung 0 start together at 1/9 and report epoch 1 at once, so each measures
-        # its epoch 2 from a GPU shared by nine. The others' epoch 2 takes 0.1 x 9 s and they end;
-        # x = 9 has then done 1/3 of its 0.3 s and finishes alone: 0.9 + 0.2 = 1.1 s under a load
-        # of 9 for 0.9 s and 1 for 0.2 s. Its step alone is the time integral of 1 / load,
-        # 0.9 / 9 + 0.2 = 0.3 s: rung 1 gives it 0.6 of the GPU (1/2). Were the load not noted
-        # when the others end (9 throughout: 0.12 s), or the step divided by the load's plain
-        # time mean (7.5: 0.15 s), it would get about 0.4 (1/3).
-        self.trainer = self.write("trainer.py", TRAINER.replace("free_first = False",
-                                                                "free_first = True"))
+        # its epoch 2 from a GPU shared by nine. Steps are twice the other tests' (0.6 s for
+        # x = 9, 0.2 s for the others alone), so that the lag between a process's end and the
+        # run's noticing it counts half as much. The others' epoch 2 takes 0.2 x 9 s and they
+        # end; x = 9 has then done 1/3 of its 0.6 s and finishes alone: 1.8 + 0.4 = 2.2 s, under
+        # a load of 9 for 1.8 s and 1 for 0.4 s. Its step alone is the time integral of
+        # 1 / load, 1.8 / 9 + 0.4 = 0.6 s: rung 1 gives it 0.6 of the GPU (1/2). Divided by the
+        # load's plain time mean (about 7.5: 0.29 s) it would get 0.42 (then the GPU's leftover
+        # still lifts it to 1/2); with the load not noted when the others end (9 throughout:
+        # 0.24 s) 0.38, and 1/3.
+        self.trainer = self.write("trainer.py", TRAINER.replace(
+            "free_first = False", "free_first = True").replace(
+            "delay = 0.3 if x == 9 else 0.1", "delay = 0.6 if x == 9 else 0.2"))
+        with open(self.trainer) as f:
+            self.assertIn("delay = 0.6", f.read())
         run_dir = self.path("run-free-first")
         exp = self.experiment(hyperband_nine(
             "fluid", self.trainer, "gpus: 1, gpu_memory: 1G, gpu_compute: 1.0",
