@@ -120,15 +120,25 @@ static int fraction(const gsim_t *S, const gtrial_t *t) {
     return progressing(S, t) && t->where.ngpus == 1 && t->d.compute < 1 - EPS;
 }
 
+/* C_k: the busy share a GPU serves k uncapped trials (sim_groups.h). */
+static double served(const tp_groups_opts_t *o, int k) {
+    static const double measured[4] = TP_GROUPS_SERVED;
+    const double *c = o->served[0] != 0 ? o->served : measured; /* check(): all 0 or all >= 1 */
+    return k < 1 ? 1 : c[(k < 4 ? k : 4) - 1];
+}
+
 /* Rates of every running job for the current placement (the model in
  * sim_groups.h). O(n) over the rung. */
 static void rates(gsim_t *S) {
     const tp_groups_opts_t *o = S->o;
     double D[TP_PLACE_MAX_GPUS] = {0}; /* Fluid: each GPU's summed demand */
+    int k[TP_PLACE_MAX_GPUS] = {0};    /* and its progressing fractions */
     if (o->mode != TP_FLUID_OFF)
         for (size_t j = 0; j < S->n; j++) {
             const gtrial_t *q = &S->t[S->rung[j]];
-            if (fraction(S, q)) D[gpu_of(S, q)] += intensity(o, q, S->u.count[gpu_of(S, q)], NULL);
+            if (!fraction(S, q)) continue;
+            D[gpu_of(S, q)] += intensity(o, q, S->u.count[gpu_of(S, q)], NULL);
+            k[gpu_of(S, q)]++;
         }
     for (size_t i = 0; i < S->n; i++) {
         gtrial_t *t = &S->t[S->rung[i]];
@@ -146,7 +156,8 @@ static void rates(gsim_t *S) {
             t->rate = (speed < 1 ? speed : 1) / T;
             continue;
         }
-        t->rate = 1.0 / (T * (D[gpu] > 1 ? D[gpu] : 1));
+        double load = D[gpu] / served(o, k[gpu]);
+        t->rate = 1.0 / (T * (load > 1 ? load : 1));
     }
 }
 
@@ -338,6 +349,11 @@ static int check(const tp_groups_opts_t *o, tp_error_t *err) {
         return tp__errorf(err, -EINVAL, "groups sim: need n0 > 0, eta > 1, min_steps > 0, 1 to "
                           "%d GPUs, pack_max >= 1 and a serial fraction in [0, 1]",
                           TP_PLACE_MAX_GPUS);
+    int custom = o->served[0] != 0 || o->served[1] != 0 || o->served[2] != 0 || o->served[3] != 0;
+    for (int k = 0; k < 4 && custom; k++)
+        if (!(o->served[k] >= 1) || !isfinite(o->served[k]))
+            return tp__errorf(err, -EINVAL, "groups sim: served[%d] is %g: the busy share a GPU "
+                              "serves %d trials must be 1 or more", k, o->served[k], k + 1);
     return 0;
 }
 
@@ -392,7 +408,8 @@ int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t 
 
 /* The speed hull of one trial (tp__groups_bound), in steps per step_s: g / d
  * up to d, then the chord from (d, 1) to the Amdahl curve at its tangent
- * point tg, then Amdahl up to gmax. */
+ * point tg, then Amdahl up to gmax. The bound passes d / C, C the most any
+ * GPU serves (a share g of a GPU never yields more than g C of busy time). */
 typedef struct hull {
     double d, f, tg, slope, gmax;
 } hull_t;
@@ -436,11 +453,13 @@ int tp__groups_bound(const tp_groups_opts_t *o, double *bound_s, tp_error_t *err
     S.rung = tp__xcalloc(o->n0, sizeof *S.rung);
     hull_t *h = tp__xcalloc(o->n0, sizeof *h);
     make_trials(&S);
-    double G = (double)o->gpus, gmax = o->gpus_cap > 1 ? (double)o->gpus_cap : 1;
+    double G = (double)o->gpus, gmax = o->gpus_cap > 1 ? (double)o->gpus_cap : 1, C = 1;
     if (gmax > G) gmax = G;
+    for (int k = 2; k <= o->pack_max && k <= 4; k++)
+        if (served(o, k) > C) C = served(o, k);
     for (size_t i = 0; i < o->n0; i++) {
         S.rung[i] = i;
-        h[i] = hull_of(S.t[i].gpu_s / S.t[i].step_s, o->serial, gmax);
+        h[i] = hull_of(S.t[i].gpu_s / S.t[i].step_s / C, o->serial, gmax);
     }
     S.n = o->n0;
     double budget = o->min_steps, before = 0;

@@ -11,8 +11,9 @@
  *   d' = m gpu_s / T. Plain packing caps a trial at its demand d under MPS
  *   (so it runs at min(1, d / d') of its pace: the placer keeps the sum of
  *   the demands at most 1); a Fluid fraction has no thread limit and takes
- *   what its GPU's others leave: 1 / (T max(1, D)), D the sum of the d' of
- *   the trials progressing on that GPU.
+ *   what its GPU's others leave: 1 / (T max(1, D / C_k)), D the sum of the
+ *   d' of the k fractions progressing on that GPU, C_k the busy share a GPU
+ *   serves k such trials (served; measured, more than 1 for k > 1).
  *
  * Every job start, and every resize of a running trial, costs restart_s
  * (checkpoint and restart), holding its GPUs without progress and leaving
@@ -35,6 +36,11 @@ typedef enum tp_groups_plain {
     TP_GROUPS_ONE_PER_GPU,    /* plain: one trial per GPU */
 } tp_groups_plain_t;
 
+/* The busy share a GPU serves to k = 1..4 co-located trials under MPS with
+ * no thread limit before it saturates: the medians of compute-bound models
+ * measured on an H100 (bench/gpu/served.py; docs/simulator.md). */
+#define TP_GROUPS_SERVED {1.0, 1.13, 1.32, 1.37}
+
 typedef struct tp_groups_opts {
     size_t n0;                /* configurations at rung 0 */
     double eta;               /* the top 1/eta of a rung go on (> 1) */
@@ -47,6 +53,8 @@ typedef struct tp_groups_opts {
     double serial;            /* scaling curve: Amdahl serial fraction f in [0, 1] */
     double restart_s;         /* checkpoint + restart, per job start and per resize */
     double overhead;          /* MPS cost per co-located trial (0.03 as sim.h) */
+    double served[4];         /* C_k, k = 1..4 (more: C_4): busy share a GPU serves k Fluid
+                               * fractions; all 0: TP_GROUPS_SERVED; each >= 1 */
     tp_fluid_mode_t mode;     /* off: plain placement */
     tp_groups_plain_t plain;  /* how a plain run places (mode off) */
     double min, max;          /* Fluid's bounds on a share */

@@ -125,6 +125,41 @@ TP_TEST(test_groups_bound_is_below_every_placement) {
     TP_CHECK_INT(tp__groups_bound(&o, &bound, &err), -EINVAL);
 }
 
+TP_TEST(test_groups_fractions_share_what_their_gpu_serves) {
+    /* one rung of 4 (compute 0.6-1.0 each) as fractions of one GPU, against
+     * one GPU each. With no MPS overhead and a GPU that serves 4 busy
+     * shares (never saturated), sharing costs nothing: the same makespan.
+     * Saturating at D = 1 (the model before the H100's curve) is slower, the
+     * measured curve (TP_GROUPS_SERVED) in between. */
+    tp_groups_opts_t o = base();
+    o.n0 = 4, o.rungs = 1, o.overhead = 0, o.gpu_memory_mib = 65536;
+    o.plain = TP_GROUPS_ONE_PER_GPU;
+    tp_groups_result_t r;
+    double apart = makespan(o, &r);
+    o.mode = TP_FLUID_STATIC, o.gpus = 1, o.max = 1, o.gpus_cap = 1;
+    double measured = makespan(o, &r);
+    TP_CHECK_INT(r.jobs, 4);
+    for (int k = 0; k < 4; k++) o.served[k] = 4;
+    TP_CHECK_NEAR(makespan(o, &r), apart, 1e-6);
+    for (int k = 0; k < 4; k++) o.served[k] = 1;
+    double saturated = makespan(o, &r);
+    TP_CHECK(apart < measured && measured < saturated);
+    /* the bound holds under each: it counts the most a GPU serves */
+    double bound, bound1;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__groups_bound(&o, &bound1, &err) == 0);
+    TP_CHECK(bound1 <= saturated);
+    memset(o.served, 0, sizeof o.served);
+    TP_REQUIRE(tp__groups_bound(&o, &bound, &err) == 0);
+    TP_CHECK(bound <= measured && bound < bound1);
+    o.served[0] = 1, o.served[1] = 0.5;
+    TP_CHECK_INT(tp__groups_sim(&o, &r, &err), -EINVAL);
+    TP_CHECK(strstr(err.msg, "served[1]") != NULL);
+    o.served[0] = 0, o.served[1] = 1.2; /* a curve given in part is refused, not ignored */
+    TP_CHECK_INT(tp__groups_sim(&o, &r, &err), -EINVAL);
+    TP_CHECK(strstr(err.msg, "served[0]") != NULL);
+}
+
 TP_TEST(test_groups_bad_options_are_refused) {
     tp_groups_opts_t o = base();
     o.eta = 1;
