@@ -7,8 +7,8 @@
 The simulator's Fluid model (docs/simulator.md) runs k trials of busy intensity d (NVML's busy
 share of the GPU when the trial is alone) on one GPU at the pace 1 / (T max(1, D / C_k)), where
 T = host + m gpu with m = 1 + o (k - 1), and D = the sum of the trials' m gpu / T. For k copies
-of one model that gives an aggregate speed over one alone of S_k = min(k, C_k / d) / m, so a
-measured S_k where k d > 1 (the GPU saturated) gives C_k = d S_k m. This prints C_k for every
+of one model saturating the GPU that gives an aggregate speed over one alone of S_k = C_k / (d m)
+(below saturation, k / (1 + (m - 1) d)), so a measured S_k where k d > 1 gives C_k = d S_k m. This prints C_k for every
 such MPS row with no limit, the median and the least per k, and how far the model's S_k is from
 the measured one with C_k = 1 (saturation at D = 1) and with the medians. Only compute-bound
 jobs count, those busy at least --min-busy alone (the simulator's trials are 0.6-1.0).
@@ -23,14 +23,21 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def rows_of(paths):
-    """(job, k, samples/s, busy share) of the MPS rows with no thread limit."""
+    """(file, job, k, samples/s, busy share) of the MPS rows with no thread limit."""
     for path in paths:
         with open(path) as f:
             for line in f:
                 r = json.loads(line)
                 if r["mode"] == "mps" and r.get("caps") is None:
-                    yield "%s:%d" % (r["model"], r["batch"]), r["k"], r["samples_per_s"], \
-                        r["busy_pct"] / 100
+                    yield path, "%s:%d" % (r["model"], r["batch"]), r["k"], \
+                        r["samples_per_s"], r["busy_pct"] / 100
+
+
+def model(k, d, o, c):
+    """The simulator's aggregate speed of k copies (intensity d alone) over one alone."""
+    m = 1 + o * (k - 1)
+    dk = m * d / (1 + (m - 1) * d)  # each copy's busy share at its slowed pace
+    return k / (1 + (m - 1) * d) / max(1.0, k * dk / c)
 
 
 def main():
@@ -41,11 +48,11 @@ def main():
     args = ap.parse_args()
     paths = args.files or sorted(glob.glob(os.path.join(HERE, "h100-*.jsonl")))
     alone, meas = {}, []
-    for job, k, rate, busy in rows_of(paths):
+    for path, job, k, rate, busy in rows_of(paths):  # each file's own k = 1 is the baseline
         if k == 1:
-            alone[job] = (rate, busy)
-        elif job in alone and alone[job][1] >= args.min_busy:
-            meas.append((job, k, rate / alone[job][0], alone[job][1]))
+            alone[path, job] = (rate, busy)
+        elif (path, job) in alone and alone[path, job][1] >= args.min_busy:
+            meas.append((job, k, rate / alone[path, job][0], alone[path, job][1]))
     by_k = {}
     print("| job | k | d alone | k d | S_k measured | C_k |")
     print("|---|---|---|---|---|---|")
@@ -57,13 +64,12 @@ def main():
         print("| %s | %d | %.2f | %.2f | %.3f | %s |" % (job, k, d, k * d, s,
                                                        "%.3f" % c if c else "(not saturated)"))
     med = {k: statistics.median(v) for k, v in by_k.items()}
-    print("\n| k | jobs | C_k median | C_k least | C_k most |\n|---|---|---|---|---|")
+    print("\n| k | rows | C_k median | C_k least | C_k most |\n|---|---|---|---|---|")
     for k in sorted(by_k):
         print("| %d | %d | %.3f | %.3f | %.3f |" % (k, len(by_k[k]), med[k], min(by_k[k]),
                                                    max(by_k[k])))
     for name, cap in (("C_k = 1", lambda k: 1.0), ("C_k = the medians", lambda k: med[k])):
-        err = [abs(min(k, cap(k) / d) / (1 + args.overhead * (k - 1)) / s - 1)
-               for _, k, s, d in meas]
+        err = [abs(model(k, d, args.overhead, max(1.0, cap(k))) / s - 1) for _, k, s, d in meas]
         print("model with %s: S_k off by %.1f%% on average, %.1f%% at most (%d rows)"
               % (name, 100 * sum(err) / len(err), 100 * max(err), len(err)))
 

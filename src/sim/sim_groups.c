@@ -352,8 +352,8 @@ static int check(const tp_groups_opts_t *o, tp_error_t *err) {
     int custom = o->served[0] != 0 || o->served[1] != 0 || o->served[2] != 0 || o->served[3] != 0;
     for (int k = 0; k < 4 && custom; k++)
         if (!(o->served[k] >= 1) || !isfinite(o->served[k]))
-            return tp__errorf(err, -EINVAL, "groups sim: served[%d] is %g: the busy share a GPU "
-                              "serves %d trials must be 1 or more", k, o->served[k], k + 1);
+            return tp__errorf(err, -EINVAL, "groups sim: served[%d] is %g: give all four C_k, "
+                              "each 1 or more, or all 0 for TP_GROUPS_SERVED", k, o->served[k]);
     return 0;
 }
 

@@ -38,8 +38,8 @@ typedef enum tp_groups_plain {
 
 /* The busy share a GPU serves to k = 1..4 co-located trials under MPS with
  * no thread limit before it saturates: the medians of compute-bound models
- * measured on an H100 (bench/gpu/served.py; docs/simulator.md). */
-#define TP_GROUPS_SERVED {1.0, 1.13, 1.32, 1.37}
+ * measured on H100s (bench/gpu/served.py; docs/simulator.md). */
+#define TP_GROUPS_SERVED {1.0, 1.14, 1.36, 1.44}
 
 typedef struct tp_groups_opts {
     size_t n0;                /* configurations at rung 0 */
