@@ -12,7 +12,7 @@
  *
  * --overhead: the MPS cost per co-located trial (sim_groups.h; default 0.03), to see
  * how much of a row's result that assumed cost decides. --served: the busy share a GPU
- * serves 2, 3 and 4 or more Fluid fractions (default TP_GROUPS_SERVED, measured;
+ * serves 2, 3 and 4 or more Fluid fractions (default TP_FLUID_SERVED, measured;
  * one number: the same for every k; 1: saturation at D = 1, the model before). */
 #include <math.h>
 #include <stdio.h>
@@ -80,7 +80,7 @@ static int served_arg(const char *text, double served[4]) {
 }
 
 int main(int argc, char **argv) {
-    double restart = 10, min_steps = 100, overhead = 0.03, served[4] = TP_GROUPS_SERVED;
+    double restart = 10, min_steps = 100, overhead = 0.03, served[4] = TP_FLUID_SERVED;
     for (int i = 1; i < argc; i += 2) {
         double *to = strcmp(argv[i], "--restart") == 0     ? &restart
                      : strcmp(argv[i], "--min-steps") == 0 ? &min_steps

@@ -174,3 +174,8 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
     free(w), free(lo), free(hi), free(b), free(lad), free(nl), free(at);
     return given;
 }
+
+double tp__fluid_served(int k) {
+    static const double served[4] = TP_FLUID_SERVED;
+    return k < 1 ? 1 : served[(k < 4 ? k : 4) - 1];
+}

@@ -68,6 +68,17 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
 size_t tp__fluid_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o, double *v,
                         size_t cap);
 
+/* C_k, k = 1..4: the busy share a GPU serves k co-located trials under MPS
+ * with no thread limit (Fluid fractions) before it saturates, the medians
+ * of compute-bound models measured on H100s (bench/gpu/served.py;
+ * docs/simulator.md). k trials of summed compute demand D (each its busy
+ * share alone) each step max(1, D / C_k) times slower than alone. */
+#define TP_FLUID_SERVED {1.0, 1.14, 1.36, 1.44}
+
+/* C_k of TP_FLUID_SERVED; k above 4 gets C_4 (not measured beyond 4 on an
+ * H100), k below 1 gets 1. */
+double tp__fluid_served(int k);
+
 /* "static", "dynamic" or "off". */
 const char *tp__fluid_mode_name(tp_fluid_mode_t m);
 

@@ -101,9 +101,9 @@ typedef struct trial {
     double step_s;      /* measured seconds per step (reports whose step advanced), 0: unknown;
                            set by tp__trial_set_step_s */
     int step_gpus;       /* the GPU count of the attempt that measured step_s; set with it */
-    double load_d;      /* a Fluid fraction's GPU load since load_at: max(1, D), D the summed
-                           compute demands of the trials on its GPU (groups.c); NaN: a demand
-                           not known */
+    double load_d;      /* a Fluid fraction's GPU load since load_at: max(1, D / C_k), D the
+                           summed compute demands of the k trials on its GPU (groups.c); NaN:
+                           a demand not known */
     double load_at;     /* monotonic time load_d was sampled (a report, or a trial starting
                            or ending on its GPU) */
     double load_alone;  /* since the attempt's first report with a step: the integral of

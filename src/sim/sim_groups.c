@@ -120,11 +120,11 @@ static int fraction(const gsim_t *S, const gtrial_t *t) {
     return progressing(S, t) && t->where.ngpus == 1 && t->d.compute < 1 - EPS;
 }
 
-/* C_k: the busy share a GPU serves k uncapped trials (sim_groups.h). */
+/* C_k: the busy share a GPU serves k uncapped trials, o's curve or the
+ * measured one (place/fluid.h; check(): o's is all 0 or all >= 1). */
 static double served(const tp_groups_opts_t *o, int k) {
-    static const double measured[4] = TP_GROUPS_SERVED;
-    const double *c = o->served[0] != 0 ? o->served : measured; /* check(): all 0 or all >= 1 */
-    return k < 1 ? 1 : c[(k < 4 ? k : 4) - 1];
+    if (o->served[0] == 0) return tp__fluid_served(k);
+    return k < 1 ? 1 : o->served[(k < 4 ? k : 4) - 1];
 }
 
 /* Rates of every running job for the current placement (the model in
@@ -353,7 +353,7 @@ static int check(const tp_groups_opts_t *o, tp_error_t *err) {
     for (int k = 0; k < 4 && custom; k++)
         if (!(o->served[k] >= 1) || !isfinite(o->served[k]))
             return tp__errorf(err, -EINVAL, "groups sim: served[%d] is %g: give all four C_k, "
-                              "each 1 or more, or all 0 for TP_GROUPS_SERVED", k, o->served[k]);
+                              "each 1 or more, or all 0 for TP_FLUID_SERVED", k, o->served[k]);
     return 0;
 }
 

@@ -36,11 +36,6 @@ typedef enum tp_groups_plain {
     TP_GROUPS_ONE_PER_GPU,    /* plain: one trial per GPU */
 } tp_groups_plain_t;
 
-/* The busy share a GPU serves to k = 1..4 co-located trials under MPS with
- * no thread limit before it saturates: the medians of compute-bound models
- * measured on H100s (bench/gpu/served.py; docs/simulator.md). */
-#define TP_GROUPS_SERVED {1.0, 1.14, 1.36, 1.44}
-
 typedef struct tp_groups_opts {
     size_t n0;                /* configurations at rung 0 */
     double eta;               /* the top 1/eta of a rung go on (> 1) */
@@ -54,7 +49,7 @@ typedef struct tp_groups_opts {
     double restart_s;         /* checkpoint + restart, per job start and per resize */
     double overhead;          /* MPS cost per co-located trial (0.03 as sim.h) */
     double served[4];         /* C_k, k = 1..4 (more: C_4): busy share a GPU serves k Fluid
-                               * fractions; all 0: TP_GROUPS_SERVED; each >= 1 */
+                               * fractions; all 0: TP_FLUID_SERVED; each >= 1 */
     tp_fluid_mode_t mode;     /* off: plain placement */
     tp_groups_plain_t plain;  /* how a plain run places (mode off) */
     double min, max;          /* Fluid's bounds on a share */

@@ -130,7 +130,7 @@ TP_TEST(test_groups_fractions_share_what_their_gpu_serves) {
      * one GPU each. With no MPS overhead and a GPU that serves 4 busy
      * shares (never saturated), sharing costs nothing: the same makespan.
      * Saturating at D = 1 (the model before the H100's curve) is slower, the
-     * measured curve (TP_GROUPS_SERVED) in between. */
+     * measured curve (TP_FLUID_SERVED) in between. */
     tp_groups_opts_t o = base();
     o.n0 = 4, o.rungs = 1, o.overhead = 0, o.gpu_memory_mib = 65536;
     o.plain = TP_GROUPS_ONE_PER_GPU;
