@@ -175,7 +175,8 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
     return given;
 }
 
-double tp__fluid_served(int k) {
-    static const double served[4] = TP_FLUID_SERVED;
-    return k < 1 ? 1 : served[(k < 4 ? k : 4) - 1];
+double tp__fluid_served(const double *curve, int k) {
+    static const double measured[4] = TP_FLUID_SERVED;
+    if (!curve) curve = measured;
+    return k < 1 ? 1 : curve[(k < 4 ? k : 4) - 1];
 }

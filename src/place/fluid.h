@@ -9,7 +9,9 @@
  * minimum and maximum apply AFTER normalisation (Fluid clamps first and
  * normalises after, so its shares leave the bounds), and what rounding down
  * leaves over goes, one step of the ladder at a time, to the trial expected
- * to finish last. No clock, no I/O: the run and the simulator call it. */
+ * to finish last. No clock, no I/O: the run and the simulator call it.
+ * Also the measured curve of how much a GPU serves k such trials under MPS
+ * (TP_FLUID_SERVED), by which both weigh a step measured on a shared GPU. */
 #ifndef TP_PLACE_FLUID_H
 #define TP_PLACE_FLUID_H
 
@@ -71,13 +73,14 @@ size_t tp__fluid_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o, dou
 /* C_k, k = 1..4: the busy share a GPU serves k co-located trials under MPS
  * with no thread limit (Fluid fractions) before it saturates, the medians
  * of compute-bound models measured on H100s (bench/gpu/served.py;
- * docs/simulator.md). k trials of summed compute demand D (each its busy
- * share alone) each step max(1, D / C_k) times slower than alone. */
+ * docs/simulator.md). k such trials of summed compute demand D (each its
+ * busy share alone) each step max(1, D / C_k) times slower than alone.
+ * Time-sliced (no MPS), they run one at a time: C_k = 1 at best. */
 #define TP_FLUID_SERVED {1.0, 1.14, 1.36, 1.44}
 
-/* C_k of TP_FLUID_SERVED; k above 4 gets C_4 (not measured beyond 4 on an
- * H100), k below 1 gets 1. */
-double tp__fluid_served(int k);
+/* C_k of `curve` (C_1..C_4; NULL: TP_FLUID_SERVED); k above 4 gets C_4
+ * (not measured beyond 4 on an H100), k below 1 gets 1. */
+double tp__fluid_served(const double *curve, int k);
 
 /* "static", "dynamic" or "off". */
 const char *tp__fluid_mode_name(tp_fluid_mode_t m);

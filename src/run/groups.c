@@ -106,20 +106,24 @@ static int holds_gpu(const tp_assign_t *a, size_t node, size_t gpu) {
 }
 
 /* max(1, D / C_k) on GPU `gpu` of node `node` now, D the summed compute
- * demands (demand_of) of the k trials placed on it and C_k the busy share
- * a GPU serves k of them (tp__fluid_served, measured): how much slower than
- * alone each of them steps there (a fraction has no MPS thread limit; the
- * simulator's contention model, docs/simulator.md); NaN when a demand is
- * not known yet. O(trials). */
+ * demands (demand_of) of the trials placed on it, k of them MPS clients
+ * (one GPU, one process) and C_k the busy share a GPU serves k (measured,
+ * tp__fluid_served; 1 where no MPS daemon runs: time-slicing): how much
+ * slower than alone each of them steps there (a fraction has no MPS thread
+ * limit; the simulator's contention model, docs/simulator.md, which counts
+ * only trials past their start-up); NaN when a demand is not known yet.
+ * O(trials). */
 static double load_on(const tp_run_t *r, size_t node, size_t gpu) {
     double D = 0;
     int k = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *q = r->trials.by_id[i];
-        if (q && q->where.placed && holds_gpu(&q->where, node, gpu)) D += demand_of(r, q), k++;
+        if (!q || !q->where.placed || !holds_gpu(&q->where, node, gpu)) continue;
+        D += demand_of(r, q);
+        k += q->where.ngpus == 1 && q->nranks == 1;
     }
-    D /= tp__fluid_served(k);
-    return D > 1 ? D : isnan(D) ? NAN : 1;
+    double load = r->pl.node[node].mps ? D / tp__fluid_served(NULL, k) : D;
+    return load > 1 ? load : isnan(load) ? NAN : 1;
 }
 
 /* The load t steps under: its GPU's (load_on) for a fraction, 1 on whole

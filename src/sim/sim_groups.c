@@ -123,8 +123,7 @@ static int fraction(const gsim_t *S, const gtrial_t *t) {
 /* C_k: the busy share a GPU serves k uncapped trials, o's curve or the
  * measured one (place/fluid.h; check(): o's is all 0 or all >= 1). */
 static double served(const tp_groups_opts_t *o, int k) {
-    if (o->served[0] == 0) return tp__fluid_served(k);
-    return k < 1 ? 1 : o->served[(k < 4 ? k : 4) - 1];
+    return tp__fluid_served(o->served[0] != 0 ? o->served : NULL, k);
 }
 
 /* Rates of every running job for the current placement (the model in

@@ -7,8 +7,9 @@ no thread percentage: each trial takes what the others on its GPU leave.
 One 16 GiB fake GPU; Hyperband with epochs 2, 6, 18 (9 trials, then the top 3, then 1). The
 trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s) on a GPU of its
 own, and, like a compute-bound trial on a real GPU with no thread limit, k / C_k times slower on
-a GPU it shares with k - 1 others (the trainer counts them; gpu_compute 1.0 tells tunepack so;
-C_k is the busy share a GPU serves k such trials, measured on H100s: TP_FLUID_SERVED).
+a GPU it shares with k - 1 others under MPS, k times time-sliced (the trainer counts them;
+gpu_compute 1.0 tells tunepack so; C_k is the busy share a GPU serves k such trials under MPS,
+measured on H100s: TP_FLUID_SERVED in place/fluid.h, read from there).
 Rung 0 knows no step time yet: equal shares, 1/4 each (the min). Rung 1 holds x = 9, 8, 7, each
 with 4 epochs left: work 1.2, 0.4, 0.4 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after
 the min of 1/4 (applied after normalisation). Rung 2: x = 9 alone, the whole GPU.
@@ -25,6 +26,14 @@ from helpers import SRC, GpuE2E, hyperband_nine, main
 
 GIB = 1024
 
+
+def served():
+    """TP_FLUID_SERVED of place/fluid.h: [C_1, C_2, C_3, C_4]."""
+    with open(os.path.join(SRC, "src", "place", "fluid.h")) as f:
+        m = re.search(r"#define TP_FLUID_SERVED \{([^}]*)\}", f.read())
+    return [float(v) for v in m.group(1).split(",")]
+
+
 TRAINER = r'''
 import atexit, json, os, sys, time
 x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
@@ -39,7 +48,9 @@ os.makedirs(here, exist_ok=True)
 me = os.path.join(here, str(os.getpid()))
 open(me, "w").close()
 atexit.register(os.unlink, me)
-SERVED = [1.0, 1.14, 1.36, 1.44]  # C_k, k = 1..4 and more: TP_FLUID_SERVED (place/fluid.h)
+SERVED = None  # C_k, k = 1..4 and more under MPS (TP_FLUID_SERVED); time-sliced: 1
+if "CUDA_MPS_PIPE_DIRECTORY" not in os.environ:
+    SERVED = [1.0] * 4
 def sharing():
     n = 0
     for f in os.listdir(here):
@@ -72,11 +83,16 @@ for epoch in range(start + 1, budget + 1):
 '''
 
 
+def trainer():
+    """TRAINER with the measured C_k."""
+    return TRAINER.replace("SERVED = None", "SERVED = %r" % served())
+
+
 class FluidGroups(GpuE2E):
 
     def setUp(self):
         super().setUp()
-        self.trainer = self.write("trainer.py", TRAINER)
+        self.trainer = self.write("trainer.py", trainer())
         self.fake_gpus([(16 * GIB, None)])
 
     def exp(self, shares, memory="3G", gpus="1", bounds="min: 0.25, max: 1"):
@@ -151,9 +167,9 @@ class FluidGroups(GpuE2E):
 
     def test_a_step_counts_the_load_it_ran_under_as_its_neighbours_end(self):
         # All nine of rung 0 start together at 1/9 and report epoch 1 at once, so each measures
-        # its epoch 2 from a GPU shared by nine, a load of L = 9 / C_9 = 6.25. Steps are twice
-        # the other tests' (0.6 s for x = 9, 0.2 s for the others alone), so that the lag
-        # between a process's end and the run's noticing it counts half as much. The others'
+        # its epoch 2 from a GPU shared by nine, under MPS a load of L = 9 / C_9 = 6.25. Steps
+        # are twice the other tests' (0.6 s for x = 9, 0.2 s for the others alone), so that the
+        # lag between a process's end and the run's noticing it counts half as much. The others'
         # epoch 2 takes 0.2 L = 1.25 s and they end; x = 9 has then done 1/3 of its 0.6 s and
         # finishes alone: 1.25 + 0.4 = 1.65 s, under a load of L for 1.25 s and 1 for 0.4 s.
         # Its step alone is the time integral of 1 / load, 1.25 / L + 0.4 = 0.6 s: rung 1 gives
@@ -162,7 +178,16 @@ class FluidGroups(GpuE2E):
         # noted when the others end (L throughout: 0.26 s) 0.40, and 1/3; with the load counted
         # as processor sharing, 9 and not 9 / C_9 (every step counted light, its own least), 0.66.
         # A late notice of the others' end only lowers it.
-        self.trainer = self.write("trainer.py", TRAINER.replace(
+        self.step_load_case(mps=True)
+
+    def test_a_time_sliced_step_counts_no_mps_gain(self):
+        # As above with no MPS daemon: nine time-sliced trials step nine times slower, and the
+        # load is 9 for 1.8 s, then 1 for 0.4 s: again 0.6. Counting C_9 there (a load of 6.25)
+        # would weigh every step heavy, its own least: 0.54.
+        self.step_load_case(mps=False)
+
+    def step_load_case(self, mps):
+        self.trainer = self.write("trainer.py", trainer().replace(
             "free_first = False", "free_first = True").replace(
             "delay = 0.3 if x == 9 else 0.1", "delay = 0.6 if x == 9 else 0.2"))
         with open(self.trainer) as f:
@@ -171,7 +196,7 @@ class FluidGroups(GpuE2E):
         exp = self.experiment(hyperband_nine(
             "fluid", self.trainer, "gpus: 1, gpu_memory: 1G, gpu_compute: 1.0",
             "max_per_gpu: 9", "groups: {shares: static, min: 0.111, max: 1}\n"))
-        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=mps))
         self.assertExit(r, 0)
         got = self.placements(run_dir)
         for x in range(1, 10):
@@ -307,7 +332,7 @@ class FluidGroupsElastic(FluidGroups):
 
     def setUp(self):
         GpuE2E.setUp(self)
-        self.trainer = self.write("trainer.py", TRAINER)
+        self.trainer = self.write("trainer.py", trainer())
         self.fake_gpus([(16 * GIB, None)] * 4)
 
     def test_shares_follow_remaining_work_within_a_rung(self):
@@ -337,6 +362,7 @@ class FluidGroupsElastic(FluidGroups):
 
     test_memory_decides_the_smallest_fraction = None
     test_a_step_counts_the_load_it_ran_under_as_its_neighbours_end = None
+    test_a_time_sliced_step_counts_no_mps_gain = None
     test_dynamic_shares_are_computed_again_when_a_trial_of_the_group_ends = None
 
 

@@ -164,4 +164,17 @@ TP_TEST(test_fluid_ladder_lists_fractions_then_whole_gpus) {
     TP_CHECK_STR(tp__fluid_mode_name(TP_FLUID_DYNAMIC), "dynamic");
 }
 
+TP_TEST(test_fluid_served_curve_holds_its_last_value_past_four) {
+    /* the measured curve: C_1 = 1, rising to C_4, which serves every k > 4 */
+    TP_CHECK_NEAR(tp__fluid_served(NULL, 0), 1, 1e-12);
+    TP_CHECK_NEAR(tp__fluid_served(NULL, 1), 1, 1e-12);
+    TP_CHECK(tp__fluid_served(NULL, 2) > 1);
+    TP_CHECK(tp__fluid_served(NULL, 3) > tp__fluid_served(NULL, 2));
+    TP_CHECK(tp__fluid_served(NULL, 4) > tp__fluid_served(NULL, 3));
+    TP_CHECK_NEAR(tp__fluid_served(NULL, 9), tp__fluid_served(NULL, 4), 1e-12);
+    static const double mine[4] = {1, 1.5, 2, 2.5};
+    TP_CHECK_NEAR(tp__fluid_served(mine, 2), 1.5, 1e-12);
+    TP_CHECK_NEAR(tp__fluid_served(mine, 7), 2.5, 1e-12);
+}
+
 int main(void) { return tp_test_main(); }
