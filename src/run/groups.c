@@ -150,9 +150,9 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
         double D = 1;
         for (size_t i = 0; i < r->trials.n; i++) {
             trial_t *q = r->trials.by_id[i];
-            if (!q || !q->where.placed || q->where.ngpus != 1 || q->where.node != where->node ||
-                q->where.gpu[0] != where->gpu[k] || q->first_step == TP_STORE_NO_STEP ||
-                !tp__groups_member(r, q))
+            if (!q || !q->where.placed || q->where.ngpus != 1 ||
+                !holds_gpu(&q->where, where->node, where->gpu[k]) ||
+                q->first_step == TP_STORE_NO_STEP || !tp__groups_member(r, q))
                 continue;
             if (q->compute < 1 && !counted) {
                 D = load_on(r, where->node, where->gpu[k]);

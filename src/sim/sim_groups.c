@@ -136,8 +136,9 @@ static void rates(gsim_t *S) {
         for (size_t j = 0; j < S->n; j++) {
             const gtrial_t *q = &S->t[S->rung[j]];
             if (!fraction(S, q)) continue;
-            D[gpu_of(S, q)] += intensity(o, q, S->u.count[gpu_of(S, q)], NULL);
-            k[gpu_of(S, q)]++;
+            size_t g = gpu_of(S, q);
+            D[g] += intensity(o, q, S->u.count[g], NULL);
+            k[g]++;
         }
     for (size_t i = 0; i < S->n; i++) {
         gtrial_t *t = &S->t[S->rung[i]];
