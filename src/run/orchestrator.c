@@ -239,7 +239,10 @@ static void close_paused(tp_run_t *r) {
         if (!t || t->state != TP_TRIAL_PAUSED) continue;
         char why[200];
         snprintf(why, sizeof why, "not promoted past rung %d (budget %g)", t->rung, t->budget);
-        tp__run_stop_paused(r, t, why);
+        if (strcmp(t->why, why) == 0) /* closed before, reopened by this run, not promoted */
+            tp__trial_set_closed(&r->trials, t, 1);
+        else
+            tp__run_stop_paused(r, t, why);
     }
 }
 
@@ -424,6 +427,22 @@ static void schedule(tp_run_t *r) {
     tp__samples_add(&r->round_ms, (tp__mono_s() - t0) * 1000.0);
 }
 
+/* Nothing runs and nothing waits to run, yet the search waits for a job to
+ * end before it says what comes next: no event can ever wake it, so say
+ * why and stop (the trials keep their state; the next run resumes them).
+ * Only a bug gets here: the scheduler counts a job as running that the run
+ * has not. 1 when stalled. */
+static int stalled(tp_run_t *r) {
+    if (!r->sched_waiting || r->exhausted || r->dl.hit || r->trials.count[TP_TRIAL_PENDING])
+        return 0;
+    tp__log(TP_LOG_ERROR,
+            "no trial can make progress: the search waits for a job to end, but none is "
+            "running and none is pending (%d paused). This is a bug in tunepack; the run "
+            "stops here, keeping every trial as it is. Please report it with %s/tunepack.db",
+            r->trials.count[TP_TRIAL_PAUSED], r->dir);
+    return 1;
+}
+
 /* The loop's turn: schedule, commit, then act on what was committed. */
 static void pump(uv_prepare_t *h) {
     tp_run_t *r = h->data;
@@ -471,6 +490,10 @@ static void pump(uv_prepare_t *h) {
     r->nlaunch = 0;
     int running = r->trials.count[TP_TRIAL_RUNNING];
     if (!tp__agents_ready(r) || running) return;
+    if (!r->stopping && stalled(r)) {
+        r->stopping = 1;
+        r->exit_code = TP_EXIT_ERROR;
+    }
     if (r->stopping) {
         tp__agents_shutdown(r);
     } else if ((r->exhausted && r->trials.nheap == 0) || r->dl.hit) {

@@ -97,7 +97,7 @@ static int keep_last(int64_t step, double value, void *ud) {
 /* Reconcile the journal with reality: attempts that were running when the
  * last orchestrator died are interrupted and run again; pending trials are
  * queued; trials with a final value compete for the best. */
-static void resume_trials(tp_run_t *r) {
+static int resume_trials(tp_run_t *r) {
     /* Attempts a stop interrupted (journaled by the run that stopped) and
      * those a crash left running. */
     char *before = tp__store_meta_get(r->journal.store, "interrupted");
@@ -127,6 +127,12 @@ static void resume_trials(tp_run_t *r) {
         }
     }
     for (size_t i = 0; i < r->nseeded; i++) tp__note_best(r, r->seeded[i]);
+    return interrupted;
+}
+
+/* What the resumed run starts from, once the search's decisions are replayed
+ * (trials the search had closed may be waiting again). */
+static void announce_resume(tp_run_t *r, int interrupted) {
     const int *c = r->trials.count;
     r->view.done_before = c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_FAILED] + c[TP_TRIAL_STOPPED];
     r->trials.interrupted = 0; /* this run's own interruptions are counted from here */
@@ -138,11 +144,16 @@ static void resume_trials(tp_run_t *r) {
                 c[TP_TRIAL_PAUSED], c[TP_TRIAL_PENDING], interrupted);
 }
 
+enum { WAITS = 1, STOPPED_EARLY = 2 }; /* replay_t.job bits */
+
 typedef struct replay {
     tp_run_t *r;        /* the run */
     int64_t trial;      /* trial whose reports are replayed */
     int64_t diverged;   /* first decision the scheduler did not repeat, -1 if none */
     int64_t count;      /* decisions replayed */
+    unsigned char *job; /* by trial id (r->trials.n): how its last journaled job ended */
+    int limit_known;    /* a "trials" decision was replayed */
+    uint64_t limit;     /* the last one's number of trials (0: no bound) */
 } replay_t;
 
 static int replay_report(int64_t step, double value, void *ud) {
@@ -156,7 +167,23 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
     replay_t *rp = ud;
     tp_scheduler_t *s = rp->r->sched;
     rp->count++;
+    unsigned char *ended =
+        d->trial >= 0 && (size_t)d->trial < rp->r->trials.n ? &rp->job[d->trial] : NULL;
+    if (ended) { /* a job's ok result leaves it waiting; any later word on it does not */
+        if (strcmp(d->kind, "stop") == 0)
+            *ended |= STOPPED_EARLY;
+        else if (strcmp(d->kind, "result") == 0)
+            *ended = d->ok && !(*ended & STOPPED_EARLY) ? WAITS : 0;
+        else if (strcmp(d->kind, "timing") != 0)
+            *ended = 0;
+    }
     if (tp__deadline_replay(rp->r, d)) return 0;
+    if (strcmp(d->kind, "trials") == 0) { /* the decisions that follow saw this many */
+        rp->limit_known = 1;
+        rp->limit = d->has_value && d->value > 0 ? (uint64_t)d->value : 0;
+        tp__scheduler_set_trials(s, rp->limit);
+        return 0;
+    }
     if (strcmp(d->kind, "job") == 0 || strcmp(d->kind, "refused") == 0) {
         tp_job_t job;
         memset(&job, 0, sizeof job);
@@ -197,12 +224,49 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
     return 0;
 }
 
+/* The number of trials the search may create is n from here on (the first
+ * run's, or a new one): a journaled call, so that a replay hands the
+ * scheduler the number each decision was made under. Replayed under the
+ * raised number, a search that had ended for want of trials took other
+ * turns than it did (hypersched continues its best instead of starting a
+ * new trial) and the replay diverged. */
+static void journal_trials(tp_run_t *r, uint64_t n) {
+    char detail[80];
+    if (n)
+        snprintf(detail, sizeof detail, "the search may create %llu trials",
+                 (unsigned long long)n);
+    else
+        snprintf(detail, sizeof detail, "no bound on the number of trials");
+    tp_decision_row_t d = {.at = tp__wall_s(), .kind = "trials", .trial = -1, .ok = 1,
+                           .has_value = 1, .value = (double)n, .detail = detail};
+    tp__journal_ok(&r->journal, tp__store_decision(tp__journal_tx(&r->journal), &d),
+                   "recording the number of trials");
+    tp__scheduler_set_trials(r->sched, n);
+}
+
+/* The search closed these trials when it ended (stopped while they waited
+ * for a promotion). Replayed, the scheduler sees them waiting again: its
+ * last word on each was an ok result and it calls none final. The
+ * experiment was extended (more trials, a later deadline), so they may be
+ * promoted now, and the run must agree with its scheduler: they wait too.
+ * Left stopped, a promotion of one found a trial that is not waiting, and
+ * the scheduler, which counts it as running, waited for it forever. */
+static void reopen_closed(tp_run_t *r, const unsigned char *job) {
+    for (size_t i = 0; i < r->trials.n; i++) {
+        trial_t *t = r->trials.by_id[i];
+        if (t && t->state == TP_TRIAL_STOPPED && job[i] == WAITS &&
+            !r->sched->ops->final(r->sched, t->id, t->rung))
+            tp__trial_set_closed(&r->trials, t, 0);
+    }
+}
+
 /* Rebuild the scheduler: replay every call journaled by the runs before,
  * in order. The scheduler is pure, so it ends in the state it had; jobs
  * that were running when the last run died are in flight again, run by
  * their pending trials. */
 static void replay_decisions(tp_run_t *r) {
-    replay_t rp = {.r = r, .diverged = -1};
+    uint64_t want = r->sched->cfg.sampler.trials; /* this run's file */
+    replay_t rp = {.r = r, .diverged = -1, .job = tp__xcalloc(r->trials.n + 1, 1)};
     tp__journal_ok(&r->journal, tp__store_decisions(r->journal.store, replay_one, &rp),
                    "reading the search's decisions");
     if (rp.diverged >= 0)
@@ -210,6 +274,9 @@ static void replay_decisions(tp_run_t *r) {
                 "replaying the search's %lld decisions diverged at decision %lld; it goes on "
                 "from the journaled state",
                 (long long)rp.count, (long long)rp.diverged);
+    if (!rp.limit_known || rp.limit != want) journal_trials(r, want);
+    reopen_closed(r, rp.job);
+    free(rp.job);
 }
 
 /* The file differs from the one the experiment was started from: keys that
@@ -504,8 +571,9 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     }
     if (o->fork && (code = fork_from(r, o->fork)) != 0) goto out;
     tp__run_warm_start(r);
-    resume_trials(r);
+    int interrupted = resume_trials(r);
     replay_decisions(r);
+    announce_resume(r, interrupted);
     tp__elastic_resume(r);
     tp__deadline_start(r);
     tp__fuse_load(r); /* what fused processes measured before */

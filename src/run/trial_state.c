@@ -2,6 +2,7 @@
  * every state change goes through (see trial_state.h). */
 #include "run/trial_state.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -241,4 +242,13 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
     t->state = to;
     if (to == TP_TRIAL_PENDING) tp__trials_push(ts, t);
     return rc;
+}
+
+void tp__trial_set_closed(tp_trials_t *ts, trial_t *t, int closed) {
+    tp_trial_state_t from = closed ? TP_TRIAL_PAUSED : TP_TRIAL_STOPPED;
+    tp_trial_state_t to = closed ? TP_TRIAL_STOPPED : TP_TRIAL_PAUSED;
+    assert(t->state == from);
+    ts->count[from]--;
+    ts->count[to]++;
+    t->state = to;
 }

@@ -204,6 +204,13 @@ void tp__trials_free(tp_trials_t *ts);
  * the journal). O(log pending). */
 int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
                         const tp_transition_t *how);
+/* A trial the search closed (stopped while it waited for a promotion, the
+ * search over) is waiting again (closed 0), or closed again (closed 1):
+ * the experiment was extended, so its scheduler may promote it. In memory
+ * only, for the store says "stopped" in both cases: a promotion journals
+ * its change from paused as any other, and a trial closed again that was
+ * never promoted has nothing new to record. Counts kept. O(1). */
+void tp__trial_set_closed(tp_trials_t *ts, trial_t *t, int closed);
 
 /* The load on t's GPU (trial_t.load_d) starts over at `now` (its attempt's
  * first report with a step), or changes at `now` after the old one held

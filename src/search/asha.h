@@ -57,6 +57,9 @@ void tp__asha_start(tp_asha_t *st, int64_t t, int k, tp_job_t *out);
 /* Ask the sampler for a new trial at rung 0: 1 with *out filled, else the
  * sampler's 0 (exhausted, remembered) or -EAGAIN. */
 int tp__asha_new_trial(tp_scheduler_t *s, tp_asha_t *st, double now, tp_job_t *out);
+/* The sampler may have more now (trials raised): forget its "no more" and
+ * the search's end. O(1). */
+void tp__asha_more(tp_asha_t *st);
 /* A job ended (asha's rule: a failure takes the trial out; an ok value
  * enters rung `rung`, replacing the trial's earlier one there; the sampler
  * is told). */

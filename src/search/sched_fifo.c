@@ -80,8 +80,14 @@ static void fifo_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
+static void fifo_trials(tp_scheduler_t *s, uint64_t n) {
+    (void)n;
+    ((fifo_state_t *)s->impl)->exhausted = 0;
+}
+
 const struct tp_scheduler_ops tp__sched_fifo_ops = {
     .name = "fifo",
+    .trials = fifo_trials,
     .init = fifo_init,
     .next = fifo_next,
     .result = fifo_result,

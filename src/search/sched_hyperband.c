@@ -243,8 +243,18 @@ static void hb_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
+/* The sampler's new total (a grid's is its size times n); brackets already
+ * started keep the size they were given. */
+static void hb_trials(tp_scheduler_t *s, uint64_t n) {
+    (void)n;
+    hb_state_t *st = s->impl;
+    st->limit = s->sampler->ops->total(s->sampler);
+    st->exhausted = 0;
+}
+
 const struct tp_scheduler_ops tp__sched_hyperband_ops = {
     .name = "hyperband",
+    .trials = hb_trials,
     .init = hb_init,
     .next = hb_next,
     .result = hb_result,

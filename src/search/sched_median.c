@@ -183,8 +183,14 @@ static void med_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
+static void med_trials(tp_scheduler_t *s, uint64_t n) {
+    (void)n;
+    ((med_state_t *)s->impl)->exhausted = 0;
+}
+
 const struct tp_scheduler_ops tp__sched_median_ops = {
     .name = "median",
+    .trials = med_trials,
     .init = med_init,
     .next = med_next,
     .result = med_result,

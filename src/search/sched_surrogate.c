@@ -360,6 +360,12 @@ static void surr_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
+/* The sampler is the inner scheduler's (shared): the inner one takes n. */
+static void surr_trials(tp_scheduler_t *s, uint64_t n) {
+    surr_state_t *st = s->impl;
+    tp__scheduler_set_trials(st->inner, n);
+}
+
 static int surr_init(tp_scheduler_t *s, tp_error_t *err) {
     (void)s, (void)err;
     return 0; /* set up by tp__surrogate_wrap */
@@ -368,7 +374,7 @@ static int surr_init(tp_scheduler_t *s, tp_error_t *err) {
 #define SURR_OPS                                                                          \
     .name = "surrogate", .init = surr_init, .next = surr_next, .result = surr_result,          \
     .result_values = NULL, .report = surr_report, .final = surr_final, .total = surr_total,    \
-    .destroy = surr_destroy
+    .trials = surr_trials, .destroy = surr_destroy
 
 const struct tp_scheduler_ops tp__sched_surrogate_ops = {SURR_OPS};
 

@@ -146,6 +146,12 @@ const char *tp__sched_single_objective_msg(const char *name) {
            "scheduler: fifo";
 }
 
+void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n) {
+    s->cfg.sampler.trials = n;
+    if (s->sampler) s->sampler->cfg.trials = n;
+    if (s->ops->trials) s->ops->trials(s, n);
+}
+
 void tp__scheduler_free(tp_scheduler_t *s) {
     if (!s) return;
     if (s->ops && s->ops->destroy) s->ops->destroy(s);

@@ -94,6 +94,10 @@ struct tp_scheduler_ops {
     void (*timing)(tp_scheduler_t *s, const tp_timing_t *t, double now);
     /* Trials the search expects to create, 0 if unknown (progress view). */
     uint64_t (*total)(const tp_scheduler_t *s);
+    /* The sampler's `trials` became n (see tp__scheduler_set_trials): a
+     * scheduler that remembered the sampler's "no more" or sized its plan
+     * by the old number takes the new one. NULL: nothing to do. */
+    void (*trials)(tp_scheduler_t *s, uint64_t n);
     void (*destroy)(tp_scheduler_t *s);
 };
 
@@ -112,6 +116,11 @@ extern const char *const tp__scheduler_names[];
 tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cfg_t *cfg,
                                   tp_error_t *err);
 void tp__scheduler_free(tp_scheduler_t *s);
+/* The search may create n trials in all from now on (0: no bound): the
+ * experiment was extended, or a replay reaches the point where a run
+ * changed the number (a journaled call, as deadline and timing are). The
+ * decisions made under the old number stand; the next ones see n. O(1). */
+void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n);
 /* Why scheduler `name` cannot run several objectives, in words (static). */
 const char *tp__sched_single_objective_msg(const char *name);
 /* report() of the schedulers without early stopping: the job runs on (1). */

@@ -9,7 +9,6 @@
 
 typedef struct grid_state {
     uint64_t points; /* grid size G */
-    uint64_t total;  /* repeats * G */
     uint64_t *valid; /* conditional spaces: the G valid indices of the product, owned; NULL:
                         every index is valid */
 } grid_state_t;
@@ -31,17 +30,23 @@ static int grid_init(tp_searcher_t *s, tp_error_t *err) {
     }
     grid_state_t *st = tp__xcalloc(1, sizeof *st);
     st->points = g;
-    st->total = repeats * g;
     st->valid = valid;
     s->impl = st;
     return 0;
+}
+
+/* Points in all: G times the repeats (`trials`, read at each call: a run
+ * that extends the search raises it); saturated. O(1). */
+static uint64_t grid_count(const tp_searcher_t *s, const grid_state_t *st) {
+    uint64_t repeats = s->cfg.trials ? s->cfg.trials : 1;
+    return repeats > UINT64_MAX / st->points ? UINT64_MAX : repeats * st->points;
 }
 
 /* Grid point index % G; index / G is the repeat. O(params). */
 static int grid_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
     (void)now;
     const grid_state_t *st = s->impl;
-    if (index >= st->total) return 0;
+    if (index >= grid_count(s, st)) return 0;
     tp_rng_t rng;
     tp__rng_seed(&rng, s->cfg.seed, index);
     uint64_t k = index % st->points;
@@ -61,8 +66,7 @@ static void grid_tell_values(tp_searcher_t *s, uint64_t index, const json_t *con
 }
 
 static uint64_t grid_total(const tp_searcher_t *s) {
-    const grid_state_t *st = s->impl;
-    return st->total;
+    return grid_count(s, s->impl);
 }
 
 static void grid_destroy(tp_searcher_t *s) {
