@@ -42,4 +42,37 @@ int tp__proto_feed(tp_proto_decoder_t *d, const void *data, size_t len);
  * no "type"); the stream is then unusable. Caller json_decref(msg->head). */
 int tp__proto_next(tp_proto_decoder_t *d, tp_msg_t *msg, tp_error_t *err);
 
+/* How an attempt ended: the `status` of an `exited` message. */
+typedef enum tp_ended {
+    TP_ENDED_EXITED,       /* its leader exited by itself (code) */
+    TP_ENDED_SIGNALED,     /* killed by a signal it did not ask for (signal) */
+    TP_ENDED_TIMEOUT,      /* ran past `timeout` and was stopped */
+    TP_ENDED_STOPPED,      /* stopped on request (stop, early stop, resize, deadline) */
+    TP_ENDED_PAUSED,       /* exited 0 after a pause request: checkpointed */
+    TP_ENDED_SPAWN_FAILED, /* never started (error) */
+    TP_ENDED_UNKNOWN,      /* a status this orchestrator does not know */
+} tp_ended_t;
+
+/* An `exited` message, decoded once (docs/protocol.md). Strings are
+ * borrowed from the message's head. */
+typedef struct tp_exited {
+    tp_ended_t ended;       /* the status */
+    const char *status;     /* as sent ("exited" when absent) */
+    int code;               /* exit code; -1 when signaled or unknown */
+    int signal;             /* the signal that ended it, 0 if none */
+    int oom;                /* its stderr said the GPU ran out of memory */
+    const char *error;      /* spawn_failed: why; "" otherwise */
+    double duration_s;      /* how long it ran, 0 if unknown */
+    double maxrss_mib;      /* the leader's peak resident memory, 0 if unknown */
+    double cpu_s;           /* the leader's user + system CPU seconds, 0 if unknown */
+} tp_exited_t;
+
+/* Decode an `exited` message's head into *e; absent members take the
+ * defaults above (a missing status is "exited"). O(members). */
+void tp__proto_exited(const json_t *head, tp_exited_t *e);
+/* Whether the attempt ended well by its own hand: exited 0. */
+static inline int tp__exited_ok(const tp_exited_t *e) {
+    return e->ended == TP_ENDED_EXITED && e->code == 0;
+}
+
 #endif

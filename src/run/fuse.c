@@ -383,13 +383,9 @@ static double rate_of(const tp_fused_t *f, int *steps) {
 
 /* A process that ended by itself (exited 0 or paused): what it measured goes into its
  * shape's table, the journal (event fuse-measure, meta fusion) and the log. */
-static void measure(tp_run_t *r, tp_fused_t *f, const tp_msg_t *m) {
-    const char *status = "";
-    int code = -1;
-    double maxrss = 0, cpu = 0;
-    json_unpack(m->head, "{s?s, s?i, s?F, s?F}", "status", &status, "code", &code,
-                "maxrss_mib", &maxrss, "cpu_s", &cpu);
-    if (!(strcmp(status, "paused") == 0 || (strcmp(status, "exited") == 0 && code == 0))) return;
+static void measure(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
+    if (!(e->ended == TP_ENDED_PAUSED || tp__exited_ok(e))) return;
+    double maxrss = e->maxrss_mib, cpu = e->cpu_s;
     int steps;
     double rate = rate_of(f, &steps);
     if (!(rate > 0)) return;
@@ -418,11 +414,13 @@ static void measure(tp_run_t *r, tp_fused_t *f, const tp_msg_t *m) {
 }
 
 void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_msg_t *m) {
-    measure(r, f, m);
+    tp_exited_t e;
+    tp__proto_exited(m->head, &e);
+    measure(r, f, &e);
     f->busy = 1;
     for (int i = 0; i < f->n; i++) {
         trial_t *u = tp__fuse_member(r, f, i);
-        if (u) tp__run_on_exited(r, u, m);
+        if (u) tp__run_on_exited(r, u, &e);
     }
     f->busy = 0;
     if (f->running == 0) unlink_live(r, f);
@@ -440,9 +438,6 @@ void tp__fuse_drop(tp_run_t *r, trial_t *t) {
         tp__run_send_control(r, t, "stop", "early stop of its last configuration");
     }
     /* It ends now, stopped with what it reported (outcome.c's early-stop verdict). */
-    json_t *head = json_pack("{s:s, s:s, s:i, s:i}", "type", "exited", "status", "stopped",
-                             "code", -1, "signal", 0);
-    tp_msg_t ended = {.type = "exited", .head = head};
+    tp_exited_t ended = {.ended = TP_ENDED_STOPPED, .status = "stopped", .code = -1, .error = ""};
     tp__run_on_exited(r, t, &ended);
-    json_decref(head);
 }

@@ -529,18 +529,16 @@ static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
 /* One process of a multi-process attempt ended. The attempt is judged when
  * the last one has: by the first that failed (the others are stopped at
  * once: the processes of a trial stop as one), else by rank 0. */
-static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
-    const char *status = "exited";
-    int code = -1;
-    json_unpack(m->head, "{s?s, s?i}", "status", &status, "code", &code);
-    int failed = !(strcmp(status, "exited") == 0 && code == 0) && strcmp(status, "paused") != 0;
+static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m,
+                        const tp_exited_t *e) {
+    int failed = !tp__exited_ok(e) && e->ended != TP_ENDED_PAUSED;
     if (!t->verdict && (failed || rank == 0)) {
         t->verdict = json_deep_copy(m->head);
         if (failed && t->ranks_live > 1) tp__run_send_control(r, t, "stop", "another rank failed");
     }
     if (--t->ranks_live > 0) return;
-    tp_msg_t judged = *m;
-    judged.head = t->verdict ? t->verdict : m->head;
+    tp_exited_t judged;
+    tp__proto_exited(t->verdict ? t->verdict : m->head, &judged);
     tp__run_on_exited(r, t, &judged);
 }
 
@@ -651,10 +649,12 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
         }
         if (rank == 0 && t->nranks > 1) launch_other_ranks(r, t, m);
     } else if (strcmp(m->type, "exited") == 0) {
+        tp_exited_t e;
+        tp__proto_exited(m->head, &e);
         if (t->nranks > 1)
-            rank_exited(r, t, rank, m);
+            rank_exited(r, t, rank, m, &e);
         else
-            tp__run_on_exited(r, t, m);
+            tp__run_on_exited(r, t, &e);
     }
 }
 

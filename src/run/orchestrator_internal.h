@@ -542,7 +542,7 @@ void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char 
 /* outcome.c: a running attempt's `report` and `exited` messages. f: the fused process the
  * report came from (each line goes to the configuration it names), NULL otherwise. */
 void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m);
-void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m);
+void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e);
 /* A chunk of a trial's stdout or stderr streamed back from a node that does
  * not share the experiment directory: appended to DIR/trials/<id>[/rank<k>]. */
 void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m);

@@ -4,24 +4,23 @@
  * interrupted, placed again after running out of GPU memory). */
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
+#include "run/verdict.h"
 
-#define MAX_GARBAGE_EVENTS 20 /* per attempt; more are only counted */
 #define TAIL_LINES 5          /* of a failed attempt's stderr, kept in the store */
 #define TAIL_BYTES 800
 
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
     if (t->garbage++ == 0) snprintf(t->first_garbage, sizeof t->first_garbage, "%s", what);
-    if (t->garbage > MAX_GARBAGE_EVENTS) return;
+    if (t->garbage > TP_GARBAGE_EVENTS) return;
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s", what,
-             t->garbage == MAX_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
+             t->garbage == TP_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
                                               : "");
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "garbage",
@@ -164,17 +163,6 @@ void tp__run_logs_close(trial_t *t) {
     t->logs = NULL;
 }
 
-static const char *signal_name(int sig) {
-    static char buf[32];
-    const char *s = sigabbrev_np(sig);
-    if (s) {
-        snprintf(buf, sizeof buf, "SIG%s", s);
-        return buf;
-    }
-    snprintf(buf, sizeof buf, "signal %d", sig);
-    return buf;
-}
-
 /* The last TAIL_LINES lines of t's stderr (rank 0, this attempt), at most
  * TAIL_BYTES, into out; "" if there is none. Lines end with '\n' except the
  * last. O(TAIL_BYTES). */
@@ -205,180 +193,175 @@ static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n
     memmove(out, start, strlen(start) + 1);
 }
 
-/* Several objectives: each one's value in t's last report (NaN where it is
- * missing or no finite number) into v, and as a JSON array into *json
- * (caller frees). Returns the name of the first missing one, or NULL. */
-static const char *objective_values(const tp_run_t *r, const trial_t *t, double *v, char **json) {
-    json_t *last = t->last.len ? json_loadb(t->last.data, t->last.len, 0, NULL) : NULL;
-    json_t *arr = json_array();
-    const char *missing = NULL;
-    for (size_t j = 0; j < r->x.nobjectives; j++) {
-        json_t *x = json_object_get(last, r->x.objectives[j].name);
-        v[j] = json_is_number(x) && isfinite(json_number_value(x)) ? json_number_value(x) : NAN;
-        json_array_append_new(arr, isnan(v[j]) ? json_null() : json_real(v[j]));
-        if (isnan(v[j]) && !missing) missing = r->x.objectives[j].name;
-    }
-    *json = json_dumps(arr, JSON_COMPACT);
-    json_decref(arr);
-    json_decref(last);
-    return missing;
-}
 
-/* An attempt ended: decide completed / paused / stopped / failed / retried /
- * interrupted, and make that one transition. */
-void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
-    const char *status = "exited", *error = "";
-    int code = -1, sig = 0, oom = 0;
-    double dur = 0;
-    json_unpack(m->head, "{s?s, s?i, s?i, s?s, s?F, s?b}", "status", &status, "code", &code,
-                "signal", &sig, "error", &error, "duration_s", &dur, "oom", &oom);
-    char why[1200] = "", *objs = NULL;
-    double values[TP_MAX_OBJECTIVES];
-    int ok = 0, interrupted = 0, regrow = 0, multi = r->x.nobjectives > 1;
-    int left = tp__placement_ended(r, t);
-    tp__run_logs_close(t);
-    if (t->early_stopped && (strcmp(status, "stopped") == 0 || strcmp(status, "exited") == 0 ||
-                             strcmp(status, "signaled") == 0)) {
-        ok = 1; /* stopped by the scheduler: final, with what it reported */
-    } else if ((strcmp(status, "stopped") == 0 && (r->stopping || t->resize_to || r->dl.hit)) ||
-               strcmp(status, "paused") == 0) {
-        interrupted = 1; /* its job is not done: it runs again, from its checkpoint */
-    } else if (oom && !(strcmp(status, "exited") == 0 && code == 0)) {
-        /* Out of GPU memory: not the trial's fault but its demand's. */
-        regrow = tp__placement_oom(r, t, why, sizeof why);
-        interrupted = regrow;
-    } else if (strcmp(status, "exited") == 0 && code == 0) {
-        const char *missing = multi ? objective_values(r, t, values, &objs) : NULL;
-        if (t->has_value && !missing)
-            ok = 1;
-        else if (t->has_value)
-            snprintf(why, sizeof why, "exited 0, but its last report lacks the objective "
-                                      "\"%s\" (every report that has \"%s\" must carry all "
-                                      "objectives)",
-                     missing, r->x.metric);
-        else if (t->seq == 0 && t->garbage > 0)
-            snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\": all "
-                     "%d of its report lines were rejected, the first because: %s",
-                     r->x.metric, t->garbage, t->first_garbage);
-        else
-            snprintf(why, sizeof why, "exited 0 without ever reporting the objective \"%s\"%s",
-                     r->x.metric, t->seq ? "" : " (no report at all)");
-    } else if (strcmp(status, "exited") == 0) {
-        snprintf(why, sizeof why, "exited with code %d", code);
-    } else if (strcmp(status, "signaled") == 0) {
-        snprintf(why, sizeof why, "killed by %s", signal_name(sig));
-    } else if (strcmp(status, "timeout") == 0) {
-        char d[32];
-        tp__format_duration(r->x.timeout_s, d, sizeof d);
-        snprintf(why, sizeof why, "timed out after %s", d);
-    } else if (strcmp(status, "stopped") == 0) {
-        snprintf(why, sizeof why, "stopped");
-    } else {
-        snprintf(why, sizeof why, "could not start: %s", *error ? error : status);
+/* What the features made of an attempt's end, between the verdict and the
+ * state change. */
+typedef struct ending {
+    int interrupted;              /* its job runs again (a verdict's interruption or an OOM
+                                     placed again), unless the deadline ended it */
+    int regrow;                   /* out of GPU memory, placed again with more */
+    tp_requeue_t requeue;         /* elastic: why it comes back (a resize) */
+    char resized[200];            /* a resize in words */
+    char at_deadline[sizeof((trial_t *)0)->why]; /* the deadline ended it: why; "" if not */
+} ending_t;
+
+/* The features' hooks, in this order: OOM regrowth (placement), elastic
+ * resizes, the deadline, and the demand group the attempt leaves. Each
+ * updates its own state and says what it changes of the end. */
+static void run_hooks(tp_run_t *r, trial_t *t, const tp_exited_t *e, tp_verdict_t *v, int left,
+                      ending_t *end) {
+    end->interrupted = v->kind == TP_VERDICT_INTERRUPTED;
+    if (v->kind == TP_VERDICT_OOM) {
+        end->regrow = end->interrupted = tp__placement_oom(r, t, v->why, sizeof v->why);
+        tp__verdict_add_garbage(t, v->why, sizeof v->why);
+        if (!end->regrow) v->kind = TP_VERDICT_FAILED; /* it cannot have more */
     }
-    if (t->garbage > MAX_GARBAGE_EVENTS) {
-        size_t n = strlen(why);
-        snprintf(why + n, sizeof why - n, "%s%d garbage report lines in all", n ? "; " : "",
-                 t->garbage);
-    }
-    char resized[200] = "", at_deadline[sizeof t->why] = "";
-    tp_requeue_t requeue = tp__elastic_ended(r, t, interrupted && !regrow, resized, sizeof resized);
+    end->requeue = tp__elastic_ended(r, t, end->interrupted && !end->regrow, end->resized,
+                                     sizeof end->resized);
     /* At the deadline a trial that checkpointed (or was stopped after the
      * grace) ends there, with its last report: no attempt follows. */
-    if (interrupted && !regrow && tp__deadline_ended(r, t, status, at_deadline, sizeof at_deadline))
-        interrupted = 0;
-    if (left && !(interrupted && requeue == TP_REQUEUE_RESIZE)) /* a resize comes back */
+    if (end->interrupted && !end->regrow &&
+        tp__deadline_ended(r, t, e->status, end->at_deadline, sizeof end->at_deadline))
+        end->interrupted = 0;
+    if (left && !(end->interrupted && end->requeue == TP_REQUEUE_RESIZE)) /* a resize comes back */
         tp__placement_left_group(r, t);
-    tp_transition_t how = {.has_exit = strcmp(status, "spawn_failed") != 0, .exit_code = code,
-                           .signal = sig, .at = tp__wall_s()};
-    char tail[TAIL_BYTES + 1] = "";
-    if (!ok && !interrupted && !*at_deadline) {
-        /* A failure says what the trial said last, where everyone looks. */
-        stderr_tail(r, t, tail, sizeof tail);
-        how.stderr_tail = tail;
-        const char *last = strrchr(tail, '\n');
-        last = last ? last + 1 : tail;
-        size_t n = strlen(why);
-        if (*last) snprintf(why + n, sizeof why - n, ": %s", last);
+}
+
+/* A job done: the scheduler is told; the trial is finished, or waits
+ * (paused, its checkpoint kept) for a promotion. Returns the state. */
+static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v, double at,
+                                 char *note, size_t n, const char **decided) {
+    tp__deadline_timing(r, t, at);
+    if (r->x.nobjectives > 1)
+        r->sched->ops->result_values(r->sched, t->id, t->rung, 1, v->values, at);
+    else
+        r->sched->ops->result(r->sched, t->id, t->rung, 1, t->has_value ? t->value : NAN, at);
+    r->sched_waiting = 0;
+    if (t->early_stopped) {
+        *decided = t->why;
+        return TP_TRIAL_STOPPED;
     }
-    tp_trial_state_t to;
-    const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
-    char note[300] = "";
-    if (*at_deadline) {
-        to = TP_TRIAL_STOPPED;
-        how.detail = at_deadline;
-        snprintf(t->why, sizeof t->why, "%s", at_deadline);
-        /* Not a job's result (the scheduler never sees it, a replay neither). */
-        tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN, at_deadline,
-                         NULL);
-    } else if (interrupted) {
-        to = TP_TRIAL_PENDING;
-        how.requeue = regrow ? TP_REQUEUE_REGROW : requeue;
-        how.detail = regrow ? why : requeue == TP_REQUEUE_RESIZE ? resized : "interrupted";
-        if (regrow)
-            tp__journal_ok(&r->journal,
-                           tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "oom",
-                                           why, how.at),
-                           "recording an out-of-memory end");
-    } else if (ok) {
-        /* The job is done: tell the scheduler; the trial is finished, or
-         * waits (paused, its checkpoint kept) for a promotion. */
-        double v = t->has_value ? t->value : NAN;
-        tp__deadline_timing(r, t, how.at);
-        if (multi)
-            r->sched->ops->result_values(r->sched, t->id, t->rung, 1, values, how.at);
-        else
-            r->sched->ops->result(r->sched, t->id, t->rung, 1, v, how.at);
-        r->sched_waiting = 0;
-        if (t->early_stopped) {
-            to = TP_TRIAL_STOPPED;
-            decided = t->why;
-        } else if (r->sched->ops->final(r->sched, t->id, t->rung)) {
-            to = TP_TRIAL_COMPLETED;
-            decided = "completed";
-        } else {
-            to = TP_TRIAL_PAUSED;
-            snprintf(note, sizeof note, "rung %d (budget %g) done: waits for a promotion",
-                     t->rung, t->budget);
-            decided = note;
-        }
-        how.detail = decided;
-    } else {
-        t->failures++;
-        how.error = why;
-        if (t->failures <= r->x.retries) {
-            to = TP_TRIAL_PENDING;
-            how.requeue = TP_REQUEUE_RETRY;
-            tp__journal_ok(&r->journal,
-                           tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts,
-                                           "failed", why, how.at),
-                           "recording a failure");
-        } else {
-            to = TP_TRIAL_FAILED;
-            if (multi) r->sched->ops->result_values(r->sched, t->id, t->rung, 0, values, how.at);
-            else r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, how.at);
-            r->sched_waiting = 0;
-            decided = why;
-        }
+    if (r->sched->ops->final(r->sched, t->id, t->rung)) {
+        *decided = "completed";
+        return TP_TRIAL_COMPLETED;
     }
-    tp__trial_set_state(&r->trials, t, to, &how);
+    snprintf(note, n, "rung %d (budget %g) done: waits for a promotion", t->rung, t->budget);
+    *decided = note;
+    return TP_TRIAL_PAUSED;
+}
+
+/* A failure: retried while retries are left (an event says why), else the
+ * trial fails for good and the scheduler is told. Returns the state. */
+static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
+                                   tp_transition_t *how, const char **decided) {
+    t->failures++;
+    how->error = v->why;
+    if (t->failures <= r->x.retries) {
+        how->requeue = TP_REQUEUE_RETRY;
+        tp__journal_ok(&r->journal,
+                       tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "failed",
+                                       v->why, how->at),
+                       "recording a failure");
+        return TP_TRIAL_PENDING;
+    }
+    if (r->x.nobjectives > 1)
+        r->sched->ops->result_values(r->sched, t->id, t->rung, 0, v->values, how->at);
+    else
+        r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, how->at);
+    r->sched_waiting = 0;
+    *decided = v->why;
+    return TP_TRIAL_FAILED;
+}
+
+/* After the state change: the decision journaled, the best so far, a
+ * Pareto front, fail-fast, resources given back, and the view. */
+static void attempt_ended(tp_run_t *r, trial_t *t, const tp_verdict_t *v, const ending_t *end,
+                          tp_trial_state_t to, const char *decided, tp_requeue_t requeue,
+                          double ran_s) {
+    int ok = v->kind == TP_VERDICT_DONE;
     if (decided)
         tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided,
-                         ok ? objs : NULL);
-    free(objs);
+                         ok ? v->objectives : NULL);
     /* A trial the deadline stopped mid-job competes with its last job's
      * result when it has one (as `best` ranks it), else with what it reported. */
-    if (!*at_deadline || !t->results) tp__note_best(r, t);
+    if (!*end->at_deadline || !t->results) tp__note_best(r, t);
     if (ok) t->results++;
-    if (ok && multi && (to == TP_TRIAL_COMPLETED || to == TP_TRIAL_STOPPED))
-        tp__view_front_add(r, t->id, values);
-    if (to == TP_TRIAL_FAILED) tp__run_fail_fast(r, t, why);
-    else if (to != TP_TRIAL_PENDING) tp__run_fail_fast(r, t, NULL);
+    if (ok && r->x.nobjectives > 1 && (to == TP_TRIAL_COMPLETED || to == TP_TRIAL_STOPPED))
+        tp__view_front_add(r, t->id, v->values);
     if (to != TP_TRIAL_PENDING) {
+        tp__run_fail_fast(r, t, to == TP_TRIAL_FAILED ? v->why : NULL);
         json_decref(t->gpu_env);
         t->gpu_env = NULL;
+        r->dl.freed = 1; /* its GPUs are free for others */
     }
-    if (to != TP_TRIAL_PENDING) r->dl.freed = 1; /* its GPUs are free for others */
-    tp__view_attempt_ended(r, t, how.requeue, *at_deadline ? at_deadline : ok ? decided : why,
-                           dur);
+    tp__view_attempt_ended(r, t, requeue, *end->at_deadline ? end->at_deadline
+                                          : ok                ? decided
+                                                              : v->why,
+                           ran_s);
+}
+
+/* A failure says what the trial said last, where everyone looks: the last
+ * lines of its stderr kept with the end, the last one added to why. */
+static void add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v, char *tail,
+                            size_t n, tp_transition_t *how) {
+    stderr_tail(r, t, tail, n);
+    how->stderr_tail = tail;
+    const char *last = strrchr(tail, '\n');
+    last = last ? last + 1 : tail;
+    size_t k = strlen(v->why);
+    if (*last) snprintf(v->why + k, sizeof v->why - k, ": %s", last);
+}
+
+/* The state the attempt's end leads to, with how (journaled with it) and
+ * the scheduler's word (*decided, NULL if none). The scheduler is told a
+ * job's result here, and a failure's retry is journaled. */
+static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
+                                   const ending_t *end, tp_transition_t *how, char *note,
+                                   size_t n, const char **decided) {
+    if (*end->at_deadline) {
+        how->detail = end->at_deadline;
+        snprintf(t->why, sizeof t->why, "%s", end->at_deadline);
+        /* Not a job's result (the scheduler never sees it, a replay neither). */
+        tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN,
+                         end->at_deadline, NULL);
+        return TP_TRIAL_STOPPED;
+    }
+    if (end->interrupted) {
+        how->requeue = end->regrow ? TP_REQUEUE_REGROW : end->requeue;
+        how->detail = end->regrow                            ? v->why
+                      : end->requeue == TP_REQUEUE_RESIZE ? end->resized
+                                                            : "interrupted";
+        if (end->regrow)
+            tp__journal_ok(&r->journal,
+                           tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "oom",
+                                           v->why, how->at),
+                           "recording an out-of-memory end");
+        return TP_TRIAL_PENDING;
+    }
+    if (v->kind != TP_VERDICT_DONE) return job_failed(r, t, v, how, decided);
+    tp_trial_state_t to = job_done(r, t, v, how->at, note, n, decided);
+    how->detail = *decided;
+    return to;
+}
+
+/* An attempt ended. Decide (the pure verdict), let the features' hooks act
+ * on it, change the state (journaled with it), then record the decision
+ * and tell the view. See DESIGN.md, "Inside the orchestrator". */
+void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e) {
+    tp_verdict_t v;
+    tp__verdict_judge(t, e, &(tp_judge_facts_t){&r->x, r->stopping, r->dl.hit}, &v);
+    int left = tp__placement_ended(r, t);
+    tp__run_logs_close(t);
+    ending_t end = {0};
+    run_hooks(r, t, e, &v, left, &end);
+    tp_transition_t how = {.has_exit = e->ended != TP_ENDED_SPAWN_FAILED, .exit_code = e->code,
+                           .signal = e->signal, .at = tp__wall_s()};
+    char tail[TAIL_BYTES + 1] = "", note[300] = "";
+    if (v.kind != TP_VERDICT_DONE && !end.interrupted && !*end.at_deadline)
+        add_stderr_tail(r, t, &v, tail, sizeof tail, &how);
+    const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
+    tp_trial_state_t to = next_state(r, t, &v, &end, &how, note, sizeof note, &decided);
+    tp__trial_set_state(&r->trials, t, to, &how);
+    attempt_ended(r, t, &v, &end, to, decided, how.requeue, e->duration_s);
+    tp__verdict_free(&v);
 }
