@@ -356,18 +356,26 @@ class E2E(unittest.TestCase):
         except (sqlite3.Error, AssertionError):
             return None
 
-    def kill_at(self, exp_path, run_dir, delays):
-        """Start the run again and again, SIGKILL its orchestrator after each delay (seconds),
-        until the delays are used up or a run ends on its own."""
-        for delay in delays:
-            p = self.start_run(exp_path, run_dir)
-            time.sleep(delay)
-            if p.poll() is not None:
-                return
-            pid = self.lock_pid(run_dir)
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-            p.wait(timeout=30)
+    def kill_after(self, exp_path, run_dir, decisions):
+        """Start the run, wait until its store holds `decisions` decisions (the search's own
+        events: the count goes on across resumes), and SIGKILL the process it started. A run
+        that ends before that fails the test: the kill it set out to make never happened."""
+        p = self.start_run(exp_path, run_dir)
+
+        def reached():
+            rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM decisions")
+            return p.poll() is not None or (rows and rows[0]["n"] >= decisions)
+        wait_for(reached, RUN_TIMEOUT)
+        self.assertIsNone(p.poll(), "the run ended before its store held %d decisions, so it "
+                          "was never killed; kill earlier" % decisions)
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+
+    def kill_at(self, exp_path, run_dir, counts):
+        """Start the run again and again, SIGKILL it once its store holds each of `counts`
+        decisions in turn (kill_after)."""
+        for n in counts:
+            self.kill_after(exp_path, run_dir, n)
 
     def lock_pid(self, run_dir):
         """The orchestrator's pid, as written in DIR/lock (None while there is none)."""

@@ -191,7 +191,7 @@ class AdaptiveTest(E2E):
         self.assertExit(self.run_exp(exp, plain), 0)
         want = self.decisions(plain)
         killed = self.path("killed")
-        self.kill_at(exp, killed, (0.4, 0.9, 1.5, 2.2))
+        self.kill_at(exp, killed, [len(want) * k // 5 for k in (1, 2, 3, 4)])
         self.assertExit(self.run_exp(exp, killed), 0)
         self.assertEqual(self.decisions(killed), want)
         with self.store(plain) as a, self.store(killed) as b:
@@ -211,15 +211,10 @@ class AdaptiveTest(E2E):
         exp = self.exp("asha", trials=16, concurrency=2, sleep=0.02, algorithm="tpe")
         plain = self.path("plain")
         self.assertExit(self.run_exp(exp, plain), 0)
-        for delay in (0.5, 1.1, 1.8, 2.6, 3.5):
-            killed = self.path("killed-%g" % delay)
-            p = self.start_run(exp, killed)
-            time.sleep(delay)
-            if p.poll() is None:
-                pid = self.lock_pid(killed)
-                if pid:
-                    os.kill(pid, signal.SIGKILL)
-            p.wait(timeout=30)
+        total = len(self.decisions(plain))
+        for k in (1, 2, 3, 4, 5):
+            killed = self.path("killed-%d" % k)
+            self.kill_after(exp, killed, total * k // 6)
             for _ in range(2):  # resume, then replay the finished journal once more
                 q = self.run_exp(exp, killed)
                 self.assertExit(q, 0)

@@ -117,13 +117,7 @@ class DeadlineTest(E2E):
 
     def test_a_killed_deadline_run_resumes_into_its_journaled_decisions(self):
         exp, run = self.exp(deadline="8s"), self.path("killed")
-        p = self.start_run(exp, run)
-        time.sleep(3)
-        if p.poll() is None:
-            pid = self.lock_pid(run)
-            if pid:
-                os.kill(pid, signal.SIGKILL)
-        p.wait(timeout=30)
+        self.kill_after(exp, run, 12)  # the deadline, and timings and results learned
         before = self.decisions(run)
         r = self.run_exp(exp, run)
         self.assertExit(r, 0)

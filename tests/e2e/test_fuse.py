@@ -164,9 +164,9 @@ class Fuse(E2E):
         # Kill it once some configurations have checkpointed and none has finished.
         wait_for(lambda: (self.poll_query(run_dir, "SELECT count(*) AS n FROM metrics")
                           or [{"n": 0}])[0]["n"] >= 6, 60)
-        pid = self.lock_pid(run_dir)
-        self.assertEqual(pid, p.pid)
-        os.kill(pid, signal.SIGKILL)
+        self.assertIsNone(p.poll(), "the run ended before it could be killed")
+        self.assertEqual(self.lock_pid(run_dir), p.pid)
+        os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
         token = self.token_of(run_dir)
         wait_for(lambda: token_pids(token) == [], 20)

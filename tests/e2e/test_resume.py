@@ -60,17 +60,21 @@ class Resume(E2E):
         run_dir = self.path("run")
         kept = {}
         runs_when_completed = {}  # trial -> lines in its runs file when first seen completed
-        for delay in (0.3, 1.0, 2.0):
+        # Kill points are the run's own events (counted across the runs): once the first
+        # attempt started, once 2 trials completed, once half of them did.
+        for kind, n in (("running", 1), ("completed", 2), ("completed", N // 2)):
             p = self.start_run(exp, run_dir)
-            time.sleep(delay)
-            # A slow start (a sanitized build on a busy machine) may not have taken the
-            # lock yet: wait for it, or for the run's end.
-            wait_for(lambda: self.lock_pid(run_dir) == p.pid or p.poll() is not None, 20)
-            pid = self.lock_pid(run_dir)
-            if p.poll() is not None:
-                break  # it finished before we could kill it
-            self.assertEqual(pid, p.pid, "DIR/lock should name the orchestrator")
-            os.kill(pid, signal.SIGKILL)
+
+            def reached():
+                rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM events WHERE "
+                                                "kind = ?", kind)
+                return p.poll() is not None or (rows and rows[0]["n"] >= n)
+            wait_for(reached, 60)
+            self.assertIsNone(p.poll(), "the run ended before %d %s events: never killed"
+                              % (n, kind))
+            self.assertEqual(self.lock_pid(run_dir), p.pid, "DIR/lock should name the "
+                             "orchestrator")
+            os.kill(p.pid, signal.SIGKILL)
             p.wait(timeout=30)
             # Everything completed so far must survive the rerun untouched.
             snap = self.completed_snapshot(run_dir)
@@ -192,7 +196,7 @@ class Resume(E2E):
         self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
         os.kill(agent, signal.SIGSTOP)
         try:
-            os.kill(self.lock_pid(run_dir), signal.SIGKILL)
+            os.kill(p.pid, signal.SIGKILL)  # the orchestrator this test started
             p.wait(timeout=30)
             q = self.start_run(exp, run_dir)
             # The resumed run starts the three interrupted trials again.

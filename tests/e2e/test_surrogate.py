@@ -125,7 +125,9 @@ class SurrogateTest(E2E):
         plain = self.path("plain")
         self.assertExit(self.run_exp(exp, plain), 0)
         killed = self.path("killed")
-        self.kill_at(exp, killed, (0.5, 1.0, 1.6, 2.3))
+        with self.store(plain) as s:
+            total = s.q("SELECT count(*) AS n FROM decisions")[0]["n"]
+        self.kill_at(exp, killed, [total * k // 5 for k in (1, 2, 3, 4)])
         self.assertExit(self.run_exp(exp, killed), 0)
         want = self.kinds(plain)
         self.assertTrue(any(r[1] == "target" for r in want))

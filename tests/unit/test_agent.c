@@ -231,6 +231,23 @@ static int group_gone(pid_t pgid) {
     return kill(-pgid, 0) < 0 && errno == ESRCH;
 }
 
+/* Wait for an event, not a time: pid has exec'd with `entry` in its
+ * environment (as /proc shows it). 1 once it has, 0 if it never does (about
+ * a minute of checks on a loaded machine). */
+static int wait_exec_env(pid_t pid, const char *entry) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+    for (int i = 0; i < 60000; i++) {
+        char buf[4096];
+        FILE *f = fopen(path, "rb");
+        size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+        if (f) fclose(f);
+        if (memmem(buf, n, entry, strlen(entry))) return 1;
+        usleep(1000);
+    }
+    return 0;
+}
+
 
 /* ---- tests ---------------------------------------------------------------------- */
 
@@ -558,7 +575,7 @@ TP_TEST(test_hello_reaps_processes_of_the_same_token) {
         execle("/bin/sleep", "sleep", "100", (char *)NULL, env);
         _exit(127);
     }
-    usleep(50 * 1000); /* let it exec */
+    TP_REQUIRE(wait_exec_env(left, entry));
     peer_t p;
     peer_start(&p);
     tmsg_t r;
