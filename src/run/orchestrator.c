@@ -503,14 +503,30 @@ static void pump(uv_prepare_t *h) {
 }
 
 /* ---- messages from the agents ---------------------------------------------- */
-static trial_t *msg_trial(tp_run_t *r, const tp_msg_t *m, int *rank) {
+/* Whose attempt a message is about: a trial's (one of its ranks), or a fused
+ * process's (t: the trial whose logs it keeps, may be NULL; rank 0). */
+typedef struct about {
+    trial_t *t;    /* the trial */
+    tp_fused_t *f; /* the fused process, NULL for a trial's own */
+    int rank;      /* which process of a multi-process attempt */
+} about_t;
+
+/* Fill *a for m's "trial", "attempt" and "rank". 0 when the message is about
+ * no live attempt (stale: a later attempt runs, or none). */
+static int about(tp_run_t *r, const tp_msg_t *m, about_t *a) {
     json_int_t id = -1, attempt = -1, rk = 0;
     json_unpack(m->head, "{s:I, s:I, s?I}", "trial", &id, "attempt", &attempt, "rank", &rk);
+    *a = (about_t){0};
+    if (r->x.fuse.max && (a->f = tp__fuse_find(r, id, attempt)) != NULL) {
+        a->t = tp__trials_get(&r->trials, a->f->proc);
+        return 1;
+    }
     trial_t *t = tp__trials_get(&r->trials, id);
-    if (!t || t->state != TP_TRIAL_RUNNING || t->attempts != attempt) return NULL; /* stale */
-    if (rk < 0 || rk >= (t->nranks > 0 ? t->nranks : 1)) return NULL;
-    *rank = (int)rk;
-    return t;
+    if (!t || t->state != TP_TRIAL_RUNNING || t->attempts != attempt) return 0;
+    if (rk < 0 || rk >= (t->nranks > 0 ? t->nranks : 1)) return 0;
+    a->t = t;
+    a->rank = (int)rk;
+    return 1;
 }
 
 /* Rank 0 of a multi-process attempt started with its MASTER_PORT: the
@@ -542,36 +558,50 @@ static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m,
     tp__run_on_exited(r, t, &judged);
 }
 
-/* A message about a fused process: reports split by configuration, its end mapped to
- * every configuration still in it. 1 when it was one (handled or stale), 0 otherwise. */
-static int fused_msg(tp_run_t *r, const tp_msg_t *m) {
-    json_int_t id = -1, attempt = -1;
-    json_unpack(m->head, "{s:I, s:I}", "trial", &id, "attempt", &attempt);
-    tp_fused_t *f = tp__fuse_find(r, id, attempt);
-    if (!f) return 0;
-    trial_t *t = tp__trials_get(&r->trials, f->proc); /* its logs' trial */
-    if (strcmp(m->type, "report") == 0) {
-        tp__run_on_report(r, t, f, m);
-    } else if (strcmp(m->type, "garbage") == 0) {
-        const char *what = json_string_value(json_object_get(m->head, "what"));
-        trial_t *g = tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1);
-        if (g) tp__run_garbage(r, g, what ? what : "garbage");
-    } else if (strcmp(m->type, "log") == 0) {
-        if (t) tp__run_on_log(r, t, 0, m);
-    } else if (strcmp(m->type, "started") == 0) {
-        json_int_t pid = 0;
-        json_unpack(m->head, "{s?I}", "pid", &pid);
-        double now = tp__mono_s();
-        for (int i = 0; i < f->n; i++) {
-            trial_t *u = tp__fuse_member(r, f, i);
-            if (u) u->pid = (int)pid;
-        }
-        if (t) tp__samples_add(&r->start_ms, (now - t->launch_sent) * 1000.0);
-        if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
-    } else if (strcmp(m->type, "exited") == 0) {
-        tp__fuse_on_exited(r, f, m);
+/* ---- a running attempt's messages (a trial's, or a fused process's) ---------- */
+static void on_report(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    if (a->rank == 0) tp__run_on_report(r, a->t, a->f, m); /* rank 0 speaks for the trial */
+}
+
+static void on_garbage(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    const char *what = json_string_value(json_object_get(m->head, "what"));
+    /* a fused process's garbage goes to a configuration still in it */
+    trial_t *g = !a->f       ? (a->rank == 0 ? a->t : NULL)
+                 : a->t      ? tp__fuse_member(r, a->f, a->t->fused == a->f ? a->t->fuse_index : -1)
+                             : tp__fuse_member(r, a->f, -1);
+    if (g) tp__run_garbage(r, g, what ? what : "garbage");
+}
+
+static void on_log(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    if (a->t) tp__run_on_log(r, a->t, a->rank, m);
+}
+
+static void on_started(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    json_int_t pid = 0;
+    json_unpack(m->head, "{s?I}", "pid", &pid);
+    if (a->rank != 0) return;
+    for (int i = 0; a->f && i < a->f->n; i++) { /* every configuration runs in that process */
+        trial_t *u = tp__fuse_member(r, a->f, i);
+        if (u) u->pid = (int)pid;
     }
-    return 1;
+    if (!a->f) a->t->pid = (int)pid;
+    double now = tp__mono_s();
+    if (a->t) tp__samples_add(&r->start_ms, (now - a->t->launch_sent) * 1000.0);
+    if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
+    if (!a->f && a->t->nranks > 1) launch_other_ranks(r, a->t, m);
+}
+
+static void on_exited(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    if (a->f) { /* its end mapped to every configuration still in it */
+        tp__fuse_on_exited(r, a->f, m);
+        return;
+    }
+    tp_exited_t e;
+    tp__proto_exited(m->head, &e);
+    if (a->t->nranks > 1)
+        rank_exited(r, a->t, a->rank, m, &e);
+    else
+        tp__run_on_exited(r, a->t, &e);
 }
 
 static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
@@ -606,55 +636,48 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
     if (!wait) tp__agents_mark_ready(r, node);
 }
 
+/* ---- a node's own messages ------------------------------------------------------ */
+static void on_mps(tp_run_t *r, int node, const tp_msg_t *m) {
+    tp__placement_on_mps(r, (size_t)node, m->head);
+    tp__agents_mark_ready(r, node);
+}
+
+static void on_usage(tp_run_t *r, int node, const tp_msg_t *m) {
+    tp__placement_on_usage(r, (size_t)node, m->head);
+}
+
+static void on_error(tp_run_t *r, int node, const tp_msg_t *m) {
+    (void)r, (void)node;
+    const char *msg = json_string_value(json_object_get(m->head, "message"));
+    tp__log(TP_LOG_ERROR, "agent: %s", msg ? msg : "(no message)");
+}
+
+/* What the orchestrator does with each message kind an agent sends
+ * (docs/protocol.md): a node's own, or one about a running attempt, a
+ * trial's or a fused process's alike. A kind not listed is ignored. */
+static const struct msg_kind {
+    const char *type;
+    void (*node)(tp_run_t *r, int node, const tp_msg_t *m);     /* about the node */
+    void (*attempt)(tp_run_t *r, const about_t *a, const tp_msg_t *m); /* about an attempt */
+} msg_kinds[] = {
+    {"hello", .node = on_hello},        {"mps", .node = on_mps},
+    {"usage", .node = on_usage},        {"error", .node = on_error},
+    {"bye"},                            {"report", .attempt = on_report},
+    {"garbage", .attempt = on_garbage}, {"log", .attempt = on_log},
+    {"started", .attempt = on_started}, {"exited", .attempt = on_exited},
+};
+
 void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
     r->messages++;
-    if (strcmp(m->type, "hello") == 0) {
-        on_hello(r, node, m);
+    for (size_t i = 0; i < TP_ARRAY_LEN(msg_kinds); i++) {
+        const struct msg_kind *k = &msg_kinds[i];
+        if (strcmp(m->type, k->type) != 0) continue;
+        about_t a;
+        if (k->node)
+            k->node(r, node, m);
+        else if (k->attempt && about(r, m, &a))
+            k->attempt(r, &a, m);
         return;
-    }
-    if (strcmp(m->type, "mps") == 0) {
-        tp__placement_on_mps(r, (size_t)node, m->head);
-        tp__agents_mark_ready(r, node);
-        return;
-    }
-    if (strcmp(m->type, "usage") == 0) {
-        tp__placement_on_usage(r, (size_t)node, m->head);
-        return;
-    }
-    if (strcmp(m->type, "error") == 0) {
-        const char *msg = json_string_value(json_object_get(m->head, "message"));
-        tp__log(TP_LOG_ERROR, "agent: %s", msg ? msg : "(no message)");
-        return;
-    }
-    if (strcmp(m->type, "bye") == 0) return;
-    if (r->x.fuse.max && fused_msg(r, m)) return;
-    int rank = 0;
-    trial_t *t = msg_trial(r, m, &rank);
-    if (!t) return;
-    if (strcmp(m->type, "report") == 0) {
-        if (rank == 0) tp__run_on_report(r, t, NULL, m); /* rank 0 speaks for the trial */
-    } else if (strcmp(m->type, "garbage") == 0) {
-        const char *what = json_string_value(json_object_get(m->head, "what"));
-        if (rank == 0) tp__run_garbage(r, t, what ? what : "garbage");
-    } else if (strcmp(m->type, "log") == 0) {
-        tp__run_on_log(r, t, rank, m);
-    } else if (strcmp(m->type, "started") == 0) {
-        json_int_t pid = 0;
-        json_unpack(m->head, "{s?I}", "pid", &pid);
-        if (rank == 0) {
-            t->pid = (int)pid;
-            double now = tp__mono_s();
-            tp__samples_add(&r->start_ms, (now - t->launch_sent) * 1000.0);
-            if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
-        }
-        if (rank == 0 && t->nranks > 1) launch_other_ranks(r, t, m);
-    } else if (strcmp(m->type, "exited") == 0) {
-        tp_exited_t e;
-        tp__proto_exited(m->head, &e);
-        if (t->nranks > 1)
-            rank_exited(r, t, rank, m, &e);
-        else
-            tp__run_on_exited(r, t, &e);
     }
 }
 
