@@ -13,9 +13,10 @@ $SUDO $APT update -qq
 # slurm-wlm, munge, openssh-server: the real Slurm cluster and sshd hosts that
 # tests/cluster/ starts for the tests. They run on their own ports, sockets and
 # configs, so Debian's packaged services, started or not, neither help nor hinder.
+# tmux: the real terminal the live view's test reads back.
 $SUDO $APT install -y -qq --no-install-recommends \
     build-essential cmake pkg-config clang libclang-rt-14-dev \
     libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev libmicrohttpd-dev \
     python3 procps file dpkg-dev groff-base python3-torch python3-sklearn \
-    slurm-wlm munge openssh-server openssh-client iproute2 chromium fonts-dejavu-core >/dev/null
-echo "install-deps: build tools, clang with libFuzzer, libyaml, jansson, sqlite3, libuv, GLPK, libmicrohttpd, python3, torch, sklearn, Slurm, munge, OpenSSH, iproute2 and Chromium are installed"
+    slurm-wlm munge openssh-server openssh-client iproute2 chromium fonts-dejavu-core tmux >/dev/null
+echo "install-deps: build tools, clang with libFuzzer, libyaml, jansson, sqlite3, libuv, GLPK, libmicrohttpd, python3, torch, sklearn, Slurm, munge, OpenSSH, iproute2, Chromium and tmux are installed"

@@ -22,6 +22,10 @@ struct tp_agent_conn {
     uv_process_t proc;          /* the agent process (local launch) */
     uv_pipe_t to_agent;         /* its stdin */
     uv_pipe_t from_agent;       /* its stdout */
+    uv_pipe_t agent_err;        /* its stderr (local agent): relayed to the log line by line */
+    tp_buf_t err_line;          /* a line of it not yet ended */
+    int relay_err;              /* agent_err is in use */
+    int spawned;                /* proc was started (and must be closed) */
     tp_proto_decoder_t dec;     /* frames coming back */
     tp_buf_t out;               /* frames not yet handed to libuv */
     size_t in_flight;           /* bytes handed to libuv, not yet written */
@@ -38,18 +42,18 @@ struct tp_agent_conn {
     char why[256];              /* why it was lost */
 };
 
-/* Start `exe agent` as a child in its own session (terminal signals reach
- * only the orchestrator) and connect to it. 0 or -errno with err filled; on
- * failure no callback fires. */
-int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
-                     tp_conn_lost_cb on_lost, void *data, tp_error_t *err);
 /* Start argv[0] (searched in PATH) with argv as a child in its own session
- * and connect to its stdin/stdout: a command that runs `tunepack agent`
+ * (terminal signals reach only the orchestrator) and connect to its
+ * stdin/stdout: `tunepack agent` itself, or a command that runs it
  * somewhere, such as `ssh -o BatchMode=yes HOST tunepack agent` or `srun
- * --overlap -N1 -n1 -w NODE tunepack agent`. Same contract as
- * tp__launch_local. */
-int tp__launch_argv(uv_loop_t *loop, char *const *argv, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
-                    tp_conn_lost_cb on_lost, void *data, tp_error_t *err);
+ * --overlap -N1 -n1 -w NODE tunepack agent`. relay_err: its stderr is read
+ * and each line goes to the log (tp__log_line), where the live view keeps
+ * it above itself; else it writes to ours. For the local agent only: a
+ * remote command that writes to its stderr after the pipe is closed at the
+ * end would get a SIGPIPE. 0 or -errno with err filled; on failure no
+ * callback fires. */
+int tp__launch_argv(uv_loop_t *loop, char *const *argv, int relay_err, tp_agent_conn_t *c,
+                    tp_conn_msg_cb on_msg, tp_conn_lost_cb on_lost, void *data, tp_error_t *err);
 /* Queue a message; it is written as soon as the stream takes it. */
 int tp__conn_send(tp_agent_conn_t *c, const json_t *head, const void *payload, size_t len);
 /* The agent is taken for lost (it went silent): kill the command that

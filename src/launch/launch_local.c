@@ -100,6 +100,27 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     }
 }
 
+/* The agent's stderr: each whole line to the log (so that the live view
+ * keeps it above itself); a last line without its end is ended at EOF. */
+static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
+    tp_agent_conn_t *c = s->data;
+    if (nread > 0) tp__buf_append(&c->err_line, buf->base, (size_t)nread);
+    free(buf->base);
+    if (nread < 0 && c->err_line.len) tp__buf_append(&c->err_line, "\n", 1);
+    size_t done = 0;
+    for (const char *nl; (nl = memchr(c->err_line.data + done, '\n',
+                                      c->err_line.len - done)) != NULL;) {
+        size_t n = (size_t)(nl - (c->err_line.data + done)) + 1;
+        tp__log_line(c->err_line.data + done, n);
+        done += n;
+    }
+    if (done) {
+        memmove(c->err_line.data, c->err_line.data + done, c->err_line.len - done);
+        c->err_line.len -= done;
+    }
+    if (nread < 0) uv_read_stop(s);
+}
+
 static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
     tp_agent_conn_t *c = p->data;
     c->exited = 1;
@@ -113,8 +134,8 @@ static void on_exit_cb(uv_process_t *p, int64_t status, int sig) {
     conn_lost(c, why);
 }
 
-int tp__launch_argv(uv_loop_t *loop, char *const *argv, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
-                    tp_conn_lost_cb on_lost, void *data, tp_error_t *err) {
+int tp__launch_argv(uv_loop_t *loop, char *const *argv, int relay_err, tp_agent_conn_t *c,
+                    tp_conn_msg_cb on_msg, tp_conn_lost_cb on_lost, void *data, tp_error_t *err) {
     memset(c, 0, sizeof *c);
     c->loop = loop;
     c->on_msg = on_msg;
@@ -124,13 +145,21 @@ int tp__launch_argv(uv_loop_t *loop, char *const *argv, tp_agent_conn_t *c, tp_c
     tp__buf_init(&c->out);
     uv_pipe_init(loop, &c->to_agent, 0);
     uv_pipe_init(loop, &c->from_agent, 0);
-    c->to_agent.data = c->from_agent.data = c->proc.data = c;
+    c->to_agent.data = c->from_agent.data = c->proc.data = c->agent_err.data = c;
     c->open_handles = 2;
+    tp__buf_init(&c->err_line);
+    if (relay_err) {
+        uv_pipe_init(loop, &c->agent_err, 0);
+        c->relay_err = 1;
+        c->open_handles++;
+    }
 
     uv_stdio_container_t stdio[3] = {
         {.flags = UV_CREATE_PIPE | UV_READABLE_PIPE, .data.stream = (uv_stream_t *)&c->to_agent},
         {.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE, .data.stream = (uv_stream_t *)&c->from_agent},
-        {.flags = UV_INHERIT_FD, .data.fd = 2},
+        relay_err ? (uv_stdio_container_t){.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
+                                           .data.stream = (uv_stream_t *)&c->agent_err}
+                  : (uv_stdio_container_t){.flags = UV_INHERIT_FD, .data.fd = 2},
     };
     uv_process_options_t opt = {
         .exit_cb = on_exit_cb,
@@ -146,18 +175,14 @@ int tp__launch_argv(uv_loop_t *loop, char *const *argv, tp_agent_conn_t *c, tp_c
         return tp__errorf(err, rc, "cannot start the agent with %s: %s", argv[0], uv_strerror(rc));
     }
     c->open_handles++;
+    c->spawned = 1;
     uv_read_start((uv_stream_t *)&c->from_agent, on_alloc, on_read);
+    if (relay_err) uv_read_start((uv_stream_t *)&c->agent_err, on_alloc, on_err_read);
     return 0;
 }
 
-int tp__launch_local(uv_loop_t *loop, const char *exe, tp_agent_conn_t *c, tp_conn_msg_cb on_msg,
-                     tp_conn_lost_cb on_lost, void *data, tp_error_t *err) {
-    char *argv[] = {(char *)exe, "agent", NULL};
-    return tp__launch_argv(loop, argv, c, on_msg, on_lost, data, err);
-}
-
 void tp__conn_kill(tp_agent_conn_t *c, const char *why) {
-    if (!c->exited && !c->closing && c->open_handles == 3) uv_process_kill(&c->proc, SIGKILL);
+    if (!c->exited && !c->closing && c->spawned) uv_process_kill(&c->proc, SIGKILL);
     conn_lost(c, why);
 }
 
@@ -166,6 +191,7 @@ static void on_closed(uv_handle_t *h) {
     if (--c->open_handles > 0) return;
     tp__proto_decoder_free(&c->dec);
     tp__buf_free(&c->out);
+    tp__buf_free(&c->err_line);
     if (c->on_closed) c->on_closed(c);
 }
 
@@ -173,8 +199,8 @@ void tp__conn_close(tp_agent_conn_t *c, void (*done_cb)(tp_agent_conn_t *c)) {
     if (c->closing) return;
     c->closing = 1;
     c->on_closed = done_cb;
-    int has_proc = c->open_handles == 3;
     uv_close((uv_handle_t *)&c->to_agent, on_closed);
     uv_close((uv_handle_t *)&c->from_agent, on_closed);
-    if (has_proc) uv_close((uv_handle_t *)&c->proc, on_closed);
+    if (c->relay_err) uv_close((uv_handle_t *)&c->agent_err, on_closed);
+    if (c->spawned) uv_close((uv_handle_t *)&c->proc, on_closed);
 }

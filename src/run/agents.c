@@ -375,7 +375,8 @@ static int start_link(tp_agent_link_t *l) {
     tp_run_t *r = l->run;
     tp_error_t err = {0};
     l->ready = 0;
-    int rc = tp__launch_argv(&r->loop, l->argv, &l->conn, on_msg, on_lost, l, &err);
+    int local = r->x.cluster.kind == TP_CLUSTER_LOCAL;
+    int rc = tp__launch_argv(&r->loop, l->argv, local, &l->conn, on_msg, on_lost, l, &err);
     if (rc != 0) {
         tp__log(TP_LOG_ERROR, "%s: %s", l->name, err.msg);
         return rc;

@@ -305,8 +305,11 @@ void tp__deadline_finish(tp_run_t *r);
 int tp__placement_free_gpus(const tp_run_t *r, size_t node);
 
 /* ---- view.c ---------------------------------------------------------------- */
+#define TP_VIEW_RECENT 3 /* ends of attempts the live view shows under its table */
+
 typedef struct tp_view {
     uv_timer_t timer;           /* live view refresh */
+    uv_signal_t winch;          /* live view: the terminal was resized */
     int live, quiet;            /* mode: live block, log lines, or nothing */
     int lines;                  /* lines drawn by the live view */
     double t0;                  /* monotonic start of this run */
@@ -314,6 +317,8 @@ typedef struct tp_view {
     int64_t *front_ids;         /* several objectives: the Pareto front so far, owned */
     double *front_values;       /* m values per point, as reported */
     size_t nfront, capfront;
+    char recent[TP_VIEW_RECENT][240]; /* live view: the last ends of attempts, oldest first */
+    int nrecent;
 } tp_view_t;
 
 void tp__view_start(tp_run_t *r);

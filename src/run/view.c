@@ -1,13 +1,19 @@
 /* view: progress while an experiment runs. On a terminal a live block
- * redrawn at most twice a second; otherwise one plain line for every end of
- * an attempt (completed, paused at a rung, stopped early, failed, retried,
- * placed again after running out of GPU memory, interrupted), and a line
- * whenever the best so far changes. Reads the orchestrator's counters;
- * writes only to stdout. */
+ * redrawn twice a second and when the terminal is resized: progress, the
+ * best so far, a row per running trial and the last ends of attempts, cut
+ * to the terminal's size; log lines written meanwhile go above it (the log's
+ * sink). Otherwise one plain line for every end of an attempt (completed,
+ * paused at a rung, stopped early, failed, retried, placed again after
+ * running out of GPU memory, interrupted), and a line whenever the best so
+ * far changes. Reads the orchestrator's counters; writes to stdout (and
+ * the log lines it is handed to stderr). */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
@@ -86,6 +92,7 @@ void tp__view_front_add(tp_run_t *r, int64_t id, const double *values) {
 }
 
 void tp__view_free(tp_run_t *r) {
+    if (r->view.live) tp__log_set_sink(NULL, NULL); /* a run that never reached its end */
     free(r->view.front_ids);
     free(r->view.front_values);
 }
@@ -122,10 +129,70 @@ static void counts_line(const tp_run_t *r, char *out, size_t n) {
              c[TP_TRIAL_FAILED], c[TP_TRIAL_RUNNING], c[TP_TRIAL_PAUSED], waiting);
 }
 
+/* The terminal's size (stdout's), or 80 x 24 when it says none. */
+static void term_size(int *cols, int *rows) {
+    struct winsize w;
+    *cols = 80, *rows = 24;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_col > 0 && w.ws_row > 0)
+        *cols = w.ws_col, *rows = w.ws_row;
+}
+
+/* One line of the live block, cut to the terminal's width (a line that
+ * wrapped would throw off the count the next redraw goes back by). */
+static void put_line(tp_run_t *r, int cols, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void put_line(tp_run_t *r, int cols, const char *fmt, ...) {
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    size_t max = cols > 1 ? (size_t)cols - 1 : 1, n = strlen(line);
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)line[n] & 0xC0) == 0x80) n--; /* a whole UTF-8 char */
+        line[n] = 0;
+    }
+    printf("%s\n", line);
+    r->view.lines++;
+}
+
+/* The running trials, one row each (id, parameters, rung and budget, step,
+ * last value, elapsed, where), at most `room` rows. O(trials). */
+static void running_table(tp_run_t *r, int cols, int room, double now) {
+    int running = r->trials.count[TP_TRIAL_RUNNING], shown = 0;
+    if (running == 0 || room < 2) return;
+    put_line(r, cols, "%6s  %-36s %-9s %6s %10s %8s  %s", "trial", "parameters",
+             r->x.budget_name ? "rung/bdgt" : "", "step", r->x.metric, "elapsed", "where");
+    int rows = running > room - 1 ? room - 2 : running;
+    for (size_t i = 0; i < r->trials.n && shown < rows; i++) {
+        const trial_t *t = r->trials.by_id[i];
+        if (!t || t->state != TP_TRIAL_RUNNING) continue;
+        char params[512], rb[40] = "", step[24] = "", v[32] = "", el[32];
+        tp__params_text(t->params, params, sizeof params);
+        if (strlen(params) > 36) memcpy(params + 33, "...", 4);
+        if (r->x.budget_name && t->budget > 0) {
+            char b[32];
+            tp__fmt_sig(t->budget, b);
+            snprintf(rb, sizeof rb, "%d/%s", t->rung, b);
+        }
+        if (t->step != TP_STORE_NO_STEP) snprintf(step, sizeof step, "%lld", (long long)t->step);
+        if (t->has_value) tp__fmt_sig(t->value, v);
+        tp__format_duration(t->started > 0 ? now - t->started : 0, el, sizeof el);
+        put_line(r, cols, "%6lld  %-36s %-9s %6s %10s %8s  %s", (long long)t->id, params, rb, step,
+                 v, el, t->where_text);
+        shown++;
+    }
+    if (shown < running) put_line(r, cols, "%6s  ... and %d more running", "", running - shown);
+}
+
+/* The live block: progress, time, the best so far, the running trials and
+ * the last ends of attempts, fitted to the terminal. */
 static void draw(tp_run_t *r) {
     uint64_t total = total_trials(r);
-    int done = done_count(r);
-    double elapsed = tp__mono_s() - r->view.t0;
+    int done = done_count(r), cols, rows;
+    term_size(&cols, &rows);
+    double now = tp__mono_s(), elapsed = now - r->view.t0;
     char el[32], rem[48] = "?", best[700], counts[256];
     tp__format_duration(elapsed, el, sizeof el);
     int done_here = done - r->view.done_before;
@@ -143,12 +210,36 @@ static void draw(tp_run_t *r) {
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
     bar[width] = 0;
     if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
-    printf("%s [%s] %s%s\n", r->x.name, bar, counts, r->stopping ? " (stopping)" : "");
-    printf("elapsed %s, remaining %s\n", el, rem);
-    printf("%.*s\n", 160, best);
-    r->view.lines = 3;
+    r->view.lines = 0;
+    put_line(r, cols, "%s [%s] %s%s", r->x.name, bar, counts, r->stopping ? " (stopping)" : "");
+    put_line(r, cols, "elapsed %s, remaining %s", el, rem);
+    put_line(r, cols, "%s", best);
+    /* what is left of the screen (one line spare): the table, then the recent ends */
+    int recent = r->view.nrecent, room = rows - 1 - r->view.lines - recent;
+    running_table(r, cols, room, now);
+    for (int i = 0; i < recent && r->view.lines < rows - 1; i++)
+        put_line(r, cols, "%s", r->view.recent[i]);
     r->best_changed = 0;
     fflush(stdout);
+}
+
+static void on_winch(uv_signal_t *h, int sig) {
+    (void)sig;
+    tp_run_t *r = h->data;
+    if (!r->finished) draw(r);
+}
+
+/* A log line while the live view is shown: the view makes way, the line is
+ * written where the view was (it stays, above), and the view is drawn again
+ * below it. */
+static void log_above(void *ud, const char *line, size_t n) {
+    tp_run_t *r = ud;
+    if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
+    r->view.lines = 0;
+    fflush(stdout);
+    fwrite(line, 1, n, stderr);
+    fflush(stderr);
+    if (!r->finished) draw(r);
 }
 
 static void on_view_timer(uv_timer_t *h) {
@@ -170,14 +261,28 @@ void tp__view_start(tp_run_t *r) {
         fflush(stdout);
         return;
     }
+    tp__log_set_sink(log_above, r);
     uv_timer_init(&r->loop, &r->view.timer);
     r->view.timer.data = r;
     uv_timer_start(&r->view.timer, on_view_timer, 0, VIEW_PERIOD_MS);
+    uv_signal_init(&r->loop, &r->view.winch);
+    r->view.winch.data = r;
+    uv_signal_start(&r->view.winch, on_winch, SIGWINCH);
+}
+
+/* The live view: the end's line (its first) joins the last few shown. */
+static void keep_recent(tp_view_t *v, const char *line) {
+    if (v->nrecent == TP_VIEW_RECENT) {
+        memmove(v->recent[0], v->recent[1], sizeof v->recent[0] * (TP_VIEW_RECENT - 1));
+        v->nrecent--;
+    }
+    snprintf(v->recent[v->nrecent++], sizeof v->recent[0], "%.*s", (int)strcspn(line, "\n"),
+             line);
 }
 
 void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue, const char *why,
                             double duration_s) {
-    if (r->view.quiet || r->view.live) return;
+    if (r->view.quiet) return;
     char v[48] = "", d[32], rung[96], at[100] = "", where[160] = "";
     tp__format_duration(duration_s, d, sizeof d);
     if (t->has_value) {
@@ -217,7 +322,10 @@ void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue,
         tp__buf_printf(&line, "  so far the %s\n", best);
         r->best_changed = 0;
     }
-    tp__journal_announce(&r->journal, line.data);
+    if (r->view.live)
+        keep_recent(&r->view, line.data);
+    else
+        tp__journal_announce(&r->journal, line.data);
     tp__buf_free(&line);
 }
 
@@ -226,6 +334,8 @@ void tp__view_final(tp_run_t *r) {
     if (r->view.live) {
         /* Replace the live block by the summary below. */
         uv_timer_stop(&r->view.timer);
+        uv_signal_stop(&r->view.winch);
+        tp__log_set_sink(NULL, NULL);
         if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
         r->view.lines = 0;
     }

@@ -8,6 +8,16 @@
 
 static const char *const level_names[] = {"error", "warn", "info", "debug"};
 
+/* The one mutable state here, for the one stream it stands for (see
+ * tp__log_set_sink): NULL writes to stderr. */
+static tp_log_sink_t log_sink;
+static void *log_sink_ud;
+
+void tp__log_set_sink(tp_log_sink_t sink, void *ud) {
+    log_sink = sink;
+    log_sink_ud = ud;
+}
+
 /* The level currently asked for by TUNEPACK_LOG (read on each call, so no
  * state is cached); unknown or unset means info. */
 static int log_threshold(void) {
@@ -21,6 +31,13 @@ static int log_threshold(void) {
 
 /* Print "tunepack: <level>: msg\n" to stderr in one write when level is at
  * or below the threshold. */
+void tp__log_line(const char *line, size_t n) {
+    if (log_sink)
+        log_sink(log_sink_ud, line, n);
+    else
+        fwrite(line, 1, n, stderr);
+}
+
 void tp__log(int level, const char *fmt, ...) {
     if (level < TP_LOG_ERROR) level = TP_LOG_ERROR;
     if (level > TP_LOG_DEBUG) level = TP_LOG_DEBUG;
@@ -33,5 +50,5 @@ void tp__log(int level, const char *fmt, ...) {
     va_end(ap);
     size_t n = strlen(line);
     line[n] = '\n';
-    fwrite(line, 1, n + 1, stderr);
+    tp__log_line(line, n + 1);
 }

@@ -136,5 +136,14 @@ enum { TP_LOG_ERROR = 0, TP_LOG_WARN = 1, TP_LOG_INFO = 2, TP_LOG_DEBUG = 3 };
 /* Messages above the level set in env TUNEPACK_LOG (error|warn|info|debug,
  * default info) are dropped. Each line: "tunepack: warn: ...". */
 void tp__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Send log lines (each ending in '\n') to sink instead of stderr, or back to
+ * stderr with NULL: the live terminal view takes them, so that it can write
+ * each line above itself and draw itself again below it. One per process,
+ * as stderr is; set and cleared by the view's start and end. */
+typedef void (*tp_log_sink_t)(void *ud, const char *line, size_t n);
+void tp__log_set_sink(tp_log_sink_t sink, void *ud);
+/* A line already formatted (another process's log, ending in '\n'), written
+ * where tp__log writes: the sink, or stderr. */
+void tp__log_line(const char *line, size_t n);
 
 #endif
