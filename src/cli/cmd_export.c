@@ -1,4 +1,4 @@
-/* tunepack export [DIR] --format csv|json */
+/* tunepack export [DIR] [--format csv|json] (csv by default) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,7 +102,7 @@ static int export_main(int argc, char **argv) {
     const tp_cli_opt_t opts[] = {{"--format", NULL, &format}};
     int rc = tp__cli_parse(&tp__cmd_export, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
-    if (!format) return tp__cli_usage_error(&tp__cmd_export, "say --format csv or --format json");
+    if (!format) format = "csv"; /* what a spreadsheet opens, and what peers default to */
     if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
         return tp__cli_usage_error(&tp__cmd_export, "unknown format \"%s\"; use csv or json", format);
     char *dir = NULL;
@@ -133,9 +133,9 @@ static int export_main(int argc, char **argv) {
 const tp_cmd_t tp__cmd_export = {
     .name = "export",
     .summary = "export every trial as CSV or JSON",
-    .usage = "usage: tunepack export [DIR] --format csv|json\n\n"
+    .usage = "usage: tunepack export [DIR] [--format csv|json]\n\n"
              "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
-             "stdout. json: an array with one object per trial (id, state, params, metrics = the\n"
+             "stdout, as CSV unless --format json. json: an array with one object per trial (id, state, params, metrics = the\n"
              "last report, value, attempts, failures, interrupted attempts (neither failures\n"
              "nor retries), exit_code, error, stderr_tail = the last lines of a failed attempt's\n"
              "stderr, logs = its folder, where = node:GPUs of its last attempt, duration_s =\n"

@@ -146,6 +146,7 @@ class Cli(E2E):
         run_dir = self.finished_run()
         r = self.tp("export", run_dir, "--format", "csv")
         self.assertExit(r, 0)
+        self.assertEqual(self.tp("export", run_dir).stdout, r.stdout)  # csv unless told
         rows = list(csv.DictReader(io.StringIO(r.stdout)))
         header = r.stdout.splitlines()[0].split(",")
         for col in ("id", "state", "attempts", "value", "x", "n", "metric.acc", "metric.loss"):
