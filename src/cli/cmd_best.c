@@ -2,22 +2,51 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "run/run.h"
 
-/* The checkpoint a deadline run named for trial t (event `checkpoint`, the
- * last one), or NULL; caller frees. */
-static char *checkpoint_of(tp_store_t *s, json_t *t) {
-    char *path;
+/* Trial t's folder in the experiment directory dir, made absolute. */
+static void trial_dir(const char *dir, json_t *t, char *out, size_t n) {
+    char *abs = realpath(dir, NULL);
+    tp__trial_path(out, n, abs ? abs : dir, (long long)json_integer_value(json_object_get(t, "id")),
+                   NULL);
+    free(abs);
+}
+
+/* Whether path holds a checkpoint: a folder with anything in it (every
+ * attempt gets an empty one), or a file that is not empty. */
+static int holds_checkpoint(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return 0;
+    if (!S_ISDIR(st.st_mode)) return st.st_size > 0;
+    DIR *d = opendir(path);
+    int found = 0;
+    for (struct dirent *e; d && !found && (e = readdir(d)) != NULL;)
+        found = strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d) closedir(d);
+    return found;
+}
+
+/* Trial t's checkpoint: the one a deadline run named (event `checkpoint`,
+ * the last one), else its folder's checkpoint/ when it holds one on this
+ * machine; NULL if none (a checkpoint_root or a node's spool elsewhere).
+ * Caller frees. */
+static char *checkpoint_of(tp_store_t *s, const char *dir, json_t *t) {
+    char *path, here[4300];
     tp__store_last_event(s, json_integer_value(json_object_get(t, "id")), "checkpoint", &path);
-    return path;
+    if (path) return path;
+    trial_dir(dir, t, here, sizeof here);
+    strncat(here, "/checkpoint", sizeof here - strlen(here) - 1);
+    return holds_checkpoint(here) ? tp__strdup(here) : NULL;
 }
 
 /* {"trial", "value", "state", "rung", "budget", "params", "metrics"} of a
  * trial's JSON, under surrogate: "kind" and a target's "surrogate" (cli.h),
- * and "checkpoint" when a deadline run named one. */
-static json_t *best_object(tp_store_t *s, json_t *t) {
+ * "dir" (its folder) and "checkpoint" when it has one (checkpoint_of). */
+static json_t *best_object(tp_store_t *s, const char *dir, json_t *t) {
     static const char *const keys[] = {"value", "state", "rung", "budget", "params", "metrics"};
     json_t *o = json_pack("{s:O}", "trial", json_object_get(t, "id"));
     for (size_t i = 0; i < TP_ARRAY_LEN(keys); i++)
@@ -28,18 +57,23 @@ static json_t *best_object(tp_store_t *s, json_t *t) {
         json_t *v = json_object_get(t, surrogate_keys[i]);
         if (v && !json_is_null(v)) json_object_set(o, surrogate_keys[i], v);
     }
-    char *ckpt = checkpoint_of(s, t);
+    char home[4300];
+    trial_dir(dir, t, home, sizeof home);
+    json_object_set_new(o, "dir", json_string(home));
+    char *ckpt = checkpoint_of(s, dir, t);
     if (ckpt) json_object_set_new(o, "checkpoint", json_string(ckpt));
     free(ckpt);
     return o;
 }
 
-static void print_text(tp_store_t *s, json_t *t, const char *metric) {
-    char v[32], which[160];
+static void print_text(tp_store_t *s, const char *dir, json_t *t, const char *metric) {
+    char v[32], which[160], home[4300];
     tp__fmt_sig(json_real_value(json_object_get(t, "value")), v);
     tp__cli_ranked_text(t, which, sizeof which);
     printf("best %s: %s = %s\n", which, metric, v);
-    char *ckpt = checkpoint_of(s, t);
+    trial_dir(dir, t, home, sizeof home);
+    printf("  directory: %s\n", home);
+    char *ckpt = checkpoint_of(s, dir, t);
     if (ckpt) printf("  checkpoint: %s\n", ckpt);
     free(ckpt);
     const char *key;
@@ -85,15 +119,15 @@ static int best_main(int argc, char **argv) {
         code = TP_EXIT_NO_TRIAL;
     } else if (as_json) {
         /* One object; with --top, an array of them, best first. */
-        json_t *out = top_arg ? json_array() : best_object(s, json_array_get(ranked, 0));
+        json_t *out = top_arg ? json_array() : best_object(s, dir, json_array_get(ranked, 0));
         if (top_arg)
-            json_array_foreach(ranked, i, t) json_array_append_new(out, best_object(s, t));
+            json_array_foreach(ranked, i, t) json_array_append_new(out, best_object(s, dir, t));
         char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(out);
     } else {
-        json_array_foreach(ranked, i, t) print_text(s, t, metric ? metric : "value");
+        json_array_foreach(ranked, i, t) print_text(s, dir, t, metric ? metric : "value");
     }
     json_decref(ranked);
     free(mode);
@@ -121,8 +155,9 @@ const tp_cmd_t tp__cmd_best = {
              "  --top N   the N best, best first\n"
              "  --json    one object (with --top, an array of them, best first):\n"
              "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"
-             "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}}, and\n"
-             "            \"checkpoint\": \"/path\" for a model a deadline run named\n\n"
+             "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}, \"dir\": its\n"
+             "            folder}, and \"checkpoint\": \"/path\": the model a deadline run named,\n"
+             "            else the folder's checkpoint/ when it holds one on this machine\n\n"
              "With several objectives (metric: [{name, mode}, ...]) it prints the Pareto front:\n"
              "every finished trial that no other beats in every objective (--top does not\n"
              "apply); --json gives it as a list: [{\"trial\": 7, \"values\": {\"err\": 0.1,\n"

@@ -50,6 +50,17 @@ class Cli(E2E):
         self.assertEqual(best["params"], top["params"])
         self.assertEqual(best["metrics"]["acc"], top["params"]["x"])
         self.assertEqual(best["metrics"]["loss"], top["params"]["n"])
+        # Where it is: its folder, and its checkpoint once it holds one.
+        home = os.path.join(os.path.realpath(run_dir), "trials", "%06d" % top["id"])
+        self.assertEqual(best["dir"], home)
+        self.assertNotIn("checkpoint", best)  # its checkpoint/ is empty: it saved none
+        with open(os.path.join(home, "checkpoint", "model.pt"), "w") as f:
+            f.write("weights")
+        again = json.loads(self.tp("best", run_dir, "--json").stdout)
+        self.assertEqual(again["checkpoint"], os.path.join(home, "checkpoint"))
+        text = self.tp("best", run_dir).stdout
+        self.assertIn("  directory: %s\n" % home, text)
+        self.assertIn("  checkpoint: %s\n" % os.path.join(home, "checkpoint"), text)
 
     def test_best_json_is_the_min_for_mode_min(self):
         run_dir = self.finished_run("min")
