@@ -108,8 +108,9 @@ static void on_err_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     free(buf->base);
     if (nread < 0 && c->err_line.len) tp__buf_append(&c->err_line, "\n", 1);
     size_t done = 0;
-    for (const char *nl; (nl = memchr(c->err_line.data + done, '\n',
-                                      c->err_line.len - done)) != NULL;) {
+    const char *nl;
+    while (done < c->err_line.len &&
+           (nl = memchr(c->err_line.data + done, '\n', c->err_line.len - done)) != NULL) {
         size_t n = (size_t)(nl - (c->err_line.data + done)) + 1;
         tp__log_line(c->err_line.data + done, n);
         done += n;
