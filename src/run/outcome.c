@@ -203,6 +203,7 @@ typedef struct ending {
     tp_requeue_t requeue;         /* elastic: why it comes back (a resize) */
     char resized[200];            /* a resize in words */
     char at_deadline[sizeof((trial_t *)0)->why]; /* the deadline ended it: why; "" if not */
+    int told;                     /* a failure's stderr had a last line (its why ends with it) */
 } ending_t;
 
 /* The features' hooks, in this order: OOM regrowth (placement), elastic
@@ -252,11 +253,29 @@ static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
 
 /* A failure: retried while retries are left (an event says why), else the
  * trial fails for good and the scheduler is told. Returns the state. */
-static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
+/* The same failure as the attempt before, told by the same words and the same
+ * last line of stderr (an exception and its message): another try would
+ * only fail again. The attempt before's are its journaled "failed" event. */
+static int failed_the_same(tp_run_t *r, const trial_t *t, const char *why, int told) {
+    if (!told || t->failures < 2) return 0;
+    char *before = NULL;
+    tp__store_last_event(r->journal.store, t->id, "failed", &before);
+    int same = before && strcmp(before, why) == 0;
+    free(before);
+    return same;
+}
+
+static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v, int told,
                                    tp_transition_t *how, const char **decided) {
     t->failures++;
     how->error = v->why;
-    if (t->failures <= r->x.retries) {
+    int again = failed_the_same(r, t, v->why, told);
+    if (again) {
+        size_t n = strlen(v->why);
+        snprintf(v->why + n, sizeof v->why - n,
+                 " (the same error as its attempt before: not retried again)");
+    }
+    if (t->failures <= r->x.retries && !again) {
         how->requeue = TP_REQUEUE_RETRY;
         tp__journal_ok(&r->journal,
                        tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "failed",
@@ -301,21 +320,23 @@ static void attempt_ended(tp_run_t *r, trial_t *t, const tp_verdict_t *v, const 
 }
 
 /* A failure says what the trial said last, where everyone looks: the last
- * lines of its stderr kept with the end, the last one added to why. */
-static void add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v, char *tail,
-                            size_t n, tp_transition_t *how) {
+ * lines of its stderr kept with the end, the last one added to why. 1 when
+ * it said something. */
+static int add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v, char *tail,
+                           size_t n, tp_transition_t *how) {
     stderr_tail(r, t, tail, n);
     how->stderr_tail = tail;
     const char *last = strrchr(tail, '\n');
     last = last ? last + 1 : tail;
     size_t k = strlen(v->why);
     if (*last) snprintf(v->why + k, sizeof v->why - k, ": %s", last);
+    return *last != 0;
 }
 
 /* The state the attempt's end leads to, with how (journaled with it) and
  * the scheduler's word (*decided, NULL if none). The scheduler is told a
  * job's result here, and a failure's retry is journaled. */
-static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
+static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v,
                                    const ending_t *end, tp_transition_t *how, char *note,
                                    size_t n, const char **decided) {
     if (*end->at_deadline) {
@@ -338,7 +359,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, const tp_verdict_t *
                            "recording an out-of-memory end");
         return TP_TRIAL_PENDING;
     }
-    if (v->kind != TP_VERDICT_DONE) return job_failed(r, t, v, how, decided);
+    if (v->kind != TP_VERDICT_DONE) return job_failed(r, t, v, end->told, how, decided);
     tp_trial_state_t to = job_done(r, t, v, how->at, note, n, decided);
     how->detail = *decided;
     return to;
@@ -358,7 +379,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e) {
                            .signal = e->signal, .at = tp__wall_s()};
     char tail[TAIL_BYTES + 1] = "", note[300] = "";
     if (v.kind != TP_VERDICT_DONE && !end.interrupted && !*end.at_deadline)
-        add_stderr_tail(r, t, &v, tail, sizeof tail, &how);
+        end.told = add_stderr_tail(r, t, &v, tail, sizeof tail, &how);
     const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
     tp_trial_state_t to = next_state(r, t, &v, &end, &how, note, sizeof note, &decided);
     tp__trial_set_state(&r->trials, t, to, &how);

@@ -94,6 +94,31 @@ class Lifecycle(E2E):
             self.assertEqual(t["exit_code"], 9)
             self.assertEqual(len(s.events(0, "failed")), 3)
 
+    def test_the_same_exception_twice_is_not_retried_again(self):
+        # Issue 34: a trial that fails twice with the same exception and message would only
+        # fail again; one whose message changes (a flaky cause) gets every retry.
+        same = self.write("same.py", "raise ValueError('lr must be positive')\n")
+        changing = self.write("changing.py", "import os\n"
+                              "raise RuntimeError('CUDA error on attempt ' + "
+                              "os.environ['TUNEPACK_ATTEMPT'])\n")
+        for script, attempts in ((same, 2), (changing, 4)):
+            run_dir = self.path("run-" + os.path.basename(script))
+            exp = self.exp("[%s, %s]" % (yaml_str(sys.executable), yaml_str(script)),
+                           extra="retries: 3\n")
+            r = self.run_exp(exp, run_dir)
+            self.assertExit(r, 5)
+            with self.store(run_dir) as s:
+                t = s.trial(0)
+                self.assertEqual(t["state"], "failed")
+                self.assertEqual(t["attempts"], attempts, t)
+                self.assertEqual(len(s.events(0, "failed")), attempts)  # each retry, and the end
+            if attempts == 2:
+                self.assertIn("ValueError: lr must be positive (the same error as its attempt "
+                              "before: not retried again)", t["error"])
+                self.assertIn("not retried again", r.stdout)
+            else:
+                self.assertNotIn("not retried", t["error"])
+
     def test_stop_leaves_no_orphans_and_run_again_completes(self):
         # Each trial starts a background child and waits; on resume (marker present) it
         # reports and exits at once.
