@@ -543,6 +543,11 @@ void tp__run_put_back(tp_run_t *r, trial_t *t);
 /* Send t's attempt a `pause` (checkpoint and exit) or `stop` now, to every node it runs on
  * (a fused one: its process); once per attempt. */
 void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason);
+/* Build and queue the launch message of one process (rank) of t's current
+ * attempt, to the agent of its node. Rank 0 of several asks its agent for a
+ * free MASTER_PORT; the others follow once it has started (messages.c).
+ * 0, or -errno with r->err filled. */
+int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank);
 
 /* outcome.c: a running attempt's `report` and `exited` messages. f: the fused process the
  * report came from (each line goes to the configuration it names), NULL otherwise. */

@@ -1,0 +1,188 @@
+/* messages: what the orchestrator does with each message an agent sends
+ * (docs/protocol.md), through one table: a node's own (hello, mps, usage,
+ * error, bye), or one about a running attempt (report, garbage, log,
+ * started, exited), a trial's and a fused process's alike. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "run/orchestrator_internal.h"
+#include "run/run.h"
+
+/* Whose attempt a message is about: a trial's (one of its ranks), or a fused
+ * process's (t: the trial whose logs it keeps, may be NULL; rank 0). */
+typedef struct about {
+    trial_t *t;    /* the trial */
+    tp_fused_t *f; /* the fused process, NULL for a trial's own */
+    int rank;      /* which process of a multi-process attempt */
+} about_t;
+
+/* Fill *a for m's "trial", "attempt" and "rank". 0 when the message is about
+ * no live attempt (stale: a later attempt runs, or none). */
+static int about(tp_run_t *r, const tp_msg_t *m, about_t *a) {
+    json_int_t id = -1, attempt = -1, rk = 0;
+    json_unpack(m->head, "{s:I, s:I, s?I}", "trial", &id, "attempt", &attempt, "rank", &rk);
+    *a = (about_t){0};
+    if (r->x.fuse.max && (a->f = tp__fuse_find(r, id, attempt)) != NULL) {
+        a->t = tp__trials_get(&r->trials, a->f->proc);
+        return 1;
+    }
+    trial_t *t = tp__trials_get(&r->trials, id);
+    if (!t || t->state != TP_TRIAL_RUNNING || t->attempts != attempt) return 0;
+    if (rk < 0 || rk >= (t->nranks > 0 ? t->nranks : 1)) return 0;
+    a->t = t;
+    a->rank = (int)rk;
+    return 1;
+}
+
+/* Rank 0 of a multi-process attempt started with its MASTER_PORT: the
+ * others start now. */
+static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
+    t->master_port = (int)json_integer_value(json_object_get(m->head, "master_port"));
+    for (int k = 1; k < t->nranks; k++)
+        if (tp__run_send_launch(r, t, k) != 0) {
+            tp__log(TP_LOG_WARN, "trial %lld: rank %d could not be launched; stopping the attempt",
+                    (long long)t->id, k);
+            tp__run_send_control(r, t, "stop", "a rank could not start");
+            break;
+        }
+}
+
+/* One process of a multi-process attempt ended. The attempt is judged when
+ * the last one has: by the first that failed (the others are stopped at
+ * once: the processes of a trial stop as one), else by rank 0. */
+static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m,
+                        const tp_exited_t *e) {
+    int failed = !tp__exited_ok(e) && e->ended != TP_ENDED_PAUSED;
+    if (!t->verdict && (failed || rank == 0)) {
+        t->verdict = json_deep_copy(m->head);
+        if (failed && t->ranks_live > 1) tp__run_send_control(r, t, "stop", "another rank failed");
+    }
+    if (--t->ranks_live > 0) return;
+    tp_exited_t judged;
+    tp__proto_exited(t->verdict ? t->verdict : m->head, &judged);
+    tp__run_on_exited(r, t, &judged);
+}
+
+/* ---- a running attempt's messages (a trial's, or a fused process's) ---------- */
+static void on_report(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    if (a->rank == 0) tp__run_on_report(r, a->t, a->f, m); /* rank 0 speaks for the trial */
+}
+
+static void on_garbage(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    const char *what = json_string_value(json_object_get(m->head, "what"));
+    /* a fused process's garbage goes to a configuration still in it */
+    trial_t *g = !a->f       ? (a->rank == 0 ? a->t : NULL)
+                 : a->t      ? tp__fuse_member(r, a->f, a->t->fused == a->f ? a->t->fuse_index : -1)
+                             : tp__fuse_member(r, a->f, -1);
+    if (g) tp__run_garbage(r, g, what ? what : "garbage");
+}
+
+static void on_log(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    if (a->t) tp__run_on_log(r, a->t, a->rank, m);
+}
+
+static void on_started(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    json_int_t pid = 0;
+    json_unpack(m->head, "{s?I}", "pid", &pid);
+    if (a->rank != 0) return;
+    for (int i = 0; a->f && i < a->f->n; i++) { /* every configuration runs in that process */
+        trial_t *u = tp__fuse_member(r, a->f, i);
+        if (u) u->pid = (int)pid;
+    }
+    if (!a->f) a->t->pid = (int)pid;
+    double now = tp__mono_s();
+    if (a->t) tp__samples_add(&r->start_ms, (now - a->t->launch_sent) * 1000.0);
+    if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
+    if (!a->f && a->t->nranks > 1) launch_other_ranks(r, a->t, m);
+}
+
+static void on_exited(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
+    if (a->f) { /* its end mapped to every configuration still in it */
+        tp__fuse_on_exited(r, a->f, m);
+        return;
+    }
+    tp_exited_t e;
+    tp__proto_exited(m->head, &e);
+    if (a->t->nranks > 1)
+        rank_exited(r, a->t, a->rank, m, &e);
+    else
+        tp__run_on_exited(r, a->t, &e);
+}
+
+static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
+    int proto = 0;
+    json_unpack(m->head, "{s?i}", "protocol", &proto);
+    if (proto != TP_PROTO_VERSION) {
+        tp__log(TP_LOG_ERROR, "the agent speaks protocol %d, this is %d", proto,
+                TP_PROTO_VERSION);
+        r->exit_code = TP_EXIT_AGENT;
+        r->stopping = 1;
+        return;
+    }
+    json_int_t reaped = 0;
+    json_unpack(m->head, "{s?I}", "reaped", &reaped);
+    if (reaped > 0) {
+        char d[80];
+        snprintf(d, sizeof d, "the agent killed %lld process(es) left by an earlier run",
+                 (long long)reaped);
+        tp__journal_ok(&r->journal,
+                       tp__store_event(tp__journal_tx(&r->journal), -1, 0, "reaped", d,
+                                       tp__wall_s()),
+                       "recording reaped processes");
+    }
+    int wait = 0;
+    int rc = tp__placement_hello(r, (size_t)node, m->head, &wait);
+    if (rc != 0) {
+        r->exit_code = rc;
+        r->stopping = 1;
+        tp__agents_shutdown(r);
+        return;
+    }
+    if (!wait) tp__agents_mark_ready(r, node);
+}
+
+/* ---- a node's own messages ------------------------------------------------------ */
+static void on_mps(tp_run_t *r, int node, const tp_msg_t *m) {
+    tp__placement_on_mps(r, (size_t)node, m->head);
+    tp__agents_mark_ready(r, node);
+}
+
+static void on_usage(tp_run_t *r, int node, const tp_msg_t *m) {
+    tp__placement_on_usage(r, (size_t)node, m->head);
+}
+
+static void on_error(tp_run_t *r, int node, const tp_msg_t *m) {
+    (void)r, (void)node;
+    const char *msg = json_string_value(json_object_get(m->head, "message"));
+    tp__log(TP_LOG_ERROR, "agent: %s", msg ? msg : "(no message)");
+}
+
+/* What the orchestrator does with each message kind an agent sends
+ * (docs/protocol.md): a node's own, or one about a running attempt, a
+ * trial's or a fused process's alike. A kind not listed is ignored. */
+static const struct msg_kind {
+    const char *type;
+    void (*node)(tp_run_t *r, int node, const tp_msg_t *m);     /* about the node */
+    void (*attempt)(tp_run_t *r, const about_t *a, const tp_msg_t *m); /* about an attempt */
+} msg_kinds[] = {
+    {"hello", .node = on_hello},        {"mps", .node = on_mps},
+    {"usage", .node = on_usage},        {"error", .node = on_error},
+    {"bye"},                            {"report", .attempt = on_report},
+    {"garbage", .attempt = on_garbage}, {"log", .attempt = on_log},
+    {"started", .attempt = on_started}, {"exited", .attempt = on_exited},
+};
+
+void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
+    r->messages++;
+    for (size_t i = 0; i < TP_ARRAY_LEN(msg_kinds); i++) {
+        const struct msg_kind *k = &msg_kinds[i];
+        if (strcmp(m->type, k->type) != 0) continue;
+        about_t a;
+        if (k->node)
+            k->node(r, node, m);
+        else if (k->attempt && about(r, m, &a))
+            k->attempt(r, &a, m);
+        return;
+    }
+}
