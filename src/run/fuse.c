@@ -413,14 +413,12 @@ static void measure(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
     journal_table(r);
 }
 
-void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_msg_t *m) {
-    tp_exited_t e;
-    tp__proto_exited(m->head, &e);
-    measure(r, f, &e);
+void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
+    measure(r, f, e);
     f->busy = 1;
     for (int i = 0; i < f->n; i++) {
         trial_t *u = tp__fuse_member(r, f, i);
-        if (u) tp__run_on_exited(r, u, &e);
+        if (u) tp__run_on_exited(r, u, e);
     }
     f->busy = 0;
     if (f->running == 0) unlink_live(r, f);

@@ -71,10 +71,7 @@ static void on_report(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
 
 static void on_garbage(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
     const char *what = json_string_value(json_object_get(m->head, "what"));
-    /* a fused process's garbage goes to a configuration still in it */
-    trial_t *g = !a->f       ? (a->rank == 0 ? a->t : NULL)
-                 : a->t      ? tp__fuse_member(r, a->f, a->t->fused == a->f ? a->t->fuse_index : -1)
-                             : tp__fuse_member(r, a->f, -1);
+    trial_t *g = a->rank == 0 ? tp__run_garbage_owner(r, a->t, a->f) : NULL;
     if (g) tp__run_garbage(r, g, what ? what : "garbage");
 }
 
@@ -98,13 +95,11 @@ static void on_started(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
 }
 
 static void on_exited(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
-    if (a->f) { /* its end mapped to every configuration still in it */
-        tp__fuse_on_exited(r, a->f, m);
-        return;
-    }
     tp_exited_t e;
     tp__proto_exited(m->head, &e);
-    if (a->t->nranks > 1)
+    if (a->f) /* its end mapped to every configuration still in it */
+        tp__fuse_on_exited(r, a->f, &e);
+    else if (a->t->nranks > 1)
         rank_exited(r, a->t, a->rank, m, &e);
     else
         tp__run_on_exited(r, a->t, &e);

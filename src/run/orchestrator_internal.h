@@ -386,7 +386,7 @@ void tp__fuse_seen(tp_fused_t *f, const trial_t *t, int64_t step);
 char *tp__fuse_configs_json(const tp_run_t *r, const trial_t *t);
 /* f's process exited: its throughput and memory measured and journaled, then the end
  * mapped to every configuration still running in it (tp__run_on_exited each). */
-void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_msg_t *m);
+void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e);
 /* t's attempt ends (tp__placement_ended): t leaves its process. Returns 1 when the process
  * runs on for others, which now hold its placement (nothing is freed), 0 otherwise. */
 int tp__fuse_left(tp_run_t *r, trial_t *t);
@@ -559,5 +559,9 @@ void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m);
 void tp__run_logs_close(trial_t *t);
 /* Something on a report channel that is no report: an event (the first 20). */
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what);
+/* Who answers for garbage of t's attempt, or of fused process f (t: the trial
+ * whose logs f keeps, may be NULL): t itself, or a configuration still in f;
+ * NULL if none. */
+trial_t *tp__run_garbage_owner(const tp_run_t *r, trial_t *t, const tp_fused_t *f);
 
 #endif

@@ -89,13 +89,16 @@ static trial_t *fused_target(tp_run_t *r, tp_fused_t *f, const tp_report_t *rep,
     return NULL;
 }
 
+trial_t *tp__run_garbage_owner(const tp_run_t *r, trial_t *t, const tp_fused_t *f) {
+    return f ? tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1) : t;
+}
+
 void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m) {
     const char *channel = json_string_value(json_object_get(m->head, "channel"));
     int kv = channel && strcmp(channel, "stdout") == 0;
     const char *p = m->payload, *end = m->payload + m->payload_len;
     char why[300];
-    /* A fused process's garbage goes to a configuration still in it. */
-    trial_t *blame = f ? tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1) : t;
+    trial_t *blame = tp__run_garbage_owner(r, t, f);
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
@@ -203,7 +206,6 @@ typedef struct ending {
     tp_requeue_t requeue;         /* elastic: why it comes back (a resize) */
     char resized[200];            /* a resize in words */
     char at_deadline[sizeof((trial_t *)0)->why]; /* the deadline ended it: why; "" if not */
-    int told;                     /* a failure's stderr had a last line (its why ends with it) */
 } ending_t;
 
 /* The features' hooks, in this order: OOM regrowth (placement), elastic
@@ -251,12 +253,12 @@ static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
     return TP_TRIAL_PAUSED;
 }
 
-/* A failure: retried while retries are left (an event says why), else the
- * trial fails for good and the scheduler is told. Returns the state. */
 /* The same failure as the attempt before, told by the same words and the same
  * last line of stderr (an exception and its message): another try would
  * only fail again. The attempt before's are its journaled "failed" event. */
-static int failed_the_same(tp_run_t *r, const trial_t *t, const char *why, int told) {
+static int failed_the_same(tp_run_t *r, const trial_t *t, const char *why,
+                           const tp_transition_t *how) {
+    int told = how->stderr_tail && *how->stderr_tail; /* why ends with its last line */
     if (!told || t->failures < 2) return 0;
     char *before = NULL;
     tp__store_last_event(r->journal.store, t->id, "failed", &before);
@@ -265,11 +267,14 @@ static int failed_the_same(tp_run_t *r, const trial_t *t, const char *why, int t
     return same;
 }
 
-static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v, int told,
+/* A failure: retried while retries are left and it is not the same error
+ * again (an event says why), else the trial fails for good and the
+ * scheduler is told. Returns the state. */
+static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v,
                                    tp_transition_t *how, const char **decided) {
     t->failures++;
     how->error = v->why;
-    int again = failed_the_same(r, t, v->why, told);
+    int again = failed_the_same(r, t, v->why, how);
     if (again) {
         size_t n = strlen(v->why);
         snprintf(v->why + n, sizeof v->why - n,
@@ -320,9 +325,8 @@ static void attempt_ended(tp_run_t *r, trial_t *t, const tp_verdict_t *v, const 
 }
 
 /* A failure says what the trial said last, where everyone looks: the last
- * lines of its stderr kept with the end, the last one added to why. 1 when
- * it said something. */
-static int add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v, char *tail,
+ * lines of its stderr kept with the end, the last one added to why. */
+static void add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v, char *tail,
                            size_t n, tp_transition_t *how) {
     stderr_tail(r, t, tail, n);
     how->stderr_tail = tail;
@@ -330,7 +334,6 @@ static int add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v,
     last = last ? last + 1 : tail;
     size_t k = strlen(v->why);
     if (*last) snprintf(v->why + k, sizeof v->why - k, ": %s", last);
-    return *last != 0;
 }
 
 /* The state the attempt's end leads to, with how (journaled with it) and
@@ -359,7 +362,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v,
                            "recording an out-of-memory end");
         return TP_TRIAL_PENDING;
     }
-    if (v->kind != TP_VERDICT_DONE) return job_failed(r, t, v, end->told, how, decided);
+    if (v->kind != TP_VERDICT_DONE) return job_failed(r, t, v, how, decided);
     tp_trial_state_t to = job_done(r, t, v, how->at, note, n, decided);
     how->detail = *decided;
     return to;
@@ -379,7 +382,7 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e) {
                            .signal = e->signal, .at = tp__wall_s()};
     char tail[TAIL_BYTES + 1] = "", note[300] = "";
     if (v.kind != TP_VERDICT_DONE && !end.interrupted && !*end.at_deadline)
-        end.told = add_stderr_tail(r, t, &v, tail, sizeof tail, &how);
+        add_stderr_tail(r, t, &v, tail, sizeof tail, &how);
     const char *decided = NULL; /* the scheduler's word on it, for the decisions journal */
     tp_trial_state_t to = next_state(r, t, &v, &end, &how, note, sizeof note, &decided);
     tp__trial_set_state(&r->trials, t, to, &how);
