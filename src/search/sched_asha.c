@@ -203,10 +203,7 @@ static void asha_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
-static void asha_trials(tp_scheduler_t *s, uint64_t n) {
-    (void)n;
-    tp__asha_more(s->impl);
-}
+static void asha_trials(tp_scheduler_t *s) { tp__asha_more(s->impl); }
 
 const struct tp_scheduler_ops tp__sched_asha_ops = {
     .name = "asha",

@@ -15,7 +15,6 @@
 
 typedef struct fifo_state {
     int64_t next;       /* number of the next new trial */
-    int exhausted;      /* the sampler returned 0 */
     json_t **configs;   /* per trial, owned */
     size_t cap;         /* slots in configs */
 } fifo_state_t;
@@ -28,10 +27,8 @@ static int fifo_init(tp_scheduler_t *s, tp_error_t *err) {
 
 static int fifo_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     fifo_state_t *st = s->impl;
-    if (st->exhausted) return 0;
     json_t *cfg;
     int rc = tp__sched_new_trial(s, st->next, now, out, &cfg);
-    if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
     if ((size_t)st->next >= st->cap) {
         size_t cap = st->cap ? 2 * st->cap : 64;
@@ -80,14 +77,8 @@ static void fifo_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
-static void fifo_trials(tp_scheduler_t *s, uint64_t n) {
-    (void)n;
-    ((fifo_state_t *)s->impl)->exhausted = 0;
-}
-
 const struct tp_scheduler_ops tp__sched_fifo_ops = {
     .name = "fifo",
-    .trials = fifo_trials,
     .init = fifo_init,
     .next = fifo_next,
     .result = fifo_result,

@@ -243,10 +243,9 @@ static void hb_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
-/* The sampler's new total (a grid's is its size times n); brackets already
- * started keep the size they were given. */
-static void hb_trials(tp_scheduler_t *s, uint64_t n) {
-    (void)n;
+/* The sampler's new total (a grid's is its size times `trials`); brackets
+ * already started keep the size they were given. */
+static void hb_trials(tp_scheduler_t *s) {
     hb_state_t *st = s->impl;
     st->limit = s->sampler->ops->total(s->sampler);
     st->exhausted = 0;

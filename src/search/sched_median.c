@@ -49,7 +49,6 @@ typedef struct med_state {
     size_t ntrials, cap;
     int64_t *completed;   /* trials that completed, in order */
     size_t ncompleted;
-    int exhausted;        /* the sampler returned 0 */
     double *scratch;      /* ncompleted values */
 } med_state_t;
 
@@ -61,10 +60,8 @@ static int med_init(tp_scheduler_t *s, tp_error_t *err) {
 
 static int med_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     med_state_t *st = s->impl;
-    if (st->exhausted) return 0;
     json_t *cfg;
     int rc = tp__sched_new_trial(s, (int64_t)st->ntrials, now, out, &cfg);
-    if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
     if (st->ntrials == st->cap) {
         st->cap = st->cap ? 2 * st->cap : 64;
@@ -183,14 +180,8 @@ static void med_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
-static void med_trials(tp_scheduler_t *s, uint64_t n) {
-    (void)n;
-    ((med_state_t *)s->impl)->exhausted = 0;
-}
-
 const struct tp_scheduler_ops tp__sched_median_ops = {
     .name = "median",
-    .trials = med_trials,
     .init = med_init,
     .next = med_next,
     .result = med_result,

@@ -361,9 +361,9 @@ static void surr_destroy(tp_scheduler_t *s) {
 }
 
 /* The sampler is the inner scheduler's (shared): the inner one takes n. */
-static void surr_trials(tp_scheduler_t *s, uint64_t n) {
+static void surr_trials(tp_scheduler_t *s) {
     surr_state_t *st = s->impl;
-    tp__scheduler_set_trials(st->inner, n);
+    tp__scheduler_set_trials(st->inner, s->cfg.sampler.trials);
 }
 
 static int surr_init(tp_scheduler_t *s, tp_error_t *err) {

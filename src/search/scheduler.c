@@ -149,7 +149,7 @@ const char *tp__sched_single_objective_msg(const char *name) {
 void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n) {
     s->cfg.sampler.trials = n;
     if (s->sampler) s->sampler->cfg.trials = n;
-    if (s->ops->trials) s->ops->trials(s, n);
+    if (s->ops->trials) s->ops->trials(s);
 }
 
 void tp__scheduler_free(tp_scheduler_t *s) {

@@ -94,10 +94,10 @@ struct tp_scheduler_ops {
     void (*timing)(tp_scheduler_t *s, const tp_timing_t *t, double now);
     /* Trials the search expects to create, 0 if unknown (progress view). */
     uint64_t (*total)(const tp_scheduler_t *s);
-    /* The sampler's `trials` became n (see tp__scheduler_set_trials): a
-     * scheduler that remembered the sampler's "no more" or sized its plan
-     * by the old number takes the new one. NULL: nothing to do. */
-    void (*trials)(tp_scheduler_t *s, uint64_t n);
+    /* The sampler's `trials` changed (tp__scheduler_set_trials): a scheduler
+     * that remembered the sampler's "no more" or sized its plan by the old
+     * number takes the new one. NULL: nothing to do. */
+    void (*trials)(tp_scheduler_t *s);
     void (*destroy)(tp_scheduler_t *s);
 };
 
