@@ -1,8 +1,8 @@
 /* tunepack best [DIR] [--json] [--top N] */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sys/stat.h>
 
 #include "cli/cli.h"
@@ -31,15 +31,14 @@ static int holds_checkpoint(const char *path) {
 }
 
 /* Trial t's checkpoint: the one a deadline run named (event `checkpoint`,
- * the last one), else its folder's checkpoint/ when it holds one on this
- * machine; NULL if none (a checkpoint_root or a node's spool elsewhere).
- * Caller frees. */
-static char *checkpoint_of(tp_store_t *s, const char *dir, json_t *t) {
-    char *path, here[4300];
+ * the last one), else the checkpoint/ of its folder `home` when it holds one
+ * on this machine; NULL if none (a checkpoint_root or a node's spool
+ * elsewhere). Caller frees. */
+static char *checkpoint_of(tp_store_t *s, const char *home, json_t *t) {
+    char *path, here[4400];
     tp__store_last_event(s, json_integer_value(json_object_get(t, "id")), "checkpoint", &path);
     if (path) return path;
-    trial_dir(dir, t, here, sizeof here);
-    strncat(here, "/checkpoint", sizeof here - strlen(here) - 1);
+    snprintf(here, sizeof here, "%s/checkpoint", home);
     return holds_checkpoint(here) ? tp__strdup(here) : NULL;
 }
 
@@ -60,7 +59,7 @@ static json_t *best_object(tp_store_t *s, const char *dir, json_t *t) {
     char home[4300];
     trial_dir(dir, t, home, sizeof home);
     json_object_set_new(o, "dir", json_string(home));
-    char *ckpt = checkpoint_of(s, dir, t);
+    char *ckpt = checkpoint_of(s, home, t);
     if (ckpt) json_object_set_new(o, "checkpoint", json_string(ckpt));
     free(ckpt);
     return o;
@@ -73,7 +72,7 @@ static void print_text(tp_store_t *s, const char *dir, json_t *t, const char *me
     printf("best %s: %s = %s\n", which, metric, v);
     trial_dir(dir, t, home, sizeof home);
     printf("  directory: %s\n", home);
-    char *ckpt = checkpoint_of(s, dir, t);
+    char *ckpt = checkpoint_of(s, home, t);
     if (ckpt) printf("  checkpoint: %s\n", ckpt);
     free(ckpt);
     const char *key;

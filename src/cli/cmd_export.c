@@ -135,13 +135,14 @@ const tp_cmd_t tp__cmd_export = {
     .summary = "export every trial as CSV or JSON",
     .usage = "usage: tunepack export [DIR] [--format csv|json]\n\n"
              "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
-             "stdout, as CSV unless --format json. json: an array with one object per trial (id, state, params, metrics = the\n"
-             "last report, value, attempts, failures, interrupted attempts (neither failures\n"
-             "nor retries), exit_code, error, stderr_tail = the last lines of a failed attempt's\n"
-             "stderr, logs = its folder, where = node:GPUs of its last attempt, duration_s =\n"
-             "time spent running, times; under surrogate:, kind = surrogate or target and\n"
-             "source = a target's surrogate trial). csv: one row per trial with those columns, a\n"
-             "column per parameter and per final metric (metric.<name>).\n\n"
+             "stdout, as CSV unless --format json. json: an array with one object per trial\n"
+             "(id, state, params, metrics = the last report, value, attempts, failures,\n"
+             "interrupted attempts (neither failures nor retries), exit_code, error,\n"
+             "stderr_tail = the last lines of a failed attempt's stderr, logs = its folder,\n"
+             "where = node:GPUs of its last attempt, duration_s = time spent running, times;\n"
+             "under surrogate:, kind = surrogate or target and source = a target's surrogate\n"
+             "trial). csv: one row per trial with those columns, a column per parameter and\n"
+             "per final metric (metric.<name>).\n\n"
              "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
     .main = export_main,
 };

@@ -131,4 +131,3 @@ void tp__proto_exited(const json_t *head, tp_exited_t *e) {
     for (int i = 0; i < TP_ENDED_UNKNOWN; i++)
         if (strcmp(e->status, names[i]) == 0) e->ended = (tp_ended_t)i;
 }
-

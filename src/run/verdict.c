@@ -8,7 +8,8 @@
 
 #include "util/util.h"
 
-const char *tp__signal_name(int sig, char *buf, size_t n) {
+/* "SIGKILL", or "signal 77" for a number with no name; into buf. */
+static const char *signal_name(int sig, char *buf, size_t n) {
     const char *s = sigabbrev_np(sig);
     if (s)
         snprintf(buf, n, "SIG%s", s);
@@ -84,7 +85,7 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
         snprintf(v->why, sizeof v->why, "exited with code %d", e->code);
     } else if (e->ended == TP_ENDED_SIGNALED) {
         snprintf(v->why, sizeof v->why, "killed by %s",
-                 tp__signal_name(e->signal, sig, sizeof sig));
+                 signal_name(e->signal, sig, sizeof sig));
     } else if (e->ended == TP_ENDED_TIMEOUT) {
         char d[32];
         tp__format_duration(x->timeout_s, d, sizeof d);

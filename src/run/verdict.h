@@ -41,7 +41,5 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
 void tp__verdict_free(tp_verdict_t *v);
 /* Past TP_GARBAGE_EVENTS garbage lines, append how many there were to why. */
 void tp__verdict_add_garbage(const trial_t *t, char *why, size_t size);
-/* "SIGKILL", or "signal 77" for a number with no name; into buf (n >= 16). */
-const char *tp__signal_name(int sig, char *buf, size_t n);
 
 #endif
