@@ -56,15 +56,15 @@ typedef enum tp_ended {
 /* An `exited` message, decoded once (docs/protocol.md). Strings are
  * borrowed from the message's head. */
 typedef struct tp_exited {
-    tp_ended_t ended;       /* the status */
-    const char *status;     /* as sent ("exited" when absent) */
-    int code;               /* exit code; -1 when signaled or unknown */
-    int signal;             /* the signal that ended it, 0 if none */
-    int oom;                /* its stderr said the GPU ran out of memory */
-    const char *error;      /* spawn_failed: why; "" otherwise */
-    double duration_s;      /* how long it ran, 0 if unknown */
-    double maxrss_mib;      /* the leader's peak resident memory, 0 if unknown */
-    double cpu_s;           /* the leader's user + system CPU seconds, 0 if unknown */
+    tp_ended_t ended;   /* the status */
+    const char *status; /* as sent ("exited" when absent) */
+    int code;           /* exit code; -1 when signaled or unknown */
+    int signal;         /* the signal that ended it, 0 if none */
+    int oom;            /* its stderr said the GPU ran out of memory */
+    const char *error;  /* spawn_failed: why; "" otherwise */
+    double duration_s;  /* how long it ran, 0 if unknown */
+    double maxrss_mib;  /* the leader's peak resident memory, 0 if unknown */
+    double cpu_s;       /* the leader's user + system CPU seconds, 0 if unknown */
 } tp_exited_t;
 
 /* Decode an `exited` message's head into *e; absent members take the

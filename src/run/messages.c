@@ -109,8 +109,7 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
     int proto = 0;
     json_unpack(m->head, "{s?i}", "protocol", &proto);
     if (proto != TP_PROTO_VERSION) {
-        tp__log(TP_LOG_ERROR, "the agent speaks protocol %d, this is %d", proto,
-                TP_PROTO_VERSION);
+        tp__log(TP_LOG_ERROR, "the agent speaks protocol %d, this is %d", proto, TP_PROTO_VERSION);
         r->exit_code = TP_EXIT_AGENT;
         r->stopping = 1;
         return;
@@ -121,10 +120,10 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
         char d[80];
         snprintf(d, sizeof d, "the agent killed %lld process(es) left by an earlier run",
                  (long long)reaped);
-        tp__journal_ok(&r->journal,
-                       tp__store_event(tp__journal_tx(&r->journal), -1, 0, "reaped", d,
-                                       tp__wall_s()),
-                       "recording reaped processes");
+        tp__journal_ok(
+            &r->journal,
+            tp__store_event(tp__journal_tx(&r->journal), -1, 0, "reaped", d, tp__wall_s()),
+            "recording reaped processes");
     }
     int wait = 0;
     int rc = tp__placement_hello(r, (size_t)node, m->head, &wait);
@@ -158,14 +157,19 @@ static void on_error(tp_run_t *r, int node, const tp_msg_t *m) {
  * trial's or a fused process's alike. A kind not listed is ignored. */
 static const struct msg_kind {
     const char *type;
-    void (*node)(tp_run_t *r, int node, const tp_msg_t *m);     /* about the node */
+    void (*node)(tp_run_t *r, int node, const tp_msg_t *m);            /* about the node */
     void (*attempt)(tp_run_t *r, const about_t *a, const tp_msg_t *m); /* about an attempt */
 } msg_kinds[] = {
-    {"hello", .node = on_hello},        {"mps", .node = on_mps},
-    {"usage", .node = on_usage},        {"error", .node = on_error},
-    {"bye"},                            {"report", .attempt = on_report},
-    {"garbage", .attempt = on_garbage}, {"log", .attempt = on_log},
-    {"started", .attempt = on_started}, {"exited", .attempt = on_exited},
+    {"hello", .node = on_hello},
+    {"mps", .node = on_mps},
+    {"usage", .node = on_usage},
+    {"error", .node = on_error},
+    {"bye"},
+    {"report", .attempt = on_report},
+    {"garbage", .attempt = on_garbage},
+    {"log", .attempt = on_log},
+    {"started", .attempt = on_started},
+    {"exited", .attempt = on_exited},
 };
 
 void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {

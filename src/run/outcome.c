@@ -21,7 +21,7 @@ void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s", what,
              t->garbage == TP_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
-                                              : "");
+                                             : "");
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "garbage",
                                    detail, tp__wall_s()),
@@ -196,15 +196,14 @@ static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n
     memmove(out, start, strlen(start) + 1);
 }
 
-
 /* What the features made of an attempt's end, between the verdict and the
  * state change. */
 typedef struct ending {
-    int interrupted;              /* its job runs again (a verdict's interruption or an OOM
-                                     placed again), unless the deadline ended it */
-    int regrow;                   /* out of GPU memory, placed again with more */
-    tp_requeue_t requeue;         /* elastic: why it comes back (a resize) */
-    char resized[200];            /* a resize in words */
+    int interrupted;      /* its job runs again (a verdict's interruption or an OOM
+                             placed again), unless the deadline ended it */
+    int regrow;           /* out of GPU memory, placed again with more */
+    tp_requeue_t requeue; /* elastic: why it comes back (a resize) */
+    char resized[200];    /* a resize in words */
     char at_deadline[sizeof((trial_t *)0)->why]; /* the deadline ended it: why; "" if not */
 } ending_t;
 
@@ -270,8 +269,8 @@ static int failed_the_same(tp_run_t *r, const trial_t *t, const char *why,
 /* A failure: retried while retries are left and it is not the same error
  * again (an event says why), else the trial fails for good and the
  * scheduler is told. Returns the state. */
-static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v,
-                                   tp_transition_t *how, const char **decided) {
+static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v, tp_transition_t *how,
+                                   const char **decided) {
     t->failures++;
     how->error = v->why;
     int again = failed_the_same(r, t, v->why, how);
@@ -318,16 +317,17 @@ static void attempt_ended(tp_run_t *r, trial_t *t, const tp_verdict_t *v, const 
         t->gpu_env = NULL;
         r->dl.freed = 1; /* its GPUs are free for others */
     }
-    tp__view_attempt_ended(r, t, requeue, *end->at_deadline ? end->at_deadline
-                                          : ok                ? decided
-                                                              : v->why,
+    tp__view_attempt_ended(r, t, requeue,
+                           *end->at_deadline ? end->at_deadline
+                           : ok              ? decided
+                                             : v->why,
                            ran_s);
 }
 
 /* A failure says what the trial said last, where everyone looks: the last
  * lines of its stderr kept with the end, the last one added to why. */
 static void add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v, char *tail,
-                           size_t n, tp_transition_t *how) {
+                            size_t n, tp_transition_t *how) {
     stderr_tail(r, t, tail, n);
     how->stderr_tail = tail;
     const char *last = strrchr(tail, '\n');
@@ -339,22 +339,22 @@ static void add_stderr_tail(const tp_run_t *r, const trial_t *t, tp_verdict_t *v
 /* The state the attempt's end leads to, with how (journaled with it) and
  * the scheduler's word (*decided, NULL if none). The scheduler is told a
  * job's result here, and a failure's retry is journaled. */
-static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v,
-                                   const ending_t *end, tp_transition_t *how, char *note,
-                                   size_t n, const char **decided) {
+static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, const ending_t *end,
+                                   tp_transition_t *how, char *note, size_t n,
+                                   const char **decided) {
     if (*end->at_deadline) {
         how->detail = end->at_deadline;
         snprintf(t->why, sizeof t->why, "%s", end->at_deadline);
         /* Not a job's result (the scheduler never sees it, a replay neither). */
-        tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN,
-                         end->at_deadline, NULL);
+        tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN, end->at_deadline,
+                         NULL);
         return TP_TRIAL_STOPPED;
     }
     if (end->interrupted) {
         how->requeue = end->regrow ? TP_REQUEUE_REGROW : end->requeue;
-        how->detail = end->regrow                            ? v->why
+        how->detail = end->regrow                         ? v->why
                       : end->requeue == TP_REQUEUE_RESIZE ? end->resized
-                                                            : "interrupted";
+                                                          : "interrupted";
         if (end->regrow)
             tp__journal_ok(&r->journal,
                            tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "oom",
@@ -378,8 +378,10 @@ void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e) {
     tp__run_logs_close(t);
     ending_t end = {0};
     run_hooks(r, t, e, &v, left, &end);
-    tp_transition_t how = {.has_exit = e->ended != TP_ENDED_SPAWN_FAILED, .exit_code = e->code,
-                           .signal = e->signal, .at = tp__wall_s()};
+    tp_transition_t how = {.has_exit = e->ended != TP_ENDED_SPAWN_FAILED,
+                           .exit_code = e->code,
+                           .signal = e->signal,
+                           .at = tp__wall_s()};
     char tail[TAIL_BYTES + 1] = "", note[300] = "";
     if (v.kind != TP_VERDICT_DONE && !end.interrupted && !*end.at_deadline)
         add_stderr_tail(r, t, &v, tail, sizeof tail, &how);

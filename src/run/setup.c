@@ -233,12 +233,16 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
 static void journal_trials(tp_run_t *r, uint64_t n) {
     char detail[80];
     if (n)
-        snprintf(detail, sizeof detail, "the search may create %llu trials",
-                 (unsigned long long)n);
+        snprintf(detail, sizeof detail, "the search may create %llu trials", (unsigned long long)n);
     else
         snprintf(detail, sizeof detail, "no bound on the number of trials");
-    tp_decision_row_t d = {.at = tp__wall_s(), .kind = "trials", .trial = -1, .ok = 1,
-                           .has_value = 1, .value = (double)n, .detail = detail};
+    tp_decision_row_t d = {.at = tp__wall_s(),
+                           .kind = "trials",
+                           .trial = -1,
+                           .ok = 1,
+                           .has_value = 1,
+                           .value = (double)n,
+                           .detail = detail};
     tp__journal_ok(&r->journal, tp__store_decision(tp__journal_tx(&r->journal), &d),
                    "recording the number of trials");
     tp__scheduler_set_trials(r->sched, n);

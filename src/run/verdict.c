@@ -84,8 +84,7 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
     } else if (e->ended == TP_ENDED_EXITED) {
         snprintf(v->why, sizeof v->why, "exited with code %d", e->code);
     } else if (e->ended == TP_ENDED_SIGNALED) {
-        snprintf(v->why, sizeof v->why, "killed by %s",
-                 signal_name(e->signal, sig, sizeof sig));
+        snprintf(v->why, sizeof v->why, "killed by %s", signal_name(e->signal, sig, sizeof sig));
     } else if (e->ended == TP_ENDED_TIMEOUT) {
         char d[32];
         tp__format_duration(x->timeout_s, d, sizeof d);

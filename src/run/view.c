@@ -150,7 +150,8 @@ static void put_line(tp_run_t *r, int cols, const char *fmt, ...) {
     size_t max = cols > 1 ? (size_t)cols - 1 : 1, n = strlen(line);
     if (n > max) {
         n = max;
-        while (n > 0 && ((unsigned char)line[n] & 0xC0) == 0x80) n--; /* a whole UTF-8 char */
+        while (n > 0 && ((unsigned char)line[n] & 0xC0) == 0x80)
+            n--; /* a whole UTF-8 char */
         line[n] = 0;
     }
     printf("%s\n", line);
@@ -276,8 +277,7 @@ static void keep_recent(tp_view_t *v, const char *line) {
         memmove(v->recent[0], v->recent[1], sizeof v->recent[0] * (TP_VIEW_RECENT - 1));
         v->nrecent--;
     }
-    snprintf(v->recent[v->nrecent++], sizeof v->recent[0], "%.*s", (int)strcspn(line, "\n"),
-             line);
+    snprintf(v->recent[v->nrecent++], sizeof v->recent[0], "%.*s", (int)strcspn(line, "\n"), line);
 }
 
 void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue, const char *why,

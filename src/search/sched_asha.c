@@ -116,7 +116,9 @@ int tp__asha_new_trial(tp_scheduler_t *s, tp_asha_t *st, double now, tp_job_t *o
     return 1;
 }
 
-void tp__asha_more(tp_asha_t *st) { st->exhausted = st->over = 0; }
+void tp__asha_more(tp_asha_t *st) {
+    st->exhausted = st->over = 0;
+}
 
 void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, int ok,
                      double value, double now) {
@@ -203,7 +205,9 @@ static void asha_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
-static void asha_trials(tp_scheduler_t *s) { tp__asha_more(s->impl); }
+static void asha_trials(tp_scheduler_t *s) {
+    tp__asha_more(s->impl);
+}
 
 const struct tp_scheduler_ops tp__sched_asha_ops = {
     .name = "asha",

@@ -289,7 +289,9 @@ static void hs_destroy(tp_scheduler_t *s) {
     s->impl = NULL;
 }
 
-static void hs_trials(tp_scheduler_t *s) { tp__asha_more(&((hs_state_t *)s->impl)->asha); }
+static void hs_trials(tp_scheduler_t *s) {
+    tp__asha_more(&((hs_state_t *)s->impl)->asha);
+}
 
 const struct tp_scheduler_ops tp__sched_hypersched_ops = {
     .name = "hypersched",

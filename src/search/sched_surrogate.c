@@ -371,9 +371,9 @@ static int surr_init(tp_scheduler_t *s, tp_error_t *err) {
     return 0; /* set up by tp__surrogate_wrap */
 }
 
-#define SURR_OPS                                                                          \
-    .name = "surrogate", .init = surr_init, .next = surr_next, .result = surr_result,          \
-    .result_values = NULL, .report = surr_report, .final = surr_final, .total = surr_total,    \
+#define SURR_OPS                                                                                   \
+    .name = "surrogate", .init = surr_init, .next = surr_next, .result = surr_result,              \
+    .result_values = NULL, .report = surr_report, .final = surr_final, .total = surr_total,        \
     .trials = surr_trials, .destroy = surr_destroy
 
 const struct tp_scheduler_ops tp__sched_surrogate_ops = {SURR_OPS};

@@ -248,7 +248,6 @@ static int wait_exec_env(pid_t pid, const char *entry) {
     return 0;
 }
 
-
 /* ---- tests ---------------------------------------------------------------------- */
 
 TP_TEST(test_hello_answers_protocol_1_and_shutdown_says_bye) {
