@@ -75,6 +75,7 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     t->value = row->value;
     t->best = row->best;
     t->step = row->step;
+    if (row->step != TP_STORE_NO_STEP) t->step_done = row->step; /* its checkpoint */
     t->rung = row->rung > 0 ? row->rung : 0;
     t->budget = row->budget;
     if (row->metrics) tp__buf_append(&t->last, row->metrics, strlen(row->metrics));

@@ -187,33 +187,75 @@ static void running_table(tp_run_t *r, int cols, int room, double now) {
     if (shown < running) put_line(r, cols, "%6s  ... and %d more running", "", running - shown);
 }
 
+/* Where the run stands, for the live block. */
+typedef struct progress {
+    double share;  /* done, 0..1 */
+    char rem[48];  /* time left: "~5m", "0s" at the end, "?" before any estimate */
+    char work[96]; /* "work 41/73 epochs" when the search has a budget, else "" */
+} progress_t;
+
+/* The share done counts the search's work when it has a budget (budget
+ * units run, each trial's largest reported step, against what the
+ * scheduler expects to run: ASHA's rung steps, not only its finished
+ * trials), else its finished trials. The time left comes from measured step
+ * times as soon as any exist (the units left at the run's mean seconds a
+ * step, shared by the trials running), else from the trials this run
+ * finished. O(trials). */
+static void progress(const tp_run_t *r, double elapsed, progress_t *p) {
+    uint64_t total = total_trials(r);
+    int done = done_count(r), done_here = done - r->view.done_before;
+    int over = (uint64_t)done >= total, running = r->trials.count[TP_TRIAL_RUNNING];
+    double planned = tp__scheduler_work(r->sched), left_s = NAN;
+    p->share = over ? 1 : total ? (double)done / (double)total : 0;
+    p->work[0] = 0;
+    if (planned > 0) {
+        double units = 0;
+        for (size_t i = 0; i < r->trials.n; i++) {
+            const trial_t *t = r->trials.by_id[i];
+            if (t && t->step_done > 0) units += (double)t->step_done;
+        }
+        if (units > planned) planned = units; /* more promotions than expected */
+        if (!over) p->share = units / planned < 0.99 ? units / planned : 0.99;
+        char u[32], w[32];
+        tp__fmt_sig(units, u);
+        tp__fmt_sig(planned, w);
+        snprintf(p->work, sizeof p->work, ", work %s/%s %s", u, w, r->x.budget_name);
+        if (r->trials.step_n)
+            left_s = (planned - units) * (r->trials.step_sum / (double)r->trials.step_n) /
+                     (running > 1 ? running : 1);
+    }
+    if (!isfinite(left_s) && done_here > 0)
+        left_s = elapsed / done_here * (double)(total - (uint64_t)done);
+    snprintf(p->rem, sizeof p->rem, "?");
+    if (over) {
+        snprintf(p->rem, sizeof p->rem, "0s");
+    } else if (isfinite(left_s)) {
+        char d[32];
+        tp__format_duration(left_s, d, sizeof d);
+        snprintf(p->rem, sizeof p->rem, "~%s", d);
+    }
+}
+
 /* The live block: progress, time, the best so far, the running trials and
  * the last ends of attempts, fitted to the terminal. */
 static void draw(tp_run_t *r) {
-    uint64_t total = total_trials(r);
-    int done = done_count(r), cols, rows;
+    int cols, rows;
     term_size(&cols, &rows);
     double now = tp__mono_s(), elapsed = now - r->view.t0;
-    char el[32], rem[48] = "?", best[700], counts[256];
+    char el[32], best[700], counts[256];
+    progress_t p;
     tp__format_duration(elapsed, el, sizeof el);
-    int done_here = done - r->view.done_before;
-    if (done_here > 0 && (uint64_t)done < total) {
-        char d[32];
-        tp__format_duration(elapsed / done_here * (double)(total - (uint64_t)done), d, sizeof d);
-        snprintf(rem, sizeof rem, "~%s", d);
-    } else if ((uint64_t)done >= total) {
-        snprintf(rem, sizeof rem, "0s");
-    }
+    progress(r, elapsed, &p);
     best_line(r, best, sizeof best);
     counts_line(r, counts, sizeof counts);
-    int width = 30, fill = total ? (int)((double)done / (double)total * width) : 0;
+    int width = 30, fill = (int)(p.share * width);
     char bar[64];
     for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
     bar[width] = 0;
     if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
     r->view.lines = 0;
     put_line(r, cols, "%s [%s] %s%s", r->x.name, bar, counts, r->stopping ? " (stopping)" : "");
-    put_line(r, cols, "elapsed %s, remaining %s", el, rem);
+    put_line(r, cols, "elapsed %s, remaining %s%s", el, p.rem, p.work);
     put_line(r, cols, "%s", best);
     /* what is left of the screen (one line spare): the table, then the recent ends */
     int recent = r->view.nrecent, room = rows - 1 - r->view.lines - recent;

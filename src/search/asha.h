@@ -41,6 +41,10 @@ typedef struct tp_asha {
     int maximize;                      /* copy of cfg.maximize, for the sort */
 } tp_asha_t;
 
+/* ASHA's expected work for n trials: each trial runs rung 0, and a 1/eta^k
+ * share of them rung k, from the budget of rung k - 1: n x sum_k (r_k -
+ * r_(k-1)) / eta^k budget units. O(rungs). */
+double tp__asha_work(const tp_asha_t *st, double eta, uint64_t n);
 /* Rungs from s->cfg.budget; 0 or -EINVAL with err filled (no rungs). */
 int tp__asha_init(tp_asha_t *st, const tp_scheduler_t *s, tp_error_t *err);
 void tp__asha_free(tp_asha_t *st);

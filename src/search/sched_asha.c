@@ -198,6 +198,19 @@ static uint64_t asha_total(const tp_scheduler_t *s) {
     return s->sampler->ops->total(s->sampler);
 }
 
+double tp__asha_work(const tp_asha_t *st, double eta, uint64_t n) {
+    double per = 0, share = 1, from = 0;
+    for (size_t k = 0; k < st->nrungs; k++, share /= eta) {
+        per += share * (st->budgets[k] - from);
+        from = st->budgets[k];
+    }
+    return per * (double)n;
+}
+
+static double asha_work(const tp_scheduler_t *s) {
+    return tp__asha_work(s->impl, s->cfg.budget.eta, asha_total(s));
+}
+
 static void asha_destroy(tp_scheduler_t *s) {
     if (!s->impl) return;
     tp__asha_free(s->impl);
@@ -218,5 +231,6 @@ const struct tp_scheduler_ops tp__sched_asha_ops = {
     .report = tp__sched_report_runs_on,
     .final = asha_final,
     .total = asha_total,
+    .work = asha_work,
     .destroy = asha_destroy,
 };

@@ -233,6 +233,28 @@ static uint64_t hb_total(const tp_scheduler_t *s) {
     return n;
 }
 
+/* The brackets as next() runs them (s_max .. 0, repeated until the
+ * sampler's total, the last one cut), each rung keeping the top 1/eta of
+ * the one before and at least one trial. */
+static double hb_work(const tp_scheduler_t *s) {
+    const hb_state_t *st = s->impl;
+    uint64_t left = hb_total(s), pass = (uint64_t)st->s_max + 1;
+    double work = 0;
+    for (uint64_t b = 0; left > 0; b++) {
+        int bs = st->s_max - (int)(b % pass);
+        double n = (double)bracket_size(st, bs), from = 0;
+        if (n > (double)left) n = (double)left;
+        left -= (uint64_t)n;
+        for (int i = 0; i <= bs; i++) {
+            work += n * (rung_budget(st, bs, i) - from);
+            from = rung_budget(st, bs, i);
+            n = floor(n / st->eta + 1e-9);
+            if (n < 1) n = 1;
+        }
+    }
+    return work;
+}
+
 static void hb_destroy(tp_scheduler_t *s) {
     hb_state_t *st = s->impl;
     if (!st) return;
@@ -260,5 +282,6 @@ const struct tp_scheduler_ops tp__sched_hyperband_ops = {
     .report = tp__sched_report_runs_on,
     .final = hb_final,
     .total = hb_total,
+    .work = hb_work,
     .destroy = hb_destroy,
 };

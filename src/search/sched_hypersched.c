@@ -280,6 +280,11 @@ static int hs_final(const tp_scheduler_t *s, int64_t trial, int rung) {
 
 static uint64_t hs_total(const tp_scheduler_t *s) { return s->sampler->ops->total(s->sampler); }
 
+/* ASHA's (its admission only ever cuts it short). */
+static double hs_work(const tp_scheduler_t *s) {
+    return tp__asha_work(&((const hs_state_t *)s->impl)->asha, s->cfg.budget.eta, hs_total(s));
+}
+
 static void hs_destroy(tp_scheduler_t *s) {
     hs_state_t *st = s->impl;
     if (!st) return;
@@ -302,6 +307,7 @@ const struct tp_scheduler_ops tp__sched_hypersched_ops = {
     .report = tp__sched_report_runs_on,
     .final = hs_final,
     .total = hs_total,
+    .work = hs_work,
     .deadline = hs_deadline,
     .timing = hs_timing,
     .destroy = hs_destroy,

@@ -152,6 +152,12 @@ void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n) {
     if (s->ops->trials) s->ops->trials(s);
 }
 
+double tp__scheduler_work(const tp_scheduler_t *s) {
+    if (!s->cfg.budget.name) return 0;
+    if (s->ops->work) return s->ops->work(s);
+    return (double)s->ops->total(s) * s->cfg.budget.max;
+}
+
 void tp__scheduler_free(tp_scheduler_t *s) {
     if (!s) return;
     if (s->ops && s->ops->destroy) s->ops->destroy(s);

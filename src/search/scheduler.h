@@ -94,6 +94,11 @@ struct tp_scheduler_ops {
     void (*timing)(tp_scheduler_t *s, const tp_timing_t *t, double now);
     /* Trials the search expects to create, 0 if unknown (progress view). */
     uint64_t (*total)(const tp_scheduler_t *s);
+    /* Budget units the whole search is expected to run, summed over its
+     * jobs (each from where its trial's checkpoint left off), for the
+     * progress view; 0 if unknown. NULL: total() trials at the largest
+     * budget (tp__scheduler_work). */
+    double (*work)(const tp_scheduler_t *s);
     /* The sampler's `trials` changed (tp__scheduler_set_trials): a scheduler
      * that remembered the sampler's "no more" or sized its plan by the old
      * number takes the new one. NULL: nothing to do. */
@@ -121,6 +126,10 @@ void tp__scheduler_free(tp_scheduler_t *s);
  * changed the number (a journaled call, as deadline and timing are). The
  * decisions made under the old number stand; the next ones see n. O(1). */
 void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n);
+/* Budget units the search is expected to run in all (ops->work, else
+ * total() x budget.max); 0 without a budget or a known total. O(rungs),
+ * hyperband O(brackets x rungs). */
+double tp__scheduler_work(const tp_scheduler_t *s);
 /* Why scheduler `name` cannot run several objectives, in words (static). */
 const char *tp__sched_single_objective_msg(const char *name);
 /* report() of the schedulers without early stopping: the job runs on (1). */

@@ -18,6 +18,15 @@ while not os.path.exists(sys.argv[2]):
     time.sleep(0.01)
 os.write(int(os.environ['TUNEPACK_REPORT_FD']), (json.dumps({'acc': float(sys.argv[1])}) + '\\n').encode())
 """
+# An ASHA trial: a step a report up to its budget, then it waits for the gate.
+STEPS = """import json, os, sys, time
+fd = int(os.environ['TUNEPACK_REPORT_FD'])
+for step in range(1, int(sys.argv[2]) + 1):
+    os.write(fd, (json.dumps({'step': step, 'acc': float(sys.argv[1])}) + '\\n').encode())
+    time.sleep(0.05)
+while not os.path.exists(sys.argv[3]):
+    time.sleep(0.01)
+"""
 WAIT = 60
 
 
@@ -37,6 +46,43 @@ class LiveView(E2E):
         history: they are not on the screen)."""
         return self.tmux("capture-pane", "-p", "-t", "view")
 
+    def start(self, exp, run_dir):
+        self.run_dirs.append(run_dir)
+        cmd = "%s run %s --dir %s; echo EXIT=$?; sleep 600" % (
+            shlex.quote(BIN), shlex.quote(exp), shlex.quote(run_dir))
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "view", "-x", "150", "-y", "40",
+                  cmd)
+
+    def test_asha_progress_counts_rung_steps_and_time_left_comes_from_step_times(self):
+        gate, run_dir = self.path("gate"), self.path("run")
+        trial = self.write("trial.py", STEPS)
+        # (2, 18, 3): rungs 2, 6, 18; 6 trials are expected to run 6 x 2 + 2 x 4 + 2/3 x 12
+        # = 28 epochs in all.
+        exp = self.experiment(
+            "name: live\ncommand: [%s, %s, \"{x}\", \"{epochs}\", %s]\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 6, seed: 1, scheduler: asha}\n"
+            "budget: {name: epochs, min: 2, max: 18, eta: 3}\nconcurrency: 2\n"
+            % (yaml_str(PY), yaml_str(trial), yaml_str(gate)))
+        self.start(exp, run_dir)
+
+        def stepped():
+            rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM metrics WHERE step = 2")
+            return rows and rows[0]["n"] >= 2
+        self.assertTrue(wait_for(stepped, WAIT), self.screen())
+        # Both trials ran their rung-0 steps and wait: no trial has ended, yet the progress
+        # counts the 4 epochs run and the time left is estimated from their step times.
+        line = wait_for(lambda: [l for l in self.screen().splitlines()
+                                 if l.startswith("elapsed ") and "work 4/28 epochs" in l], WAIT)
+        self.assertTrue(line, self.screen())
+        self.assertRegex(line[0], r"remaining ~\d", self.screen())
+        self.assertIn("0/6 done", self.screen())
+        self.assertIn("[####", self.screen())  # 4/28 of the bar, not 0/6 of it
+        with open(gate, "w"):
+            pass
+        self.assertTrue(wait_for(lambda: "EXIT=" in self.screen(), WAIT), self.screen())
+        self.assertIn("EXIT=0", self.screen())
+
     def test_a_warning_during_the_run_stays_above_the_live_view(self):
         gate, run_dir = self.path("gate"), self.path("run")
         trial = self.write("trial.py", TRIAL)
@@ -44,11 +90,7 @@ class LiveView(E2E):
             "name: live\ncommand: [%s, %s, \"{x}\", %s]\nmetric: {name: acc, mode: max}\n"
             "space:\n  x: {uniform: [0, 1]}\nsearch: {algorithm: random, trials: 4, seed: 1}\n"
             "concurrency: 2\n" % (yaml_str(PY), yaml_str(trial), yaml_str(gate)))
-        self.run_dirs.append(run_dir)
-        cmd = "%s run %s --dir %s; echo EXIT=$?; sleep 600" % (
-            shlex.quote(BIN), shlex.quote(exp), shlex.quote(run_dir))
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", "view", "-x", "150", "-y", "40",
-                  cmd)
+        self.start(exp, run_dir)
 
         def running():
             rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM events "

@@ -264,6 +264,34 @@ TP_TEST(test_hyperband_brackets_match_the_papers_table_for_1_81_3) {
     }
     TP_CHECK_INT(created, 143);
     TP_CHECK(sync_ok);
+    /* The work the progress view expects is the work the brackets handed
+     * out: each rung's trials from the budget of the rung before. */
+    double work = 0;
+    for (int i = 0; i < 15; i++)
+        work += size[i] * (budget[i] - (i && budget[i - 1] < budget[i] ? budget[i - 1] : 0));
+    TP_CHECK_NEAR(work, 1581, 1e-9);
+    TP_CHECK_NEAR(tp__scheduler_work(s), work, 1e-9);
+    tp__scheduler_free(s);
+    tp__space_free(&sp);
+}
+
+TP_TEST(test_expected_work_counts_rung_steps_under_asha_and_full_budgets_otherwise) {
+    tp_space_t sp;
+    build_space(&sp);
+    /* asha (1, 9, 3), 9 trials: all run 1, a third 3 (2 more), a ninth 9 (6 more) */
+    tp_scheduler_t *s = make(&sp, "asha", "random", 9, 1, 9, 1);
+    TP_CHECK_NEAR(tp__scheduler_work(s), 9 * 1 + 3 * 2 + 1 * 6, 1e-9);
+    tp__scheduler_set_trials(s, 18); /* extended: the plan grows with it */
+    TP_CHECK_NEAR(tp__scheduler_work(s), 2 * 21, 1e-9);
+    tp__scheduler_free(s);
+    s = make(&sp, "hypersched", "random", 9, 1, 9, 1);
+    TP_CHECK_NEAR(tp__scheduler_work(s), 21, 1e-9);
+    tp__scheduler_free(s);
+    s = make(&sp, "fifo", "random", 5, 1, 27, 1); /* every trial to the full budget */
+    TP_CHECK_NEAR(tp__scheduler_work(s), 5 * 27, 1e-9);
+    tp__scheduler_free(s);
+    s = make(&sp, "fifo", "random", 5, 0, 0, 1); /* no budget: no work to count */
+    TP_CHECK_NEAR(tp__scheduler_work(s), 0, 0);
     tp__scheduler_free(s);
     tp__space_free(&sp);
 }
