@@ -229,16 +229,23 @@ static void run_hooks(tp_run_t *r, trial_t *t, const tp_exited_t *e, tp_verdict_
         tp__placement_left_group(r, t);
 }
 
+/* The scheduler hears that t's job ended: ok with its value (values, with
+ * several objectives), or out of the search (ok 0). */
+static void tell_result(tp_run_t *r, const trial_t *t, int ok, const double *values, double at) {
+    if (r->x.nobjectives > 1)
+        r->sched->ops->result_values(r->sched, t->id, t->rung, ok, values, at);
+    else
+        r->sched->ops->result(r->sched, t->id, t->rung, ok, ok && t->has_value ? t->value : NAN,
+                              at);
+    r->sched_waiting = 0;
+}
+
 /* A job done: the scheduler is told; the trial is finished, or waits
  * (paused, its checkpoint kept) for a promotion. Returns the state. */
 static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v, double at,
                                  char *note, size_t n, const char **decided) {
     tp__deadline_timing(r, t, at);
-    if (r->x.nobjectives > 1)
-        r->sched->ops->result_values(r->sched, t->id, t->rung, 1, v->values, at);
-    else
-        r->sched->ops->result(r->sched, t->id, t->rung, 1, t->has_value ? t->value : NAN, at);
-    r->sched_waiting = 0;
+    tell_result(r, t, 1, v->values, at);
     if (t->early_stopped) {
         *decided = t->why;
         return TP_TRIAL_STOPPED;
@@ -287,11 +294,7 @@ static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v, tp_
                        "recording a failure");
         return TP_TRIAL_PENDING;
     }
-    if (r->x.nobjectives > 1)
-        r->sched->ops->result_values(r->sched, t->id, t->rung, 0, v->values, how->at);
-    else
-        r->sched->ops->result(r->sched, t->id, t->rung, 0, NAN, how->at);
-    r->sched_waiting = 0;
+    tell_result(r, t, 0, v->values, how->at);
     *decided = v->why;
     return TP_TRIAL_FAILED;
 }
@@ -345,9 +348,12 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
     if (*end->at_deadline) {
         how->detail = end->at_deadline;
         snprintf(t->why, sizeof t->why, "%s", end->at_deadline);
-        /* Not a job's result (the scheduler never sees it, a replay neither). */
+        /* Its job did not reach its budget: for the scheduler the trial is
+         * out of the search (a replay tells it the same), so that a run
+         * extended past the deadline does not wait for that job. */
         tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN, end->at_deadline,
                          NULL);
+        tell_result(r, t, 0, v->values, how->at);
         return TP_TRIAL_STOPPED;
     }
     if (end->interrupted) {

@@ -200,12 +200,15 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         if (!same && rp->diverged < 0) rp->diverged = d->seq;
         trial_t *jt = same ? tp__trials_get(&rp->r->trials, d->trial) : NULL;
         if (jt) jt->fluid_group = job.group;
-    } else if (strcmp(d->kind, "result") == 0) {
-        /* The reports of the job, then its result: what the scheduler saw. */
+    } else if (strcmp(d->kind, "result") == 0 || strcmp(d->kind, "deadline-stop") == 0) {
+        /* The reports of the job, then its result: what the scheduler saw (a
+         * job the deadline stopped took the trial out of the search). */
+        int ok = d->ok && strcmp(d->kind, "result") == 0;
         rp->trial = d->trial;
         trial_t *t = tp__trials_get(&rp->r->trials, d->trial);
-        if (t && d->ok) t->results++;
-        if (d->ok) tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
+        if (t && ok) t->results++;
+        if (ok)
+            tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
         if (s->ops->result_values && tp__search_nobj(&s->cfg.sampler) > 1) {
             double v[TP_MAX_OBJECTIVES];
             json_t *a = d->objectives ? json_loads(d->objectives, 0, NULL) : NULL;
@@ -214,12 +217,12 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
                 v[j] = json_is_number(x) ? json_number_value(x) : NAN;
             }
             json_decref(a);
-            s->ops->result_values(s, d->trial, d->rung, d->ok, v, d->at);
+            s->ops->result_values(s, d->trial, d->rung, ok, v, d->at);
             size_t m = rp->r->x.nobjectives, j = 0;
             while (j < m && isfinite(v[j])) j++;
-            if (d->ok && j == m) tp__view_front_add(rp->r, d->trial, v); /* fifo: all final */
+            if (ok && j == m) tp__view_front_add(rp->r, d->trial, v); /* fifo: all final */
         } else {
-            s->ops->result(s, d->trial, d->rung, d->ok, d->has_value ? d->value : NAN, d->at);
+            s->ops->result(s, d->trial, d->rung, ok, ok && d->has_value ? d->value : NAN, d->at);
         }
     }
     return 0;

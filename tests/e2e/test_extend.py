@@ -26,6 +26,21 @@ for s in range(1, epochs + 1):
     os.write(fd, (json.dumps({'step': s, 'acc': x * (0.5 + s / 18)}) + '\\n').encode())
 """
 
+# The same, and it honours a pause request while it waits (as at a deadline): it reports the
+# step it is at and exits 0.
+PAUSABLE = """import json, os, select, sys, time
+x, epochs, gate = float(sys.argv[1]), int(float(sys.argv[2])), sys.argv[3]
+fd, ctl = int(os.environ['TUNEPACK_REPORT_FD']), int(os.environ['TUNEPACK_CONTROL_FD'])
+def report(s):
+    os.write(fd, (json.dumps({'step': s, 'acc': x * (0.5 + s / 18)}) + '\\n').encode())
+while not os.path.exists(gate):
+    if select.select([ctl], [], [], 0.01)[0] and b'pause' in os.read(ctl, 100):
+        report(1)
+        sys.exit(0)
+for s in range(1, epochs + 1):
+    report(s)
+"""
+
 SCHEDULERS = ("fifo", "asha", "hyperband", "median", "hypersched")
 SAMPLERS = ("random", "tpe")
 WAIT = 60  # seconds for an event the test waits for: far past any run's need
@@ -46,8 +61,8 @@ class Extend(E2E):
         if os.path.exists(self.gate):
             os.unlink(self.gate)
 
-    def exp(self, scheduler, sampler, trials, concurrency):
-        deadline = "deadline: 30m\n" if scheduler == "hypersched" else ""
+    def exp(self, scheduler, sampler, trials, concurrency, deadline="30m"):
+        deadline = "deadline: %s\n" % deadline if scheduler == "hypersched" else ""
         return self.experiment(
             "name: extend\n"
             "command: [%s, %s, \"{x}\", \"{epochs}\", %s]\n"
@@ -163,6 +178,29 @@ class Extend(E2E):
                     with self.store(run_dir) as s:
                         self.assertGreater(len(s.trials()), 9, what)
                     self.assertGreater(len(after["decisions"]), len(before["decisions"]), what)
+
+    def test_hypersched_extended_past_its_deadline_reaches_a_clean_end(self):
+        # The deadline stops the trials running then (they wait for the gate, and report
+        # when asked to checkpoint); a later deadline and more trials follow. The jobs the
+        # deadline stopped took their trials out of the search: nothing waits for them.
+        self.trainer = self.write("trial.py", PAUSABLE)
+        run_dir = self.path("run")
+        self.close_gate()
+        r = self.run_to_end(self.exp("hypersched", "random", 6, 2, deadline="1s"), run_dir,
+                            "until the deadline")
+        self.assertIn("deadline", r.stdout + r.stderr)
+        before = self.check(run_dir, self.snapshot(run_dir), r, True, "until the deadline")
+        with self.store(run_dir) as s:
+            cut = s.q("SELECT trial FROM decisions WHERE kind = 'deadline-stop'")
+        self.assertEqual(len(cut), 2, before)
+        self.open_gate()
+        exp = self.exp("hypersched", "random", 9, 2, deadline="1h")
+        r = self.run_to_end(exp, run_dir, "past the deadline")
+        after = self.check(run_dir, before, r, True, "past the deadline")
+        self.assertGreater(len(after["completed"]), 0, r.stdout)
+        r = self.run_to_end(exp, run_dir, "again")  # a replay that agrees, and nothing new
+        self.assertEqual(self.check(run_dir, after, r, True, "again")["decisions"],
+                         after["decisions"])
 
     def test_asha_promotes_a_trial_the_first_run_closed_when_extended(self):
         # The first run's search ended with trials waiting for a promotion; more trials at
