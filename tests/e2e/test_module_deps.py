@@ -1,6 +1,9 @@
 """The module-dependency check: the real tree passes, and a planted include that DESIGN.md's
-table does not allow (or a module missing from it) is caught with file:line."""
+table does not allow (or a module missing from it) is caught with file:line. The link check
+too (cmake/modules.cmake): a module's objects link with -Wl,--no-undefined against the modules
+the table allows only, so a planted call into another module fails the link."""
 
+import glob
 import os
 import shutil
 import subprocess
@@ -10,6 +13,7 @@ import unittest
 
 SRC = os.environ.get("TUNEPACK_SRC", os.path.join(os.path.dirname(__file__), "..", ".."))
 CHECK = os.path.join(SRC, "scripts", "check-module-deps.py")
+BUILD = os.environ.get("TUNEPACK_BUILD") or os.path.join(SRC, "build")
 
 
 def check(root):
@@ -47,6 +51,31 @@ class ModuleDeps(unittest.TestCase):
         r = check(self.root)
         self.assertEqual(r.returncode, 1, r.stdout)
         self.assertIn("src/unlisted: module missing", r.stdout)
+
+    def link_place(self, *extra):
+        """Link place's objects (and extra) as the build links libtp_place_closed.so: against
+        the closed libraries of the modules DESIGN.md allows place (util), nothing else."""
+        objects = sorted(glob.glob(os.path.join(BUILD, "CMakeFiles", "tp_place_objects.dir",
+                                                "src", "place", "*.o")))
+        self.assertTrue(objects, "no objects of src/place in %s" % BUILD)
+        libs = subprocess.run(["pkg-config", "--libs", "jansson"], capture_output=True,
+                              text=True, check=True).stdout.split()
+        return subprocess.run(["cc", "-shared", "-Wl,--no-undefined", "-o",
+                               os.path.join(self.root, "libplace.so")] + objects + list(extra) +
+                              ["-L" + BUILD, "-ltp_util_closed"] + libs + ["-lglpk", "-lm"],
+                              capture_output=True, text=True)
+
+    def test_a_planted_call_into_a_module_not_allowed_fails_the_link(self):
+        r = self.link_place()
+        self.assertEqual(r.returncode, 0, "place's own link must pass: " + r.stderr)
+        planted = os.path.join(self.root, "planted.c")
+        with open(planted, "w") as f:
+            f.write("int tp__store_open(void);\nint tp__planted(void) { return tp__store_open(); }\n")
+        obj = planted[:-2] + ".o"
+        subprocess.run(["cc", "-fPIC", "-c", planted, "-o", obj], check=True)
+        r = self.link_place(obj)
+        self.assertNotEqual(r.returncode, 0, "a call from place into store linked")
+        self.assertIn("tp__store_open", r.stderr)
 
 
 if __name__ == "__main__":
