@@ -32,6 +32,16 @@ if x > 0.5:
 os.write(int(os.environ['TUNEPACK_REPORT_FD']), (json.dumps({'acc': x}) + '\\n').encode())
 """
 
+# ASHA's trial: acc grows with the epochs; trial 1's first attempt fails (once).
+ASHA_TRIAL = """import json, os, sys
+if os.environ['TUNEPACK_TRIAL_ID'] == '1' and os.environ['TUNEPACK_ATTEMPT'] == '1':
+    raise RuntimeError('the first attempt of trial 1 fails')
+x, e = float(sys.argv[1]), int(float(sys.argv[2]))
+fd = int(os.environ['TUNEPACK_REPORT_FD'])
+for s in range(1, e + 1):
+    os.write(fd, (json.dumps({'step': s, 'acc': x * s / 9}) + '\\n').encode())
+"""
+
 
 def command_exp(command, trials=5):
     return ("name: fix\ncommand: %s\nmetric: {name: acc, mode: max}\n"
@@ -163,6 +173,49 @@ class FixMistakes(E2E):
             self.assertEqual(len(s.q("SELECT trial FROM decisions WHERE kind = 'retry'")),
                              len(failed))
             self.assertEqual(s.trials(), trials)
+
+    def test_trials_shows_failures_and_retries_apart_from_promotions(self):
+        trial = self.write("asha.py", ASHA_TRIAL)
+        run_dir = self.path("run")
+        exp = self.experiment(
+            "name: asha\ncommand: [%s, %s, \"{x}\", \"{epochs}\"]\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 9, seed: 2, scheduler: asha}\n"
+            "budget: {name: epochs, min: 1, max: 9, eta: 3}\nconcurrency: 1\nretries: 1\n"
+            % (yaml_str(PY), yaml_str(trial)))
+        self.assertExit(self.run_exp(exp, run_dir), 0)
+        rows = json.loads(self.tp("trials", run_dir, "--json").stdout)
+        by_id = {t["id"]: t for t in rows}
+        self.assertEqual((by_id[1]["failures"], by_id[1]["retries"]), (1, 1), by_id[1])
+        with self.store(run_dir) as s:
+            jobs = {t["id"]: len(s.q("SELECT 1 FROM decisions WHERE kind = 'job' AND trial = ?",
+                                     t["id"])) for t in rows}
+        for t in rows:  # every start is the first, a promotion, a retry (none interrupted)
+            self.assertEqual(t["promotions"], jobs[t["id"]] - 1, t)
+            self.assertEqual(t["attempts"], 1 + t["promotions"] + t["retries"], t)
+            self.assertEqual(t["interrupted"], 0, t)
+            if t["id"] != 1:
+                self.assertEqual((t["failures"], t["retries"]), (0, 0), t)
+        promoted = [t for t in rows if t["promotions"] > 0]
+        self.assertTrue(promoted, rows)  # ASHA promoted someone
+
+        # The table: fails and retries in their own columns; promotions show in the rung.
+        out = self.tp("trials", run_dir).stdout.splitlines()
+        self.assertEqual(out[0].split()[:4], ["trial", "state", "fails", "retries"])
+        table = {int(l.split()[0]): l.split() for l in out[1:] if l[:5].strip().isdigit()}
+        self.assertEqual(table[1][2:4], ["1", "1"])
+        for t in promoted:
+            self.assertEqual(table[t["id"]][2:4], ["0", "0"])
+            self.assertEqual(table[t["id"]][6].split("/")[0], str(t["rung"]))
+
+        # --sort takes each count (most first).
+        for key in ("retries", "failures", "promotions", "attempts", "rung"):
+            r = self.tp("trials", run_dir, "--json", "--sort", key)
+            self.assertExit(r, 0)
+            got = [t[key] for t in json.loads(r.stdout)]
+            self.assertEqual(got, sorted(got, reverse=True), key)
+        first = self.tp("trials", run_dir, "--sort", "retries").stdout.splitlines()[1]
+        self.assertEqual(first.split()[0], "1")
 
 
 if __name__ == "__main__":
