@@ -37,6 +37,7 @@ int tp__run_retry_failed(tp_run_t *r) {
         tp__run_decision(r, "retry", t, 1, NAN, why, NULL);
         if (r->sched->ops->retry) r->sched->ops->retry(r->sched, t->id, t->rung);
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &(tp_transition_t){.detail = why});
+        r->trials.retried++; /* the run's summary counts it with the automatic ones */
         tp__buf_printf(&ids, "%s%lld", n++ ? ", " : "", (long long)t->id);
     }
     if (n)
