@@ -474,6 +474,11 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m);
 void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
 /* The best trial so far (a trial of the table or a seeded one), NULL if none. */
 const trial_t *tp__run_best_trial(const tp_run_t *r);
+/* setup.c: how many trials of the experiment in s have a result (completed,
+ * paused at a rung or stopped early; a fork's seeded trials not counted) into
+ * *n: while none has, a changed command is taken (tp__config_changes_given).
+ * 0 or the store's error. O(trials). */
+int tp__run_count_results(tp_store_t *s, int *n);
 /* retry.c: `run --retry-failed`: every failed trial goes back to pending, a
  * "retry" decision journaled and told to the scheduler for each; says how
  * many (and which) on the log. Call after the replay, before the counts are

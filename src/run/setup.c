@@ -290,6 +290,11 @@ static int count_result(const tp_trial_row_t *row, void *ud) {
     return 0;
 }
 
+int tp__run_count_results(tp_store_t *s, int *n) {
+    *n = 0;
+    return tp__store_trials(s, count_result, n);
+}
+
 /* The file differs from the one the experiment was started from: keys that
  * may change (trials, concurrency, timeout, ...) are taken and the change
  * is journaled; so is a changed command while no trial of this experiment
@@ -303,7 +308,7 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
     tp__buf_init(&ok);
     tp__buf_init(&refused);
     int results = 0;
-    tp__journal_ok(&r->journal, tp__store_trials(r->journal.store, count_result, &results),
+    tp__journal_ok(&r->journal, tp__run_count_results(r->journal.store, &results),
                    "reading the trials");
     int rc = tp__config_changes_given(old_text, r->x.text, results, &ok, &refused);
     if (rc != 0) {
