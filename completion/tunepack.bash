@@ -8,7 +8,7 @@ _tunepack_policies="vpack one-per-gpu ff ffd bf bfd wf wfd optimal"
 # The options of a verb, one table for all of them.
 _tunepack_options() {
     case $1 in
-        run) echo "--dir --fork --cluster --dashboard --plain --quiet --dry-run --show --help" ;;
+        run) echo "--dir --fork --retry-failed --cluster --dashboard --plain --quiet --dry-run --show --help" ;;
         status | gpus) echo "--json --help" ;;
         trials) echo "--json --sort --help" ;;
         best) echo "--json --top --help" ;;
@@ -51,6 +51,11 @@ _tunepack() {
         --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
         --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;
         --dir) _tunepack_paths -d "$cur"; return 0 ;;
+        --sort)
+            # trials: its columns' keys (a parameter's name is taken too)
+            [[ $verb == trials ]] && COMPREPLY=($(compgen -W "id value time attempts failures \
+                retries promotions rung state where" -- "$cur"))
+            return 0 ;;
         --cluster)
             # run: where trials run; simulate and plan: a cluster of the workload file
             [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))

@@ -38,6 +38,7 @@ static int run_main(int argc, char **argv) {
         {"--dry-run", &dry, NULL},
         {"--show", NULL, &show},
         {"--fork", NULL, &o.fork},
+        {"--retry-failed", &o.retry_failed, NULL},
         {"--plain", &plain, NULL},
         {"--quiet", &o.quiet, NULL},
         {"--cluster", NULL, &o.cluster},
@@ -66,17 +67,26 @@ const tp_cmd_t tp__cmd_run = {
     .name = "run",
     .summary = "run an experiment, or resume it where it stopped",
     .usage =
-        "usage: tunepack run FILE [--dir DIR] [--fork OLD] [--cluster WHERE]\n"
+        "usage: tunepack run FILE [--dir DIR] [--fork OLD] [--retry-failed] [--cluster WHERE]\n"
         "                        [--dashboard[=HOST:PORT]] [--plain] [--quiet]\n"
         "       tunepack run FILE --dry-run [--show N]\n\n"
         "Runs the experiment described by FILE (YAML) to its end. Every event is journaled in\n"
         "DIR/tunepack.db; if the run is stopped or killed, the same command resumes it: finished\n"
-        "trials are kept, interrupted ones run again, and the search continues where it was.\n\n"
+        "trials are kept, interrupted ones run again, and the search continues where it was.\n"
+        "Keys such as trials, concurrency, timeout and retries may change between runs; the\n"
+        "command too while no trial has a result (the old and new one are shown), so a\n"
+        "mistake in it is fixed without starting over; space, metric and search may not.\n\n"
         "  --dir DIR   experiment directory (default: runs/<name>)\n"
         "  --fork OLD  start a new experiment (in --dir) seeded with the results of the one\n"
         "              in OLD that FILE's space holds (completed and stopped-early trials,\n"
         "              recorded with negative ids, never run again); for a FILE whose command,\n"
         "              space or search changed, which OLD cannot take\n"
+        "  --retry-failed\n"
+        "              run the failed trials again: a new attempt each, same parameters and\n"
+        "              id, at the rung it failed at (earlier attempts' logs kept as\n"
+        "              stderr.N.log); journaled, so a resume neither loses nor repeats it.\n"
+        "              Also a trial that failed twice with the same error, which\n"
+        "              automatic retries give up on\n"
         "  --cluster WHERE\n"
         "              where trials run, instead of the file's cluster: local, slurm (the\n"
         "              nodes of the Slurm allocation it runs in) or ssh:HOST[,HOST...]\n"

@@ -11,6 +11,7 @@ typedef struct trials_acc {
     json_t *trials;   /* trial objects (tp__cli_trial_json), owned */
     const char *dir;
     int owned;        /* an orchestrator runs the experiment now */
+    json_t *jobs;     /* trial id (text) -> its jobs (the first and each promotion) */
 } trials_acc_t;
 
 static int collect(const tp_trial_row_t *row, void *ud) {
@@ -21,6 +22,33 @@ static int collect(const tp_trial_row_t *row, void *ud) {
     return 0;
 }
 
+static int count_job(const tp_decision_row_t *d, void *ud) {
+    trials_acc_t *a = ud;
+    if (strcmp(d->kind, "job") != 0) return 0;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)d->trial);
+    json_int_t n = json_integer_value(json_object_get(a->jobs, id));
+    json_object_set_new(a->jobs, id, json_integer(n + 1));
+    return 0;
+}
+
+/* Each trial's promotions (its jobs after the first, from the journaled
+ * decisions), beside its attempts: a promotion starts an attempt too, but
+ * is no failure, retry or interruption. O(decisions + trials). */
+static void add_promotions(tp_store_t *s, trials_acc_t *a) {
+    a->jobs = json_object();
+    tp__store_decisions(s, count_job, a);
+    size_t i;
+    json_t *t;
+    json_array_foreach(a->trials, i, t) {
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(t, "id")));
+        json_int_t jobs = json_integer_value(json_object_get(a->jobs, id));
+        json_object_set_new(t, "promotions", json_integer(jobs > 1 ? jobs - 1 : 0));
+    }
+    json_decref(a->jobs);
+}
+
 /* ---- sorting ------------------------------------------------------------------ */
 typedef struct sort_key {
     const char *name;   /* --sort NAME */
@@ -29,8 +57,10 @@ typedef struct sort_key {
 } sort_key_t;
 
 static const sort_key_t sort_keys[] = {
-    {"id", "id", 0},           {"value", "value", 0},   {"time", "duration_s", 1},
-    {"attempts", "attempts", 1}, {"state", "state", 0}, {"where", "where", 0},
+    {"id", "id", 0},           {"value", "value", 0},       {"time", "duration_s", 1},
+    {"attempts", "attempts", 1}, {"failures", "failures", 1}, {"retries", "retries", 1},
+    {"promotions", "promotions", 1}, {"rung", "rung", 1},   {"state", "state", 0},
+    {"where", "where", 0},
 };
 
 typedef struct sort_ctx {
@@ -122,8 +152,9 @@ static void print_row(const json_t *t, const char *dir) {
     const char *decision = json_string_value(json_object_get(t, "decision"));
     const char *error = json_string_value(json_object_get(t, "error"));
     long long id = (long long)json_integer_value(json_object_get(t, "id"));
-    printf("%5lld  %-11s  %8lld  %12s  %6s  %9s  %8s  %-12s  %s", id, state,
-           (long long)json_integer_value(json_object_get(t, "attempts")), value, step, rung, dur,
+    printf("%5lld  %-11s  %5lld  %7lld  %12s  %6s  %9s  %8s  %-12s  %s", id, state,
+           (long long)json_integer_value(json_object_get(t, "failures")),
+           (long long)json_integer_value(json_object_get(t, "retries")), value, step, rung, dur,
            where ? where : "-", params);
     const char *note = decision && *decision ? decision
                        : error && strcmp(state, "completed") != 0 ? error
@@ -165,19 +196,21 @@ static int trials_main(int argc, char **argv) {
     char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
     trials_acc_t a = {.trials = json_array(), .dir = dir, .owned = tp__rundir_owner(dir) != 0};
     tp__store_trials(s, collect, &a);
+    add_promotions(s, &a);
     int code = TP_EXIT_OK;
     if (sort && sort_trials(a.trials, sort, mode && strcmp(mode, "max") == 0) != 0) {
         code = tp__cli_usage_error(&tp__cmd_trials,
                                    "--sort %s names no column or parameter; use id, value, time, "
-                                   "attempts, state, where or a parameter's name",
+                                   "attempts, failures, retries, promotions, rung, state, where "
+                                   "or a parameter's name",
                                    sort);
     } else if (as_json) {
         char *text = json_dumps(a.trials, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
     } else {
-        printf("%5s  %-11s  %8s  %12s  %6s  %9s  %8s  %-12s  %s\n", "trial", "state", "attempts",
-               metric ? metric : "value", "step", "rung/bdg", "time", "where",
+        printf("%5s  %-11s  %5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s\n", "trial", "state", "fails",
+               "retries", metric ? metric : "value", "step", "rung/bdg", "time", "where",
                "params  [decision or error]");
         size_t i;
         json_t *t;
@@ -193,10 +226,13 @@ static int trials_main(int argc, char **argv) {
 
 const tp_cmd_t tp__cmd_trials = {
     .name = "trials",
-    .summary = "list every trial: state, attempts, objective, where it ran, parameters",
+    .summary = "list every trial: state, failures and retries, objective, where it ran, "
+               "parameters",
     .usage = "usage: tunepack trials [DIR] [--json] [--sort KEY]\n\n"
              "Lists the trials of the experiment in DIR (default: the latest under ./runs):\n"
-             "state, attempts, last reported objective and step, rung and budget reached, time\n"
+             "state, failed attempts (fails) and attempts run again after a failure (retries,\n"
+             "automatic or asked for: see `tunepack run --help`), apart from promotions, which\n"
+             "the rung shows; last reported objective and step, rung and budget reached, time\n"
              "spent running (every attempt, not paused or waiting), where its last attempt ran\n"
              "(node:GPUs), parameters, and the scheduler's last decision about it (why it was\n"
              "promoted or stopped) or why it failed. Under `surrogate:` the parameters\n"
@@ -204,9 +240,12 @@ const tp_cmd_t tp__cmd_trials = {
              "surrogate trial N's configuration. Under a failed trial, the path of its\n"
              "logs and the last lines of its stderr. A trial left running by a run that ended\n"
              "shows as interrupted (`tunepack status` counts it the same way).\n\n"
-             "  --json       an array of trial objects (as export writes them in JSON)\n"
+             "  --json       an array of trial objects (as export writes them in JSON, with\n"
+             "               promotions): attempts counts every start (its latest attempt's\n"
+             "               number), failures, retries, promotions and interrupted its kinds\n"
              "  --sort KEY   order by id (default), value (best first), time (longest first),\n"
-             "               attempts, state, where, or a parameter's name\n\n"
+             "               attempts, failures, retries, promotions, rung (most first), state,\n"
+             "               where, or a parameter's name\n\n"
              "example:\n  tunepack trials runs/mlp-demo --sort value\n",
     .main = trials_main,
 };

@@ -231,6 +231,10 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
                           row->state, "params", params ? params : json_object(), "metrics",
                           metrics ? metrics : json_null(), "attempts", row->attempts, "failures",
                           row->failures);
+    /* Failed attempts run again (automatically, or by run --retry-failed): every failure
+     * but the one a failed trial ended with. Apart from promotions and interruptions. */
+    int final_failure = strcmp(row->state, "failed") == 0 && row->failures > 0;
+    json_object_set_new(o, "retries", json_integer(row->failures - final_failure));
     json_object_set_new(o, "value", row->has_value ? json_real(row->value) : json_null());
     json_object_set_new(o, "best", row->has_value && isfinite(row->best) ? json_real(row->best)
                                                                          : json_null());

@@ -217,9 +217,17 @@ json_t *tp__config_tree(const char *text);
  * trials, concurrency, timeout, retries, resources, ...) or refused (keys
  * that give recorded trials their meaning: command, space, metric, search,
  * budget, ...; see key_kinds in config_change.c). Returns 0 (nothing
- * refused), 1 (something refused) or -1 (a text is no YAML). */
+ * refused), 1 (something refused) or -1 (a text is no YAML). The command
+ * is refused here: this is the rule once trials have results. */
 int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *accepted,
                        tp_buf_t *refused);
+/* The same, given whether any trial has a result yet (completed, paused at a
+ * rung or stopped early): while none has (results 0), a changed command is
+ * accepted, shown as "  command: (...)" with its old and new value on a line
+ * each ("    - OLD", "    + NEW"), so a mistake in it is fixed without
+ * starting over. O(size of the files). */
+int tp__config_changes_given(const char *old_text, const char *new_text, int results,
+                             tp_buf_t *accepted, tp_buf_t *refused);
 
 /* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}, and with
  * `fuse:` {configs_json}. */

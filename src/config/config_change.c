@@ -2,8 +2,9 @@
  * from and the file it is run with now. Both are compared as parsed YAML
  * (resolved values), so comments, quoting, flow or block style never
  * matter; each top-level key is either one that may change between runs
- * (picked up by the next run) or one that gives recorded trials their
- * meaning (a change is refused). */
+ * (picked up by the next run), one that gives recorded trials their
+ * meaning (a change is refused), or the command, which gives them meaning
+ * only once a trial has a result (until then a change fixes a mistake). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +15,9 @@
 
 /* Top-level keys (or "key.member" for one member of a mapping key). A key
  * not listed is a meaning key: a key added to the file format is safe until
- * someone decides it may change. One line per key. */
+ * someone decides it may change. One line per key. may_change: 1 always,
+ * 0 never, UNTIL_RESULTS while no trial has a result. */
+enum { UNTIL_RESULTS = 2 };
 static const struct {
     const char *key;
     int may_change;
@@ -27,7 +30,8 @@ static const struct {
     {"env_passthrough", 1}, {"permissions", 1}, {"reallocation", 1},
     {"fuse", 1},
     /* meaning: what a recorded trial was, and how it was judged */
-    {"name", 0},          {"command", 0},      {"metric", 0},        {"space", 0},
+    {"command", UNTIL_RESULTS},
+    {"name", 0},          {"metric", 0},        {"space", 0},
     {"search", 0},        {"enqueue", 0},
     {"budget", 0},        {"checkpoint_root", 0}, {"surrogate", 0},
 };
@@ -72,13 +76,28 @@ json_t *tp__config_tree(const char *text) {
     return out;
 }
 
-/* "key: OLD -> NEW" (absent: "(none)") appended to out. */
-static void say_change(tp_buf_t *out, const char *key, const json_t *a, const json_t *b) {
+typedef struct changes {
+    tp_buf_t *accepted, *refused; /* the caller's */
+    int results;                  /* a trial has a result: UNTIL_RESULTS keys are refused */
+} changes_t;
+
+/* "key: OLD -> NEW" (absent: "(none)") appended to the list its kind says;
+ * a key that may change only until results comes as a diff, old and new on
+ * a line each, as it is the one that is long (a command). */
+static void say_change(const changes_t *c, const char *key, const json_t *a, const json_t *b) {
     const size_t flags =
         JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12);
     char *x = a ? json_dumps(a, flags) : NULL, *y = b ? json_dumps(b, flags) : NULL;
-    tp__buf_printf(out, "%s  %s: %.300s -> %.300s", out->len ? "\n" : "", key, x ? x : "(none)",
-                   y ? y : "(none)");
+    int kind = may_change(key);
+    tp_buf_t *out = kind == 1 || (kind == UNTIL_RESULTS && !c->results) ? c->accepted : c->refused;
+    if (kind == UNTIL_RESULTS)
+        tp__buf_printf(out, "%s  %s:%s\n    - %.2000s\n    + %.2000s", out->len ? "\n" : "", key,
+                       c->results ? " (trials have results under the old one)"
+                                  : " (no trial has a result yet)",
+                       x ? x : "(none)", y ? y : "(none)");
+    else
+        tp__buf_printf(out, "%s  %s: %.300s -> %.300s", out->len ? "\n" : "", key,
+                       x ? x : "(none)", y ? y : "(none)");
     free(x);
     free(y);
 }
@@ -86,8 +105,7 @@ static void say_change(tp_buf_t *out, const char *key, const json_t *a, const js
 /* Compare member `key` of a and b (objects); a change goes to accepted or
  * refused by its kind. Mappings whose members have kinds of their own
  * ("search.trials") are compared member by member. */
-static void compare_key(const char *key, const json_t *a, const json_t *b, tp_buf_t *accepted,
-                        tp_buf_t *refused) {
+static void compare_key(const char *key, const json_t *a, const json_t *b, const changes_t *c) {
     const json_t *va = json_object_get(a, key), *vb = json_object_get(b, key);
     if ((!va && !vb) || (va && vb && json_equal(va, vb))) return;
     int split = 0;
@@ -105,16 +123,22 @@ static void compare_key(const char *key, const json_t *a, const json_t *b, tp_bu
             if ((!ma && !mb) || (ma && mb && json_equal(ma, mb))) continue;
             char full[256];
             snprintf(full, sizeof full, "%s.%s", key, k);
-            say_change(may_change(full) ? accepted : refused, full, ma, mb);
+            say_change(c, full, ma, mb);
         }
         json_decref(keys);
         return;
     }
-    say_change(may_change(key) ? accepted : refused, key, va, vb);
+    say_change(c, key, va, vb);
 }
 
 int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *accepted,
                        tp_buf_t *refused) {
+    return tp__config_changes_given(old_text, new_text, 1, accepted, refused);
+}
+
+int tp__config_changes_given(const char *old_text, const char *new_text, int results,
+                             tp_buf_t *accepted, tp_buf_t *refused) {
+    const changes_t c = {.accepted = accepted, .refused = refused, .results = results};
     json_t *a = tp__config_tree(old_text), *b = tp__config_tree(new_text);
     if (!a || !b) {
         json_decref(a);
@@ -126,7 +150,7 @@ int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *acc
     json_t *v;
     json_object_foreach(a, k, v) json_object_set(keys, k, json_true());
     json_object_foreach(b, k, v) json_object_set(keys, k, json_true());
-    json_object_foreach(keys, k, v) compare_key(k, a, b, accepted, refused);
+    json_object_foreach(keys, k, v) compare_key(k, a, b, &c);
     json_decref(keys);
     json_decref(a);
     json_decref(b);

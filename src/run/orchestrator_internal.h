@@ -474,6 +474,19 @@ void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m);
 void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
 /* The best trial so far (a trial of the table or a seeded one), NULL if none. */
 const trial_t *tp__run_best_trial(const tp_run_t *r);
+/* setup.c: how many trials of the experiment in s have a result (completed,
+ * paused at a rung or stopped early; a fork's seeded trials not counted) into
+ * *n: while none has, a changed command is taken (tp__config_changes_given).
+ * 0 or the store's error. O(trials). */
+int tp__run_count_results(tp_store_t *s, int *n);
+/* retry.c: `run --retry-failed`: every failed trial goes back to pending, a
+ * "retry" decision journaled and told to the scheduler for each; says how
+ * many (and which) on the log. Call after the replay, before the counts are
+ * announced. Returns how many. O(trials). */
+int tp__run_retry_failed(tp_run_t *r);
+/* A journaled "retry" decision replayed: 1 if d is one (told to the
+ * scheduler), else 0. */
+int tp__retry_replay(tp_run_t *r, const tp_decision_row_t *d);
 /* fork.c: seed the new experiment (its store just created) with the results
  * of the one in `from` that the new space holds. 0, or an error (err). */
 int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err);

@@ -29,6 +29,7 @@ typedef struct tp_run_opts {
     int quiet;            /* no progress output at all */
     const char *cluster;  /* --cluster: local | slurm | ssh:HOST,...; NULL: the file's */
     const char *fork;     /* --fork OLD: a new experiment seeded with OLD's results; NULL */
+    int retry_failed;     /* --retry-failed: the failed trials run again, an attempt each */
 } tp_run_opts_t;
 
 /* Run (or resume) an experiment to its end. Returns a TP_EXIT_* code; the

@@ -178,7 +178,7 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         else if (strcmp(d->kind, "timing") != 0)
             *ended = 0;
     }
-    if (tp__deadline_replay(rp->r, d)) return 0;
+    if (tp__deadline_replay(rp->r, d) || tp__retry_replay(rp->r, d)) return 0;
     if (strcmp(d->kind, "trials") == 0) { /* the decisions that follow saw this many */
         rp->limit_known = 1;
         rp->limit = d->has_value && d->value > 0 ? (uint64_t)d->value : 0;
@@ -287,16 +287,41 @@ static void replay_decisions(tp_run_t *r) {
     free(rp.job);
 }
 
+static int count_result(const tp_trial_row_t *row, void *ud) {
+    static const char *const ended_a_job[] = {"completed", "paused", "stopped"};
+    for (size_t i = 0; i < TP_ARRAY_LEN(ended_a_job); i++)
+        *(int *)ud += row->id >= 0 && strcmp(row->state, ended_a_job[i]) == 0;
+    return 0;
+}
+
+int tp__run_count_results(tp_store_t *s, int *n) {
+    *n = 0;
+    return tp__store_trials(s, count_result, n);
+}
+
 /* The file differs from the one the experiment was started from: keys that
  * may change (trials, concurrency, timeout, ...) are taken and the change
- * is journaled; a change of meaning (command, space, metric, search, ...)
- * is refused with what changed and the ways out. */
+ * is journaled; so is a changed command while no trial of this experiment
+ * has a result (completed, paused at a rung or stopped early; a fork's
+ * seeded trials ran elsewhere), shown as a diff. A change of meaning
+ * (space, metric, search, the command once results exist, ...) is refused
+ * with what changed and the ways out. The new text is recorded, so a resume
+ * with the same file sees no change and every later launch uses it. */
 static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
     tp_buf_t ok, refused;
     tp__buf_init(&ok);
     tp__buf_init(&refused);
-    int rc = tp__config_changes(old_text, r->x.text, &ok, &refused);
+    int results = 0;
+    tp__journal_ok(&r->journal, tp__run_count_results(r->journal.store, &results),
+                   "reading the trials");
+    int rc = tp__config_changes_given(old_text, r->x.text, results, &ok, &refused);
     if (rc != 0) {
+        char why[200] = "";
+        const char *list = refused.len ? refused.data : "";
+        if (strncmp(list, "  command:", 10) == 0 || strstr(list, "\n  command:"))
+            snprintf(why, sizeof why,
+                     " The command may change only while no trial has a result; %d have one.",
+                     results);
         rc = tp__errorf(err, -EEXIST,
                         "%s holds an experiment whose recorded trials would mean something else "
                         "under %s as it is now:\n"
@@ -304,10 +329,10 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
                         "Either restore those keys, or run it as a new experiment: with a new "
                         "--dir DIR to start afresh, or with --fork %s --dir DIR to start one "
                         "seeded with the results here that the new space holds (they stay here "
-                        "as they are). Keys such as trials, concurrency, timeout, retries and "
+                        "as they are).%s Keys such as trials, concurrency, timeout, retries and "
                         "resources may change between runs.",
                         r->dir, r->x.path, rc < 0 ? "  (the stored file is no YAML)" : refused.data,
-                        r->dir);
+                        r->dir, why);
     } else if (ok.len) {
         tp_store_t *s = r->journal.store;
         tp__log(TP_LOG_INFO, "%s changed since the last run; taking the new values:\n%s",
@@ -581,6 +606,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     tp__run_warm_start(r);
     int interrupted = resume_trials(r);
     replay_decisions(r);
+    if (o->retry_failed) tp__run_retry_failed(r);
     announce_resume(r, interrupted);
     tp__elastic_resume(r);
     tp__deadline_start(r);

@@ -22,7 +22,9 @@ static const unsigned char allowed[TP_TRIAL_NSTATES][TP_TRIAL_NSTATES] = {
     [TP_TRIAL_RUNNING] = {[TP_TRIAL_PENDING] = 1, [TP_TRIAL_PAUSED] = 1, [TP_TRIAL_COMPLETED] = 1,
                           [TP_TRIAL_STOPPED] = 1, [TP_TRIAL_FAILED] = 1},
     [TP_TRIAL_PAUSED] = {[TP_TRIAL_PENDING] = 1, [TP_TRIAL_RUNNING] = 1, [TP_TRIAL_STOPPED] = 1},
-    /* completed, stopped and failed are final */
+    /* completed and stopped are final; failed too, unless the user asks
+       (`run --retry-failed`) */
+    [TP_TRIAL_FAILED] = {[TP_TRIAL_PENDING] = 1},
 };
 
 const char *tp__trial_state_name(tp_trial_state_t state) {

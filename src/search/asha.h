@@ -64,6 +64,10 @@ int tp__asha_new_trial(tp_scheduler_t *s, tp_asha_t *st, double now, tp_job_t *o
 /* The sampler may have more now (trials raised): forget its "no more" and
  * the search's end. O(1). */
 void tp__asha_more(tp_asha_t *st);
+/* Trial t's failed job at rung k runs again (ops->retry): it is no longer
+ * out, and its job is out again. Nothing for a trial that did not fail
+ * there. O(1). */
+void tp__asha_retry(tp_asha_t *st, int64_t t, int k);
 /* A job ended (asha's rule: a failure takes the trial out; an ok value
  * enters rung `rung`, replacing the trial's earlier one there; the sampler
  * is told). */

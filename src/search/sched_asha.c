@@ -148,6 +148,16 @@ void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, 
     s->sampler->ops->tell(s->sampler, (uint64_t)trial, tr->config, value, now);
 }
 
+void tp__asha_retry(tp_asha_t *st, int64_t t, int k) {
+    if (t < 0 || (size_t)t >= st->ntrials) return;
+    tp_asha_trial_t *tr = &st->trials[t];
+    if (!tr->failed || tr->running || tr->rung != k) return;
+    tr->failed = 0;
+    tr->running = 1;
+    st->running++;
+    st->over = 0; /* a job is out again: the search waits for it */
+}
+
 /* ---- the asha scheduler ------------------------------------------------------------ */
 
 static int asha_init(tp_scheduler_t *s, tp_error_t *err) {
@@ -222,9 +232,14 @@ static void asha_trials(tp_scheduler_t *s) {
     tp__asha_more(s->impl);
 }
 
+static void asha_retry(tp_scheduler_t *s, int64_t trial, int rung) {
+    tp__asha_retry(s->impl, trial, rung);
+}
+
 const struct tp_scheduler_ops tp__sched_asha_ops = {
     .name = "asha",
     .trials = asha_trials,
+    .retry = asha_retry,
     .init = asha_init,
     .next = asha_next,
     .result = asha_result,

@@ -298,9 +298,14 @@ static void hs_trials(tp_scheduler_t *s) {
     tp__asha_more(&((hs_state_t *)s->impl)->asha);
 }
 
+static void hs_retry(tp_scheduler_t *s, int64_t trial, int rung) {
+    tp__asha_retry(&((hs_state_t *)s->impl)->asha, trial, rung);
+}
+
 const struct tp_scheduler_ops tp__sched_hypersched_ops = {
     .name = "hypersched",
     .trials = hs_trials,
+    .retry = hs_retry,
     .init = hs_init,
     .next = hs_next,
     .result = hs_result,

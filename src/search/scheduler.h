@@ -103,6 +103,13 @@ struct tp_scheduler_ops {
      * that remembered the sampler's "no more" or sized its plan by the old
      * number takes the new one. NULL: nothing to do. */
     void (*trials)(tp_scheduler_t *s);
+    /* A failed job runs again because the user asked (`run --retry-failed`):
+     * the trial is back in the search, its job at `rung` out again; its end
+     * comes as any job's, through result(). A journaled call, replayed in
+     * order like the others. NULL: the scheduler keeps the trial out (fifo
+     * and median need nothing more: the retried job's result is told to the
+     * sampler as any; hyperband and surrogate hold the trial at that rung). */
+    void (*retry)(tp_scheduler_t *s, int64_t trial, int rung);
     void (*destroy)(tp_scheduler_t *s);
 };
 

@@ -283,10 +283,11 @@ class E2E(unittest.TestCase):
         return self.tp("run", exp_path, "--dir", run_dir, "--plain", *extra,
                        cwd=cwd, timeout=timeout, env=env)
 
-    def start_run(self, exp_path, run_dir, cwd=None, env=None):
-        """Start `tunepack run` in the background; return the Popen (killed in tearDown)."""
+    def start_run(self, exp_path, run_dir, *extra, cwd=None, env=None):
+        """Start `tunepack run` (with options extra) in the background; return the Popen
+        (killed in tearDown)."""
         self.run_dirs.append(run_dir)
-        p = subprocess.Popen([BIN, "run", exp_path, "--dir", run_dir, "--plain"],
+        p = subprocess.Popen([BIN, "run", exp_path, "--dir", run_dir, "--plain", *extra],
                              cwd=cwd or self.tmp, stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              env=merged_env(env))
@@ -356,11 +357,12 @@ class E2E(unittest.TestCase):
         except (sqlite3.Error, AssertionError):
             return None
 
-    def kill_after(self, exp_path, run_dir, decisions):
-        """Start the run, wait until its store holds `decisions` decisions (the search's own
-        events: the count goes on across resumes), and SIGKILL the process it started. A run
-        that ends before that fails the test: the kill it set out to make never happened."""
-        p = self.start_run(exp_path, run_dir)
+    def kill_after(self, exp_path, run_dir, decisions, *extra):
+        """Start the run (with options extra), wait until its store holds `decisions`
+        decisions (the search's own events: the count goes on across resumes), and SIGKILL the
+        process it started; return its Popen. A run that ends before that fails the test: the
+        kill it set out to make never happened."""
+        p = self.start_run(exp_path, run_dir, *extra)
 
         def reached():
             rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM decisions")
@@ -370,6 +372,7 @@ class E2E(unittest.TestCase):
                           "was never killed; kill earlier" % decisions)
         os.kill(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
+        return p
 
     def kill_at(self, exp_path, run_dir, counts):
         """Start the run again and again, SIGKILL it once its store holds each of `counts`

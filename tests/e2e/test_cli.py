@@ -103,7 +103,8 @@ class Cli(E2E):
         rows = {int(l.split()[0]): l for l in tr.stdout.splitlines()[1:] if l.strip()}
         for t in trials:
             x = t["params"]["x"]
-            self.assertEqual(rows[t["id"]].split()[3], six(t["value"]), rows[t["id"]])
+            # trial, state, fails, retries, then the value
+            self.assertEqual(rows[t["id"]].split()[4], six(t["value"]), rows[t["id"]])
             self.assertIn("x=%s n=%d" % (six(x), t["params"]["n"]), rows[t["id"]])
             self.assertNotIn(repr(x), rows[t["id"]])
         top = max(trials, key=lambda t: t["value"])

@@ -550,6 +550,30 @@ TP_TEST(test_deadline_and_reallocation_may_change_between_runs) {
     tp__buf_free(&ref);
 }
 
+/* The command may change while no trial has a result (a mistake fixed), shown
+ * old and new on a line each; once one has, it is refused like the space. */
+TP_TEST(test_command_may_change_only_until_a_trial_has_a_result) {
+    static const char old[] = HEAD "space: {x: {uniform: [0, 1]}}\n";
+    static const char changed[] = "name: a\ncommand: [y, \"{x}\"]\nmetric: {name: v, mode: max}\n"
+                                  "space: {x: {uniform: [0, 1]}}\n";
+    tp_buf_t acc, ref;
+    tp__buf_init(&acc);
+    tp__buf_init(&ref);
+    TP_CHECK_INT(tp__config_changes_given(old, changed, 0, &acc, &ref), 0);
+    TP_CHECK_STR(acc.data, "  command: (no trial has a result yet)\n"
+                           "    - [\"x\"]\n"
+                           "    + [\"y\",\"{x}\"]");
+    TP_CHECK_INT((int)ref.len, 0);
+    tp__buf_reset(&acc);
+    TP_CHECK_INT(tp__config_changes_given(old, changed, 1, &acc, &ref), 1);
+    TP_CHECK_CONTAINS(ref.data, "  command: (trials have results under the old one)");
+    TP_CHECK_INT((int)acc.len, 0);
+    tp__buf_reset(&ref);
+    TP_CHECK_INT(tp__config_changes(old, changed, &acc, &ref), 1); /* the rule with results */
+    tp__buf_free(&acc);
+    tp__buf_free(&ref);
+}
+
 /* `gpus: {min, max}` makes trials elastic; a plain number keeps its meaning. */
 TP_TEST(test_elastic_gpus_take_a_min_and_a_max) {
     static const char text[] = HEAD "space: {x: {uniform: [0, 1]}}\n"

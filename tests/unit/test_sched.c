@@ -201,6 +201,35 @@ TP_TEST(test_asha_never_promotes_a_failed_trial) {
     tp__space_free(&sp);
 }
 
+/* run --retry-failed: a failed trial's job is out again, and with a good
+ * result the trial is promotable like any (asha and hypersched alike). */
+TP_TEST(test_asha_takes_a_retried_trial_back_into_the_search) {
+    static const char *const names[] = {"asha", "hypersched"};
+    for (size_t n = 0; n < TP_ARRAY_LEN(names); n++) {
+        tp_space_t sp;
+        build_space(&sp);
+        tp_scheduler_t *s = make(&sp, names[n], "random", 3, 1, 9, 1);
+        tp_job_t job;
+        for (int i = 0; i < 3; i++)
+            TP_CHECK_INT(next(s, &job), 1);
+        s->ops->result(s, 0, 0, 0, NAN, 1); /* failed */
+        s->ops->result(s, 1, 0, 1, 0.1, 1);
+        s->ops->result(s, 2, 0, 1, 0.2, 1);
+        s->ops->retry(s, 1, 0);         /* not a failed trial: nothing */
+        TP_CHECK_INT(next(s, &job), 0); /* floor(2/3) = 0 promoted, nothing runs: over */
+        TP_CHECK(s->ops->final(s, 0, 0));
+        s->ops->retry(s, 0, 0);
+        TP_CHECK(!s->ops->final(s, 0, 0));
+        TP_CHECK_INT(next(s, &job), -EAGAIN); /* its job is out again */
+        s->ops->result(s, 0, 0, 1, 0.9, 2);
+        TP_CHECK_INT(next(s, &job), 1); /* floor(3/3) = 1: the retried trial, best */
+        TP_CHECK_INT(job.trial, 0);
+        TP_CHECK_INT(job.rung, 1);
+        tp__scheduler_free(s);
+        tp__space_free(&sp);
+    }
+}
+
 TP_TEST(test_asha_ends_when_nothing_can_be_promoted_and_no_job_runs) {
     tp_space_t sp;
     build_space(&sp);
