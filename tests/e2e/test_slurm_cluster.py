@@ -32,6 +32,37 @@ rep.write(json.dumps({"step": 1, "x": x}) + "\n")
 '''
 
 
+# Each attempt leaves a mark in GATE, then waits (a minute at most) until WANT marks are there:
+# WANT attempts at once let all of them go on; fewer keep the first ones waiting.
+GATED = r'''
+import json, os, sys, time
+gate, want, x = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+open(os.path.join(gate, os.path.basename(os.environ["TUNEPACK_TRIAL_DIR"])), "w").close()
+end = time.time() + 60
+while len(os.listdir(gate)) < want and time.time() < end:
+    time.sleep(0.05)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "x": x}) + "\n")
+'''
+
+
+def overlap(store):
+    """From the journal's events (an attempt's `running`, then its end) and the placements:
+    the most attempts running at once, in all and on each node."""
+    node = {(r["trial"], r["attempt"]): r["node"] for r in store.q(
+        "SELECT trial, attempt, node FROM placements")}
+    now, most, on, most_on = 0, 0, {}, {}
+    for e in store.q("SELECT trial, attempt, kind FROM events WHERE trial >= 0 AND attempt > 0 "
+                     "AND kind IN ('running', 'completed', 'failed', 'pending') ORDER BY id"):
+        n = node[(e["trial"], e["attempt"])]
+        step = 1 if e["kind"] == "running" else -1
+        now += step
+        on[n] = on.get(n, 0) + step
+        most = max(most, now)
+        most_on[n] = max(most_on.get(n, 0), on[n])
+    return most, most_on
+
+
 class SlurmCluster3(E2E):
     @classmethod
     def setUpClass(cls):
@@ -71,7 +102,7 @@ class SlurmCluster3(E2E):
     def test_three_nodes_and_one_dies(self):
         d = self.path("run")
         started = time.monotonic()
-        p = self.salloc_run(self.exp(18, 1.5, 6), d)
+        p = self.salloc_run(self.exp(18, 1.5, 2), d)  # 2 a node: 6 at once
         self.assertTrue(wait_for(lambda: "n2" in self.nodes_of(d).values(), 60),
                         "no trial was placed on n2")
         self.cluster.kill_node("n2")
@@ -85,6 +116,9 @@ class SlurmCluster3(E2E):
             lost = s.q("SELECT detail FROM events WHERE kind = 'agent-lost'")
         self.assertEqual({"n1", "n2", "n3"}, set(nodes.values()))
         self.assertTrue(any(r["detail"].startswith("n2:") for r in lost), lost)
+        # `tunepack nodes`: the dead node lost; the others given back at the clean end.
+        states = {n: v["state"] for n, v in self.nodes_json(d).items()}
+        self.assertEqual(states, {"n1": "released", "n2": "lost", "n3": "released"})
         moved = [t for t in trials if t["attempts"] > 1]
         self.assertTrue(moved, "no trial was interrupted by n2's death")
         for t in moved:  # interrupted on n2: completed by a later attempt on a live node
@@ -100,9 +134,46 @@ class SlurmCluster3(E2E):
               "wall %.1fs" % (per_node, len(moved), wall), file=sys.stderr)
         self.cluster.restart_node("n2")
 
+    def nodes_json(self, run_dir):
+        r = self.tp("nodes", run_dir, "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return {n["name"]: n for n in json.loads(r.stdout)}
+
+    def test_concurrency_is_per_node_and_no_node_idles_while_trials_wait(self):
+        # concurrency: 2 on an allocation of two nodes: four at once, two on each; with
+        # {per_node: 2, total: 3}, three at once. The gate holds each attempt until that many
+        # run, so a node left idle shows as fewer at once in the journal, not as a slow run.
+        trial = self.write("gated.py", GATED)
+        for conc, want, per_node in (("2", 4, 2), ("{per_node: 2, total: 3}", 3, 2)):
+            gate = self.path("gate-%d" % want)
+            os.makedirs(gate)
+            exp = self.experiment(
+                "name: per-node\ncommand: [%s, %s, %s, \"%d\", \"{x}\"]\n"
+                "metric: {name: x, mode: max}\nspace: {x: {uniform: [0, 1]}}\n"
+                "search: {algorithm: random, trials: 8, seed: 2}\nconcurrency: %s\n"
+                % (yaml_str(PY), yaml_str(trial), yaml_str(gate), want, conc),
+                name="per-node-%d.yaml" % want)
+            d = self.path("run-%d" % want)
+            self.run_dirs.append(d)
+            r = self.cluster.run(["salloc", "-N2", "--immediate=30", BIN, "run", exp, "--dir", d,
+                                  "--plain", "--cluster", "slurm"], cwd=self.tmp, timeout=240)
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            self.assert_each_completed_once(d, 8)
+            with self.store(d) as s:
+                most, most_on = overlap(s)
+            self.assertEqual(most, want, (conc, most_on))
+            self.assertEqual(sorted(most_on), ["n1", "n2"], most_on)
+            self.assertTrue(all(k <= per_node for k in most_on.values()), (conc, most_on))
+            # A clean end: each node's agent was given back, none lost.
+            nodes = self.nodes_json(d)
+            self.assertEqual({n: v["state"] for n, v in nodes.items()},
+                             {"n1": "released", "n2": "released"}, nodes)
+            print("\n[slurm] concurrency: %s on two nodes: %d attempts at once, at most %s per "
+                  "node" % (conc, most, most_on), file=sys.stderr)
+
     def test_killed_orchestrator_resumes_inside_the_same_allocation(self):
         d = self.path("run")
-        exp = self.exp(9, 1.0, 3)
+        exp = self.exp(9, 1.0, 1)  # 1 a node: 3 at once
         # One allocation; inside it, two `tunepack run`s: the first is killed mid-run.
         script = self.write("twice.sh", (
             "set -u\n"
