@@ -92,13 +92,14 @@ int tp__nodes_concurrency(const tp_run_t *r) {
 
 /* Trials that wait for room: pending ones that did not fit, or that every
  * node's concurrency holds back (not concurrency.total: another node would
- * not let them run). */
+ * not let them run); while the nodes are full the search is not asked, so
+ * its next job counts as one. */
 static int waiting(const tp_run_t *r) {
-    if (r->trials.nheap == 0) return 0;
+    int pending = (int)r->trials.nheap;
     int cap = tp__nodes_concurrency(r);
-    int full =
-        tp__fuse_slots_used(r) >= cap && (!r->x.concurrency_total || cap < r->x.concurrency_total);
-    return !tp__placement_may_fit(r) || full ? (int)r->trials.nheap : 0;
+    if (tp__fuse_slots_used(r) >= cap && (!r->x.concurrency_total || cap < r->x.concurrency_total))
+        return pending ? pending : !r->exhausted && !r->sched_waiting;
+    return !tp__placement_may_fit(r) ? pending : 0;
 }
 
 /* ---- requests from `tunepack nodes` ---------------------------------------------- */

@@ -231,6 +231,34 @@ class SlurmCluster3(E2E):
             print("  +%5.1fs %-16s %s" % (e["at"] - t0, e["kind"], e["detail"]),
                   file=sys.stderr)
 
+    def test_allocation_grows_for_trials_that_each_nodes_concurrency_holds_back(self):
+        # concurrency: 1 on an allocation of one node that may grow to two: the gate holds
+        # the first trial until a second runs beside it, which only a second node allows.
+        trial = self.write("gated.py", GATED)
+        gate = self.path("gate")
+        os.makedirs(gate)
+        exp = self.experiment(
+            "name: grow-per-node\ncommand: [%s, %s, %s, \"2\", \"{x}\"]\n"
+            "metric: {name: x, mode: max}\nspace: {x: {uniform: [0, 1]}}\n"
+            "search: {algorithm: random, trials: 4, seed: 3}\nconcurrency: 1\n"
+            "cluster: {slurm: {nodes: {min: 1, max: 2}, time: '10:00'}}\n"
+            % (yaml_str(PY), yaml_str(trial), yaml_str(gate)), name="grow.yaml")
+        d = self.path("run")
+        self.run_dirs.append(d)
+        r = self.cluster.run([BIN, "run", exp, "--dir", d, "--plain"], cwd=self.tmp,
+                             timeout=240)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assert_each_completed_once(d, 4)
+        with self.store(d) as s:
+            most, most_on = overlap(s)
+            kinds = [e["kind"] for e in s.q("SELECT kind FROM events WHERE kind LIKE 'node-%' "
+                                             "ORDER BY id")]
+        self.assertEqual(kinds[:2], ["node-requested", "node-added"], kinds)
+        self.assertEqual(most, 2, most_on)
+        self.assertEqual(sorted(most_on.values()), [1, 1], most_on)
+        states = {n: v["state"] for n, v in self.nodes_json(d).items()}
+        self.assertEqual(sorted(states.values()), ["released", "released"], states)
+
     def test_gpu_trials_are_packed_across_the_nodes_gpus(self):
         # Each node's agent sees its own two 40 GB GPUs through a stand-in NVML (the %n in
         # TUNEPACK_FAKE_NVML is the Slurm node), and runs one MPS daemon per GPU.
