@@ -50,6 +50,7 @@ load() {
 start() {
     if [ -f "$state/env" ]; then
         . "$state/env"
+        unset SLURM_CONF
         if kill -0 "$LOCAL_SLURM_PID" 2>/dev/null; then
             echo "local-slurm: already up in $state (stop it with: $0 stop)"
             return 0
@@ -82,9 +83,12 @@ stop() {
         return 0
     fi
     . "$state/env"
+    # Not in our children's environment: serve's teardown kills every process whose
+    # environment names the cluster.
+    unset SLURM_CONF
     kill -TERM "$LOCAL_SLURM_PID" 2>/dev/null || true
     # serve cancels the jobs, stops the daemons and removes the cluster, then exits.
-    while kill -0 "$LOCAL_SLURM_PID" 2>/dev/null; do sleep 0.2; done
+    while kill -0 "$LOCAL_SLURM_PID" 2>/dev/null; do sleep 0.2 || true; done
     python3 "$harness" clean --dir "$state"
     rm -f "$state/env" "$state/serve.log"
     rmdir "$state" 2>/dev/null || true
