@@ -3,10 +3,15 @@ three slurmd, munge, from Debian's packages): `salloc -N3 ... tunepack run --clu
 starts one agent per node with `srun --overlap`, trials run on every node, and when a node
 dies mid-run (its slurmd, step daemons and everything started there killed) its trials run
 again on the others: every configuration completes exactly once. Killing the orchestrator
-and running `tunepack run` again inside the same allocation resumes."""
+and running `tunepack run` again inside the same allocation resumes. `concurrency` counts on
+each node (read from the journal's events: four at once on two nodes at concurrency 2, no
+node beyond its share even when the placer would pack one), an allocation grows for trials
+that every node's share holds back, and `tunepack nodes` says released for a node given back
+at a clean end and lost for one that died."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +49,34 @@ while len(os.listdir(gate)) < want and time.time() < end:
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
 rep.write(json.dumps({"step": 1, "x": x}) + "\n")
 '''
+
+# As GATED, and then each attempt waits for RELEASE, leaves its pid in DONE and ends.
+HELD = r'''
+import json, os, sys, time
+gate, done, release, x = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+open(os.path.join(gate, os.path.basename(os.environ["TUNEPACK_TRIAL_DIR"])), "w").close()
+end = time.time() + 60
+while (len(os.listdir(gate)) < 4 or not os.path.exists(release)) and time.time() < end:
+    time.sleep(0.05)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "x": x}) + "\n")
+open(os.path.join(done, str(os.getpid())), "w").close()
+'''
+
+
+def child_of(parent, exe):
+    """The pid of parent's child process running exe."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            if ppid == parent and os.readlink("/proc/%s/exe" % name) == os.path.realpath(exe):
+                return int(name)
+        except (OSError, ValueError, IndexError):
+            pass
+    raise AssertionError("no %s under pid %d" % (exe, parent))
 
 
 def overlap(store):
@@ -259,9 +292,9 @@ class SlurmCluster3(E2E):
         states = {n: v["state"] for n, v in self.nodes_json(d).items()}
         self.assertEqual(sorted(states.values()), ["released", "released"], states)
 
-    def test_gpu_trials_are_packed_across_the_nodes_gpus(self):
-        # Each node's agent sees its own two 40 GB GPUs through a stand-in NVML (the %n in
-        # TUNEPACK_FAKE_NVML is the Slurm node), and runs one MPS daemon per GPU.
+    def gpu_env(self):
+        """Each node's agent sees its own two 40 GB GPUs through a stand-in NVML (the %n in
+        TUNEPACK_FAKE_NVML is the Slurm node), and runs one MPS daemon per GPU."""
         proc_dir = self.path("procs")
         os.makedirs(proc_dir)
         for node in ("n1", "n2", "n3"):
@@ -269,6 +302,54 @@ class SlurmCluster3(E2E):
                      "memory_mib": 40960, "util": 0} for i in range(2)]
             self.write("nvml-%s.json" % node, json.dumps(
                 {"gpus": gpus, "processes": [], "process_dir": proc_dir}))
+        return dict(self.cluster.env, LD_LIBRARY_PATH=FAKE_DIR,
+                    TUNEPACK_FAKE_NVML=self.path("nvml-%n.json"), TUNEPACK_FAKE_MPS_MAX_S="120",
+                    PATH=FAKE_DIR + os.pathsep + path_without_mps_control())
+
+    def test_gpu_placement_keeps_each_node_to_its_concurrency(self):
+        # Twelve 0.2-GPU trials would all fit on one node's two GPUs, and first fit fills n1
+        # first; at concurrency 2 no node runs more than two. The orchestrator is held
+        # (SIGSTOP) while the first four end, so that one turn of its loop places four at once:
+        # the round packs them on n1, gives back what is beyond its two, and places those on n2.
+        trial = self.write("held.py", HELD)
+        gate, done, release = self.path("gate"), self.path("done"), self.path("release")
+        os.makedirs(gate)
+        os.makedirs(done)
+        exp = self.experiment(
+            "name: gpu-per-node\ncommand: [%s, %s, %s, %s, %s, \"{x}\"]\n"
+            "metric: {name: x, mode: max}\nspace: {x: {uniform: [0, 1]}}\n"
+            "search: {algorithm: random, trials: 12, seed: 4}\nconcurrency: 2\n"
+            "resources: {gpus: 1, gpu_memory: 4G, gpu_compute: 0.2}\n"
+            "placement: {policy: ff}\n"
+            % (yaml_str(PY), yaml_str(trial), yaml_str(gate), yaml_str(done),
+               yaml_str(release)), name="gpu-per-node.yaml")
+        d = self.path("run")
+        self.run_dirs.append(d)
+        p = self.cluster.popen(["salloc", "-N2", "--immediate=30", BIN, "run", exp, "--dir", d,
+                                "--plain", "--cluster", "slurm"], cwd=self.tmp,
+                               env=self.gpu_env(), stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.procs.append(p)
+        self.assertTrue(wait_for(lambda: len(os.listdir(gate)) >= 4, 120),
+                        "four trials never ran at once")
+        orchestrator = child_of(p.pid, BIN)
+        os.kill(orchestrator, signal.SIGSTOP)
+        try:
+            open(release, "w").close()
+            ended = lambda: [n for n in os.listdir(done)
+                             if not os.path.exists("/proc/" + n)]
+            self.assertTrue(wait_for(lambda: len(ended()) >= 4, 8), os.listdir(done))
+        finally:
+            os.kill(orchestrator, signal.SIGCONT)
+        out, err = p.communicate(timeout=240)
+        self.assertEqual(p.returncode, 0, err.decode(errors="replace")[-3000:])
+        self.assert_each_completed_once(d, 12)
+        with self.store(d) as s:
+            most, most_on = overlap(s)
+        self.assertEqual(most, 4, most_on)
+        self.assertEqual(sorted(most_on.items()), [("n1", 2), ("n2", 2)], most_on)
+
+    def test_gpu_trials_are_packed_across_the_nodes_gpus(self):
         trial = self.write("gpu_trial.py", (
             "import json, os, time\n"
             "time.sleep(1.5)\n"
@@ -284,9 +365,7 @@ class SlurmCluster3(E2E):
             % (yaml_str(PY), yaml_str(trial)), name="gpus.yaml")
         d = self.path("run")
         self.run_dirs.append(d)
-        env = dict(self.cluster.env, LD_LIBRARY_PATH=FAKE_DIR,
-                   TUNEPACK_FAKE_NVML=self.path("nvml-%n.json"), TUNEPACK_FAKE_MPS_MAX_S="120",
-                   PATH=FAKE_DIR + os.pathsep + path_without_mps_control())
+        env = self.gpu_env()
         r = self.cluster.run(["salloc", "-N3", "--immediate=30", BIN, "run", exp, "--dir", d,
                               "--plain", "--cluster", "slurm"], cwd=self.tmp, env=env,
                              timeout=240)
