@@ -343,13 +343,6 @@ static int key_fail_fast(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return rc;
 }
 
-static int key_concurrency(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    long long t;
-    int rc = tp__cfg_get_int(c, key, v, 1, 4096, &t);
-    if (rc == 0) c->x->concurrency = (int)t;
-    return rc;
-}
-
 static int key_retries(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
     int rc = tp__cfg_get_int(c, key, v, 0, 100, &t);
@@ -450,7 +443,7 @@ static const key_spec_t top_keys[] = {
     {"metric", tp__cfg_key_metric, 1, "metric: {name: val_acc, mode: max}"},
     {"space", tp__cfg_key_space, 0, NULL},
     {"search", key_search, 0, NULL},
-    {"concurrency", key_concurrency, 0, NULL},
+    {"concurrency", tp__cfg_key_concurrency, 0, NULL},
     {"retries", key_retries, 0, NULL},
     {"fail_fast", key_fail_fast, 0, NULL},
     {"timeout", key_timeout, 0, NULL},

@@ -136,7 +136,10 @@ typedef struct tp_experiment {
     tp_space_t space;      /* `space` */
     tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10;
                               grid: 1, one pass over the product), seed (default 0) */
-    int concurrency;       /* `concurrency`, default 1, 1..4096 */
+    int concurrency;       /* `concurrency` (or its per_node): attempts at once on each
+                              node, default 1, 1..4096 (`{total: M}` alone: M) */
+    int concurrency_total; /* `concurrency.total`: at once over the cluster, 0 = per node
+                              times the nodes that take trials */
     int retries;           /* `retries`, default 0, 0..100: extra attempts after a failure */
     int fail_fast;         /* `fail_fast`: stop when the first this many trials all fail the
                               same way; 0: never; default TP_FAIL_FAST_DEFAULT (`true`) */

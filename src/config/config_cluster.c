@@ -226,17 +226,19 @@ static int slurm_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
-static int slurm_int(cfgctx_t *c, const char *key, yaml_node_t *v, int *dst) {
+/* An integer in [lo, hi] into *dst. */
+static int int_into(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
+                    int *dst) {
     long long n;
-    int rc = tp__cfg_get_int(c, key, v, 0, 100000, &n);
+    int rc = tp__cfg_get_int(c, key, v, lo, hi, &n);
     if (rc == 0) *dst = (int)n;
     return rc;
 }
 static int slurm_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return slurm_int(c, key, v, &c->x->cluster.gpus_per_node);
+    return int_into(c, key, v, 0, 100000, &c->x->cluster.gpus_per_node);
 }
 static int slurm_cpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return slurm_int(c, key, v, &c->x->cluster.cpus_per_node);
+    return int_into(c, key, v, 0, 100000, &c->x->cluster.cpus_per_node);
 }
 static int slurm_partition(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return set_string(c, key, v, &c->x->cluster.partition);
@@ -321,6 +323,50 @@ int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
                                     "\"{node}\", tunepack, agent]}}");
     }
     return 0;
+}
+
+/* ---- concurrency: per node, and over the cluster ------------------------------- */
+#define CONCURRENCY_EXAMPLE                                                                        \
+    "concurrency: 4 (on each node), concurrency: {per_node: 4, total: 10} or concurrency: "        \
+    "{total: 10}"
+
+static int concurrency_per_node(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return int_into(c, key, v, 1, 4096, &c->x->concurrency);
+}
+static int concurrency_total(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    return int_into(c, key, v, 1, 1 << 20, &c->x->concurrency_total);
+}
+
+static const key_spec_t concurrency_keys[] = {
+    {"per_node", concurrency_per_node, 0, NULL},
+    {"total", concurrency_total, 0, NULL},
+};
+
+/* `concurrency: N` is N on each node (Slurm's --ntasks-per-node: a second
+ * node doubles the trials at once); `{per_node: N, total: M}` caps the
+ * cluster too, and `{total: M}` alone caps only the cluster (Ray Tune's
+ * max_concurrent_trials). */
+int tp__cfg_key_concurrency(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    tp_experiment_t *x = c->x;
+    x->concurrency_total = 0;
+    if (v->type != YAML_MAPPING_NODE) {
+        if (v->type == YAML_SCALAR_NODE) return concurrency_per_node(c, key, v);
+        return fail(c, v, "\"%s\" must be a number or a mapping, e.g. %s", key,
+                    CONCURRENCY_EXAMPLE);
+    }
+    x->concurrency = 0;
+    int rc = tp__cfg_walk_mapping(c, key, v, concurrency_keys, TP_ARRAY_LEN(concurrency_keys),
+                                  CONCURRENCY_EXAMPLE);
+    if (rc == 0 && !x->concurrency && !x->concurrency_total)
+        rc = fail(c, v, "\"%s\" needs per_node or total, e.g. %s", key, CONCURRENCY_EXAMPLE);
+    if (rc == 0 && x->concurrency_total && x->concurrency > x->concurrency_total)
+        rc = fail(c, v,
+                  "concurrency.per_node (%d) is above concurrency.total (%d); lower "
+                  "per_node or leave it out",
+                  x->concurrency, x->concurrency_total);
+    if (!x->concurrency) /* total alone: no node runs more than all of them */
+        x->concurrency = x->concurrency_total ? x->concurrency_total : 1;
+    return rc;
 }
 
 int tp__cluster_cfg_from_arg(const char *arg, tp_cluster_cfg_t *out, tp_error_t *err) {

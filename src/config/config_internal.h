@@ -89,8 +89,9 @@ int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* `groups: {shares: static|dynamic, min: 0.25, max: 1}` (Fluid trial groups). */
 int tp__cfg_key_groups(cfgctx_t *c, const char *key, yaml_node_t *v);
-/* config_cluster.c: cluster. */
+/* config_cluster.c: cluster, and concurrency (per node, over the cluster). */
 int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_key_concurrency(cfgctx_t *c, const char *key, yaml_node_t *v);
 /* config_search.c: metric (one objective or a list), budget, checkpoint,
  * search.scheduler. */
 int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v);

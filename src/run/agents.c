@@ -270,6 +270,7 @@ static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
         return;
     }
     if (strcmp(m->type, "hello") == 0) l->restarts = 0;
+    if (strcmp(m->type, "bye") == 0) l->said_bye = 1; /* it ends as asked: given back */
     tp__orchestrator_on_msg(l->run, l->node, m);
 }
 
@@ -383,6 +384,7 @@ static int start_link(tp_agent_link_t *l) {
     }
     l->up = 1;
     l->closed = 0;
+    l->said_bye = 0;
     l->heard_at = tp__mono_s();
     /* Each node's agent reaps its predecessor's leftovers by token: on a
      * cluster the token names the node too, so that nodes sharing one
@@ -433,11 +435,12 @@ static void on_heartbeat(uv_timer_t *h) {
     if (slot == 0) tp__nodes_tick(r);
 }
 
-void tp__agents_running(const tp_run_t *r, int *counts) {
+void tp__agents_running(const tp_run_t *r, int *counts, int processes) {
     memset(counts, 0, r->agents.n * sizeof *counts);
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *t = r->trials.by_id[i];
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
+        if (processes && t->fused && tp__fuse_member(r, t->fused, -1) != t) continue;
         for (size_t k = 0; k < tp__trial_nshards(r, t); k++) {
             size_t node = tp__trial_shard(t, k)->node;
             if (node < r->agents.n) counts[node]++;
@@ -495,6 +498,13 @@ int tp__agents_send(tp_run_t *r, int node, const json_t *m) {
     if (node < 0 || (size_t)node >= r->agents.n) return -EINVAL;
     tp_agent_link_t *l = r->agents.links[node];
     return l->up ? tp__conn_send(&l->conn, m, NULL, 0) : -ENOTCONN;
+}
+
+int tp__agents_open(const tp_run_t *r) {
+    int open = 0;
+    for (size_t i = 0; i < r->agents.n; i++)
+        open += r->agents.links[i]->ready && !r->agents.links[i]->draining;
+    return open;
 }
 
 int tp__agents_ready(const tp_run_t *r) {

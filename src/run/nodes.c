@@ -20,8 +20,12 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
+/* A node's state in words. "released": its agent ended as asked (the run
+ * ended or was stopped, or an idle grown node went back to Slurm); "lost":
+ * it ended on its own (it died, or its link was cut). */
 static const char *node_state(const tp_agent_link_t *l) {
     if (l->retired) return l->closed ? (l->draining ? "drained" : "released") : "leaving";
+    if (l->said_bye) return l->up ? "leaving" : "released";
     if (l->draining) return "draining";
     if (l->ready) return "up";
     if (l->up) return "starting";
@@ -31,7 +35,7 @@ static const char *node_state(const tp_agent_link_t *l) {
 /* Trials running per node, for this tick (freed by the caller). */
 static int *running_counts(const tp_run_t *r) {
     int *counts = tp__xcalloc(r->agents.n + 1, sizeof *counts);
-    tp__agents_running(r, counts);
+    tp__agents_running(r, counts, 0);
     return counts;
 }
 
@@ -79,9 +83,23 @@ static int node_by_name(const tp_run_t *r, const char *name) {
     return -1;
 }
 
-/* Trials that wait for room: pending ones that did not fit. */
+int tp__nodes_concurrency(const tp_run_t *r) {
+    int open = tp__agents_open(r);
+    long long cap = (long long)r->x.concurrency * (open > 1 ? open : 1);
+    if (r->x.concurrency_total && cap > r->x.concurrency_total) cap = r->x.concurrency_total;
+    return (int)cap;
+}
+
+/* Trials that wait for room: pending ones that did not fit, or that every
+ * node's concurrency holds back (not concurrency.total: another node would
+ * not let them run); while the nodes are full the search is not asked, so
+ * its next job counts as one. */
 static int waiting(const tp_run_t *r) {
-    return !tp__placement_may_fit(r) && r->trials.nheap > 0 ? (int)r->trials.nheap : 0;
+    int pending = (int)r->trials.nheap;
+    int cap = tp__nodes_concurrency(r);
+    if (tp__fuse_slots_used(r) >= cap && (!r->x.concurrency_total || cap < r->x.concurrency_total))
+        return pending ? pending : !r->exhausted && !r->sched_waiting;
+    return !tp__placement_may_fit(r) ? pending : 0;
 }
 
 /* ---- requests from `tunepack nodes` ---------------------------------------------- */

@@ -390,15 +390,16 @@ void tp__run_put_back(tp_run_t *r, trial_t *t) {
         tp__trials_push(&r->trials, t);
 }
 
-/* Fill free slots: take up to the free concurrency of candidates, let the
- * placement policy decide where they go, start those placed and keep the
- * others pending until something ends. */
+/* Fill free slots: take up to the free concurrency of candidates (per
+ * node times the nodes, tp__nodes_concurrency), let the placement policy
+ * decide where they go (no node beyond its own), start those placed and
+ * keep the others pending until something ends. */
 static void schedule(tp_run_t *r) {
     if (!tp__agents_ready(r) || r->stopping || r->agents.shutting_down ||
         !tp__placement_may_fit(r) || r->journal.broken || r->el.resizing || r->dl.hit)
         return;
-    int running = tp__fuse_slots_used(r);
-    size_t free_slots = running < r->x.concurrency ? (size_t)(r->x.concurrency - running) : 0;
+    int running = tp__fuse_slots_used(r), cap = tp__nodes_concurrency(r);
+    size_t free_slots = running < cap ? (size_t)(cap - running) : 0;
     if (free_slots == 0) return;
     if (r->x.fuse.max) {
         double t0 = tp__mono_s();

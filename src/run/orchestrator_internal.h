@@ -52,6 +52,7 @@ typedef struct tp_agent_link {
     int own_job;            /* that job holds this node alone: released with it */
     int draining;           /* no new trials; retired once its trials are gone */
     int retired;            /* shut down on purpose (drained, released): not restarted */
+    int said_bye;           /* it answered shutdown with bye: it ended as asked, not lost */
     double idle_since;      /* monotonic time its last trial ended, 0 while busy */
     uv_timer_t retry;       /* starts it again a while after a loss */
 } tp_agent_link_t;
@@ -82,6 +83,8 @@ int tp__agents_start(tp_run_t *r);
 int tp__agents_send(tp_run_t *r, int node, const json_t *m);
 /* How many agents have said hello and are set up. */
 int tp__agents_ready(const tp_run_t *r);
+/* How many of them take new trials (not draining). */
+int tp__agents_open(const tp_run_t *r);
 /* The agent of `node` is set up: trials may go there. */
 void tp__agents_mark_ready(tp_run_t *r, int node);
 /* Ask every agent to end; the run finishes when they are gone. */
@@ -97,9 +100,10 @@ char **tp__agents_argv(const tp_run_t *r, const char *name, const char *job);
 int tp__agents_add(tp_run_t *r, const char *name, char **argv, const char *job, int own_job);
 /* Shut node's agent down on purpose (drained, released): no restart. */
 void tp__agents_retire(tp_run_t *r, int node);
-/* Trials of ours running on each node, into counts[0..agents.n). One pass:
- * O(trials + nodes). */
-void tp__agents_running(const tp_run_t *r, int *counts);
+/* Trials of ours running on each node, into counts[0..agents.n); with
+ * `processes`, a fused process counts once, not once per configuration
+ * (what concurrency counts). One pass: O(trials + nodes). */
+void tp__agents_running(const tp_run_t *r, int *counts, int processes);
 
 /* ---- nodes.c: the set of nodes while the experiment runs ------------------- */
 /* Called every heartbeat: act on `tunepack nodes drain|add` requests, retire
@@ -108,6 +112,10 @@ void tp__agents_running(const tp_run_t *r, int *counts);
 void tp__nodes_tick(tp_run_t *r);
 /* Journal every node's state (meta "nodes", for `tunepack nodes`). */
 void tp__nodes_journal(tp_run_t *r);
+/* The most attempts (processes) that may run at once now: `concurrency` on
+ * each node that takes trials (at least one node's worth), capped by
+ * concurrency.total. */
+int tp__nodes_concurrency(const tp_run_t *r);
 
 /* ---- placement.c, inventory.c: placement's part (pl) ------------------------ */
 /* Demand shared by trials with the same profile_by values. */

@@ -5,6 +5,7 @@
  * with the chosen policy (a pure function of pending demand and cluster
  * state), gives each trial its GPU environment (CUDA_VISIBLE_DEVICES and MPS
  * settings), journals every placement and keeps the GPU state measured. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,7 +78,15 @@ int tp__placement_may_fit(const tp_run_t *r) {
 
 /* ---- placing ------------------------------------------------------------------- */
 
-/* What is in use: our running attempts' demands plus foreign processes. */
+/* Nothing more goes to node n in u: its compute and cores all taken. */
+static void close_node(const tp_run_t *r, tp_usage_t *u, size_t n) {
+    for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
+        u->compute_used[u->gpu_base[n] + g] = 1e9;
+    u->cpus_used[n] = 1 << 30;
+}
+
+/* What is in use: our running attempts' demands plus foreign processes;
+ * nodes that take no trials now are closed. */
 static void current_usage(tp_run_t *r, tp_usage_t *u) {
     tp__usage_init(u, &r->pl.cluster);
     for (size_t i = 0; i < r->trials.n; i++) {
@@ -98,13 +107,50 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
     }
     for (size_t n = 0; n < r->pl.cluster.nnodes; n++) {
         const tp_agent_link_t *l = n < r->agents.n ? r->agents.links[n] : NULL;
-        int closed = !l || !l->ready || l->draining;
-        for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++) {
+        for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
             u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
-            if (closed) u->compute_used[u->gpu_base[n] + g] = 1e9; /* nothing fits there */
-        }
-        if (closed) u->cpus_used[n] = 1 << 30;
+        if (!l || !l->ready || l->draining) close_node(r, u, n);
     }
+}
+
+/* ---- concurrency on each node --------------------------------------------------- */
+/* The placers know nothing of `concurrency`, which holds on each node of a
+ * cluster: a node's attempts are counted around their rounds, and a node
+ * that has its share is closed to them. On one node the run's own count
+ * (tp__nodes_concurrency) is the node's. */
+
+/* Attempts (processes) running on each node now, for a cluster of several
+ * nodes; NULL on one node (no per-node count to keep). */
+static int *node_load(tp_run_t *r) {
+    if (r->pl.cluster.nnodes < 2) return NULL;
+    int *load = tp__xcalloc(r->agents.n + 1, sizeof *load);
+    tp__agents_running(r, load, 1);
+    return load;
+}
+
+/* Close each node whose load (running, plus what the round placed: the
+ * first m of out, for demands d) reaches the concurrency, after giving back
+ * the round's last placements on a node beyond it. Returns how many were
+ * given back (they go to another round). O(m + nodes). */
+static size_t hold_to_concurrency(tp_run_t *r, tp_usage_t *u, const int *load, const tp_demand_t *d,
+                                  tp_assign_t *out, size_t m) {
+    size_t nn = r->pl.cluster.nnodes, back = 0;
+    int *count = tp__xcalloc(nn, sizeof *count);
+    for (size_t n = 0; n < nn; n++)
+        count[n] = n < r->agents.n ? load[n] : 0;
+    for (size_t i = 0; i < m; i++)
+        if (out[i].placed) count[out[i].node]++;
+    for (size_t i = m; i-- > 0;)
+        if (out[i].placed && count[out[i].node] > r->x.concurrency) {
+            count[out[i].node]--;
+            tp__place_release(&r->pl.cluster, u, &d[i], &out[i]);
+            out[i].placed = 0;
+            back++;
+        }
+    for (size_t n = 0; n < nn; n++)
+        if (count[n] >= r->x.concurrency) close_node(r, u, n);
+    free(count);
+    return back;
 }
 
 /* Trials that count no resources: each of a trial's nodes is the ready node
@@ -114,9 +160,11 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
     size_t nn = r->pl.cluster.nnodes, k = (size_t)r->x.res.nodes;
     int *load = tp__xcalloc(nn + 1, sizeof *load);
     unsigned char *taken = tp__xcalloc(nn + 1, 1);
-    /* The load decides only between nodes: one node needs no scan of the
-     * trials (this runs on every scheduling turn). */
-    if (nn > 1) tp__agents_running(r, load);
+    /* The load decides only between nodes, and keeps each to its
+     * concurrency: one node needs no scan of the trials (this runs on every
+     * scheduling turn). */
+    if (nn > 1) tp__agents_running(r, load, 1);
+    int cap = nn > 1 ? r->x.concurrency : INT_MAX;
     size_t placed = 0;
     tp_assign_t shards[64];
     for (size_t i = 0; i < n; i++) {
@@ -127,7 +175,7 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
             size_t best = nn;
             for (size_t j = 0; j < nn; j++)
                 if (r->agents.links[j]->ready && !r->agents.links[j]->draining && !taken[j] &&
-                    (best == nn || load[j] < load[best]))
+                    load[j] < cap && (best == nn || load[j] < load[best]))
                     best = j;
             if (best == nn) break;
             taken[best] = 1;
@@ -213,6 +261,43 @@ static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t *
     return k;
 }
 
+/* Single-node demands d[0..m) through the run's policy into out. On a
+ * cluster (load: its nodes' attempts) a node that the round filled beyond
+ * its concurrency gives the excess back, is closed, and those go round
+ * again on the nodes still open: a round per node at most. */
+static void place_rounds(tp_run_t *r, tp_usage_t *u, const int *load, const tp_demand_t *d,
+                         size_t m, tp_assign_t *out) {
+    tp_place_effort_t effort = {
+        .time_limit_s = r->x.place_time_limit_s > 0 ? r->x.place_time_limit_s : 10.0, .in_run = 1};
+    tp_place_running_t *running = NULL;
+    size_t nrunning = running_now(r, u, &running);
+    if (nrunning != SIZE_MAX && r->x.groups == TP_FLUID_OFF) { /* Fluid: its shares */
+        effort.plan = &r->pl.plan, effort.running = running;
+        effort.nrunning = nrunning, effort.mps_overhead = TP_PLACE_MPS_OVERHEAD;
+    }
+    size_t *left = tp__xcalloc(m, sizeof *left);
+    tp_demand_t *ld = tp__xcalloc(m, sizeof *ld);
+    tp_assign_t *lo = tp__xcalloc(m, sizeof *lo);
+    for (size_t round = 0; round <= r->pl.cluster.nnodes; round++) {
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++)
+            if (!out[i].placed) left[k] = i, ld[k] = d[i], lo[k++] = (tp_assign_t){0};
+        if (k == 0) break;
+        tp_error_t err = {0};
+        if (r->pl.placer == tp__placer_find("optimal"))
+            place_optimal(r, u, ld, k, lo, &effort);
+        else if (r->pl.placer->place(&r->pl.cluster, u, ld, k, lo, &effort, &err) != 0)
+            tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
+        for (size_t j = 0; j < k; j++)
+            out[left[j]] = lo[j];
+        if (!load || hold_to_concurrency(r, u, load, d, out, m) == 0) break;
+    }
+    free(lo);
+    free(ld);
+    free(left);
+    free(running);
+}
+
 static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     for (size_t i = 0; i < n; i++) {
         memset(&batch[i]->where, 0, sizeof batch[i]->where);
@@ -249,8 +334,9 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     if (m) {
         tp_usage_t u;
         current_usage(r, &u);
-        tp_error_t err = {0};
         if (r->x.groups != TP_FLUID_OFF) tp__groups_demand(r, who, d, profiling, m, &u);
+        int *load = node_load(r);
+        if (load) hold_to_concurrency(r, &u, load, d, out, 0); /* close the full nodes */
         if (r->x.res.nodes > 1) {
             /* Multi-node trials: each a gang over distinct nodes, all or nothing. */
             size_t k = (size_t)r->x.res.nodes;
@@ -259,25 +345,15 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
                 if (tp__place_gang(&r->pl.cluster, &u, &d[i], k, shards)) {
                     tp__placement_set_shards(r, who[i], shards, k);
                     out[i] = shards[0];
+                    for (size_t j = 0; load && j < k; j++)
+                        if (++load[shards[j].node] >= r->x.concurrency)
+                            close_node(r, &u, shards[j].node);
                 }
             free(shards);
         } else {
-            tp_place_effort_t effort = {
-                .time_limit_s = r->x.place_time_limit_s > 0 ? r->x.place_time_limit_s : 10.0,
-                .in_run = 1};
-            tp_place_running_t *running = NULL;
-            size_t nrunning = running_now(r, &u, &running);
-            if (nrunning != SIZE_MAX && r->x.groups == TP_FLUID_OFF) { /* Fluid: its shares */
-                effort.plan = &r->pl.plan, effort.running = running;
-                effort.nrunning = nrunning, effort.mps_overhead = TP_PLACE_MPS_OVERHEAD;
-            }
-            if (r->pl.placer == tp__placer_find("optimal")) {
-                place_optimal(r, &u, d, m, out, &effort);
-            } else if (r->pl.placer->place(&r->pl.cluster, &u, d, m, out, &effort, &err) != 0) {
-                tp__log(TP_LOG_WARN, "placement failed: %s", err.msg);
-            }
-            free(running);
+            place_rounds(r, &u, load, d, m, out);
         }
+        free(load);
         tp__usage_free(&u);
     }
     for (size_t i = 0; i < m; i++) {

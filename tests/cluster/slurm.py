@@ -18,6 +18,9 @@ Leaving the `with` block (or calling close()) cancels every job, stops every dae
 every slurmstepd and task of the cluster, and removes its directory. A cluster whose owner
 died without closing it (a crashed test run) is cleaned up by the next SlurmCluster: its
 directory records the owner's pid.
+
+`python3 tests/cluster/slurm.py serve --dir DIR [--nodes N]` keeps a cluster under DIR until
+SIGTERM, for people to try tunepack on (scripts/local-slurm.sh; docs/cluster.md).
 """
 
 import glob
@@ -560,3 +563,59 @@ class SlurmCluster:
             self.procs.clear()
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None
+
+
+# --- a cluster that outlives the command that starts it (scripts/local-slurm.sh) ------------
+
+def serve(state_dir, nodes, cpus, gpus):
+    """Start a cluster under state_dir, write state_dir/env (the shell lines that reach it)
+    once it is up, and keep it until SIGTERM or SIGINT; then close it and remove env."""
+    os.makedirs(state_dir, exist_ok=True)
+    env_file = os.path.join(state_dir, "env")
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *a: stop.append(1))
+    cluster = SlurmCluster(nodes=nodes, gpus_per_node=gpus, cpus_per_node=cpus,
+                           workdir=state_dir)
+    try:
+        cluster.start()
+        tmp = env_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("export SLURM_CONF='%s'\nLOCAL_SLURM_NODES=%d\nLOCAL_SLURM_PID=%d\n"
+                    % (cluster.conf, nodes, os.getpid()))
+        os.rename(tmp, env_file)
+        print("local Slurm cluster up: %s, SLURM_CONF=%s"
+              % (" ".join(cluster.node_names), cluster.conf), flush=True)
+        while not stop:
+            time.sleep(0.5)  # a signal's handler runs in between
+    finally:
+        try:
+            os.unlink(env_file)
+        except OSError:
+            pass
+        cluster.close()
+
+
+def _main(argv):
+    import argparse
+    p = argparse.ArgumentParser(
+        description="A Slurm cluster on this machine (see scripts/local-slurm.sh).")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("serve", help="start a cluster and keep it until SIGTERM")
+    s.add_argument("--dir", required=True, help="where the cluster lives")
+    s.add_argument("--nodes", type=int, default=2)
+    s.add_argument("--cpus", type=int, default=2, help="CPUs per node")
+    s.add_argument("--gpus", type=int, default=0, help="Slurm GPUs (gres) per node")
+    c = sub.add_parser("clean", help="remove what a dead `serve` left under DIR")
+    c.add_argument("--dir", required=True)
+    a = p.parse_args(argv)
+    if a.cmd == "serve":
+        serve(a.dir, a.nodes, a.cpus, a.gpus)
+    else:
+        clean_stale(a.dir)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+    sys.exit(_main(sys.argv[1:]))

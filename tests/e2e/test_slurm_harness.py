@@ -5,15 +5,20 @@ through srun, GPUs from gres, a node that dies and comes back, and a teardown th
 nothing running and nothing on disk."""
 
 import os
+import shlex
+import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
 sys.dont_write_bytecode = True  # keep tests/ free of __pycache__
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
 
+from helpers import BUILD, SRC  # noqa: E402
 from roundtrip import ping_pong  # noqa: E402
 
 import slurm  # noqa: E402
@@ -219,6 +224,66 @@ class Teardown(unittest.TestCase):
                     p.wait(timeout=10)  # killed: reap them
         finally:
             slurm.clean_stale()
+
+
+def doc_commands():
+    """The commands docs/cluster.md shows for a local Slurm cluster: the first sh block
+    under its heading "Trying it on one machine", one command a line."""
+    with open(os.path.join(SRC, "docs", "cluster.md")) as f:
+        text = f.read()
+    section = text[text.index("## Trying it on one machine"):]
+    block = section[section.index("```sh\n") + 6:]
+    block = block[:block.index("```")]
+    return [shlex.split(line) for line in block.split("\n") if line.strip()]
+
+
+class LocalSlurmScript(unittest.TestCase):
+    """scripts/local-slurm.sh, run the way docs/cluster.md says: start, run the Python example
+    on two nodes, `tunepack nodes`, stop."""
+
+    def test_the_documented_commands_run_an_experiment_on_two_nodes_and_clean_up(self):
+        work = tempfile.mkdtemp(prefix="tp-local-slurm-")
+        self.addCleanup(shutil.rmtree, work, ignore_errors=True)
+        # A checkout as the doc's reader has it, its runs/ out of the sources.
+        for name in ("scripts", "tests", "examples", "python"):
+            os.symlink(os.path.join(SRC, name), os.path.join(work, name))
+        os.symlink(BUILD, os.path.join(work, "build"))
+        state = os.path.join(work, "state")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SLURM_", "SALLOC_", "SRUN_")) and k != "TUNEPACK"}
+        env["TUNEPACK_LOCAL_SLURM"] = state
+        script = os.path.join(work, "scripts", "local-slurm.sh")
+        self.addCleanup(subprocess.run, [script, "stop"], cwd=work, env=env, timeout=120,
+                        capture_output=True)
+        commands = doc_commands()
+        self.assertEqual([c[:2] for c in commands if c[0] == "scripts/local-slurm.sh"],
+                         [["scripts/local-slurm.sh", "start"], ["scripts/local-slurm.sh", "run"],
+                          ["scripts/local-slurm.sh", "stop"]], commands)
+        listed = None
+        for cmd in commands:
+            r = subprocess.run(cmd, cwd=work, env=env, stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=240)
+            self.assertEqual(r.returncode, 0, "%s:\n%s%s" % (cmd, r.stdout, r.stderr))
+            if cmd[1] == "start":  # up: its environment written, its nodes idle
+                self.assertTrue(os.path.exists(os.path.join(state, "env")), r.stdout)
+                self.assertIn("n1 n2", r.stdout)
+            if cmd[1] == "nodes":
+                listed = r.stdout
+        # The example's eight trials completed, each on a node of the cluster.
+        run_dir = os.path.join(work, "runs", "local-slurm")
+        db = sqlite3.connect(os.path.join(run_dir, "tunepack.db"))
+        states = [row[0] for row in db.execute("SELECT state FROM trials")]
+        nodes = {row[0] for row in db.execute("SELECT node FROM placements")}
+        db.close()
+        self.assertEqual(states, ["completed"] * 8)
+        self.assertLessEqual(nodes, {"n1", "n2"})
+        # `tunepack nodes`: both nodes given back at the end of the run, none lost.
+        rows = [line.split() for line in listed.split("\n")[1:] if line.strip()]
+        self.assertEqual(sorted((row[0], row[1]) for row in rows),
+                         [("n1", "released"), ("n2", "released")], listed)
+        # stop: nothing of the cluster is left, running or on disk.
+        self.assertFalse(os.path.exists(state), os.listdir(work))
+        self.assertEqual(slurm.pids_touching(state), [])
 
 
 if __name__ == "__main__":

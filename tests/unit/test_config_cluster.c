@@ -16,6 +16,22 @@ static int parse(const char *text, tp_experiment_t *x, tp_error_t *err) {
     return tp__experiment_parse("exp.yaml", text, strlen(text), x, err);
 }
 
+/* A file with one mistake, and what its message must say. */
+typedef struct {
+    const char *text, *want;
+} mistake_t;
+
+static void expect_mistakes(int *tp_failed_, const mistake_t *cases, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        tp_experiment_t x;
+        tp_error_t err;
+        int rc = parse(cases[i].text, &x, &err);
+        TP_CHECK_INT(rc, -EINVAL);
+        if (rc == 0) tp__experiment_free(&x);
+        TP_CHECK_CONTAINS(err.msg, cases[i].want);
+    }
+}
+
 TP_TEST(test_cluster_defaults_to_local) {
     tp_experiment_t x;
     tp_error_t err;
@@ -108,25 +124,18 @@ TP_TEST(test_cluster_command_names_the_node) {
 }
 
 TP_TEST(test_cluster_mistakes_are_located) {
-    static const struct {
-        const char *text, *want;
-    } cases[] = {
-        {HEAD "cluster: slrum\n", "exp.yaml:4:10: unknown cluster \"slrum\"; did you mean \"slurm\"?"},
+    static const mistake_t cases[] = {
+        {HEAD "cluster: slrum\n",
+         "exp.yaml:4:10: unknown cluster \"slrum\"; did you mean \"slurm\"?"},
         {HEAD "cluster: ssh\n", "exp.yaml:4:10: cluster: ssh needs its hosts"},
         {HEAD "cluster: {ssh: {}}\n", "exp.yaml:4:16: cluster.ssh needs hosts"},
         {HEAD "cluster: {ssh: {hosts: [-oProxyCommand=x]}}\n", "is not a host name"},
-        {HEAD "cluster: {slurm: {nodes: {min: 4, max: 2}}}\n", "nodes.max (2) is below nodes.min (4)"},
+        {HEAD "cluster: {slurm: {nodes: {min: 4, max: 2}}}\n",
+         "nodes.max (2) is below nodes.min (4)"},
         {HEAD "cluster: {slurm: {gpus: 2}}\n", "exp.yaml:4:19: unknown key \"gpus\""},
         {HEAD "cluster: {slurm: {}, ssh: {hosts: [a]}}\n", "cluster takes one kind"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        tp_experiment_t x;
-        tp_error_t err;
-        int rc = parse(cases[i].text, &x, &err);
-        TP_CHECK_INT(rc, -EINVAL);
-        if (rc == 0) tp__experiment_free(&x);
-        TP_CHECK_CONTAINS(err.msg, cases[i].want);
-    }
+    expect_mistakes(tp_failed_, cases, sizeof cases / sizeof *cases);
 }
 
 TP_TEST(test_checkpoint_root_is_an_absolute_path) {
@@ -153,6 +162,43 @@ TP_TEST(test_cluster_from_the_command_line) {
     TP_CHECK_CONTAINS(err.msg, "use local, slurm");
     TP_CHECK_INT(tp__cluster_cfg_from_arg("ssh:", &k, &err), -EINVAL);
     tp__cluster_cfg_free(&k);
+}
+
+TP_TEST(test_concurrency_is_per_node_unless_a_total_is_given) {
+    static const struct {
+        const char *text;
+        int per_node, total;
+    } cases[] = {
+        {"", 1, 0},
+        {"concurrency: 3\n", 3, 0},
+        {"concurrency: {per_node: 2}\n", 2, 0},
+        {"concurrency: {per_node: 2, total: 5}\n", 2, 5},
+        {"concurrency: {total: 6}\n", 6, 6}, /* no node beyond the total, none less */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char text[256];
+        snprintf(text, sizeof text, "%s%s", HEAD, cases[i].text);
+        tp_experiment_t x;
+        tp_error_t err;
+        TP_CHECK_INT(parse(text, &x, &err), 0);
+        TP_CHECK_STR(err.msg, "");
+        TP_CHECK_INT(x.concurrency, cases[i].per_node);
+        TP_CHECK_INT(x.concurrency_total, cases[i].total);
+        tp__experiment_free(&x);
+    }
+}
+
+TP_TEST(test_concurrency_mistakes_are_located) {
+    static const mistake_t cases[] = {
+        {HEAD "concurrency: {}\n", "exp.yaml:4:14: \"concurrency\" needs per_node or total"},
+        {HEAD "concurrency: {per_nod: 2}\n", "exp.yaml:4:15: unknown key \"per_nod\"; did you "
+                                             "mean \"per_node\"?"},
+        {HEAD "concurrency: {per_node: 4, total: 2}\n",
+         "concurrency.per_node (4) is above concurrency.total (2)"},
+        {HEAD "concurrency: {total: 0}\n", "\"total\" must be an integer from 1"},
+        {HEAD "concurrency: [2]\n", "\"concurrency\" must be a number or a mapping"},
+    };
+    expect_mistakes(tp_failed_, cases, sizeof cases / sizeof *cases);
 }
 
 int main(void) { return tp_test_main(); }
