@@ -34,6 +34,14 @@ int main(int argc, char **argv) {
         usage(stdout);
         return TP_EXIT_OK;
     }
+    if (strcmp(argv[1], "__options") == 0) { /* every verb's options, a JSON line each */
+        for (size_t i = 0; i < TP_ARRAY_LEN(commands); i++) {
+            char *list[] = {(char *)commands[i]->name, "--list-options", NULL};
+            fflush(stdout);
+            if (commands[i]->main(2, list) != TP_EXIT_OK) return TP_EXIT_ERROR;
+        }
+        return TP_EXIT_OK;
+    }
     if (strcmp(argv[1], "--version") == 0) {
         printf("tunepack %s\n", TP_VERSION);
         return TP_EXIT_OK;
