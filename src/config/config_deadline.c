@@ -70,6 +70,7 @@ static const key_spec_t realloc_keys[] = {
     {"temperature", realloc_temperature, 0, NULL},
     {"probe", realloc_probe, 0, NULL},
 };
+const key_table_t tp__cfg_reallocation_table = KEY_TABLE(realloc_keys);
 
 /* See config_internal.h. */
 int tp__cfg_key_reallocation(cfgctx_t *c, const char *key, yaml_node_t *v) {
