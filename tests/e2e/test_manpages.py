@@ -60,6 +60,16 @@ class ManPages(E2E):
         for verb in self.verbs():
             self.assertIn(".B %s\n" % verb, top)
 
+    def test_every_page_names_the_experiment_page_and_no_source_readme(self):
+        for name in sorted(os.listdir(MAN)):
+            with open(os.path.join(MAN, name)) as f:
+                text = f.read()
+            self.assertNotIn("README of the tunepack", text, name)
+            self.assertNotIn("of the tunepack sources", text, name)
+            if name.endswith(".1"):
+                see_also = text.split("\n.SH SEE ALSO\n", 1)[1]
+                self.assertIn(".BR tunepack\\-experiment (5)", see_also, name)
+
     def test_pages_render_without_warnings(self):
         groff = shutil.which("groff")
         if not groff:
@@ -71,7 +81,59 @@ class ManPages(E2E):
             self.assertEqual(p.stderr, "", name)
             text = re.sub(".\b", "", p.stdout)  # bold and underline by overstriking
             self.assertIn("\nNAME\n", text)
-            self.assertIn("\nEXIT STATUS\n", text)
+            if name.endswith(".1"):
+                self.assertIn("\nEXIT STATUS\n", text)
+        man = shutil.which("man")
+        if man:  # man-db's own check (its preprocessors, tbl and the like, too)
+            for name in sorted(os.listdir(MAN)):
+                p = subprocess.run([man, "--warnings", "-l", os.path.join(MAN, name)],
+                                   env=dict(os.environ, MANWIDTH="80", MANPAGER="cat",
+                                            PAGER="cat"),
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(p.returncode, 0, name + p.stderr)
+                self.assertEqual(p.stderr, "", name)
+
+
+def experiment_tags(text):
+    """The keys tunepack-experiment.5 documents: the tag (first word) after each .TP, font
+    changes and escapes taken out ("space.\\fINAME\\fB.q" reads space.NAME.q)."""
+    out = set()
+    for tag in re.findall(r"^\.TP\n(.*)$", text, re.M):
+        tag = re.sub(r"\\f[BIRP]", "", tag).replace("\\-", "-").replace("\\&", "")
+        words = re.sub(r"^\.[BI]R? ", "", tag).split()
+        if words:
+            out.add(words[0].strip('"'))
+    return out
+
+
+class ExperimentPage(E2E):
+    """tunepack-experiment(5) documents every key the loader takes: the list comes from the
+    loader's own tables (`tunepack __keys`), not from a list kept by hand."""
+
+    def keys(self):
+        p = self.tp("__keys")
+        self.assertExit(p, 0)
+        keys = [line.split()[0] for line in p.stdout.splitlines()]
+        self.assertIn("search.scheduler", keys)
+        self.assertIn("cluster.slurm.nodes.min", keys)
+        return keys
+
+    def test_documents_every_key_the_loader_takes_and_no_other(self):
+        with open(os.path.join(MAN, "tunepack-experiment.5")) as f:
+            text = f.read()
+        self.assertRegex(text, r'^\.TH TUNEPACK\\-EXPERIMENT 5 "[^"]*" "tunepack [0-9.]+"')
+        tags = experiment_tags(text)
+        keys = self.keys()
+        missing = [k for k in keys if k not in tags]
+        self.assertEqual(missing, [], "keys the loader takes (`tunepack __keys`) with no .TP "
+                         "entry in man/tunepack-experiment.5")
+        tops = {k for k in keys if "." not in k and "[" not in k}
+        extra = sorted(t for t in tags if re.split(r"[.\[]", t)[0] in tops and t not in keys)
+        self.assertEqual(extra, [], "documented in man/tunepack-experiment.5, but the loader "
+                         "takes no such key")
+        for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "EXAMPLES", "SEE ALSO"):
+            self.assertIn("\n.SH " + section + "\n", text)
+        self.assertNotIn("README", text)
 
 
 class Completion(E2E):
