@@ -14,12 +14,16 @@ static const tp_cmd_t *const commands[] = {
     &tp__cmd_simulate, &tp__cmd_plan, &tp__cmd_nodes, &tp__cmd_resize, &tp__cmd_dashboard,
 };
 
-/* `tunepack __keys`: every key of the experiment file, one a line ("path"
- * or "path required"), from the loader's tables (checked against
- * tunepack-experiment(5) by tests/e2e/test_manpages.py). */
-static int print_key(const char *path, int required, void *ud) {
+/* `tunepack __keys`: every key of the experiment file, one a line ("path",
+ * "path required", "path = name name ..." for the names its value may be),
+ * from the loader's tables (checked against tunepack-experiment(5) by
+ * tests/e2e/test_manpages.py). */
+static int print_key(const char *path, const char *const *values, int required, void *ud) {
     (void)ud;
-    printf("%s%s\n", path, required ? " required" : "");
+    printf("%s%s%s", path, required ? " required" : "", values[0] ? " =" : "");
+    for (size_t i = 0; values[i]; i++)
+        printf(" %s", values[i]);
+    printf("\n");
     return 0;
 }
 

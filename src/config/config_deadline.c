@@ -63,8 +63,9 @@ static int realloc_probe(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 tp__cfg_describe(v, got, sizeof got));
 }
 
+static const key_table_t realloc_policies = KEY_LIST(tp__realloc_policy_names);
 static const key_spec_t realloc_keys[] = {
-    {"policy", realloc_policy, 0, NULL},
+    {"policy", realloc_policy, 0, NULL, .values = &realloc_policies},
     {"min_gain", realloc_min_gain, 0, NULL},
     {"cooldown", realloc_cooldown, 0, NULL},
     {"temperature", realloc_temperature, 0, NULL},

@@ -14,6 +14,8 @@ static const char *const sharing_names[] = {
     [TP_SHARING_AUTO] = "auto", [TP_SHARING_MPS] = "mps",
     [TP_SHARING_TIMESLICE] = "time-slicing", [TP_SHARING_NONE] = "none"};
 
+const key_table_t tp__cfg_sharing_values = KEY_NAMES(sharing_names, NULL);
+
 const char *tp__sharing_name(tp_sharing_t s) {
     return (size_t)s < TP_ARRAY_LEN(sharing_names) ? sharing_names[s] : "?";
 }
@@ -310,15 +312,17 @@ int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 /* ---- groups: Fluid trial groups ------------------------------------------------ */
 
+static const char *const shares_names[] = {"static", "dynamic"};
+static const key_table_t shares_values = KEY_NAMES(shares_names, NULL);
+
 static int gr_shares(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    static const char *const names[] = {"static", "dynamic"};
     const char *s;
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     if (!strcmp(s, "static")) c->x->groups = TP_FLUID_STATIC;
     else if (!strcmp(s, "dynamic")) c->x->groups = TP_FLUID_DYNAMIC;
     else {
-        const char *guess = tp__did_you_mean(s, names, TP_ARRAY_LEN(names));
+        const char *guess = tp__did_you_mean(s, shares_names, TP_ARRAY_LEN(shares_names));
         return guess ? fail(c, v, "unknown shares \"%s\"; did you mean \"%s\"?", s, guess)
                      : fail(c, v, "unknown shares \"%s\"; use static (computed once per group) "
                                   "or dynamic (again whenever a trial of the group ends)", s);
@@ -351,7 +355,7 @@ static int gr_restart(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static const key_spec_t groups_keys[] = {
-    {"shares", gr_shares, 1, "groups: {shares: dynamic}"},
+    {"shares", gr_shares, 1, "groups: {shares: dynamic}", .values = &shares_values},
     {"min", gr_bound, 0, NULL},
     {"max", gr_bound, 0, NULL},
     {"restart", gr_restart, 0, NULL},

@@ -25,11 +25,16 @@ static int metric_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
+static const char *const modes[] = {"min", "max"}; /* by maximize */
+static const key_table_t mode_values = KEY_NAMES(modes, NULL);
+
 static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
     tp_objective_t *o = &c->x->objectives[c->x->nobjectives];
-    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "max")) o->maximize = 1;
-    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "min")) o->maximize = 0;
+    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), modes[1]))
+        o->maximize = 1;
+    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), modes[0]))
+        o->maximize = 0;
     else {
         char got[256];
         return fail(c, v, "\"mode\" must be max or min, got %s",
@@ -40,7 +45,7 @@ static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static const key_spec_t metric_keys[] = {
     {"name", metric_name, 1, "name: val_acc"},
-    {"mode", metric_mode, 1, "mode: max"},
+    {"mode", metric_mode, 1, "mode: max", .values = &mode_values},
 };
 const key_table_t tp__cfg_metric_table = KEY_TABLE(metric_keys);
 

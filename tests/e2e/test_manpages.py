@@ -94,16 +94,26 @@ class ManPages(E2E):
                 self.assertEqual(p.stderr, "", name)
 
 
-def experiment_tags(text):
-    """The keys tunepack-experiment.5 documents: the tag (first word) after each .TP, font
-    changes and escapes taken out ("space.\\fINAME\\fB.q" reads space.NAME.q)."""
-    out = set()
-    for tag in re.findall(r"^\.TP\n(.*)$", text, re.M):
-        tag = re.sub(r"\\f[BIRP]", "", tag).replace("\\-", "-").replace("\\&", "")
-        words = re.sub(r"^\.[BI]R? ", "", tag).split()
-        if words:
-            out.add(words[0].strip('"'))
+def plain(roff):
+    """roff text with font changes and escapes taken out ("space.\\fINAME\\fB.q" reads
+    space.NAME.q)."""
+    return re.sub(r"\\f[BIRP]", "", roff).replace("\\-", "-").replace("\\&", "")
+
+
+def experiment_entries(text):
+    """The .TP entries of tunepack-experiment.5 in order: (tag, body), the tag being the first
+    word of the line after .TP."""
+    out = []
+    for chunk in re.split(r"^\.TP\n", text, flags=re.M)[1:]:
+        tag, _, body = chunk.partition("\n")
+        words = re.sub(r"^\.[BI]R? ", "", plain(tag)).split()
+        out.append((words[0].strip('"') if words else "", plain(tag + "\n" + body)))
     return out
+
+
+def experiment_tags(text):
+    """The keys tunepack-experiment.5 documents: the tag of each .TP entry."""
+    return {tag for tag, _ in experiment_entries(text)}
 
 
 class ExperimentPage(E2E):
@@ -111,12 +121,35 @@ class ExperimentPage(E2E):
     loader's own tables (`tunepack __keys`), not from a list kept by hand."""
 
     def keys(self):
+        """{path: [the names its value may be]} from `tunepack __keys`, in its order."""
         p = self.tp("__keys")
         self.assertExit(p, 0)
-        keys = [line.split()[0] for line in p.stdout.splitlines()]
-        self.assertIn("search.scheduler", keys)
+        keys = {}
+        for line in p.stdout.splitlines():
+            path, _, values = line.partition(" = ")
+            keys[path.split()[0]] = values.split()
         self.assertIn("cluster.slurm.nodes.min", keys)
+        self.assertIn("asha", keys["search.scheduler"])
         return keys
+
+    def test_documents_each_name_a_keys_value_may_be(self):
+        with open(os.path.join(MAN, "tunepack-experiment.5")) as f:
+            entries = experiment_entries(f.read())
+        keys = self.keys()
+        missing = []
+        for path, values in keys.items():
+            if not values:
+                continue
+            at = [i for i, (tag, _) in enumerate(entries) if tag == path][0]
+            body = entries[at][1]  # and the entries nested under it, up to the next key
+            for tag, text in entries[at + 1:]:
+                if tag in keys:
+                    break
+                body += text
+            words = set(re.findall(r"[\w-]+", body))
+            missing += ["%s: %s" % (path, v) for v in values if v not in words]
+        self.assertEqual(missing, [], "names the loader takes that the entry of their key in "
+                         "man/tunepack-experiment.5 does not mention")
 
     def test_documents_every_key_the_loader_takes_and_no_other(self):
         with open(os.path.join(MAN, "tunepack-experiment.5")) as f:
