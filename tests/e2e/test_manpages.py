@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Man pages and bash completion follow the verbs' --help: every verb `tunepack --help`
-lists has a page that parses (and renders without warnings when groff is here) and names
-every long option its --help lists; the completion offers the same verbs and options, file
-names for FILE, directories for DIR and policy names for --policy."""
+"""Man pages and bash completion: every verb `tunepack --help` lists has a page with the
+usual sections that renders without warnings (groff -ww and man --warnings, when here);
+every page names tunepack-experiment(5), which documents every key (and every name a key's
+value may be) that the loader's tables take (`tunepack __keys`); the completion gives file
+names for FILE, directories for DIR and the values of --policy and --format. Each verb's
+options against its page, --help and the completion: test_options.py."""
 
 import os
 import re
@@ -18,10 +20,6 @@ MAN = os.path.join(SRC, "man")
 COMPLETION = os.path.join(SRC, "completion", "tunepack.bash")
 
 
-def long_options(text):
-    return sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z-]*[a-z]", text)) - {"--help"})
-
-
 class ManPages(E2E):
 
     def verbs(self):
@@ -30,11 +28,6 @@ class ManPages(E2E):
         listed = re.findall(r"^  (\w+) ", p.stdout.split("commands:", 1)[1], re.M)
         self.assertIn("simulate", listed)
         return listed
-
-    def help_options(self, verb):
-        p = self.tp(verb, "--help")
-        self.assertExit(p, 0)
-        return long_options(p.stdout)
 
     def page(self, name):
         path = os.path.join(MAN, name + ".1")
@@ -52,9 +45,6 @@ class ManPages(E2E):
                             "EXAMPLES", "SEE ALSO"):
                 self.assertIn("\n.SH " + section + "\n", text, "tunepack-%s.1" % verb)
             plain = text.replace("\\-", "-")
-            mentioned = long_options(plain)
-            for opt in self.help_options(verb):
-                self.assertIn(opt, mentioned, "tunepack-%s.1 does not mention %s" % (verb, opt))
             self.assertIn("tunepack %s" % verb, plain.replace("\n.B ", "\n"))
         top = self.page("tunepack")
         for verb in self.verbs():
@@ -181,16 +171,12 @@ class Completion(E2E):
         self.assertEqual(p.stderr, "")
         return sorted(w for w in p.stdout.split("\n") if w)
 
-    def test_verbs_and_every_verbs_options_match_help(self):
+    def test_verbs_complete(self):
         listed = ManPages.verbs(self)
         self.assertEqual(self.complete("tunepack", ""),
                          sorted(listed + ["--help", "--version"]))
         self.assertEqual(self.complete("tunepack", "s"),
                          sorted(v for v in listed if v.startswith("s")))
-        for verb in listed + ["agent"]:
-            want = ManPages.help_options(self, verb)
-            self.assertEqual(self.complete("tunepack", verb, "--"), sorted(want + ["--help"]),
-                             verb)
 
     def test_policy_names_and_option_values(self):
         self.assertEqual(self.complete("tunepack", "simulate", "--policy", "w"), ["wf", "wfd"])
