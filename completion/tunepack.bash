@@ -59,6 +59,7 @@ _tunepack() {
         --cluster)
             # run: where trials run; simulate and plan: a cluster of the workload file
             [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))
+            [[ ${COMPREPLY[0]} == ssh: ]] && compopt -o nospace 2>/dev/null # the hosts follow
             return 0 ;;
         --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | --profile | \
