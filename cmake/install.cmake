@@ -5,6 +5,8 @@
 #   <prefix>/<TP_PYTHON_DIR>/tunepack_report.py   (see below)
 #   <prefix>/<TP_PYTHON_DIR>/tunepack.py          the Python front end, beside it
 #   <prefix>/share/man/man1/tunepack.1, tunepack-<verb>.1
+#   <prefix>/share/man/man5/tunepack-experiment.5        the experiment file
+#   <prefix>/share/doc/tunepack/README.md, docs/ (with docs/img/), examples/
 #   <prefix>/share/bash-completion/completions/tunepack
 #   <prefix>/share/tunepack/workloads/sp.yaml, README.md
 #   <prefix>/lib/tunepack/examples/mlp_train
@@ -18,8 +20,18 @@ include(GNUInstallDirs)
 install(TARGETS tunepack RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/include/tunepack/report.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tunepack)
-install(DIRECTORY ${CMAKE_SOURCE_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
-        FILES_MATCHING PATTERN "*.1")
+foreach(_section 1 5)
+  install(DIRECTORY ${CMAKE_SOURCE_DIR}/man/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man${_section}
+          FILES_MATCHING PATTERN "*.${_section}")
+endforeach()
+# The documentation the man pages point to: /usr/share/doc/tunepack/ in the package. The
+# examples are the sources' (their paths are the source tree's; the MLP one, rewritten for
+# the installed trainer, is under share/tunepack/examples/ too).
+set(TP_DOC_DIR ${CMAKE_INSTALL_DATADIR}/doc/tunepack)
+install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${TP_DOC_DIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs DESTINATION ${TP_DOC_DIR})
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/examples DESTINATION ${TP_DOC_DIR}
+        PATTERN CMakeLists.txt EXCLUDE)
 install(FILES ${CMAKE_SOURCE_DIR}/completion/tunepack.bash
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME tunepack)
 install(FILES ${CMAKE_SOURCE_DIR}/data/workloads/sp.yaml ${CMAKE_SOURCE_DIR}/data/workloads/README.md

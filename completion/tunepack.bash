@@ -1,9 +1,13 @@
-# bash completion for tunepack: verbs, each verb's options (as its --help
-# lists them), files for FILE, directories for DIR, policy names for --policy.
+# bash completion for tunepack: verbs, each verb's options, files for FILE,
+# directories for DIR, and the values of options that take one of a list.
+# tests/e2e/test_options.py checks it against the verbs' option tables
+# (`tunepack __options`).
 # Installed as share/bash-completion/completions/tunepack.
 
 _tunepack_verbs="run status trials best export stop gpus place simulate plan nodes resize dashboard"
 _tunepack_policies="vpack one-per-gpu ff ffd bf bfd wf wfd optimal"
+# trials --sort: the columns (or a parameter's name)
+_tunepack_sort_keys="id value time attempts failures retries promotions rung state where"
 
 # The options of a verb, one table for all of them.
 _tunepack_options() {
@@ -48,22 +52,19 @@ _tunepack() {
     case $prev in
         --policy) COMPREPLY=($(compgen -W "$_tunepack_policies" -- "$cur")); return 0 ;;
         --format) COMPREPLY=($(compgen -W "csv json" -- "$cur")); return 0 ;;
+        --sort) COMPREPLY=($(compgen -W "$_tunepack_sort_keys" -- "$cur")); return 0 ;;
         --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
         --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;
-        --dir) _tunepack_paths -d "$cur"; return 0 ;;
-        --sort)
-            # trials: its columns' keys (a parameter's name is taken too)
-            [[ $verb == trials ]] && COMPREPLY=($(compgen -W "id value time attempts failures \
-                retries promotions rung state where" -- "$cur"))
-            return 0 ;;
+        --dir | --fork) _tunepack_paths -d "$cur"; return 0 ;;
         --cluster)
             # run: where trials run; simulate and plan: a cluster of the workload file
             [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))
+            [[ ${COMPREPLY[0]} == ssh: ]] && compopt -o nospace 2>/dev/null # the hosts follow
             return 0 ;;
         --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | --profile | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
-            --deadline | --max-gpus | --time-limit | --node-limit | --listen)
+            --deadline | --max-gpus | --time-limit | --node-limit | --listen | --show | --top)
             return 0 ;;
     esac
 

@@ -3,8 +3,10 @@
 # root (made by `debootstrap --variant=minbase`), installs the .deb there with
 # apt-get (which must resolve every declared dependency), then, with an empty
 # environment, runs the installed example experiment and `best`, a simulation
-# that reads the installed workload, and a trial that imports the installed
-# Python helper from /usr/bin/python3 with no PYTHONPATH.
+# that reads the installed workload, a trial that imports the installed
+# Python helper from /usr/bin/python3 with no PYTHONPATH, and that the man
+# pages (sections 1 and 5) and /usr/share/doc/tunepack/ (README, docs/,
+# examples/) are there.
 #
 #   sudo sh scripts/check-deb-in-chroot.sh CHROOT_BASE
 #
@@ -91,9 +93,15 @@ tunepack run /tmp/py-helper.yaml --dir /tmp/py --plain >/tmp/py.log 2>&1 || { ta
 tunepack best /tmp/py --json
 grep -h 'helper from' /tmp/py/trials/*/stdout.log | sort -u
 /usr/bin/python3 -c 'import tunepack_report; print("import tunepack_report:", tunepack_report.__file__)'
-echo "== man and completion"
+echo "== man, completion and documentation"
 ls /usr/share/man/man1/tunepack*.1 | wc -l
+ls /usr/share/man/man5/tunepack-experiment.5
 ls /usr/share/bash-completion/completions/tunepack
+for f in README.md docs/exit-codes.md docs/img/dashboard-trials.png examples/pytorch/train.py \
+         examples/fuse/train.py examples/mup/train.py; do
+    [ -f "/usr/share/doc/tunepack/$f" ] || { echo "check-deb: no /usr/share/doc/tunepack/$f" >&2; exit 1; }
+done
+echo "/usr/share/doc/tunepack: $(find /usr/share/doc/tunepack -type f | wc -l) files"
 echo "check-deb: all passed"
 CHECK
 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \

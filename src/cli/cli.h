@@ -22,21 +22,43 @@ extern const tp_cmd_t tp__cmd_simulate, tp__cmd_plan, tp__cmd_nodes, tp__cmd_das
     tp__cmd_resize;
 
 /* One option of a verb: a switch (`set` non-NULL) or an option taking a
- * value (`value` non-NULL), as `--name VALUE` or `--name=VALUE`. */
+ * value (`value` non-NULL), as `--name VALUE` or `--name=VALUE`. These
+ * tables are the one source of a verb's options: `tunepack VERB
+ * --list-options` prints them, and the man pages, the completion and
+ * --help are checked against them (tests/e2e/test_options.py). */
 typedef struct tp_cli_opt {
-    const char *name;    /* "--json" */
-    int *set;            /* set to 1 when given */
-    const char **value;  /* set to the value when given */
+    const char *name;           /* "--json" */
+    int *set;                   /* set to 1 when given */
+    const char **value;         /* set to the value when given */
+    const char *const *choices; /* NULL-terminated values it takes (others are refused unless
+                                   TP_CLI_OPEN), completed by the shell; NULL: any value */
+    int flags;                  /* TP_CLI_OPEN, TP_CLI_HIDDEN */
 } tp_cli_opt_t;
+
+enum {
+    TP_CLI_OPEN = 1,   /* choices are the usual values, others pass too (a parameter's name) */
+    TP_CLI_HIDDEN = 2, /* internal (between tunepack's own processes): in no --help, man page
+                          or completion */
+};
 
 enum { TP_CLI_PARSED = -1 }; /* tp__cli_parse: go on */
 
 /* Parse argv[1..] against opts and at most one positional argument (stored
  * in *positional, may stay NULL). Returns TP_CLI_PARSED, or an exit code to
- * return at once: TP_EXIT_OK after printing --help, TP_EXIT_USAGE after
- * printing what is wrong. */
+ * return at once: TP_EXIT_OK after printing --help (or, for the hidden
+ * --list-options, the verb and its options as one JSON line: {"verb",
+ * "hidden", "options": [{"name", "takes": "switch"|"value", "choices",
+ * "open", "hidden"}]}), TP_EXIT_USAGE after printing what is wrong (an
+ * unknown option, a missing value, a value not among closed choices). */
 int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
                   size_t nopts, const char **positional);
+/* tp__cli_parse with up to max positional arguments, into positionals[0..*n). */
+int tp__cli_parse_many(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
+                       size_t nopts, const char **positionals, size_t max, size_t *n);
+/* The placement policies' names into out[0..n-1), NULL-terminated: the
+ * choices of --policy. Returns how many. */
+size_t tp__cli_policy_names(const char **out, size_t n);
+#define TP_CLI_MAX_POLICIES 32
 /* A count option's value (`--top 3`) into *out: a whole number from 1 to
  * TP_CLI_COUNT_MAX. TP_CLI_PARSED, or TP_EXIT_USAGE after saying what is wrong. */
 #define TP_CLI_COUNT_MAX 1000000

@@ -19,28 +19,16 @@ static int dashboard_main(int argc, char **argv) {
     const char **dirs = tp__xcalloc((size_t)argc + 1, sizeof *dirs);
     size_t ndirs = 0;
     int beside_run = 0; /* started by `run --dashboard`: the store may not exist yet */
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            fputs(tp__cmd_dashboard.usage, stdout);
-            free(dirs);
-            return TP_EXIT_OK;
-        }
-        if (strncmp(a, "--listen=", 9) == 0) {
-            o.listen = a + 9;
-        } else if (strcmp(a, "--listen") == 0 && i + 1 < argc) {
-            o.listen = argv[++i];
-        } else if (strcmp(a, "--beside-run") == 0) {
-            beside_run = 1;
-        } else if (strncmp(a, "--ready-file=", 13) == 0) {
-            o.ready_file = a + 13;
-        } else if (a[0] == '-') {
-            free(dirs);
-            return tp__cli_usage_error(&tp__cmd_dashboard, "unknown option \"%s\"%s", a,
-                                       strcmp(a, "--listen") == 0 ? " (it needs HOST:PORT)" : "");
-        } else {
-            dirs[ndirs++] = a;
-        }
+    const tp_cli_opt_t opts[] = {
+        {"--listen", NULL, &o.listen},
+        {"--beside-run", &beside_run, NULL, NULL, TP_CLI_HIDDEN},
+        {"--ready-file", NULL, &o.ready_file, NULL, TP_CLI_HIDDEN}, /* written once listening */
+    };
+    int rc = tp__cli_parse_many(&tp__cmd_dashboard, argc, argv, opts, TP_ARRAY_LEN(opts), dirs,
+                                (size_t)argc, &ndirs);
+    if (rc != TP_CLI_PARSED) {
+        free(dirs);
+        return rc;
     }
     /* Each directory named must hold an experiment now: a typo is said at once. */
     for (size_t i = 0; i < ndirs && !beside_run; i++) {
@@ -60,7 +48,7 @@ static int dashboard_main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     tp_error_t err = {0};
-    int rc = tp__web_serve(&o, &stop_requested, &err);
+    rc = tp__web_serve(&o, &stop_requested, &err);
     free(dirs);
     if (rc) {
         fprintf(stderr, "tunepack dashboard: %s\n", err.msg);

@@ -99,12 +99,11 @@ static void write_csv(json_t *trials) {
 
 static int export_main(int argc, char **argv) {
     const char *dir_arg = NULL, *format = NULL;
-    const tp_cli_opt_t opts[] = {{"--format", NULL, &format}};
+    static const char *const formats[] = {"csv", "json", NULL};
+    const tp_cli_opt_t opts[] = {{"--format", NULL, &format, formats, 0}};
     int rc = tp__cli_parse(&tp__cmd_export, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
     if (!format) format = "csv"; /* what a spreadsheet opens, and what peers default to */
-    if (strcmp(format, "csv") != 0 && strcmp(format, "json") != 0)
-        return tp__cli_usage_error(&tp__cmd_export, "unknown format \"%s\"; use csv or json", format);
     char *dir = NULL;
     tp_store_t *s = tp__cli_open(dir_arg, &dir);
     if (!s) return TP_EXIT_STORE;
@@ -143,6 +142,7 @@ const tp_cmd_t tp__cmd_export = {
              "under surrogate:, kind = surrogate or target and source = a target's surrogate\n"
              "trial). csv: one row per trial with those columns, a column per parameter and\n"
              "per final metric (metric.<name>).\n\n"
+             "  --format F   csv (default) or json\n\n"
              "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
     .main = export_main,
 };

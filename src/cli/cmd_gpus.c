@@ -131,6 +131,7 @@ const tp_cmd_t tp__cmd_gpus = {
              "whether MPS can run. With DIR: the experiment's GPUs as its orchestrator last\n"
              "sampled them: memory and use, which of its trials run on each, processes that are\n"
              "not ours (subtracted from capacity), health, and how GPUs are shared.\n\n"
+             "  --json  the same as one JSON object\n\n"
              "example:\n  tunepack gpus runs/mlp-demo\n",
     .main = gpus_main,
 };

@@ -36,10 +36,13 @@ static void print_table(const tp_place_instance_t *in, const char *policy,
 static int place_main(int argc, char **argv) {
     const char *file = NULL, *policy_arg = NULL, *limit_arg = NULL, *nodes_arg = NULL;
     int as_json = 0, timings = 0;
-    const tp_cli_opt_t opts[] = {
-        {"--json", &as_json, NULL},         {"--policy", NULL, &policy_arg},
-        {"--time-limit", NULL, &limit_arg}, {"--node-limit", NULL, &nodes_arg},
-        {"--timings", &timings, NULL}};
+    const char *policies[TP_CLI_MAX_POLICIES];
+    tp__cli_policy_names(policies, TP_ARRAY_LEN(policies));
+    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL},
+                                 {"--policy", NULL, &policy_arg, policies, 0},
+                                 {"--time-limit", NULL, &limit_arg},
+                                 {"--node-limit", NULL, &nodes_arg},
+                                 {"--timings", &timings, NULL}};
     int rc = tp__cli_parse(&tp__cmd_place, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     if (!file) return tp__cli_usage_error(&tp__cmd_place, "which instance? give a JSON FILE");

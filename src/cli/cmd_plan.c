@@ -38,12 +38,14 @@ static int plan_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *gtype = NULL, *deadline_a = NULL, *policy = NULL,
                *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL, *profile_a = NULL;
     int as_json = 0;
+    const char *policies[TP_CLI_MAX_POLICIES];
+    tp__cli_policy_names(policies, TP_ARRAY_LEN(policies));
     const tp_cli_opt_t opts[] = {
-        {"--space", NULL, &space},      {"--gpu-type", NULL, &gtype},
-        {"--deadline", NULL, &deadline_a}, {"--policy", NULL, &policy},
+        {"--space", NULL, &space},         {"--gpu-type", NULL, &gtype},
+        {"--deadline", NULL, &deadline_a}, {"--policy", NULL, &policy, policies, 0},
         {"--gpus-per-node", NULL, &gpn_a}, {"--cpus-per-node", NULL, &cpn_a},
-        {"--overhead", NULL, &ov_a},    {"--max-gpus", NULL, &max_a},
-        {"--profile", NULL, &profile_a}, {"--json", &as_json, NULL}};
+        {"--overhead", NULL, &ov_a},       {"--max-gpus", NULL, &max_a},
+        {"--profile", NULL, &profile_a},   {"--json", &as_json, NULL}};
     int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
@@ -87,8 +89,6 @@ static int plan_main(int argc, char **argv) {
             return tp__cli_usage_error(&tp__cmd_plan, "--max-gpus must be a positive whole number, got \"%s\"", max_a);
         cap = (size_t)v;
     }
-    if (!tp__placer_find(p.o.policy))
-        return tp__cli_usage_error(&tp__cmd_plan, "unknown policy \"%s\"; choose one of vpack, one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", p.o.policy);
 
     tp_workload_t w;
     if (tp__workload_load(file, &w, &err) < 0) {
@@ -193,6 +193,16 @@ const tp_cmd_t tp__cmd_plan = {
         "$TUNEPACK_DATA_DIR/workloads/sp.yaml if that variable is set, else\n"
         "<dir of the tunepack binary>/../share/tunepack/workloads/sp.yaml (installed),\n"
         "else the source tree's data/workloads/sp.yaml (a build tree's binary).\n\n"
+        "  --deadline D       the time the trials must end within (30m, 1h30m, 900s)\n"
+        "  --space NAME       a space of FILE (default: the last one)\n"
+        "  --gpu-type T       a GPU type of FILE (default: the first one)\n"
+        "  --policy P         vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal\n"
+        "  --gpus-per-node N  GPUs per node (default 4)\n"
+        "  --cpus-per-node N  CPU cores per node (default 32 per GPU)\n"
+        "  --overhead X       MPS cost per co-located trial (default 0.03)\n"
+        "  --max-gpus N       the most GPUs tried (default: the number of trials)\n"
+        "  --profile TIME     model a run that measures its demand first\n"
+        "  --json             one object: {\"gpus\", \"makespan_s\", \"deadline_s\", ...}\n\n"
         "example:\n"
         "  tunepack plan --space SP4 --gpu-type a100_80g --deadline 30m\n",
     .main = plan_main,

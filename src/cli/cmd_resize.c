@@ -22,8 +22,8 @@ static int resize_main(int argc, char **argv) {
     int n = 1;
     for (int i = 3; i < argc && n < 63; i++)
         rest[n++] = argv[i];
-    for (int i = 1; i < argc && i < 3; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) rest[n++] = argv[i];
+    for (int i = 1; i < argc && i < 3; i++) /* --help, -h, --list-options in TRIAL's place */
+        if (argv[i][0] == '-') rest[n++] = argv[i];
     int rc = tp__cli_parse(&tp__cmd_resize, n, rest, NULL, 0, &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
     long trial, gpus;

@@ -33,6 +33,7 @@ static int run_main(int argc, char **argv) {
     tp_run_opts_t o = {.live = isatty(STDOUT_FILENO)};
     int plain = 0, dry = 0, dashboard = 0;
     const char *show = NULL, *dashboard_at = NULL;
+    static const char *const clusters[] = {"local", "slurm", "ssh:", NULL}; /* ssh:HOST,... */
     const tp_cli_opt_t opts[] = {
         {"--dir", NULL, &o.dir},
         {"--dry-run", &dry, NULL},
@@ -41,7 +42,7 @@ static int run_main(int argc, char **argv) {
         {"--retry-failed", &o.retry_failed, NULL},
         {"--plain", &plain, NULL},
         {"--quiet", &o.quiet, NULL},
-        {"--cluster", NULL, &o.cluster},
+        {"--cluster", NULL, &o.cluster, clusters, TP_CLI_OPEN},
         {"--dashboard", &dashboard, NULL},
         {"--dashboard", NULL, &dashboard_at},
     };

@@ -60,16 +60,29 @@ static int simulate_main(int argc, char **argv) {
                *gpn_a = NULL, *oversub_a = NULL,
                *profile_a = NULL;
     int as_json = 0;
-    const tp_cli_opt_t opts[] = {
-        {"--space", NULL, &space},       {"--cluster", NULL, &cluster},
-        {"--policy", NULL, &policy},     {"--searcher", NULL, &searcher},
-        {"--trials", NULL, &trials_a},   {"--seed", NULL, &seed_a},
-        {"--overhead", NULL, &ov_a},     {"--json", &as_json, NULL},
-        {"--csv", NULL, &csv},           {"--svg", NULL, &svg},
-        {"--window", NULL, &window_a},   {"--rounds", NULL, &rounds_a},
-        {"--scale-trials", NULL, &st_a}, {"--scale-gpus", NULL, &sg_a},
-        {"--gpu-type", NULL, &gtype},    {"--gpus-per-node", NULL, &gpn_a},
-        {"--oversubscribe", NULL, &oversub_a}, {"--profile", NULL, &profile_a}};
+    static const char *const searchers[] = {"grid", "random", NULL};
+    /* in the order of tp_sim_rounds_t */
+    static const char *const rounds[] = {"auto", "full", "incremental", NULL};
+    const char *policies[TP_CLI_MAX_POLICIES];
+    tp__cli_policy_names(policies, TP_ARRAY_LEN(policies));
+    const tp_cli_opt_t opts[] = {{"--space", NULL, &space},
+                                 {"--cluster", NULL, &cluster},
+                                 {"--policy", NULL, &policy, policies, 0},
+                                 {"--searcher", NULL, &searcher, searchers, 0},
+                                 {"--trials", NULL, &trials_a},
+                                 {"--seed", NULL, &seed_a},
+                                 {"--overhead", NULL, &ov_a},
+                                 {"--json", &as_json, NULL},
+                                 {"--csv", NULL, &csv},
+                                 {"--svg", NULL, &svg},
+                                 {"--window", NULL, &window_a},
+                                 {"--rounds", NULL, &rounds_a, rounds, 0},
+                                 {"--scale-trials", NULL, &st_a},
+                                 {"--scale-gpus", NULL, &sg_a},
+                                 {"--gpu-type", NULL, &gtype},
+                                 {"--gpus-per-node", NULL, &gpn_a},
+                                 {"--oversubscribe", NULL, &oversub_a},
+                                 {"--profile", NULL, &profile_a}};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
@@ -94,27 +107,13 @@ static int simulate_main(int argc, char **argv) {
     if (profile_a &&
         tp__cli_duration(&tp__cmd_simulate, "--profile", profile_a, &o.profile_s) != TP_CLI_PARSED)
         return TP_EXIT_USAGE;
-    if (searcher && strcmp(searcher, "grid") != 0 && strcmp(searcher, "random") != 0)
-        return tp__cli_usage_error(&tp__cmd_simulate, "--searcher must be grid or random, got \"%s\"",
-                                   searcher);
-    if (rounds_a) {
-        if (strcmp(rounds_a, "auto") == 0) o.rounds = TP_SIM_ROUNDS_AUTO;
-        else if (strcmp(rounds_a, "full") == 0) o.rounds = TP_SIM_ROUNDS_FULL;
-        else if (strcmp(rounds_a, "incremental") == 0) o.rounds = TP_SIM_ROUNDS_INCREMENTAL;
-        else return tp__cli_usage_error(&tp__cmd_simulate, "--rounds must be auto, full or incremental, got \"%s\"", rounds_a);
-    }
+    for (size_t i = 0; rounds_a && rounds[i]; i++)
+        if (strcmp(rounds_a, rounds[i]) == 0) o.rounds = (tp_sim_rounds_t)i;
     if (!!scale_trials != !!scale_gpus)
         return tp__cli_usage_error(&tp__cmd_simulate, "--scale-trials and --scale-gpus go together");
     if (scale_gpus && cluster)
-        return tp__cli_usage_error(&tp__cmd_simulate, "--cluster and --scale-gpus exclude each other");
-    if (policy && !tp__placer_find(policy)) {
-        const char *names[16] = {0};
-        size_t n = 0;
-        for (; tp__placers[n] && n < 16; n++) names[n] = tp__placers[n]->name;
-        const char *guess = tp__did_you_mean(policy, names, n);
-        if (guess) return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; did you mean \"%s\"?", policy, guess);
-        return tp__cli_usage_error(&tp__cmd_simulate, "unknown policy \"%s\"; choose one of vpack, one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal", policy);
-    }
+        return tp__cli_usage_error(&tp__cmd_simulate,
+                                   "--cluster and --scale-gpus exclude each other");
     if (scale_trials) o.trials = scale_trials;
     o.record = csv || svg;
 
@@ -185,7 +184,8 @@ const tp_cmd_t tp__cmd_simulate = {
         "                         [--searcher grid|random] [--trials N] [--seed S]\n"
         "                         [--overhead 0.03] [--json] [--csv FILE] [--svg FILE]\n"
         "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
-        "                          [--gpus-per-node 8]] [--window N] [--rounds auto|full|incremental]\n"
+        "                          [--gpus-per-node 8]] [--window N] [--rounds "
+        "auto|full|incremental]\n"
         "                         [--profile TIME]\n\n"
         "Runs the real searcher and placement policy against a virtual clock and a\n"
         "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
@@ -200,6 +200,8 @@ const tp_cmd_t tp__cmd_simulate = {
         "  --policy P         vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal\n"
         "  --searcher S       grid (default: each job once; --trials N: N trials, repeating\n"
         "                     the grid) or random (--trials N, default the grid's size)\n"
+        "  --trials N         how many trials (default: the grid's size)\n"
+        "  --seed S           the random searcher's seed (default 0)\n"
         "  --overhead X       MPS cost per co-located trial (default 0.03)\n"
         "  --oversubscribe X  the placer's compute capacity per GPU is 1 + X (default 0,\n"
         "                     as placement.oversubscribe)\n"
@@ -208,16 +210,18 @@ const tp_cmd_t tp__cmd_simulate = {
         "                     TIME (or to its end) before the others of its group start\n"
         "  --csv FILE         per-GPU timelines, one row per trial\n"
         "  --svg FILE         a Gantt chart: a band per GPU, colour by model\n"
-        "  --scale-trials N --scale-gpus G\n"
-        "                     N trials of the space's job mix on G GPUs of --gpu-type\n"
-        "                     (default a100_80g) in nodes of --gpus-per-node (default 8)\n"
+        "  --scale-trials N   with --scale-gpus: N trials of the space's job mix\n"
+        "  --scale-gpus G     on G GPUs (a cluster made up, instead of --cluster)\n"
+        "  --gpu-type T       the GPUs of --scale-gpus (default a100_80g)\n"
+        "  --gpus-per-node N  their nodes' size (default 8)\n"
         "  --window N         pending trials offered to the placer per round\n"
         "                     (default 4096; 64 with incremental rounds)\n"
         "  --rounds R         full: each round offers the whole cluster; incremental: the\n"
         "                     nodes freed since the last round; auto (default): full up\n"
         "                     to 1024 GPUs\n"
         "  --json             one object: {\"makespan_s\", \"lower_bound_s\", \"ratio\",\n"
-        "                     \"busy_share\", \"trials\", \"policy\", \"cluster\", \"space\", ...}\n\n"
+        "                     \"busy_share\", \"trials\", \"policy\", \"cluster\", \"space\", "
+        "...}\n\n"
         "Exit code 3 when FILE is invalid, 2 for a bad command line or an unknown\n"
         "space, cluster or policy.\n\n"
         "example:\n"

@@ -187,7 +187,14 @@ static void print_row(const json_t *t, const char *dir) {
 static int trials_main(int argc, char **argv) {
     const char *dir_arg = NULL, *sort = NULL;
     int as_json = 0;
-    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL}, {"--sort", NULL, &sort}};
+    const char *keys[TP_ARRAY_LEN(sort_keys) + 1] = {0}; /* --sort's usual values */
+    char known[256] = "";
+    for (size_t i = 0; i < TP_ARRAY_LEN(sort_keys); i++) {
+        keys[i] = sort_keys[i].name;
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s, ", keys[i]);
+    }
+    const tp_cli_opt_t opts[] = {{"--json", &as_json, NULL},
+                                 {"--sort", NULL, &sort, keys, TP_CLI_OPEN}};
     int rc = tp__cli_parse(&tp__cmd_trials, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
     char *dir = NULL;
@@ -200,10 +207,9 @@ static int trials_main(int argc, char **argv) {
     int code = TP_EXIT_OK;
     if (sort && sort_trials(a.trials, sort, mode && strcmp(mode, "max") == 0) != 0) {
         code = tp__cli_usage_error(&tp__cmd_trials,
-                                   "--sort %s names no column or parameter; use id, value, time, "
-                                   "attempts, failures, retries, promotions, rung, state, where "
-                                   "or a parameter's name",
-                                   sort);
+                                   "--sort %s names no column or parameter; use %sor a "
+                                   "parameter's name",
+                                   sort, known);
     } else if (as_json) {
         char *text = json_dumps(a.trials, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);

@@ -7,21 +7,65 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "place/place.h"
 #include "run/run.h"
 
-int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
-                  size_t nopts, const char **positional) {
-    for (int i = 1; i < argc; i++)
+/* `--list-options`: the verb's option table as one JSON line on stdout. */
+static int list_options(const tp_cmd_t *cmd, const tp_cli_opt_t *opts, size_t nopts) {
+    json_t *list = json_array();
+    for (size_t k = 0; k < nopts; k++) {
+        json_t *o = json_pack(
+            "{s:s, s:s, s:b, s:b}", "name", opts[k].name, "takes", opts[k].set ? "switch" : "value",
+            "open", !!(opts[k].flags & TP_CLI_OPEN), "hidden", !!(opts[k].flags & TP_CLI_HIDDEN));
+        json_t *choices = opts[k].choices ? json_array() : json_null();
+        for (size_t i = 0; opts[k].choices && opts[k].choices[i]; i++)
+            json_array_append_new(choices, json_string(opts[k].choices[i]));
+        json_object_set_new(o, "choices", choices);
+        json_array_append_new(list, o);
+    }
+    json_t *verb =
+        json_pack("{s:s, s:b, s:o}", "verb", cmd->name, "hidden", cmd->hidden, "options", list);
+    char *text = json_dumps(verb, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("%s\n", text);
+    free(text);
+    json_decref(verb);
+    return TP_EXIT_OK;
+}
+
+/* A value of an option with closed choices must be one of them. */
+static int check_choice(const tp_cmd_t *cmd, const tp_cli_opt_t *o, const char *v) {
+    if (!o->choices || (o->flags & TP_CLI_OPEN)) return TP_CLI_PARSED;
+    size_t n = 0;
+    char list[512] = "";
+    for (; o->choices[n]; n++) {
+        if (strcmp(v, o->choices[n]) == 0) return TP_CLI_PARSED;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", n ? ", " : "",
+                 o->choices[n]);
+    }
+    const char *guess = tp__did_you_mean(v, o->choices, n);
+    if (guess)
+        return tp__cli_usage_error(cmd, "unknown %s \"%s\"; did you mean \"%s\"? (%s)", o->name, v,
+                                   guess, list);
+    return tp__cli_usage_error(cmd, "unknown %s \"%s\"; use one of %s", o->name, v, list);
+}
+
+int tp__cli_parse_many(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
+                       size_t nopts, const char **positionals, size_t max, size_t *npos) {
+    *npos = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--list-options") == 0) return list_options(cmd, opts, nopts);
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(cmd->usage, stdout);
             return TP_EXIT_OK;
         }
+    }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-' || a[1] == 0) {
-            if (*positional)
-                return tp__cli_usage_error(cmd, "unexpected argument \"%s\" (one is enough)", a);
-            *positional = a;
+            if (*npos == max)
+                return tp__cli_usage_error(cmd, "unexpected argument \"%s\"%s", a,
+                                           max == 1 ? " (one is enough)" : "");
+            positionals[(*npos)++] = a;
             continue;
         }
         const tp_cli_opt_t *o = NULL;
@@ -35,15 +79,32 @@ int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t
         if (!o) return tp__cli_usage_error(cmd, "unknown option \"%s\"", a);
         if (o->set) {
             *o->set = 1;
-        } else if (inline_value) {
-            *o->value = inline_value;
-        } else if (i + 1 < argc) {
-            *o->value = argv[++i];
-        } else {
-            return tp__cli_usage_error(cmd, "%s needs a value", o->name);
+            continue;
         }
+        if (inline_value)
+            *o->value = inline_value;
+        else if (i + 1 < argc)
+            *o->value = argv[++i];
+        else
+            return tp__cli_usage_error(cmd, "%s needs a value", o->name);
+        int rc = check_choice(cmd, o, *o->value);
+        if (rc != TP_CLI_PARSED) return rc;
     }
     return TP_CLI_PARSED;
+}
+
+int tp__cli_parse(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_opt_t *opts,
+                  size_t nopts, const char **positional) {
+    size_t n;
+    return tp__cli_parse_many(cmd, argc, argv, opts, nopts, positional, 1, &n);
+}
+
+size_t tp__cli_policy_names(const char **out, size_t n) {
+    size_t k = 0;
+    for (; tp__placers[k] && k + 1 < n; k++)
+        out[k] = tp__placers[k]->name;
+    out[k] = NULL;
+    return k;
 }
 
 int tp__cli_count(const tp_cmd_t *cmd, const char *opt, const char *text, long *out) {

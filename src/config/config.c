@@ -316,13 +316,16 @@ static int search_seed(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return rc;
 }
 
+static const key_table_t searchers = KEY_LIST(tp__searcher_names),
+                         schedulers = KEY_LIST(tp__scheduler_names);
 static const key_spec_t search_keys[] = {
-    {"algorithm", search_algorithm, 0, NULL},
+    {"algorithm", search_algorithm, 0, NULL, .values = &searchers},
     {"trials", search_trials, 0, NULL},
     {"seed", search_seed, 0, NULL},
-    {"scheduler", tp__cfg_search_scheduler, 0, NULL},
+    {"scheduler", tp__cfg_search_scheduler, 0, NULL, .values = &schedulers},
     {"warm_start", tp__cfg_search_warm_start, 0, NULL},
 };
+static const key_table_t search_table = KEY_TABLE(search_keys);
 
 static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
@@ -440,9 +443,9 @@ static const key_spec_t top_keys[] = {
     {"name", key_name, 1, "name: mlp-demo"},
     {"description", key_description, 0, NULL},
     {"command", key_command, 1, "command: [python3, train.py, --lr, \"{lr}\"]"},
-    {"metric", tp__cfg_key_metric, 1, "metric: {name: val_acc, mode: max}"},
-    {"space", tp__cfg_key_space, 0, NULL},
-    {"search", key_search, 0, NULL},
+    {"metric", tp__cfg_key_metric, 1, "metric: {name: val_acc, mode: max}", &tp__cfg_metric_table},
+    {"space", tp__cfg_key_space, 0, NULL, &tp__cfg_space_table},
+    {"search", key_search, 0, NULL, &search_table},
     {"concurrency", tp__cfg_key_concurrency, 0, NULL},
     {"retries", key_retries, 0, NULL},
     {"fail_fast", key_fail_fast, 0, NULL},
@@ -454,21 +457,56 @@ static const key_spec_t top_keys[] = {
     {"env", key_env, 0, NULL},
     {"env_passthrough", tp__cfg_key_env_passthrough, 0, NULL},
     {"permissions", tp__cfg_key_permissions, 0, NULL},
-    {"resources", tp__cfg_key_resources, 0, NULL},
-    {"placement", tp__cfg_key_placement, 0, NULL},
-    {"sharing", tp__cfg_key_sharing, 0, NULL},
-    {"groups", tp__cfg_key_groups, 0, NULL},
-    {"gpus", tp__cfg_key_gpus, 0, NULL},
+    {"resources", tp__cfg_key_resources, 0, NULL, &tp__cfg_resources_table},
+    {"placement", tp__cfg_key_placement, 0, NULL, &tp__cfg_placement_table},
+    {"sharing", tp__cfg_key_sharing, 0, NULL, .values = &tp__cfg_sharing_values},
+    {"groups", tp__cfg_key_groups, 0, NULL, &tp__cfg_groups_table},
+    {"gpus", tp__cfg_key_gpus, 0, NULL, &tp__cfg_gpus_table},
     {"profile_by", tp__cfg_key_profile_by, 0, NULL},
-    {"budget", tp__cfg_key_budget, 0, NULL},
-    {"checkpoint", tp__cfg_key_checkpoint, 0, NULL},
-    {"cluster", tp__cfg_key_cluster, 0, NULL},
+    {"budget", tp__cfg_key_budget, 0, NULL, &tp__cfg_budget_table},
+    {"checkpoint", tp__cfg_key_checkpoint, 0, NULL, &tp__cfg_checkpoint_table},
+    {"cluster", tp__cfg_key_cluster, 0, NULL, &tp__cfg_cluster_table},
     {"enqueue", tp__cfg_key_enqueue, 0, NULL},
     {"deadline", tp__cfg_key_deadline, 0, NULL},
-    {"reallocation", tp__cfg_key_reallocation, 0, NULL},
-    {"surrogate", tp__cfg_key_surrogate, 0, NULL},
-    {"fuse", tp__cfg_key_fuse, 0, NULL},
+    {"reallocation", tp__cfg_key_reallocation, 0, NULL, &tp__cfg_reallocation_table},
+    {"surrogate", tp__cfg_key_surrogate, 0, NULL, &tp__cfg_surrogate_table},
+    {"fuse", tp__cfg_key_fuse, 0, NULL, &tp__cfg_fuse_table},
 };
+static const key_table_t top_table = KEY_TABLE(top_keys);
+
+/* t's i-th name (NULL past the end). */
+static const char *table_name(const key_table_t *t, size_t i) {
+    if (t->spec) return i < t->n ? t->spec[i].key : NULL;
+    return t->n == 0 || i < t->n ? t->names[i] : NULL;
+}
+
+/* One table's keys under prefix (path[0..len)), depth first. */
+static int list_keys(const key_table_t *t, char *path, size_t len, size_t size,
+                     int (*fn)(const char *path, const char *const *values, int required, void *ud),
+                     void *ud) {
+    if (t->each) /* space.NAME, gpus[] */
+        len +=
+            (size_t)snprintf(path + len, size - len, "%s%s", t->each[0] == '[' ? "" : ".", t->each);
+    for (size_t i = 0; table_name(t, i) && len < size; i++) {
+        const key_spec_t *k = t->spec ? &t->spec[i] : NULL;
+        int n = snprintf(path + len, size - len, "%s%s", len ? "." : "", table_name(t, i));
+        if (n < 0 || (size_t)n >= size - len) return -ENAMETOOLONG;
+        const char *values[64] = {0};
+        for (size_t j = 0; k && k->values && j + 1 < TP_ARRAY_LEN(values); j++)
+            if (!(values[j] = table_name(k->values, j))) break;
+        int rc = fn(path, values, k && k->required, ud);
+        if (rc == 0 && k && k->sub) rc = list_keys(k->sub, path, len + (size_t)n, size, fn, ud);
+        if (rc) return rc;
+        path[len] = 0;
+    }
+    return 0;
+}
+
+int tp__config_keys(int (*fn)(const char *path, const char *const *values, int required, void *ud),
+                    void *ud) {
+    char path[256] = "";
+    return list_keys(&top_table, path, 0, sizeof path, fn, ud);
+}
 
 /* ---- whole file ---------------------------------------------------------------- */
 

@@ -210,6 +210,14 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                          tp_error_t *err);
 /* Read path and parse it. */
 int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err);
+/* Every key the loader takes, from its tables, depth first: fn(path, values,
+ * required, ud) per key, path dotted ("search.scheduler",
+ * "cluster.slurm.nodes.min"), NAME for a key the user names
+ * (space.NAME.uniform), [] for each entry of a list (gpus[].index); values:
+ * the names its value may be, NULL-terminated (empty when it is not a name
+ * from a list). Stops at fn's first nonzero return, which it returns. */
+int tp__config_keys(int (*fn)(const char *path, const char *const *values, int required, void *ud),
+                    void *ud);
 void tp__experiment_free(tp_experiment_t *x);
 
 /* An experiment file's text as parsed YAML: a JSON object of its keys with

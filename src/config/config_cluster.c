@@ -12,15 +12,6 @@
     "cluster: local, cluster: slurm, cluster: {slurm: {nodes: 2, gpus_per_node: 4}} or "       \
     "cluster: {ssh: {hosts: [gpu1, gpu2:2222]}}"
 
-static const char *const kind_names[] = {[TP_CLUSTER_LOCAL] = "local",
-                                         [TP_CLUSTER_SLURM] = "slurm",
-                                         [TP_CLUSTER_SSH] = "ssh",
-                                         [TP_CLUSTER_COMMAND] = "command"};
-
-const char *tp__cluster_kind_name(tp_cluster_kind_t k) {
-    return (unsigned)k < TP_ARRAY_LEN(kind_names) ? kind_names[k] : "?";
-}
-
 static void free_list(char **v, size_t n) {
     for (size_t i = 0; i < n; i++) free(v[i]);
     free(v);
@@ -159,6 +150,9 @@ static int shared_storage(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 key);
 }
 
+static const char *const range_keys[] = {"min", "max"}; /* slurm.nodes: {min, max} */
+static const key_table_t range_table = KEY_NAMES(range_keys, NULL);
+
 static const key_spec_t ssh_keys[] = {
     {"shared", shared_storage, 0, NULL},
     {"hosts", ssh_hosts, 0, NULL},
@@ -200,9 +194,9 @@ static int slurm_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
         for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
              p++) {
             const char *name = stext(tp__cfg_node_at(c, p->key));
-            if (strcmp(name, "min") == 0)
+            if (strcmp(name, range_keys[0]) == 0)
                 lo = tp__cfg_node_at(c, p->value);
-            else if (strcmp(name, "max") == 0)
+            else if (strcmp(name, range_keys[1]) == 0)
                 hi = tp__cfg_node_at(c, p->value);
             else
                 rc = fail(c, tp__cfg_node_at(c, p->key),
@@ -258,21 +252,46 @@ static int slurm_extra(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static const key_spec_t slurm_keys[] = {
-    {"nodes", slurm_nodes, 0, NULL},         {"gpus_per_node", slurm_gpus, 0, NULL},
-    {"cpus_per_node", slurm_cpus, 0, NULL},  {"partition", slurm_partition, 0, NULL},
-    {"account", slurm_account, 0, NULL},     {"time", slurm_time, 0, NULL},
-    {"extra", slurm_extra, 0, NULL},         {"agent", agent_command, 0, NULL},
-    {"idle", slurm_idle, 0, NULL},           {"shared", shared_storage, 0, NULL},
+    {"nodes", slurm_nodes, 0, NULL, &range_table},
+    {"gpus_per_node", slurm_gpus, 0, NULL},
+    {"cpus_per_node", slurm_cpus, 0, NULL},
+    {"partition", slurm_partition, 0, NULL},
+    {"account", slurm_account, 0, NULL},
+    {"time", slurm_time, 0, NULL},
+    {"extra", slurm_extra, 0, NULL},
+    {"agent", agent_command, 0, NULL},
+    {"idle", slurm_idle, 0, NULL},
+    {"shared", shared_storage, 0, NULL},
 };
 
 /* ---- cluster -------------------------------------------------------------------- */
+static const key_table_t slurm_table = KEY_TABLE(slurm_keys), ssh_table = KEY_TABLE(ssh_keys),
+                         command_table = KEY_TABLE(command_keys);
+
+/* The kinds, by tp_cluster_kind_t: `cluster: KIND` or `cluster: {KIND: {...}}`
+ * (tp__cfg_key_cluster walks each kind's keys itself). */
+static const key_spec_t kinds[] = {
+    [TP_CLUSTER_LOCAL] = {"local", NULL, 0, NULL, NULL},
+    [TP_CLUSTER_SLURM] = {"slurm", NULL, 0, NULL, &slurm_table},
+    [TP_CLUSTER_SSH] = {"ssh", NULL, 0, NULL, &ssh_table},
+    [TP_CLUSTER_COMMAND] = {"command", NULL, 0, NULL, &command_table},
+};
+const key_table_t tp__cfg_cluster_table = KEY_TABLE(kinds);
+
+const char *tp__cluster_kind_name(tp_cluster_kind_t k) {
+    return (unsigned)k < TP_ARRAY_LEN(kinds) ? kinds[k].key : "?";
+}
+
 static int kind_by_name(cfgctx_t *c, yaml_node_t *at, const char *name) {
-    for (size_t i = 0; i < TP_ARRAY_LEN(kind_names); i++)
-        if (strcmp(name, kind_names[i]) == 0) {
+    const char *kind_names[TP_ARRAY_LEN(kinds)];
+    for (size_t i = 0; i < TP_ARRAY_LEN(kinds); i++) {
+        kind_names[i] = kinds[i].key;
+        if (strcmp(name, kinds[i].key) == 0) {
             c->x->cluster.kind = (tp_cluster_kind_t)i;
             return 0;
         }
-    const char *guess = tp__did_you_mean(name, kind_names, TP_ARRAY_LEN(kind_names));
+    }
+    const char *guess = tp__did_you_mean(name, kind_names, TP_ARRAY_LEN(kinds));
     if (guess)
         return fail(c, at, "unknown cluster \"%s\"; did you mean \"%s\"? (%s)", name, guess,
                     CLUSTER_EXAMPLE);

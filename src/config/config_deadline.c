@@ -63,13 +63,15 @@ static int realloc_probe(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 tp__cfg_describe(v, got, sizeof got));
 }
 
+static const key_table_t realloc_policies = KEY_LIST(tp__realloc_policy_names);
 static const key_spec_t realloc_keys[] = {
-    {"policy", realloc_policy, 0, NULL},
+    {"policy", realloc_policy, 0, NULL, .values = &realloc_policies},
     {"min_gain", realloc_min_gain, 0, NULL},
     {"cooldown", realloc_cooldown, 0, NULL},
     {"temperature", realloc_temperature, 0, NULL},
     {"probe", realloc_probe, 0, NULL},
 };
+const key_table_t tp__cfg_reallocation_table = KEY_TABLE(realloc_keys);
 
 /* See config_internal.h. */
 int tp__cfg_key_reallocation(cfgctx_t *c, const char *key, yaml_node_t *v) {

@@ -41,6 +41,7 @@ static const key_spec_t fuse_keys[] = {
     {"shape", fuse_shape, 0, NULL},
     {"memory", fuse_memory, 0, NULL},
 };
+const key_table_t tp__cfg_fuse_table = KEY_TABLE(fuse_keys);
 
 int tp__cfg_key_fuse(cfgctx_t *c, const char *key, yaml_node_t *v) {
     c->fuse = v;

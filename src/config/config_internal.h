@@ -33,13 +33,43 @@ typedef struct cfgctx {
     yaml_node_t *surrogate;  /* `surrogate` mapping, for messages */
 } cfgctx_t;
 
+typedef struct key_table key_table_t;
+
 /* A key of a mapping: its handler gets the value node. */
 typedef struct key_spec {
     const char *key;
     int (*fn)(cfgctx_t *c, const char *key, yaml_node_t *v);
     int required;
-    const char *example;  /* shown when a required key is missing */
+    const char *example;    /* shown when a required key is missing */
+    const key_table_t *sub; /* the keys its value takes when it is a mapping (or a list of
+                               them), for tp__config_keys; NULL: none */
+    const key_table_t *values; /* the names its value may be (names only), for
+                                  tp__config_keys; NULL: not a name from a list */
 } key_spec_t;
+
+/* The keys of one kind of mapping, as tp__config_keys lists them: read by a
+ * handler each (spec), or by hand against a list of names (names). */
+struct key_table {
+    const key_spec_t *spec;   /* or NULL */
+    const char *const *names; /* when spec is NULL */
+    size_t n;                 /* how many; 0: names is NULL-terminated */
+    const char *each; /* NULL; or this mapping is one per name the user picks ("NAME":
+                         space.NAME.KEY), or per entry of a list ("[]": gpus[].KEY) */
+};
+#define KEY_TABLE(spec)                                                                            \
+    { (spec), NULL, TP_ARRAY_LEN(spec), NULL }
+#define KEY_NAMES(names, each)                                                                     \
+    { NULL, (names), TP_ARRAY_LEN(names), (each) }
+#define KEY_LIST(names)                                                                            \
+    { NULL, (names), 0, NULL } /* NULL-terminated names */
+
+/* The tables below the top level, for tp__config_keys (each in its file). */
+extern const key_table_t tp__cfg_metric_table, tp__cfg_budget_table, tp__cfg_checkpoint_table,
+    tp__cfg_resources_table, tp__cfg_placement_table, tp__cfg_gpus_table, tp__cfg_groups_table,
+    tp__cfg_cluster_table, tp__cfg_reallocation_table, tp__cfg_space_table, tp__cfg_surrogate_table,
+    tp__cfg_fuse_table;
+/* The names a key's value may be, for tp__config_keys. */
+extern const key_table_t tp__cfg_sharing_values;
 
 static inline const char *stext(const yaml_node_t *n) {
     return (const char *)n->data.scalar.value;

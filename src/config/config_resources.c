@@ -14,6 +14,8 @@ static const char *const sharing_names[] = {
     [TP_SHARING_AUTO] = "auto", [TP_SHARING_MPS] = "mps",
     [TP_SHARING_TIMESLICE] = "time-slicing", [TP_SHARING_NONE] = "none"};
 
+const key_table_t tp__cfg_sharing_values = KEY_NAMES(sharing_names, NULL);
+
 const char *tp__sharing_name(tp_sharing_t s) {
     return (size_t)s < TP_ARRAY_LEN(sharing_names) ? sharing_names[s] : "?";
 }
@@ -69,6 +71,7 @@ static const key_spec_t elastic_keys[] = {
     {"min", elastic_min, 1, "min: 1"},
     {"max", elastic_max, 1, "max: 8"},
 };
+static const key_table_t elastic_table = KEY_TABLE(elastic_keys);
 
 /* `gpus: N`, or `gpus: {min: 1, max: 8}`: an elastic trial (one node). */
 static int res_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -127,15 +130,12 @@ static int res_profile_time(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static const key_spec_t resource_keys[] = {
-    {"gpus", res_gpus, 0, NULL},
-    {"gpu_memory", res_gpu_memory, 0, NULL},
-    {"gpu_compute", res_gpu_compute, 0, NULL},
-    {"cpus", res_cpus, 0, NULL},
-    {"profile_time", res_profile_time, 0, NULL},
-    {"nodes", res_nodes, 0, NULL},
-    {"gpus_per_node", res_gpus_per_node, 0, NULL},
-    {"procs_per_node", res_procs_per_node, 0, NULL},
+    {"gpus", res_gpus, 0, NULL, &elastic_table},   {"gpu_memory", res_gpu_memory, 0, NULL},
+    {"gpu_compute", res_gpu_compute, 0, NULL},     {"cpus", res_cpus, 0, NULL},
+    {"profile_time", res_profile_time, 0, NULL},   {"nodes", res_nodes, 0, NULL},
+    {"gpus_per_node", res_gpus_per_node, 0, NULL}, {"procs_per_node", res_procs_per_node, 0, NULL},
 };
+const key_table_t tp__cfg_resources_table = KEY_TABLE(resource_keys);
 
 int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v) {
     int rc = tp__cfg_walk_mapping(c, key, v, resource_keys, TP_ARRAY_LEN(resource_keys),
@@ -219,6 +219,7 @@ static const key_spec_t placement_keys[] = {
     {"oversubscribe", pl_oversubscribe, 0, NULL},
     {"max_per_gpu", pl_max_per_gpu, 0, NULL},
 };
+const key_table_t tp__cfg_placement_table = KEY_TABLE(placement_keys);
 
 int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return tp__cfg_walk_mapping(c, key, v, placement_keys, TP_ARRAY_LEN(placement_keys),
@@ -238,6 +239,9 @@ int tp__cfg_key_sharing(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (guess) return fail(c, v, "unknown sharing \"%s\"; did you mean \"%s\"?", s, guess);
     return fail(c, v, "unknown sharing \"%s\"; use auto, mps, time-slicing or none", s);
 }
+
+static const char *const gpu_keys[] = {"index", "type", "memory", "speed"};
+const key_table_t tp__cfg_gpus_table = KEY_NAMES(gpu_keys, "[]");
 
 /* One entry of `gpus:`: an index, or {index, type, memory, speed}. */
 static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
@@ -266,12 +270,7 @@ static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
         } else if (strcmp(name, "speed") == 0) {
             rc = get_real(c, name, val, 0, 1000, &g->speed);
         } else {
-            static const char *const keys[] = {"index", "type", "memory", "speed"};
-            const char *guess = tp__did_you_mean(name, keys, TP_ARRAY_LEN(keys));
-            rc = guess ? fail(c, k, "unknown key \"%s\"; did you mean \"%s\"?", name, guess)
-                       : fail(c, k, "unknown key \"%s\"; valid keys are: index, type, memory, "
-                                    "speed",
-                              name);
+            rc = tp__cfg_unknown_key(c, k, gpu_keys, TP_ARRAY_LEN(gpu_keys));
         }
     }
     if (rc == 0 && !has_index)
@@ -313,15 +312,17 @@ int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 /* ---- groups: Fluid trial groups ------------------------------------------------ */
 
+static const char *const shares_names[] = {"static", "dynamic"};
+static const key_table_t shares_values = KEY_NAMES(shares_names, NULL);
+
 static int gr_shares(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    static const char *const names[] = {"static", "dynamic"};
     const char *s;
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     if (!strcmp(s, "static")) c->x->groups = TP_FLUID_STATIC;
     else if (!strcmp(s, "dynamic")) c->x->groups = TP_FLUID_DYNAMIC;
     else {
-        const char *guess = tp__did_you_mean(s, names, TP_ARRAY_LEN(names));
+        const char *guess = tp__did_you_mean(s, shares_names, TP_ARRAY_LEN(shares_names));
         return guess ? fail(c, v, "unknown shares \"%s\"; did you mean \"%s\"?", s, guess)
                      : fail(c, v, "unknown shares \"%s\"; use static (computed once per group) "
                                   "or dynamic (again whenever a trial of the group ends)", s);
@@ -354,11 +355,12 @@ static int gr_restart(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static const key_spec_t groups_keys[] = {
-    {"shares", gr_shares, 1, "groups: {shares: dynamic}"},
+    {"shares", gr_shares, 1, "groups: {shares: dynamic}", .values = &shares_values},
     {"min", gr_bound, 0, NULL},
     {"max", gr_bound, 0, NULL},
     {"restart", gr_restart, 0, NULL},
 };
+const key_table_t tp__cfg_groups_table = KEY_TABLE(groups_keys);
 
 int tp__cfg_key_groups(cfgctx_t *c, const char *key, yaml_node_t *v) {
     c->groups = v;

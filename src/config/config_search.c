@@ -25,11 +25,16 @@ static int metric_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
+static const char *const modes[] = {"min", "max"}; /* by maximize */
+static const key_table_t mode_values = KEY_NAMES(modes, NULL);
+
 static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
     tp_objective_t *o = &c->x->objectives[c->x->nobjectives];
-    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "max")) o->maximize = 1;
-    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), "min")) o->maximize = 0;
+    if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), modes[1]))
+        o->maximize = 1;
+    else if (v->type == YAML_SCALAR_NODE && !strcmp(stext(v), modes[0]))
+        o->maximize = 0;
     else {
         char got[256];
         return fail(c, v, "\"mode\" must be max or min, got %s",
@@ -40,8 +45,9 @@ static int metric_mode(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static const key_spec_t metric_keys[] = {
     {"name", metric_name, 1, "name: val_acc"},
-    {"mode", metric_mode, 1, "mode: max"},
+    {"mode", metric_mode, 1, "mode: max", .values = &mode_values},
 };
+const key_table_t tp__cfg_metric_table = KEY_TABLE(metric_keys);
 
 /* One objective mapping into objectives[nobjectives], then counted. */
 static int one_objective(cfgctx_t *c, yaml_node_t *v) {
@@ -129,6 +135,7 @@ static const key_spec_t budget_keys[] = {
     {"max", budget_max, 1, "max: 81"},
     {"eta", budget_eta, 0, NULL},
 };
+const key_table_t tp__cfg_budget_table = KEY_TABLE(budget_keys);
 
 int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v) {
     int rc = tp__cfg_walk_mapping(c, key, v, budget_keys, TP_ARRAY_LEN(budget_keys),
@@ -158,6 +165,7 @@ static int checkpoint_signal(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static const key_spec_t checkpoint_keys[] = {
     {"signal", checkpoint_signal, 0, NULL},
 };
+const key_table_t tp__cfg_checkpoint_table = KEY_TABLE(checkpoint_keys);
 
 int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return tp__cfg_walk_mapping(c, key, v, checkpoint_keys, TP_ARRAY_LEN(checkpoint_keys),

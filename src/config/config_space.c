@@ -79,6 +79,7 @@ static const char *const domain_keys[] = {"choice", "grid", "uniform", "logunifo
 static const tp_domain_kind domain_kinds[] = {TP_DOM_CHOICE,     TP_DOM_GRID, TP_DOM_UNIFORM,
                                               TP_DOM_LOGUNIFORM, TP_DOM_INT,  TP_DOM_NORMAL};
 #define NDOMAINS TP_ARRAY_LEN(domain_kinds)
+const key_table_t tp__cfg_space_table = KEY_NAMES(domain_keys, "NAME");
 
 /* choice/grid: a list of scalars into p->values. */
 static int parse_values(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t *p) {

@@ -58,6 +58,7 @@ static const key_spec_t surrogate_keys[] = {
     {"promote", surrogate_promote, 0, NULL},
     {"eager", surrogate_eager, 0, NULL},
 };
+const key_table_t tp__cfg_surrogate_table = KEY_TABLE(surrogate_keys);
 
 /* See config_internal.h. */
 int tp__cfg_key_surrogate(cfgctx_t *c, const char *key, yaml_node_t *v) {

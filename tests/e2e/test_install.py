@@ -2,7 +2,9 @@
 """`cmake --install`: every file lands where it should under /usr and /usr/local (into a
 DESTDIR), the installed binary finds the installed workload through its own location, the
 installed example points at the installed trainer, and /usr/bin/python3 imports the helper
-from the installed directory."""
+from the installed directory. The Debian package (`cpack -G DEB`, read with `dpkg-deb`)
+holds the man pages of both sections and /usr/share/doc/tunepack/: the README, docs/ with its
+images, and the examples."""
 
 import json
 import os
@@ -12,12 +14,27 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import BUILD, E2E, main, merged_env
+from helpers import BUILD, SRC, E2E, main, merged_env
 
 CMAKE = shutil.which("cmake")
+CPACK = shutil.which("cpack")
+DPKG_DEB = shutil.which("dpkg-deb")
 SYSTEM_PY = "/usr/bin/python3"
 VERBS = ["run", "status", "trials", "best", "export", "stop", "gpus", "place", "simulate",
          "plan", "agent"]
+DOC = "share/doc/tunepack"
+
+
+def documentation():
+    """What /usr/share/doc/tunepack holds, relative to /usr: the source tree's README.md,
+    every file of docs/ (docs/img too) and of examples/ (but its CMakeLists.txt)."""
+    out = [DOC + "/README.md"]
+    for top in ("docs", "examples"):
+        for d, _, files in os.walk(os.path.join(SRC, top)):
+            rel = os.path.relpath(d, SRC)
+            out += [os.path.join(DOC, rel, f) for f in files
+                    if not (rel == "examples" and f == "CMakeLists.txt")]
+    return sorted(out)
 
 
 class Install(E2E):
@@ -47,13 +64,36 @@ class Install(E2E):
             "lib/tunepack/examples/mlp_train",
             "share/tunepack/examples/mlp/experiment.yaml",
             "share/man/man1/tunepack.1",
-        ] + ["share/man/man1/tunepack-%s.1" % v for v in VERBS])
+            "share/man/man5/tunepack-experiment.5",
+        ] + ["share/man/man1/tunepack-%s.1" % v for v in VERBS] + documentation())
+        self.assertFalse(os.path.exists(os.path.join(usr, DOC, "examples/CMakeLists.txt")))
         self.assertTrue(os.access(os.path.join(usr, "bin/tunepack"), os.X_OK))
         self.assertTrue(os.access(os.path.join(usr, "lib/tunepack/examples/mlp_train"), os.X_OK))
         with open(os.path.join(usr, "share/tunepack/examples/mlp/experiment.yaml")) as f:
             exp = f.read()
         self.assertIn("command: [/usr/lib/tunepack/examples/mlp_train, --lr,", exp)
         self.assertNotIn("./build", exp)
+
+    def test_deb_holds_the_man_pages_and_the_documentation(self):
+        if not (CPACK and DPKG_DEB):
+            self.skipTest("cpack or dpkg-deb is not installed")
+        out = self.path("deb")
+        p = subprocess.run([CPACK, "-G", "DEB", "--config", os.path.join(BUILD, "CPackConfig.cmake"),
+                            "-B", out], capture_output=True, text=True, timeout=500)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        debs = [f for f in os.listdir(out) if f.endswith(".deb")]
+        self.assertEqual(len(debs), 1, os.listdir(out))
+        p = subprocess.run([DPKG_DEB, "--contents", os.path.join(out, debs[0])],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # "-rw-r--r-- root/root 1234 2024-01-01 00:00 ./usr/share/doc/tunepack/README.md"
+        held = {line.split(None, 5)[5].split(" -> ")[0] for line in p.stdout.splitlines()}
+        want = ["usr/bin/tunepack", "usr/share/man/man1/tunepack-run.1",
+                "usr/share/man/man5/tunepack-experiment.5"] + ["usr/" + f for f in documentation()]
+        self.assertIn("usr/share/doc/tunepack/docs/img/dashboard-trials.png", want)
+        self.assertIn("usr/share/doc/tunepack/examples/mup/train.py", want)
+        missing = [f for f in want if "./" + f not in held]
+        self.assertEqual(missing, [], "not in %s" % debs[0])
 
     def test_usr_local_puts_the_helper_in_the_versioned_dist_packages(self):
         local = self.install("/usr/local")
