@@ -29,7 +29,7 @@ TP_TEST(test_listen_address_is_parsed_or_refused_with_a_reason) {
     TP_CHECK(tp__web_parse_listen(":80", host, sizeof host, &port, &err) == -EINVAL);
 }
 
-TP_TEST(test_only_loopback_addresses_go_without_a_token) {
+TP_TEST(test_only_loopback_addresses_may_go_without_a_token) {
     TP_CHECK(tp__web_is_loopback("127.0.0.1"));
     TP_CHECK(tp__web_is_loopback("127.3.2.1"));
     TP_CHECK(tp__web_is_loopback("::1"));

@@ -49,6 +49,11 @@ function where(r) {
   const g = Array.isArray(r.gpus) && r.gpus.length ? " gpu" + r.gpus.join(",") : " cpu";
   return r.node + g;
 }
+function rungBudget(r) {
+  return r.rung === null ? "" : r.rung + (r.budget ? " / " + fmt(r.budget) : "");
+}
+// "1 trial", "2 trials".
+function count(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
 function duration(s) {
   if (s === null || s === undefined || !isFinite(s)) return "";
   if (s < 60) return s.toFixed(1) + " s";
@@ -100,13 +105,13 @@ const PAGES = [
 
 function summaryLine(s) {
   const c = s.counts || {};
-  const parts = [s.state, (s.total || 0) + " trials"];
+  const parts = [s.state, count(s.total || 0, "trial")];
   for (const k of ["running", "paused", "pending", "completed", "stopped", "failed"])
     if (c[k]) parts.push(c[k] + " " + (k === "stopped" ? "stopped early" : k));
   parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial +
                       (s.best.state === "paused" || s.best.state === "running" ?
                        ", " + s.best.state + ", rung " + fmt(s.best.rung) + (s.best.budget ? ", budget " + fmt(s.best.budget) : "") : "") + ")"
-                    : "no value yet");
+                    : s.state === "running" ? "no value yet" : "no value");
   return parts.join(" · ");
 }
 
@@ -162,7 +167,7 @@ function trialsView(id) {
       el("td", {class: "num"}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})),
       el("td", {class: "state-" + r.state, text: r.state}),
       el("td", {class: "num", text: fmt(r.attempts)}),
-      el("td", {class: "num", text: r.rung === null ? "" : r.rung + (r.budget ? " / " + fmt(r.budget) : "")}),
+      el("td", {class: "num", text: rungBudget(r)}),
       el("td", {class: "num value", text: fmt(r.value)}),
       el("td", {class: "params", text: fmtParams(r.params)}),
       el("td", {text: r.error ? r.error : fmt(r.decision)}),
@@ -223,29 +228,48 @@ function nodesView(id) {
 function trialView(id, trial) {
   const info = el("dl", {class: "kv", id: "trial-info"});
   const box = el("div", {class: "chart", id: "chart"});
+  const noCurve = el("p", {class: "muted", id: "no-curve", hidden: ""});
   const values = el("table", {id: "curve"});
+  const valuesTitle = el("h2", {text: "Intermediate values"});
   const events = el("table", {id: "events"});
   const logs = el("pre", {class: "log", id: "log"});
   const streamSel = el("select", {id: "stream"}, el("option", {value: "stdout", text: "stdout"}),
                        el("option", {value: "stderr", text: "stderr"}));
   const logPath = el("span", {class: "muted", id: "log-path"});
   let next = -1;
-  streamSel.addEventListener("change", () => { next = -1; logs.textContent = ""; });
+  let chosen = false;  // the stream was picked: by the reader, or once stdout was seen empty
+  streamSel.addEventListener("change", () => { next = -1; logs.textContent = ""; chosen = true; });
   const frame = experimentFrame(id, "trials", el("div", {},
-    el("h2", {text: "Trial " + trial}), info, el("h2", {text: "Learning curve"}), box,
+    el("h2", {text: "Trial " + trial}), info, el("h2", {text: "Learning curve"}), noCurve, box,
     el("h2", {text: "Log (live tail)"}), el("div", {class: "controls"}, streamSel, logPath), logs,
-    el("h2", {text: "Intermediate values"}), values, el("h2", {text: "Events"}), events));
+    valuesTitle, values, el("h2", {text: "Events"}), events));
+  const base = "/api/e/" + id;
+  async function tail() {
+    const lg = await getJSON(base + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next);
+    if (chosen || lg.size > 0 || streamSel.value !== "stdout") return lg;
+    // Nothing on stdout: open on stderr when it has something (a traceback, say).
+    const err = await getJSON(base + "/log/" + trial + "?stream=stderr&from=-1");
+    if (err.size === 0) return lg;
+    chosen = true;
+    streamSel.value = "stderr";
+    logs.textContent = "";
+    return err;
+  }
   return async () => {
-    const [t, svg, lg] = await Promise.all([getJSON("/api/e/" + id + "/trial/" + trial),
-      getText("/api/e/" + id + "/curves.svg?trials=" + trial),
-      getJSON("/api/e/" + id + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next),
-      frame()]);
+    const [t, lg] = await Promise.all([getJSON(base + "/trial/" + trial), tail(), frame()]);
+    // A trial with no value reported gets a sentence, not an empty plot.
+    const svg = t.curve.length ? await getText(base + "/curves.svg?trials=" + trial) : "";
     const kv = [["state", t.state], ["value", fmt(t.value)], ["attempts", fmt(t.attempts)],
-      ["rung / budget", t.rung === null ? "" : t.rung + " / " + fmt(t.budget)],
-      ["last decision", fmt(t.decision)], ["error", fmt(t.error)], ["parameters", fmtParams(t.params)],
-      ["placed on", where(t)], ["running time", duration(t.run_s)],
-      ["interrupted attempts", fmt(t.interrupted)], ["stderr of its last failure", fmt(t.stderr_tail)]];
-    info.replaceChildren(...kv.flatMap(([k, v]) => [el("dt", {text: k}), el("dd", {text: v || ""})]));
+      ["rung / budget", rungBudget(t)],
+      ["last decision", fmt(t.decision)], ["error", fmt(t.error), "text"],
+      ["parameters", fmtParams(t.params)], ["placed on", where(t)],
+      ["running time", duration(t.run_s)], ["interrupted attempts", fmt(t.interrupted)],
+      ["last lines of stderr at its last failure", fmt(t.stderr_tail), "text", "stderr-tail"]];
+    info.replaceChildren(...kv.flatMap(([k, v, cls, key]) => [el("dt", {text: k}),
+      el("dd", Object.assign({text: v || ""}, cls ? {class: cls} : {}, key ? {id: key} : {}))]));
+    noCurve.hidden = t.curve.length > 0;
+    noCurve.textContent = t.state === "failed" ? "It failed before it reported a value, so there is no curve." : "It has reported no value yet, so there is no curve.";
+    box.hidden = values.hidden = valuesTitle.hidden = !t.curve.length;
     box.innerHTML = svg;
     values.dataset.points = t.curve.length;
     values.replaceChildren(el("tr", {}, el("th", {class: "num", text: "step"}), el("th", {class: "num", text: "value"})),
@@ -257,7 +281,7 @@ function trialView(id, trial) {
     logs.textContent += lg.text;
     if (logs.textContent.length > 200000) logs.textContent = logs.textContent.slice(-100000);
     next = lg.next;
-    logPath.textContent = lg.path;
+    logPath.textContent = lg.path + (lg.size ? "" : " (empty)");
   };
 }
 
