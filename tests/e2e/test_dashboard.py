@@ -180,6 +180,11 @@ class Dashboard(GpuE2E):
             self.assertEqual(run.wait(timeout=120), 0, run.stderr.read().decode())
             with self.store(d) as s:
                 total = s.q("SELECT count(*) AS n FROM trials")[0]["n"]
+                ended = s.q("SELECT count(*) AS n FROM trials WHERE state IN "
+                            "('completed', 'stopped', 'failed')")[0]["n"]
+                budgets = sorted({r["budget"] for r in s.q(
+                    "SELECT budget FROM trials WHERE value IS NOT NULL AND state IN "
+                    "('completed', 'stopped')")})
                 # The best trial as `tunepack best` ranks it (the largest budget first).
                 r = self.tp("best", d, "--json")
                 self.assertExit(r, 0)
@@ -201,10 +206,31 @@ class Dashboard(GpuE2E):
                        % total)
             self.assertAlmostEqual(b.eval("+document.getElementById('summary').dataset.best"),
                                    best["value"], places=9)
+            # The same counts, in the same words, on every page.
+            words = "%d of %d trials ended" % (ended, total)
+            self.assertIn(words, b.eval("document.getElementById('summary').textContent"))
+            b.wait_for("document.getElementById('pager').textContent.endsWith(' of %d')" % total)
             b.goto(url)
             b.wait_for("document.querySelector('#experiments td.best a')")
             self.assertIn(str(best["id"]), b.eval("document.querySelector('#experiments td.best').textContent"))
+            self.assertEqual(b.eval("document.querySelector('#experiments td.progress')"
+                                    ".textContent.trim()"), words)
+            per_state = b.eval("[...document.querySelectorAll('#experiments tr[data-experiment] "
+                               "td.num')].map(c => +c.textContent)")
+            self.assertEqual(sum(per_state), total, per_state)  # every state has its column
             self.shot(b, "experiments")
+            # History: a series per budget (rung 0's values apart from full-budget ones), and
+            # the best so far among the largest budget's.
+            self.assertGreater(len(budgets), 1, "ASHA stopped none early")
+            b.goto(url + "#/e/0/history")
+            b.wait_for("document.querySelector('#chart svg circle')")
+            legend = b.eval("[...document.querySelectorAll('#chart svg text')]"
+                            ".map(t => t.textContent)")
+            for budget in budgets:
+                self.assertIn("at budget %g" % budget, legend)
+            self.assertIn("best so far at budget %g" % budgets[-1], legend)
+            self.assertNotIn("trial value", legend)
+            self.shot(b, "history")
             b.goto(url + "#/e/0/trial/%d" % best["id"])
             b.wait_for("document.querySelectorAll('#curve tr').length > 1 && "
                        "document.getElementById('log').textContent.includes('epoch')")
@@ -269,6 +295,35 @@ class Dashboard(GpuE2E):
                    "s.dispatchEvent(new Event('change'))")
             b.wait_for("document.getElementById('log-path').textContent.endsWith('(empty)')")
             self.assertEqual(b.eval("document.getElementById('log').textContent"), "")
+
+    def test_a_machine_without_gpus_says_so_in_the_singular(self):
+        self.fake_gpus([])
+        d = self.path("run")
+        exp = self.experiment(
+            "name: cpu\ncommand: [sh, -c, 'echo \"{{\\\"acc\\\": {x}}}\" >&3']\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {choice: [1]}\n"
+            "search: {algorithm: random, trials: 1}\n", name="cpu.yaml")
+        self.assertExit(self.run_exp(exp, d, env=self.gpu_env()), 0)
+        with Browser() as b:
+            _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            b.goto(url + "#/e/0/nodes")
+            b.wait_for("document.querySelector('#nodes tr + tr') && "
+                       "document.getElementById('no-gpus').offsetParent")
+            self.assertEqual(b.eval("document.getElementById('no-gpus').textContent"),
+                             "This node has no GPU: the trials run on CPUs only.")
+            self.assertIsNone(b.eval("document.getElementById('gpus').offsetParent"))
+            cells = b.eval("[...document.querySelectorAll('#nodes tr + tr td')]"
+                           ".map(c => c.textContent)")
+            self.assertNotIn("", cells[:5], cells)  # no blank memory or GPU cell
+            self.shot(b, "nodes-without-gpus")
+            b.goto(url + "#/e/0/packing")
+            b.wait_for("document.querySelector('#chart svg rect')")
+            texts = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => t.textContent)")
+            self.assertTrue(any(re.match(r"1 placement on 1 device over ", t) for t in texts), texts)
+            b.goto(url)
+            b.wait_for("document.querySelector('#experiments td.progress')")
+            self.assertEqual(b.eval("document.querySelector('#experiments td.progress')"
+                                    ".textContent.trim()"), "1 of 1 trial ended")
 
     def test_every_address_needs_the_printed_token_and_the_cookie_keeps_it(self):
         d = self.path("run")

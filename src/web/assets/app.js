@@ -68,14 +68,13 @@ function experimentsView() {
   view.replaceChildren(el("h1", {text: "Experiments"}), table);
   return async () => {
     const {experiments} = await getJSON("/api/experiments");
-    const head = el("tr", {}, ...["name", "directory", "state", "progress", "running", "paused",
-      "completed", "stopped early", "failed", "best"].map(h => el("th", {text: h})));
+    const head = el("tr", {}, ...["name", "directory", "state", "trials ended", "pending", "running",
+      "paused", "completed", "stopped early", "failed", "best"].map(h => el("th", {text: h})));
     const rows = experiments.map(e => {
       const c = e.counts || {};
-      const done = (c.completed || 0) + (c.stopped || 0) + (c.failed || 0);
+      const done = ended(e);
       const pct = e.total ? Math.round(100 * done / e.total) : 0;
-      const bar = el("span", {class: "bar", title: done + " of " + e.total + " ended"},
-                     el("span"));
+      const bar = el("span", {class: "bar", title: progress(e)}, el("span"));
       bar.firstChild.style.width = pct + "%";
       const best = e.best ? el("a", {href: "#/e/" + e.id + "/trial/" + e.best.trial,
                                      text: fmt(e.best.value) + " (trial " + e.best.trial + ")"}) : "";
@@ -83,7 +82,8 @@ function experimentsView() {
         el("td", {}, el("a", {href: "#/e/" + e.id + "/trials", text: e.name || e.dir})),
         el("td", {class: "muted", text: e.dir}),
         el("td", {class: "state-" + e.state, text: e.state + (e.error ? ": " + e.error : "")}),
-        el("td", {}, bar, " " + done + "/" + (e.total || 0)),
+        el("td", {class: "progress"}, bar, " " + progress(e)),
+        el("td", {class: "num", text: fmt(c.pending || 0)}),
         el("td", {class: "num", text: fmt(c.running || 0)}),
         el("td", {class: "num", text: fmt(c.paused || 0)}),
         el("td", {class: "num", text: fmt(c.completed || 0)}),
@@ -103,9 +103,17 @@ const PAGES = [
   ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"],
 ];
 
+// Trials that ended (completed, stopped early or failed), and the same words for it on every
+// page: "21 of 32 trials ended", where 32 is every trial the store holds.
+function ended(s) {
+  const c = s.counts || {};
+  return (c.completed || 0) + (c.stopped || 0) + (c.failed || 0);
+}
+function progress(s) { return ended(s) + " of " + count(s.total || 0, "trial") + " ended"; }
+
 function summaryLine(s) {
   const c = s.counts || {};
-  const parts = [s.state, count(s.total || 0, "trial")];
+  const parts = [s.state, progress(s)];
   for (const k of ["running", "paused", "pending", "completed", "stopped", "failed"])
     if (c[k]) parts.push(c[k] + " " + (k === "stopped" ? "stopped early" : k));
   parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial +
@@ -203,19 +211,28 @@ function importanceView(id) {
 function nodesView(id) {
   const nodes = el("table", {id: "nodes"}), gpus = el("table", {id: "gpus"});
   const sharing = el("p", {class: "muted", id: "sharing"});
+  const noGpus = el("p", {id: "no-gpus", hidden: ""});
   const frame = experimentFrame(id, "nodes", el("div", {}, el("h2", {text: "Nodes"}), nodes,
-    el("h2", {text: "GPUs"}), sharing, gpus));
+    el("h2", {text: "GPUs"}), sharing, noGpus, gpus));
   return async () => {
     const [n] = await Promise.all([getJSON("/api/e/" + id + "/nodes"), frame()]);
+    const list = Array.isArray(n.gpus) ? n.gpus : [];
+    const nodeList = Array.isArray(n.nodes) ? n.nodes : [];
+    // A machine without GPUs says so, rather than showing an empty table.
+    noGpus.hidden = list.length > 0;
+    gpus.hidden = list.length === 0;
+    noGpus.textContent = nodeList.length ?
+      (nodeList.length === 1 ? "This node has no GPU" : "No node has a GPU") + ": the trials run on CPUs only." :
+      "No node has been seen yet.";
     sharing.textContent = "sharing: " + fmt(n.sharing || "none recorded") + " · policy: " + fmt(n.policy || "?");
     nodes.replaceChildren(el("tr", {}, ...["node", "state", "CPUs", "memory", "GPUs", "running", "restarts", "Slurm job"].map(h => el("th", {text: h}))),
-      ...(Array.isArray(n.nodes) ? n.nodes : []).map(x => el("tr", {},
+      ...nodeList.map(x => el("tr", {},
         el("td", {text: fmt(x.name)}), el("td", {text: fmt(x.state)}), el("td", {class: "num", text: fmt(x.cpus)}),
-        el("td", {class: "num", text: x.memory_mib ? (x.memory_mib / 1024).toFixed(1) + " GiB" : ""}),
+        el("td", {class: "num", text: x.memory_mib ? (x.memory_mib / 1024).toFixed(1) + " GiB" : "not reported"}),
         el("td", {class: "num", text: fmt(x.gpus)}), el("td", {class: "num", text: fmt(x.running)}),
         el("td", {class: "num", text: fmt(x.restarts)}), el("td", {text: fmt(x.slurm_job || "")}))));
     gpus.replaceChildren(el("tr", {}, ...["node", "GPU", "type", "memory used / total", "utilisation", "health", "foreign use", "our trials"].map(h => el("th", {text: h}))),
-      ...(Array.isArray(n.gpus) ? n.gpus : []).map(g => el("tr", {},
+      ...list.map(g => el("tr", {},
         el("td", {text: fmt(g.node || "")}), el("td", {class: "num", text: fmt(g.index)}), el("td", {text: fmt(g.type)}),
         el("td", {class: "num", text: fmt(g.memory_used_mib) + " / " + fmt(g.memory_mib) + " MiB"}),
         el("td", {class: "num", text: fmt(g.util) + " %"}),
@@ -298,7 +315,7 @@ function route() {
     case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
     case "parallel": return chartView(id, page, "parcoords.svg");
     case "importance": return importanceView(id);
-    case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device, from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
+    case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
     default: return trialsView(id);
   }
