@@ -5,7 +5,9 @@
  * read-only, answers from it and closes it (without the quick_check each
  * command runs on open: `tunepack dashboard` checks the stores it is given
  * once, when it starts). Static assets are compiled into
- * the binary (cmake/embed.cmake), so nothing is fetched from anywhere. */
+ * the binary (cmake/embed.cmake), so nothing is fetched from anywhere.
+ * Every request is checked against the token first (access_of), the static
+ * pages as well as the API. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
