@@ -532,8 +532,8 @@ int tp__web_serve(const tp_web_opts_t *o, volatile sig_atomic_t *stop, tp_error_
     }
     printf("dashboard: %s\n", url);
     if (w.need_token)
-        printf("dashboard: open this URL to get in (the browser then keeps the token in a "
-               "cookie); it is printed only once; who may get in: %s\n",
+        printf("dashboard: the URL above is printed only once; a browser that opens it keeps "
+               "its token in a cookie. It lets in %s\n",
                who);
     else
         printf("dashboard: no token: every experiment it serves (every trial's logs, parameters "

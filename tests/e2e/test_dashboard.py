@@ -13,6 +13,7 @@ import stat
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import urllib.error
@@ -423,9 +424,36 @@ class Dashboard(GpuE2E):
         m = re.match(r"dashboard: (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{32})$",
                      lines[-1].strip())
         self.assertTrue(m, lines)
+        # Its URL comes first: the run starts once it is printed, so that no live view can
+        # draw over the one line that carries the token.
+        self.assertEqual(len(lines), 1, lines)
         wait_for(lambda: api(m.group(1), "api/e/0/summary")[0] == 200, 30)
         self.assertEqual(p.wait(timeout=120), 0, p.stderr.read())
         self.assertRaises(Exception, api, m.group(1), "api/experiments")
+
+    def test_run_with_dashboard_in_a_terminal_keeps_its_url_on_the_screen(self):
+        # The live view must not draw over the one line that carries the token: the run
+        # starts once the dashboard has printed it.
+        d = self.path("run")
+        self.run_dirs.append(d)
+        exp = self.experiment(
+            "name: quick\ncommand: [sh, -c, 'echo \"{{\\\"acc\\\": {x}}}\" >&3']\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 20}\n", name="quick.yaml")
+        sock = "tp-dash-%d" % os.getpid()
+        tmux = ["tmux", "-L", sock]
+        self.addCleanup(subprocess.run, tmux + ["kill-server"], capture_output=True)
+        cmd = "%s run %s --dir %s --dashboard=127.0.0.1:0; echo EXIT=$?; sleep 600" % (
+            shlex.quote(BIN), shlex.quote(exp), shlex.quote(d))
+        subprocess.run(tmux + ["-f", "/dev/null", "new-session", "-d", "-s", "dash", "-x", "150",
+                               "-y", "40", cmd], check=True)
+
+        def screen():
+            return subprocess.run(tmux + ["capture-pane", "-p", "-t", "dash"],
+                                  capture_output=True, text=True, check=True).stdout
+        self.assertTrue(wait_for(lambda: "EXIT=" in screen(), 120), screen())
+        self.assertIn("EXIT=0", screen())
+        self.assertRegex(screen(), r"dashboard: http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{32}\n")
 
     def test_bad_arguments_are_named(self):
         r = self.tp("dashboard", self.path("nothing-here"))
