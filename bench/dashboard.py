@@ -70,8 +70,10 @@ def run(tmp, name, body, env=None):
 
 def serve(dirs):
     ready = tempfile.mktemp()
-    p = subprocess.Popen([BIN, "dashboard", *dirs, "--listen", "127.0.0.1:0",
-                          "--ready-file=" + ready], stdout=subprocess.DEVNULL)
+    # No token, so that every route is a plain URL: a benchmark's own throwaway stores.
+    p = subprocess.Popen([BIN, "dashboard", *dirs, "--listen", "127.0.0.1:0", "--no-token",
+                          "--every-local-user-may-read", "--ready-file=" + ready],
+                         stdout=subprocess.DEVNULL)
     while not os.path.exists(ready):
         time.sleep(0.05)
     time.sleep(0.1)

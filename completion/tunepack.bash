@@ -19,7 +19,7 @@ _tunepack_options() {
         export) echo "--format --help" ;;
         stop) echo "--no-wait --help" ;;
         nodes) echo "--json --help" ;;
-        dashboard) echo "--listen --help" ;;
+        dashboard) echo "--listen --unix --no-token --every-local-user-may-read --help" ;;
         place) echo "--json --policy --time-limit --node-limit --timings --help" ;;
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
@@ -61,7 +61,7 @@ _tunepack() {
             [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))
             [[ ${COMPREPLY[0]} == ssh: ]] && compopt -o nospace 2>/dev/null # the hosts follow
             return 0 ;;
-        --csv | --svg) _tunepack_paths -f "$cur"; return 0 ;;
+        --csv | --svg | --unix) _tunepack_paths -f "$cur"; return 0 ;;
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | --profile | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
             --deadline | --max-gpus | --time-limit | --node-limit | --listen | --show | --top)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -13,20 +14,39 @@
 
 /* `tunepack dashboard` beside the run, on the run's directory (or every one
  * under ./runs when the run picks its own); it ends when the run does, or
- * when the run's process dies. Returns its pid, or -1. */
+ * when the run's process dies. Returns its pid, or -1, once it has printed
+ * the URL with its token (at most 10 s): before the live view starts, which
+ * would otherwise draw over that line, the only one that carries the token. */
 static pid_t start_dashboard(const char *listen, const char *dir) {
     char exe[4096];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return -1;
     exe[n] = 0;
+    char tmp[] = "/tmp/tunepack-dashboard-XXXXXX", ready[64], ready_arg[80];
+    if (!mkdtemp(tmp)) return -1;
+    snprintf(ready, sizeof ready, "%s/url", tmp);
+    snprintf(ready_arg, sizeof ready_arg, "--ready-file=%s", ready);
     pid_t parent = getpid(), pid = fork();
-    if (pid != 0) return pid;
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (getppid() != parent) _exit(0);
-    char *argv[] = {exe, "dashboard", "--beside-run", "--listen", (char *)listen,
-                    (char *)dir, NULL};
-    execv(exe, argv);
-    _exit(127);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(0);
+        char *argv[] = {
+            exe,         "dashboard", "--beside-run", "--listen", (char *)listen, ready_arg,
+            (char *)dir, NULL};
+        execv(exe, argv);
+        _exit(127);
+    }
+    for (int i = 0; pid > 0 && i < 500 && access(ready, F_OK) != 0; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid) { /* it said why on stderr */
+            pid = -1;
+            break;
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    unlink(ready);
+    rmdir(tmp);
+    return pid;
 }
 
 static int run_main(int argc, char **argv) {

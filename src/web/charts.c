@@ -13,8 +13,8 @@
 #include "web/web_internal.h"
 
 static const char *const SQL_VALUES =
-    "SELECT id, value FROM trials WHERE value IS NOT NULL AND state IN ('completed', 'stopped') "
-    "ORDER BY id";
+    "SELECT id, value, budget FROM trials WHERE value IS NOT NULL AND state IN ('completed', "
+    "'stopped') ORDER BY id";
 static const char *const SQL_VALUES_PARAMS =
     "SELECT id, value, params FROM trials WHERE value IS NOT NULL AND state IN ('completed', "
     "'stopped') ORDER BY id";
@@ -41,54 +41,123 @@ static void dpush(dvec_t *d, double x) {
     d->v[d->n++] = x;
 }
 
+/* Points (x ascending) thinned to HISTORY_COLUMNS pixel columns of
+ * [lo, lo + span): each column's lowest and highest value, or with
+ * last_only its last point; every point when few. Appended to ox, oy. */
+static void thin(const dvec_t *x, const dvec_t *y, double lo, double span, int last_only,
+                 dvec_t *ox, dvec_t *oy) {
+    if (x->n <= 2 * HISTORY_COLUMNS) {
+        for (size_t i = 0; i < x->n; i++)
+            dpush(ox, x->v[i]), dpush(oy, y->v[i]);
+        return;
+    }
+    size_t i = 0;
+    for (size_t c = 0; c < HISTORY_COLUMNS; c++) {
+        double end = lo + span * (double)(c + 1) / HISTORY_COLUMNS;
+        size_t a = i, kmin = i, kmax = i;
+        for (; i < x->n && x->v[i] < end; i++) {
+            if (y->v[i] < y->v[kmin]) kmin = i;
+            if (y->v[i] > y->v[kmax]) kmax = i;
+        }
+        if (i == a) continue;
+        if (last_only) {
+            dpush(ox, x->v[i - 1]), dpush(oy, y->v[i - 1]);
+            continue;
+        }
+        dpush(ox, x->v[kmin]), dpush(oy, y->v[kmin]);
+        if (kmax != kmin) dpush(ox, x->v[kmax]), dpush(oy, y->v[kmax]);
+    }
+}
+
+/* Each trial's value against its number, a series per budget (a value at
+ * rung 0 of ASHA is not one at the full budget), and the best so far among
+ * the values at the largest budget. More budgets than the palette has
+ * colours share one series, and the subtitle says so. O(trials). */
 void tp__web_svg_history(tp_store_t *s, tp_buf_t *out) {
+    enum { MAX_GROUPS = 8 };
     tp_web_metric_t m;
     tp__web_metric(s, &m);
-    dvec_t id = {0}, val = {0};
+    double budget[MAX_GROUPS];
+    dvec_t gx[MAX_GROUPS] = {{0}}, gy[MAX_GROUPS] = {{0}};
+    size_t ng = 0, n = 0;
+    int mixed = 0; /* too many budgets: one series */
+    double lo = 0, hi = 0;
     sqlite3_stmt *st = tp__web_prepare(s, SQL_VALUES);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
-        dpush(&id, (double)sqlite3_column_int64(st, 0));
-        dpush(&val, sqlite3_column_double(st, 1));
+        double id = (double)sqlite3_column_int64(st, 0), v = sqlite3_column_double(st, 1);
+        double b = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 2);
+        size_t g = 0;
+        while (g < ng && budget[g] != b)
+            g++;
+        if (g == ng && ng == MAX_GROUPS) mixed = 1, g = 0;
+        if (g == ng) budget[ng++] = b;
+        dpush(&gx[g], id), dpush(&gy[g], v);
+        lo = n == 0 ? id : lo, hi = id, n++;
     }
     sqlite3_finalize(st);
-    /* Best so far, at every trial. */
-    double *best = tp__xcalloc(id.n + 1, sizeof *best);
-    for (size_t i = 0; i < id.n; i++)
-        best[i] = i == 0 ? val.v[0]
-                  : m.maximize ? fmax(best[i - 1], val.v[i]) : fmin(best[i - 1], val.v[i]);
-    /* Thinned when dense: per pixel column, its lowest and highest value. */
-    dvec_t dx = {0}, dy = {0}, bx = {0}, by = {0};
-    if (id.n <= 2 * HISTORY_COLUMNS) {
-        for (size_t i = 0; i < id.n; i++) dpush(&dx, id.v[i]), dpush(&dy, val.v[i]);
-        for (size_t i = 0; i < id.n; i++) dpush(&bx, id.v[i]), dpush(&by, best[i]);
-    } else {
-        double lo = id.v[0], span = id.v[id.n - 1] - lo + 1;
-        size_t i = 0;
-        for (size_t c = 0; c < HISTORY_COLUMNS; c++) {
-            double end = lo + span * (double)(c + 1) / HISTORY_COLUMNS;
-            size_t a = i, kmin = i, kmax = i;
-            for (; i < id.n && id.v[i] < end; i++) {
-                if (val.v[i] < val.v[kmin]) kmin = i;
-                if (val.v[i] > val.v[kmax]) kmax = i;
-            }
-            if (i == a) continue;
-            dpush(&dx, id.v[kmin]), dpush(&dy, val.v[kmin]);
-            if (kmax != kmin) dpush(&dx, id.v[kmax]), dpush(&dy, val.v[kmax]);
-            dpush(&bx, id.v[i - 1]), dpush(&by, best[i - 1]);
+    size_t top = 0; /* the group of the largest budget */
+    for (size_t g = 1; g < ng; g++)
+        if (budget[g] > budget[top]) top = g;
+    /* Best so far at the largest budget. */
+    dvec_t best = {0};
+    for (size_t i = 0; i < (ng ? gx[top].n : 0); i++)
+        dpush(&best, i == 0       ? gy[top].v[0]
+                     : m.maximize ? fmax(best.v[i - 1], gy[top].v[i])
+                                  : fmin(best.v[i - 1], gy[top].v[i]));
+    /* Budgets in increasing order, each a colour and a name. */
+    size_t order[MAX_GROUPS];
+    for (size_t g = 0; g < ng; g++)
+        order[g] = g;
+    for (size_t a = 1; a < ng; a++)
+        for (size_t b = a; b > 0 && budget[order[b]] < budget[order[b - 1]]; b--) {
+            size_t t = order[b];
+            order[b] = order[b - 1], order[b - 1] = t;
         }
+    tp_series_t series[MAX_GROUPS + 1];
+    char names[MAX_GROUPS][48];
+    dvec_t dx[MAX_GROUPS] = {{0}}, dy[MAX_GROUPS] = {{0}}, bx = {0}, by = {0};
+    double span = hi - lo + 1;
+    for (size_t k = 0; k < ng; k++) {
+        size_t g = order[k];
+        thin(&gx[g], &gy[g], lo, span, 0, &dx[g], &dy[g]);
+        if (mixed || ng == 1)
+            snprintf(names[g], sizeof names[g], "trial value");
+        else
+            snprintf(names[g], sizeof names[g], "at budget %g", budget[g]);
+        series[k] = (tp_series_t){.name = names[g],
+                                  .style = TP_SERIES_DOTS,
+                                  .colour = k == ng - 1 ? 0 : k + 3, /* the largest: blue */
+                                  .n = dx[g].n,
+                                  .x = dx[g].v,
+                                  .y = dy[g].v};
     }
-    char sub[200];
-    snprintf(sub, sizeof sub, "%zu trials with a value%s; the line is the best so far (%s)", id.n,
-             id.n > 2 * HISTORY_COLUMNS ? ", thinned to each column's lowest and highest" : "",
+    if (ng) thin(&gx[top], &best, lo, span, 1, &bx, &by);
+    if (bx.n && bx.v[bx.n - 1] < hi)
+        dpush(&bx, hi), dpush(&by, by.v[by.n - 1]); /* held to the end */
+    char bestname[64];
+    snprintf(bestname, sizeof bestname,
+             ng > 1 && !mixed ? "best so far at budget %g" : "best so far", ng ? budget[top] : 0);
+    series[ng] = (tp_series_t){
+        .name = bestname, .style = TP_SERIES_STEPS, .colour = 2, .n = bx.n, .x = bx.v, .y = by.v};
+    char sub[240];
+    snprintf(sub, sizeof sub, "%zu trial%s with a value%s%s; the line is the best so far (%s)", n,
+             n == 1 ? "" : "s",
+             n > 2 * HISTORY_COLUMNS ? ", thinned to each column's lowest and highest" : "",
+             mixed    ? ", budgets mixed (more than 8)"
+             : ng > 1 ? ", by the budget they ran to"
+                      : "",
              m.maximize ? "max" : "min");
-    tp_series_t series[] = {
-        {.name = "trial value", .style = TP_SERIES_DOTS, .colour = 0, .n = dx.n, .x = dx.v, .y = dy.v},
-        {.name = "best so far", .style = TP_SERIES_STEPS, .colour = 2, .n = bx.n, .x = bx.v, .y = by.v},
-    };
-    tp_xy_t p = {.title = "Optimization history", .subtitle = sub, .xlabel = "trial",
-                 .ylabel = m.name, .series = series, .nseries = 2, .legend = 1};
+    tp_xy_t p = {.title = "Optimization history",
+                 .subtitle = sub,
+                 .xlabel = "trial",
+                 .ylabel = m.name,
+                 .series = series,
+                 .nseries = ng + 1,
+                 .legend = 1};
     tp__chart_xy(out, &p);
-    free(id.v), free(val.v), free(best), free(dx.v), free(dy.v), free(bx.v), free(by.v);
+    for (size_t g = 0; g < ng; g++)
+        free(gx[g].v), free(gy[g].v), free(dx[g].v), free(dy[g].v);
+    free(best.v), free(bx.v), free(by.v);
 }
 
 void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out) {

@@ -243,7 +243,8 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
     const char *legend[TP_ARRAY_LEN(outcomes)];
     for (size_t i = 0; i < TP_ARRAY_LEN(outcomes); i++) legend[i] = outcomes[i].legend;
     char sub[200];
-    snprintf(sub, sizeof sub, "%zu placements on %zu devices over %.0f s%s", nbars, bs.n, t1 - t0,
+    snprintf(sub, sizeof sub, "%zu placement%s on %zu device%s over %.0f s%s", nbars,
+             nbars == 1 ? "" : "s", bs.n, bs.n == 1 ? "" : "s", t1 - t0,
              merged ? "; back-to-back attempts of a lane drawn as one bar, tooltips on the first "
                       "2000 only"
                     : "");

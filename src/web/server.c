@@ -5,9 +5,13 @@
  * read-only, answers from it and closes it (without the quick_check each
  * command runs on open: `tunepack dashboard` checks the stores it is given
  * once, when it starts). Static assets are compiled into
- * the binary (cmake/embed.cmake), so nothing is fetched from anywhere. */
+ * the binary (cmake/embed.cmake), so nothing is fetched from anywhere.
+ * Every request is checked against the token first (access_of), the static
+ * pages as well as the API. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -15,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
-#include <dirent.h>
+#include <unistd.h>
 
 #include "web/web.h"
 #include "web/web_internal.h"
@@ -33,8 +39,9 @@ extern const size_t tp__web_nassets;
 
 typedef struct web {
     const tp_web_opts_t *o;
-    int need_token;
+    int need_token;              /* 0 only with --no-token */
     char token[33];              /* 32 hex digits when needed */
+    char cookie[40];             /* the cookie's name: tunepack-token-PORT */
 } web_t;
 
 int tp__web_token_equal(const char *given, const char *expected) {
@@ -302,16 +309,67 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
     return send_error(c, MHD_HTTP_NOT_FOUND, "no such page");
 }
 
-/* The token from ?token=, a cookie or an Authorization: Bearer header. */
-static int authorised(const web_t *w, struct MHD_Connection *c, int *from_query) {
-    *from_query = 0;
-    if (!w->need_token) return 1;
+/* How a request was let in. */
+typedef enum { DENIED, BY_QUERY, ALLOWED } access_t;
+
+/* The token from ?token=, the cookie or an Authorization: Bearer header,
+ * each compared in time that does not depend on how much of it matches. */
+static access_t access_of(const web_t *w, struct MHD_Connection *c) {
+    if (!w->need_token) return ALLOWED;
     const char *q = arg(c, "token");
-    if (q && tp__web_token_equal(q, w->token)) return *from_query = 1;
-    const char *cookie = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, "tp_token");
-    if (cookie && tp__web_token_equal(cookie, w->token)) return 1;
+    if (q && tp__web_token_equal(q, w->token)) return BY_QUERY;
+    const char *cookie = MHD_lookup_connection_value(c, MHD_COOKIE_KIND, w->cookie);
+    if (cookie && tp__web_token_equal(cookie, w->token)) return ALLOWED;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    return auth && strncmp(auth, "Bearer ", 7) == 0 && tp__web_token_equal(auth + 7, w->token);
+    return auth && strncmp(auth, "Bearer ", 7) == 0 && tp__web_token_equal(auth + 7, w->token)
+               ? ALLOWED
+               : DENIED;
+}
+
+static const char DENIED_PAGE[] =
+    "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    "<title>tunepack dashboard: private</title></head><body>"
+    "<h1>This dashboard is private</h1>"
+    "<p>Open the URL that <code>tunepack dashboard</code> (or <code>tunepack run "
+    "--dashboard</code>) printed when it started: it ends in <code>?token=...</code>, and lets "
+    "this browser in from then on.</p>"
+    "<p>Lost it? Stop the dashboard and start it again: it prints a new one.</p>"
+    "</body></html>";
+
+/* 403: a page that says how to get in, or a JSON error for the API. */
+static enum MHD_Result send_denied(struct MHD_Connection *c, const char *url) {
+    if (strncmp(url, "/api/", 5) == 0)
+        return send_error(c, MHD_HTTP_FORBIDDEN,
+                          "this dashboard needs the token it printed when it started: open the "
+                          "URL it printed (it ends in ?token=...), or send Authorization: Bearer "
+                          "TOKEN");
+    return send_bytes(c, MHD_HTTP_FORBIDDEN, "text/html; charset=utf-8", (void *)DENIED_PAGE,
+                      sizeof DENIED_PAGE - 1, MHD_RESPMEM_PERSISTENT, NULL);
+}
+
+/* The first page opened with ?token=: the cookie set, and a redirect to the
+ * same page without the token (so that it leaves the address bar and the
+ * history; the browser keeps the #fragment). path is an asset's. */
+static enum MHD_Result send_welcome(const web_t *w, struct MHD_Connection *c, const char *path) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    char cookie[160];
+    snprintf(cookie, sizeof cookie, "%s=%s; Path=/; HttpOnly; SameSite=Strict", w->cookie,
+             w->token);
+    MHD_add_response_header(r, "Set-Cookie", cookie);
+    MHD_add_response_header(r, "Location", path);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_FOUND, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static const tp_web_asset_t *asset(const char *url) {
+    const char *path = strcmp(url, "/") == 0 ? "/index.html" : url;
+    for (size_t i = 0; i < tp__web_nassets; i++)
+        if (strcmp(tp__web_assets[i].path, path) == 0) return &tp__web_assets[i];
+    return NULL;
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -321,75 +379,173 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     const web_t *w = cls;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "the dashboard is read-only");
-    int from_query;
-    if (!authorised(w, c, &from_query))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED,
-                          "this dashboard needs the token it printed when it started "
-                          "(open the URL it printed, with ?token=...)");
+    access_t a = access_of(w, c);
+    if (a == DENIED) return send_denied(c, url);
     if (strncmp(url, "/api/", 5) == 0) return api(w, c, url);
-    const char *path = strcmp(url, "/") == 0 ? "/index.html" : url;
-    for (size_t i = 0; i < tp__web_nassets; i++) {
-        if (strcmp(tp__web_assets[i].path, path) != 0) continue;
-        char cookie[128];
-        snprintf(cookie, sizeof cookie, "tp_token=%s; Path=/; HttpOnly; SameSite=Strict", w->token);
-        return send_bytes(c, MHD_HTTP_OK, content_type(path), (void *)tp__web_assets[i].data,
-                          tp__web_assets[i].len, MHD_RESPMEM_PERSISTENT,
-                          from_query ? cookie : NULL);
-    }
-    return send_error(c, MHD_HTTP_NOT_FOUND, "no such page");
+    const tp_web_asset_t *f = asset(url);
+    if (!f) return send_error(c, MHD_HTTP_NOT_FOUND, "no such page");
+    if (a == BY_QUERY) return send_welcome(w, c, url);
+    return send_bytes(c, MHD_HTTP_OK, content_type(f->path), (void *)f->data, f->len,
+                      MHD_RESPMEM_PERSISTENT, NULL);
 }
 
-int tp__web_serve(const tp_web_opts_t *o, volatile sig_atomic_t *stop, tp_error_t *err) {
-    char host[256];
-    unsigned port;
-    int rc = tp__web_parse_listen(o->listen ? o->listen : TP_WEB_DEFAULT_LISTEN, host,
-                                  sizeof host, &port, err);
-    if (rc) return rc;
+/* A fresh random token: 32 hex digits. */
+static int make_token(char out[33], tp_error_t *err) {
+    unsigned char raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return tp__errorf(err, -errno, "no random bytes for the access token: %s", strerror(errno));
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(out + 2 * i, 3, "%02x", raw[i]);
+    return 0;
+}
+
+/* The served URL, for tests and `run --dashboard`: the owner's alone, since
+ * it carries the token. */
+static void write_ready_file(const char *path, const char *url) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    if (fchmod(fd, 0600) != 0 || write(fd, url, strlen(url)) != (ssize_t)strlen(url))
+        tp__log(TP_LOG_WARN, "dashboard: cannot write %s: %s", path, strerror(errno));
+    close(fd);
+}
+
+/* A listening TCP socket on host:port (0: any free one); *bound gets the
+ * port. The socket or a negative errno with err filled. */
+static int listen_tcp(const char *host, unsigned port, unsigned *bound, tp_error_t *err) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *ai = NULL;
     char portstr[8];
     snprintf(portstr, sizeof portstr, "%u", port);
     int gai = getaddrinfo(host, portstr, &hints, &ai);
-    if (gai != 0)
-        return tp__errorf(err, -EINVAL, "--listen %s: %s", host, gai_strerror(gai));
-    web_t w = {.o = o, .need_token = !tp__web_is_loopback(host)};
-    if (w.need_token) {
-        unsigned char raw[16];
-        if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
-            freeaddrinfo(ai);
-            return tp__errorf(err, -errno, "no random bytes for the access token: %s", strerror(errno));
-        }
-        for (size_t i = 0; i < sizeof raw; i++) snprintf(w.token + 2 * i, 3, "%02x", raw[i]);
+    if (gai != 0) return tp__errorf(err, -EINVAL, "--listen %s: %s", host, gai_strerror(gai));
+    int one = 1, fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, 64) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        freeaddrinfo(ai);
+        return tp__errorf(err, -e,
+                          "cannot listen on %s:%u: %s (in use, or not an address of "
+                          "this machine?)",
+                          host, port, strerror(e));
     }
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
-    struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handle, &w,
-                                            MHD_OPTION_SOCK_ADDR, ai->ai_addr,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
-                                            MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4,
-                                            MHD_OPTION_END);
     freeaddrinfo(ai);
-    if (!d)
-        return tp__errorf(err, -EADDRINUSE, "cannot listen on %s:%u (in use, or not an address "
-                                            "of this machine)",
-                          host, port);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    unsigned bound = info ? info->port : port;
-    char url[400];
-    int v6 = strchr(host, ':') != NULL;
-    snprintf(url, sizeof url, "http://%s%s%s:%u/%s%s", v6 ? "[" : "", host, v6 ? "]" : "", bound,
-             w.need_token ? "?token=" : "", w.need_token ? w.token : "");
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    *bound = port;
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+        *bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                : ((struct sockaddr_in *)&sa)->sin_port);
+    return fd;
+}
+
+/* A listening Unix socket at path, its owner's alone (0600): one left by an
+ * earlier dashboard is replaced, anything else there is refused. The socket
+ * or a negative errno with err filled. */
+static int listen_unix(const char *path, tp_error_t *err) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path)
+        return tp__errorf(err, -ENAMETOOLONG,
+                          "--unix %s: the path is longer than the %zu bytes "
+                          "a socket's name may have",
+                          path, sizeof sa.sun_path - 1);
+    struct stat st;
+    if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+        return tp__errorf(err, -EEXIST,
+                          "--unix %s: something other than a socket is there; "
+                          "name a new path",
+                          path);
+    unlink(path);
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    mode_t old = umask(0177); /* born 0600: never open to others for a moment */
+    int rc = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (rc != 0 || chmod(path, 0600) != 0 || listen(fd, 64) != 0) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        return tp__errorf(err, -e, "--unix %s: cannot listen there: %s", path, strerror(e));
+    }
+    return fd;
+}
+
+/* Where to listen, as the options say: the socket, the port (0 on a Unix
+ * socket), the URL (with the token when one is needed) and a line on who
+ * may get in. */
+static int open_listener(const tp_web_opts_t *o, const web_t *w, unsigned *bound, char *url,
+                         size_t nurl, char *who, size_t nwho, tp_error_t *err) {
+    *bound = 0;
+    if (o->unix_path) {
+        int fd = listen_unix(o->unix_path, err);
+        snprintf(url, nurl, "unix:%s %s%s", o->unix_path, w->need_token ? "/?token=" : "/",
+                 w->need_token ? w->token : "");
+        snprintf(who, nwho,
+                 "whoever can open the socket %s (0600: you alone)%s; reach it with "
+                 "`ssh -L 8080:%s HOST` and a browser on 127.0.0.1:8080, or with "
+                 "`curl --unix-socket %s`",
+                 o->unix_path, w->need_token ? " with the token" : "", o->unix_path, o->unix_path);
+        return fd;
+    }
+    char host[256];
+    unsigned port;
+    int rc = tp__web_parse_listen(o->listen ? o->listen : TP_WEB_DEFAULT_LISTEN, host, sizeof host,
+                                  &port, err);
+    if (rc) return rc;
+    int loopback = tp__web_is_loopback(host);
+    if (o->no_token && !loopback)
+        return tp__errorf(err, -EPERM,
+                          "--no-token on %s: every machine that reaches it could "
+                          "read every experiment; without a token listen on a "
+                          "loopback address (127.0.0.1, ::1) or --unix PATH",
+                          host);
+    int fd = listen_tcp(host, port, bound, err);
+    if (fd < 0) return fd;
+    int bracket = strchr(host, ':') != NULL;
+    snprintf(url, nurl, "http://%s%s%s:%u/%s%s", bracket ? "[" : "", host, bracket ? "]" : "",
+             *bound, w->need_token ? "?token=" : "", w->need_token ? w->token : "");
+    snprintf(who, nwho, "%s",
+             !w->need_token ? "every user of this machine"
+             : loopback     ? "whoever has the token (this machine only)"
+                            : "whoever has the token, from any machine that "
+                              "reaches this address");
+    return fd;
+}
+
+int tp__web_serve(const tp_web_opts_t *o, volatile sig_atomic_t *stop, tp_error_t *err) {
+    web_t w = {.o = o, .need_token = !o->no_token};
+    int rc = w.need_token ? make_token(w.token, err) : 0;
+    char url[4400], who[4400];
+    unsigned port;
+    int fd = rc ? rc : open_listener(o, &w, &port, url, sizeof url, who, sizeof who, err);
+    if (fd < 0) return fd;
+    /* Cookies are not kept apart by port: one name per port, so that two
+     * dashboards on one host do not overwrite each other's. */
+    snprintf(w.cookie, sizeof w.cookie, "tunepack-token-%u", port);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, handle, &w,
+                         MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+                         MHD_OPTION_THREAD_POOL_SIZE, (unsigned)4, MHD_OPTION_END);
+    if (!d) {
+        close(fd);
+        return tp__errorf(err, -EIO, "cannot start the web server on %s", url);
+    }
     printf("dashboard: %s\n", url);
     if (w.need_token)
-        printf("dashboard: %s is not a loopback address, so every request needs this token; "
-               "it is printed only once\n",
-               host);
+        printf("dashboard: the URL above is printed only once; a browser that opens it keeps "
+               "its token in a cookie. It lets in %s\n",
+               who);
+    else
+        printf("dashboard: no token: every experiment it serves (every trial's logs, parameters "
+               "and results), whatever the experiments' permissions, can be read by %s\n",
+               who);
     fflush(stdout);
-    if (o->ready_file) tp__write_file(o->ready_file, url, strlen(url), NULL);
+    if (o->ready_file) write_ready_file(o->ready_file, url);
     while (!*stop) {
         struct timespec ts = {0, 100 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
     MHD_stop_daemon(d);
+    if (o->unix_path) unlink(o->unix_path);
     return 0;
 }

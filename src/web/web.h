@@ -26,12 +26,18 @@ typedef struct tp_web_opts {
     size_t ndirs;                /* 0: every experiment under ./runs, looked up per request */
     const char *ready_file;      /* NULL, or a file to write the served URL into once listening */
     tp_web_rank_fn rank;         /* the best trial; NULL: the best completed or stopped value */
+    const char *unix_path;       /* listen on this Unix socket (0600) instead of `listen` */
+    int no_token;                /* serve without a token: on loopback or a Unix socket only
+                                    (the caller has the user acknowledge it) */
 } tp_web_opts_t;
 
-/* Serve until *stop becomes non-zero (a signal handler sets it). Prints the
- * address once on stdout, with the access token when the address is not a
- * loopback one (then every request must carry it). Returns 0, or a negative
- * errno with err filled (a bad address, a port in use). */
+/* Serve until *stop becomes non-zero (a signal handler sets it). Every
+ * request needs a random 128-bit token, loopback included, unless
+ * o->no_token (refused on an address other than loopback): the URL printed
+ * once on stdout carries it (`?token=`), the first page opened with it sets
+ * a cookie and redirects to the URL without it, and later requests are let
+ * in by the cookie (or `Authorization: Bearer`); others get 403. Returns 0,
+ * or a negative errno with err filled (a bad address, a port in use). */
 int tp__web_serve(const tp_web_opts_t *o, volatile sig_atomic_t *stop, tp_error_t *err);
 
 /* "HOST:PORT" -> its parts; 0 or -EINVAL with err naming what is wrong. */

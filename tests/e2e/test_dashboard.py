@@ -2,15 +2,20 @@
 """The dashboard (issue 13) in a real browser: Debian's headless Chromium loads each page while an
 ASHA experiment packs trials onto stand-in GPUs, and what the pages show is checked against the
 store (trial count, best value, one trial's curve, the placements). Screenshots of every page go
-to $TUNEPACK_SCREENSHOTS (default: <build>/screenshots). Also: the token on a non-loopback
-address, `run --dashboard`, and errors that say what is wrong."""
+to $TUNEPACK_SCREENSHOTS (default: <build>/screenshots). Also: a failed trial's page (its
+traceback line by line, its stderr, no empty chart), the token every address needs (issue 33),
+`--no-token` and `--unix`, `run --dashboard`, and errors that say what is wrong."""
+
+import http.client
+import socket
+import stat
 
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -39,6 +44,18 @@ for epoch in range(max(start, 0) + 1, budget + 1):
 '''
 
 
+# A trial that fails with a traceback three frames deep and prints nothing on stdout.
+FAILING = r'''
+import sys
+def load(path):
+    with open(path) as f:
+        return f.read()
+def train(lr):
+    return load("/nonexistent/data-%s.csv" % lr)
+train(float(sys.argv[1]))
+'''
+
+
 def get(url, headers=None):
     """(status, body text) of a GET."""
     req = urllib.request.Request(url, headers=headers or {})
@@ -47,6 +64,39 @@ def get(url, headers=None):
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
+
+
+def split_url(url):
+    """The printed URL -> (base URL, token)."""
+    m = re.match(r"(http://[^/]+/)\?token=([0-9a-f]{32})$", url)
+    assert m, "not a URL with a token: %r" % url
+    return m.group(1), m.group(2)
+
+
+def api(url, path):
+    """GET an API path of the dashboard whose printed URL is url, with its token."""
+    base, token = split_url(url)
+    return get(base + path, {"Authorization": "Bearer " + token})
+
+
+class UnixHTTP(http.client.HTTPConnection):
+    """HTTP over a Unix socket."""
+
+    def __init__(self, path):
+        super().__init__("localhost", timeout=10)
+        self.unix_path = path
+
+    def connect(self):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(10)
+        self.sock.connect(self.unix_path)
+
+
+def request(conn, path, headers=None):
+    """(status, headers, body) of a GET on an http.client connection, redirects not followed."""
+    conn.request("GET", path, headers=headers or {})
+    r = conn.getresponse()
+    return r.status, r.headers, r.read().decode()
 
 
 class Dashboard(GpuE2E):
@@ -90,12 +140,21 @@ class Dashboard(GpuE2E):
         with Browser() as b:  # started first: it takes seconds on a busy machine
             run = self.start_run(self.exp(sleep=0.6), d, env=self.gpu_env())
             wait_for(lambda: self.poll_query(d, "SELECT value FROM meta WHERE key = 'name'"), 30)
-            _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            url, token = split_url(printed)
+            # Without the token the browser gets a page that says how to get in.
+            b.goto(url + "#/e/0/trials")
+            b.wait_for("document.body && document.body.textContent.includes('?token=')")
+            self.assertIn("private", b.eval("document.title"))
             # A value has been reported before the pages are looked at.
             wait_for(lambda: (self.poll_query(d, "SELECT count(*) AS n FROM metrics") or
                               [{"n": 0}])[0]["n"] >= 3, 60)
-            b.goto(url + "#/e/0/trials")
+            # The printed URL lets it in; the token leaves the address bar for a cookie that
+            # the page's script cannot read, and every later page is let in by the cookie.
+            b.goto(printed + "#/e/0/trials")
             b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
+            self.assertEqual(b.eval("location.href"), url + "#/e/0/trials")
+            self.assertNotIn(token, b.eval("document.cookie"))
             shown = b.eval("+document.getElementById('trials').dataset.total")
             with self.store(d) as s:
                 in_store = s.q("SELECT count(*) AS n FROM trials")[0]["n"]
@@ -122,6 +181,11 @@ class Dashboard(GpuE2E):
             self.assertEqual(run.wait(timeout=120), 0, run.stderr.read().decode())
             with self.store(d) as s:
                 total = s.q("SELECT count(*) AS n FROM trials")[0]["n"]
+                ended = s.q("SELECT count(*) AS n FROM trials WHERE state IN "
+                            "('completed', 'stopped', 'failed')")[0]["n"]
+                budgets = sorted({r["budget"] for r in s.q(
+                    "SELECT budget FROM trials WHERE value IS NOT NULL AND state IN "
+                    "('completed', 'stopped')")})
                 # The best trial as `tunepack best` ranks it (the largest budget first).
                 r = self.tp("best", d, "--json")
                 self.assertExit(r, 0)
@@ -131,7 +195,7 @@ class Dashboard(GpuE2E):
                     "SELECT step, value FROM metrics WHERE trial = ?1 AND value IS NOT NULL "
                     "ORDER BY attempt, seq", best["id"])]
             # The node list the store keeps says, at the end, that nothing runs there.
-            status, body = get(url + "api/e/0/nodes")
+            status, body = api(printed, "api/e/0/nodes")
             self.assertEqual(status, 200)
             nodes = json.loads(body)["nodes"]
             self.assertTrue(nodes, body)
@@ -143,10 +207,31 @@ class Dashboard(GpuE2E):
                        % total)
             self.assertAlmostEqual(b.eval("+document.getElementById('summary').dataset.best"),
                                    best["value"], places=9)
+            # The same counts, in the same words, on every page.
+            words = "%d of %d trials ended" % (ended, total)
+            self.assertIn(words, b.eval("document.getElementById('summary').textContent"))
+            b.wait_for("document.getElementById('pager').textContent.endsWith(' of %d')" % total)
             b.goto(url)
             b.wait_for("document.querySelector('#experiments td.best a')")
             self.assertIn(str(best["id"]), b.eval("document.querySelector('#experiments td.best').textContent"))
+            self.assertEqual(b.eval("document.querySelector('#experiments td.progress')"
+                                    ".textContent.trim()"), words)
+            per_state = b.eval("[...document.querySelectorAll('#experiments tr[data-experiment] "
+                               "td.num')].map(c => +c.textContent)")
+            self.assertEqual(sum(per_state), total, per_state)  # every state has its column
             self.shot(b, "experiments")
+            # History: a series per budget (rung 0's values apart from full-budget ones), and
+            # the best so far among the largest budget's.
+            self.assertGreater(len(budgets), 1, "ASHA stopped none early")
+            b.goto(url + "#/e/0/history")
+            b.wait_for("document.querySelector('#chart svg circle')")
+            legend = b.eval("[...document.querySelectorAll('#chart svg text')]"
+                            ".map(t => t.textContent)")
+            for budget in budgets:
+                self.assertIn("at budget %g" % budget, legend)
+            self.assertIn("best so far at budget %g" % budgets[-1], legend)
+            self.assertNotIn("trial value", legend)
+            self.shot(b, "history")
             b.goto(url + "#/e/0/trial/%d" % best["id"])
             b.wait_for("document.querySelectorAll('#curve tr').length > 1 && "
                        "document.getElementById('log').textContent.includes('epoch')")
@@ -165,29 +250,164 @@ class Dashboard(GpuE2E):
             b.wait_for("document.querySelector('#trials tr[data-trial-id]').dataset.trialId == '%d'"
                        % best["id"])
 
-    def test_an_address_beyond_loopback_needs_the_printed_token(self):
+    def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
+        d = self.path("run")
+        exp = self.experiment(
+            "name: failing\ncommand: [%s, %s, \"{lr}\"]\nmetric: {name: loss, mode: min}\n"
+            "space:\n  lr: {choice: [0.1]}\nsearch: {algorithm: random, trials: 1}\n"
+            % (yaml_str(PY), yaml_str(self.write("fail.py", FAILING))), name="failing.yaml")
+        with Browser() as b:
+            r = self.run_exp(exp, d)
+            self.assertNotEqual(r.returncode, 0, r.stderr)
+            with self.store(d) as s:
+                self.assertEqual(s.q("SELECT state FROM trials")[0]["state"], "failed")
+                self.assertEqual(s.q("SELECT count(*) AS n FROM metrics")[0]["n"], 0)
+            with open(os.path.join(d, "trials", "000000", "stdout.log")) as f:
+                self.assertEqual(f.read(), "")
+            _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            b.goto(url + "#/e/0/trial/0")
+            b.wait_for("document.getElementById('stderr-tail').textContent.includes('Error') && "
+                       "document.getElementById('log').textContent.includes('Traceback')")
+            # Its lines as the browser lays them out: one per line, indentation kept. The log
+            # holds the whole traceback; the trial's summary its last lines.
+            with open(os.path.join(d, "trials", "000000", "stderr.log")) as f:
+                written = f.read().rstrip("\n").split("\n")
+            lines = b.eval("document.getElementById('log').innerText.split('\\n')")
+            self.assertEqual([l for l in lines if l], written)
+            self.assertIn("Traceback (most recent call last):", lines)
+            self.assertTrue(any(re.match(r'  File ".*fail\.py", line \d+, in train$', l)
+                                for l in lines), lines)
+            self.assertIn('    return load("/nonexistent/data-%s.csv" % lr)', lines)
+            tail = b.eval("document.getElementById('stderr-tail').innerText.split('\\n')")
+            self.assertGreaterEqual(len(tail), 3, tail)
+            self.assertEqual(tail, written[-len(tail):])
+            self.assertTrue(tail[-1].startswith("FileNotFoundError: "), tail)
+            self.assertTrue(any(l.startswith("    ") for l in tail), tail)
+            # stdout is empty, so the log opens on stderr.
+            self.assertEqual(b.eval("document.getElementById('stream').value"), "stderr")
+            # No value, so a sentence and no chart or empty table.
+            self.assertIn("no curve", b.eval("document.getElementById('no-curve').innerText"))
+            self.assertEqual(b.eval("document.querySelectorAll('#chart svg').length"), 0)
+            for hidden in ("chart", "curve"):
+                self.assertIsNone(b.eval("document.getElementById('%s').offsetParent" % hidden))
+            self.shot(b, "failed-trial")
+            # The reader may still pick stdout, and sees it is empty.
+            b.eval("const s = document.getElementById('stream'); s.value = 'stdout'; "
+                   "s.dispatchEvent(new Event('change'))")
+            b.wait_for("document.getElementById('log-path').textContent.endsWith('(empty)')")
+            self.assertEqual(b.eval("document.getElementById('log').textContent"), "")
+
+    def test_a_machine_without_gpus_says_so_in_the_singular(self):
+        self.fake_gpus([])
+        d = self.path("run")
+        exp = self.experiment(
+            "name: cpu\ncommand: [sh, -c, 'echo \"{{\\\"acc\\\": {x}}}\" >&3']\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {choice: [1]}\n"
+            "search: {algorithm: random, trials: 1}\n", name="cpu.yaml")
+        self.assertExit(self.run_exp(exp, d, env=self.gpu_env()), 0)
+        with Browser() as b:
+            _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            b.goto(url + "#/e/0/nodes")
+            b.wait_for("document.querySelector('#nodes tr + tr') && "
+                       "document.getElementById('no-gpus').offsetParent")
+            self.assertEqual(b.eval("document.getElementById('no-gpus').textContent"),
+                             "This node has no GPU: the trials run on CPUs only.")
+            self.assertIsNone(b.eval("document.getElementById('gpus').offsetParent"))
+            cells = b.eval("[...document.querySelectorAll('#nodes tr + tr td')]"
+                           ".map(c => c.textContent)")
+            self.assertNotIn("", cells[:5], cells)  # no blank memory or GPU cell
+            self.shot(b, "nodes-without-gpus")
+            b.goto(url + "#/e/0/packing")
+            b.wait_for("document.querySelector('#chart svg rect')")
+            texts = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => t.textContent)")
+            self.assertTrue(any(re.match(r"1 placement on 1 device over ", t) for t in texts), texts)
+            b.goto(url)
+            b.wait_for("document.querySelector('#experiments td.progress')")
+            self.assertEqual(b.eval("document.querySelector('#experiments td.progress')"
+                                    ".textContent.trim()"), "1 of 1 trial ended")
+
+    def test_every_address_needs_the_printed_token_and_the_cookie_keeps_it(self):
         d = self.path("run")
         self.assertExit(self.run_exp(self.exp(trials=3, sleep=0.01), d, env=self.gpu_env()), 0)
-        p, url = self.start_dashboard(d, "--listen", "0.0.0.0:0")
-        m = re.match(r"http://0\.0\.0\.0:(\d+)/\?token=([0-9a-f]{32})$", url)
-        self.assertTrue(m, url)
-        port, token = m.group(1), m.group(2)
-        base = "http://127.0.0.1:%s" % port
-        status, body = get(base + "/api/experiments")
-        self.assertEqual(status, 401)
-        self.assertIn("token", json.loads(body)["error"])
-        self.assertEqual(get(base + "/api/experiments?token=" + "0" * 32)[0], 401)
-        self.assertEqual(get(base + "/api/experiments?token=" + token[:-1])[0], 401)
-        status, body = get(base + "/api/experiments?token=" + token)
-        self.assertEqual(status, 200)
-        self.assertEqual(json.loads(body)["experiments"][0]["total"], 3)
-        self.assertEqual(get(base + "/api/e/0/summary",
-                             {"Authorization": "Bearer " + token})[0], 200)
+        for listen in ("127.0.0.1:0", "0.0.0.0:0"):
+            p, url = self.start_dashboard(d, "--listen", listen)
+            m = re.match(r"http://%s:(\d+)/\?token=([0-9a-f]{32})$" % re.escape(listen[:-2]), url)
+            self.assertTrue(m, url)
+            port, token = m.group(1), m.group(2)
+            base = "http://127.0.0.1:%s" % port
+            status, body = get(base + "/api/experiments")
+            self.assertEqual(status, 403)
+            self.assertIn("token", json.loads(body)["error"])
+            status, body = get(base + "/")
+            self.assertEqual(status, 403)
+            self.assertIn("?token=", body)
+            for wrong in ("0" * 32, token[:-1], token + "0", ""):
+                self.assertEqual(get(base + "/api/experiments?token=" + wrong)[0], 403, wrong)
+            status, body = get(base + "/api/experiments?token=" + token)
+            self.assertEqual(status, 200)
+            self.assertEqual(json.loads(body)["experiments"][0]["total"], 3)
+            self.assertEqual(get(base + "/api/e/0/summary",
+                                 {"Authorization": "Bearer " + token})[0], 200)
+            # The page opened with the token: a cookie, and back to the page without the token.
+            conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
+            status, headers, _ = request(conn, "/?token=" + token)
+            self.assertEqual(status, 302)
+            self.assertEqual(headers["Location"], "/")
+            cookie = headers["Set-Cookie"]
+            name_value, *attrs = [a.strip() for a in cookie.split(";")]
+            self.assertEqual(name_value, "tunepack-token-%s=%s" % (port, token))
+            self.assertEqual(sorted(attrs), ["HttpOnly", "Path=/", "SameSite=Strict"])
+            for path in ("/", "/app.js", "/api/e/0/summary"):
+                self.assertEqual(request(conn, path, {"Cookie": name_value})[0], 200, path)
+                self.assertEqual(request(conn, path, {"Cookie": name_value[:-1] + "x"})[0], 403)
+            conn.close()
+            p.terminate()
+            out, _ = p.communicate(timeout=10)
+            self.assertEqual(p.returncode, 0)
+            self.assertEqual(out.count(token), 1, "the token is printed once: %r" % out)
+            self.assertIn("this machine only" if listen.startswith("127.") else "any machine", out)
+
+    def test_no_token_only_on_a_unix_socket_or_when_the_user_says_so(self):
+        d = self.path("run")
+        self.assertExit(self.run_exp(self.exp(trials=2, sleep=0.01), d, env=self.gpu_env()), 0)
+        r = self.tp("dashboard", d, "--no-token")
+        self.assertExit(r, 2)
+        self.assertIn("--every-local-user-may-read", r.stderr)
+        self.assertIn("every user of this machine", r.stderr)
+        r = self.tp("dashboard", d, "--no-token", "--every-local-user-may-read", "--listen",
+                    "0.0.0.0:0")
+        self.assertExit(r, 2)
+        self.assertIn("loopback", r.stderr)
+        self.assertExit(self.tp("dashboard", d, "--every-local-user-may-read"), 2)
+        # Acknowledged: no token on loopback, and it says what that exposes.
+        p, url = self.start_dashboard(d, "--no-token", "--every-local-user-may-read",
+                                      "--listen", "127.0.0.1:0")
+        self.assertRegex(url, r"^http://127\.0\.0\.1:\d+/$")
+        self.assertEqual(get(url + "api/e/0/summary")[0], 200)
         p.terminate()
         out, _ = p.communicate(timeout=10)
-        self.assertEqual(p.returncode, 0)
-        self.assertEqual(out.count(token), 1, "the token is printed once: %r" % out)
-        self.assertIn("not a loopback address", out)
+        self.assertIn("no token", out)
+        self.assertIn("every user of this machine", out)
+        self.assertIn("logs, parameters and results", out)
+        # A Unix socket is its owner's alone: a token by default, none asked with --no-token.
+        sock = self.path("dash.sock")
+        for extra, needs_token in (((), True), (("--no-token",), False)):
+            p, url = self.start_dashboard(d, "--unix", sock, *extra)
+            self.assertEqual(stat.S_IMODE(os.stat(sock).st_mode), 0o600)
+            conn = UnixHTTP(sock)
+            status, _, body = request(conn, "/api/e/0/summary")
+            self.assertEqual(status, 403 if needs_token else 200, body)
+            if needs_token:
+                token = re.search(r"\?token=([0-9a-f]{32})$", url).group(1)
+                status, _, body = request(conn, "/api/e/0/summary?token=" + token)
+                self.assertEqual(status, 200)
+            self.assertEqual(json.loads(body)["total"], 2)
+            conn.close()
+            p.terminate()
+            out, _ = p.communicate(timeout=10)
+            self.assertEqual(p.returncode, 0)
+            self.assertIn("0600: you alone", out)
+            self.assertFalse(os.path.exists(sock), "the socket is removed at the end")
 
     def test_run_with_dashboard_serves_it_beside_the_run_and_ends_with_it(self):
         d = self.path("run")
@@ -201,11 +421,39 @@ class Dashboard(GpuE2E):
         while not lines or not lines[-1].startswith("dashboard:"):
             lines.append(p.stdout.readline())
             self.assertTrue(lines[-1], "no dashboard line in the run's output: %r" % lines)
-        m = re.match(r"dashboard: (http://127\.0\.0\.1:\d+/)$", lines[-1].strip())
+        m = re.match(r"dashboard: (http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{32})$",
+                     lines[-1].strip())
         self.assertTrue(m, lines)
-        wait_for(lambda: get(m.group(1) + "api/e/0/summary")[0] == 200, 30)
+        # Its URL comes first: the run starts once it is printed, so that no live view can
+        # draw over the one line that carries the token.
+        self.assertEqual(len(lines), 1, lines)
+        wait_for(lambda: api(m.group(1), "api/e/0/summary")[0] == 200, 30)
         self.assertEqual(p.wait(timeout=120), 0, p.stderr.read())
-        self.assertRaises(Exception, get, m.group(1) + "api/experiments")
+        self.assertRaises(Exception, api, m.group(1), "api/experiments")
+
+    def test_run_with_dashboard_in_a_terminal_keeps_its_url_on_the_screen(self):
+        # The live view must not draw over the one line that carries the token: the run
+        # starts once the dashboard has printed it.
+        d = self.path("run")
+        self.run_dirs.append(d)
+        exp = self.experiment(
+            "name: quick\ncommand: [sh, -c, 'echo \"{{\\\"acc\\\": {x}}}\" >&3']\n"
+            "metric: {name: acc, mode: max}\nspace:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 20}\n", name="quick.yaml")
+        sock = "tp-dash-%d" % os.getpid()
+        tmux = ["tmux", "-L", sock]
+        self.addCleanup(subprocess.run, tmux + ["kill-server"], capture_output=True)
+        cmd = "%s run %s --dir %s --dashboard=127.0.0.1:0; echo EXIT=$?; sleep 600" % (
+            shlex.quote(BIN), shlex.quote(exp), shlex.quote(d))
+        subprocess.run(tmux + ["-f", "/dev/null", "new-session", "-d", "-s", "dash", "-x", "150",
+                               "-y", "40", cmd], check=True)
+
+        def screen():
+            return subprocess.run(tmux + ["capture-pane", "-p", "-t", "dash"],
+                                  capture_output=True, text=True, check=True).stdout
+        self.assertTrue(wait_for(lambda: "EXIT=" in screen(), 120), screen())
+        self.assertIn("EXIT=0", screen())
+        self.assertRegex(screen(), r"dashboard: http://127\.0\.0\.1:\d+/\?token=[0-9a-f]{32}\n")
 
     def test_bad_arguments_are_named(self):
         r = self.tp("dashboard", self.path("nothing-here"))
@@ -221,15 +469,17 @@ class Dashboard(GpuE2E):
     def test_requests_the_store_cannot_answer_get_errors_not_crashes(self):
         d = self.path("run")
         self.assertExit(self.run_exp(self.exp(trials=2, sleep=0.01), d, env=self.gpu_env()), 0)
-        _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        url, token = split_url(printed)
         for path, status in (("api/e/7/summary", 404), ("api/e/0/trial/999", 404),
                              ("api/e/0/nope", 404), ("api/e/0/log/0?stream=../../etc/passwd", 400),
                              ("api/e/0/trials?sort=value;DROP&limit=-5&offset=x", 200),
                              ("../../etc/passwd", 404)):
-            self.assertEqual(get(url + path)[0], status, path)
-        status, body = get(url + "api/e/0/trials?sort=nonsense&limit=100000")
+            self.assertEqual(api(printed, path)[0], status, path)
+        status, body = api(printed, "api/e/0/trials?sort=nonsense&limit=100000")
         self.assertEqual(json.loads(body)["limit"], 500)
-        req = urllib.request.Request(url + "api/experiments", method="POST", data=b"x")
+        req = urllib.request.Request(url + "api/experiments", method="POST", data=b"x",
+                                     headers={"Authorization": "Bearer " + token})
         with self.assertRaises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=10)
         self.assertEqual(e.exception.code, 405)

@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """Private by default: the experiment directory and its store are the owner's alone unless
 `permissions:` says otherwise, and `env_passthrough:` decides what trials inherit (all of this
-machine's environment by default, a safe set on other nodes)."""
+machine's environment by default, a safe set on other nodes). A dashboard over a private
+experiment lets in only whoever has its token (docs/security.md)."""
 
 import json
 import os
 import stat
+import subprocess
 import sys
+import urllib.error
+import urllib.request
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import BIN, E2E, main, yaml_str
+from helpers import BIN, E2E, main, merged_env, wait_for, yaml_str
 
 # The trial reports 1 for each variable it sees: secret, path, given (from env:).
 TRIAL = ("command: [sh, -c, 'echo \"{{\\\"acc\\\": 1, \\\"secret\\\": ${AWS_SECRET_ACCESS_KEY:+1}0, "
@@ -82,6 +86,34 @@ class Privacy(E2E):
         self.assertEqual((seen["path"], seen["given"], seen["id"]), (10, 10, 10))
         _, seen = self.run_one(cluster + "env_passthrough: [\"*\"]\n", name="asked")
         self.assertEqual(seen["secret"], 10)
+
+    def test_a_dashboard_over_a_private_experiment_asks_every_reader_for_its_token(self):
+        run_dir, _ = self.run_one()
+        ready = self.path("url")
+        p = subprocess.Popen([BIN, "dashboard", run_dir, "--listen", "127.0.0.1:0",
+                              "--ready-file=" + ready], cwd=self.tmp, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             env=merged_env(None))
+        self.procs.append(p)
+        wait_for(lambda: os.path.exists(ready) or p.poll() is not None, 20)
+        with open(ready) as f:
+            url = f.read().strip()
+        # The token is nowhere another user could read: not in its command line, and the
+        # file it is written to (for scripts and tests) is the owner's alone.
+        token = url.split("?token=")[1]
+        self.assertEqual(len(token), 32)
+        with open("/proc/%d/cmdline" % p.pid, "rb") as f:
+            self.assertNotIn(token.encode(), f.read())
+        self.assertEqual(stat.S_IMODE(os.stat(ready).st_mode), 0o600)
+        base = url.split("?")[0]
+        for path in ("", "api/experiments", "api/e/0/trials", "api/e/0/log/0?stream=stdout"):
+            with self.assertRaises(urllib.error.HTTPError) as e:
+                urllib.request.urlopen(base + path, timeout=10)
+            self.assertEqual(e.exception.code, 403, path)
+        req = urllib.request.Request(base + "api/e/0/trials",
+                                     headers={"Authorization": "Bearer " + token})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            self.assertEqual(json.loads(r.read())["total"], 1)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ TP_TEST(test_listen_address_is_parsed_or_refused_with_a_reason) {
     TP_CHECK(tp__web_parse_listen(":80", host, sizeof host, &port, &err) == -EINVAL);
 }
 
-TP_TEST(test_only_loopback_addresses_go_without_a_token) {
+TP_TEST(test_only_loopback_addresses_may_go_without_a_token) {
     TP_CHECK(tp__web_is_loopback("127.0.0.1"));
     TP_CHECK(tp__web_is_loopback("127.3.2.1"));
     TP_CHECK(tp__web_is_loopback("::1"));
@@ -95,6 +95,62 @@ TP_TEST(test_xy_chart_skips_non_finite_points) {
     TP_CHECK_INT(count(b.data, "<circle"), 2);
     TP_CHECK(strstr(b.data, "nan") == NULL && strstr(b.data, "inf") == NULL);
     tp__buf_free(&b);
+}
+
+/* 3,000 trials, every third at the full budget 9 and the others stopped at
+ * budget 1 with values far apart: the history draws each budget as its own
+ * series, thinned, and the best so far among budget 9's values only. */
+TP_TEST(test_history_keeps_budgets_apart_and_thins_each) {
+    char tmpl[] = "/tmp/tp-web-XXXXXX";
+    TP_REQUIRE(mkdtemp(tmpl) != NULL);
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__store_open(tmpl, TP_STORE_WRITE, &s, &err) == 0);
+    tp__store_begin(s);
+    tp__store_meta_set(s, "metric", "acc");
+    tp__store_meta_set(s, "mode", "max");
+    for (int i = 0; i < 3000; i++) {
+        int full = i % 3 == 0;
+        tp__store_trial_add(s, i, "{}", 1.0);
+        tp__store_trial_progress(s, i, full ? 2 : 0, full ? 9 : 1, NULL);
+        /* budget 1 reaches 0.99 (never "best" at budget 9), budget 9 at most 0.5 */
+        double v = full ? 0.5 * i / 3000.0 : 0.99;
+        tp_trial_end_t end = {.state = full ? "completed" : "stopped",
+                              .attempt = 1,
+                              .has_value = 1,
+                              .value = v,
+                              .best = v,
+                              .step = TP_STORE_NO_STEP,
+                              .at = 2.0};
+        tp__store_trial_end(s, i, &end);
+    }
+    tp__store_commit(s);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__web_svg_history(s, &b);
+    TP_CHECK(strstr(b.data, ">at budget 1<") != NULL);
+    TP_CHECK(strstr(b.data, ">at budget 9<") != NULL);
+    TP_CHECK(strstr(b.data, ">best so far at budget 9<") != NULL);
+    TP_CHECK(strstr(b.data, "trial value") == NULL);
+    TP_CHECK(count(b.data, "<circle") <= 2 * 2 * 800); /* two series, thinned */
+    /* The line stays below budget 1's dots (0.99; budget 9 reaches 0.5) and
+     * is held to the last trial. */
+    double dot_top = 1e9, dot_right = 0, line_top = 1e9, line_right = 0, x, y;
+    for (const char *p = b.data; (p = strstr(p, "<circle cx=\"")) != NULL; p++)
+        if (sscanf(p, "<circle cx=\"%lf\" cy=\"%lf\"", &x, &y) == 2)
+            dot_top = y < dot_top ? y : dot_top, dot_right = x > dot_right ? x : dot_right;
+    const char *line = strstr(b.data, "<polyline");
+    TP_REQUIRE(line != NULL);
+    const char *p = strstr(line, "points=\"") + 8;
+    for (int used = 0; sscanf(p, "%lf,%lf %n", &x, &y, &used) == 2; p += used)
+        line_top = y < line_top ? y : line_top, line_right = x;
+    TP_CHECK(line_top > dot_top + 50);
+    TP_CHECK(line_right >= dot_right);
+    tp__buf_free(&b);
+    tp__store_close(s);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpl);
+    TP_CHECK(system(cmd) == 0);
 }
 
 /* A store where val depends on `lr` alone and `noise` is a coin flip. */

@@ -49,6 +49,11 @@ function where(r) {
   const g = Array.isArray(r.gpus) && r.gpus.length ? " gpu" + r.gpus.join(",") : " cpu";
   return r.node + g;
 }
+function rungBudget(r) {
+  return r.rung === null ? "" : r.rung + (r.budget ? " / " + fmt(r.budget) : "");
+}
+// "1 trial", "2 trials".
+function count(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
 function duration(s) {
   if (s === null || s === undefined || !isFinite(s)) return "";
   if (s < 60) return s.toFixed(1) + " s";
@@ -63,14 +68,13 @@ function experimentsView() {
   view.replaceChildren(el("h1", {text: "Experiments"}), table);
   return async () => {
     const {experiments} = await getJSON("/api/experiments");
-    const head = el("tr", {}, ...["name", "directory", "state", "progress", "running", "paused",
-      "completed", "stopped early", "failed", "best"].map(h => el("th", {text: h})));
+    const head = el("tr", {}, ...["name", "directory", "state", "trials ended", "pending", "running",
+      "paused", "completed", "stopped early", "failed", "best"].map(h => el("th", {text: h})));
     const rows = experiments.map(e => {
       const c = e.counts || {};
-      const done = (c.completed || 0) + (c.stopped || 0) + (c.failed || 0);
+      const done = ended(e);
       const pct = e.total ? Math.round(100 * done / e.total) : 0;
-      const bar = el("span", {class: "bar", title: done + " of " + e.total + " ended"},
-                     el("span"));
+      const bar = el("span", {class: "bar", title: progress(e)}, el("span"));
       bar.firstChild.style.width = pct + "%";
       const best = e.best ? el("a", {href: "#/e/" + e.id + "/trial/" + e.best.trial,
                                      text: fmt(e.best.value) + " (trial " + e.best.trial + ")"}) : "";
@@ -78,7 +82,8 @@ function experimentsView() {
         el("td", {}, el("a", {href: "#/e/" + e.id + "/trials", text: e.name || e.dir})),
         el("td", {class: "muted", text: e.dir}),
         el("td", {class: "state-" + e.state, text: e.state + (e.error ? ": " + e.error : "")}),
-        el("td", {}, bar, " " + done + "/" + (e.total || 0)),
+        el("td", {class: "progress"}, bar, " " + progress(e)),
+        el("td", {class: "num", text: fmt(c.pending || 0)}),
         el("td", {class: "num", text: fmt(c.running || 0)}),
         el("td", {class: "num", text: fmt(c.paused || 0)}),
         el("td", {class: "num", text: fmt(c.completed || 0)}),
@@ -98,15 +103,23 @@ const PAGES = [
   ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"],
 ];
 
+// Trials that ended (completed, stopped early or failed), and the same words for it on every
+// page: "21 of 32 trials ended", where 32 is every trial the store holds.
+function ended(s) {
+  const c = s.counts || {};
+  return (c.completed || 0) + (c.stopped || 0) + (c.failed || 0);
+}
+function progress(s) { return ended(s) + " of " + count(s.total || 0, "trial") + " ended"; }
+
 function summaryLine(s) {
   const c = s.counts || {};
-  const parts = [s.state, (s.total || 0) + " trials"];
+  const parts = [s.state, progress(s)];
   for (const k of ["running", "paused", "pending", "completed", "stopped", "failed"])
     if (c[k]) parts.push(c[k] + " " + (k === "stopped" ? "stopped early" : k));
   parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial +
                       (s.best.state === "paused" || s.best.state === "running" ?
                        ", " + s.best.state + ", rung " + fmt(s.best.rung) + (s.best.budget ? ", budget " + fmt(s.best.budget) : "") : "") + ")"
-                    : "no value yet");
+                    : s.state === "running" ? "no value yet" : "no value");
   return parts.join(" · ");
 }
 
@@ -162,7 +175,7 @@ function trialsView(id) {
       el("td", {class: "num"}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})),
       el("td", {class: "state-" + r.state, text: r.state}),
       el("td", {class: "num", text: fmt(r.attempts)}),
-      el("td", {class: "num", text: r.rung === null ? "" : r.rung + (r.budget ? " / " + fmt(r.budget) : "")}),
+      el("td", {class: "num", text: rungBudget(r)}),
       el("td", {class: "num value", text: fmt(r.value)}),
       el("td", {class: "params", text: fmtParams(r.params)}),
       el("td", {text: r.error ? r.error : fmt(r.decision)}),
@@ -198,19 +211,28 @@ function importanceView(id) {
 function nodesView(id) {
   const nodes = el("table", {id: "nodes"}), gpus = el("table", {id: "gpus"});
   const sharing = el("p", {class: "muted", id: "sharing"});
+  const noGpus = el("p", {id: "no-gpus", hidden: ""});
   const frame = experimentFrame(id, "nodes", el("div", {}, el("h2", {text: "Nodes"}), nodes,
-    el("h2", {text: "GPUs"}), sharing, gpus));
+    el("h2", {text: "GPUs"}), sharing, noGpus, gpus));
   return async () => {
     const [n] = await Promise.all([getJSON("/api/e/" + id + "/nodes"), frame()]);
+    const list = Array.isArray(n.gpus) ? n.gpus : [];
+    const nodeList = Array.isArray(n.nodes) ? n.nodes : [];
+    // A machine without GPUs says so, rather than showing an empty table.
+    noGpus.hidden = list.length > 0;
+    gpus.hidden = list.length === 0;
+    noGpus.textContent = nodeList.length ?
+      (nodeList.length === 1 ? "This node has no GPU" : "No node has a GPU") + ": the trials run on CPUs only." :
+      "No node has been seen yet.";
     sharing.textContent = "sharing: " + fmt(n.sharing || "none recorded") + " · policy: " + fmt(n.policy || "?");
     nodes.replaceChildren(el("tr", {}, ...["node", "state", "CPUs", "memory", "GPUs", "running", "restarts", "Slurm job"].map(h => el("th", {text: h}))),
-      ...(Array.isArray(n.nodes) ? n.nodes : []).map(x => el("tr", {},
+      ...nodeList.map(x => el("tr", {},
         el("td", {text: fmt(x.name)}), el("td", {text: fmt(x.state)}), el("td", {class: "num", text: fmt(x.cpus)}),
-        el("td", {class: "num", text: x.memory_mib ? (x.memory_mib / 1024).toFixed(1) + " GiB" : ""}),
+        el("td", {class: "num", text: x.memory_mib ? (x.memory_mib / 1024).toFixed(1) + " GiB" : "not reported"}),
         el("td", {class: "num", text: fmt(x.gpus)}), el("td", {class: "num", text: fmt(x.running)}),
         el("td", {class: "num", text: fmt(x.restarts)}), el("td", {text: fmt(x.slurm_job || "")}))));
     gpus.replaceChildren(el("tr", {}, ...["node", "GPU", "type", "memory used / total", "utilisation", "health", "foreign use", "our trials"].map(h => el("th", {text: h}))),
-      ...(Array.isArray(n.gpus) ? n.gpus : []).map(g => el("tr", {},
+      ...list.map(g => el("tr", {},
         el("td", {text: fmt(g.node || "")}), el("td", {class: "num", text: fmt(g.index)}), el("td", {text: fmt(g.type)}),
         el("td", {class: "num", text: fmt(g.memory_used_mib) + " / " + fmt(g.memory_mib) + " MiB"}),
         el("td", {class: "num", text: fmt(g.util) + " %"}),
@@ -223,29 +245,48 @@ function nodesView(id) {
 function trialView(id, trial) {
   const info = el("dl", {class: "kv", id: "trial-info"});
   const box = el("div", {class: "chart", id: "chart"});
+  const noCurve = el("p", {class: "muted", id: "no-curve", hidden: ""});
   const values = el("table", {id: "curve"});
+  const valuesTitle = el("h2", {text: "Intermediate values"});
   const events = el("table", {id: "events"});
   const logs = el("pre", {class: "log", id: "log"});
   const streamSel = el("select", {id: "stream"}, el("option", {value: "stdout", text: "stdout"}),
                        el("option", {value: "stderr", text: "stderr"}));
   const logPath = el("span", {class: "muted", id: "log-path"});
   let next = -1;
-  streamSel.addEventListener("change", () => { next = -1; logs.textContent = ""; });
+  let chosen = false;  // the stream was picked: by the reader, or once stdout was seen empty
+  streamSel.addEventListener("change", () => { next = -1; logs.textContent = ""; chosen = true; });
   const frame = experimentFrame(id, "trials", el("div", {},
-    el("h2", {text: "Trial " + trial}), info, el("h2", {text: "Learning curve"}), box,
+    el("h2", {text: "Trial " + trial}), info, el("h2", {text: "Learning curve"}), noCurve, box,
     el("h2", {text: "Log (live tail)"}), el("div", {class: "controls"}, streamSel, logPath), logs,
-    el("h2", {text: "Intermediate values"}), values, el("h2", {text: "Events"}), events));
+    valuesTitle, values, el("h2", {text: "Events"}), events));
+  const base = "/api/e/" + id;
+  async function tail() {
+    const lg = await getJSON(base + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next);
+    if (chosen || lg.size > 0 || streamSel.value !== "stdout") return lg;
+    // Nothing on stdout: open on stderr when it has something (a traceback, say).
+    const err = await getJSON(base + "/log/" + trial + "?stream=stderr&from=-1");
+    if (err.size === 0) return lg;
+    chosen = true;
+    streamSel.value = "stderr";
+    logs.textContent = "";
+    return err;
+  }
   return async () => {
-    const [t, svg, lg] = await Promise.all([getJSON("/api/e/" + id + "/trial/" + trial),
-      getText("/api/e/" + id + "/curves.svg?trials=" + trial),
-      getJSON("/api/e/" + id + "/log/" + trial + "?stream=" + streamSel.value + "&from=" + next),
-      frame()]);
+    const [t, lg] = await Promise.all([getJSON(base + "/trial/" + trial), tail(), frame()]);
+    // A trial with no value reported gets a sentence, not an empty plot.
+    const svg = t.curve.length ? await getText(base + "/curves.svg?trials=" + trial) : "";
     const kv = [["state", t.state], ["value", fmt(t.value)], ["attempts", fmt(t.attempts)],
-      ["rung / budget", t.rung === null ? "" : t.rung + " / " + fmt(t.budget)],
-      ["last decision", fmt(t.decision)], ["error", fmt(t.error)], ["parameters", fmtParams(t.params)],
-      ["placed on", where(t)], ["running time", duration(t.run_s)],
-      ["interrupted attempts", fmt(t.interrupted)], ["stderr of its last failure", fmt(t.stderr_tail)]];
-    info.replaceChildren(...kv.flatMap(([k, v]) => [el("dt", {text: k}), el("dd", {text: v || ""})]));
+      ["rung / budget", rungBudget(t)],
+      ["last decision", fmt(t.decision)], ["error", fmt(t.error), "text"],
+      ["parameters", fmtParams(t.params)], ["placed on", where(t)],
+      ["running time", duration(t.run_s)], ["interrupted attempts", fmt(t.interrupted)],
+      ["last lines of stderr at its last failure", fmt(t.stderr_tail), "text", "stderr-tail"]];
+    info.replaceChildren(...kv.flatMap(([k, v, cls, key]) => [el("dt", {text: k}),
+      el("dd", Object.assign({text: v || ""}, cls ? {class: cls} : {}, key ? {id: key} : {}))]));
+    noCurve.hidden = t.curve.length > 0;
+    noCurve.textContent = t.state === "failed" ? "It failed before it reported a value, so there is no curve." : "It has reported no value yet, so there is no curve.";
+    box.hidden = values.hidden = valuesTitle.hidden = !t.curve.length;
     box.innerHTML = svg;
     values.dataset.points = t.curve.length;
     values.replaceChildren(el("tr", {}, el("th", {class: "num", text: "step"}), el("th", {class: "num", text: "value"})),
@@ -257,7 +298,7 @@ function trialView(id, trial) {
     logs.textContent += lg.text;
     if (logs.textContent.length > 200000) logs.textContent = logs.textContent.slice(-100000);
     next = lg.next;
-    logPath.textContent = lg.path;
+    logPath.textContent = lg.path + (lg.size ? "" : " (empty)");
   };
 }
 
@@ -274,7 +315,7 @@ function route() {
     case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
     case "parallel": return chartView(id, page, "parcoords.svg");
     case "importance": return importanceView(id);
-    case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device, from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
+    case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
     default: return trialsView(id);
   }
