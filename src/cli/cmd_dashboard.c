@@ -96,7 +96,10 @@ const tp_cmd_t tp__cmd_dashboard = {
              "  --no-token          ask for no token: on --unix PATH, or on loopback together\n"
              "                      with --every-local-user-may-read, since then every user of\n"
              "                      this machine can read every trial's logs, parameters and\n"
-             "                      results it serves. Never on another address.\n\n"
+             "                      results it serves. Never on another address.\n"
+             "  --every-local-user-may-read\n"
+             "                      with --no-token on loopback: say that every local user may\n"
+             "                      read what it serves\n\n"
              "`tunepack run` starts one beside a run with its dashboard option.\n\n"
              "example:\n  tunepack dashboard runs/mlp-demo --listen 127.0.0.1:8080\n",
     .main = dashboard_main,
