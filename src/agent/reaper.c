@@ -285,7 +285,7 @@ static int env_is(const tp_buf_t *env, size_t len, const char *name, const char 
 static tp_trial_t *owner_of(tp_agent_t *a, const proc_info_t *p, tp_buf_t *env, int *keep) {
     *keep = 0;
     for (tp_trial_t *t = a->trials; t; t = t->next)
-        if (t->pid == p->pid) return t->leader_exited ? NULL : t;
+        if (t->pid == p->pid && !t->leader_exited) return t; /* (an exited one is reaped) */
     const tp_seen_t *s = seen_find(a->seen, a->nseen, p);
     if (s && s->trial < 0) {
         *keep = 1;
