@@ -713,6 +713,59 @@ TP_TEST(test_orphans_of_a_live_attempt_live_with_it_and_end_with_it) {
     TP_CHECK_INT(peer_finish(&p, 5), 0);
 }
 
+TP_TEST(test_a_child_the_agent_had_before_its_first_trial_is_left_alone) {
+    /* The agent's process starts with a child of its own (as after an exec
+     * from a shell with a background job): not a trial's, never ended. */
+    int in[2], out[2], ready[2];
+    TP_REQUIRE(pipe(in) == 0 && pipe(out) == 0 && pipe(ready) == 0);
+    fflush(NULL);
+    peer_t p;
+    p.pid = fork();
+    if (p.pid == 0) {
+        setenv("TUNEPACK_NO_CGROUP", "1", 1);
+        close(in[1]);
+        close(out[0]);
+        close(ready[0]);
+        pid_t own = fork();
+        if (own == 0) { /* holding none of the agent's pipes */
+            close(in[0]);
+            close(out[1]);
+            close(ready[1]);
+            execl("/bin/sleep", "sleep", "60", (char *)NULL);
+            _exit(127);
+        }
+        if (write(ready[1], &own, sizeof own) != (ssize_t)sizeof own) _exit(1);
+        close(ready[1]);
+        exit(tp__agent_main(in[0], out[1]));
+    }
+    pid_t own = 0;
+    close(ready[1]);
+    TP_REQUIRE(read(ready[0], &own, sizeof own) == (ssize_t)sizeof own && own > 0);
+    close(ready[0]);
+    close(in[0]);
+    close(out[1]);
+    p.to_fd = in[1];
+    p.from_fd = out[0];
+    tp__proto_decoder_init(&p.dec);
+    tmsg_t r;
+    hello(&p, "tok-own", &r);
+    tmsg_free(&r);
+    /* A trial's hidden escapee is ended (the agent looked at its children),
+     * and the agent's own child is not, nor when the agent ends. */
+    const char *dir = trial_dir("own");
+    const char *argv[] = {"/bin/sh", "-c", HIDDEN_ESCAPEE("esc.pid"), NULL};
+    peer_send(&p, launch_msg(17, dir, 0, 1, 0, argv));
+    outcome_t o;
+    TP_CHECK(collect(&p, 17, 10, &o));
+    outcome_free(&o);
+    pid_t esc = pid_in(dir, "esc.pid");
+    TP_CHECK(esc > 0 && process_gone(esc));
+    TP_CHECK(!process_gone(own));
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+    TP_CHECK(!process_gone(own));
+    kill(own, SIGKILL);
+}
+
 TP_TEST(test_duplicate_launch_of_a_running_attempt_sends_one_exited) {
     peer_t p;
     peer_start(&p);
