@@ -110,11 +110,19 @@ static void finish(tp_agent_t *a) {
      * token (a process that left its trial's group and its pipes) ends here;
      * not the run's token alone, which a resumed run's trials carry too. */
     tp__reap_token(a, a->token, a->stamp);
+    /* Nor any orphan that came back to it: no attempt is live now, so each
+     * one ends, with or without a token or a cgroup (MPS daemons excepted:
+     * they are stopped next). */
+    tp__reap_orphans(a);
     tp__cgroup_fini(a);
     tp__agent_gpu_close(a);
     if (a->hb_open) {
         a->hb_open = 0;
         uv_close((uv_handle_t *)&a->hb_timer, on_handle_closed);
+    }
+    if (a->sweep_open) {
+        a->sweep_open = 0;
+        uv_close((uv_handle_t *)&a->sweep_timer, on_handle_closed);
     }
     if (a->send_bye) tp__agent_send(a, json_pack("{s:s}", "type", "bye"), NULL, 0);
     close_in(a);
@@ -332,19 +340,32 @@ static void on_sigchld(uv_signal_t *h, int signum) {
     (void)signum;
     tp_agent_t *a = h->data;
     tp__reap_children(a);
+    tp__reap_orphans(a); /* a child died: its own children came to the agent */
     for (tp_trial_t *t = a->trials, *next; t; t = next) {
         next = t->next;
         tp__trial_on_sigchld(t);
     }
 }
 
-/* See agent.h. The agent becomes a child subreaper so that orphans of a
- * trial's group come back to it to be reaped: `exited` then means no process
- * of the group is left, whatever init does. */
+/* Orphans adopted since the last look: those of no live attempt end, and
+ * what runs below each live one is recorded (tp__reap_orphans). */
+static void on_sweep_timer(uv_timer_t *h) {
+    tp__reap_orphans(h->data);
+}
+
+/* See agent.h. The agent becomes a child subreaper so that every process
+ * orphaned below it, however it hid (setsid, a double fork, a cleared
+ * environment), comes back to it: it reaps them, and ends each one with the
+ * attempt it belongs to, or at once when it belongs to none (reaper.c). */
 int tp__agent_main(int in_fd, int out_fd) {
     signal(SIGPIPE, SIG_IGN);
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0)
+        tp__log(TP_LOG_WARN,
+                "agent: cannot become a child subreaper (%s): orphans of trials "
+                "go to init, and only their cgroup or run token ends them",
+                strerror(errno));
     tp_agent_t *a = tp__xcalloc(1, sizeof *a);
+    tp__orphans_init(a);
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     snprintf(a->stamp, sizeof a->stamp, "%ld-%lld", (long)getpid(),
@@ -377,6 +398,11 @@ int tp__agent_main(int in_fd, int out_fd) {
         uv_signal_start(&a->sig_int, on_sig_stop, SIGINT);
         uv_signal_start(&a->sig_chld, on_sigchld, SIGCHLD);
         uv_read_start((uv_stream_t *)&a->in, on_in_alloc, on_in_read);
+        uv_timer_init(&a->loop, &a->sweep_timer);
+        a->sweep_timer.data = a;
+        a->sweep_open = 1;
+        uint64_t ms = (uint64_t)(TP_AGENT_SWEEP_S * 1000);
+        uv_timer_start(&a->sweep_timer, on_sweep_timer, ms, ms);
     }
     uv_run(&a->loop, UV_RUN_DEFAULT);
     int code = a->exit_code;
@@ -384,6 +410,7 @@ int tp__agent_main(int in_fd, int out_fd) {
     tp__proto_decoder_free(&a->dec);
     tp__cgroup_fini(a); /* when finish() did not run */
     free(a->token);
+    free(a->seen);
     free(a);
     return code;
 }

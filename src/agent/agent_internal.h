@@ -22,6 +22,7 @@
 #define TP_AGENT_OUT_HIGH (8u << 20)    /* pause trial pipes above this many unsent bytes */
 #define TP_AGENT_OUT_LOW (2u << 20)     /* resume them below this */
 #define TP_AGENT_LINGER_S 1.0           /* wait for pipes/group after the leader's exit */
+#define TP_AGENT_SWEEP_S 1.0            /* look at adopted orphans at least this often */
 
 typedef struct tp_agent tp_agent_t;
 typedef struct tp_trial tp_trial_t;
@@ -67,6 +68,32 @@ int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt);
 /* Reap every exited child: a trial leader's exit goes to its trial; the
  * rest are orphans of trials (the agent is their subreaper). */
 void tp__reap_children(tp_agent_t *a);
+
+/* A process the agent knows the owner of, by pid and start time (a reused
+ * pid is another process): a descendant of a live attempt's leader when the
+ * agent last looked, or (trial -1) one not of a trial, never ended (a child
+ * the agent had when it started, an MPS daemon). */
+typedef struct tp_seen {
+    pid_t pid;
+    unsigned long long start; /* clock ticks after boot, from /proc/PID/stat */
+    int64_t trial, attempt;   /* its attempt; trial -1: not a trial's */
+    int rank;
+} tp_seen_t;
+
+/* The agent is a child subreaper: every process orphaned below it (its
+ * trials' double forks and setsid() daemons, whatever environment they
+ * cleared and fds they closed) becomes its child. Look at each child, find
+ * the live attempt it belongs to (the leader itself; a process seen below
+ * that leader before; its session or process group, a live leader's; its
+ * environment's run token and attempt), and SIGKILL every one of no live
+ * attempt, then their children in turn, until none is left; wait (at most a
+ * second) for them to die. Records what is below each live attempt for the
+ * next call. Returns how many it killed. O(the agent's descendants) reads
+ * of /proc. */
+int tp__reap_orphans(tp_agent_t *a);
+/* What the agent has as children when it starts (before any trial): never a
+ * trial's, never ended. */
+void tp__orphans_init(tp_agent_t *a);
 
 /* ---- cgroup.c: a cgroup v2 per attempt, where the machine allows ----------- */
 void tp__cgroup_init(tp_agent_t *a);                  /* the agent's cgroup, or none */
@@ -201,6 +228,10 @@ struct tp_agent {
     size_t nmps;
     uv_timer_t gpu_timer;                    /* usage sampling, while NVML is open */
     int gpu_timer_open;                      /* gpu_timer initialised, not yet closed */
+    tp_seen_t *seen;                         /* known owners of descendants, owned (reaper.c) */
+    size_t nseen;
+    uv_timer_t sweep_timer;                  /* tp__reap_orphans every TP_AGENT_SWEEP_S */
+    int sweep_open;                          /* sweep_timer initialised, not yet closed */
     uv_timer_t hb_timer;                     /* checks that the orchestrator is still there */
     int hb_open;                             /* hb_timer initialised, not yet closed */
     double hb_timeout_s;                     /* silence that means it is gone; 0: no check */

@@ -374,6 +374,7 @@ void tp__trial_leader_exited(tp_trial_t *t, int status, const struct rusage *ru)
     t->exit_code = t->term_signal ? -1 : WEXITSTATUS(status);
     kill_group(t, SIGKILL);
     tp__cgroup_trial_kill(t); /* and whatever of it left the group */
+    tp__reap_orphans(t->a);   /* and whatever of it came back to the agent, cgroup or not */
     arm(t, TP_TIMER_LINGER, TP_AGENT_LINGER_S);
     maybe_finish(t);
 }
@@ -681,6 +682,16 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     la.trial = json_integer_value(tr);
     la.attempt = json_integer_value(at);
     la.rank = (int)json_integer_value(json_object_get(m, "rank"));
+    if (tp__trial_find(a, la.trial, la.attempt, la.rank)) {
+        /* A second launch of the attempt (a message repeated): the one that
+         * runs answers it; a `spawn_failed` here would be a second `exited`
+         * of the same attempt. */
+        tp__log(TP_LOG_WARN,
+                "agent: launch of trial %lld attempt %lld (rank %d) ignored: it "
+                "already runs here",
+                (long long)la.trial, (long long)la.attempt, la.rank);
+        return;
+    }
     if (parse_launch(m, &la, &err) < 0) {
         send_launch_error(a, m, err.msg);
         return;
@@ -688,11 +699,6 @@ void tp__trial_launch(tp_agent_t *a, json_t *m) {
     uint64_t t0 = uv_hrtime();
     if (a->stopping) {
         send_spawn_failed(a, la.trial, la.attempt, la.rank, "the agent is shutting down", t0);
-        return;
-    }
-    if (tp__trial_find(a, la.trial, la.attempt, la.rank)) {
-        send_spawn_failed(a, la.trial, la.attempt, la.rank,
-                          "this attempt is already running on this agent", t0);
         return;
     }
     if (json_is_true(json_object_get(m, "pick_master_port")) &&

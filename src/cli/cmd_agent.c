@@ -20,6 +20,10 @@ const tp_cmd_t tp__cmd_agent = {
     .usage = "usage: tunepack agent\n\n"
              "Runs the agent that starts trials on this node; it speaks the protocol of\n"
              "docs/protocol.md on stdin and stdout. The orchestrator starts it; you need not.\n\n"
+             "environment:\n"
+             "  TUNEPACK_NO_CGROUP=1  make no cgroup per trial, even where one could be made\n"
+             "                        (for tests; every process of an attempt still ends\n"
+             "                        with it)\n\n"
              "example:\n  tunepack agent < requests > replies\n",
     .main = agent_main,
     .hidden = 1,

@@ -192,6 +192,14 @@ def _claim_slot():
 class SshHosts:
     """n sshd hosts named host1..hostN (see the module's doc)."""
 
+    @classmethod
+    def for_class(cls, test_class, n=2):
+        """Give a unittest.TestCase class `hosts`, n hosts started before its tests and
+        closed after them (call from its setUpClass)."""
+        test_class.hosts = cls(n=n)
+        test_class.addClassCleanup(test_class.hosts.close)
+        test_class.hosts.start()
+
     def __init__(self, n=2, workdir=None, start_timeout=20):
         self.names = ["host%d" % i for i in range(1, n + 1)]
         self._parent_dir = workdir

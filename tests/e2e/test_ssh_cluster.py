@@ -41,12 +41,7 @@ rep.write(json.dumps({"step": 10, "x": x}) + "\n")
 class SshCluster(E2E):
     @classmethod
     def setUpClass(cls):
-        cls.hosts = SshHosts(n=2)
-        cls.hosts.start()
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.hosts.close()
+        SshHosts.for_class(cls)
 
     def exp(self, trials, secs, concurrency, hosts="host1, host2"):
         trial = self.write("trial.py", TRIAL)

@@ -25,9 +25,7 @@ class SshHarness(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        cls.hosts = SshHosts(n=2)
-        cls.hosts.start()
-        cls.addClassCleanup(cls.hosts.close)
+        SshHosts.for_class(cls)
 
     def test_batch_login_with_strict_host_keys(self):
         h = self.hosts

@@ -631,6 +631,177 @@ TP_TEST(test_shutdown_sends_exited_before_bye) {
     TP_CHECK_INT(peer_finish(&p, 5), 0);
 }
 
+/* An agent with no cgroup per trial (TUNEPACK_NO_CGROUP=1), as on a node
+ * without a writable cgroup2: only its process groups, its adopted orphans
+ * and the run token end what a trial leaves. */
+static void peer_start_without_cgroup(peer_t *p) {
+    setenv("TUNEPACK_NO_CGROUP", "1", 1);
+    peer_start(p);
+    unsetenv("TUNEPACK_NO_CGROUP");
+}
+
+static pid_t pid_in(const char *dir, const char *name) {
+    char *s = slurp(dir, name, NULL);
+    pid_t pid = s ? (pid_t)atol(s) : 0;
+    free(s);
+    return pid;
+}
+
+/* A shell line that leaves `sleep 60` behind as an orphan that hid in every
+ * way a process can: a double fork, setsid, an empty environment, no fd of
+ * the trial's left open; its pid goes to file NAME. */
+#define HIDDEN_ESCAPEE(name)                                                                       \
+    "(setsid env -i /bin/sleep 60 </dev/null >/dev/null 2>&1 3>&- 4>&- & echo $! > " name ")"
+
+TP_TEST(test_hidden_escapee_is_ended_before_its_attempt_exits_without_cgroup) {
+    peer_t p;
+    peer_start_without_cgroup(&p);
+    tmsg_t r;
+    hello(&p, "tok-hidden", &r);
+    tmsg_free(&r);
+    const char *dir = trial_dir("hidden");
+    const char *argv[] = {"/bin/sh", "-c", HIDDEN_ESCAPEE("esc.pid") "; echo a=1", NULL};
+    peer_send(&p, launch_msg(14, dir, 0, 1, 0, argv));
+    outcome_t o;
+    TP_CHECK(collect(&p, 14, 10, &o));
+    pid_t esc = pid_in(dir, "esc.pid");
+    /* No token, no pipe, no group, no cgroup: it came back to the agent as
+     * an orphan of no live attempt, and was ended before `exited` was sent. */
+    TP_CHECK(esc > 0 && process_gone(esc));
+    TP_CHECK_STR(mstr(&o.ex, "status"), "exited");
+    TP_CHECK_STR(o.out.data, "a=1\n");
+    outcome_free(&o);
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+}
+
+TP_TEST(test_orphans_of_a_live_attempt_live_with_it_and_end_with_it) {
+    peer_t p;
+    peer_start_without_cgroup(&p);
+    tmsg_t r;
+    hello(&p, "tok-owned", &r);
+    tmsg_free(&r);
+    const char *dir = trial_dir("owned");
+    /* session: an orphan with an empty environment, still in the trial's
+     * session. seen: a hidden one whose parent M lives until the agent has
+     * looked (it ended a probe, a hidden orphan of nobody, meanwhile), so the
+     * agent saw it below the leader. Once M is gone and a second probe has
+     * been ended, both must still live: they belong to this live attempt. */
+    const char *argv[] = {
+        "/bin/sh", "-c",
+        "gone() { while kill -0 $(cat $1) 2>/dev/null; do sleep 0.01; done; }; "
+        "(env -i /bin/sleep 60 </dev/null >/dev/null 2>&1 & echo $! > session.pid); "
+        "(setsid env -i /bin/sleep 60 </dev/null >/dev/null 2>&1 & echo $! > seen.pid; "
+        " exec /bin/sleep 60) & m=$!; "
+        "while [ ! -s seen.pid ]; do sleep 0.01; done; " HIDDEN_ESCAPEE(
+            "probe1.pid") "; gone probe1.pid; "
+                          "kill $m; wait $m; " HIDDEN_ESCAPEE(
+                              "probe2.pid") "; gone probe2.pid; "
+                                            "kill -0 $(cat session.pid) && echo session=1; kill -0 "
+                                            "$(cat seen.pid) && echo seen=1",
+        NULL};
+    peer_send(&p, launch_msg(15, dir, 0, 1, 0, argv));
+    outcome_t o;
+    TP_CHECK(collect(&p, 15, 30, &o));
+    TP_CHECK_STR(o.out.data, "session=1\nseen=1\n");
+    /* And they ended with it, before its `exited`. */
+    pid_t session = pid_in(dir, "session.pid"), seen = pid_in(dir, "seen.pid");
+    TP_CHECK(session > 0 && process_gone(session));
+    TP_CHECK(seen > 0 && process_gone(seen));
+    TP_CHECK_STR(mstr(&o.ex, "status"), "exited");
+    TP_CHECK_INT(mint(&o.ex, "code"), 0);
+    outcome_free(&o);
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+}
+
+TP_TEST(test_a_child_the_agent_had_before_its_first_trial_is_left_alone) {
+    /* The agent's process starts with a child of its own (as after an exec
+     * from a shell with a background job): not a trial's, never ended. */
+    int in[2], out[2], ready[2];
+    TP_REQUIRE(pipe(in) == 0 && pipe(out) == 0 && pipe(ready) == 0);
+    fflush(NULL);
+    peer_t p;
+    p.pid = fork();
+    if (p.pid == 0) {
+        setenv("TUNEPACK_NO_CGROUP", "1", 1);
+        close(in[1]);
+        close(out[0]);
+        close(ready[0]);
+        pid_t own = fork();
+        if (own == 0) { /* holding none of the agent's pipes */
+            close(in[0]);
+            close(out[1]);
+            close(ready[1]);
+            execl("/bin/sleep", "sleep", "60", (char *)NULL);
+            _exit(127);
+        }
+        if (write(ready[1], &own, sizeof own) != (ssize_t)sizeof own) _exit(1);
+        close(ready[1]);
+        exit(tp__agent_main(in[0], out[1]));
+    }
+    pid_t own = 0;
+    close(ready[1]);
+    TP_REQUIRE(read(ready[0], &own, sizeof own) == (ssize_t)sizeof own && own > 0);
+    close(ready[0]);
+    close(in[0]);
+    close(out[1]);
+    p.to_fd = in[1];
+    p.from_fd = out[0];
+    tp__proto_decoder_init(&p.dec);
+    tmsg_t r;
+    hello(&p, "tok-own", &r);
+    tmsg_free(&r);
+    /* A trial's hidden escapee is ended (the agent looked at its children),
+     * and the agent's own child is not, nor when the agent ends. */
+    const char *dir = trial_dir("own");
+    const char *argv[] = {"/bin/sh", "-c", HIDDEN_ESCAPEE("esc.pid"), NULL};
+    peer_send(&p, launch_msg(17, dir, 0, 1, 0, argv));
+    outcome_t o;
+    TP_CHECK(collect(&p, 17, 10, &o));
+    outcome_free(&o);
+    pid_t esc = pid_in(dir, "esc.pid");
+    TP_CHECK(esc > 0 && process_gone(esc));
+    TP_CHECK(!process_gone(own));
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+    TP_CHECK(!process_gone(own));
+    kill(own, SIGKILL);
+}
+
+TP_TEST(test_duplicate_launch_of_a_running_attempt_sends_one_exited) {
+    peer_t p;
+    peer_start(&p);
+    tmsg_t r;
+    hello(&p, "tok-dup", &r);
+    tmsg_free(&r);
+    const char *argv[] = {"sleep", "100", NULL};
+    peer_send(&p, launch_msg(16, trial_dir("dup"), 0, 1, 0, argv));
+    TP_CHECK(peer_expect(&p, "started", 5, &r));
+    tmsg_free(&r);
+    /* The same attempt again, once as sent and once malformed: both are
+     * ignored; then it is stopped and the agent shut down. */
+    peer_send(&p, launch_msg(16, trial_dir("dup"), 0, 1, 0, argv));
+    peer_send(&p, json_pack("{s:s, s:i, s:i, s:[]}", "type", "launch", "trial", 16, "attempt", 1,
+                            "argv"));
+    peer_send(&p, json_pack("{s:s, s:i, s:i}", "type", "stop", "trial", 16, "attempt", 1));
+    peer_send(&p, json_pack("{s:s}", "type", "shutdown"));
+    int exited = 0, started = 0, bye = 0;
+    while (!bye) {
+        peer_recv(&p, 10, &r);
+        if (!r.head) break;
+        const char *ty = mtype(&r);
+        started += strcmp(ty, "started") == 0;
+        bye = strcmp(ty, "bye") == 0;
+        if (strcmp(ty, "exited") == 0) {
+            exited++;
+            TP_CHECK_STR(mstr(&r, "status"), "stopped");
+        }
+        tmsg_free(&r);
+    }
+    TP_CHECK(bye);
+    TP_CHECK_INT(exited, 1);
+    TP_CHECK_INT(started, 0);
+    TP_CHECK_INT(peer_finish(&p, 5), 0);
+}
+
 int main(void) {
     snprintf(test_root, sizeof test_root, "/tmp/tp_agent_test_%ld", (long)getpid());
     int rc = tp_test_main();
