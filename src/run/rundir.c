@@ -15,6 +15,12 @@
 char *tp__rundir_resolve(const char *dir, tp_error_t *err) {
     if (dir) return tp__strdup(dir);
     DIR *d = opendir("runs");
+    if (!d && errno == EACCES) {
+        tp__errorf(err, -EACCES,
+                   "permission denied: cannot list ./runs to find the latest "
+                   "experiment; name its directory, or ask the owner of ./runs");
+        return NULL;
+    }
     if (!d) {
         tp__errorf(err, -ENOENT, "no experiment directory given and ./runs does not exist; "
                                  "name one, e.g. `tunepack status runs/mlp-demo`");
