@@ -204,6 +204,10 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
         json_object_set_new(m, "rank", json_integer(rank));
         if (rank == 0) json_object_set_new(m, "pick_master_port", json_true());
     }
+    tp_error_t merr = {0};
+    if (rank == 0 && /* what the store knows of it, in its folder (committed: it acts on it) */
+        tp__rundir_mark(r->dir, t->id, t->attempts, r->experiment_id, r->x.dir_mode, &merr) != 0)
+        tp__log(TP_LOG_WARN, "trial %s: %s", id, merr.msg);
     int rc = tp__agents_send(r, (int)tp__trial_shard(t, shard)->node, m);
     json_decref(m);
     if (rc == 0) t->ranks_live++;
