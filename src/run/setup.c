@@ -409,6 +409,12 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
         int changed = strcmp(text, r->x.text) == 0 ? 0 : accept_changes(r, text, err);
         free(text);
         if (changed) return changed;
+        if (!*r->experiment_id) { /* a store from before trial.json: its identity from now */
+            make_token(r->experiment_id);
+            if (tp__store_meta_set(s, "experiment_id", r->experiment_id) != 0)
+                return tp__errorf(err, -EIO, "cannot record the experiment's identity in %s",
+                                  r->dir);
+        }
         char *tok = tp__store_meta_get(s, "token");
         char *wd = tp__store_meta_get(s, "workdir");
         char *spool = tp__store_meta_get(s, "spool");
