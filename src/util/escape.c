@@ -38,12 +38,11 @@ static unsigned code_point(const unsigned char *s, size_t len) {
     return c;
 }
 
+/* Whether code point c is shown as \uHHHH: a C1 control or a bidi override. */
 static int shown_escaped(unsigned c) {
     return (c >= 0x80 && c <= 0x9f) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
-/* The escape of the character at s (ascii or a sequence of len bytes) into
- * out (at least 8 bytes); its length, 0 when it passes unchanged. */
 static const char hex[] = "0123456789abcdef";
 
 /* "\xHH" of byte b into out; 4. */
