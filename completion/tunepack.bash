@@ -51,7 +51,7 @@ _tunepack() {
     # the value of an option
     case $prev in
         --policy) COMPREPLY=($(compgen -W "$_tunepack_policies" -- "$cur")); return 0 ;;
-        --format) COMPREPLY=($(compgen -W "csv json" -- "$cur")); return 0 ;;
+        --format) COMPREPLY=($(compgen -W "csv tsv json" -- "$cur")); return 0 ;;
         --sort) COMPREPLY=($(compgen -W "$_tunepack_sort_keys" -- "$cur")); return 0 ;;
         --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
         --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;

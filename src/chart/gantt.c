@@ -14,17 +14,20 @@ static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2"
 
 const char *tp__chart_colour(size_t i) { return palette[i % TP_ARRAY_LEN(palette)]; }
 
-void tp__chart_xml(tp_buf_t *out, const char *s) {
-    for (; s && *s; s++) {
+void tp__chart_xml(tp_buf_t *out, const char *text) {
+    /* a control character is shown, never sent (docs/output.md) */
+    char *e = tp__escape(text, 0);
+    for (const char *s = e; *s; s++) {
         switch (*s) {
         case '<': tp__buf_puts(out, "&lt;"); break;
         case '>': tp__buf_puts(out, "&gt;"); break;
         case '&': tp__buf_puts(out, "&amp;"); break;
         case '"': tp__buf_puts(out, "&quot;"); break;
         default:
-            if ((unsigned char)*s >= 0x20 || *s == '\t') tp__buf_append(out, s, 1);
+            tp__buf_append(out, s, 1);
         }
     }
+    free(e);
 }
 
 double tp__chart_tick_step(double span) {

@@ -93,7 +93,7 @@ void tp__cli_front_print(const json_t *front, size_t limit, const char *indent, 
         json_object_foreach(json_object_get(f, "values"), key, val) {
             char v[32];
             tp__fmt_sig(json_number_value(val), v);
-            printf(" %s=%s", key, v);
+            tp__fprintf_escaped(stdout, 0, " %s=%s", key, v); /* a metric's name: anything */
         }
         printf("%s%s\n", *params ? "  " : "", params);
     }

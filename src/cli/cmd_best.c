@@ -69,18 +69,19 @@ static void print_text(tp_store_t *s, const char *dir, json_t *t, const char *me
     char v[32], which[160], home[4300];
     tp__fmt_sig(json_real_value(json_object_get(t, "value")), v);
     tp__cli_ranked_text(t, which, sizeof which);
-    printf("best %s: %s = %s\n", which, metric, v);
+    /* names, paths and values as stored: shown, never obeyed (docs/output.md) */
+    tp__fprintf_escaped(stdout, TP_ESC_LINE, "best %s: %s = %s", which, metric, v);
     trial_dir(dir, t, home, sizeof home);
-    printf("  directory: %s\n", home);
+    tp__fprintf_escaped(stdout, TP_ESC_LINE, "  directory: %s", home);
     char *ckpt = checkpoint_of(s, home, t);
-    if (ckpt) printf("  checkpoint: %s\n", ckpt);
+    if (ckpt) tp__fprintf_escaped(stdout, TP_ESC_LINE, "  checkpoint: %s", ckpt);
     free(ckpt);
     const char *key;
     json_t *val;
     json_object_foreach(json_object_get(t, "params"), key, val) {
         char text[256];
         if (tp__value_text_human(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
-        printf("  %s: %s\n", key, text);
+        tp__fprintf_escaped(stdout, TP_ESC_LINE, "  %s: %s", key, text);
     }
 }
 

@@ -1,4 +1,4 @@
-/* tunepack export [DIR] [--format csv|json] (csv by default) */
+/* tunepack export [DIR] [--format csv|tsv|json] (csv by default) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,26 +17,37 @@ static int collect(const tp_trial_row_t *row, void *ud) {
     return 0;
 }
 
-/* One CSV field, quoted when it holds a comma, quote or line break (RFC 4180). */
-static void csv_field(const char *s) {
-    if (!strpbrk(s, ",\"\r\n")) {
-        fputs(s, stdout);
+/* One cell of a table: sep ',' (CSV) or '\t' (TSV). Its text is escaped
+ * (docs/output.md: no control character reaches a terminal or a
+ * spreadsheet raw; CSV keeps a cell's line breaks inside its quotes, TSV
+ * shows them as \n), a cell a spreadsheet would run as a formula gets a
+ * leading ' (plain numbers such as -0.5 stay numbers), and a CSV cell with
+ * a comma, quote or line break is quoted (RFC 4180). */
+static void cell(const char *s, char sep) {
+    char *shown = tp__escape(s, sep == ',' ? TP_ESC_KEEP_NL : 0);
+    const char *lead = tp__cell_is_formula(shown) ? "'" : "";
+    if (sep != ',' || !strpbrk(shown, ",\"\r\n")) {
+        printf("%s%s", lead, shown);
+        free(shown);
         return;
     }
-    putchar('"');
-    for (; *s; s++) {
-        if (*s == '"') putchar('"');
-        putchar(*s);
+    printf("\"%s", lead);
+    for (const char *p = shown; *p; p++) {
+        if (*p == '"') putchar('"');
+        putchar(*p);
     }
     putchar('"');
+    free(shown);
 }
 
-static void csv_value(const json_t *v) {
+static void cell_value(const json_t *v, char sep) {
     if (!v || json_is_null(v)) return;
     char *t = json_is_string(v) ? NULL : json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
     char num[64];
-    if (json_is_number(v) && tp__value_text(v, num, sizeof num) >= 0) csv_field(num);
-    else csv_field(t ? t : json_string_value(v)); /* any length: nothing is cut */
+    if (json_is_number(v) && tp__value_text(v, num, sizeof num) >= 0)
+        cell(num, sep);
+    else
+        cell(t ? t : json_string_value(v), sep); /* any length: nothing is cut */
     free(t);
 }
 
@@ -53,7 +64,7 @@ static json_t *column_names(json_t *trials, const char *field) {
     return names;
 }
 
-static void write_csv(json_t *trials) {
+static void write_table(json_t *trials, char sep) {
     static const char *const fixed[] = {"id",    "state",     "attempts",    "interrupted",
                                         "value", "step",      "duration_s",  "where",
                                         "exit_code", "error", "stderr_tail", "logs",
@@ -62,17 +73,20 @@ static void write_csv(json_t *trials) {
     const char *key;
     json_t *v;
     int first = 1;
-    for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++, first = 0) printf("%s%s", first ? "" : ",", fixed[k]);
+    for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++, first = 0) {
+        if (!first) putchar(sep);
+        fputs(fixed[k], stdout);
+    }
     json_object_foreach(pcols, key, v) {
-        putchar(',');
-        csv_field(key);
+        putchar(sep);
+        cell(key, sep);
     }
     json_object_foreach(mcols, key, v) { /* the prefix inside the field's quotes */
         tp_buf_t name;
         tp__buf_init(&name);
         tp__buf_printf(&name, "metric.%s", key);
-        putchar(',');
-        csv_field(name.data);
+        putchar(sep);
+        cell(name.data, sep);
         tp__buf_free(&name);
     }
     putchar('\n');
@@ -80,16 +94,16 @@ static void write_csv(json_t *trials) {
     json_t *t;
     json_array_foreach(trials, i, t) {
         for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++) {
-            if (k) putchar(',');
-            csv_value(json_object_get(t, fixed[k]));
+            if (k) putchar(sep);
+            cell_value(json_object_get(t, fixed[k]), sep);
         }
         json_object_foreach(pcols, key, v) {
-            putchar(',');
-            csv_value(json_object_get(json_object_get(t, "params"), key));
+            putchar(sep);
+            cell_value(json_object_get(json_object_get(t, "params"), key), sep);
         }
         json_object_foreach(mcols, key, v) {
-            putchar(',');
-            csv_value(json_object_get(json_object_get(t, "metrics"), key));
+            putchar(sep);
+            cell_value(json_object_get(json_object_get(t, "metrics"), key), sep);
         }
         putchar('\n');
     }
@@ -99,7 +113,7 @@ static void write_csv(json_t *trials) {
 
 static int export_main(int argc, char **argv) {
     const char *dir_arg = NULL, *format = NULL;
-    static const char *const formats[] = {"csv", "json", NULL};
+    static const char *const formats[] = {"csv", "tsv", "json", NULL};
     const tp_cli_opt_t opts[] = {{"--format", NULL, &format, formats, 0}};
     int rc = tp__cli_parse(&tp__cmd_export, argc, argv, opts, TP_ARRAY_LEN(opts), &dir_arg);
     if (rc != TP_CLI_PARSED) return rc;
@@ -121,7 +135,7 @@ static int export_main(int argc, char **argv) {
         }
         printf("\n]\n");
     } else {
-        write_csv(a.trials);
+        write_table(a.trials, strcmp(format, "tsv") == 0 ? '\t' : ',');
     }
     json_decref(a.trials);
     free(dir);
@@ -131,18 +145,23 @@ static int export_main(int argc, char **argv) {
 
 const tp_cmd_t tp__cmd_export = {
     .name = "export",
-    .summary = "export every trial as CSV or JSON",
-    .usage = "usage: tunepack export [DIR] [--format csv|json]\n\n"
-             "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
-             "stdout, as CSV unless --format json. json: an array with one object per trial\n"
-             "(id, state, params, metrics = the last report, value, attempts, failures,\n"
-             "interrupted attempts (neither failures nor retries), exit_code, error,\n"
-             "stderr_tail = the last lines of a failed attempt's stderr, logs = its folder,\n"
-             "where = node:GPUs of its last attempt, duration_s = time spent running, times;\n"
-             "under surrogate:, kind = surrogate or target and source = a target's surrogate\n"
-             "trial). csv: one row per trial with those columns, a column per parameter and\n"
-             "per final metric (metric.<name>).\n\n"
-             "  --format F   csv (default) or json\n\n"
-             "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
+    .summary = "export every trial as CSV, TSV or JSON",
+    .usage =
+        "usage: tunepack export [DIR] [--format csv|tsv|json]\n\n"
+        "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
+        "stdout, as CSV unless --format tsv or json. json: an array with one object per trial\n"
+        "(id, state, params, metrics = the last report, value, attempts, failures,\n"
+        "interrupted attempts (neither failures nor retries), exit_code, error,\n"
+        "stderr_tail = the last lines of a failed attempt's stderr, logs = its folder,\n"
+        "where = node:GPUs of its last attempt, duration_s = time spent running, times;\n"
+        "under surrogate:, kind = surrogate or target and source = a target's surrogate\n"
+        "trial). csv: one row per trial with those columns, a column per parameter and\n"
+        "per final metric (metric.<name>); tsv: the same, separated by tabs.\n"
+        "In csv and tsv a control character in a cell is shown, not sent (ESC as \\x1b;\n"
+        "tsv shows line breaks and tabs as \\n and \\t), and a cell that a spreadsheet\n"
+        "would run as a formula (it begins with =, +, -, @) starts with ' instead; numbers\n"
+        "such as -0.5 stay numbers. json keeps the exact text.\n\n"
+        "  --format F   csv (default), tsv or json\n\n"
+        "example:\n  tunepack export runs/mlp-demo --format csv > trials.csv\n",
     .main = export_main,
 };

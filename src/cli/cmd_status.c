@@ -37,9 +37,11 @@ static void print_text(const char *name, const char *path, const char *dir, cons
                        const status_acc_t *a, const char *sharing, const char *policy,
                        const char *metric, json_t *best, const json_t *front, size_t nfinished,
                        double elapsed) {
-    printf("experiment  %s (%s)\n", name ? name : "?", path ? path : "?");
-    printf("directory   %s\n", dir);
-    printf("state       %s\n", st);
+    /* names and paths as the store holds them: shown, never obeyed (docs/output.md) */
+    tp__fprintf_escaped(stdout, TP_ESC_LINE, "experiment  %s (%s)", name ? name : "?",
+                        path ? path : "?");
+    tp__fprintf_escaped(stdout, TP_ESC_LINE, "directory   %s", dir);
+    tp__fprintf_escaped(stdout, TP_ESC_LINE, "state       %s", st);
     printf("trials      %d: %d completed, %d stopped early, %d failed, %d running, %d paused, "
            "%d pending, %d interrupted",
            a->total, a->count[0], a->count[1], a->count[2], a->count[3], a->count[4],
@@ -49,7 +51,8 @@ static void print_text(const char *name, const char *path, const char *dir, cons
                a->stopped_pending);
     printf("\n");
     if (sharing && strcmp(sharing, "cpu") != 0)
-        printf("gpus        shared by %s, placed by %s\n", sharing, policy ? policy : "?");
+        tp__fprintf_escaped(stdout, TP_ESC_LINE, "gpus        shared by %s, placed by %s", sharing,
+                            policy ? policy : "?");
     if (front && json_array_size(front)) { /* several objectives: no one best */
         printf("front       %zu of %zu finished trials on the Pareto front (`tunepack best` lists "
                "them with their parameters)\n",
@@ -62,7 +65,8 @@ static void print_text(const char *name, const char *path, const char *dir, cons
         tp__fmt_sig(json_real_value(json_object_get(best, "value")), v);
         tp__params_text(json_object_get(best, "params"), params, sizeof params);
         tp__cli_ranked_text(best, which, sizeof which);
-        printf("best        %s %s (%s): %s\n", metric ? metric : "?", v, which, params);
+        tp__fprintf_escaped(stdout, TP_ESC_LINE, "best        %s %s (%s): %s",
+                            metric ? metric : "?", v, which, params);
     } else {
         printf("best        none yet\n");
     }
@@ -79,7 +83,7 @@ static void print_fusion(const json_t *fusion) {
     const char *shape;
     json_t *ks;
     json_object_foreach((json_t *)fusion, shape, ks) {
-        printf("fused       %s:", shape);
+        tp__fprintf_escaped(stdout, 0, "fused       %s:", shape);
         for (int k = 1; k <= 64; k++) {
             char kk[8];
             snprintf(kk, sizeof kk, "%d", k);

@@ -118,11 +118,6 @@ static int sort_trials(json_t *trials, const char *key, int maximize) {
 }
 
 /* ---- printing ------------------------------------------------------------------- */
-/* Text of a stored string as one safe line piece: control bytes shown as '?'. */
-static void print_safe(const char *s) {
-    for (; *s; s++) putchar((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s);
-}
-
 static void print_row(const json_t *t, const char *dir) {
     char value[32] = "-", dur[32] = "-", step[32] = "-", params[400] = "", rung[48] = "-";
     const json_t *v = json_object_get(t, "value"), *b = json_object_get(t, "budget");
@@ -152,33 +147,27 @@ static void print_row(const json_t *t, const char *dir) {
     const char *decision = json_string_value(json_object_get(t, "decision"));
     const char *error = json_string_value(json_object_get(t, "error"));
     long long id = (long long)json_integer_value(json_object_get(t, "id"));
-    printf("%5lld  %-11s  %5lld  %7lld  %12s  %6s  %9s  %8s  %-12s  %s", id, state,
-           (long long)json_integer_value(json_object_get(t, "failures")),
-           (long long)json_integer_value(json_object_get(t, "retries")), value, step, rung, dur,
-           where ? where : "-", params);
+    tp__fprintf_escaped(stdout, 0, "%5lld  %-11s  %5lld  %7lld  %12s  %6s  %9s  %8s  %-12s  %s", id,
+                        state, (long long)json_integer_value(json_object_get(t, "failures")),
+                        (long long)json_integer_value(json_object_get(t, "retries")), value, step,
+                        rung, dur, where ? where : "-", params);
     const char *note = decision && *decision ? decision
                        : error && strcmp(state, "completed") != 0 ? error
                                                                    : NULL;
-    if (note) {
-        printf("  [");
-        print_safe(note);
-        printf("]");
-    }
+    if (note) tp__fprintf_escaped(stdout, 0, "  [%s]", note);
     printf("\n");
     const char *tail = json_string_value(json_object_get(t, "stderr_tail"));
     if (strcmp(state, "failed") == 0 || (strcmp(state, "pending") == 0 && tail)) {
         /* A failure in plain sight: what it said last, and where the rest is. */
         char logs[4300];
         tp__trial_path(logs, sizeof logs, dir, id, "/stderr.log");
-        printf("         logs: %s\n", logs);
+        tp__fprintf_escaped(stdout, TP_ESC_LINE, "         logs: %s", logs);
         for (const char *p = tail; p && *p;) {
             const char *nl = strchr(p, '\n');
             size_t len = nl ? (size_t)(nl - p) : strlen(p);
             char line[300];
             snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
-            printf("         | ");
-            print_safe(line);
-            printf("\n");
+            tp__fprintf_escaped(stdout, TP_ESC_LINE, "         | %s", line);
             p = nl ? nl + 1 : p + len;
         }
     }
@@ -215,9 +204,9 @@ static int trials_main(int argc, char **argv) {
         printf("%s\n", text);
         free(text);
     } else {
-        printf("%5s  %-11s  %5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s\n", "trial", "state", "fails",
-               "retries", metric ? metric : "value", "step", "rung/bdg", "time", "where",
-               "params  [decision or error]");
+        tp__fprintf_escaped(stdout, TP_ESC_LINE, "%5s  %-11s  %5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s",
+                            "trial", "state", "fails", "retries", metric ? metric : "value", "step",
+                            "rung/bdg", "time", "where", "params  [decision or error]");
         size_t i;
         json_t *t;
         json_array_foreach(a.trials, i, t) print_row(t, dir);

@@ -285,6 +285,19 @@ json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top
     return out;
 }
 
+/* A stored text as JSON: null for none, and text that is not UTF-8 (a
+ * trial's stderr may hold any bytes) escaped (docs/output.md) rather than
+ * lost: jansson takes UTF-8 only. */
+static json_t *text_json(const char *s) {
+    if (!s) return json_null();
+    json_t *v = json_string(s);
+    if (v) return v;
+    char *shown = tp__escape(s, TP_ESC_KEEP_NL);
+    v = json_string(shown);
+    free(shown);
+    return v;
+}
+
 json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     json_t *params = json_loads(row->params, 0, NULL);
     json_t *metrics = row->metrics ? json_loads(row->metrics, 0, NULL) : NULL;
@@ -304,21 +317,20 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     json_object_set_new(o, "exit_code", row->has_exit ? json_integer(row->exit_code) : json_null());
     json_object_set_new(o, "signal", row->has_exit && row->signal ? json_integer(row->signal)
                                                                   : json_null());
-    json_object_set_new(o, "error", row->error ? json_string(row->error) : json_null());
+    json_object_set_new(o, "error", text_json(row->error));
     json_object_set_new(o, "rung", row->rung >= 0 ? json_integer(row->rung) : json_null());
     json_object_set_new(o, "budget", row->budget > 0 ? json_real(row->budget) : json_null());
-    json_object_set_new(o, "decision", row->decision ? json_string(row->decision) : json_null());
+    json_object_set_new(o, "decision", text_json(row->decision));
     json_object_set_new(o, "started_at", row->started_at > 0 ? json_real(row->started_at)
                                                              : json_null());
     json_object_set_new(o, "ended_at", row->ended_at > 0 ? json_real(row->ended_at) : json_null());
     /* Time spent running, every attempt together (not paused or waiting). */
     json_object_set_new(o, "duration_s", row->run_s > 0 ? json_real(row->run_s) : json_null());
     json_object_set_new(o, "interrupted", json_integer(row->interrupted));
-    json_object_set_new(o, "where", row->where ? json_string(row->where) : json_null());
-    json_object_set_new(o, "stderr_tail", row->stderr_tail ? json_string(row->stderr_tail)
-                                                           : json_null());
+    json_object_set_new(o, "where", text_json(row->where));
+    json_object_set_new(o, "stderr_tail", text_json(row->stderr_tail));
     /* Under `surrogate:`: surrogate or target, and a target's surrogate trial. */
-    json_object_set_new(o, "kind", row->kind ? json_string(row->kind) : json_null());
+    json_object_set_new(o, "kind", text_json(row->kind));
     json_object_set_new(o, "source", row->source >= 0 ? json_integer(row->source) : json_null());
     char logs[4200]; /* a trial seeded by a fork (id < 0) has its logs where it ran */
     tp__trial_path(logs, sizeof logs, dir, (long long)row->id, NULL);

@@ -39,7 +39,8 @@ static void flush_announced(tp_journal_t *j) {
 }
 
 void tp__journal_announce(tp_journal_t *j, const char *line) {
-    tp__buf_puts(&j->announced, line);
+    /* a trial's words in it reach no terminal or CI log raw (docs/output.md) */
+    tp__buf_escape(&j->announced, line, strlen(line), TP_ESC_KEEP_NL);
     if (!j->in_tx) flush_announced(j);
 }
 

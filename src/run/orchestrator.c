@@ -204,6 +204,10 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
         json_object_set_new(m, "rank", json_integer(rank));
         if (rank == 0) json_object_set_new(m, "pick_master_port", json_true());
     }
+    tp_error_t merr = {0};
+    if (rank == 0 && /* what the store knows of it, in its folder (committed: it acts on it) */
+        tp__rundir_mark(r->dir, t->id, t->attempts, r->experiment_id, r->x.dir_mode, &merr) != 0)
+        tp__log(TP_LOG_WARN, "trial %s: %s", id, merr.msg);
     int rc = tp__agents_send(r, (int)tp__trial_shard(t, shard)->node, m);
     json_decref(m);
     if (rc == 0) t->ranks_live++;
@@ -569,11 +573,14 @@ void tp__run_fail_fast(tp_run_t *r, const trial_t *t, const char *why) {
     }
     if (r->ff_failed++ == 0) snprintf(r->ff_why, sizeof r->ff_why, "%s", shape);
     if (r->ff_failed < r->x.fail_fast) return;
-    fprintf(stderr,
-            "tunepack: fail-fast: the first %d trials all failed the same way (trial %lld: %s); "
-            "stopping before the others run. See `tunepack trials %s` for their logs; fix it and "
-            "run again, or set fail_fast: false to run every trial anyway\n",
-            r->ff_failed, (long long)t->id, why, r->dir);
+    tp__fprintf_escaped(/* why ends with what the trial said last: shown, never obeyed */
+                        stderr, TP_ESC_LINE,
+                        "tunepack: fail-fast: the first %d trials all failed the same way (trial "
+                        "%lld: %s); "
+                        "stopping before the others run. See `tunepack trials %s` for their logs; "
+                        "fix it and "
+                        "run again, or set fail_fast: false to run every trial anyway",
+                        r->ff_failed, (long long)t->id, why, r->dir);
     r->exit_code = TP_EXIT_NO_TRIAL;
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), -1, 0, "fail-fast", why,

@@ -422,6 +422,8 @@ struct tp_run {
     char *dir;                  /* experiment directory, absolute */
     char *workdir;              /* trials' working directory, absolute */
     char token[40];             /* names this experiment's processes */
+    char experiment_id[40];     /* the experiment's identity in each trial.json (meta
+                                   "experiment_id"; "" for a store from before it) */
     char spool[80];             /* without shared storage, where nodes keep trials' files
                                    (/tmp/tunepack-<random>: never the token, which /tmp shows) */
     int lock_fd;                /* holds DIR/lock */

@@ -87,5 +87,21 @@ int tp__rank_beats(const tp_rank_key_t *a, const tp_rank_key_t *b, int maximize)
 char *tp__rundir_resolve(const char *dir, tp_error_t *err);
 /* pid of the orchestrator running in dir, 0 if none (the lock is free). */
 int tp__rundir_owner(const char *dir);
+/* What the store knows of a trial, written into its folder when an attempt
+ * starts: DIR/trials/NNNNNN/trial.json = {"trial", "attempt", "experiment"
+ * (the experiment's identity, meta "experiment_id")}, the folder created
+ * with dir_mode when missing. 0 or -errno with err. */
+int tp__rundir_mark(const char *dir, int64_t trial, int attempt, const char *experiment,
+                    int dir_mode, tp_error_t *err);
+struct tp_store;
+/* Whether the store of DIR knows every trial folder and attempt there: a
+ * folder of a trial the store has no record of, more attempts than it
+ * recorded (by trial.json and the attempts' logs), or a trial.json of
+ * another experiment mean the store lost changes (its -wal deleted after a
+ * checkpoint, an older copy put back). 0, or -EBADMSG with what is missing
+ * and how to recover (exp_path names the experiment file, for --fork).
+ * Changes nothing. O(trial folders). */
+int tp__rundir_check_store(const char *dir, struct tp_store *s, const char *experiment,
+                           const char *exp_path, tp_error_t *err);
 
 #endif

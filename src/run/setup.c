@@ -426,9 +426,24 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     tp_store_t *s = r->journal.store;
     char *text = tp__store_meta_get(s, "experiment_text");
     if (text) {
+        char *xid = tp__store_meta_get(s, "experiment_id");
+        snprintf(r->experiment_id, sizeof r->experiment_id, "%s", xid ? xid : "");
+        free(xid);
+        /* before any write: a store behind its trial folders is refused as it is */
+        rc = tp__rundir_check_store(r->dir, s, r->experiment_id, r->x.path, err);
+        if (rc) {
+            free(text);
+            return rc;
+        }
         int changed = strcmp(text, r->x.text) == 0 ? 0 : accept_changes(r, text, err);
         free(text);
         if (changed) return changed;
+        if (!*r->experiment_id) { /* a store from before trial.json: its identity from now */
+            make_token(r->experiment_id);
+            if (tp__store_meta_set(s, "experiment_id", r->experiment_id) != 0)
+                return tp__errorf(err, -EIO, "cannot record the experiment's identity in %s",
+                                  r->dir);
+        }
         char *tok = tp__store_meta_get(s, "token");
         char *wd = tp__store_meta_get(s, "workdir");
         char *spool = tp__store_meta_get(s, "spool");
@@ -447,6 +462,7 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     }
     r->created = 1;
     make_token(r->token);
+    make_token(r->experiment_id);
     char spool_id[33];
     make_token(spool_id);
     snprintf(r->spool, sizeof r->spool, "/tmp/tunepack-%s", spool_id);
@@ -465,8 +481,8 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
          tp__store_meta_set(s, "mode", r->x.maximize ? "max" : "min") ||
          tp__store_meta_set(s, "objectives", objs_text) ||
          tp__store_meta_set(s, "workdir", r->workdir) || tp__store_meta_set(s, "token", r->token) ||
-         tp__store_meta_set(s, "spool", r->spool) ||
-         tp__store_meta_set(s, "created_at", at);
+         tp__store_meta_set(s, "spool", r->spool) || tp__store_meta_set(s, "created_at", at) ||
+         tp__store_meta_set(s, "experiment_id", r->experiment_id);
     free(objs_text);
     if (rc || tp__store_commit(s) != 0)
         return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);

@@ -142,11 +142,12 @@ static void term_size(int *cols, int *rows) {
 static void put_line(tp_run_t *r, int cols, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void put_line(tp_run_t *r, int cols, const char *fmt, ...) {
-    char line[1024];
+    char text[1024], line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
+    tp__escape_into(line, sizeof line, text, 0); /* nothing a trial said moves the cursor */
     size_t max = cols > 1 ? (size_t)cols - 1 : 1, n = strlen(line);
     if (n > max) {
         n = max;
@@ -325,6 +326,8 @@ static void keep_recent(tp_view_t *v, const char *line) {
 void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue, const char *why,
                             double duration_s) {
     if (r->view.quiet) return;
+    char *shown = why ? tp__escape(why, 0) : NULL; /* the last line of its stderr, maybe */
+    why = shown;
     char v[48] = "", d[32], rung[96], at[100] = "", where[160] = "";
     tp__format_duration(duration_s, d, sizeof d);
     if (t->has_value) {
@@ -369,6 +372,7 @@ void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue,
     else
         tp__journal_announce(&r->journal, line.data);
     tp__buf_free(&line);
+    free(shown);
 }
 
 void tp__view_final(tp_run_t *r) {

@@ -419,12 +419,15 @@ void tp__params_text(const json_t *params, char *out, size_t n) {
     json_object_foreach((json_t *)params, key, val) {
         char text[128];
         if (tp__value_text_human(val, text, sizeof text) < 0) snprintf(text, sizeof text, "...");
-        int w = snprintf(out + k, n - k, "%s%s=%s", k ? " " : "", key, text);
+        /* for terminals: no escape sequence from a name or a value (docs/output.md) */
+        char *name = tp__escape(key, 0), *shown = tp__escape(text, 0);
+        int w = snprintf(out + k, n - k, "%s%s=%s", k ? " " : "", name, shown);
+        free(name);
+        free(shown);
         if (w < 0 || (size_t)w >= n - k) {
             out[k] = 0;
             break;
         }
         k += (size_t)w;
     }
-    tp__text_printable(out); /* for terminals: no escape sequence from a value */
 }

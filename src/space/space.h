@@ -124,7 +124,8 @@ int tp__value_text(const json_t *v, char *out, size_t n);
  * and progress lines. Returns bytes written or -ENOSPC. */
 int tp__value_text_human(const json_t *v, char *out, size_t n);
 /* "lr=0.001 hidden=64": a configuration as one line for people (values as
- * tp__value_text_human), cut at the last pair that fits in out (n bytes).
+ * tp__value_text_human, names and values escaped as tp__escape does), cut at
+ * the last pair that fits in out (n bytes).
  * O(size of params). */
 void tp__params_text(const json_t *params, char *out, size_t n);
 

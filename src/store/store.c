@@ -3,6 +3,7 @@
  * Every statement is a named constant with ?N binds, prepared once at open
  * and finalized at close, from the table `statements` below. */
 #include "store/store.h"
+#include "store/store_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -219,20 +220,25 @@ static int quick_check(tp_store_t *s, const char *path, tp_error_t *err) {
         if (line && strcmp(line, "ok") != 0)
             tp__buf_printf(&found, "%s%s", found.len ? "; " : "", line);
     }
-    int interrupted = (rc == SQLITE_OK ? step : rc) == SQLITE_INTERRUPT;
-    if (!found.len && !interrupted && (rc != SQLITE_OK || step != SQLITE_DONE))
-        tp__buf_puts(&found, sqlite3_errmsg(s->db));
+    int code = rc == SQLITE_OK ? step : rc;
+    int interrupted = code == SQLITE_INTERRUPT;
+    int failed = !found.len && !interrupted && code != SQLITE_DONE;
+    int damaged = found.len || (failed && sql_errno(code) == -EBADMSG);
+    if (failed) tp__buf_puts(&found, sqlite3_errmsg(s->db));
     sqlite3_finalize(st);
     sqlite3_progress_handler(s->db, 0, NULL, NULL);
     if (interrupted && !found.len)
         tp__log(TP_LOG_INFO, "store: %s is large; its quick check stopped at its bound", path);
     rc = 0;
-    if (found.len)
+    if (damaged)
         rc = tp__errorf(err, -EBADMSG,
                         "%s is damaged (quick_check: %.300s); nothing was changed. Keep the file; "
                         "recover what it holds with `sqlite3 %s .recover > recovered.sql`, or "
                         "restore it from a backup",
                         path, found.data, path);
+    else if (failed) /* not the file's fault: a lock, a permission, an I/O error */
+        rc = tp__errorf(err, sql_errno(code) ? sql_errno(code) : -EIO,
+                        "store: cannot check %s: %.300s", path, found.data);
     tp__buf_free(&found);
     return rc;
 }
@@ -279,21 +285,13 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         return tp__errorf(err, -ENAMETOOLONG, "store: path too long: %s", dir);
     tp_store_t *s = tp__xcalloc(1, sizeof *s);
     s->readonly = mode == TP_STORE_READONLY || mode == TP_STORE_READ_AGAIN;
-    int flags = s->readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-    if (sqlite3_open_v2(path, &s->db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK ||
-        (s->readonly && sqlite3_exec(s->db, "SELECT 1 FROM sqlite_schema LIMIT 1", NULL, NULL,
-                                     NULL) == SQLITE_NOTADB)) {
-        if (s->db && sqlite3_errcode(s->db) == SQLITE_NOTADB) {
-            int rc = tp__errorf(err, -EBADMSG,
-                                "%s is damaged: it is not an SQLite database (its header is "
-                                "overwritten); nothing was changed. Restore it from a backup",
-                                path);
-            tp__store_close(s);
-            return rc;
-        }
-        int rc = s->readonly ? tp__errorf(err, -ENOENT, "no experiment in %s (no %s there)", dir,
-                                          TP_STORE_FILE)
-                             : store_fail(s, err, path);
+    int rc = s->readonly ? tp__store_open_reader(dir, path, &s->db, err)
+             : sqlite3_open_v2(path, &s->db,
+                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                               NULL) != SQLITE_OK
+                 ? store_fail(s, err, path)
+                 : 0;
+    if (rc) {
         tp__store_close(s);
         return rc;
     }
@@ -306,11 +304,11 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
     if (!s->readonly &&
         sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
                      NULL) != SQLITE_OK) {
-        int rc = store_fail(s, err, "enabling WAL");
+        rc = store_fail(s, err, "enabling WAL");
         tp__store_close(s);
         return rc;
     }
-    int rc = migrate(s, err);
+    rc = migrate(s, err);
     if (rc == 0 && s->readonly) {
         /* An empty or foreign database is not an experiment. */
         sqlite3_stmt *st = NULL;

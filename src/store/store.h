@@ -22,8 +22,11 @@ enum {
 };
 
 /* Open DIR/tunepack.db. mode TP_STORE_WRITE creates the file and migrates
- * the schema to the current version; READONLY fails with -ENOENT if absent
- * and -EPROTO if the schema is newer than this binary. Both modes check
+ * the schema to the current version; READONLY fails with -ENOENT if absent,
+ * -EACCES ("permission denied", naming what denies it) when this user may not
+ * read it, and -EPROTO if the schema is newer than this binary; it reads a
+ * store on read-only media or in a directory it may not write
+ * (store_internal.h, tp__store_open_reader). Both modes check
  * the file first (PRAGMA quick_check, bounded to about a second) and fails
  * with -EBADMSG, saying what it found and how to recover, when damaged. */
 int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err);

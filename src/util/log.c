@@ -29,15 +29,22 @@ static int log_threshold(void) {
     return TP_LOG_INFO;
 }
 
-/* Print "tunepack: <level>: msg\n" to stderr in one write when level is at
- * or below the threshold. */
+/* The line as it is written: its control characters escaped (a trial's
+ * words in it must not reach a terminal or a CI log raw, docs/output.md),
+ * its line breaks kept. */
 void tp__log_line(const char *line, size_t n) {
+    tp_buf_t shown;
+    tp__buf_init(&shown);
+    tp__buf_escape(&shown, line, n, TP_ESC_KEEP_NL);
     if (log_sink)
-        log_sink(log_sink_ud, line, n);
+        log_sink(log_sink_ud, shown.data, shown.len);
     else
-        fwrite(line, 1, n, stderr);
+        fwrite(shown.data, 1, shown.len, stderr);
+    tp__buf_free(&shown);
 }
 
+/* Print "tunepack: <level>: msg\n" to stderr in one write when level is at
+ * or below the threshold. */
 void tp__log(int level, const char *fmt, ...) {
     if (level < TP_LOG_ERROR) level = TP_LOG_ERROR;
     if (level > TP_LOG_DEBUG) level = TP_LOG_DEBUG;

@@ -69,15 +69,34 @@ void tp__logfile_close(tp_logfile_t *f) {
     f->fd = -1;
 }
 
+/* Move the log at cur aside to the first free name of NAME.<k>.log,
+ * NAME.<k>.2.log, NAME.<k>.3.log, ...: link() never replaces a file, so no
+ * earlier log is written over. 0, or -errno when it cannot be moved. */
+static int keep_aside(const char *cur, const char *dir, const char *name, long long k) {
+    for (int j = 1; j < 1000; j++) {
+        char old[4300];
+        if (j == 1)
+            snprintf(old, sizeof old, "%s/%s.%lld.log", dir, name, k);
+        else
+            snprintf(old, sizeof old, "%s/%s.%lld.%d.log", dir, name, k, j);
+        if (link(cur, old) == 0) return unlink(cur) == 0 ? 0 : -errno;
+        if (errno != EEXIST) return -errno;
+    }
+    return -EEXIST;
+}
+
 int tp__logfile_open_attempt(tp_logfile_t *f, const char *dir, const char *name, int64_t attempt,
                              uint64_t limit, tp_error_t *err) {
     char cur[4200];
     snprintf(cur, sizeof cur, "%s/%s.log", dir, name);
-    if (attempt > 1) {
-        char old[4300];
-        snprintf(old, sizeof old, "%s/%s.%lld.log", dir, name, (long long)(attempt - 1));
-        if (rename(cur, old) < 0 && errno != ENOENT)
-            tp__log(TP_LOG_WARN, "cannot rename %s to %s: %s", cur, old, strerror(errno));
+    int rc = access(cur, F_OK) == 0 ? keep_aside(cur, dir, name, attempt > 1 ? attempt - 1 : 0) : 0;
+    if (rc < 0) tp__log(TP_LOG_WARN, "cannot keep %s aside: %s", cur, strerror(-rc));
+    f->size = 0;
+    f->limit = limit;
+    f->fd = open(cur, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* never over a log */
+    if (f->fd < 0) {
+        int e = errno;
+        return tp__errorf(err, -e, "cannot create %s: %s", cur, strerror(e));
     }
-    return tp__logfile_open(f, cur, limit, err);
+    return 0;
 }

@@ -258,12 +258,3 @@ void tp__trial_path(char *out, size_t n, const char *dir, long long id, const ch
 int tp__mkdir_p(const char *path, tp_error_t *err) {
     return tp__mkdir_p_mode(path, 0755, err);
 }
-
-/* See util.h. */
-char *tp__text_printable(char *s) {
-    for (unsigned char *p = (unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f) *p = '?';
-        else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) p[0] = p[1] = '?';
-    }
-    return s;
-}

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TP_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -51,11 +52,31 @@ size_t tp__edit_distance(const char *a, const char *b);
  * typo (distance <= max(1, len/3), or a case-insensitive match, or else one
  * abbreviating the other, e.g. "rnd" -> "random"), else NULL. */
 const char *tp__did_you_mean(const char *word, const char *const *candidates, size_t n);
-/* Make s safe to print on a terminal, in place: every control byte (below
- * 0x20, 0x7f) and every UTF-8 C1 control (U+0080..U+009F, two bytes) becomes
- * '?', so that no value can move the cursor or send escape sequences.
- * Returns s. O(length). */
-char *tp__text_printable(char *s);
+/* ---- escape.c: text from trials, safe to print (docs/output.md) ----------
+ * A control character is shown, never sent: \n \r \t by name, other C0
+ * controls and DEL as \xHH (ESC: \x1b), C1 controls and bidirectional
+ * overrides as \uHHHH, bytes that are not UTF-8 as \xHH; any other UTF-8
+ * passes unchanged. O(length). */
+enum {
+    TP_ESC_KEEP_NL = 1, /* '\n' passes: text printed as several lines */
+    TP_ESC_LINE = 2,    /* tp__fprintf_escaped: one line, ended by a '\n' of its own */
+};
+/* Append the escape of s (n bytes; NULL: nothing) to b; 0 or -ENOMEM. */
+int tp__buf_escape(tp_buf_t *b, const char *s, size_t n, int flags);
+/* The escape of s (NULL: "") in a malloc'd string; caller frees. */
+char *tp__escape(const char *s, int flags);
+/* The escape of s into out (cap bytes, NUL-terminated), cut before the
+ * first escape or UTF-8 character that does not fit whole. */
+void tp__escape_into(char *out, size_t cap, const char *s, int flags);
+/* fprintf to f, the whole text escaped: for a line whose values may hold
+ * anything (a trial's words, node names). The format's own '\n' would show
+ * as \n too: TP_ESC_LINE ends the line. Bytes written, or < 0. */
+int tp__fprintf_escaped(FILE *f, int flags, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* 1 when a spreadsheet would read the cell s as a formula: it begins with
+ * '=', '+', '-', '@', a tab or a CR and is not a plain number ("-0.5",
+ * "+1e-3" are numbers and stay so). The caller prefixes such a cell with '. */
+int tp__cell_is_formula(const char *s);
 /* Shortest "%.*g" form of v that reads back to the same double. */
 void tp__fmt_double(double v, char out[32]);
 /* v for people: 6 significant digits ("%.6g": 0.34405, 1234.57, 1.23457e+06,
@@ -112,8 +133,10 @@ typedef struct tp_logfile {
 } tp_logfile_t;
 
 int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err);
-/* DIR/NAME.log for an attempt: the previous attempt's file is first renamed
- * DIR/NAME.<attempt-1>.log. */
+/* DIR/NAME.log for an attempt, new: a log already there (the previous
+ * attempt's) is first kept as DIR/NAME.<attempt-1>.log, or when that name is
+ * taken (a store that lost attempts ran them again) as
+ * DIR/NAME.<attempt-1>.<2, 3, ...>.log. No log is ever written over. */
 int tp__logfile_open_attempt(tp_logfile_t *f, const char *dir, const char *name, int64_t attempt,
                              uint64_t limit, tp_error_t *err);
 /* Append (a failed write is dropped: the trial must not suffer from a full

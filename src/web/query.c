@@ -293,10 +293,15 @@ json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long f
     json_t *o = json_pack("{s:s%, s:I, s:I, s:I, s:s}", "text", text, (size_t)got, "from",
                           (json_int_t)from, "next", (json_int_t)(from + got), "size",
                           (json_int_t)size, "path", path);
-    if (!o) /* not UTF-8: say so rather than send it */
-        o = json_pack("{s:s, s:I, s:I, s:I, s:s}", "text", "(binary output not shown)", "from",
-                      (json_int_t)from, "next", (json_int_t)(from + got), "size",
-                      (json_int_t)size, "path", path);
+    if (!o) { /* not UTF-8: those bytes shown as \xHH (docs/output.md) */
+        tp_buf_t shown;
+        tp__buf_init(&shown);
+        tp__buf_escape(&shown, text, (size_t)got, TP_ESC_KEEP_NL);
+        o = json_pack("{s:s, s:I, s:I, s:I, s:s}", "text", shown.data ? shown.data : "", "from",
+                      (json_int_t)from, "next", (json_int_t)(from + got), "size", (json_int_t)size,
+                      "path", path);
+        tp__buf_free(&shown);
+    }
     free(text);
     return o;
 }

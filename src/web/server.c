@@ -134,7 +134,39 @@ static enum MHD_Result send_bytes(struct MHD_Connection *c, unsigned status, con
     return rc;
 }
 
+/* Every string in o, keys too, with its control characters escaped visibly
+ * (docs/output.md; line breaks kept): what trials wrote is shown on the
+ * page, never obeyed. A new value for each string that changes; O(size). */
+static json_t *shown(json_t *o) {
+    if (json_is_string(o)) {
+        const char *v = json_string_value(o);
+        size_t n = json_string_length(o);
+        tp_buf_t b;
+        tp__buf_init(&b);
+        tp__buf_escape(&b, v, n, TP_ESC_KEEP_NL);
+        json_t *e =
+            b.len == n && !memcmp(b.data, v, n) ? json_incref(o) : json_stringn(b.data, b.len);
+        tp__buf_free(&b);
+        return e;
+    }
+    json_t *out = json_is_object(o) ? json_object() : json_is_array(o) ? json_array() : NULL;
+    const char *key;
+    json_t *v;
+    size_t i;
+    if (json_is_object(o)) json_object_foreach(o, key, v) {
+            char *k = tp__escape(key, TP_ESC_KEEP_NL);
+            json_object_set_new(out, k, shown(v));
+            free(k);
+        }
+    else if (json_is_array(o))
+        json_array_foreach(o, i, v) json_array_append_new(out, shown(v));
+    return out ? out : json_incref(o);
+}
+
 static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json_t *o) {
+    json_t *safe = o ? shown(o) : NULL;
+    json_decref(o);
+    o = safe;
     char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) : NULL;
     json_decref(o);
     if (!text) text = tp__strdup("{\"error\": \"not found\"}"), status = MHD_HTTP_NOT_FOUND;

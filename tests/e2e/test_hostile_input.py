@@ -97,7 +97,7 @@ class HostileValues(E2E):
         self.run_exp(exp, run_dir)
         r = self.tp("trials", run_dir)
         self.assertExit(r, 0)
-        self.assertIn("x=?]0;pwned??[2J??31m", r.stdout)
+        self.assertIn("x=\\x1b]0;pwned\\x07\\x1b[2J\\u009b31m", r.stdout)
         for c in r.stdout:
             self.assertFalse(ord(c) < 32 and c != "\n", repr(r.stdout))
             self.assertFalse(0x7f <= ord(c) <= 0x9f, repr(r.stdout))

@@ -182,7 +182,7 @@ class Completion(E2E):
         self.assertEqual(self.complete("tunepack", "simulate", "--policy", "w"), ["wf", "wfd"])
         self.assertEqual(len(self.complete("tunepack", "place", "--policy", "")), 9)
         self.assertIn("one-per-gpu", self.complete("tunepack", "plan", "--policy", ""))
-        self.assertEqual(self.complete("tunepack", "export", "--format", ""), ["csv", "json"])
+        self.assertEqual(self.complete("tunepack", "export", "--format", ""), ["csv", "json", "tsv"])
 
     def test_files_for_file_and_directories_for_dir(self):
         os.makedirs(self.path("runs", "mlp"))
