@@ -14,29 +14,39 @@
 
 /* ---- messages --------------------------------------------------------------- */
 
-/* Every mistake is kept: the first fills c->err, the next ones follow it,
- * one per line, while they fit (then a count of those left out); a second
- * mistake at the same place is the same one said again and dropped. */
+/* Every mistake is kept: the first fill c->err, one per line, while they
+ * fit (then a count of those left out), and with c->all every one in full;
+ * a second mistake at a place already reported is the same one said again
+ * and dropped. O(mistakes) per call. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     char msg[900];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (c->nerrors && m.line == c->last_mark.line && m.column == c->last_mark.column)
-        return -EINVAL;
-    c->last_mark = m;
-    if (c->nerrors++ == 0)
-        return tp__errorf(c->err, -EINVAL, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
-    if (!c->err) return -EINVAL;
+    for (int i = 0; i < c->nerrors; i++)
+        if (c->marks[i].line == m.line && c->marks[i].column == m.column) return -EINVAL;
+    c->marks = tp__xrealloc(c->marks, (size_t)(c->nerrors + 1) * sizeof *c->marks);
+    c->marks[c->nerrors] = m;
     char line[1100];
-    snprintf(line, sizeof line, "\n%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+    snprintf(line, sizeof line, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+    if (c->all) tp__buf_printf(c->all, "%s\n", line);
+    if (c->nerrors++ == 0) return tp__errorf(c->err, -EINVAL, "%s", line);
+    if (!c->err) return -EINVAL;
     size_t used = strlen(c->err->msg);
-    if (!c->left_out && used + strlen(line) + 40 < sizeof c->err->msg)
-        memcpy(c->err->msg + used, line, strlen(line) + 1);
+    if (!c->left_out && used + strlen(line) + 41 < sizeof c->err->msg)
+        snprintf(c->err->msg + used, sizeof c->err->msg - used, "\n%s", line);
     else
         c->left_out++;
     return -EINVAL;
+}
+
+/* See config_internal.h. O(mistakes). */
+int tp__cfg_failed_within(const cfgctx_t *c, const yaml_node_t *n) {
+    for (int i = 0; n && i < c->nerrors; i++)
+        if (c->marks[i].index >= n->start_mark.index && c->marks[i].index <= n->end_mark.index)
+            return 1;
+    return 0;
 }
 
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
@@ -281,6 +291,7 @@ static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
+    c->algorithm = v;
     if (v->type == YAML_SCALAR_NODE)
         for (size_t i = 0; tp__searcher_names[i]; i++)
             if (!strcmp(stext(v), tp__searcher_names[i])) {
@@ -364,7 +375,17 @@ int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *o
                     tp__cfg_describe(v, got, sizeof got));
     }
     tp_error_t e;
-    if (tp__parse_duration(stext(v), out, &e) < 0) return fail(c, v, "%s: %s", key, e.msg);
+    double s;
+    if (tp__parse_duration(stext(v), &s, &e) < 0) return fail(c, v, "%s: %s", key, e.msg);
+    if (s < TP_DURATION_MIN_S)
+        return fail(c, v, "\"%s\" of %s is below the 1ms that timers count; write at least 1ms",
+                    key, stext(v));
+    if (s > TP_DURATION_MAX_S)
+        return fail(c, v,
+                    "\"%s\" of %s is past the longest duration a trial can be given "
+                    "(1e9 seconds, about 31 years); write a shorter one, or leave it out",
+                    key, stext(v));
+    *out = s;
     return 0;
 }
 
@@ -387,6 +408,11 @@ static int key_log_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (n < 4096)
         return fail(c, v, "\"%s\" must be at least 4k, got \"%s\"; e.g. log_limit: 8M", key,
                     stext(v));
+    if (n > TP_LOG_LIMIT_MAX)
+        return fail(c, v,
+                    "\"%s\" of %s is past the most a trial can be given (8388607T); "
+                    "e.g. log_limit: 8M",
+                    key, stext(v));
     c->x->log_limit = n;
     return 0;
 }
@@ -479,56 +505,90 @@ static const key_spec_t top_keys[] = {
 
 /* ---- whole file ---------------------------------------------------------------- */
 
+/* Is name known to be a placeholder, or one that a mistake said already
+ * (a parameter whose domain is wrong, the name of a budget that is)? */
+static int placeholder_known(cfgctx_t *c, const char *n) {
+    tp_experiment_t *x = c->x;
+    if (tp__space_find(&x->space, n) || !strcmp(n, "trial_id") || !strcmp(n, "trial_dir") ||
+        (x->budget_name && !strcmp(n, x->budget_name)) ||
+        (x->surrogate.param && !strcmp(n, x->surrogate.param)) ||
+        (c->fuse && !strcmp(n, "configs_json")))
+        return 1;
+    if (tp__cfg_param_failed(c, n)) return 1;
+    /* A budget, a surrogate with a mistake: its name may be this one. */
+    return (c->budget && !x->budget_name && tp__cfg_failed_within(c, c->budget)) ||
+           (c->surrogate && !x->surrogate.param && tp__cfg_failed_within(c, c->surrogate));
+}
+
+/* Placeholder {n} of command element e names nothing: say so, with the
+ * closest name. */
+static int unknown_placeholder(cfgctx_t *c, yaml_node_t *e, const char *n) {
+    const tp_space_t *sp = &c->x->space;
+    if (!strcmp(n, "configs_json"))
+        return fail(c, e,
+                    "placeholder {configs_json} is given only to fused processes; add "
+                    "fuse: {max: 8} or write {{configs_json}} for the literal text");
+    const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
+    tp_buf_t list;
+    tp__buf_init(&list);
+    for (size_t j = 0; j < sp->n; j++) {
+        cand[j] = sp->params[j].name;
+        tp__buf_printf(&list, "%s%s", j ? ", " : "", sp->params[j].name);
+    }
+    cand[sp->n] = "trial_id";
+    cand[sp->n + 1] = "trial_dir";
+    cand[sp->n + 2] = c->x->budget_name; /* NULL (skipped) without a budget */
+    const char *guess = tp__did_you_mean(n, cand, sp->n + 3);
+    const char *plist = sp->n ? list.data : "none";
+    int rc;
+    if (guess)
+        rc = fail(c, e, "placeholder {%s} names no parameter; did you mean {%s}? (parameters: %s)",
+                  n, guess, plist);
+    else
+        rc = fail(c, e,
+                  "placeholder {%s} names no parameter; use one of the parameters (%s) or "
+                  "{trial_id}, {trial_dir}; write {{%s}} for the literal text {%s}",
+                  n, plist, n, n);
+    tp__buf_free(&list);
+    free(cand);
+    return rc;
+}
+
 /* Every {name} in command must be a parameter, trial_id, trial_dir or the
- * budget's name; other braces are literal text. O(command length * params). */
+ * budget's name; other braces are literal text. Each element is checked.
+ * O(command length * params). */
 static int check_placeholders(cfgctx_t *c) {
     if (!c->command) return 0;
-    const tp_space_t *sp = &c->x->space;
+    int rc = 0;
     for (size_t i = 0; i < seq_len(c->command); i++) {
         yaml_node_t *e = tp__cfg_node_at(c, c->command->data.sequence.items.start[i]);
         char **names;
         tp_error_t te;
-        if (tp__template_names(stext(e), &names, &te) < 0) return fail(c, e, "%s", te.msg);
-        int rc = 0;
-        for (char **n = names; rc == 0 && *n; n++) {
-            if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
-                (c->x->budget_name && !strcmp(*n, c->x->budget_name)) ||
-                (c->x->surrogate.param && !strcmp(*n, c->x->surrogate.param)) ||
-                (c->fuse && !strcmp(*n, "configs_json")))
-                continue;
-            if (!strcmp(*n, "configs_json")) {
-                rc = fail(c, e, "placeholder {configs_json} is given only to fused processes; add "
-                                "fuse: {max: 8} or write {{configs_json}} for the literal text");
-                continue;
-            }
-            const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
+        int count = tp__template_names(stext(e), &names, &te);
+        if (count < 0) {
+            rc = fail(c, e, "%s", te.msg);
+            continue;
+        }
+        char **bad = tp__xcalloc((size_t)count + 1, sizeof *bad);
+        size_t nbad = 0;
+        for (char **n = names; *n; n++)
+            if (!placeholder_known(c, *n)) bad[nbad++] = *n;
+        if (nbad == 1) rc = unknown_placeholder(c, e, bad[0]);
+        if (nbad > 1) { /* one place, one message */
             tp_buf_t list;
             tp__buf_init(&list);
-            for (size_t j = 0; j < sp->n; j++) {
-                cand[j] = sp->params[j].name;
-                tp__buf_printf(&list, "%s%s", j ? ", " : "", sp->params[j].name);
-            }
-            cand[sp->n] = "trial_id";
-            cand[sp->n + 1] = "trial_dir";
-            cand[sp->n + 2] = c->x->budget_name; /* NULL (skipped) without a budget */
-            const char *guess = tp__did_you_mean(*n, cand, sp->n + 3);
-            const char *plist = sp->n ? list.data : "none";
-            if (guess)
-                rc = fail(c, e, "placeholder {%s} names no parameter; did you mean {%s}? "
-                                "(parameters: %s)",
-                          *n, guess, plist);
-            else
-                rc = fail(c, e, "placeholder {%s} names no parameter; use one of the parameters "
-                                "(%s) or {trial_id}, {trial_dir}; write {{%s}} for the literal "
-                                "text {%s}",
-                          *n, plist, *n, *n);
+            for (size_t j = 0; j < nbad; j++)
+                tp__buf_printf(&list, "%s{%s}", j ? ", " : "", bad[j]);
+            rc = fail(c, e,
+                      "placeholders %s name no parameter; use the parameters of space, "
+                      "{trial_id} or {trial_dir}, or double the braces for the literal text",
+                      list.data);
             tp__buf_free(&list);
-            free(cand);
         }
+        free(bad);
         tp__template_names_free(names);
-        if (rc < 0) return rc;
     }
-    return 0;
+    return rc;
 }
 
 /* Without `search.trials`: grid makes one pass over its product, the
@@ -572,22 +632,26 @@ static void set_defaults(tp_experiment_t *x) {
 /* See config.h. Parses with libyaml's document API, then walks the tree
  * once (table-driven per mapping) and checks the command's placeholders
  * against the space. O(size of file). */
-int tp__experiment_parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
-                         tp_error_t *err) {
+static int parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
+                 tp_error_t *err, tp_buf_t *all) {
     set_defaults(out);
     out->path = tp__strdup(path);
     out->text = tp__xmalloc(len + 1);
     memcpy(out->text, text, len);
     out->text[len] = '\0';
+    /* A byte-order mark (an editor's, or several) is no part of the first key. */
+    size_t skip = 0;
+    while (len - skip >= 3 && !memcmp(out->text + skip, "\xef\xbb\xbf", 3))
+        skip += 3;
 
     yaml_parser_t parser;
     yaml_document_t doc;
-    cfgctx_t c = {.path = path, .doc = &doc, .x = out, .err = err};
+    cfgctx_t c = {.path = path, .doc = &doc, .x = out, .err = err, .all = all};
     if (!yaml_parser_initialize(&parser)) {
         tp__experiment_free(out);
         return tp__errorf(err, -ENOMEM, "%s: out of memory starting the YAML parser", path);
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)out->text, len);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)out->text + skip, len - skip);
     int rc;
     if (!yaml_parser_load(&parser, &doc)) {
         yaml_mark_t m = parser.problem_mark;
@@ -600,6 +664,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                          problem);
         yaml_parser_delete(&parser);
         tp__experiment_free(out);
+        free(c.marks);
         return rc;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -613,18 +678,19 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                             "space, ...), got %s",
                   tp__cfg_describe(root, got, sizeof got));
     } else {
-        rc = tp__cfg_check_scalars(&c);
-        if (rc == 0)
-            rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys,
-                                      TP_ARRAY_LEN(top_keys), "name: demo");
-        /* The checks across keys need every key right. */
-        if (rc == 0) default_trials(&c);
-        if (rc == 0) rc = check_placeholders(&c);
-        if (rc == 0) rc = tp__cfg_check_resources(&c);
-        if (rc == 0) rc = tp__cfg_check_budget(&c, root);
-        if (rc == 0) rc = tp__cfg_check_enqueue(&c);
-        if (rc == 0) rc = tp__cfg_check_surrogate(&c);
-        if (rc == 0) rc = tp__cfg_check_fuse(&c);
+        /* Every key is read and every check across keys made, whatever the
+         * mistakes before: each check skips what a mistake made wrong. */
+        int bad = tp__cfg_check_scalars(&c) < 0;
+        bad |= tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
+                                    "name: demo") < 0;
+        default_trials(&c);
+        bad |= check_placeholders(&c) < 0;
+        bad |= tp__cfg_check_resources(&c) < 0;
+        bad |= tp__cfg_check_budget(&c, root) < 0;
+        bad |= tp__cfg_check_enqueue(&c) < 0;
+        bad |= tp__cfg_check_surrogate(&c) < 0;
+        bad |= tp__cfg_check_fuse(&c) < 0;
+        rc = bad || c.nerrors ? -EINVAL : 0;
         if (rc == 0 && !out->policy)
             out->policy = tp__strdup(out->groups != TP_FLUID_OFF ? TP_PLACE_GROUPS_POLICY
                                                                  : TP_PLACE_DEFAULT_POLICY);
@@ -633,21 +699,37 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
     yaml_parser_delete(&parser);
     if (rc < 0 && c.left_out && err) {
         size_t used = strlen(err->msg);
-        snprintf(err->msg + used, sizeof err->msg - used, "\n(and %d more mistakes)", c.left_out);
+        snprintf(err->msg + used, sizeof err->msg - used,
+                 "\n(and %d more mistakes; `tunepack run %s --dry-run` lists them all)", c.left_out,
+                 path);
     }
+    free(c.marks);
     if (rc < 0) tp__experiment_free(out);
     return rc;
 }
 
-int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err) {
+int tp__experiment_parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
+                         tp_error_t *err) {
+    return parse(path, text, len, out, err, NULL);
+}
+
+int tp__experiment_load_all(const char *path, tp_experiment_t *out, tp_error_t *err,
+                            tp_buf_t *all) {
     char *text;
     size_t len;
     set_defaults(out);
     int rc = tp__read_file(path, &text, &len, err);
-    if (rc < 0) return rc;
-    rc = tp__experiment_parse(path, text, len, out, err);
+    if (rc < 0) {
+        if (all) tp__buf_printf(all, "%s\n", err->msg);
+        return rc;
+    }
+    rc = parse(path, text, len, out, err, all);
     free(text);
     return rc;
+}
+
+int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err) {
+    return tp__experiment_load_all(path, out, err, NULL);
 }
 
 void tp__experiment_free(tp_experiment_t *x) {

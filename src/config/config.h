@@ -20,6 +20,15 @@
  * file:line:col. */
 #define TP_VALUE_MAX 65536
 
+/* The durations of an experiment file (timeout, stop_grace, ...) that the
+ * runtime carries: the agent's timers count milliseconds, and a launch
+ * message's timeout_s and grace_s may be at most 1e9 seconds (agent/trial.c,
+ * docs/protocol.md). Others are refused with file:line:col. */
+#define TP_DURATION_MIN_S 0.001
+#define TP_DURATION_MAX_S 1e9
+/* The largest log_limit a launch message carries (a JSON integer). */
+#define TP_LOG_LIMIT_MAX ((uint64_t)INT64_MAX)
+
 /* What trials on a remote node inherit from the agent's environment when
  * `env_passthrough` is not given (on this machine: everything). Secrets
  * such as AWS_SECRET_ACCESS_KEY are not in it. docs/security.md. */
@@ -207,6 +216,10 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                          tp_error_t *err);
 /* Read path and parse it. */
 int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err);
+/* As tp__experiment_load; besides, every mistake in full ("path:line:col:
+ * what, and what would be right"), one per line, is appended to all, where
+ * err keeps only the first ones that fit (`run --dry-run` lists them all). */
+int tp__experiment_load_all(const char *path, tp_experiment_t *out, tp_error_t *err, tp_buf_t *all);
 void tp__experiment_free(tp_experiment_t *x);
 
 /* An experiment file's text as parsed YAML: a JSON object of its keys with
@@ -246,7 +259,9 @@ char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extr
  * one) is left out, so "--width={width}" disappears; when that element is
  * just the placeholder ("{width}") and the element before it a flag
  * ("--width", starting with '-', no placeholder), the flag goes too. NULL
- * with err filled when a placeholder names nothing known. O(total length). */
+ * with err filled when a placeholder names nothing known, or names an
+ * active parameter that params lacks (a trial never runs without a value
+ * its command names). O(total length * params). */
 json_t *tp__substitute_argv(char *const *argv, size_t argc, const tp_space_t *space,
                             const json_t *params, const tp_subst_extra_t *extra, tp_error_t *err);
 

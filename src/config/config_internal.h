@@ -12,10 +12,13 @@ typedef struct cfgctx {
     const char *path;      /* for messages */
     yaml_document_t *doc;  /* the parsed file */
     tp_experiment_t *x;    /* being filled */
-    tp_error_t *err;       /* every error, one per line (tp__cfg_fail_at) */
+    tp_error_t *err;       /* the first errors, one per line (tp__cfg_fail_at) */
+    tp_buf_t *all;         /* every error in full, one per line; NULL: not wanted */
     int nerrors;           /* mistakes found */
     int left_out;          /* of them, not in err (no room) */
-    yaml_mark_t last_mark; /* where the last one was */
+    yaml_mark_t *marks;    /* where each was, owned (nerrors of them) */
+    yaml_node_t *space;    /* `space` mapping: its keys are declared parameters */
+    yaml_node_t *algorithm; /* `search.algorithm` value, for messages */
     yaml_node_t *command;  /* `command` sequence, checked once the space is known */
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
     yaml_node_t *budget;     /* `budget` mapping, for messages */
@@ -59,6 +62,12 @@ static inline int is_plain(const yaml_node_t *n) {
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
+/* Was a mistake reported inside node n (NULL: no)? The checks across keys
+ * skip what a mistake already made wrong, so that each is said once. */
+int tp__cfg_failed_within(const cfgctx_t *c, const yaml_node_t *n);
+/* Is name a parameter written in `space` whose domain had a mistake (so it
+ * is missing from the space, and said already)? O(params). */
+int tp__cfg_param_failed(const cfgctx_t *c, const char *name);
 /* How a node reads in "got ...": the scalar quoted, else its kind. */
 const char *tp__cfg_describe(const yaml_node_t *n, char *out, size_t len);
 yaml_node_t *tp__cfg_node_at(cfgctx_t *c, int index);
