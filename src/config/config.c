@@ -14,10 +14,9 @@
 
 /* ---- messages --------------------------------------------------------------- */
 
-/* Every mistake is kept: the first fill c->err, one per line, while they
- * fit (then a count of those left out), and with c->all every one in full;
- * a second mistake at a place already reported is the same one said again
- * and dropped. O(mistakes) per call. */
+/* Every mistake is kept, said in the file's order when the parse ends
+ * (say_mistakes); a second mistake at a place already reported is the same
+ * one said again and dropped. O(mistakes) per call. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     char msg[900];
     va_list ap;
@@ -27,18 +26,53 @@ int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     for (int i = 0; i < c->nerrors; i++)
         if (c->marks[i].line == m.line && c->marks[i].column == m.column) return -EINVAL;
     c->marks = tp__xrealloc(c->marks, (size_t)(c->nerrors + 1) * sizeof *c->marks);
+    c->msgs = tp__xrealloc(c->msgs, (size_t)(c->nerrors + 1) * sizeof *c->msgs);
     c->marks[c->nerrors] = m;
     char line[1100];
     snprintf(line, sizeof line, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
-    if (c->all) tp__buf_printf(c->all, "%s\n", line);
-    if (c->nerrors++ == 0) return tp__errorf(c->err, -EINVAL, "%s", line);
-    if (!c->err) return -EINVAL;
-    size_t used = strlen(c->err->msg);
-    if (!c->left_out && used + strlen(line) + 41 < sizeof c->err->msg)
-        snprintf(c->err->msg + used, sizeof c->err->msg - used, "\n%s", line);
-    else
-        c->left_out++;
+    c->msgs[c->nerrors++] = tp__strdup(line);
     return -EINVAL;
+}
+
+static int by_place(const void *a, const void *b, void *ud) {
+    const yaml_mark_t *m = ud;
+    const yaml_mark_t *x = &m[*(const int *)a], *y = &m[*(const int *)b];
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    if (x->column != y->column) return x->column < y->column ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The mistakes in the file's order: into c->err one per line while they
+ * fit (then how many were left out), every one into c->all; frees them.
+ * O(n log n). */
+static void say_mistakes(cfgctx_t *c) {
+    int *order = tp__xcalloc((size_t)c->nerrors + 1, sizeof *order);
+    for (int i = 0; i < c->nerrors; i++)
+        order[i] = i;
+    qsort_r(order, (size_t)c->nerrors, sizeof *order, by_place, c->marks);
+    int left_out = 0;
+    for (int k = 0; k < c->nerrors; k++) {
+        const char *line = c->msgs[order[k]];
+        if (c->all) tp__buf_printf(c->all, "%s\n", line);
+        if (!c->err) continue;
+        size_t used = k ? strlen(c->err->msg) : 0;
+        if (k == 0)
+            tp__errorf(c->err, -EINVAL, "%s", line);
+        else if (!left_out && used + strlen(line) + 100 < sizeof c->err->msg)
+            snprintf(c->err->msg + used, sizeof c->err->msg - used, "\n%s", line);
+        else
+            left_out++;
+    }
+    if (left_out && c->err) {
+        size_t used = strlen(c->err->msg);
+        snprintf(c->err->msg + used, sizeof c->err->msg - used,
+                 "\n(and %d more mistakes; --dry-run lists them all)", left_out);
+    }
+    for (int i = 0; i < c->nerrors; i++)
+        free(c->msgs[i]);
+    free(c->msgs);
+    free(c->marks);
+    free(order);
 }
 
 /* See config_internal.h. O(mistakes). */
@@ -664,7 +698,7 @@ static int parse(const char *path, const char *text, size_t len, tp_experiment_t
                          problem);
         yaml_parser_delete(&parser);
         tp__experiment_free(out);
-        free(c.marks);
+        say_mistakes(&c);
         return rc;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -697,13 +731,7 @@ static int parse(const char *path, const char *text, size_t len, tp_experiment_t
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
-    if (rc < 0 && c.left_out && err) {
-        size_t used = strlen(err->msg);
-        snprintf(err->msg + used, sizeof err->msg - used,
-                 "\n(and %d more mistakes; `tunepack run %s --dry-run` lists them all)", c.left_out,
-                 path);
-    }
-    free(c.marks);
+    say_mistakes(&c);
     if (rc < 0) tp__experiment_free(out);
     return rc;
 }

@@ -12,11 +12,11 @@ typedef struct cfgctx {
     const char *path;      /* for messages */
     yaml_document_t *doc;  /* the parsed file */
     tp_experiment_t *x;    /* being filled */
-    tp_error_t *err;       /* the first errors, one per line (tp__cfg_fail_at) */
+    tp_error_t *err;       /* the first errors, one per line, in the file's order */
     tp_buf_t *all;         /* every error in full, one per line; NULL: not wanted */
     int nerrors;           /* mistakes found */
-    int left_out;          /* of them, not in err (no room) */
     yaml_mark_t *marks;    /* where each was, owned (nerrors of them) */
+    char **msgs;           /* each "path:line:col: what", owned (nerrors of them) */
     yaml_node_t *space;    /* `space` mapping: its keys are declared parameters */
     yaml_node_t *algorithm; /* `search.algorithm` value, for messages */
     yaml_node_t *command;  /* `command` sequence, checked once the space is known */
@@ -57,8 +57,8 @@ static inline int is_plain(const yaml_node_t *n) {
            n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
 }
 
-/* Add "path:line:col: msg" at mark m to c->err (the first fills it, the
- * next follow one per line); returns -EINVAL. */
+/* Keep the mistake "path:line:col: msg" at mark m (said in the file's
+ * order into c->err and c->all when the parse ends); returns -EINVAL. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)

@@ -145,6 +145,8 @@ class ConfigErrors(E2E):
             self.assertEqual(len(hits), 1, "%s %s once in %r" % (where, what, r.stderr))
             self.assertIn(what, hits[0])
         self.assertEqual(len(lines), len(expected), r.stderr)
+        places = [tuple(int(n) for n in l[len(exp) + 1:].split(":")[:2]) for l in lines]
+        self.assertEqual(places, sorted(places), "in the file's order")
         # The parameter whose range is wrong is no unknown placeholder as well.
         self.assertNotIn("{lr}", r.stderr)
         # A plain run says the same mistakes, and runs nothing.
@@ -152,6 +154,16 @@ class ConfigErrors(E2E):
         self.assertExit(r, 3)
         self.assertIn("scheduler asha needs a budget", r.stderr)
         self.assertFalse(os.path.exists(self.path("run", "tunepack.db")))
+
+    def test_a_run_names_how_many_mistakes_it_left_out(self):
+        text = BASE + "".join("unknown%d: 1\n" % i for i in range(30))
+        exp = self.experiment(text, name="many.yaml")
+        r = self.run_exp(exp, self.path("run"))
+        self.assertExit(r, 3)
+        self.assertRegex(r.stderr, r"\(and \d+ more mistakes; --dry-run lists them all\)")
+        r = self.tp("run", exp, "--dry-run")
+        self.assertExit(r, 3)
+        self.assertEqual(r.stderr.count("unknown key"), 30)
 
     def test_three_nul_mistakes_are_all_reported(self):
         text = ('name: "a\\0b"\ncommand: [sh, -c, "echo\\0 acc=1"]\n'

@@ -7,11 +7,12 @@ as it was."""
 import hashlib
 import os
 import shutil
+import signal
 import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, main
+from helpers import E2E, main, wait_for
 
 SCRIPT = """import json, os
 import sys as system, collections.abc
@@ -113,6 +114,26 @@ class DryRun(E2E):
             self.assertEqual((s.meta(), s.trials(), s.events()), rows)
         # The run itself agrees with the dry run: the refused change exits 4.
         self.assertExit(self.run_exp(changed, run_dir), 4)
+
+    def test_a_trial_cut_short_by_a_killed_run_is_next(self):
+        run_dir = self.path("run")
+        exp = self.experiment(RUNS.replace('"echo acc=1"', '"sleep 60; echo acc=1"')
+                              .replace("trials: 2", "trials: 1"))
+        p = self.start_run(exp, run_dir)
+
+        def running():
+            rows = self.poll_query(run_dir, "SELECT count(*) AS n FROM events WHERE kind = ?",
+                                   "running")
+            return p.poll() is not None or (rows and rows[0]["n"] >= 1)
+        wait_for(running, 60)
+        self.assertIsNone(p.poll(), "the run ended before its trial started")
+        os.kill(p.pid, signal.SIGKILL)
+        p.wait(timeout=30)
+        r = self.tp("run", exp, "--dir", run_dir, "--dry-run")
+        self.assertExit(r, 0)
+        self.assertIn("1 trial(s) recorded: 1 running", r.stdout)
+        self.assertIn("trial 0 (running, 1 attempt(s)): runs again", r.stdout)
+        self.assertNotIn("new trial", r.stdout)  # search.trials is reached
 
 
 if __name__ == "__main__":
