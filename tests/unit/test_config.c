@@ -395,6 +395,29 @@ TP_TEST(test_substitution_rejects_unknown_names) {
     json_decref(params);
 }
 
+/* A configuration that lacks an active parameter its command names (a value
+ * lost on the way) is refused, never run without it; an inactive one is left
+ * out with its flag. */
+TP_TEST(test_argv_is_refused_when_an_active_parameter_has_no_value) {
+    const char *text = "name: a\ncommand: [x, --lr, \"{lr}\", --w, \"{w}\"]\n"
+                       "metric: {name: v, mode: max}\n"
+                       "space:\n  lr: {uniform: [0, 1]}\n  arch: {choice: [a, b]}\n"
+                       "  w: {int: [1, 4], when: {arch: b}}\n";
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__experiment_parse("exp.yaml", text, strlen(text), &x, &err), 0);
+    json_t *lost = json_pack("{s:s, s:i}", "arch", "b", "w", 2);
+    TP_CHECK(tp__substitute_argv(x.argv, x.argc, &x.space, lost, NULL, &err) == NULL);
+    TP_CHECK_CONTAINS(err.msg, "\"lr\" has no value in this configuration");
+    json_t *inactive = json_pack("{s:f, s:s}", "lr", 0.5, "arch", "a");
+    json_t *argv = tp__substitute_argv(x.argv, x.argc, &x.space, inactive, NULL, &err);
+    TP_CHECK(argv && json_array_size(argv) == 3); /* x --lr 0.5: --w {w} left out */
+    json_decref(argv);
+    json_decref(inactive);
+    json_decref(lost);
+    tp__experiment_free(&x);
+}
+
 TP_TEST(test_braces_around_no_name_are_literal_text) {
     json_t *params = json_pack("{s:f}", "x", 0.5);
     tp_error_t err = {0};
