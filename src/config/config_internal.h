@@ -90,6 +90,11 @@ int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, s
 int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
                          size_t nspec, const char *example);
 
+/* config_command.c: `command` (a list of strings; its program's place kept
+ * for messages); after the whole file, every {placeholder} of it names a
+ * parameter, trial_id, trial_dir, the budget or the surrogate's param. */
+int tp__cfg_key_command(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_placeholders(cfgctx_t *c);
 /* config_resources.c: resources, placement, sharing, gpus, profile_by. */
 int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v);
