@@ -316,9 +316,11 @@ static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 known);
 }
 
+/* `search.trials`: at most 2^53, the most the journal (which records the
+ * number as a real) keeps exactly for the replay of a resumed run. */
 static int search_trials(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
-    int rc = tp__cfg_get_int(c, key, v, 1, LLONG_MAX, &t);
+    int rc = tp__cfg_get_int(c, key, v, 1, 1LL << 53, &t);
     if (rc == 0) c->x->search.trials = (uint64_t)t;
     c->trials_given = 1;
     return rc;

@@ -195,6 +195,7 @@ class ConfigErrors(E2E):
             ("concurrency: 1", "timeout: 0.0000001s", 7, 10, "below the 1ms"),
             ("concurrency: 1", "timeout: 1m1m", 7, 10, "each unit once"),
             ("concurrency: 1", "log_limit: 9000000T", 7, 12, "8388607T"),
+            ("trials: 2", "trials: 9007199254740993", 6, 37, "9007199254740992"),
             ("{uniform: [0, 1]}", "{uniform: [0, 1], q: 1e-320}", 5, 27, "q >= "),
             ("{uniform: [0, 1]}", "{uniform: [-1.7e308, 1.7e308]}", 5, 16, "overflow"),
             ("{uniform: [0, 1]}", "{normal: [1.7e308, 1.0e307]}", 5, 15, "sigmas"),
