@@ -14,29 +14,73 @@
 
 /* ---- messages --------------------------------------------------------------- */
 
-/* Every mistake is kept: the first fills c->err, the next ones follow it,
- * one per line, while they fit (then a count of those left out); a second
- * mistake at the same place is the same one said again and dropped. */
+/* Every mistake is kept, said in the file's order when the parse ends
+ * (say_mistakes); a second mistake at a place already reported is the same
+ * one said again and dropped. O(mistakes) per call. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...) {
     char msg[900];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    if (c->nerrors && m.line == c->last_mark.line && m.column == c->last_mark.column)
-        return -EINVAL;
-    c->last_mark = m;
-    if (c->nerrors++ == 0)
-        return tp__errorf(c->err, -EINVAL, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
-    if (!c->err) return -EINVAL;
+    for (int i = 0; i < c->nerrors; i++)
+        if (c->marks[i].line == m.line && c->marks[i].column == m.column) return -EINVAL;
+    c->marks = tp__xrealloc(c->marks, (size_t)(c->nerrors + 1) * sizeof *c->marks);
+    c->msgs = tp__xrealloc(c->msgs, (size_t)(c->nerrors + 1) * sizeof *c->msgs);
+    c->marks[c->nerrors] = m;
     char line[1100];
-    snprintf(line, sizeof line, "\n%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
-    size_t used = strlen(c->err->msg);
-    if (!c->left_out && used + strlen(line) + 40 < sizeof c->err->msg)
-        memcpy(c->err->msg + used, line, strlen(line) + 1);
-    else
-        c->left_out++;
+    snprintf(line, sizeof line, "%s:%zu:%zu: %s", c->path, m.line + 1, m.column + 1, msg);
+    c->msgs[c->nerrors++] = tp__strdup(line);
     return -EINVAL;
+}
+
+static int by_place(const void *a, const void *b, void *ud) {
+    const yaml_mark_t *m = ud;
+    const yaml_mark_t *x = &m[*(const int *)a], *y = &m[*(const int *)b];
+    if (x->line != y->line) return x->line < y->line ? -1 : 1;
+    if (x->column != y->column) return x->column < y->column ? -1 : 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The mistakes in the file's order: into c->err one per line while they
+ * fit (then how many were left out), every one into c->all; frees them.
+ * O(n log n). */
+static void say_mistakes(cfgctx_t *c) {
+    int *order = tp__xcalloc((size_t)c->nerrors + 1, sizeof *order);
+    for (int i = 0; i < c->nerrors; i++)
+        order[i] = i;
+    qsort_r(order, (size_t)c->nerrors, sizeof *order, by_place, c->marks);
+    int left_out = 0;
+    for (int k = 0; k < c->nerrors; k++) {
+        const char *line = c->msgs[order[k]];
+        if (c->all) tp__buf_printf(c->all, "%s\n", line);
+        if (!c->err) continue;
+        size_t used = k ? strlen(c->err->msg) : 0;
+        if (k == 0)
+            tp__errorf(c->err, -EINVAL, "%s", line);
+        else if (!left_out && used + strlen(line) + 100 < sizeof c->err->msg)
+            snprintf(c->err->msg + used, sizeof c->err->msg - used, "\n%s", line);
+        else
+            left_out++;
+    }
+    if (left_out && c->err) {
+        size_t used = strlen(c->err->msg);
+        snprintf(c->err->msg + used, sizeof c->err->msg - used,
+                 "\n(and %d more mistakes; --dry-run lists them all)", left_out);
+    }
+    for (int i = 0; i < c->nerrors; i++)
+        free(c->msgs[i]);
+    free(c->msgs);
+    free(c->marks);
+    free(order);
+}
+
+/* See config_internal.h. O(mistakes). */
+int tp__cfg_failed_within(const cfgctx_t *c, const yaml_node_t *n) {
+    for (int i = 0; n && i < c->nerrors; i++)
+        if (c->marks[i].index >= n->start_mark.index && c->marks[i].index <= n->end_mark.index)
+            return 1;
+    return 0;
 }
 
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
@@ -249,38 +293,9 @@ static int key_description(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return fail(c, v, "\"%s\" must be a string, got %s", key, tp__cfg_describe(v, got, sizeof got));
 }
 
-static int key_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    (void)key;
-    if (v->type != YAML_SEQUENCE_NODE)
-        return fail(c, v,
-                    "command must be a list of arguments, e.g. [python3, train.py, --lr, "
-                    "\"{lr}\"]; it is never run through a shell");
-    size_t n = seq_len(v);
-    if (n == 0)
-        return fail(c, v, "command is empty; list the program and its arguments, e.g. "
-                          "[python3, train.py, --lr, \"{lr}\"]");
-    for (size_t i = 0; i < n; i++) {
-        yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
-        if (e->type != YAML_SCALAR_NODE)
-            return fail(c, e, "each element of command must be a string, got %s; quote it, e.g. "
-                              "\"{lr}\"",
-                        e->type == YAML_MAPPING_NODE ? "a mapping (did you forget quotes "
-                                                       "around {...}?)" : "a list");
-    }
-    if (!*stext(tp__cfg_node_at(c, v->data.sequence.items.start[0])))
-        return fail(c, v, "the program (first element of command) is empty");
-    c->x->argv = tp__xcalloc(n + 1, sizeof *c->x->argv);
-    for (size_t i = 0; i < n; i++)
-        c->x->argv[i] = tp__strdup(stext(tp__cfg_node_at(c, v->data.sequence.items.start[i])));
-    c->x->argc = n;
-    c->x->program_line = (int)tp__cfg_node_at(c, v->data.sequence.items.start[0])->start_mark.line + 1;
-    c->x->program_col = (int)tp__cfg_node_at(c, v->data.sequence.items.start[0])->start_mark.column + 1;
-    c->command = v;
-    return 0;
-}
-
 static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
+    c->algorithm = v;
     if (v->type == YAML_SCALAR_NODE)
         for (size_t i = 0; tp__searcher_names[i]; i++)
             if (!strcmp(stext(v), tp__searcher_names[i])) {
@@ -301,9 +316,11 @@ static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
                 known);
 }
 
+/* `search.trials`: at most 2^53, the most the journal (which records the
+ * number as a real) keeps exactly for the replay of a resumed run. */
 static int search_trials(cfgctx_t *c, const char *key, yaml_node_t *v) {
     long long t;
-    int rc = tp__cfg_get_int(c, key, v, 1, LLONG_MAX, &t);
+    int rc = tp__cfg_get_int(c, key, v, 1, 1LL << 53, &t);
     if (rc == 0) c->x->search.trials = (uint64_t)t;
     c->trials_given = 1;
     return rc;
@@ -360,7 +377,17 @@ int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *o
                     tp__cfg_describe(v, got, sizeof got));
     }
     tp_error_t e;
-    if (tp__parse_duration(stext(v), out, &e) < 0) return fail(c, v, "%s: %s", key, e.msg);
+    double s;
+    if (tp__parse_duration(stext(v), &s, &e) < 0) return fail(c, v, "%s: %s", key, e.msg);
+    if (s < TP_DURATION_MIN_S)
+        return fail(c, v, "\"%s\" of %s is below the 1ms that timers count; write at least 1ms",
+                    key, stext(v));
+    if (s > TP_DURATION_MAX_S)
+        return fail(c, v,
+                    "\"%s\" of %s is past the longest duration a trial can be given "
+                    "(1e9 seconds, about 31 years); write a shorter one, or leave it out",
+                    key, stext(v));
+    *out = s;
     return 0;
 }
 
@@ -383,6 +410,11 @@ static int key_log_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (n < 4096)
         return fail(c, v, "\"%s\" must be at least 4k, got \"%s\"; e.g. log_limit: 8M", key,
                     stext(v));
+    if (n > TP_LOG_LIMIT_MAX)
+        return fail(c, v,
+                    "\"%s\" of %s is past the most a trial can be given (8388607T); "
+                    "e.g. log_limit: 8M",
+                    key, stext(v));
     c->x->log_limit = n;
     return 0;
 }
@@ -442,7 +474,7 @@ static int key_env(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static const key_spec_t top_keys[] = {
     {"name", key_name, 1, "name: mlp-demo"},
     {"description", key_description, 0, NULL},
-    {"command", key_command, 1, "command: [python3, train.py, --lr, \"{lr}\"]"},
+    {"command", tp__cfg_key_command, 1, "command: [python3, train.py, --lr, \"{lr}\"]"},
     {"metric", tp__cfg_key_metric, 1, "metric: {name: val_acc, mode: max}", &tp__cfg_metric_table},
     {"space", tp__cfg_key_space, 0, NULL, &tp__cfg_space_table},
     {"search", key_search, 0, NULL, &search_table},
@@ -510,58 +542,6 @@ int tp__config_keys(int (*fn)(const char *path, const char *const *values, int r
 
 /* ---- whole file ---------------------------------------------------------------- */
 
-/* Every {name} in command must be a parameter, trial_id, trial_dir or the
- * budget's name; other braces are literal text. O(command length * params). */
-static int check_placeholders(cfgctx_t *c) {
-    if (!c->command) return 0;
-    const tp_space_t *sp = &c->x->space;
-    for (size_t i = 0; i < seq_len(c->command); i++) {
-        yaml_node_t *e = tp__cfg_node_at(c, c->command->data.sequence.items.start[i]);
-        char **names;
-        tp_error_t te;
-        if (tp__template_names(stext(e), &names, &te) < 0) return fail(c, e, "%s", te.msg);
-        int rc = 0;
-        for (char **n = names; rc == 0 && *n; n++) {
-            if (tp__space_find(sp, *n) || !strcmp(*n, "trial_id") || !strcmp(*n, "trial_dir") ||
-                (c->x->budget_name && !strcmp(*n, c->x->budget_name)) ||
-                (c->x->surrogate.param && !strcmp(*n, c->x->surrogate.param)) ||
-                (c->fuse && !strcmp(*n, "configs_json")))
-                continue;
-            if (!strcmp(*n, "configs_json")) {
-                rc = fail(c, e, "placeholder {configs_json} is given only to fused processes; add "
-                                "fuse: {max: 8} or write {{configs_json}} for the literal text");
-                continue;
-            }
-            const char **cand = tp__xcalloc(sp->n + 3, sizeof *cand);
-            tp_buf_t list;
-            tp__buf_init(&list);
-            for (size_t j = 0; j < sp->n; j++) {
-                cand[j] = sp->params[j].name;
-                tp__buf_printf(&list, "%s%s", j ? ", " : "", sp->params[j].name);
-            }
-            cand[sp->n] = "trial_id";
-            cand[sp->n + 1] = "trial_dir";
-            cand[sp->n + 2] = c->x->budget_name; /* NULL (skipped) without a budget */
-            const char *guess = tp__did_you_mean(*n, cand, sp->n + 3);
-            const char *plist = sp->n ? list.data : "none";
-            if (guess)
-                rc = fail(c, e, "placeholder {%s} names no parameter; did you mean {%s}? "
-                                "(parameters: %s)",
-                          *n, guess, plist);
-            else
-                rc = fail(c, e, "placeholder {%s} names no parameter; use one of the parameters "
-                                "(%s) or {trial_id}, {trial_dir}; write {{%s}} for the literal "
-                                "text {%s}",
-                          *n, plist, *n, *n);
-            tp__buf_free(&list);
-            free(cand);
-        }
-        tp__template_names_free(names);
-        if (rc < 0) return rc;
-    }
-    return 0;
-}
-
 /* Without `search.trials`: grid makes one pass over its product, the
  * other samplers propose 10 trials. O(1). */
 static void default_trials(cfgctx_t *c) {
@@ -603,22 +583,26 @@ static void set_defaults(tp_experiment_t *x) {
 /* See config.h. Parses with libyaml's document API, then walks the tree
  * once (table-driven per mapping) and checks the command's placeholders
  * against the space. O(size of file). */
-int tp__experiment_parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
-                         tp_error_t *err) {
+static int parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
+                 tp_error_t *err, tp_buf_t *all) {
     set_defaults(out);
     out->path = tp__strdup(path);
     out->text = tp__xmalloc(len + 1);
     memcpy(out->text, text, len);
     out->text[len] = '\0';
+    /* A byte-order mark (an editor's, or several) is no part of the first key. */
+    size_t skip = 0;
+    while (len - skip >= 3 && !memcmp(out->text + skip, "\xef\xbb\xbf", 3))
+        skip += 3;
 
     yaml_parser_t parser;
     yaml_document_t doc;
-    cfgctx_t c = {.path = path, .doc = &doc, .x = out, .err = err};
+    cfgctx_t c = {.path = path, .doc = &doc, .x = out, .err = err, .all = all};
     if (!yaml_parser_initialize(&parser)) {
         tp__experiment_free(out);
         return tp__errorf(err, -ENOMEM, "%s: out of memory starting the YAML parser", path);
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)out->text, len);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)out->text + skip, len - skip);
     int rc;
     if (!yaml_parser_load(&parser, &doc)) {
         yaml_mark_t m = parser.problem_mark;
@@ -631,6 +615,7 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                          problem);
         yaml_parser_delete(&parser);
         tp__experiment_free(out);
+        say_mistakes(&c);
         return rc;
     }
     yaml_node_t *root = yaml_document_get_root_node(&doc);
@@ -644,41 +629,52 @@ int tp__experiment_parse(const char *path, const char *text, size_t len, tp_expe
                             "space, ...), got %s",
                   tp__cfg_describe(root, got, sizeof got));
     } else {
-        rc = tp__cfg_check_scalars(&c);
-        if (rc == 0)
-            rc = tp__cfg_walk_mapping(&c, "the experiment", root, top_keys,
-                                      TP_ARRAY_LEN(top_keys), "name: demo");
-        /* The checks across keys need every key right. */
-        if (rc == 0) default_trials(&c);
-        if (rc == 0) rc = check_placeholders(&c);
-        if (rc == 0) rc = tp__cfg_check_resources(&c);
-        if (rc == 0) rc = tp__cfg_check_budget(&c, root);
-        if (rc == 0) rc = tp__cfg_check_enqueue(&c);
-        if (rc == 0) rc = tp__cfg_check_surrogate(&c);
-        if (rc == 0) rc = tp__cfg_check_fuse(&c);
+        /* Every key is read and every check across keys made, whatever the
+         * mistakes before: each check skips what a mistake made wrong. */
+        int bad = tp__cfg_check_scalars(&c) < 0;
+        bad |= tp__cfg_walk_mapping(&c, "the experiment", root, top_keys, TP_ARRAY_LEN(top_keys),
+                                    "name: demo") < 0;
+        default_trials(&c);
+        bad |= tp__cfg_check_placeholders(&c) < 0;
+        bad |= tp__cfg_check_resources(&c) < 0;
+        bad |= tp__cfg_check_budget(&c, root) < 0;
+        bad |= tp__cfg_check_enqueue(&c) < 0;
+        bad |= tp__cfg_check_surrogate(&c) < 0;
+        bad |= tp__cfg_check_fuse(&c) < 0;
+        rc = bad || c.nerrors ? -EINVAL : 0;
         if (rc == 0 && !out->policy)
             out->policy = tp__strdup(out->groups != TP_FLUID_OFF ? TP_PLACE_GROUPS_POLICY
                                                                  : TP_PLACE_DEFAULT_POLICY);
     }
     yaml_document_delete(&doc);
     yaml_parser_delete(&parser);
-    if (rc < 0 && c.left_out && err) {
-        size_t used = strlen(err->msg);
-        snprintf(err->msg + used, sizeof err->msg - used, "\n(and %d more mistakes)", c.left_out);
-    }
+    say_mistakes(&c);
     if (rc < 0) tp__experiment_free(out);
     return rc;
 }
 
-int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err) {
+int tp__experiment_parse(const char *path, const char *text, size_t len, tp_experiment_t *out,
+                         tp_error_t *err) {
+    return parse(path, text, len, out, err, NULL);
+}
+
+int tp__experiment_load_all(const char *path, tp_experiment_t *out, tp_error_t *err,
+                            tp_buf_t *all) {
     char *text;
     size_t len;
     set_defaults(out);
     int rc = tp__read_file(path, &text, &len, err);
-    if (rc < 0) return rc;
-    rc = tp__experiment_parse(path, text, len, out, err);
+    if (rc < 0) {
+        if (all) tp__buf_printf(all, "%s\n", err->msg);
+        return rc;
+    }
+    rc = parse(path, text, len, out, err, all);
     free(text);
     return rc;
+}
+
+int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err) {
+    return tp__experiment_load_all(path, out, err, NULL);
 }
 
 void tp__experiment_free(tp_experiment_t *x) {

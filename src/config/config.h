@@ -20,6 +20,15 @@
  * file:line:col. */
 #define TP_VALUE_MAX 65536
 
+/* The durations of an experiment file (timeout, stop_grace, ...) that the
+ * runtime carries: the agent's timers count milliseconds, and a launch
+ * message's timeout_s and grace_s may be at most 1e9 seconds (agent/trial.c,
+ * docs/protocol.md). Others are refused with file:line:col. */
+#define TP_DURATION_MIN_S 0.001
+#define TP_DURATION_MAX_S 1e9
+/* The largest log_limit a launch message carries (a JSON integer). */
+#define TP_LOG_LIMIT_MAX ((uint64_t)INT64_MAX)
+
 /* What trials on a remote node inherit from the agent's environment when
  * `env_passthrough` is not given (on this machine: everything). Secrets
  * such as AWS_SECRET_ACCESS_KEY are not in it. docs/security.md. */
@@ -218,6 +227,10 @@ int tp__experiment_load(const char *path, tp_experiment_t *out, tp_error_t *err)
  * from a list). Stops at fn's first nonzero return, which it returns. */
 int tp__config_keys(int (*fn)(const char *path, const char *const *values, int required, void *ud),
                     void *ud);
+/* As tp__experiment_load; besides, every mistake in full ("path:line:col:
+ * what, and what would be right"), one per line, is appended to all, where
+ * err keeps only the first ones that fit (`run --dry-run` lists them all). */
+int tp__experiment_load_all(const char *path, tp_experiment_t *out, tp_error_t *err, tp_buf_t *all);
 void tp__experiment_free(tp_experiment_t *x);
 
 /* An experiment file's text as parsed YAML: a JSON object of its keys with
@@ -228,17 +241,13 @@ json_t *tp__config_tree(const char *text);
  * trials, concurrency, timeout, retries, resources, ...) or refused (keys
  * that give recorded trials their meaning: command, space, metric, search,
  * budget, ...; see key_kinds in config_change.c). Returns 0 (nothing
- * refused), 1 (something refused) or -1 (a text is no YAML). The command
- * is refused here: this is the rule once trials have results. */
-int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *accepted,
-                       tp_buf_t *refused);
-/* The same, given whether any trial has a result yet (completed, paused at a
- * rung or stopped early): while none has (results 0), a changed command is
- * accepted, shown as "  command: (...)" with its old and new value on a line
+ * refused), 1 (something refused) or -1 (a text is no YAML). results:
+ * how many trials have a result (completed, paused at a rung or stopped
+ * early); while none has (results 0), a changed command is accepted, shown as "  command: (...)" with its old and new value on a line
  * each ("    - OLD", "    + NEW"), so a mistake in it is fixed without
  * starting over. O(size of the files). */
-int tp__config_changes_given(const char *old_text, const char *new_text, int results,
-                             tp_buf_t *accepted, tp_buf_t *refused);
+int tp__config_changes(const char *old_text, const char *new_text, int results,
+                       tp_buf_t *accepted, tp_buf_t *refused);
 
 /* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}, and with
  * `fuse:` {configs_json}. */
@@ -265,7 +274,9 @@ char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extr
  * one) is left out, so "--width={width}" disappears; when that element is
  * just the placeholder ("{width}") and the element before it a flag
  * ("--width", starting with '-', no placeholder), the flag goes too. NULL
- * with err filled when a placeholder names nothing known. O(total length). */
+ * with err filled when a placeholder names nothing known, or names an
+ * active parameter that params lacks (a trial never runs without a value
+ * its command names). O(total length * params). */
 json_t *tp__substitute_argv(char *const *argv, size_t argc, const tp_space_t *space,
                             const json_t *params, const tp_subst_extra_t *extra, tp_error_t *err);
 

@@ -21,25 +21,30 @@ static const char *non_finite(const yaml_node_t *n) {
     return why;
 }
 
-/* See config_internal.h. O(size of the document). */
+/* See config_internal.h. Every scalar is checked, each mistake said.
+ * O(size of the document). */
 int tp__cfg_check_scalars(cfgctx_t *c) {
+    int rc = 0;
     for (yaml_node_t *n = c->doc->nodes.start; n < c->doc->nodes.top; n++) {
         if (n->type != YAML_SCALAR_NODE) continue;
         size_t len = n->data.scalar.length;
         if (memchr(n->data.scalar.value, '\0', len))
-            return fail(c, n, "the value \"%.60s...\" holds a NUL byte (\\0), which no argument, "
-                              "environment variable or file name can carry; remove it",
-                        stext(n));
-        if (len > TP_VALUE_MAX)
-            return fail(c, n, "this value is %zu bytes long; a value may be at most %d bytes, "
-                              "as it travels to trials in one environment variable "
-                              "(TUNEPACK_PARAM_*) or argument",
-                        len, TP_VALUE_MAX);
-        if (non_finite(n))
-            return fail(c, n, "\"%s\" is not a finite number; infinities, NaN and numbers beyond "
-                              "+-1.8e308 cannot be given to a trial; write a finite number, or "
-                              "quote it to mean the text",
-                        stext(n));
+            rc = fail(c, n,
+                      "the value \"%.60s...\" holds a NUL byte (\\0), which no argument, "
+                      "environment variable or file name can carry; remove it",
+                      stext(n));
+        else if (len > TP_VALUE_MAX)
+            rc = fail(c, n,
+                      "this value is %zu bytes long; a value may be at most %d bytes, "
+                      "as it travels to trials in one environment variable "
+                      "(TUNEPACK_PARAM_*) or argument",
+                      len, TP_VALUE_MAX);
+        else if (non_finite(n))
+            rc = fail(c, n,
+                      "\"%s\" is not a finite number; infinities, NaN and numbers beyond "
+                      "+-1.8e308 cannot be given to a trial; write a finite number, or "
+                      "quote it to mean the text",
+                      stext(n));
     }
-    return 0;
+    return rc;
 }

@@ -131,12 +131,7 @@ static void compare_key(const char *key, const json_t *a, const json_t *b, const
     say_change(c, key, va, vb);
 }
 
-int tp__config_changes(const char *old_text, const char *new_text, tp_buf_t *accepted,
-                       tp_buf_t *refused) {
-    return tp__config_changes_given(old_text, new_text, 1, accepted, refused);
-}
-
-int tp__config_changes_given(const char *old_text, const char *new_text, int results,
+int tp__config_changes(const char *old_text, const char *new_text, int results,
                              tp_buf_t *accepted, tp_buf_t *refused) {
     const changes_t c = {.accepted = accepted, .refused = refused, .results = results};
     json_t *a = tp__config_tree(old_text), *b = tp__config_tree(new_text);

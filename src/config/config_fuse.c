@@ -90,6 +90,7 @@ int tp__cfg_check_fuse(cfgctx_t *c) {
         for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
              i++) {
             yaml_node_t *e = tp__cfg_node_at(c, *i);
+            if (e->type == YAML_SCALAR_NODE && tp__cfg_param_failed(c, stext(e))) continue;
             if (e->type != YAML_SCALAR_NODE || !tp__space_find(&x->space, stext(e))) {
                 char got[256];
                 return fail(c, e, "fuse.shape names %s, which is not a parameter of space",

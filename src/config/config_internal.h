@@ -12,10 +12,13 @@ typedef struct cfgctx {
     const char *path;      /* for messages */
     yaml_document_t *doc;  /* the parsed file */
     tp_experiment_t *x;    /* being filled */
-    tp_error_t *err;       /* every error, one per line (tp__cfg_fail_at) */
+    tp_error_t *err;       /* the first errors, one per line, in the file's order */
+    tp_buf_t *all;         /* every error in full, one per line; NULL: not wanted */
     int nerrors;           /* mistakes found */
-    int left_out;          /* of them, not in err (no room) */
-    yaml_mark_t last_mark; /* where the last one was */
+    yaml_mark_t *marks;    /* where each was, owned (nerrors of them) */
+    char **msgs;           /* each "path:line:col: what", owned (nerrors of them) */
+    yaml_node_t *space;    /* `space` mapping: its keys are declared parameters */
+    yaml_node_t *algorithm; /* `search.algorithm` value, for messages */
     yaml_node_t *command;  /* `command` sequence, checked once the space is known */
     yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
     yaml_node_t *budget;     /* `budget` mapping, for messages */
@@ -84,11 +87,17 @@ static inline int is_plain(const yaml_node_t *n) {
            n->data.scalar.style == YAML_ANY_SCALAR_STYLE;
 }
 
-/* Add "path:line:col: msg" at mark m to c->err (the first fills it, the
- * next follow one per line); returns -EINVAL. */
+/* Keep the mistake "path:line:col: msg" at mark m (said in the file's
+ * order into c->err and c->all when the parse ends); returns -EINVAL. */
 int tp__cfg_fail_at(cfgctx_t *c, yaml_mark_t m, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
+/* Was a mistake reported inside node n (NULL: no)? The checks across keys
+ * skip what a mistake already made wrong, so that each is said once. */
+int tp__cfg_failed_within(const cfgctx_t *c, const yaml_node_t *n);
+/* Is name a parameter written in `space` whose domain had a mistake (so it
+ * is missing from the space, and said already)? O(params). */
+int tp__cfg_param_failed(const cfgctx_t *c, const char *name);
 /* How a node reads in "got ...": the scalar quoted, else its kind. */
 const char *tp__cfg_describe(const yaml_node_t *n, char *out, size_t len);
 yaml_node_t *tp__cfg_node_at(cfgctx_t *c, int index);
@@ -111,6 +120,11 @@ int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, s
 int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
                          size_t nspec, const char *example);
 
+/* config_command.c: `command` (a list of strings; its program's place kept
+ * for messages); after the whole file, every {placeholder} of it names a
+ * parameter, trial_id, trial_dir, the budget or the surrogate's param. */
+int tp__cfg_key_command(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_placeholders(cfgctx_t *c);
 /* config_resources.c: resources, placement, sharing, gpus, profile_by. */
 int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_placement(cfgctx_t *c, const char *key, yaml_node_t *v);

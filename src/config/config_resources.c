@@ -388,20 +388,21 @@ static int check_groups(cfgctx_t *c) {
 int tp__cfg_check_resources(cfgctx_t *c) {
     tp_experiment_t *x = c->x;
     int rc = check_groups(c);
-    if (rc < 0) return rc;
     if (c->profile_by) {
         yaml_node_t *v = c->profile_by;
         size_t n = seq_len(v);
         x->profile_by = tp__xcalloc(n ? n : 1, sizeof *x->profile_by);
         for (size_t i = 0; i < n; i++) {
             yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
+            if (e->type == YAML_SCALAR_NODE && tp__cfg_param_failed(c, stext(e))) continue;
             if (e->type != YAML_SCALAR_NODE || !tp__space_find(&x->space, stext(e))) {
                 char got[256];
-                return fail(c, e, "profile_by names %s, which is not a parameter of space",
-                            tp__cfg_describe(e, got, sizeof got));
+                rc = fail(c, e, "profile_by names %s, which is not a parameter of space",
+                          tp__cfg_describe(e, got, sizeof got));
+                continue;
             }
             x->profile_by[x->nprofile_by++] = tp__strdup(stext(e));
         }
     }
-    return 0;
+    return rc;
 }

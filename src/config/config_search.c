@@ -214,12 +214,13 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
     tp_experiment_t *x = c->x;
     int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband") ||
                 !strcmp(x->scheduler, "hypersched");
-    if (rungs && !x->budget_name)
+    if (rungs && !x->budget_name && !c->budget) /* a budget with a mistake is said already */
         return fail(c, c->scheduler ? c->scheduler : root,
                     "scheduler %s needs a budget to grow; add e.g. budget: {name: epochs, min: 1, "
                     "max: 81, eta: 3} and pass {epochs} to the command",
                     x->scheduler);
-    if (x->nwarm_start && strcmp(x->search.algorithm, "tpe") && strcmp(x->search.algorithm, "nsga2"))
+    if (x->nwarm_start && !tp__cfg_failed_within(c, c->algorithm) &&
+        strcmp(x->search.algorithm, "tpe") && strcmp(x->search.algorithm, "nsga2"))
         return fail(c, c->warm_start,
                     "warm_start feeds earlier results to a sampler that learns from them; use "
                     "search: {algorithm: tpe} or nsga2 (%s ignores them)",

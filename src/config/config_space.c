@@ -133,8 +133,10 @@ static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t 
 }
 
 /* A mapping with one domain key and optional q / log into p (whose name and
- * position are set). *where is set to the node a domain error points at. */
-static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml_node_t **where) {
+ * position are set). *where is set to the node a domain error points at,
+ * *qwhere to the one an error about q does. */
+static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml_node_t **where,
+                                yaml_node_t **qwhere) {
     int rc = tp__cfg_check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
     if (rc < 0) return rc;
     yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL, *whennode = NULL;
@@ -166,6 +168,7 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
                           "int, normal, e.g. {uniform: [0.0, 1.0]}",
                     p->name);
     *where = dval;
+    *qwhere = qnode ? qnode : dval;
     if (p->kind == TP_DOM_CHOICE || p->kind == TP_DOM_GRID)
         rc = parse_values(c, stext(dkey), dval, p);
     else
@@ -203,10 +206,11 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
         return fail(c, k, "parameter name \"%s\" is reserved for the built-in placeholder; rename "
                           "it",
                     name);
+    if (tp__cfg_failed_within(c, v)) return -EINVAL; /* a value said to be wrong already */
     tp_param_t p = {.name = tp__strdup(name),
                     .line = (int)k->start_mark.line + 1,
                     .col = (int)k->start_mark.column + 1};
-    yaml_node_t *where = v;
+    yaml_node_t *where = v, *qwhere = v;
     int rc = 0;
     if (v->type == YAML_SEQUENCE_NODE) {
         rc = fail(c, v, "\"%s\" is a bare list; use {choice: [...]} to sample from a list or "
@@ -217,10 +221,11 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
         p.values = tp__xcalloc(1, sizeof *p.values);
         p.values[p.nvalues++] = tp__cfg_resolve_scalar(v);
     } else {
-        rc = parse_domain_mapping(c, v, &p, &where);
+        rc = parse_domain_mapping(c, v, &p, &where, &qwhere);
     }
     tp_error_t e;
-    if (rc == 0 && tp__param_check(&p, &e) < 0) rc = fail(c, where, "%s", e.msg);
+    if (rc == 0 && (rc = tp__param_check(&p, &e)) < 0)
+        rc = fail(c, rc == -EDOM ? qwhere : where, "%s", e.msg);
     if (rc < 0) { /* free p's fields through a throwaway space */
         tp_space_t tmp;
         tp__space_init(&tmp);
@@ -234,12 +239,23 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
 
 int tp__cfg_key_space(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
+    c->space = v;
     int rc = tp__cfg_check_mapping(c, key, v, "space: {lr: {loguniform: [1.0e-4, 1.0]}}");
     if (rc < 0) return rc;
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++)
         if (parse_param(c, tp__cfg_node_at(c, p->key), tp__cfg_node_at(c, p->value)) < 0)
             rc = -EINVAL; /* every parameter is checked */
     return rc == 0 ? link_space(c) : rc;
+}
+
+/* See config_internal.h. */
+int tp__cfg_param_failed(const cfgctx_t *c, const char *name) {
+    if (!c->space || tp__space_find(&c->x->space, name)) return 0;
+    const yaml_node_t *v = c->space;
+    if (v->type != YAML_MAPPING_NODE) return tp__cfg_failed_within(c, v);
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++)
+        if (!strcmp(stext(yaml_document_get_node(c->doc, p->key)), name)) return 1;
+    return 0;
 }
 
 /* One `enqueue` entry: a mapping {param: value} checked against the space:
@@ -254,6 +270,7 @@ static int enqueue_entry(cfgctx_t *c, yaml_node_t *e, json_t *cfg) {
          pr++) {
         yaml_node_t *k = tp__cfg_node_at(c, pr->key), *v = tp__cfg_node_at(c, pr->value);
         const tp_param_t *p = tp__space_find(sp, stext(k));
+        if (!p && tp__cfg_param_failed(c, stext(k))) return -EINVAL; /* said already */
         if (!p) {
             const char *guess = tp__space_did_you_mean(sp, stext(k));
             if (guess)

@@ -178,17 +178,36 @@ char *tp__substitute(const char *tmpl, const json_t *params, const tp_subst_extr
     return tp__buf_steal(&c.out);
 }
 
-/* Does tmpl hold a placeholder naming a parameter of space that params
- * lacks (an inactive parameter)? O(len(tmpl) * params). */
-static int names_inactive(const char *tmpl, const tp_space_t *space, const json_t *params) {
+/* Does tmpl hold a placeholder naming a parameter of space that is
+ * inactive in params (active[] from tp__space_active)? O(len(tmpl) * params). */
+static int names_inactive(const char *tmpl, const tp_space_t *space, const unsigned char *active) {
     char **names;
     tp_error_t e;
     if (tp__template_names(tmpl, &names, &e) < 0) return 0;
     int hit = 0;
-    for (char **n = names; *n && !hit; n++)
-        hit = tp__space_find(space, *n) && !json_object_get(params, *n);
+    for (char **n = names; *n && !hit; n++) {
+        const tp_param_t *p = tp__space_find(space, *n);
+        hit = p && !active[p - space->params];
+    }
     tp__template_names_free(names);
     return hit;
+}
+
+/* The first placeholder of tmpl naming an active parameter that params
+ * lacks (a value lost on the way: never run without it), or NULL. The name
+ * is the space's. */
+static const char *names_missing(const char *tmpl, const tp_space_t *space,
+                                 const unsigned char *active, const json_t *params) {
+    char **names;
+    tp_error_t e;
+    if (tp__template_names(tmpl, &names, &e) < 0) return NULL;
+    const char *missing = NULL;
+    for (char **n = names; *n && !missing; n++) {
+        const tp_param_t *p = tp__space_find(space, *n);
+        if (p && active[p - space->params] && !json_object_get(params, *n)) missing = p->name;
+    }
+    tp__template_names_free(names);
+    return missing;
 }
 
 /* Is tmpl exactly one placeholder, "{name}"? */
@@ -207,23 +226,37 @@ static int lone_placeholder(const char *tmpl) {
 /* See config.h. */
 json_t *tp__substitute_argv(char *const *argv, size_t argc, const tp_space_t *space,
                             const json_t *params, const tp_subst_extra_t *extra, tp_error_t *err) {
+    unsigned char *active = tp__xcalloc(space->n ? space->n : 1, 1);
+    tp__space_active(space, params, active);
     json_t *out = json_array();
-    for (size_t i = 0; i < argc; i++) {
-        if (names_inactive(argv[i], space, params)) {
+    for (size_t i = 0; out && i < argc; i++) {
+        const char *missing = names_missing(argv[i], space, active, params);
+        if (missing) {
+            tp__errorf(err, -EINVAL,
+                       "\"%s\" has no value in this configuration, so {%s} in \"%s\" cannot be "
+                       "given; the trial is not run without it",
+                       missing, missing, argv[i]);
+            json_decref(out);
+            out = NULL;
+            break;
+        }
+        if (names_inactive(argv[i], space, active)) {
             /* "--width" "{width}": the flag goes with its value */
             size_t n = json_array_size(out);
             if (n && i > 0 && lone_placeholder(argv[i]) && argv[i - 1][0] == '-' &&
-                !strchr(argv[i - 1], '{') && !names_inactive(argv[i - 1], space, params))
+                !strchr(argv[i - 1], '{') && !names_inactive(argv[i - 1], space, active))
                 json_array_remove(out, n - 1);
             continue;
         }
         char *arg = tp__substitute(argv[i], params, extra, err);
         if (!arg) {
             json_decref(out);
-            return NULL;
+            out = NULL;
+            break;
         }
         json_array_append_new(out, json_string(arg));
         free(arg);
     }
+    free(active);
     return out;
 }

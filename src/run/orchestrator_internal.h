@@ -474,6 +474,19 @@ tp_scheduler_t *tp__run_scheduler_new(const tp_experiment_t *x, tp_error_t *err)
  * 0, or -ENOENT/-EACCES with err "file:line:col: ..." at the program. A
  * program with a placeholder in it is not checked. */
 int tp__run_check_program(const tp_experiment_t *x, const char *workdir, tp_error_t *err);
+/* programs.c: the absolute path prog resolves to as a trial's exec finds it
+ * from workdir (a path with '/': relative to workdir; a bare name: each PATH
+ * entry in turn, relative ones from workdir) into out. 0, or -ENOENT,
+ * -EACCES (out: the one found not executable), -EISDIR. */
+int tp__run_resolve_program(const char *prog, const char *workdir, char *out, size_t n);
+/* programs.c: "  prog -> /abs/path" for the program of x's command (and the
+ * one an `env` runs); for a Python interpreter its version, its script's
+ * path and whether each module the script imports at top level imports
+ * (the interpreter run with an argv, in workdir, with the file's env; at
+ * most 60 s). Lines into out; *unimportable counts modules that do not
+ * import. 0, or the -errno of a program not found (nothing said of it). */
+int tp__run_describe_programs(const tp_experiment_t *x, const char *workdir, tp_buf_t *out,
+                              int *unimportable);
 
 /* Run the event loop until the experiment ends or stops; TP_EXIT_* code. */
 int tp__orchestrator_loop(tp_run_t *r);
@@ -486,7 +499,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
 const trial_t *tp__run_best_trial(const tp_run_t *r);
 /* setup.c: how many trials of the experiment in s have a result (completed,
  * paused at a rung or stopped early; a fork's seeded trials not counted) into
- * *n: while none has, a changed command is taken (tp__config_changes_given).
+ * *n: while none has, a changed command is taken (tp__config_changes).
  * 0 or the store's error. O(trials). */
 int tp__run_count_results(tp_store_t *s, int *n);
 /* retry.c: `run --retry-failed`: every failed trial goes back to pending, a

@@ -314,7 +314,7 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
     int results = 0;
     tp__journal_ok(&r->journal, tp__run_count_results(r->journal.store, &results),
                    "reading the trials");
-    int rc = tp__config_changes_given(old_text, r->x.text, results, &ok, &refused);
+    int rc = tp__config_changes(old_text, r->x.text, results, &ok, &refused);
     if (rc != 0) {
         char why[200] = "";
         const char *list = refused.len ? refused.data : "";

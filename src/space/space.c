@@ -1,5 +1,6 @@
 /* space: parameter domains, checking, sampling and grid enumeration. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,13 @@
 #define GRID_MAX_DIM 10000ULL            /* largest discrete INT / quantized UNIFORM range */
 #define GRID_MAX_POINTS (1ULL << 40)     /* grid sizes past this are reported as 0 */
 #define GRID_MAX_SCAN (1ULL << 24)       /* conditional grids: largest product scanned */
+/* The widest span a domain may sample over: the samplers compute with it (TPE spreads
+ * its prior over the range and a step more), so it keeps room below DBL_MAX. */
+#define SPAN_MAX (DBL_MAX / 16)
+/* How far from its mean a normal draw can land, in sigmas: Box-Muller from 53-bit
+ * uniforms reaches 8.57 (tp__rng_normal); TPE's kernels stay within 5. */
+#define NORMAL_Z_MAX 9.0
+#define DECIMALS_MAX 17 /* most decimal places "%.*f" is asked for */
 
 void tp__space_init(tp_space_t *s) {
     memset(s, 0, sizeof *s);
@@ -58,6 +66,45 @@ static const char *kind_name(tp_domain_kind k) {
     case TP_DOM_NORMAL: return "normal";
     }
     return "?";
+}
+
+/* Every value p's samplers draw is finite: the range (a normal's mean +-
+ * NORMAL_Z_MAX sigma) spans at most SPAN_MAX, and a step q is coarse enough
+ * that x / q and k * q stay exact over it. p's bounds are already checked.
+ * 0, -EINVAL about the bounds or -EDOM about q, with what would be right. */
+static int check_span(const tp_param_t *p, tp_error_t *err) {
+    char lo[32], hi[32], q[32], most[32];
+    tp__fmt_double(p->lo, lo);
+    tp__fmt_double(p->hi, hi);
+    tp__fmt_double(p->q, q);
+    tp__fmt_sig(SPAN_MAX, most);
+    double a = p->lo, b = p->hi;
+    if (p->kind == TP_DOM_NORMAL)
+        a = p->lo - NORMAL_Z_MAX * p->hi, b = p->lo + NORMAL_Z_MAX * p->hi;
+    else if (p->kind != TP_DOM_UNIFORM && p->kind != TP_DOM_LOGUNIFORM)
+        return 0;
+    if (!(b - a <= SPAN_MAX) || !(fmax(fabs(a), fabs(b)) <= SPAN_MAX)) {
+        if (p->kind == TP_DOM_NORMAL)
+            return tp__errorf(err, -EINVAL,
+                              "normal [%s, %s] of \"%s\" draws values as far as %g sigmas from the "
+                              "mean, past the largest a sample may span (about %s; it would "
+                              "overflow to infinity); make the mean and sigma smaller",
+                              lo, hi, p->name, NORMAL_Z_MAX, most);
+        return tp__errorf(err, -EINVAL,
+                          "range of \"%s\" [%s, %s] is wider than a sample can span (at most "
+                          "about %s from zero; its width would overflow to infinity); narrow it",
+                          p->name, lo, hi, most);
+    }
+    double extent = fmax(fabs(a), fabs(b)), fine = fmax(extent * DBL_EPSILON, DBL_MIN);
+    if (p->q > 0 && p->q < fine) {
+        char want[32];
+        tp__fmt_sig(fine, want);
+        return tp__errorf(err, -EDOM,
+                          "q of \"%s\" is %s, finer than a number near %g can be told apart "
+                          "by, so every sample would round wrong; use q >= %s or no q",
+                          p->name, q, extent, want);
+    }
+    return 0;
 }
 
 /* Check p's domain; see space.h. The message names the parameter and says
@@ -117,17 +164,17 @@ int tp__param_check(const tp_param_t *p, tp_error_t *err) {
                               "with low <= high",
                               p->name, lo, hi);
         if (p->q != 0 && p->q != floor(p->q))
-            return tp__errorf(err, -EINVAL,
+            return tp__errorf(err, -EDOM,
                               "q of \"%s\" must be a whole number for an int domain, got %s",
                               p->name, q);
         break;
     }
     if (p->q < 0 || !isfinite(p->q))
-        return tp__errorf(err, -EINVAL, "q of \"%s\" must be > 0, got %s; e.g. q: 0.1", p->name, q);
-    return 0;
+        return tp__errorf(err, -EDOM, "q of \"%s\" must be > 0, got %s; e.g. q: 0.1", p->name, q);
+    return check_span(p, err);
 }
-
-/* Decimal places that q is written with (0.25 -> 2, 1e-05 -> 5, 10 -> 0). */
+/* Decimal places that q is written with (0.25 -> 2, 1e-05 -> 5, 10 -> 0),
+ * or -1 past DECIMALS_MAX (then no decimal rounding can clean a multiple). */
 static int decimals_of(double q) {
     char t[32];
     tp__fmt_double(q, t);
@@ -137,15 +184,16 @@ static int decimals_of(double q) {
     char *dot = strchr(t, '.');
     if (dot) frac = (int)((e ? e : t + strlen(t)) - dot - 1);
     int d = frac - exp10;
-    return d < 0 ? 0 : d > 17 ? 17 : d;
+    return d < 0 ? 0 : d > DECIMALS_MAX ? -1 : d;
 }
 
 /* k*q without binary noise: 3 * 0.1 gives 0.3, not 0.30000000000000004. */
 static double clean_multiple(double k, double q) {
     double x = k * q;
-    if (!isfinite(x) || fabs(x) > 1e15) return x;
+    int d = decimals_of(q);
+    if (!isfinite(x) || fabs(x) > 1e15 || d < 0) return x;
     char t[64];
-    snprintf(t, sizeof t, "%.*f", decimals_of(q), x);
+    snprintf(t, sizeof t, "%.*f", d, x);
     return strtod(t, NULL);
 }
 
@@ -263,11 +311,10 @@ static json_t *grid_value(const tp_param_t *p, uint64_t k) {
         return json_integer(llround(p->lo) + (long long)k);
     case TP_DOM_UNIFORM: {
         double off = clean_multiple((double)k, p->q);
+        int dq = decimals_of(p->q), dl = decimals_of(p->lo), d = dq > dl ? dq : dl;
         char t[64];
-        snprintf(t, sizeof t, "%.*f", decimals_of(p->q) > decimals_of(p->lo)
-                                          ? decimals_of(p->q) : decimals_of(p->lo),
-                 p->lo + off);
-        double v = fabs(p->lo + off) > 1e15 ? p->lo + off : strtod(t, NULL);
+        snprintf(t, sizeof t, "%.*f", d < 0 ? 0 : d, p->lo + off);
+        double v = fabs(p->lo + off) > 1e15 || dq < 0 || dl < 0 ? p->lo + off : strtod(t, NULL);
         return json_real(clampd(v, p->lo, p->hi));
     }
     default:

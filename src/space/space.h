@@ -84,9 +84,13 @@ int tp__param_contains(const tp_param_t *p, const json_t *v);
 int tp__space_check_config(const tp_space_t *s, const json_t *cfg, tp_error_t *err);
 
 /* Check a param's domain: non-empty lists, lo < hi (lo <= hi for INT),
- * lo > 0 for LOGUNIFORM and log INT, sigma > 0, q >= 0. Returns 0 or -EINVAL
- * with a message that says what is wrong and what would be right (without
- * file position: the caller adds it). */
+ * lo > 0 for LOGUNIFORM and log INT, sigma > 0, q >= 0; and that every
+ * value its samplers can draw is finite: the range (a normal's mean +- 9
+ * sigma) spans at most DBL_MAX / 16, and q is coarse enough to round by
+ * over it (>= the range's magnitude * DBL_EPSILON, >= DBL_MIN). Returns 0,
+ * -EINVAL (the domain) or -EDOM (its q) with a message that says what is
+ * wrong and what would be right (without file position: the caller adds
+ * it). */
 int tp__param_check(const tp_param_t *p, tp_error_t *err);
 
 /* Draw one configuration: every param sampled (GRID treated as CHOICE),

@@ -48,8 +48,9 @@ static int plain_seconds(const char *text, double *out) {
     return 1;
 }
 
-/* Parse "90", "1.5", "250ms", "5m", "1h30m", "2d" (units may repeat in any
- * order and add up) into seconds > 0. Leading/trailing spaces are ignored.
+/* Parse "90", "1.5", "250ms", "5m", "1h30m", "2d" (several units add up,
+ * each written once, the largest first: "1m1m" and "30s1m" are mistakes)
+ * into seconds > 0. Leading/trailing spaces are ignored.
  * Returns 0 or -EINVAL with a message saying the expected form. */
 int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
     if (!text) return duration_error("", err);
@@ -64,6 +65,7 @@ int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
     double total = 0;
     if (!plain_seconds(s, &total)) {
         const char *p = s;
+        double last = INFINITY; /* the unit before, in seconds: each next one is smaller */
         while (*p) {
             if (!isdigit((unsigned char)*p) && *p != '.') return duration_error(s, err);
             const char *start = p;
@@ -86,6 +88,12 @@ int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
                 }
             }
             if (u == TP_ARRAY_LEN(duration_units)) return duration_error(s, err);
+            if (!(duration_units[u].seconds < last))
+                return tp__errorf(err, -EINVAL,
+                                  "duration \"%s\" repeats a unit or puts a smaller one first; "
+                                  "write each unit once, the largest first, e.g. 1h30m",
+                                  s);
+            last = duration_units[u].seconds;
             total += v * duration_units[u].seconds;
         }
     }

@@ -170,7 +170,7 @@ class Options(E2E):
     def test_closed_choices_are_checked_with_a_suggestion(self):
         p = self.tp("export", "--format", "jsn")
         self.assertExit(p, 2)
-        self.assertIn('unknown --format "jsn"; did you mean "json"? (csv, json)', p.stderr)
+        self.assertIn('unknown --format "jsn"; did you mean "json"? (csv, tsv, json)', p.stderr)
         p = self.tp("simulate", "--rounds=ful")
         self.assertExit(p, 2)
         self.assertIn('did you mean "full"?', p.stderr)

@@ -1,6 +1,9 @@
 /* Unit tests for space: domain sampling bounds, grid enumeration, value text, checks. */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "space/space.h"
 #include "tp_test.h"
@@ -211,7 +214,7 @@ TP_TEST(test_param_check_explains_bad_domains) {
     p.lo = 0;
     p.hi = 1;
     p.q = -0.5;
-    TP_CHECK_INT(tp__param_check(&p, &err), -EINVAL);
+    TP_CHECK_INT(tp__param_check(&p, &err), -EDOM); /* about q: said at q */
     TP_CHECK_CONTAINS(err.msg, "q of \"lr\" must be > 0");
     p.q = 0;
     TP_CHECK_INT(tp__param_check(&p, &err), 0);
@@ -226,4 +229,67 @@ TP_TEST(test_param_check_explains_bad_domains) {
 
 int main(void) {
     return tp_test_main();
+}
+
+/* Domains at the edges of what a double holds: each is refused at load time
+ * (with the code that says where: -EINVAL the bounds, -EDOM the q), or every
+ * value drawn from it is a finite number inside it: never inf, NaN, or a
+ * parameter dropped from the configuration. */
+TP_TEST(test_every_accepted_domain_samples_finite_values_and_the_rest_are_refused) {
+    static const struct {
+        tp_domain_kind kind;
+        double lo, hi, q;
+        int rc;           /* of tp__param_check */
+        const char *says; /* in its message */
+    } cases[] = {
+        {TP_DOM_UNIFORM, -1.7e308, 1.7e308, 0, -EINVAL, "wider than a sample can span"},
+        {TP_DOM_UNIFORM, -DBL_MAX, DBL_MAX, 0, -EINVAL, "overflow"},
+        {TP_DOM_UNIFORM, 0, DBL_MAX / 32, 0, 0, NULL},
+        {TP_DOM_UNIFORM, -DBL_MAX / 64, DBL_MAX / 64, 0, 0, NULL},
+        {TP_DOM_NORMAL, 1.7e308, 1, 0, -EINVAL, "sigmas from the mean"},
+        {TP_DOM_NORMAL, 0, 1e307, 0, -EINVAL, "sigmas from the mean"},
+        {TP_DOM_NORMAL, 0, 1e305, 0, 0, NULL},
+        {TP_DOM_LOGUNIFORM, 1e-320, DBL_MAX / 32, 0, 0, NULL},
+        {TP_DOM_LOGUNIFORM, 1e-3, DBL_MAX, 0, -EINVAL, "overflow"},
+        {TP_DOM_UNIFORM, 0, 1, 1e-320, -EDOM, "q >= "},
+        {TP_DOM_UNIFORM, 0, 1, 1e-17, -EDOM, "finer than"},
+        {TP_DOM_UNIFORM, 0, 1e-300, 1e-310, -EDOM, "q >= "},
+        {TP_DOM_UNIFORM, 0, 1e-300, 1e-302, 0, NULL},
+        {TP_DOM_UNIFORM, 0, 1, 1e-15, 0, NULL},
+        {TP_DOM_UNIFORM, 1e300, 1e301, 1e290, 0, NULL},
+        {TP_DOM_NORMAL, 0, 1, 1e-320, -EDOM, "q >= "},
+        {TP_DOM_NORMAL, 0, 1, 0.5, 0, NULL},
+        {TP_DOM_LOGUNIFORM, 1e-5, 1, 1e-20, -EDOM, "finer than"},
+        {TP_DOM_LOGUNIFORM, 1e-5, 1, 1e-6, 0, NULL},
+        {TP_DOM_UNIFORM, 1.7e308, 1.75e308, 0, -EINVAL, "from zero"},
+        {TP_DOM_LOGUNIFORM, 1e-5, 1, 1e-320, -EDOM, "q >= "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tp_space_t s;
+        tp__space_init(&s);
+        tp_param_t p = mk("x", cases[i].kind, cases[i].lo, cases[i].hi);
+        p.q = cases[i].q;
+        tp_error_t err = {0};
+        int rc = tp__param_check(&p, &err);
+        if (rc != cases[i].rc) fprintf(stderr, "case %zu: %s\n", i, err.msg);
+        TP_CHECK_INT(rc, cases[i].rc);
+        if (cases[i].says) TP_CHECK_CONTAINS(err.msg, cases[i].says);
+        add(&s, p);
+        tp_rng_t r;
+        tp__rng_seed(&r, 7, (uint64_t)i);
+        int above_lo = 0; /* a quantized domain does not collapse onto one value */
+        for (int t = 0; rc == 0 && t < 2000; t++) {
+            json_t *c =
+                t % 2 ? tp__space_sample(&s, &r) : tp__space_grid_point(&s, (uint64_t)t, &r);
+            json_t *v = json_object_get(c, "x");
+            TP_CHECK(json_is_number(v));
+            double x = json_number_value(v);
+            TP_CHECK(isfinite(x));
+            if (cases[i].kind != TP_DOM_NORMAL) TP_CHECK(x >= cases[i].lo && x <= cases[i].hi);
+            above_lo += x > cases[i].lo;
+            json_decref(c);
+        }
+        if (rc == 0) TP_CHECK(above_lo > 500);
+        tp__space_free(&s);
+    }
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +41,18 @@ TP_TEST(test_parse_duration_rejects_bad_forms_with_a_hint) {
     TP_CHECK_INT(tp__parse_duration("0s", &s, NULL), -EINVAL);
     TP_CHECK_INT(tp__parse_duration("inf", &s, NULL), -EINVAL);
     TP_CHECK_INT(tp__parse_duration("5 minutes", &s, NULL), -EINVAL);
+}
+
+TP_TEST(test_parse_duration_refuses_a_repeated_or_misordered_unit) {
+    double s = 0;
+    tp_error_t err = {0};
+    TP_CHECK_INT(tp__parse_duration("1m1m", &s, &err), -EINVAL);
+    TP_CHECK(strstr(err.msg, "each unit once, the largest first") != NULL);
+    TP_CHECK_INT(tp__parse_duration("30s1m", &s, NULL), -EINVAL);
+    TP_CHECK_INT(tp__parse_duration("1s500ms", &s, NULL), 0);
+    TP_CHECK_NEAR(s, 1.5, 1e-9);
+    TP_CHECK_INT(tp__parse_duration("1d2h3m4s5ms", &s, NULL), 0);
+    TP_CHECK_NEAR(s, 93784.005, 1e-9);
 }
 
 TP_TEST(test_format_duration_picks_unit_by_magnitude) {
