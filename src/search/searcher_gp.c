@@ -14,7 +14,7 @@
  *                  (past that: the 50 best and 50 spread evenly over the
  *                  rest), then conditioned on every told trial;
  *   acquisition    log expected improvement over the best standardised
- *                  loss, maximized over 1000 uniform candidates and 250
+ *                  loss, maximized over 600 uniform candidates and 200
  *                  Gaussian steps (sd 0.1) around the best told trial, then
  *                  a coordinate search from the 3 best (steps 0.05, 0.01,
  *                  0.002, and every other value of each choice);
@@ -36,7 +36,7 @@
  * first, then the candidates; the fit is deterministic.
  *
  * Cost per ask with n observations, C columns: O(iterations * 100³) for the
- * fit, O(n³) to condition, O(1700 * (n² + n C)) for the acquisition
+ * fit, O(n³) to condition, O(1100 * (n² + n C)) for the acquisition
  * (bench/gp_ask.c measures it). */
 #include <errno.h>
 #include <math.h>
@@ -49,8 +49,8 @@
 
 #define GP_MAX_COLS 64     /* input columns the model takes */
 #define GP_FIT_MAX 100     /* told trials the hyperparameters are fitted on */
-#define GP_CANDIDATES 1000 /* uniform candidates per ask */
-#define GP_LOCAL 250       /* candidates around the best told trial */
+#define GP_CANDIDATES 600  /* uniform candidates per ask */
+#define GP_LOCAL 200       /* candidates around the best told trial */
 #define GP_LOCAL_SD 0.1
 #define GP_STARTS 3             /* coordinate searches */
 #define GP_MAX_INDEX (1u << 24) /* larger trial numbers are not modelled */

@@ -3,6 +3,7 @@
  * on Branin and Hartmann-6, it is deterministic, and the constant liar
  * spreads concurrent asks. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "search/gp.h"
