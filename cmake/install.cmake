@@ -99,6 +99,6 @@ if(TP_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
 else()
   set(CPACK_DEBIAN_PACKAGE_DEPENDS
-      "libc6, libyaml-0-2, libjansson4, libsqlite3-0, libuv1, libglpk40, python3")
+      "libc6, libyaml-0-2, libjansson4, libsqlite3-0, libuv1, libglpk40, liblapack3, libblas3, python3")
 endif()
 include(CPack)

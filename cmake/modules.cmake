@@ -15,7 +15,7 @@
 # tpcore is every module (the command-line front end's tp_cli and all below it).
 
 set(TP_EXTERNAL_LIBS PkgConfig::YAML PkgConfig::JANSSON PkgConfig::SQLITE PkgConfig::UV
-    PkgConfig::MHD ${GLPK_LIBRARY} ${CMAKE_DL_LIBS} m)
+    PkgConfig::MHD PkgConfig::LAPACK ${GLPK_LIBRARY} ${CMAKE_DL_LIBS} m)
 
 # TP_MODULE_DEPS_<m> from the table, in the table's order (a module after those it uses).
 file(STRINGS ${CMAKE_SOURCE_DIR}/DESIGN.md _tp_design)
