@@ -311,6 +311,39 @@ TP_TEST(test_cmaes_mixed_space_choice_is_the_independent_draw_ints_round) {
     tp__space_free(&sp);
 }
 
+/* Generation 0 (6 trials) told, generation 1 asked; then a late tell for
+ * trial `late` (or none). Returns generation 2's first ask. */
+static json_t *after_late_tell(const tp_space_t *sp, int late) {
+    tp_searcher_t *s = cmaes(sp, 3);
+    json_t *c = NULL, *gen1[6];
+    for (uint64_t i = 0; i < 6; i++) {
+        s->ops->ask(s, i, 0, &c);
+        s->ops->tell(s, i, c, sphere(c, 2), 0);
+        json_decref(c);
+    }
+    for (uint64_t i = 6; i < 12; i++)
+        s->ops->ask(s, i, 0, &gen1[i - 6]);
+    for (uint64_t i = 6; i < 12; i++) {
+        s->ops->tell(s, i, gen1[i - 6], sphere(gen1[i - 6], 2), 0);
+        json_decref(gen1[i - 6]);
+    }
+    if (late >= 0) s->ops->tell(s, (uint64_t)late, NULL, -1e9, 0); /* a result of generation 0 */
+    c = NULL;
+    if (s->ops->ask(s, 12, 0, &c) != 1) c = NULL;
+    tp__searcher_free(s);
+    return c;
+}
+
+TP_TEST(test_cmaes_a_late_result_of_an_earlier_generation_is_ignored) {
+    tp_space_t sp;
+    unit_space(&sp, 2);
+    json_t *plain = after_late_tell(&sp, -1), *late = after_late_tell(&sp, 2);
+    TP_REQUIRE(plain && late);
+    TP_CHECK(json_equal(plain, late));
+    json_decref(plain), json_decref(late);
+    tp__space_free(&sp);
+}
+
 int main(void) {
     return tp_test_main();
 }
