@@ -332,7 +332,8 @@ static int should_stop(const cma_state_t *st, double flo, double fhi) {
             tiny = 0;
     if (tiny || st->sigma * dmax > CMA_TOLXUP * CMA_SIGMA0) return 1;
     if ((dmax / dmin) * (dmax / dmin) > CMA_MAX_COND) return 1;
-    size_t ax = (size_t)(st->gen % n), same = 1;
+    size_t ax = (size_t)(st->gen % n);
+    int same = 1;
     for (size_t i = 0; i < n; i++)
         if (st->m[i] != st->m[i] + 0.1 * st->sigma * st->D[ax] * st->B[i * n + ax]) same = 0;
     if (same) return 1;
