@@ -11,9 +11,10 @@ static const struct tp_searcher_ops *const searcher_table[] = {
     &tp__searcher_tpe_ops,
     &tp__searcher_nsga2_ops,
     &tp__searcher_gp_ops,
+    &tp__searcher_cmaes_ops,
 };
 
-const char *const tp__searcher_names[] = {"grid", "random", "tpe", "nsga2", "gp", NULL};
+const char *const tp__searcher_names[] = {"grid", "random", "tpe", "nsga2", "gp", "cmaes", NULL};
 
 size_t tp__search_nobj(const tp_search_cfg_t *cfg) {
     return cfg->nobj > 1 ? cfg->nobj : 1;

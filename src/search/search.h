@@ -10,7 +10,7 @@
 #include "util/util.h"
 
 typedef struct tp_search_cfg {
-    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" | "gp" */
+    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" | "gp" | "cmaes" */
     uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid
                                (0 or 1: one pass) */
     uint64_t seed;          /* base seed */
@@ -80,5 +80,6 @@ extern const struct tp_searcher_ops tp__searcher_random_ops;
 extern const struct tp_searcher_ops tp__searcher_tpe_ops;
 extern const struct tp_searcher_ops tp__searcher_nsga2_ops;
 extern const struct tp_searcher_ops tp__searcher_gp_ops;
+extern const struct tp_searcher_ops tp__searcher_cmaes_ops;
 
 #endif
