@@ -197,7 +197,8 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     json_decref(o);
     /* The trials page sorts by value with the best first and counts the rest. */
     tp_web_trials_q_t q = {.sort = "value", .desc = 1, .limit = 5};
-    json_t *page = tp__web_trials(s, &q);
+    tp_error_t err = {0};
+    json_t *page = tp__web_trials(s, &q, &err);
     TP_CHECK_INT(json_integer_value(json_object_get(page, "total")), 200);
     TP_CHECK_INT(json_array_size(json_object_get(page, "rows")), 5);
     TP_CHECK_NEAR(json_real_value(json_object_get(json_array_get(json_object_get(page, "rows"), 0),
@@ -205,7 +206,7 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
                   0.4, 1e-9);
     json_decref(page);
     tp_web_trials_q_t filtered = {.text = "\"a\"", .limit = 500};
-    page = tp__web_trials(s, &filtered);
+    page = tp__web_trials(s, &filtered, &err);
     size_t n_a = 0;
     for (int k = 0; k < 200; k++) n_a += (k * 7919) % 3 == 0;
     TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), (long long)n_a);
