@@ -34,29 +34,37 @@ static const char *const SQL_TRIAL_ONE = TRIAL_COLUMNS "WHERE t.id = ?1";
  * the placements and the last report are looked up for the rows shown only.
  * Every piece of SQL below is fixed; what a request names (a parameter, a
  * metric, a bound) is bound (?N), never written into the statement. */
-/* Each trial's promotions: its jobs after the first (as `tunepack trials`). */
-#define TABLE_FROM                                                                                 \
-    "FROM trials t LEFT JOIN (SELECT trial, COUNT(*) - 1 AS n FROM decisions "                     \
-    "WHERE kind = 'job' GROUP BY trial) j ON j.trial = t.id "
+/* Each trial's promotions: its jobs after the first (as `tunepack trials`),
+ * joined only when the page sorts or filters by them (decisions has no index
+ * by trial: a scan of it); otherwise counted for the rows shown alone. */
+static const char *const SQL_JOIN_PROMOTIONS =
+    "LEFT JOIN (SELECT trial, COUNT(*) - 1 AS n FROM decisions WHERE kind = 'job' "
+    "GROUP BY trial) j ON j.trial = t.id ";
+/* ?1: a JSON array of the trial ids shown. */
+static const char *const SQL_TABLE_PROMOTIONS =
+    "SELECT trial, COUNT(*) - 1 FROM decisions WHERE kind = 'job' AND trial IN "
+    "(SELECT value FROM json_each(?1)) GROUP BY trial";
 /* ?1 state, ?2 text in the parameters, decision or error (NULL: any). */
 #define TABLE_WHERE                                                                                \
     "WHERE (?1 IS NULL OR t.state = ?1) AND (?2 IS NULL OR instr(t.params, ?2) OR "                \
     "instr(IFNULL(t.decision, ''), ?2) OR instr(IFNULL(t.error, ''), ?2)) "
-/* The trial's last report line (its latest attempt's), else the one kept at its end. */
+/* The trial's last report line: the one kept at the end of its last attempt,
+ * or, while it runs (or when none was kept), its latest attempt's latest. */
 #define LAST_REPORT                                                                                \
+    "CASE WHEN t.attempts > 0 AND (t.state = 'running' OR t.metrics IS NULL) THEN "                \
     "COALESCE((SELECT m.data FROM metrics m WHERE m.trial = t.id ORDER BY m.attempt DESC, "        \
-    "m.seq DESC LIMIT 1), t.metrics)"
-/* %s: the range conditions, the ORDER BY. ?3 limit, ?4 offset. */
+    "m.seq DESC LIMIT 1), t.metrics) ELSE t.metrics END"
+/* %s: the promotions joined or not, the range conditions, the ORDER BY.
+ * ?3 limit, ?4 offset. */
 static const char *const SQL_TABLE_PAGE =
-    "SELECT t.id, IFNULL(j.n, 0) " TABLE_FROM TABLE_WHERE "%s ORDER BY %s LIMIT ?3 OFFSET ?4";
-static const char *const SQL_TABLE_MATCHED = "SELECT COUNT(*) " TABLE_FROM TABLE_WHERE "%s";
+    "SELECT t.id FROM trials t %s" TABLE_WHERE "%s ORDER BY %s LIMIT ?3 OFFSET ?4";
+static const char *const SQL_TABLE_MATCHED = "SELECT COUNT(*) FROM trials t %s" TABLE_WHERE "%s";
 static const char *const SQL_TABLE_TOTAL = "SELECT COUNT(*) FROM trials";
 static const char *const SQL_TABLE_REPORT = "SELECT " LAST_REPORT " FROM trials t WHERE t.id = ?1";
-/* The columns: every parameter any trial has (in the order first seen), and
- * every number in the trials' last report lines but the step. */
+/* The columns: every parameter any trial has, and every number in the
+ * trials' last report lines but the step. */
 static const char *const SQL_TABLE_PARAMS =
-    "SELECT j.key FROM trials t, json_each(t.params) j GROUP BY j.key "
-    "ORDER BY MIN(t.id), MIN(j.id)";
+    "SELECT DISTINCT j.key FROM trials t, json_each(t.params) j";
 static const char *const SQL_TABLE_METRICS =
     "SELECT DISTINCT j.key FROM (SELECT " LAST_REPORT " AS r FROM trials t) x, json_each(x.r) j "
     "WHERE json_valid(x.r) AND j.type IN ('integer', 'real') AND j.key <> 'step' ORDER BY j.key";
@@ -255,9 +263,7 @@ static int has_string(const json_t *a, const char *v) {
     return 0;
 }
 
-/* The table's columns: {params, metrics, objectives}; the objectives (meta
- * "objectives", else the metric) come first among the metrics. */
-static json_t *table_columns_json(tp_store_t *s) {
+json_t *tp__web_table_columns(tp_store_t *s) {
     json_t *found = names(s, SQL_TABLE_METRICS), *objectives = json_array();
     char *text = tp__store_meta_get(s, "objectives");
     json_t *objs = text ? json_loads(text, 0, NULL) : NULL, *e;
@@ -285,9 +291,8 @@ static json_t *table_columns_json(tp_store_t *s) {
 
 /* One row of the table: the trial (trial_row), its retries as `tunepack
  * trials` counts them (every failure but the one a failed trial ended with),
- * its promotions and its last report. NULL if the trial is gone. */
-static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, int64_t id,
-                         json_int_t promotions) {
+ * and its last report. NULL if the trial is gone. */
+static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, int64_t id) {
     json_t *o = NULL;
     sqlite3_reset(one);
     sqlite3_bind_int64(one, 1, id);
@@ -297,13 +302,41 @@ static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, int64_t id,
     int final_failure =
         strcmp(json_string_value(json_object_get(o, "state")), "failed") == 0 && failures > 0;
     json_object_set_new(o, "retries", json_integer(failures - final_failure));
-    json_object_set_new(o, "promotions", json_integer(promotions));
+    json_object_set_new(o, "promotions", json_integer(0)); /* see add_promotions */
     sqlite3_reset(report);
     sqlite3_bind_int64(report, 1, id);
     json_t *m = sqlite3_step(report) == SQLITE_ROW ? col_json(report, 0) : NULL;
     json_object_set_new(o, "metrics", json_is_object(m) ? m : json_object());
     if (m && !json_is_object(m)) json_decref(m);
     return o;
+}
+
+/* Each shown row's promotions, in one scan of the decisions. */
+static void add_promotions(tp_store_t *s, json_t *rows) {
+    json_t *ids = json_array(), *row;
+    size_t i;
+    json_array_foreach(rows, i, row) json_array_append(ids, json_object_get(row, "id"));
+    char *text = json_dumps(ids, JSON_COMPACT);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_TABLE_PROMOTIONS);
+    if (st && text) sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    while (st && text && sqlite3_step(st) == SQLITE_ROW)
+        json_array_foreach(rows, i, row) if (json_integer_value(json_object_get(row, "id")) ==
+                                             sqlite3_column_int64(st, 0))
+            json_object_set_new(row, "promotions", json_integer(sqlite3_column_int64(st, 1)));
+    sqlite3_finalize(st);
+    free(text);
+    json_decref(ids);
+}
+
+/* The first column of a statement's first row as an integer (0 if none). */
+static json_int_t count_of(tp_store_t *s, const char *sql, const tp_web_trials_q_t *q,
+                           const table_binds_t *b) {
+    json_int_t n = 0;
+    sqlite3_stmt *st = tp__web_prepare(s, sql);
+    if (st && q) bind_table(st, q, b);
+    if (st && sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
 }
 
 json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err) {
@@ -314,6 +347,7 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
         return tp__errorf(err, -EINVAL, "at most %d ranges", TP_WEB_RANGES_MAX), NULL;
     if (column_sql(sort, 5, expr, sizeof expr, b.sort_path, sizeof b.sort_path, err) != 0)
         return NULL;
+    int join = strcmp(sort, "promotions") == 0;
     /* Trials without the value last either way, then by id. */
     snprintf(order, sizeof order, "%s IS NULL, %s%s, t.id", expr, expr, q->desc ? " DESC" : "");
     size_t len = 0;
@@ -322,18 +356,19 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
         int at = 6 + 3 * (int)i;
         if (column_sql(r->key, at, expr, sizeof expr, b.paths[i], sizeof b.paths[i], err) != 0)
             return NULL;
+        join |= strcmp(r->key, "promotions") == 0;
         if (!isnan(r->lo))
             len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_LEAST, expr, at + 1);
         if (!isnan(r->hi))
             len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_MOST, expr, at + 2);
     }
+    const char *from = join ? SQL_JOIN_PROMOTIONS : "";
     long long limit = q->limit <= 0 ? TP_WEB_PAGE_DEFAULT
                       : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX : q->limit;
     long long offset = q->offset < 0 ? 0 : q->offset;
     json_t *rows = json_array();
-    json_int_t matched = 0, total = 0;
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
-    snprintf(sql, sizeof sql, SQL_TABLE_PAGE, ranges, order);
+    snprintf(sql, sizeof sql, SQL_TABLE_PAGE, from, ranges, order);
     sqlite3_stmt *st = tp__web_prepare(s, sql), *one = tp__web_prepare(s, SQL_TRIAL_ONE),
                  *report = tp__web_prepare(s, SQL_TABLE_REPORT);
     if (st && one && report) {
@@ -341,29 +376,20 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
         sqlite3_bind_int64(st, 3, limit);
         sqlite3_bind_int64(st, 4, offset);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            json_t *row =
-                table_row(one, report, sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1));
+            json_t *row = table_row(one, report, sqlite3_column_int64(st, 0));
             if (row) json_array_append_new(rows, row);
         }
     }
     sqlite3_finalize(st);
     sqlite3_finalize(one);
     sqlite3_finalize(report);
-    snprintf(sql, sizeof sql, SQL_TABLE_MATCHED, ranges);
-    if ((st = tp__web_prepare(s, sql)) != NULL) {
-        bind_table(st, q, &b);
-        if (sqlite3_step(st) == SQLITE_ROW) matched = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    if ((st = tp__web_prepare(s, SQL_TABLE_TOTAL)) != NULL) {
-        if (sqlite3_step(st) == SQLITE_ROW) total = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    json_t *columns = table_columns_json(s);
+    add_promotions(s, rows);
+    snprintf(sql, sizeof sql, SQL_TABLE_MATCHED, from, ranges);
+    json_int_t matched = count_of(s, sql, q, &b), total = count_of(s, SQL_TABLE_TOTAL, NULL, &b);
     sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
-    return json_pack("{s:I, s:I, s:I, s:I, s:s, s:b, s:o, s:o}", "total", total, "matched", matched,
+    return json_pack("{s:I, s:I, s:I, s:I, s:s, s:b, s:o}", "total", total, "matched", matched,
                      "offset", (json_int_t)offset, "limit", (json_int_t)limit, "sort", sort, "desc",
-                     q->desc, "columns", columns, "rows", rows);
+                     q->desc, "rows", rows);
 }
 
 /* A trial's curve: every point when few, else an even stride over them

@@ -242,6 +242,9 @@ static enum MHD_Result r_trials(req_t *q) {
     return page ? send_json(q->c, MHD_HTTP_OK, page)
                 : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
 }
+static enum MHD_Result r_columns(req_t *q) {
+    return send_json(q->c, MHD_HTTP_OK, tp__web_table_columns(q->s));
+}
 static enum MHD_Result r_trial(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, q->trial >= 0 ? tp__web_trial(q->s, q->trial) : NULL);
 }
@@ -284,6 +287,7 @@ static const struct {
 } api_routes[] = {
     {"summary", 0, r_summary, NULL},
     {"trials", 0, r_trials, NULL},
+    {"columns", 0, r_columns, NULL},
     {"trial", 1, r_trial, NULL},
     {"log", 1, r_log, NULL},
     {"nodes", 0, r_nodes, NULL},

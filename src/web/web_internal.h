@@ -38,13 +38,17 @@ typedef struct tp_web_trials_q {
     long long offset, limit;
 } tp_web_trials_q_t;
 /* A page of the trials table, sorted and filtered by SQLite: {total,
- * matched, offset, limit, sort, desc, columns: {params, metrics, objectives},
- * rows: [...]}, each row the trial with its retries, promotions, last report
- * (metrics) and latest placement (node, gpus). NULL with err filled when a
- * column named is none. O(n log n) in the trials matched for the sort, plus
- * a read of each trial's last report for the column names (10k trials and
- * 1M metric rows: see docs/dashboard.md). */
+ * matched, offset, limit, sort, desc, rows: [...]}, each row the trial with
+ * its retries, promotions, last report (metrics) and latest placement (node,
+ * gpus). NULL with err filled when a column named is none. O(n log n) in the
+ * trials matched when sorted by other than id, O(page) reads after that
+ * (10k trials, 1M metric rows: tens of ms, see bench/dashboard.py --table). */
 json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err);
+/* The trials table's columns: {params, metrics, objectives}: every
+ * parameter a trial has, every number in the trials' last report lines (the
+ * objectives first). O(n) JSON reads (10k trials: ~40 ms), so the page asks
+ * for them apart from its rows, and seldom. */
+json_t *tp__web_table_columns(tp_store_t *s);
 /* One trial: the row, its events, placements and its curve (downsampled to
  * at most 300 points); NULL if absent. */
 json_t *tp__web_trial(tp_store_t *s, int64_t id);

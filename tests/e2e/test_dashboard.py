@@ -258,8 +258,8 @@ class Dashboard(GpuE2E):
             # Sorting by value puts the best first.
             b.goto(url + "#/e/0/trials")
             b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
-            b.eval("[...document.querySelectorAll('#trials th')].find(t => t.textContent.startsWith('value')).click()")
-            b.eval("[...document.querySelectorAll('#trials th')].find(t => t.textContent.startsWith('value')).click()")
+            for _ in range(2):  # the objective's column, labelled with its name
+                b.eval("document.querySelector('#trials th[data-key=value]').click()")
             b.wait_for("document.querySelector('#trials tr[data-trial-id]').dataset.trialId == '%d'"
                        % best["id"])
 

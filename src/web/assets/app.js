@@ -140,7 +140,7 @@ function experimentFrame(id, page, body) {
 
 // ---- the trials table ------------------------------------------------------
 // A column per parameter and per metric; sorted, filtered and paged by the server
-// (/api/e/ID/trials). The view lives in the URL's hash (#/e/ID/trials?sort=p:lr&desc=1&
+// (/api/e/ID/trials; the columns from /api/e/ID/columns). The view lives in the URL's hash (#/e/ID/trials?sort=p:lr&desc=1&
 // state=completed&q=adam&min.p:lr=0.001&max.value=0.5&offset=100), so that a reload or a
 // shared link shows the same rows.
 
@@ -180,7 +180,7 @@ function trialsView(id, query) {
   const limit = () => Math.min(500, Math.max(1, +v.get("limit") || 100));
   const offset = () => Math.max(0, +v.get("offset") || 0);
   const put = (k, val) => { if (val === "" || val === null || val === undefined) v.delete(k); else v.set(k, val); };
-  let seq = 0, shownKey = "", columns = [], lastPage = null;
+  let seq = 0, shownKey = "", columns = [], lastPage = null, colsSeen = null, refreshes = 0;
   // A change of view: into the URL (without a new history entry or a hashchange), then a refresh.
   function changed(keepOffset) {
     if (!keepOffset) v.delete("offset");
@@ -205,7 +205,7 @@ function trialsView(id, query) {
   const thead = el("thead"), tbody = el("tbody");
   table.append(thead, tbody);
   const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager),
-                  el("div", {class: "table-wrap"}, table));
+                  table);
   const frame = experimentFrame(id, "trials", body);
 
   // The two header rows: labels (click to sort) and filters (a state, or a range per column).
@@ -259,12 +259,16 @@ function trialsView(id, query) {
     const mine = ++seq;
     const q = new URLSearchParams(v);
     q.set("limit", limit());
-    const [page] = await Promise.all([getJSON("/api/e/" + id + "/trials?" + q), frame()]);
+    // The columns take a read of every trial: asked for at first, then every ten refreshes.
+    const askCols = !colsSeen || refreshes++ % 10 === 0;
+    const [page, cols] = await Promise.all([getJSON("/api/e/" + id + "/trials?" + q),
+      askCols ? getJSON("/api/e/" + id + "/columns") : colsSeen, frame()]);
     if (mine !== seq) return;  // a later change is on its way
     lastPage = page;
-    const key = JSON.stringify(page.columns);
+    colsSeen = cols;
+    const key = JSON.stringify(cols);
     if (key !== shownKey) {
-      columns = tableColumns(page.columns);
+      columns = tableColumns(cols);
       shownKey = key;
       buildHead();
     }
