@@ -47,7 +47,7 @@ ROUTES = ["api/experiments", "api/e/0/summary", "api/e/0/trials",
 TABLE_ROUTES = ["api/e/0/trials?sort=p%3Alr", "api/e/0/trials?sort=m%3Aloss&desc=1",
                 "api/e/0/trials?state=completed&min.p%3Ax=0.2&max.p%3Ax=0.6&sort=value&desc=1",
                 "api/e/0/trials?min.m%3Aloss=0.1&max.value=0.9&q=hidden%22%3A%2064",
-                "api/e/0/trials?sort=p%3Ahidden&offset=9900"]
+                "api/e/0/trials?sort=p%3Ahidden&offset=9900", "api/e/0/columns"]
 ROUTES[5:5] = TABLE_ROUTES
 PAGES = [("experiments", "", "#experiments td"), ("trials", "#/e/0/trials", "#trials tr[data-trial-id]"),
          ("trial", "#/e/0/trial/5000", "#curve tr + tr"), ("history", "#/e/0/history", "#chart svg"),
@@ -100,18 +100,23 @@ def fetch(url):
     return time.monotonic() - t0, len(body)
 
 
-def scale(tmp):
-    d, wall = run(tmp, "big", f"""name: big
+def experiment(name, trials):
+    """The benchmark's experiment: trials of report_flood writing 100 lines, three parameters."""
+    return f"""name: {name}
 command: [{FLOOD}, "100", "{{x}}"]
 metric: {{name: acc, mode: max}}
 space:
   x: {{uniform: [0, 1]}}
   lr: {{loguniform: [1.0e-5, 1.0]}}
   hidden: {{choice: [16, 32, 64, 128]}}
-search: {{algorithm: random, trials: 10000, seed: 1}}
-concurrency: 32
-resources: {{gpus: 1, gpu_memory: 10G, gpu_compute: 0.25}}
-placement: {{policy: wfd, max_per_gpu: 4}}
+search: {{algorithm: random, trials: {trials}, seed: 1}}
+"""
+
+
+def scale(tmp):
+    d, wall = run(tmp, "big", experiment("big", 10000) + """concurrency: 32
+resources: {gpus: 1, gpu_memory: 10G, gpu_compute: 0.25}
+placement: {policy: wfd, max_per_gpu: 4}
 """, env=fake_gpus(tmp, 8))
     print(f"store: 10,000 trials x 100 report lines, 4 to a GPU on 8 stand-in GPUs, written by a "
           f"real run in {wall:.0f} s; "
@@ -144,15 +149,7 @@ def table_store(tmp):
     then 9,999 more written by SQL, with states, rungs, promotions, failures and placements."""
     import random
     import sqlite3
-    d, _ = run(tmp, "table", f"""name: table
-command: [{FLOOD}, "100", "{{x}}"]
-metric: {{name: acc, mode: max}}
-space:
-  x: {{uniform: [0, 1]}}
-  lr: {{loguniform: [1.0e-5, 1.0]}}
-  hidden: {{choice: [16, 32, 64, 128]}}
-search: {{algorithm: random, trials: 1, seed: 1}}
-""")
+    d, _ = run(tmp, "table", experiment("table", 1))
     rnd = random.Random(1)
     db = sqlite3.connect(os.path.join(d, "tunepack.db"))
     states = ["completed"] * 6 + ["stopped"] * 2 + ["failed"]
