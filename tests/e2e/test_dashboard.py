@@ -588,10 +588,16 @@ class Dashboard(GpuE2E):
         url, token = split_url(printed)
         for path, status in (("api/e/7/summary", 404), ("api/e/0/trial/999", 404),
                              ("api/e/0/nope", 404), ("api/e/0/log/0?stream=../../etc/passwd", 400),
-                             ("api/e/0/trials?sort=value;DROP&limit=-5&offset=x", 200),
+                             ("api/e/0/trials?sort=value;DROP&limit=-5&offset=x", 400),
+                             ("api/e/0/trials?sort=value&limit=-5&offset=x", 200),
                              ("../../etc/passwd", 404)):
             self.assertEqual(api(printed, path)[0], status, path)
-        status, body = api(printed, "api/e/0/trials?sort=nonsense&limit=100000")
+        # A column that is none is named back, with the ones there are.
+        status, body = api(printed, "api/e/0/trials?sort=nonsense")
+        self.assertEqual(status, 400)
+        self.assertIn('no column \\"nonsense\\"', body)
+        self.assertIn("p:PARAMETER", body)
+        status, body = api(printed, "api/e/0/trials?sort=rung&limit=100000")
         self.assertEqual(json.loads(body)["limit"], 500)
         req = urllib.request.Request(url + "api/experiments", method="POST", data=b"x",
                                      headers={"Authorization": "Bearer " + token})
