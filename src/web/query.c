@@ -259,7 +259,9 @@ static json_t *names(tp_store_t *s, const char *sql) {
 static int has_string(const json_t *a, const char *v) {
     size_t i;
     json_t *e;
-    json_array_foreach(a, i, e) if (strcmp(json_string_value(e), v) == 0) return 1;
+    json_array_foreach(a, i, e) {
+        if (strcmp(json_string_value(e), v) == 0) return 1;
+    }
     return 0;
 }
 
@@ -278,10 +280,12 @@ json_t *tp__web_table_columns(tp_store_t *s) {
         json_array_append_new(objectives, json_string(m.name));
     }
     json_t *metrics = json_array();
-    json_array_foreach(objectives, i, e) if (has_string(found, json_string_value(e)))
-        json_array_append(metrics, e);
-    json_array_foreach(found, i, e) if (!has_string(objectives, json_string_value(e)))
-        json_array_append(metrics, e);
+    json_array_foreach(objectives, i, e) {
+        if (has_string(found, json_string_value(e))) json_array_append(metrics, e);
+    }
+    json_array_foreach(found, i, e) {
+        if (!has_string(objectives, json_string_value(e))) json_array_append(metrics, e);
+    }
     free(text);
     json_decref(objs);
     json_decref(found);
@@ -319,10 +323,12 @@ static void add_promotions(tp_store_t *s, json_t *rows) {
     char *text = json_dumps(ids, JSON_COMPACT);
     sqlite3_stmt *st = tp__web_prepare(s, SQL_TABLE_PROMOTIONS);
     if (st && text) sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
-    while (st && text && sqlite3_step(st) == SQLITE_ROW)
-        json_array_foreach(rows, i, row) if (json_integer_value(json_object_get(row, "id")) ==
-                                             sqlite3_column_int64(st, 0))
-            json_object_set_new(row, "promotions", json_integer(sqlite3_column_int64(st, 1)));
+    while (st && text && sqlite3_step(st) == SQLITE_ROW) {
+        json_array_foreach(rows, i, row) {
+            if (json_integer_value(json_object_get(row, "id")) == sqlite3_column_int64(st, 0))
+                json_object_set_new(row, "promotions", json_integer(sqlite3_column_int64(st, 1)));
+        }
+    }
     sqlite3_finalize(st);
     free(text);
     json_decref(ids);

@@ -262,6 +262,19 @@ class Dashboard(GpuE2E):
                 b.eval("document.querySelector('#trials th[data-key=value]').click()")
             b.wait_for("document.querySelector('#trials tr[data-trial-id]').dataset.trialId == '%d'"
                        % best["id"])
+            # Promotions apart from attempts, for every trial, as `tunepack trials` counts them.
+            r = self.tp("trials", d, "--json")
+            self.assertExit(r, 0)
+            cli = {t["id"]: t for t in json.loads(r.stdout)}
+            self.assertTrue(any(t["promotions"] for t in cli.values()), "ASHA promoted none")
+            shown = b.eval("[...document.querySelectorAll('#trials tbody tr')].map(r => "
+                           "Object.fromEntries([...r.cells].filter(c => c.dataset.key)"
+                           ".map(c => [c.dataset.key, c.textContent])))")
+            self.assertEqual(len(shown), len(cli))
+            for row in shown:
+                t = cli[int(row["id"])]
+                for key in ("attempts", "failures", "retries", "promotions"):
+                    self.assertEqual(int(row[key]), t[key], (key, row, t))
 
     def test_trials_table_sorts_filters_and_pages_by_column_and_keeps_the_view_in_the_url(self):
         """Issue 36: a column per parameter and metric, sorted and filtered by the server, the
