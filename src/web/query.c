@@ -72,9 +72,10 @@ static const char *const SQL_TABLE_METRICS =
 static const char *const SQL_PARAM_AT = "json_extract(t.params, ?%d)";
 static const char *const SQL_METRIC_AT =
     "(SELECT json_extract(r, ?%d) FROM (SELECT " LAST_REPORT " AS r) WHERE json_valid(r))";
-/* One range condition: %s the column, ?N its bound. */
-static const char *const SQL_AT_LEAST = " AND %s >= ?%d";
-static const char *const SQL_AT_MOST = " AND %s <= ?%d";
+/* One range condition: %s the column (twice), ?N its bound. A range holds
+ * numbers only (SQLite orders any text above every number). */
+static const char *const SQL_AT_LEAST = " AND typeof(%s) IN ('integer', 'real') AND %s >= ?%d";
+static const char *const SQL_AT_MOST = " AND typeof(%s) IN ('integer', 'real') AND %s <= ?%d";
 
 /* The table's own columns a request may sort or filter by, and their SQL. */
 static const struct {
@@ -364,9 +365,11 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
             return NULL;
         join |= strcmp(r->key, "promotions") == 0;
         if (!isnan(r->lo))
-            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_LEAST, expr, at + 1);
+            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_LEAST, expr, expr,
+                                    at + 1);
         if (!isnan(r->hi))
-            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_MOST, expr, at + 2);
+            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_MOST, expr, expr,
+                                    at + 2);
     }
     const char *from = join ? SQL_JOIN_PROMOTIONS : "";
     long long limit = q->limit <= 0 ? TP_WEB_PAGE_DEFAULT

@@ -2,6 +2,7 @@
  * address, loopback and token checks, the charts' escaping and bounds, and
  * the importance measure against a store whose answer is known. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -223,6 +224,11 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     ranged.ranges[0] = (tp_web_range_t){.key = "p:lr", .lo = 0.01, .hi = 0.02};
     page = tp__web_trials(s, &ranged, &err);
     TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), 11 * 5); /* lr 0.010-0.020 */
+    json_decref(page);
+    /* A range holds numbers only: a choice's text is in none. */
+    ranged.ranges[0] = (tp_web_range_t){.key = "p:noise", .lo = 0, .hi = NAN};
+    page = tp__web_trials(s, &ranged, &err);
+    TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), 0);
     json_decref(page);
     /* A column that is none, or a name that would leave its JSON path, is refused. */
     tp_web_trials_q_t bad = {.sort = "p:lr\"]"};
