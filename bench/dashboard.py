@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Dashboard benchmark (issue 13); prints its figures, asserts nothing.
 
-  python3 bench/dashboard.py [BUILD_DIR]      (default: build)
+  python3 bench/dashboard.py [BUILD_DIR]             (default: build)
+  python3 bench/dashboard.py [BUILD_DIR] --table     the trials table alone, on a store made in
+                                                      seconds (below)
 
 1. scale: a real store of 10,000 trials and 1,000,000 metric rows (10,000 runs of
    bench/report_flood writing 100 lines each, packed four to a GPU on eight stand-in GPUs, the
@@ -13,6 +15,9 @@
 2. the writer: one trial writing 1,000,000 report lines, ingested alone and while a client asks
    the dashboard for every route of that experiment in a loop (all fourteen, then 0.1 s of
    rest; an open page asks for two or three a second): lines per second both ways.
+3. --table: the trials table's routes (sort by a parameter or a metric, filters by state, range
+   and text, a deep page) on a store of 10,000 trials and 1,000,000 metric rows written by SQL
+   in seconds (one real trial copied, with its schema and meta), not by a real run.
 """
 import json
 import os
@@ -25,7 +30,8 @@ import time
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build"))
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+BUILD = os.path.abspath(ARGS[0] if ARGS else os.path.join(ROOT, "build"))
 BIN = os.path.join(BUILD, "tunepack")
 FLOOD = os.path.join(BUILD, "bench", "report_flood")
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
@@ -37,6 +43,12 @@ ROUTES = ["api/experiments", "api/e/0/summary", "api/e/0/trials",
           "api/e/0/trial/5000", "api/e/0/log/5000?stream=stdout", "api/e/0/nodes",
           "api/e/0/importance", "api/e/0/history.svg", "api/e/0/curves.svg",
           "api/e/0/parcoords.svg", "api/e/0/importance.svg", "api/e/0/packing.svg"]
+# The trials table: a column per parameter and metric, sorted and filtered by the server.
+TABLE_ROUTES = ["api/e/0/trials?sort=p%3Alr", "api/e/0/trials?sort=m%3Aloss&desc=1",
+                "api/e/0/trials?state=completed&min.p%3Ax=0.2&max.p%3Ax=0.6&sort=value&desc=1",
+                "api/e/0/trials?min.m%3Aloss=0.1&max.value=0.9&q=hidden%22%3A%2064",
+                "api/e/0/trials?sort=p%3Ahidden&offset=9900", "api/e/0/columns"]
+ROUTES[5:5] = TABLE_ROUTES
 PAGES = [("experiments", "", "#experiments td"), ("trials", "#/e/0/trials", "#trials tr[data-trial-id]"),
          ("trial", "#/e/0/trial/5000", "#curve tr + tr"), ("history", "#/e/0/history", "#chart svg"),
          ("curves", "#/e/0/curves", "#chart svg"), ("parallel", "#/e/0/parallel", "#chart svg"),
@@ -88,18 +100,23 @@ def fetch(url):
     return time.monotonic() - t0, len(body)
 
 
-def scale(tmp):
-    d, wall = run(tmp, "big", f"""name: big
+def experiment(name, trials):
+    """The benchmark's experiment: trials of report_flood writing 100 lines, three parameters."""
+    return f"""name: {name}
 command: [{FLOOD}, "100", "{{x}}"]
 metric: {{name: acc, mode: max}}
 space:
   x: {{uniform: [0, 1]}}
   lr: {{loguniform: [1.0e-5, 1.0]}}
   hidden: {{choice: [16, 32, 64, 128]}}
-search: {{algorithm: random, trials: 10000, seed: 1}}
-concurrency: 32
-resources: {{gpus: 1, gpu_memory: 10G, gpu_compute: 0.25}}
-placement: {{policy: wfd, max_per_gpu: 4}}
+search: {{algorithm: random, trials: {trials}, seed: 1}}
+"""
+
+
+def scale(tmp):
+    d, wall = run(tmp, "big", experiment("big", 10000) + """concurrency: 32
+resources: {gpus: 1, gpu_memory: 10G, gpu_compute: 0.25}
+placement: {policy: wfd, max_per_gpu: 4}
 """, env=fake_gpus(tmp, 8))
     print(f"store: 10,000 trials x 100 report lines, 4 to a GPU on 8 stand-in GPUs, written by a "
           f"real run in {wall:.0f} s; "
@@ -122,6 +139,68 @@ placement: {{policy: wfd, max_per_gpu: 4}}
                 b.goto(url + frag)
                 b.wait_for("document.querySelector('%s')" % ready, timeout=60)
                 print(f"{name:55s} {(time.monotonic() - t0) * 1000:6.0f}ms")
+    finally:
+        p.terminate()
+        p.wait()
+
+
+def table_store(tmp):
+    """A store of 10,000 trials and 1,000,000 metric rows: one real trial (its schema and meta),
+    then 9,999 more written by SQL, with states, rungs, promotions, failures and placements."""
+    import random
+    import sqlite3
+    d, _ = run(tmp, "table", experiment("table", 1))
+    rnd = random.Random(1)
+    db = sqlite3.connect(os.path.join(d, "tunepack.db"))
+    states = ["completed"] * 6 + ["stopped"] * 2 + ["failed"]
+    trials, metrics, jobs, places = [], [], [], []
+    for i in range(1, 10000):
+        x, lr, hidden = rnd.random(), 10 ** rnd.uniform(-5, 0), rnd.choice([16, 32, 64, 128])
+        state, rung = "running" if i >= 9968 else rnd.choice(states), rnd.randrange(3)
+        failures = int(state == "failed") + (rnd.random() < 0.05)
+        last = {"step": 99, "acc": x * 0.99, "loss": 1 - x}
+        trials.append((i, json.dumps({"x": x, "lr": lr, "hidden": hidden}), state, 1 + rung + failures,
+                       failures, None if state == "failed" else x * 0.99, 99,
+                       None if state == "running" else json.dumps(last), rung, 3.0 ** rung,
+                       1000.0 + i, rnd.uniform(1, 100)))
+        metrics.extend((i, 1, k, k, x * (k + 1) / 100, json.dumps(
+            {"step": k, "acc": round(x * (k + 1) / 100, 6), "loss": round(1 - k / 100 * x, 6)}))
+            for k in range(100))
+        jobs.extend((1000.0 + i, "job", i, r, 3.0 ** r) for r in range(rung + 1))
+        places.append((i, 1, 1000.0 + i, "node%d" % (i % 4), "[%d]" % (i % 8)))
+    db.executemany("INSERT INTO trials(id, params, state, attempts, failures, value, step, metrics, "
+                   "rung, budget, created_at, run_s) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", trials)
+    db.executemany("INSERT INTO metrics(trial, attempt, seq, step, value, data) VALUES(?,?,?,?,?,?)",
+                   metrics)
+    db.executemany("INSERT INTO decisions(at, kind, trial, attempt, rung, budget) "
+                   "VALUES(?,?,?,1,?,?)", jobs)
+    db.executemany("INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, compute, "
+                   "cpus, sharing) VALUES(?,?,?,?,?,0,0,1,'cpu')", places)
+    db.commit()
+    db.close()
+    return d
+
+
+def table(tmp):
+    d = table_store(tmp)
+    print("store: 10,000 trials and 1,000,000 metric rows (written by SQL)")
+    p, url = serve([d])
+    try:
+        print(f"{'route':70s} {'first':>8s} {'median':>8s} {'size':>9s}")
+        for r in ["api/e/0/trials", "api/e/0/trials?sort=value&desc=1", *TABLE_ROUTES]:
+            first, size = fetch(url + r)
+            med = statistics.median(fetch(url + r)[0] for _ in range(5))
+            print(f"{r:70s} {first * 1000:6.0f}ms {med * 1000:6.0f}ms {size / 1000:7.1f}KB")
+        with Browser() as b:
+            b.goto(url + "#/")
+            b.wait_for("document.body.dataset.loaded")
+            for frag in ("#/e/0/trials", "#/e/0/trials?sort=p%3Alr&state=completed&min.p%3Ax=0.2"):
+                b.goto("about:blank")
+                t0 = time.monotonic()
+                b.goto(url + frag)
+                b.wait_for("document.querySelectorAll('#trials tbody tr').length == 100", timeout=60)
+                print(f"{'page ' + frag + ' (first render in Chromium)':70s} "
+                      f"{(time.monotonic() - t0) * 1000:6.0f}ms")
     finally:
         p.terminate()
         p.wait()
@@ -179,6 +258,8 @@ search: {{algorithm: random, trials: 1, seed: 1}}
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         print(f"tunepack dashboard benchmark ({BIN})")
+        if "--table" in sys.argv:
+            return table(tmp)
         scale(tmp)
         for with_dashboard in (False, True, False, True):
             ingest(tmp, with_dashboard)

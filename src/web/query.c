@@ -27,12 +27,72 @@ static const char *const SQL_BEST =
     "(SELECT p.node FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1), "      \
     "(SELECT p.gpus FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1) "       \
     "FROM trials t "
-#define TRIAL_FILTER                                                                           \
-    "WHERE (?1 IS NULL OR t.state = ?1) AND (?2 IS NULL OR instr(t.params, ?2) OR "            \
-    "instr(IFNULL(t.decision, ''), ?2) OR instr(IFNULL(t.error, ''), ?2)) "
-static const char *const SQL_TRIALS_PAGE = TRIAL_COLUMNS TRIAL_FILTER "ORDER BY %s LIMIT ?3 OFFSET ?4";
 static const char *const SQL_TRIAL_ONE = TRIAL_COLUMNS "WHERE t.id = ?1";
-static const char *const SQL_TRIALS_MATCHED = "SELECT COUNT(*) FROM trials t " TRIAL_FILTER;
+
+/* ---- the trials table: one page, sorted and filtered by SQLite ----------------
+ * A page is chosen by ids (SQL_TABLE_PAGE), then each row read by id, so that
+ * the placements and the last report are looked up for the rows shown only.
+ * Every piece of SQL below is fixed; what a request names (a parameter, a
+ * metric, a bound) is bound (?N), never written into the statement. */
+/* Each trial's promotions: its jobs after the first (as `tunepack trials`),
+ * joined only when the page sorts or filters by them (decisions has no index
+ * by trial: a scan of it); otherwise counted for the rows shown alone. */
+static const char *const SQL_JOIN_PROMOTIONS =
+    "LEFT JOIN (SELECT trial, COUNT(*) - 1 AS n FROM decisions WHERE kind = 'job' "
+    "GROUP BY trial) j ON j.trial = t.id ";
+/* ?1: a JSON array of the trial ids shown. */
+static const char *const SQL_TABLE_PROMOTIONS =
+    "SELECT trial, COUNT(*) - 1 FROM decisions WHERE kind = 'job' AND trial IN "
+    "(SELECT value FROM json_each(?1)) GROUP BY trial";
+/* ?1 state, ?2 text in the parameters, decision or error (NULL: any). */
+#define TABLE_WHERE                                                                                \
+    "WHERE (?1 IS NULL OR t.state = ?1) AND (?2 IS NULL OR instr(t.params, ?2) OR "                \
+    "instr(IFNULL(t.decision, ''), ?2) OR instr(IFNULL(t.error, ''), ?2)) "
+/* The trial's last report line: the one kept at the end of its last attempt,
+ * or, while it runs (or when none was kept), its latest attempt's latest. */
+#define LAST_REPORT                                                                                \
+    "CASE WHEN t.attempts > 0 AND (t.state = 'running' OR t.metrics IS NULL) THEN "                \
+    "COALESCE((SELECT m.data FROM metrics m WHERE m.trial = t.id ORDER BY m.attempt DESC, "        \
+    "m.seq DESC LIMIT 1), t.metrics) ELSE t.metrics END"
+/* %s: the promotions joined or not, the range conditions, the ORDER BY.
+ * ?3 limit, ?4 offset. */
+static const char *const SQL_TABLE_PAGE =
+    "SELECT t.id FROM trials t %s" TABLE_WHERE "%s ORDER BY %s LIMIT ?3 OFFSET ?4";
+static const char *const SQL_TABLE_MATCHED = "SELECT COUNT(*) FROM trials t %s" TABLE_WHERE "%s";
+static const char *const SQL_TABLE_TOTAL = "SELECT COUNT(*) FROM trials";
+static const char *const SQL_TABLE_REPORT = "SELECT " LAST_REPORT " FROM trials t WHERE t.id = ?1";
+/* The columns: every parameter any trial has, and every number in the
+ * trials' last report lines but the step. */
+static const char *const SQL_TABLE_PARAMS =
+    "SELECT DISTINCT j.key FROM trials t, json_each(t.params) j";
+static const char *const SQL_TABLE_METRICS =
+    "SELECT DISTINCT j.key FROM (SELECT " LAST_REPORT " AS r FROM trials t) x, json_each(x.r) j "
+    "WHERE json_valid(x.r) AND j.type IN ('integer', 'real') AND j.key <> 'step' ORDER BY j.key";
+/* A parameter's or a metric's value: ?N is its JSON path. */
+static const char *const SQL_PARAM_AT = "json_extract(t.params, ?%d)";
+static const char *const SQL_METRIC_AT =
+    "(SELECT json_extract(r, ?%d) FROM (SELECT " LAST_REPORT " AS r) WHERE json_valid(r))";
+/* One range condition: %s the column (twice), ?N its bound. A range holds
+ * numbers only (SQLite orders any text above every number). */
+static const char *const SQL_AT_LEAST = " AND typeof(%s) IN ('integer', 'real') AND %s >= ?%d";
+static const char *const SQL_AT_MOST = " AND typeof(%s) IN ('integer', 'real') AND %s <= ?%d";
+
+/* The table's own columns a request may sort or filter by, and their SQL. */
+static const struct {
+    const char *key, *expr;
+} table_columns[] = {
+    {"id", "t.id"},
+    {"state", "t.state"},
+    {"attempts", "t.attempts"},
+    {"failures", "t.failures"},
+    {"retries", "(t.failures - (t.state = 'failed' AND t.failures > 0))"},
+    {"promotions", "IFNULL(j.n, 0)"},
+    {"rung", "t.rung"},
+    {"value", "t.value"},
+    {"step", "t.step"},
+    {"started", "t.started_at"},
+    {"duration", "t.run_s"},
+};
 static const char *const SQL_EVENTS =
     "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id DESC LIMIT 200";
 static const char *const SQL_PLACEMENTS =
@@ -42,20 +102,6 @@ static const char *const SQL_CURVE =
     "SELECT step, value FROM metrics WHERE trial = ?1 AND value IS NOT NULL ORDER BY attempt, seq";
 static const char *const SQL_CURVE_COUNT =
     "SELECT COUNT(*) FROM metrics WHERE trial = ?1 AND value IS NOT NULL";
-
-/* Sort keys a request may name, and the ORDER BY each stands for. */
-static const struct {
-    const char *key, *asc, *desc;
-} sort_keys[] = {
-    {"id", "t.id", "t.id DESC"},
-    {"value", "t.value IS NULL, t.value, t.id", "t.value IS NULL, t.value DESC, t.id"},
-    {"state", "t.state, t.id", "t.state DESC, t.id"},
-    {"attempts", "t.attempts, t.id", "t.attempts DESC, t.id"},
-    {"rung", "t.rung IS NULL, t.rung, t.id", "t.rung IS NULL, t.rung DESC, t.id"},
-    {"started", "t.started_at IS NULL, t.started_at, t.id",
-     "t.started_at IS NULL, t.started_at DESC, t.id"},
-    {"duration", "t.run_s, t.id", "t.run_s DESC, t.id"},
-};
 
 sqlite3_stmt *tp__web_prepare(tp_store_t *s, const char *sql) {
     sqlite3_stmt *st = NULL;
@@ -158,45 +204,201 @@ static json_t *trial_row(sqlite3_stmt *st) {
     return o;
 }
 
-static void bind_filter(sqlite3_stmt *st, const tp_web_trials_q_t *q) {
-    if (q->state && *q->state) sqlite3_bind_text(st, 1, q->state, -1, SQLITE_STATIC);
-    if (q->text && *q->text) sqlite3_bind_text(st, 2, q->text, -1, SQLITE_STATIC);
+/* The SQL for a column key into out: a table_columns key, "p:NAME" (a
+ * parameter) or "m:NAME" (a number of the last report), whose JSON path goes
+ * into path, to be bound as ?bind ("" for the table's own columns). 0, or
+ * -EINVAL with err saying what the key may be. */
+static int column_sql(const char *key, int bind, char *out, size_t n, char *path, size_t npath,
+                      tp_error_t *err) {
+    path[0] = 0;
+    for (size_t i = 0; i < TP_ARRAY_LEN(table_columns); i++)
+        if (strcmp(key, table_columns[i].key) == 0) {
+            snprintf(out, n, "%s", table_columns[i].expr);
+            return 0;
+        }
+    const char *name = key + 2;
+    if ((strncmp(key, "p:", 2) != 0 && strncmp(key, "m:", 2) != 0) || !*name ||
+        strpbrk(name, "\"\\") || strlen(name) + 5 > npath)
+        return tp__errorf(err, -EINVAL,
+                          "no column \"%s\": name id, state, attempts, failures, retries, "
+                          "promotions, rung, value, step, started, duration, p:PARAMETER or "
+                          "m:METRIC",
+                          key);
+    snprintf(path, npath, "$.\"%s\"", name);
+    snprintf(out, n, key[0] == 'p' ? SQL_PARAM_AT : SQL_METRIC_AT, bind);
+    return 0;
 }
 
-json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q) {
-    const char *order = sort_keys[0].asc;
-    for (size_t i = 0; i < TP_ARRAY_LEN(sort_keys); i++)
-        if (q->sort && strcmp(q->sort, sort_keys[i].key) == 0)
-            order = q->desc ? sort_keys[i].desc : sort_keys[i].asc;
-    if (q->sort == NULL && q->desc) order = sort_keys[0].desc;
-    char sql[2048];
-    snprintf(sql, sizeof sql, SQL_TRIALS_PAGE, order);
+/* The bound parts of a page's statements (see SQL_TABLE_PAGE). */
+typedef struct table_binds {
+    char sort_path[300];                /* ?5 */
+    char paths[TP_WEB_RANGES_MAX][300]; /* ?6, ?9, ...: each range's column path */
+} table_binds_t;
+
+static void bind_table(sqlite3_stmt *st, const tp_web_trials_q_t *q, const table_binds_t *b) {
+    if (q->state && *q->state) sqlite3_bind_text(st, 1, q->state, -1, SQLITE_STATIC);
+    if (q->text && *q->text) sqlite3_bind_text(st, 2, q->text, -1, SQLITE_STATIC);
+    if (b->sort_path[0]) sqlite3_bind_text(st, 5, b->sort_path, -1, SQLITE_STATIC);
+    for (size_t i = 0; i < q->nranges; i++) {
+        int at = 6 + 3 * (int)i;
+        if (b->paths[i][0]) sqlite3_bind_text(st, at, b->paths[i], -1, SQLITE_STATIC);
+        if (!isnan(q->ranges[i].lo)) sqlite3_bind_double(st, at + 1, q->ranges[i].lo);
+        if (!isnan(q->ranges[i].hi)) sqlite3_bind_double(st, at + 2, q->ranges[i].hi);
+    }
+}
+
+/* The first column of each row of a statement, as an array of strings. */
+static json_t *names(tp_store_t *s, const char *sql) {
+    json_t *a = json_array();
+    sqlite3_stmt *st = tp__web_prepare(s, sql);
+    while (st && sqlite3_step(st) == SQLITE_ROW)
+        json_array_append_new(a, col_text(st, 0));
+    sqlite3_finalize(st);
+    return a;
+}
+
+static int has_string(const json_t *a, const char *v) {
+    size_t i;
+    json_t *e;
+    json_array_foreach(a, i, e) {
+        if (strcmp(json_string_value(e), v) == 0) return 1;
+    }
+    return 0;
+}
+
+json_t *tp__web_table_columns(tp_store_t *s) {
+    json_t *found = names(s, SQL_TABLE_METRICS), *objectives = json_array();
+    char *text = tp__store_meta_get(s, "objectives");
+    json_t *objs = text ? json_loads(text, 0, NULL) : NULL, *e;
+    size_t i;
+    json_array_foreach(objs, i, e) {
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (name) json_array_append_new(objectives, json_string(name));
+    }
+    if (!json_array_size(objectives)) {
+        tp_web_metric_t m;
+        tp__web_metric(s, &m);
+        json_array_append_new(objectives, json_string(m.name));
+    }
+    json_t *metrics = json_array();
+    json_array_foreach(objectives, i, e) {
+        if (has_string(found, json_string_value(e))) json_array_append(metrics, e);
+    }
+    json_array_foreach(found, i, e) {
+        if (!has_string(objectives, json_string_value(e))) json_array_append(metrics, e);
+    }
+    free(text);
+    json_decref(objs);
+    json_decref(found);
+    return json_pack("{s:o, s:o, s:o}", "params", names(s, SQL_TABLE_PARAMS), "metrics", metrics,
+                     "objectives", objectives);
+}
+
+/* One row of the table: the trial (trial_row), its retries as `tunepack
+ * trials` counts them (every failure but the one a failed trial ended with),
+ * and its last report. NULL if the trial is gone. */
+static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, int64_t id) {
+    json_t *o = NULL;
+    sqlite3_reset(one);
+    sqlite3_bind_int64(one, 1, id);
+    if (sqlite3_step(one) == SQLITE_ROW) o = trial_row(one);
+    if (!o) return NULL;
+    json_int_t failures = json_integer_value(json_object_get(o, "failures"));
+    int final_failure =
+        strcmp(json_string_value(json_object_get(o, "state")), "failed") == 0 && failures > 0;
+    json_object_set_new(o, "retries", json_integer(failures - final_failure));
+    json_object_set_new(o, "promotions", json_integer(0)); /* see add_promotions */
+    sqlite3_reset(report);
+    sqlite3_bind_int64(report, 1, id);
+    json_t *m = sqlite3_step(report) == SQLITE_ROW ? col_json(report, 0) : NULL;
+    json_object_set_new(o, "metrics", json_is_object(m) ? m : json_object());
+    if (m && !json_is_object(m)) json_decref(m);
+    return o;
+}
+
+/* Each shown row's promotions, in one scan of the decisions. */
+static void add_promotions(tp_store_t *s, json_t *rows) {
+    json_t *ids = json_array(), *row;
+    size_t i;
+    json_array_foreach(rows, i, row) json_array_append(ids, json_object_get(row, "id"));
+    char *text = json_dumps(ids, JSON_COMPACT);
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_TABLE_PROMOTIONS);
+    if (st && text) sqlite3_bind_text(st, 1, text, -1, SQLITE_STATIC);
+    while (st && text && sqlite3_step(st) == SQLITE_ROW) {
+        json_array_foreach(rows, i, row) {
+            if (json_integer_value(json_object_get(row, "id")) == sqlite3_column_int64(st, 0))
+                json_object_set_new(row, "promotions", json_integer(sqlite3_column_int64(st, 1)));
+        }
+    }
+    sqlite3_finalize(st);
+    free(text);
+    json_decref(ids);
+}
+
+/* The first column of a statement's first row as an integer (0 if none). */
+static json_int_t count_of(tp_store_t *s, const char *sql, const tp_web_trials_q_t *q,
+                           const table_binds_t *b) {
+    json_int_t n = 0;
+    sqlite3_stmt *st = tp__web_prepare(s, sql);
+    if (st && q) bind_table(st, q, b);
+    if (st && sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err) {
+    table_binds_t b;
+    char expr[600], order[1400], ranges[8192] = "", sql[12288];
+    const char *sort = q->sort && *q->sort ? q->sort : "id";
+    if (q->nranges > TP_WEB_RANGES_MAX)
+        return tp__errorf(err, -EINVAL, "at most %d ranges", TP_WEB_RANGES_MAX), NULL;
+    if (column_sql(sort, 5, expr, sizeof expr, b.sort_path, sizeof b.sort_path, err) != 0)
+        return NULL;
+    int join = strcmp(sort, "promotions") == 0;
+    /* Trials without the value last either way, then by id. */
+    snprintf(order, sizeof order, "%s IS NULL, %s%s, t.id", expr, expr, q->desc ? " DESC" : "");
+    size_t len = 0;
+    for (size_t i = 0; i < q->nranges; i++) {
+        const tp_web_range_t *r = &q->ranges[i];
+        int at = 6 + 3 * (int)i;
+        if (column_sql(r->key, at, expr, sizeof expr, b.paths[i], sizeof b.paths[i], err) != 0)
+            return NULL;
+        join |= strcmp(r->key, "promotions") == 0;
+        if (!isnan(r->lo))
+            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_LEAST, expr, expr,
+                                    at + 1);
+        if (!isnan(r->hi))
+            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_MOST, expr, expr,
+                                    at + 2);
+    }
+    const char *from = join ? SQL_JOIN_PROMOTIONS : "";
     long long limit = q->limit <= 0 ? TP_WEB_PAGE_DEFAULT
                       : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX : q->limit;
     long long offset = q->offset < 0 ? 0 : q->offset;
     json_t *rows = json_array();
-    json_int_t matched = 0, total = 0;
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
-    sqlite3_stmt *st = tp__web_prepare(s, sql);
-    if (st) {
-        bind_filter(st, q);
+    snprintf(sql, sizeof sql, SQL_TABLE_PAGE, from, ranges, order);
+    sqlite3_stmt *st = tp__web_prepare(s, sql), *one = tp__web_prepare(s, SQL_TRIAL_ONE),
+                 *report = tp__web_prepare(s, SQL_TABLE_REPORT);
+    if (st && one && report) {
+        bind_table(st, q, &b);
         sqlite3_bind_int64(st, 3, limit);
         sqlite3_bind_int64(st, 4, offset);
-        while (sqlite3_step(st) == SQLITE_ROW) json_array_append_new(rows, trial_row(st));
-        sqlite3_finalize(st);
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            json_t *row = table_row(one, report, sqlite3_column_int64(st, 0));
+            if (row) json_array_append_new(rows, row);
+        }
     }
-    st = tp__web_prepare(s, SQL_TRIALS_MATCHED);
-    if (st) {
-        bind_filter(st, q);
-        if (sqlite3_step(st) == SQLITE_ROW) matched = sqlite3_column_int64(st, 0);
-        sqlite3_finalize(st);
-    }
-    st = tp__web_prepare(s, "SELECT COUNT(*) FROM trials");
-    if (st && sqlite3_step(st) == SQLITE_ROW) total = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
+    sqlite3_finalize(one);
+    sqlite3_finalize(report);
+    add_promotions(s, rows);
+    snprintf(sql, sizeof sql, SQL_TABLE_MATCHED, from, ranges);
+    json_int_t matched = count_of(s, sql, q, &b), total = count_of(s, SQL_TABLE_TOTAL, NULL, &b);
     sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
-    return json_pack("{s:I, s:I, s:I, s:I, s:o}", "total", total, "matched", matched, "offset",
-                     (json_int_t)offset, "limit", (json_int_t)limit, "rows", rows);
+    return json_pack("{s:I, s:I, s:I, s:I, s:s, s:b, s:o}", "total", total, "matched", matched,
+                     "offset", (json_int_t)offset, "limit", (json_int_t)limit, "sort", sort, "desc",
+                     q->desc, "rows", rows);
 }
 
 /* A trial's curve: every point when few, else an even stride over them

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdio.h>
@@ -218,12 +219,63 @@ typedef struct req {
 static enum MHD_Result r_summary(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, tp__web_summary(q->s, q->dir, q->id, q->rank));
 }
+/* Each min.COLUMN=X or max.COLUMN=X argument, as a range of the query. */
+typedef struct ranges_acc {
+    tp_web_trials_q_t *tq;
+    const char *bad; /* the first argument that is not a number, or NULL */
+    int too_many;
+} ranges_acc_t;
+
+static enum MHD_Result add_range(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value) {
+    (void)kind;
+    ranges_acc_t *a = cls;
+    int lo = strncmp(key, "min.", 4) == 0, hi = strncmp(key, "max.", 4) == 0;
+    if ((!lo && !hi) || !value || !*value) return MHD_YES;
+    char *end;
+    double x = strtod(value, &end);
+    if (*end || !isfinite(x)) {
+        if (!a->bad) a->bad = key;
+        return MHD_YES;
+    }
+    tp_web_trials_q_t *q = a->tq;
+    size_t i = 0;
+    while (i < q->nranges && strcmp(q->ranges[i].key, key + 4) != 0)
+        i++;
+    if (i == q->nranges) {
+        if (i == TP_WEB_RANGES_MAX) return a->too_many = 1, MHD_YES;
+        q->ranges[q->nranges++] = (tp_web_range_t){.key = key + 4, .lo = NAN, .hi = NAN};
+    }
+    *(lo ? &q->ranges[i].lo : &q->ranges[i].hi) = x;
+    return MHD_YES;
+}
+
+/* A page of the trials table: ?sort=COLUMN&desc=1&state=S&q=TEXT&offset=N&limit=N
+ * and min.COLUMN / max.COLUMN bounds (see tp__web_trials). */
 static enum MHD_Result r_trials(req_t *q) {
     tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"), .desc = arg_ll(q->c, "desc", 0) != 0,
                             .state = arg(q->c, "state"), .text = arg(q->c, "q"),
                             .offset = arg_ll(q->c, "offset", 0),
                             .limit = arg_ll(q->c, "limit", TP_WEB_PAGE_DEFAULT)};
-    return send_json(q->c, MHD_HTTP_OK, tp__web_trials(q->s, &tq));
+    ranges_acc_t a = {.tq = &tq};
+    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, add_range, &a);
+    char msg[300];
+    if (a.bad) {
+        snprintf(msg, sizeof msg, "%s=%s: a bound must be a number, e.g. %s=0.5", a.bad,
+                 arg(q->c, a.bad), a.bad);
+        return send_error(q->c, MHD_HTTP_BAD_REQUEST, msg);
+    }
+    if (a.too_many) {
+        snprintf(msg, sizeof msg, "at most %d columns may have a range at once", TP_WEB_RANGES_MAX);
+        return send_error(q->c, MHD_HTTP_BAD_REQUEST, msg);
+    }
+    tp_error_t err = {0};
+    json_t *page = tp__web_trials(q->s, &tq, &err);
+    return page ? send_json(q->c, MHD_HTTP_OK, page)
+                : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+}
+static enum MHD_Result r_columns(req_t *q) {
+    return send_json(q->c, MHD_HTTP_OK, tp__web_table_columns(q->s));
 }
 static enum MHD_Result r_trial(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, q->trial >= 0 ? tp__web_trial(q->s, q->trial) : NULL);
@@ -267,6 +319,7 @@ static const struct {
 } api_routes[] = {
     {"summary", 0, r_summary, NULL},
     {"trials", 0, r_trials, NULL},
+    {"columns", 0, r_columns, NULL},
     {"trial", 1, r_trial, NULL},
     {"log", 1, r_log, NULL},
     {"nodes", 0, r_nodes, NULL},

@@ -21,17 +21,34 @@ struct sqlite3_stmt *tp__web_prepare(tp_store_t *s, const char *sql);
  * best trial by rank (NULL: the best completed or stopped value). */
 json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank);
 
+/* A range filter on one column of the trials table: lo <= value <= hi. */
+typedef struct tp_web_range {
+    const char *key; /* a column: id, attempts, ..., p:PARAMETER or m:METRIC */
+    double lo, hi;   /* NAN: no bound on that side */
+} tp_web_range_t;
+enum { TP_WEB_RANGES_MAX = 8 };
+
 typedef struct tp_web_trials_q {
-    const char *sort;      /* id | value | state | attempts | rung | started | duration; NULL: id */
+    const char *sort;      /* a column (see tp_web_range_t); NULL: id */
     int desc;              /* descending */
     const char *state;     /* only this state, or NULL */
     const char *text;      /* only rows whose params, decision or error contain it, or NULL */
+    tp_web_range_t ranges[TP_WEB_RANGES_MAX]; /* only rows within each (all of them) */
+    size_t nranges;
     long long offset, limit;
 } tp_web_trials_q_t;
-/* A page of the trials table: {total, matched, offset, rows: [...]}, each
- * row with its latest placement (node, gpus). O(log n + page) with an index
- * on the sort key, O(n) otherwise (n = trials; 10k trials: a few ms). */
-json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q);
+/* A page of the trials table, sorted and filtered by SQLite: {total,
+ * matched, offset, limit, sort, desc, rows: [...]}, each row the trial with
+ * its retries, promotions, last report (metrics) and latest placement (node,
+ * gpus). NULL with err filled when a column named is none. O(n log n) in the
+ * trials matched when sorted by other than id, O(page) reads after that
+ * (10k trials, 1M metric rows: tens of ms, see bench/dashboard.py --table). */
+json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err);
+/* The trials table's columns: {params, metrics, objectives}: every
+ * parameter a trial has, every number in the trials' last report lines (the
+ * objectives first). O(n) JSON reads (10k trials: ~40 ms), so the page asks
+ * for them apart from its rows, and seldom. */
+json_t *tp__web_table_columns(tp_store_t *s);
 /* One trial: the row, its events, placements and its curve (downsampled to
  * at most 300 points); NULL if absent. */
 json_t *tp__web_trial(tp_store_t *s, int64_t id);

@@ -56,6 +56,19 @@ train(float(sys.argv[1]))
 '''
 
 
+# A trial reporting its objective and a second metric; it fails at either end of x.
+TABLE_TRAINER = r'''
+import json, os, sys
+x = float(sys.argv[1]); opt = sys.argv[2]; dropout = float(sys.argv[3])
+if x < 0.15 or x > 0.85:
+    sys.exit("diverged at x=%.3f" % x)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+for step in (1, 2):
+    rep.write(json.dumps({"step": step, "score": round(x * step - dropout, 6),
+                          "loss": round((1 - x) / step + (opt == "sgd"), 6)}) + "\n")
+'''
+
+
 def get(url, headers=None):
     """(status, body text) of a GET."""
     req = urllib.request.Request(url, headers=headers or {})
@@ -245,10 +258,125 @@ class Dashboard(GpuE2E):
             # Sorting by value puts the best first.
             b.goto(url + "#/e/0/trials")
             b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
-            b.eval("[...document.querySelectorAll('#trials th')].find(t => t.textContent.startsWith('value')).click()")
-            b.eval("[...document.querySelectorAll('#trials th')].find(t => t.textContent.startsWith('value')).click()")
+            for _ in range(2):  # the objective's column, labelled with its name
+                b.eval("document.querySelector('#trials th[data-key=value]').click()")
             b.wait_for("document.querySelector('#trials tr[data-trial-id]').dataset.trialId == '%d'"
                        % best["id"])
+            # Promotions apart from attempts, for every trial, as `tunepack trials` counts them.
+            r = self.tp("trials", d, "--json")
+            self.assertExit(r, 0)
+            cli = {t["id"]: t for t in json.loads(r.stdout)}
+            self.assertTrue(any(t["promotions"] for t in cli.values()), "ASHA promoted none")
+            shown = b.eval("[...document.querySelectorAll('#trials tbody tr')].map(r => "
+                           "Object.fromEntries([...r.cells].filter(c => c.dataset.key)"
+                           ".map(c => [c.dataset.key, c.textContent])))")
+            self.assertEqual(len(shown), len(cli))
+            for row in shown:
+                t = cli[int(row["id"])]
+                for key in ("attempts", "failures", "retries", "promotions"):
+                    self.assertEqual(int(row[key]), t[key], (key, row, t))
+
+    def test_trials_table_sorts_filters_and_pages_by_column_and_keeps_the_view_in_the_url(self):
+        """Issue 36: a column per parameter and metric, sorted and filtered by the server, the
+        view kept in the URL through a reload, paged forward; attempts apart from promotions as
+        `tunepack trials` counts them."""
+        d = self.path("run")
+        exp = self.experiment(
+            "name: table\ncommand: [%s, %s, \"{x}\", \"{opt}\", \"{dropout}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {uniform: [0, 1]}\n  opt: {choice: [adam, sgd]}\n"
+            "  dropout: {uniform: [0, 0.5]}\n"
+            "search: {algorithm: random, trials: 24, seed: 7}\nconcurrency: 4\n"
+            % (yaml_str(PY), yaml_str(self.write("table.py", TABLE_TRAINER))), name="table.yaml")
+        with Browser(width=1600) as b:
+            self.run_exp(exp, d)
+            with self.store(d) as s:
+                trials = [dict(r, params=json.loads(r["params"])) for r in
+                          s.q("SELECT id, state, params FROM trials ORDER BY id")]
+            self.assertEqual(len(trials), 24)
+            r = self.tp("trials", d, "--json")
+            self.assertExit(r, 0)
+            cli = {t["id"]: t for t in json.loads(r.stdout)}
+            self.assertTrue(any(t["state"] == "failed" for t in trials), trials)
+            _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            url, _ = split_url(printed)
+            b.goto(printed + "#/e/0/trials?limit=4")
+            rows = ("[...document.querySelectorAll('#trials tbody tr')].map(r => +r.dataset.trialId)")
+            b.wait_for("document.querySelectorAll('#trials tbody tr').length == 4")
+            keys = b.eval("[...document.querySelectorAll('#trials th[data-key]')].map(t => t.dataset.key)")
+            for k in ("value", "m:loss", "p:x", "p:opt", "p:dropout", "attempts", "failures",
+                      "retries", "promotions"):
+                self.assertIn(k, keys)
+            self.assertEqual(b.eval("document.querySelector('#trials th[data-key=value]')"
+                                    ".textContent"), "score")
+
+            def cells(key):
+                return b.eval("[...document.querySelectorAll('#trials tbody td[data-key=\"%s\"]')]"
+                              ".map(c => c.textContent)" % key)
+
+            # A choice is shown as it is, not quoted, each parameter in its own cell.
+            self.assertEqual(cells("p:opt"), [t["params"]["opt"] for t in trials[:4]])
+            # Sort by a parameter: the smallest x first.
+            by_x = sorted(trials, key=lambda t: t["params"]["x"])
+            b.eval("document.querySelector('#trials th[data-key=\"p:x\"]').click()")
+            b.wait_for("JSON.stringify(%s) == '%s'" % (rows, json.dumps([t["id"] for t in by_x[:4]]).replace(" ", "")))
+            self.assertIn("sort=p%3Ax", b.eval("location.hash"))
+            # Filter by state and by a range of x: what the store holds, in x's order.
+            lo, hi = 0.1, 0.9
+            want = [t["id"] for t in by_x if t["state"] == "completed" and lo <= t["params"]["x"] <= hi]
+            self.assertGreater(len(want), 4, "too few trials to page through")
+            b.eval("(() => { const s = document.getElementById('state-filter'); s.value = 'completed';"
+                   " s.dispatchEvent(new Event('change')); })()")
+            for side, v in (("min", lo), ("max", hi)):
+                b.eval("(() => { const i = document.querySelector('input[data-range=\"%s.p:x\"]');"
+                       " i.value = '%s'; i.dispatchEvent(new Event('change')); })()" % (side, v))
+            page1 = json.dumps(want[:4]).replace(" ", "")
+            b.wait_for("JSON.stringify(%s) == '%s' && document.getElementById('pager').textContent"
+                       ".startsWith('1–4 of %d matching')" % (rows, page1, len(want)))
+            for x in cells("p:x"):
+                self.assertTrue(lo <= float(x) <= hi, x)
+            self.assertEqual(set(b.eval("[...document.querySelectorAll('#trials tbody td[data-key=state]')]"
+                                        ".map(c => c.textContent)")), {"completed"})
+            # Attempts apart from promotions, as `tunepack trials` counts them.
+            for key in ("failures", "retries", "promotions", "attempts"):
+                self.assertEqual([int(c) for c in cells(key)], [cli[i][key] for i in want[:4]], key)
+            # Page forward.
+            page2 = json.dumps(want[4:8]).replace(" ", "")
+            b.eval("document.getElementById('next-page').click()")
+            b.wait_for("JSON.stringify(%s) == '%s'" % (rows, page2))
+            self.assertIn("offset=4", b.eval("location.hash"))
+            # A reload (or the link shared) shows the same view, its filters filled in.
+            shared = b.eval("location.href")
+            self.assertTrue(shared.startswith(url), shared)
+            b.eval("window.before_reload = 1; location.reload()")
+            b.wait_for("!window.before_reload && JSON.stringify(%s) == '%s'" % (rows, page2))
+            self.assertEqual(b.eval("location.href"), shared)
+            self.assertEqual(b.eval("document.getElementById('state-filter').value"), "completed")
+            self.assertEqual(b.eval("document.querySelector('input[data-range=\"min.p:x\"]').value"), str(lo))
+            self.assertIn("▴", b.eval("document.querySelector('#trials th[data-key=\"p:x\"]').textContent"))
+            # Sorting by a metric, descending; and a text match on a choice.
+            b.goto(url + "#/e/0/trials?limit=50")
+            b.wait_for("document.querySelectorAll('#trials tbody tr').length == 24")
+            self.shot(b, "trials-table")
+            for _ in range(2):
+                b.eval("document.querySelector('#trials th[data-key=\"m:loss\"]').click()")
+            b.wait_for("location.hash.includes('desc=1') && document.querySelector("
+                       "'#trials th[data-key=\"m:loss\"]').textContent.endsWith('▾')")
+            losses = [float(c) for c in cells("m:loss") if c]
+            self.assertEqual(losses, sorted(losses, reverse=True))
+            self.assertEqual(len(losses), sum(t["state"] == "completed" for t in trials))
+            b.eval("(() => { const i = document.getElementById('text-filter'); i.value = 'sgd';"
+                   " i.dispatchEvent(new Event('input')); })()")
+            sgd = sum(t["params"]["opt"] == "sgd" for t in trials)
+            b.wait_for("document.getElementById('trials').dataset.matched == %d" % sgd)
+            self.assertEqual(set(cells("p:opt")), {"sgd"})
+            # A bound that is not a number is refused with a reason, not ignored.
+            status, body = api(printed, "api/e/0/trials?min.p%3Ax=abc")
+            self.assertEqual(status, 400)
+            self.assertIn("must be a number", body)
+            status, body = api(printed, "api/e/0/trials?sort=p%3Ax%22")
+            self.assertEqual(status, 400)
+            self.assertIn("no column", body)
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")
@@ -473,10 +601,16 @@ class Dashboard(GpuE2E):
         url, token = split_url(printed)
         for path, status in (("api/e/7/summary", 404), ("api/e/0/trial/999", 404),
                              ("api/e/0/nope", 404), ("api/e/0/log/0?stream=../../etc/passwd", 400),
-                             ("api/e/0/trials?sort=value;DROP&limit=-5&offset=x", 200),
+                             ("api/e/0/trials?sort=value;DROP&limit=-5&offset=x", 400),
+                             ("api/e/0/trials?sort=value&limit=-5&offset=x", 200),
                              ("../../etc/passwd", 404)):
             self.assertEqual(api(printed, path)[0], status, path)
-        status, body = api(printed, "api/e/0/trials?sort=nonsense&limit=100000")
+        # A column that is none is named back, with the ones there are.
+        status, body = api(printed, "api/e/0/trials?sort=nonsense")
+        self.assertEqual(status, 400)
+        self.assertIn('no column \\"nonsense\\"', body)
+        self.assertIn("p:PARAMETER", body)
+        status, body = api(printed, "api/e/0/trials?sort=rung&limit=100000")
         self.assertEqual(json.loads(body)["limit"], 500)
         req = urllib.request.Request(url + "api/experiments", method="POST", data=b"x",
                                      headers={"Authorization": "Bearer " + token})

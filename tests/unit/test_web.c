@@ -2,6 +2,7 @@
  * address, loopback and token checks, the charts' escaping and bounds, and
  * the importance measure against a store whose answer is known. */
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -197,7 +198,8 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     json_decref(o);
     /* The trials page sorts by value with the best first and counts the rest. */
     tp_web_trials_q_t q = {.sort = "value", .desc = 1, .limit = 5};
-    json_t *page = tp__web_trials(s, &q);
+    tp_error_t err = {0};
+    json_t *page = tp__web_trials(s, &q, &err);
     TP_CHECK_INT(json_integer_value(json_object_get(page, "total")), 200);
     TP_CHECK_INT(json_array_size(json_object_get(page, "rows")), 5);
     TP_CHECK_NEAR(json_real_value(json_object_get(json_array_get(json_object_get(page, "rows"), 0),
@@ -205,11 +207,39 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
                   0.4, 1e-9);
     json_decref(page);
     tp_web_trials_q_t filtered = {.text = "\"a\"", .limit = 500};
-    page = tp__web_trials(s, &filtered);
+    page = tp__web_trials(s, &filtered, &err);
     size_t n_a = 0;
     for (int k = 0; k < 200; k++) n_a += (k * 7919) % 3 == 0;
     TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), (long long)n_a);
     json_decref(page);
+    /* By a parameter's column, descending, and within a range of it (both ends kept). */
+    tp_web_trials_q_t by_lr = {.sort = "p:lr", .desc = 1, .limit = 3};
+    page = tp__web_trials(s, &by_lr, &err);
+    TP_CHECK_NEAR(
+        json_real_value(json_object_get(
+            json_object_get(json_array_get(json_object_get(page, "rows"), 0), "params"), "lr")),
+        0.04, 1e-12);
+    json_decref(page);
+    tp_web_trials_q_t ranged = {.nranges = 1, .limit = 500};
+    ranged.ranges[0] = (tp_web_range_t){.key = "p:lr", .lo = 0.01, .hi = 0.02};
+    page = tp__web_trials(s, &ranged, &err);
+    TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), 11 * 5); /* lr 0.010-0.020 */
+    json_decref(page);
+    /* A range holds numbers only: a choice's text is in none. */
+    ranged.ranges[0] = (tp_web_range_t){.key = "p:noise", .lo = 0, .hi = NAN};
+    page = tp__web_trials(s, &ranged, &err);
+    TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), 0);
+    json_decref(page);
+    /* A column that is none, or a name that would leave its JSON path, is refused. */
+    tp_web_trials_q_t bad = {.sort = "p:lr\"]"};
+    TP_CHECK(tp__web_trials(s, &bad, &err) == NULL);
+    TP_CHECK(strstr(err.msg, "no column") != NULL);
+    bad.sort = "lr";
+    TP_CHECK(tp__web_trials(s, &bad, &err) == NULL);
+    json_t *cols = tp__web_table_columns(s);
+    TP_CHECK_INT(json_array_size(json_object_get(cols, "params")), 2);
+    TP_CHECK_STR(json_string_value(json_array_get(json_object_get(cols, "objectives"), 0)), "val");
+    json_decref(cols);
     tp__store_close(s);
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -138,51 +138,154 @@ function experimentFrame(id, page, body) {
   };
 }
 
-function trialsView(id) {
-  const state = {sort: "id", desc: 0, offset: 0, limit: 100};
-  const stateSel = el("select", {id: "state-filter"},
-    ...["", "pending", "running", "paused", "completed", "stopped", "failed"].map(s =>
-      el("option", {value: s, text: s || "every state"})));
-  const search = el("input", {id: "text-filter", placeholder: "filter: parameter, decision or error"});
+// ---- the trials table ------------------------------------------------------
+// A column per parameter and per metric; sorted, filtered and paged by the server
+// (/api/e/ID/trials; the columns from /api/e/ID/columns). The view lives in the URL's hash (#/e/ID/trials?sort=p:lr&desc=1&
+// state=completed&q=adam&min.p:lr=0.001&max.value=0.5&offset=100), so that a reload or a
+// shared link shows the same rows.
+
+const STATES = ["", "pending", "running", "paused", "completed", "stopped", "failed"];
+
+// The columns of a page: key (what the server sorts and filters by), label, the cell.
+function tableColumns(cols) {
+  const num = (key, label, cell, title) => ({key, label, cell, title, num: true, range: true});
+  const objectives = cols.objectives || [];
+  return [
+    {key: "id", label: "trial", num: true, range: true,
+     cell: (r, id) => el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})},
+    {key: "state", label: "state", cell: r => r.state, cls: r => "state-" + r.state},
+    num("value", objectives[0] || "value", r => fmt(r.value), "the objective" +
+        (objectives.length > 1 ? " (the first of " + objectives.length + ")" : "") +
+        ": its last reported value"),
+    ...(cols.metrics || []).filter(m => m !== objectives[0]).map(m =>
+      num("m:" + m, m, r => fmt((r.metrics || {})[m]),
+          (objectives.includes(m) ? "an objective" : "a metric") + ": its value in the last report")),
+    ...(cols.params || []).map(p => ({key: "p:" + p, label: p, range: true,
+      title: "parameter", cell: r => fmt((r.params || {})[p]),
+      num: r => typeof (r.params || {})[p] === "number"})),
+    num("attempts", "attempts", r => fmt(r.attempts), "every start: the first, each promotion, each retry"),
+    num("failures", "fails", r => fmt(r.failures), "attempts that failed"),
+    num("retries", "retries", r => fmt(r.retries), "failed attempts run again (automatically or by run --retry-failed)"),
+    num("rung", "rung / budget", rungBudget, "the rung and budget it reached"),
+    num("promotions", "promotions", r => fmt(r.promotions), "attempts started by a promotion to a larger budget"),
+    num("duration", "time", r => duration(r.run_s), "time spent running, every attempt"),
+    {key: null, label: "node / GPU", cell: where},
+    {key: null, label: "last decision or error", cell: r => r.error ? r.error : fmt(r.decision),
+     cls: () => "note"},
+  ];
+}
+
+function trialsView(id, query) {
+  const v = new URLSearchParams(query || "");
+  const limit = () => Math.min(500, Math.max(1, +v.get("limit") || 100));
+  const offset = () => Math.max(0, +v.get("offset") || 0);
+  const put = (k, val) => { if (val === "" || val === null || val === undefined) v.delete(k); else v.set(k, val); };
+  let seq = 0, shownKey = "", columns = [], lastPage = null, colsSeen = null, refreshes = 0;
+  // A change of view: into the URL (without a new history entry or a hashchange), then a refresh.
+  function changed(keepOffset) {
+    if (!keepOffset) v.delete("offset");
+    history.replaceState(null, "", "#/e/" + id + "/trials" + (String(v) ? "?" + v : ""));
+    refresh().catch(e => { live.textContent = "not updating: " + e.message; live.className = "stale"; });
+  }
+  const search = el("input", {id: "text-filter", placeholder: "filter: parameter, decision or error",
+                              value: v.get("q") || ""});
+  search.addEventListener("input", () => { put("q", search.value); changed(); });
+  const clear = el("button", {id: "clear-filters", text: "clear filters", onclick: () => {
+    for (const k of [...v.keys()]) if (k !== "sort" && k !== "desc" && k !== "limit") v.delete(k);
+    search.value = "";
+    shownKey = "";  // rebuild the filter inputs empty
+    changed();
+  }});
   const pager = el("span", {class: "muted", id: "pager"});
-  const prev = el("button", {text: "‹", onclick: () => { state.offset = Math.max(0, state.offset - state.limit); refresh(); }});
-  const next = el("button", {text: "›", onclick: () => { state.offset += state.limit; refresh(); }});
+  const prev = el("button", {id: "prev-page", text: "‹ previous", onclick: () => {
+    put("offset", Math.max(0, offset() - limit()) || ""); changed(true); }});
+  const next = el("button", {id: "next-page", text: "next ›", onclick: () => {
+    if (lastPage && offset() + limit() < lastPage.matched) { put("offset", offset() + limit()); changed(true); } }});
   const table = el("table", {id: "trials"});
-  const body = el("div", {}, el("div", {class: "controls"}, stateSel, search, prev, next, pager), table);
-  stateSel.addEventListener("change", () => { state.offset = 0; refresh(); });
-  search.addEventListener("input", () => { state.offset = 0; refresh(); });
+  const thead = el("thead"), tbody = el("tbody");
+  table.append(thead, tbody);
+  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager),
+                  table);
   const frame = experimentFrame(id, "trials", body);
-  const cols = [["id", "trial", 1], ["state", "state", 1], ["attempts", "attempts", 1],
-    ["rung", "rung / budget", 1], ["value", "value", 1], [null, "parameters"],
-    [null, "last decision"], [null, "node / GPU"], ["duration", "time", 1], [null, "logs"]];
+
+  // The two header rows: labels (click to sort) and filters (a state, or a range per column).
+  function buildHead() {
+    const labels = el("tr", {}), filters = el("tr", {class: "filters"});
+    for (const c of columns) {
+      const th = el("th", {class: (c.key ? "sort" : "") + (c.num === true ? " num" : ""),
+                           title: c.title || "", text: c.label});
+      if (c.key) {
+        th.dataset.key = c.key;
+        th.addEventListener("click", () => {
+          put("desc", v.get("sort") === c.key && v.get("desc") !== "1" ? "1" : "");
+          put("sort", c.key === "id" ? "" : c.key);
+          changed();
+        });
+      }
+      labels.append(th);
+      const f = el("th");
+      if (c.key === "state") {
+        const sel = el("select", {id: "state-filter"}, ...STATES.map(s =>
+          el("option", {value: s, text: s || "every state"})));
+        sel.value = v.get("state") || "";
+        sel.addEventListener("change", () => { put("state", sel.value); changed(); });
+        f.append(sel);
+      } else if (c.range) {
+        for (const side of ["min", "max"]) {
+          const k = side + "." + c.key;
+          const input = el("input", {class: "range", "data-range": k, placeholder: side,
+                                     inputmode: "decimal", value: v.get(k) || ""});
+          input.addEventListener("change", () => {
+            const x = input.value.trim();
+            input.classList.toggle("error", x !== "" && !isFinite(+x));
+            if (x === "" || isFinite(+x)) { put(k, x); changed(); }
+          });
+          f.append(input);
+        }
+      }
+      filters.append(f);
+    }
+    thead.replaceChildren(labels, filters);
+  }
+  function markSort(page) {
+    for (const th of thead.querySelectorAll("th[data-key]")) {
+      const c = columns.find(x => x.key === th.dataset.key);
+      th.textContent = c.label + (th.dataset.key === page.sort ? (page.desc ? " ▾" : " ▴") : "");
+      th.classList.toggle("sorted", th.dataset.key === page.sort);
+    }
+  }
+
   async function refresh() {
-    const q = new URLSearchParams({sort: state.sort, desc: state.desc, offset: state.offset,
-                                   limit: state.limit, state: stateSel.value, q: search.value});
-    if (!stateSel.value) q.delete("state");
-    if (!search.value) q.delete("q");
-    const [page] = await Promise.all([getJSON("/api/e/" + id + "/trials?" + q), frame()]);
+    const mine = ++seq;
+    const q = new URLSearchParams(v);
+    q.set("limit", limit());
+    // The columns take a read of every trial: asked for at first, then every ten refreshes.
+    const askCols = !colsSeen || refreshes++ % 10 === 0;
+    const [page, cols] = await Promise.all([getJSON("/api/e/" + id + "/trials?" + q),
+      askCols ? getJSON("/api/e/" + id + "/columns") : colsSeen, frame()]);
+    if (mine !== seq) return;  // a later change is on its way
+    lastPage = page;
+    colsSeen = cols;
+    const key = JSON.stringify(cols);
+    if (key !== shownKey) {
+      columns = tableColumns(cols);
+      shownKey = key;
+      buildHead();
+    }
+    markSort(page);
     pager.textContent = page.matched ? (page.offset + 1) + "–" + (page.offset + page.rows.length) +
-      " of " + page.matched + (page.matched !== page.total ? " matching (" + page.total + " in all)" : "") : "no trial";
+      " of " + page.matched + (page.matched !== page.total ? " matching (" + page.total + " in all)" : "") : "no trial matches";
+    prev.disabled = page.offset === 0;
+    next.disabled = page.offset + page.rows.length >= page.matched;
     table.dataset.total = page.total;
-    const head = el("tr", {}, ...cols.map(([key, label]) => {
-      const th = el("th", {class: key ? "sort" : "", text: label + (key === state.sort ? (state.desc ? " ▾" : " ▴") : "")});
-      if (key) th.addEventListener("click", () => {
-        state.desc = state.sort === key ? 1 - state.desc : 0; state.sort = key; refresh();
-      });
-      return th;
-    }));
-    const rows = page.rows.map(r => el("tr", {"data-trial-id": r.id},
-      el("td", {class: "num"}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})),
-      el("td", {class: "state-" + r.state, text: r.state}),
-      el("td", {class: "num", text: fmt(r.attempts)}),
-      el("td", {class: "num", text: rungBudget(r)}),
-      el("td", {class: "num value", text: fmt(r.value)}),
-      el("td", {class: "params", text: fmtParams(r.params)}),
-      el("td", {text: r.error ? r.error : fmt(r.decision)}),
-      el("td", {text: where(r)}),
-      el("td", {class: "num", text: duration(r.run_s)}),
-      el("td", {}, el("a", {href: "#/e/" + id + "/trial/" + r.id, text: "logs"}))));
-    table.replaceChildren(head, ...rows);
+    table.dataset.matched = page.matched;
+    tbody.replaceChildren(...page.rows.map(r => el("tr", {"data-trial-id": r.id}, ...columns.map(c => {
+      const n = typeof c.num === "function" ? c.num(r) : c.num;
+      const td = el("td", {class: [n ? "num" : "", c.cls ? c.cls(r) : ""].join(" ").trim()},
+                    c.cell(r, id));
+      if (c.key) td.dataset.key = c.key;
+      return td;
+    }))));
   }
   return refresh;
 }
@@ -305,7 +408,8 @@ function trialView(id, trial) {
 // ---- routing and the live loop ---------------------------------------------
 
 function route() {
-  const h = location.hash.replace(/^#\/?/, "").split("/");
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const h = path.split("/");
   tabs.replaceChildren();
   if (h[0] !== "e" || h[1] === undefined) return experimentsView();
   const id = h[1], page = h[2] || "trials";
@@ -317,7 +421,7 @@ function route() {
     case "importance": return importanceView(id);
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
-    default: return trialsView(id);
+    default: return trialsView(id, query);
   }
 }
 
