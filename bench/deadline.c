@@ -29,7 +29,8 @@ static double median(double *v, int n) {
 
 static double mean(const double *v, int n) {
     double s = 0;
-    for (int i = 0; i < n; i++) s += v[i];
+    for (int i = 0; i < n; i++)
+        s += v[i];
     return s / n;
 }
 
@@ -56,12 +57,18 @@ int main(int argc, char **argv) {
     double at = 0.25;
     int per_seed = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--policy") && i + 1 < argc) policy = argv[++i];
-        else if (!strcmp(argv[i], "--timeline") && i + 1 < argc) csv = argv[++i];
-        else if (!strcmp(argv[i], "--svg") && i + 1 < argc) svg = argv[++i];
-        else if (!strcmp(argv[i], "--at") && i + 1 < argc) at = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--per-seed")) per_seed = 1;
+        if (!strcmp(argv[i], "--seeds") && i + 1 < argc)
+            seeds = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--policy") && i + 1 < argc)
+            policy = argv[++i];
+        else if (!strcmp(argv[i], "--timeline") && i + 1 < argc)
+            csv = argv[++i];
+        else if (!strcmp(argv[i], "--svg") && i + 1 < argc)
+            svg = argv[++i];
+        else if (!strcmp(argv[i], "--at") && i + 1 < argc)
+            at = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--per-seed"))
+            per_seed = 1;
         else {
             fprintf(stderr, "usage: deadline [--seeds N] [--policy P] [--timeline F.csv] "
                             "[--svg F.svg] [--at FRACTION] [--per-seed]\n");
@@ -164,6 +171,7 @@ int main(int argc, char **argv) {
         tp__buf_free(&tl);
         tp__buf_free(&pic);
     }
-    for (int f = 0; f < NF; f++) free(asha[f]), free(hs[f]), free(asha_t[f]), free(hs_t[f]);
+    for (int f = 0; f < NF; f++)
+        free(asha[f]), free(hs[f]), free(asha_t[f]), free(hs_t[f]);
     return rc;
 }

@@ -40,12 +40,12 @@
 typedef struct attempt {
     int64_t trial, attempt;
     int rank;
-    int gpu;            /* GPU index from CUDA_VISIBLE_DEVICES, -1 if none */
-    double x;           /* the first numeric parameter: the objective depends on it */
-    double t0;          /* started at */
-    double next;        /* next report due */
-    long sent, total;   /* report lines sent / to send */
-    int pid;            /* the fake pid */
+    int gpu;          /* GPU index from CUDA_VISIBLE_DEVICES, -1 if none */
+    double x;         /* the first numeric parameter: the objective depends on it */
+    double t0;        /* started at */
+    double next;      /* next report due */
+    long sent, total; /* report lines sent / to send */
+    int pid;          /* the fake pid */
 } attempt_t;
 
 static struct {
@@ -54,13 +54,21 @@ static struct {
     int batch, gpus, cpus;
     long gpu_mib;
     unsigned long seed;
-} opt = {.hz = 4, .trial_s = 3, .jitter = 0.33, .usage_hz = 1, .tick_s = 0.010, .batch = 1,
-         .gpus = 8, .cpus = 64, .gpu_mib = 81920, .seed = 1};
+} opt = {.hz = 4,
+         .trial_s = 3,
+         .jitter = 0.33,
+         .usage_hz = 1,
+         .tick_s = 0.010,
+         .batch = 1,
+         .gpus = 8,
+         .cpus = 64,
+         .gpu_mib = 81920,
+         .seed = 1};
 
 static attempt_t *live;
 static size_t nlive, caplive;
-static tp_buf_t out;       /* frames not yet written */
-static size_t out_off;     /* bytes of `out` already written */
+static tp_buf_t out;   /* frames not yet written */
+static size_t out_off; /* bytes of `out` already written */
 static int next_pid = 100000;
 static int said_hello;
 
@@ -127,8 +135,8 @@ static uint64_t mix(uint64_t z) {
 static uint64_t node_hash;
 
 static double unit(int64_t trial, int64_t attempt, unsigned salt) {
-    uint64_t z = mix(opt.seed ^ node_hash ^ mix((uint64_t)trial * 1000003u + (uint64_t)attempt) ^
-                     salt);
+    uint64_t z =
+        mix(opt.seed ^ node_hash ^ mix((uint64_t)trial * 1000003u + (uint64_t)attempt) ^ salt);
     return (double)(z >> 11) / 9007199254740992.0;
 }
 
@@ -144,8 +152,7 @@ static int head_ids(char *h, size_t n, const char *type, const attempt_t *a) {
     return k;
 }
 
-static void send_exited(const attempt_t *a, const char *status, int code, int sig,
-                        double now) {
+static void send_exited(const attempt_t *a, const char *status, int code, int sig, double now) {
     char h[400];
     int k = head_ids(h, sizeof h, "exited", a);
     k += snprintf(h + k, sizeof h - (size_t)k,
@@ -211,8 +218,8 @@ static void on_launch(json_t *m, double now) {
     json_object_foreach(json_object_get(m, "params"), key, val) {
         if (json_num(val, &a->x)) break;
     }
-    const char *vis = json_string_value(
-        json_object_get(json_object_get(m, "env"), "CUDA_VISIBLE_DEVICES"));
+    const char *vis =
+        json_string_value(json_object_get(json_object_get(m, "env"), "CUDA_VISIBLE_DEVICES"));
     if (vis) { /* our uuids end in -<index> */
         const char *dash = strrchr(vis, '-');
         a->gpu = atoi(dash ? dash + 1 : vis);
@@ -262,15 +269,15 @@ static void on_hello(json_t *m) {
         char name[64], uuid[300];
         snprintf(name, sizeof name, "Fake GPU %dG", (int)(opt.gpu_mib / 1024));
         snprintf(uuid, sizeof uuid, "GPU-fake-%s-%d", opt.node, i);
-        json_array_append_new(gpus, json_pack("{s:i, s:s, s:s, s:I, s:i, s:b, s:s}", "index", i,
-                                              "name", name, "uuid", uuid, "memory_mib",
-                                              (json_int_t)opt.gpu_mib, "memory_used_mib", 0,
-                                              "healthy", 1, "error", ""));
+        json_array_append_new(gpus,
+                              json_pack("{s:i, s:s, s:s, s:I, s:i, s:b, s:s}", "index", i, "name",
+                                        name, "uuid", uuid, "memory_mib", (json_int_t)opt.gpu_mib,
+                                        "memory_used_mib", 0, "healthy", 1, "error", ""));
     }
     frame_json(json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i, s:o, s:s, s:b}", "type", "hello",
                          "protocol", TP_PROTO_VERSION, "node", opt.node, "cpus", opt.cpus, "pid",
-                         (int)getpid(), "version", "fake", "reaped", 0, "gpus", gpus, "nvml",
-                         "ok", "mps_control", 0));
+                         (int)getpid(), "version", "fake", "reaped", 0, "gpus", gpus, "nvml", "ok",
+                         "mps_control", 0));
     said_hello = 1;
 }
 
@@ -327,10 +334,9 @@ static double advance(double now, double horizon) {
 }
 
 static void usage_exit(void) {
-    fprintf(stderr,
-            "usage: fake_agent NODE [--report-hz H] [--trial-s S] [--trial-jitter J] "
-            "[--batch K] [--gpus N] [--cpus N] [--gpu-mib M] [--usage-hz U] [--tick-ms T] "
-            "[--seed N]\n");
+    fprintf(stderr, "usage: fake_agent NODE [--report-hz H] [--trial-s S] [--trial-jitter J] "
+                    "[--batch K] [--gpus N] [--cpus N] [--gpu-mib M] [--usage-hz U] [--tick-ms T] "
+                    "[--seed N]\n");
     exit(2);
 }
 
@@ -340,20 +346,32 @@ int main(int argc, char **argv) {
     for (int i = 2; i < argc; i++) {
         if (i + 1 >= argc) usage_exit();
         const char *k = argv[i], *v = argv[++i];
-        if (!strcmp(k, "--report-hz")) opt.hz = atof(v);
-        else if (!strcmp(k, "--trial-s")) opt.trial_s = atof(v);
-        else if (!strcmp(k, "--trial-jitter")) opt.jitter = atof(v);
-        else if (!strcmp(k, "--batch")) opt.batch = atoi(v);
-        else if (!strcmp(k, "--gpus")) opt.gpus = atoi(v);
-        else if (!strcmp(k, "--cpus")) opt.cpus = atoi(v);
-        else if (!strcmp(k, "--gpu-mib")) opt.gpu_mib = atol(v);
-        else if (!strcmp(k, "--usage-hz")) opt.usage_hz = atof(v);
-        else if (!strcmp(k, "--tick-ms")) opt.tick_s = atof(v) / 1000.0;
-        else if (!strcmp(k, "--seed")) opt.seed = strtoul(v, NULL, 10);
-        else usage_exit();
+        if (!strcmp(k, "--report-hz"))
+            opt.hz = atof(v);
+        else if (!strcmp(k, "--trial-s"))
+            opt.trial_s = atof(v);
+        else if (!strcmp(k, "--trial-jitter"))
+            opt.jitter = atof(v);
+        else if (!strcmp(k, "--batch"))
+            opt.batch = atoi(v);
+        else if (!strcmp(k, "--gpus"))
+            opt.gpus = atoi(v);
+        else if (!strcmp(k, "--cpus"))
+            opt.cpus = atoi(v);
+        else if (!strcmp(k, "--gpu-mib"))
+            opt.gpu_mib = atol(v);
+        else if (!strcmp(k, "--usage-hz"))
+            opt.usage_hz = atof(v);
+        else if (!strcmp(k, "--tick-ms"))
+            opt.tick_s = atof(v) / 1000.0;
+        else if (!strcmp(k, "--seed"))
+            opt.seed = strtoul(v, NULL, 10);
+        else
+            usage_exit();
     }
     if (opt.hz <= 0 || opt.batch < 1 || opt.batch > 64 || opt.gpus < 0) usage_exit();
-    for (const char *p = opt.node; *p; p++) node_hash = mix(node_hash ^ (unsigned char)*p);
+    for (const char *p = opt.node; *p; p++)
+        node_hash = mix(node_hash ^ (unsigned char)*p);
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
     fcntl(1, F_SETFL, fcntl(1, F_GETFL) | O_NONBLOCK);
     tp__buf_init(&out);

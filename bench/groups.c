@@ -64,8 +64,10 @@ static int served_arg(const char *text, double served[4]) {
         char *end;
         double v = n < 3 ? strtod(tok, &end) : 0;
         if (n == 3 || end == tok || *end || !(v >= 1) || !isfinite(v)) {
-            fprintf(stderr, "groups: --served %s: give C2,C3,C4 or one number, each 1 or "
-                    "more\n", text);
+            fprintf(stderr,
+                    "groups: --served %s: give C2,C3,C4 or one number, each 1 or "
+                    "more\n",
+                    text);
             return -1;
         }
         served[1 + n++] = v;
@@ -89,7 +91,7 @@ int main(int argc, char **argv) {
                                                            : NULL;
         if (!to || i + 1 == argc) {
             fprintf(stderr, "usage: groups [--restart S] [--min-steps N] [--overhead O] "
-                    "[--served C2,C3,C4]\n");
+                            "[--served C2,C3,C4]\n");
             return 2;
         }
         if (to == served ? served_arg(argv[i + 1], served) != 0
@@ -113,11 +115,19 @@ int main(int argc, char **argv) {
     for (size_t a = 0; a < sizeof gpus / sizeof *gpus; a++)
         for (size_t b = 0; b < sizeof n0 / sizeof *n0; b++)
             for (size_t c = 0; c < sizeof serial / sizeof *serial; c++) {
-                tp_groups_opts_t o = {.n0 = n0[b], .eta = 3, .min_steps = min_steps,
-                                      .gpus = gpus[a], .gpu_memory_mib = 24576,
-                                      .reserve_mib = 512, .pack_max = 4, .serial = serial[c],
-                                      .restart_s = restart, .overhead = overhead, .min = 0.25,
-                                      .max = (double)gpus[a], .gpus_cap = (int)gpus[a]};
+                tp_groups_opts_t o = {.n0 = n0[b],
+                                      .eta = 3,
+                                      .min_steps = min_steps,
+                                      .gpus = gpus[a],
+                                      .gpu_memory_mib = 24576,
+                                      .reserve_mib = 512,
+                                      .pack_max = 4,
+                                      .serial = serial[c],
+                                      .restart_s = restart,
+                                      .overhead = overhead,
+                                      .min = 0.25,
+                                      .max = (double)gpus[a],
+                                      .gpus_cap = (int)gpus[a]};
                 memcpy(o.served, served, sizeof o.served);
                 o.mode = TP_FLUID_OFF, o.plain = TP_GROUPS_ONE_PER_GPU;
                 double one = mean_over_seeds(o, 0);

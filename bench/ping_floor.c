@@ -62,7 +62,8 @@ int main(int argc, char **argv) {
         if (p[i].pid == 0) {
             dup2(in[0], 0);
             dup2(out[1], 1);
-            for (int fd = 3; fd < 1024; fd++) close(fd);
+            for (int fd = 3; fd < 1024; fd++)
+                close(fd);
             execl(argv[1], argv[1], node, "--usage-hz", "0", (char *)NULL);
             _exit(127);
         }
@@ -104,7 +105,8 @@ int main(int argc, char **argv) {
         }
         if (r >= 0) usleep(200000);
     }
-    for (int i = 0; i < n; i++) close(p[i].to); /* EOF: they exit */
+    for (int i = 0; i < n; i++)
+        close(p[i].to); /* EOF: they exit */
     for (int i = 0; i < n; i++) {
         waitpid(p[i].pid, NULL, 0);
         close(p[i].from);

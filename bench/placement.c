@@ -39,26 +39,31 @@ static const char *const class_name[] = {"compute", "memory", "cpu", "big", "het
 
 typedef struct instance {
     char name[48];
-    int cls;        /* C_* */
+    int cls; /* C_* */
     tp_cluster_t c;
     tp_demand_t *t;
     size_t n;
-    double best;    /* best known occupancy */
-    int proved;     /* optimal proved it */
-    double opt_s;   /* optimal's wall seconds */
+    double best;  /* best known occupancy */
+    int proved;   /* optimal proved it */
+    double opt_s; /* optimal's wall seconds */
 } instance_t;
 
-static const tp_wl_gpu_type_t gpu_types[] = {
-    {"v100_32g", 32768, 0.6}, {"a100_40g", 40960, 1.0}, {"a100_80g", 81920, 1.0},
-    {"h100_80g", 81920, 2.0}};
+static const tp_wl_gpu_type_t gpu_types[] = {{"v100_32g", 32768, 0.6},
+                                             {"a100_40g", 40960, 1.0},
+                                             {"a100_80g", 81920, 1.0},
+                                             {"h100_80g", 81920, 2.0}};
 
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-static double pick(tp_rng_t *r, double lo, double hi) { return lo + (hi - lo) * tp__rng_uniform(r); }
-static size_t below(tp_rng_t *r, size_t n) { return (size_t)tp__rng_below(r, n); }
+static double pick(tp_rng_t *r, double lo, double hi) {
+    return lo + (hi - lo) * tp__rng_uniform(r);
+}
+static size_t below(tp_rng_t *r, size_t n) {
+    return (size_t)tp__rng_below(r, n);
+}
 
 /* Instance k of class cls, from seed 1000 * cls + k. */
 static void generate(instance_t *in, int cls, int k) {
@@ -215,12 +220,12 @@ static void scale_instance(instance_t *in, size_t n, size_t gpus) {
     in->c = (tp_cluster_t){.nnodes = nnodes, .limits = {.reserve_mib = 512, .sharing = 1}};
     in->c.nodes = tp__xcalloc(nnodes, sizeof *in->c.nodes);
     for (size_t k = 0; k < nnodes; k++)
-        tp__workload_node(&in->c.nodes[k], k, 8, 256,
-                          &gpu_types[2]);
+        tp__workload_node(&in->c.nodes[k], k, 8, 256, &gpu_types[2]);
     in->n = n;
     in->t = tp__xcalloc(n, sizeof *in->t);
     for (size_t i = 0; i < n; i++)
-        in->t[i] = (tp_demand_t){.id = (int64_t)i, .gpus = 1,
+        in->t[i] = (tp_demand_t){.id = (int64_t)i,
+                                 .gpus = 1,
                                  .memory_mib = 500 + tp__rng_below(&r, 20000),
                                  .compute = 0.05 + 0.55 * tp__rng_uniform(&r),
                                  .cpus = 1 + (int)tp__rng_below(&r, 4),
@@ -235,11 +240,11 @@ static void free_instance(instance_t *in) {
 typedef struct row {
     double sum, min, worst_pts, cls_sum[NCLASS];
     size_t count;
-    double sp[3];        /* % of best on SP3/homog_4, SP4/homog_16, SP1/hetero_4h6a */
+    double sp[3]; /* % of best on SP3/homog_4, SP4/homog_16, SP1/hetero_4h6a */
     double sp_us[3];
-    double *fam_us;      /* per family instance */
-    double scale_s;      /* 1M x 10k, -1 if not run */
-    double scale_cpu_s;  /* its CPU time */
+    double *fam_us;     /* per family instance */
+    double scale_s;     /* 1M x 10k, -1 if not run */
+    double scale_cpu_s; /* its CPU time */
 } row_t;
 
 int main(int argc, char **argv) {
@@ -248,11 +253,16 @@ int main(int argc, char **argv) {
     int quick = 0, verbose = 0;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) quick = 1;
-        else if (strcmp(argv[i], "--verbose") == 0) verbose = 1;
-        else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) limit = atof(argv[++i]);
-        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else path = argv[i];
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strcmp(argv[i], "--verbose") == 0)
+            verbose = 1;
+        else if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc)
+            limit = atof(argv[++i]);
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else
+            path = argv[i];
     }
     tp_workload_t w;
     tp_error_t err = {0};
@@ -264,7 +274,8 @@ int main(int argc, char **argv) {
     size_t nfam = NCLASS * PER_CLASS, nins = nfam + 3;
     instance_t *ins = tp__xcalloc(nins, sizeof *ins);
     for (int c = 0; c < NCLASS; c++)
-        for (int k = 0; k < PER_CLASS; k++) generate(&ins[c * PER_CLASS + k], c, k);
+        for (int k = 0; k < PER_CLASS; k++)
+            generate(&ins[c * PER_CLASS + k], c, k);
     if (study_instance(&ins[nfam], &w, "SP3", "homog_4") < 0 ||
         study_instance(&ins[nfam + 1], &w, "SP4", "homog_16") < 0 ||
         study_instance(&ins[nfam + 2], &w, "SP1", "hetero_4h6a") < 0)
@@ -272,7 +283,8 @@ int main(int argc, char **argv) {
 
     size_t np = 0;
     const tp_placer_ops_t *pols[MAXPOL];
-    for (size_t p = 0; tp__placers[p] && np < MAXPOL; p++) pols[np++] = tp__placers[p];
+    for (size_t p = 0; tp__placers[p] && np < MAXPOL; p++)
+        pols[np++] = tp__placers[p];
     double *occ = tp__xcalloc(nins * np, sizeof *occ), *us = tp__xcalloc(nins * np, sizeof *us);
     size_t proved = 0;
     for (size_t k = 0; k < nins; k++) {
@@ -291,7 +303,8 @@ int main(int argc, char **argv) {
         }
         if (verbose) {
             size_t G = 0;
-            for (size_t nd = 0; nd < in->c.nnodes; nd++) G += in->c.nodes[nd].ngpus;
+            for (size_t nd = 0; nd < in->c.nnodes; nd++)
+                G += in->c.nodes[nd].ngpus;
             printf("%-16s %3zu nodes %3zu GPUs %4zu trials  best %6.2f%% %s (optimal %.2f s):",
                    in->name, in->c.nnodes, G, in->n, 100 * in->best,
                    in->proved ? "proved " : "unproved", in->opt_s);
@@ -337,32 +350,47 @@ int main(int argc, char **argv) {
            "3-8 trials/GPU); optimal proved %zu of %zu instances (limit %.0f s each)\n",
            nfam, NCLASS, PER_CLASS, proved, nins, limit);
     printf("%-11s %6s %6s %6s |", "policy", "mean%", "min%", "worst");
-    for (int c = 0; c < NCLASS; c++) printf(" %7s", class_name[c]);
-    printf(" | %7s %7s %7s | %10s %10s %10s\n", "SP3/4", "SP4/16", "SP1/h", "SP4/16 t",
-           "family t", "1Mx10k t");
+    for (int c = 0; c < NCLASS; c++)
+        printf(" %7s", class_name[c]);
+    printf(" | %7s %7s %7s | %10s %10s %10s\n", "SP3/4", "SP4/16", "SP1/h", "SP4/16 t", "family t",
+           "1Mx10k t");
     for (size_t p = 0; p < np; p++) {
         row_t *r = &rows[p];
         char t1[32], t2[32], t3[32];
         double a = r->sp_us[1], b = r->fam_us[nfam / 2];
-        snprintf(t1, sizeof t1, a >= 1e6 ? "%.2f s" : a >= 1e3 ? "%.2f ms" : "%.0f us",
-                 a >= 1e6 ? a / 1e6 : a >= 1e3 ? a / 1e3 : a);
-        snprintf(t2, sizeof t2, b >= 1e6 ? "%.2f s" : b >= 1e3 ? "%.2f ms" : "%.0f us",
-                 b >= 1e6 ? b / 1e6 : b >= 1e3 ? b / 1e3 : b);
-        if (r->scale_s < 0) snprintf(t3, sizeof t3, "-");
-        else snprintf(t3, sizeof t3, "%.3f s", r->scale_s);
+        snprintf(t1, sizeof t1,
+                 a >= 1e6   ? "%.2f s"
+                 : a >= 1e3 ? "%.2f ms"
+                            : "%.0f us",
+                 a >= 1e6   ? a / 1e6
+                 : a >= 1e3 ? a / 1e3
+                            : a);
+        snprintf(t2, sizeof t2,
+                 b >= 1e6   ? "%.2f s"
+                 : b >= 1e3 ? "%.2f ms"
+                            : "%.0f us",
+                 b >= 1e6   ? b / 1e6
+                 : b >= 1e3 ? b / 1e3
+                            : b);
+        if (r->scale_s < 0)
+            snprintf(t3, sizeof t3, "-");
+        else
+            snprintf(t3, sizeof t3, "%.3f s", r->scale_s);
         printf("%-11s %6.2f %6.2f %6.2f |", pols[p]->name, r->sum / (double)nfam, r->min,
                r->worst_pts);
-        for (int c = 0; c < NCLASS; c++) printf(" %7.2f", r->cls_sum[c] / PER_CLASS);
+        for (int c = 0; c < NCLASS; c++)
+            printf(" %7.2f", r->cls_sum[c] / PER_CLASS);
         printf(" | %7.2f %7.2f %7.2f | %10s %10s %10s\n", r->sp[0], r->sp[1], r->sp[2], t1, t2, t3);
     }
-    printf("mean%%, min%%: occupancy as %% of the best known; worst: the most occupancy points below "
-           "the best known on one instance; family t: median "
-           "decision time over the family; SP1/h: SP1 on hetero_4h6a\n");
+    printf(
+        "mean%%, min%%: occupancy as %% of the best known; worst: the most occupancy points below "
+        "the best known on one instance; family t: median "
+        "decision time over the family; SP1/h: SP1 on hetero_4h6a\n");
     printf("optimal's time to its answer: SP3/homog_4 %.3f s (%s), SP4/homog_16 %.3f s (%s), "
            "SP1/hetero_4h6a %.3f s (%s)\n",
-           ins[nfam].opt_s, ins[nfam].proved ? "proved optimal" : "not proved",
-           ins[nfam + 1].opt_s, ins[nfam + 1].proved ? "proved optimal" : "not proved",
-           ins[nfam + 2].opt_s, ins[nfam + 2].proved ? "proved optimal" : "not proved");
+           ins[nfam].opt_s, ins[nfam].proved ? "proved optimal" : "not proved", ins[nfam + 1].opt_s,
+           ins[nfam + 1].proved ? "proved optimal" : "not proved", ins[nfam + 2].opt_s,
+           ins[nfam + 2].proved ? "proved optimal" : "not proved");
     if (!quick) {
         printf("1M x 10k, CPU time of the decision:");
         for (size_t p = 0; p < np; p++)
@@ -371,11 +399,13 @@ int main(int argc, char **argv) {
     }
     printf("load average (1 min) at the start %.2f, at the end %.2f: wall times inflate with it\n",
            load_before, load_average());
-    for (size_t p = 0; p < np; p++) free(rows[p].fam_us);
+    for (size_t p = 0; p < np; p++)
+        free(rows[p].fam_us);
     free(rows);
     free(occ);
     free(us);
-    for (size_t k = 0; k < nins; k++) free_instance(&ins[k]);
+    for (size_t k = 0; k < nins; k++)
+        free_instance(&ins[k]);
     free(ins);
     tp__workload_free(&w);
     return 0;

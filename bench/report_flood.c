@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
     static char buf[1 << 16];
     setvbuf(f, buf, _IOFBF, sizeof buf);
     for (long i = 0; i < n; i++)
-        fprintf(f, "{\"step\": %ld, \"acc\": %.6f, \"loss\": %.6f}\n", i, scale * (double)(i + 1) / (double)n,
-                1.0 - (double)i / (double)n);
+        fprintf(f, "{\"step\": %ld, \"acc\": %.6f, \"loss\": %.6f}\n", i,
+                scale * (double)(i + 1) / (double)n, 1.0 - (double)i / (double)n);
     return fclose(f) == 0 ? 0 : 1;
 }

@@ -26,9 +26,15 @@ typedef struct row {
 } row_t;
 
 static const row_t rows[] = {
-    {"SP1", "homog_4", ""},  {"SP1", "homog_8", ""},  {"SP1", "homog_16", ""},
-    {"SP2", "homog_4", ""},  {"SP2", "homog_8", ""},  {"SP2", "homog_16", ""},
-    {"SP3", "homog_4", ""},  {"SP3", "homog_8", ""},  {"SP3", "homog_16", ""},
+    {"SP1", "homog_4", ""},
+    {"SP1", "homog_8", ""},
+    {"SP1", "homog_16", ""},
+    {"SP2", "homog_4", ""},
+    {"SP2", "homog_8", ""},
+    {"SP2", "homog_16", ""},
+    {"SP3", "homog_4", ""},
+    {"SP3", "homog_8", ""},
+    {"SP3", "homog_16", ""},
     {"SP4", "homog_4", "2.1 h -> 48.2 min (2.6x)"},
     {"SP4", "homog_8", "1.1 h -> 24.5 min (2.7x)"},
     {"SP4", "homog_16", "35.1 -> 13.1 min (2.7x)"},
@@ -37,8 +43,8 @@ static const row_t rows[] = {
     {"SP4", "hetero_4h12a", "H100+A100: 3.9-4x"},
 };
 
-static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf", "bfd", "wf", "wfd",
-                                       "vpack"};
+static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf",
+                                       "bfd",         "wf", "wfd", "vpack"};
 
 static int run(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
                double oversub, tp_sim_result_t *r, size_t *ngpus) {
@@ -51,7 +57,8 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
     c.limits.oversubscribe = oversub;
     if (ngpus) {
         *ngpus = 0;
-        for (size_t n = 0; n < c.nnodes; n++) *ngpus += c.nodes[n].ngpus;
+        for (size_t n = 0; n < c.nnodes; n++)
+            *ngpus += c.nodes[n].ngpus;
     }
     tp_sim_opts_t o = {.policy = policy, .overhead = 0.03};
     int rc = tp__sim_run(w, space, &c, &o, r, &err);
@@ -68,8 +75,8 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
  * the two rows agree in every figure. Returns -1 on an error. */
 static int compare(const tp_workload_t *w) {
     printf("vpack (the default) against wfd on every space x cluster of the catalogue:\n");
-    printf("%-4s %-13s %6s %4s %10s %10s %7s %7s %8s %8s %7s\n", "sp", "cluster", "trials",
-           "GPUs", "vpack min", "wfd min", "vp /LB", "wfd /LB", "vp busy", "wfd busy", "vp/wfd");
+    printf("%-4s %-13s %6s %4s %10s %10s %7s %7s %8s %8s %7s\n", "sp", "cluster", "trials", "GPUs",
+           "vpack min", "wfd min", "vp /LB", "wfd /LB", "vp busy", "wfd busy", "vp/wfd");
     int worse = 0;
     for (size_t s = 0; s < w->nspaces; s++)
         for (size_t k = 0; k < w->nclusters; k++) {
@@ -80,8 +87,9 @@ static int compare(const tp_workload_t *w) {
                 return -1;
             worse += a.makespan_s > b.makespan_s * (1 + 1e-9);
             printf("%-4s %-13s %6llu %4zu %10.1f %10.1f %7.3f %7.3f %7.1f%% %7.1f%% %7.3f\n", sp,
-                   cl, (unsigned long long)a.trials, gpus, a.makespan_s / 60, b.makespan_s / 60, a.ratio, b.ratio, 100 * a.busy_share,
-                   100 * b.busy_share, a.makespan_s / b.makespan_s);
+                   cl, (unsigned long long)a.trials, gpus, a.makespan_s / 60, b.makespan_s / 60,
+                   a.ratio, b.ratio, 100 * a.busy_share, 100 * b.busy_share,
+                   a.makespan_s / b.makespan_s);
             tp__sim_result_free(&a);
             tp__sim_result_free(&b);
         }
@@ -122,9 +130,12 @@ int main(int argc, char **argv) {
     int quick = 0;
     int only_compare = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) quick = 1;
-        else if (strcmp(argv[i], "--compare") == 0) only_compare = 1;
-        else path = argv[i];
+        if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else if (strcmp(argv[i], "--compare") == 0)
+            only_compare = 1;
+        else
+            path = argv[i];
     }
     tp_workload_t w;
     tp_error_t err = {0};
@@ -141,8 +152,8 @@ int main(int argc, char **argv) {
            "profiles ASSUMED in sp.yaml). makespan in minutes; x = speedup over one-per-gpu;\n"
            "/LB = makespan over the lower bound; busy = mean GPU busy share.\n"
            "wfd+os0.2: wfd with placement.oversubscribe 0.2 (compute capacity 1.2 per GPU).\n\n");
-    printf("%-4s %-12s %-10s %9s %6s %6s %6s   %s\n", "sp", "cluster", "policy", "makespan",
-           "x", "/LB", "busy", "published (one-per-gpu -> HyperSack)");
+    printf("%-4s %-12s %-10s %9s %6s %6s %6s   %s\n", "sp", "cluster", "policy", "makespan", "x",
+           "/LB", "busy", "published (one-per-gpu -> HyperSack)");
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         tp_sim_result_t base;
         if (run(&w, rows[i].space, rows[i].cluster, "one-per-gpu", 0, &base, NULL) < 0) return 1;
@@ -151,8 +162,10 @@ int main(int argc, char **argv) {
             tp_sim_result_t r;
             const char *pol = p < np ? policies[p] : "wfd";
             double os = p < np ? 0 : 0.2;
-            if (p == 0) r = base;
-            else if (run(&w, rows[i].space, rows[i].cluster, pol, os, &r, NULL) < 0) return 1;
+            if (p == 0)
+                r = base;
+            else if (run(&w, rows[i].space, rows[i].cluster, pol, os, &r, NULL) < 0)
+                return 1;
             printf("%-4s %-12s %-10s %9.1f %5.2fx %6.3f %5.1f%%   %s\n", rows[i].space,
                    rows[i].cluster, p < np ? pol : "wfd+os0.2", r.makespan_s / 60,
                    base.makespan_s / r.makespan_s, r.ratio, 100 * r.busy_share,

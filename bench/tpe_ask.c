@@ -9,8 +9,7 @@
 
 #include "search/search.h"
 
-static void add_real(tp_space_t *sp, const char *name, tp_domain_kind kind, double lo,
-                     double hi) {
+static void add_real(tp_space_t *sp, const char *name, tp_domain_kind kind, double lo, double hi) {
     tp_param_t p = {.name = tp__strdup(name), .kind = kind, .lo = lo, .hi = hi};
     tp__space_add(sp, &p);
 }
@@ -53,8 +52,8 @@ int main(int argc, char **argv) {
         json_decref(c);
     }
     double per_ask_ms = (tp__mono_s() - t0) / asks * 1e3;
-    printf("tpe ask with 1000..%d observations, 5 params: %.2f ms per ask (%d asks)\n",
-           999 + asks, per_ask_ms, asks);
+    printf("tpe ask with 1000..%d observations, 5 params: %.2f ms per ask (%d asks)\n", 999 + asks,
+           per_ask_ms, asks);
     tp__searcher_free(s);
     tp__space_free(&sp);
     return 0;

@@ -62,21 +62,23 @@ struct objective {
     struct config best;                       /* a configuration where q = 1 */
 };
 
-static double sq(double v) { return v * v; }
+static double sq(double v) {
+    return v * v;
+}
 
 /* bowl: a shifted quadratic bowl in (x, z, ly) with a penalty per category; tau grows with z,
  * and the optimum (z = 0.7) learns slower than half the space. */
-static double bowl_quality(const struct config *p)
-{
+static double bowl_quality(const struct config *p) {
     static const double pen[N_CHOICES] = {0.2, 0.0, 0.1, 0.3};
     return 1.0 - 1.5 * (sq(p->x - 0.3) + sq(p->z - 0.7) + sq(p->ly - 0.6)) - pen[p->c];
 }
 
-static double bowl_tau(const struct config *p) { return 1.5 + 5.0 * p->z; }
+static double bowl_tau(const struct config *p) {
+    return 1.5 + 5.0 * p->z;
+}
 
 /* Branin's function of (x, z) mapped onto [-5, 10] x [0, 15]: three global minima 0.397887. */
-static double branin(double x, double z)
-{
+static double branin(double x, double z) {
     double a = -5.0 + 15.0 * x, b = 15.0 * z;
     double t = b - 5.1 / (4.0 * PI * PI) * a * a + 5.0 / PI * a - 6.0;
     return t * t + 10.0 * (1.0 - 1.0 / (8.0 * PI)) * cos(a) + 10.0;
@@ -84,29 +86,30 @@ static double branin(double x, double z)
 
 /* branin: exp(-(Branin - min) / 20) times a bump in ly (best ly 0.4, y = 1e-3), minus a
  * penalty per category; small y (a small "learning rate") learns slowly. */
-static double branin_quality(const struct config *p)
-{
+static double branin_quality(const struct config *p) {
     static const double pen[N_CHOICES] = {0.15, 0.05, 0.0, 0.25};
-    return exp(-(branin(p->x, p->z) - 0.397887357729739) / 20.0) *
-               (1.0 - 1.5 * sq(p->ly - 0.4)) -
+    return exp(-(branin(p->x, p->z) - 0.397887357729739) / 20.0) * (1.0 - 1.5 * sq(p->ly - 0.4)) -
            pen[p->c];
 }
 
-static double branin_tau(const struct config *p) { return 1.0 + 8.0 * (1.0 - p->ly); }
+static double branin_tau(const struct config *p) {
+    return 1.0 + 8.0 * (1.0 - p->ly);
+}
 
 /* needle: a broad hill worth 0.6 at (0.2, 0.2) and a narrow peak worth 1 at (0.8, 0.75)
  * (width 0.05), times a bump in ly (best 0.7), minus a penalty per category. The peak sits
  * where x is large, where curves are slowest (tau up to 12): early stopping that trusts the
  * first epochs prefers the broad hill. */
-static double needle_quality(const struct config *p)
-{
+static double needle_quality(const struct config *p) {
     static const double pen[N_CHOICES] = {0.1, 0.2, 0.05, 0.0};
     double hill = 0.6 * exp(-(sq(p->x - 0.2) + sq(p->z - 0.2)) / 0.1);
     double peak = exp(-(sq(p->x - 0.8) + sq(p->z - 0.75)) / (2.0 * 0.05 * 0.05));
     return (hill > peak ? hill : peak) * exp(-sq(p->ly - 0.7) / 0.08) - pen[p->c];
 }
 
-static double needle_tau(const struct config *p) { return 2.0 + 10.0 * p->x; }
+static double needle_tau(const struct config *p) {
+    return 2.0 + 10.0 * p->x;
+}
 
 static const struct objective objectives[] = {
     {.name = "bowl",
@@ -128,21 +131,18 @@ static const struct objective objectives[] = {
 };
 #define N_OBJECTIVES (sizeof objectives / sizeof objectives[0])
 
-static double log_unit(double y)
-{
+static double log_unit(double y) {
     return (log10(y) - log10(Y_LO)) / (log10(Y_HI) - log10(Y_LO));
 }
 
 /* splitmix64 finaliser: the noise generator. */
-static uint64_t mix(uint64_t z)
-{
+static uint64_t mix(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
 
-static uint64_t bits_of(double v)
-{
+static uint64_t bits_of(double v) {
     uint64_t u;
     memcpy(&u, &v, sizeof u);
     return u;
@@ -150,8 +150,7 @@ static uint64_t bits_of(double v)
 
 /* Noise in [-NOISE, NOISE], a pure function of (objective, seed, configuration, epoch): a
  * resumed trial reports exactly what an uninterrupted one would. */
-static double noise(size_t obj, uint64_t seed, const struct config *p, long epoch)
-{
+static double noise(size_t obj, uint64_t seed, const struct config *p, long epoch) {
     uint64_t h = mix(obj + 0x9e3779b97f4a7c15ULL * (seed + 1));
     h = mix(h ^ bits_of(p->x));
     h = mix(h ^ bits_of(p->z));
@@ -162,23 +161,20 @@ static double noise(size_t obj, uint64_t seed, const struct config *p, long epoc
 }
 
 /* The score after `epoch` epochs. */
-static double score(size_t obj, uint64_t seed, const struct config *p, long epoch)
-{
+static double score(size_t obj, uint64_t seed, const struct config *p, long epoch) {
     const struct objective *o = &objectives[obj];
     return o->quality(p) * (1.0 - exp(-(double)epoch / o->tau(p))) + noise(obj, seed, p, epoch);
 }
 
 /* Prints one JSON line per objective: space, the optimum (q = 1, noise-free), the optimum
  * configuration's noise-free score at budgets 9, 27 and 81, and the range of tau. */
-static void describe(int only)
-{
+static void describe(int only) {
     for (size_t i = 0; i < N_OBJECTIVES; i++) {
         const struct objective *o = &objectives[i];
         struct config b = o->best;
         double lo = INFINITY, hi = -INFINITY;
 
-        if (only >= 0 && (size_t)only != i)
-            continue;
+        if (only >= 0 && (size_t)only != i) continue;
         b.ly = log_unit(b.y);
         for (int a = 0; a <= 20; a++)
             for (int k = 0; k <= 20; k++) {
@@ -206,23 +202,19 @@ static void describe(int only)
 
 /* Returns the epoch recorded in DIR/objective.ckpt for this very configuration, or 0 (none,
  * unreadable, or another configuration's: said on stderr). */
-static long ckpt_load(const char *dir, const char *name, const struct config *p)
-{
+static long ckpt_load(const char *dir, const char *name, const struct config *p) {
     char path[4096], want[512], line[512];
     long epoch = 0;
     FILE *f;
 
-    if (snprintf(path, sizeof path, "%s/%s", dir, CKPT_NAME) >= (int)sizeof path)
-        return 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, CKPT_NAME) >= (int)sizeof path) return 0;
     f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
+    if (f == NULL) return 0;
     snprintf(want, sizeof want, "%s %.17g %.17g %.17g %d", name, p->x, p->z, p->y, p->c);
     if (fgets(line, sizeof line, f) == NULL || strcspn(line, "\n") != strlen(want) ||
         strncmp(line, want, strlen(want)) != 0 || fscanf(f, "epoch %ld", &epoch) != 1 ||
         epoch < 0) {
-        fprintf(stderr, "search_objective: %s is not this configuration's: starting over\n",
-                path);
+        fprintf(stderr, "search_objective: %s is not this configuration's: starting over\n", path);
         epoch = 0;
     }
     fclose(f);
@@ -230,8 +222,7 @@ static long ckpt_load(const char *dir, const char *name, const struct config *p)
 }
 
 /* Writes DIR/objective.ckpt through a temp file and rename(2). Returns 0 or -1 (said). */
-static int ckpt_save(const char *dir, const char *name, const struct config *p, long epoch)
-{
+static int ckpt_save(const char *dir, const char *name, const struct config *p, long epoch) {
     char path[4096], tmp[4096];
     FILE *f;
 
@@ -242,8 +233,8 @@ static int ckpt_save(const char *dir, const char *name, const struct config *p, 
     }
     f = fopen(tmp, "w");
     if (f == NULL ||
-        fprintf(f, "%s %.17g %.17g %.17g %d\nepoch %ld\n", name, p->x, p->z, p->y, p->c,
-                epoch) < 0 ||
+        fprintf(f, "%s %.17g %.17g %.17g %d\nepoch %ld\n", name, p->x, p->z, p->y, p->c, epoch) <
+            0 ||
         fclose(f) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "search_objective: cannot write %s: %s\n", path, strerror(errno));
         return -1;
@@ -254,36 +245,31 @@ static int ckpt_save(const char *dir, const char *name, const struct config *p, 
 /* ---- arguments ---- */
 
 struct options {
-    int objective;    /* index into objectives[], -1 when not given */
-    struct config p;  /* the configuration */
-    long epochs;      /* budget: the epoch to reach */
-    long epoch_ms;    /* sleep per epoch */
-    uint64_t seed;    /* noise seed */
-    int describe;     /* --describe */
+    int objective;   /* index into objectives[], -1 when not given */
+    struct config p; /* the configuration */
+    long epochs;     /* budget: the epoch to reach */
+    long epoch_ms;   /* sleep per epoch */
+    uint64_t seed;   /* noise seed */
+    int describe;    /* --describe */
 };
 
-static int parse_double(const char *s, double *out)
-{
+static int parse_double(const char *s, double *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !isfinite(v))
-        return -1;
+    if (end == s || *end != '\0' || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }
 
 /* Integers may arrive as "27" or "27.0" (a budget is a number). */
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
+static int parse_long(const char *s, long lo, long hi, long *out) {
     double v;
-    if (parse_double(s, &v) != 0 || v != floor(v) || v < (double)lo || v > (double)hi)
-        return -1;
+    if (parse_double(s, &v) != 0 || v != floor(v) || v < (double)lo || v > (double)hi) return -1;
     *out = (long)v;
     return 0;
 }
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fprintf(f, "usage: search_objective --objective NAME [--x X] [--z Z] [--y Y] [--c optK]\n"
                "                        [--epochs B] [--seed S] [--epoch-ms MS]\n"
                "       search_objective --describe [--objective NAME]\n"
@@ -295,23 +281,26 @@ static void usage(FILE *f)
 }
 
 /* Returns 0, 1 (--help) or -1 (said). */
-static int parse_args(int argc, char **argv, struct options *o)
-{
+static int parse_args(int argc, char **argv, struct options *o) {
     static const struct option longopts[] = {
-        {"objective", required_argument, NULL, 'o'}, {"x", required_argument, NULL, 'x'},
-        {"z", required_argument, NULL, 'z'},         {"y", required_argument, NULL, 'y'},
-        {"c", required_argument, NULL, 'c'},         {"epochs", required_argument, NULL, 'e'},
-        {"seed", required_argument, NULL, 's'},      {"epoch-ms", required_argument, NULL, 'm'},
-        {"describe", no_argument, NULL, 'd'},        {"help", no_argument, NULL, 'h'},
+        {"objective", required_argument, NULL, 'o'},
+        {"x", required_argument, NULL, 'x'},
+        {"z", required_argument, NULL, 'z'},
+        {"y", required_argument, NULL, 'y'},
+        {"c", required_argument, NULL, 'c'},
+        {"epochs", required_argument, NULL, 'e'},
+        {"seed", required_argument, NULL, 's'},
+        {"epoch-ms", required_argument, NULL, 'm'},
+        {"describe", no_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     double budget = tp_budget(27.0);
     int ch;
 
-    *o = (struct options){.objective = -1, .p = {.x = 0.5, .z = 0.5, .y = 1e-3, .c = 0},
-                          .epochs = 27};
-    if (budget == floor(budget) && budget >= 1.0 && budget <= 100000.0)
-        o->epochs = (long)budget;
+    *o = (struct options){
+        .objective = -1, .p = {.x = 0.5, .z = 0.5, .y = 1e-3, .c = 0}, .epochs = 27};
+    if (budget == floor(budget) && budget >= 1.0 && budget <= 100000.0) o->epochs = (long)budget;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const char *what = NULL;
@@ -319,10 +308,8 @@ static int parse_args(int argc, char **argv, struct options *o)
         switch (ch) {
         case 'o':
             for (size_t i = 0; i < N_OBJECTIVES; i++)
-                if (strcmp(optarg, objectives[i].name) == 0)
-                    o->objective = (int)i;
-            if (o->objective < 0)
-                what = "--objective wants bowl, branin or needle";
+                if (strcmp(optarg, objectives[i].name) == 0) o->objective = (int)i;
+            if (o->objective < 0) what = "--objective wants bowl, branin or needle";
             break;
         case 'x':
             if (parse_double(optarg, &o->p.x) != 0 || o->p.x < 0.0 || o->p.x > 1.0)
@@ -337,8 +324,8 @@ static int parse_args(int argc, char **argv, struct options *o)
                 what = "--y wants a number in [1e-5, 1]";
             break;
         case 'c':
-            if (strncmp(optarg, "opt", 3) != 0 || optarg[3] < '0' ||
-                optarg[3] >= '0' + N_CHOICES || optarg[4] != '\0')
+            if (strncmp(optarg, "opt", 3) != 0 || optarg[3] < '0' || optarg[3] >= '0' + N_CHOICES ||
+                optarg[4] != '\0')
                 what = "--c wants opt0, opt1, opt2 or opt3";
             else
                 o->p.c = optarg[3] - '0';
@@ -386,23 +373,20 @@ static int parse_args(int argc, char **argv, struct options *o)
     return 0;
 }
 
-static void sleep_ms(long ms)
-{
+static void sleep_ms(long ms) {
     struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     struct options o;
     const char *dir = tp_checkpoint_dir();
     const char *name;
     long epoch = 0;
     int rc = parse_args(argc, argv, &o);
 
-    if (rc != 0)
-        return rc > 0 ? 0 : 2;
+    if (rc != 0) return rc > 0 ? 0 : 2;
     if (o.describe) {
         describe(o.objective);
         return 0;
@@ -411,21 +395,17 @@ int main(int argc, char **argv)
     o.p.ly = log_unit(o.p.y);
     if (dir != NULL) {
         epoch = ckpt_load(dir, name, &o.p);
-        if (tp_handle_pause_signal() != 0)
-            perror("search_objective: SIGUSR1 handler");
+        if (tp_handle_pause_signal() != 0) perror("search_objective: SIGUSR1 handler");
     }
     if (epoch >= o.epochs) /* already there (a stale checkpoint): say where it stands */
         tp_report(epoch, "score", score((size_t)o.objective, o.seed, &o.p, epoch), NULL);
     while (epoch < o.epochs) {
-        if (o.epoch_ms > 0)
-            sleep_ms(o.epoch_ms);
+        if (o.epoch_ms > 0) sleep_ms(o.epoch_ms);
         epoch++;
         if (tp_report(epoch, "score", score((size_t)o.objective, o.seed, &o.p, epoch), NULL))
             perror("search_objective: report");
-        if (dir != NULL && ckpt_save(dir, name, &o.p, epoch) != 0)
-            return 1;
-        if (epoch < o.epochs && tp_should_pause())
-            break;
+        if (dir != NULL && ckpt_save(dir, name, &o.p, epoch) != 0) return 1;
+        if (epoch < o.epochs && tp_should_pause()) break;
     }
     return 0;
 }

@@ -46,19 +46,19 @@
 
 #include <tunepack/report.h>
 
-#define N_CLASSES 4        /* spiral arms; chance is 1 / N_CLASSES */
-#define N_INPUTS 2         /* x, y */
-#define N_TRAIN 8000       /* training points */
-#define N_VAL 1000         /* validation points, held out: never trained on */
-#define DATA_SEED 20240607 /* fixed: the data never depends on a trial's arguments */
-#define MAX_LAYERS 4       /* hidden layers */
-#define MAX_HIDDEN 1024    /* units per hidden layer */
-#define SPIRAL_TURNS 1.25  /* how far each arm winds: 20 epochs reach ~0.9 only when tuned well */
-#define SPIRAL_RADIUS 3.0  /* outer radius: inputs of order 1 keep tanh units sensitive */
-#define ANGLE_NOISE 0.15   /* radians, standard deviation */
-#define POINT_NOISE 0.02   /* added to x and y before scaling, standard deviation */
-#define LABEL_NOISE 0.05   /* share of points, train and validation, given a wrong class */
-#define CKPT_NAME "mlp.ckpt"  /* checkpoint file in the checkpoint directory */
+#define N_CLASSES 4          /* spiral arms; chance is 1 / N_CLASSES */
+#define N_INPUTS 2           /* x, y */
+#define N_TRAIN 8000         /* training points */
+#define N_VAL 1000           /* validation points, held out: never trained on */
+#define DATA_SEED 20240607   /* fixed: the data never depends on a trial's arguments */
+#define MAX_LAYERS 4         /* hidden layers */
+#define MAX_HIDDEN 1024      /* units per hidden layer */
+#define SPIRAL_TURNS 1.25    /* how far each arm winds: 20 epochs reach ~0.9 only when tuned well */
+#define SPIRAL_RADIUS 3.0    /* outer radius: inputs of order 1 keep tanh units sensitive */
+#define ANGLE_NOISE 0.15     /* radians, standard deviation */
+#define POINT_NOISE 0.02     /* added to x and y before scaling, standard deviation */
+#define LABEL_NOISE 0.05     /* share of points, train and validation, given a wrong class */
+#define CKPT_NAME "mlp.ckpt" /* checkpoint file in the checkpoint directory */
 #define CKPT_MAGIC "tpmlpck2" /* first 8 bytes of a checkpoint; 2: the 4-arm data set */
 
 struct options {
@@ -96,17 +96,16 @@ struct layer {
 };
 
 struct net {
-    int n_layers;                      /* dense layers: hidden layers + output */
+    int n_layers; /* dense layers: hidden layers + output */
     struct layer layer[MAX_LAYERS + 1];
-    float *act[MAX_LAYERS + 2];        /* act[0] = batch input, act[l + 1] = output of layer l */
-    float *delta[MAX_LAYERS + 2];      /* d loss / d pre-activation, same shapes as act */
-    int max_batch;                     /* rows in act and delta */
+    float *act[MAX_LAYERS + 2];   /* act[0] = batch input, act[l + 1] = output of layer l */
+    float *delta[MAX_LAYERS + 2]; /* d loss / d pre-activation, same shapes as act */
+    int max_batch;                /* rows in act and delta */
 };
 
 /* ---- a PRNG of our own: splitmix64, identical everywhere ---- */
 
-static uint64_t rng_next(uint64_t *state)
-{
+static uint64_t rng_next(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -114,21 +113,18 @@ static uint64_t rng_next(uint64_t *state)
 }
 
 /* Uniform in [0, 1). */
-static double rng_uniform(uint64_t *state)
-{
+static double rng_uniform(uint64_t *state) {
     return (double)(rng_next(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* Standard normal (Box-Muller; the second value is thrown away to stay stateless). */
-static double rng_normal(uint64_t *state)
-{
+static double rng_normal(uint64_t *state) {
     double u = rng_uniform(state), v = rng_uniform(state);
     return sqrt(-2.0 * log(1.0 - u)) * cos(6.283185307179586 * v);
 }
 
 /* Uniform integer in [0, n). */
-static size_t rng_below(uint64_t *state, size_t n)
-{
+static size_t rng_below(uint64_t *state, size_t n) {
     return (size_t)(rng_uniform(state) * (double)n);
 }
 
@@ -137,8 +133,7 @@ static size_t rng_below(uint64_t *state, size_t n)
 /* Fills d with N_TRAIN + N_VAL spiral points, arms balanced, shuffled, from DATA_SEED. A
  * share LABEL_NOISE of the points is given one of the other classes at random (drawn before
  * the split, so the validation set is as noisy as the training set: no network scores 1.0). */
-static void make_spirals(struct dataset *d)
-{
+static void make_spirals(struct dataset *d) {
     const int n = N_TRAIN + N_VAL;
     uint64_t rng = DATA_SEED;
 
@@ -170,8 +165,7 @@ static void make_spirals(struct dataset *d)
 
 /* ---- the network ---- */
 
-static void net_free(struct net *nt)
-{
+static void net_free(struct net *nt) {
     for (int l = 0; l < nt->n_layers; l++) {
         struct layer *ly = &nt->layer[l];
         free(ly->w);
@@ -189,8 +183,7 @@ static void net_free(struct net *nt)
 
 /* Builds the network with Glorot-uniform weights from seed and zero biases. Returns 0, or -1
  * when memory runs out (what was allocated is freed by net_free either way). */
-static int net_init(struct net *nt, const struct options *o)
-{
+static int net_init(struct net *nt, const struct options *o) {
     uint64_t rng = o->seed * 0x2545f4914f6cdd1dULL + 1;
     int width[MAX_LAYERS + 2];
 
@@ -206,8 +199,7 @@ static int net_init(struct net *nt, const struct options *o)
         size_t cells = (size_t)nt->max_batch * (size_t)width[l];
         nt->act[l] = calloc(cells, sizeof(float));
         nt->delta[l] = calloc(cells, sizeof(float));
-        if (nt->act[l] == NULL || nt->delta[l] == NULL)
-            return -1;
+        if (nt->act[l] == NULL || nt->delta[l] == NULL) return -1;
     }
     for (int l = 0; l < nt->n_layers; l++) {
         struct layer *ly = &nt->layer[l];
@@ -222,8 +214,7 @@ static int net_init(struct net *nt, const struct options *o)
         ly->b = calloc((size_t)ly->n_out, sizeof(float));
         ly->vb = calloc((size_t)ly->n_out, sizeof(float));
         ly->gb = calloc((size_t)ly->n_out, sizeof(float));
-        if (!ly->w || !ly->vw || !ly->gw || !ly->b || !ly->vb || !ly->gb)
-            return -1;
+        if (!ly->w || !ly->vw || !ly->gw || !ly->b || !ly->vb || !ly->gb) return -1;
         for (size_t k = 0; k < nw; k++)
             ly->w[k] = (float)((2.0 * rng_uniform(&rng) - 1.0) * limit);
     }
@@ -235,8 +226,7 @@ static int net_init(struct net *nt, const struct options *o)
  * straight-line (SLP) vectorization; the result is the same at any optimisation level. */
 
 /* y[0..n) += a * x[0..n). */
-static void axpy(float *restrict y, float a, const float *restrict x, int n)
-{
+static void axpy(float *restrict y, float a, const float *restrict x, int n) {
     int i = 0;
     for (; i + 8 <= n; i += 8)
         for (int k = 0; k < 8; k++)
@@ -246,8 +236,7 @@ static void axpy(float *restrict y, float a, const float *restrict x, int n)
 }
 
 /* Sum of x[i] * y[i] over [0, n), in 8 partial sums. */
-static float dot(const float *restrict x, const float *restrict y, int n)
-{
+static float dot(const float *restrict x, const float *restrict y, int n) {
     float acc[8] = {0};
     int i = 0;
     for (; i + 8 <= n; i += 8)
@@ -260,8 +249,7 @@ static float dot(const float *restrict x, const float *restrict y, int n)
 
 /* Forward pass for rows of act[0]; leaves tanh activations in act[1..n-1] and raw logits
  * (pre-softmax) in act[n]. O(rows * weights). */
-static void net_forward(struct net *nt, int rows)
-{
+static void net_forward(struct net *nt, int rows) {
     for (int l = 0; l < nt->n_layers; l++) {
         const struct layer *ly = &nt->layer[l];
         const int n_in = ly->n_in, n_out = ly->n_out;
@@ -284,14 +272,12 @@ static void net_forward(struct net *nt, int rows)
 /* Softmax cross-entropy of one row of logits against class y; writes the gradient
  * (softmax - onehot) / scale into grad when it is not NULL. Returns the loss (may be inf or
  * NaN once training has diverged). */
-static double softmax_xent(const float *logits, int y, float *grad, float scale)
-{
+static double softmax_xent(const float *logits, int y, float *grad, float scale) {
     float max = logits[0], sum = 0.0f;
     float p[N_CLASSES];
 
     for (int k = 1; k < N_CLASSES; k++)
-        if (logits[k] > max)
-            max = logits[k];
+        if (logits[k] > max) max = logits[k];
     for (int k = 0; k < N_CLASSES; k++) {
         p[k] = expf(logits[k] - max);
         sum += p[k];
@@ -304,19 +290,16 @@ static double softmax_xent(const float *logits, int y, float *grad, float scale)
 
 /* Index of the largest logit; ties and NaN keep the lower index, so a diverged network still
  * predicts deterministically (class 0). */
-static int argmax(const float *logits)
-{
+static int argmax(const float *logits) {
     int best = 0;
     for (int k = 1; k < N_CLASSES; k++)
-        if (logits[k] > logits[best])
-            best = k;
+        if (logits[k] > logits[best]) best = k;
     return best;
 }
 
 /* Backward pass for a batch whose loss gradient is in delta[n]; fills each layer's gw, gb.
  * O(rows * weights). */
-static void net_backward(struct net *nt, int rows)
-{
+static void net_backward(struct net *nt, int rows) {
     for (int l = nt->n_layers - 1; l >= 0; l--) {
         struct layer *ly = &nt->layer[l];
         const int n_in = ly->n_in, n_out = ly->n_out;
@@ -332,8 +315,7 @@ static void net_backward(struct net *nt, int rows)
                 ly->gb[o] += d[o];
             for (int i = 0; i < n_in; i++)
                 axpy(ly->gw + (size_t)i * n_out, in[i], d, n_out);
-            if (l == 0)
-                continue; /* no gradient needed for the inputs */
+            if (l == 0) continue; /* no gradient needed for the inputs */
             /* through tanh: d tanh(z) / dz = 1 - tanh(z)^2 */
             for (int i = 0; i < n_in; i++)
                 din[i] = dot(ly->w + (size_t)i * n_out, d, n_out) * (1.0f - in[i] * in[i]);
@@ -342,8 +324,7 @@ static void net_backward(struct net *nt, int rows)
 }
 
 /* v = momentum * v - lr * g; w += v, for every parameter. */
-static void net_step(struct net *nt, float lr, float momentum)
-{
+static void net_step(struct net *nt, float lr, float momentum) {
     for (int l = 0; l < nt->n_layers; l++) {
         struct layer *ly = &nt->layer[l];
         size_t nw = (size_t)ly->n_in * ly->n_out;
@@ -359,16 +340,15 @@ static void net_step(struct net *nt, float lr, float momentum)
 }
 
 /* Accuracy over rows [from, from + n) of d, in batches of the network's size. */
-static double evaluate(struct net *nt, const struct dataset *d, int from, int n)
-{
+static double evaluate(struct net *nt, const struct dataset *d, int from, int n) {
     int correct = 0;
     for (int start = 0; start < n; start += nt->max_batch) {
         int rows = n - start < nt->max_batch ? n - start : nt->max_batch;
         memcpy(nt->act[0], d->x[from + start], (size_t)rows * N_INPUTS * sizeof(float));
         net_forward(nt, rows);
         for (int s = 0; s < rows; s++)
-            correct += argmax(nt->act[nt->n_layers] + (size_t)s * N_CLASSES) ==
-                       d->y[from + start + s];
+            correct +=
+                argmax(nt->act[nt->n_layers] + (size_t)s * N_CLASSES) == d->y[from + start + s];
     }
     return (double)correct / n;
 }
@@ -376,8 +356,7 @@ static double evaluate(struct net *nt, const struct dataset *d, int from, int n)
 /* One pass over the training set in the order given by perm; returns the mean training loss
  * (non-finite once diverged). */
 static double train_epoch(struct net *nt, const struct dataset *d, const int *perm,
-                          const struct options *o)
-{
+                          const struct options *o) {
     const int n_out = nt->n_layers;
     double loss = 0.0;
 
@@ -410,17 +389,16 @@ struct buf {
     size_t len;       /* bytes written (or that would be) */
 };
 
-static void put(struct buf *b, const void *src, size_t n)
-{
-    if (b->p != NULL)
-        memcpy(b->p + b->len, src, n);
+static void put(struct buf *b, const void *src, size_t n) {
+    if (b->p != NULL) memcpy(b->p + b->len, src, n);
     b->len += n;
 }
 
-static void put_i64(struct buf *b, int64_t v) { put(b, &v, sizeof v); }
+static void put_i64(struct buf *b, int64_t v) {
+    put(b, &v, sizeof v);
+}
 
-static uint64_t fnv1a(const unsigned char *p, size_t n)
-{
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3ULL;
@@ -429,8 +407,7 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
 
 /* Serialises everything but the trailing hash into b (sizes only when b->p is NULL). */
 static void ckpt_encode(struct buf *b, const struct net *nt, const struct options *o,
-                        const struct progress *pg, const int *perm)
-{
+                        const struct progress *pg, const int *perm) {
     put(b, CKPT_MAGIC, 8);
     put_i64(b, o->layers);
     put_i64(b, o->hidden);
@@ -457,13 +434,11 @@ static void ckpt_encode(struct buf *b, const struct net *nt, const struct option
     }
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
+static int write_all(int fd, const unsigned char *p, size_t n) {
     while (n > 0) {
         ssize_t w = write(fd, p, n);
         if (w < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             return -1;
         }
         p += w;
@@ -476,8 +451,7 @@ static int write_all(int fd, const unsigned char *p, size_t n)
  * (this program, resumed after a kill at any instant) sees the old checkpoint or the new one,
  * never half of one. Returns 0, or -1 with a message on stderr. O(parameters + N_TRAIN). */
 static int ckpt_save(const char *dir, const struct net *nt, const struct options *o,
-                     const struct progress *pg, const int *perm)
-{
+                     const struct progress *pg, const int *perm) {
     char path[4096], tmp[4096];
     struct buf b = {NULL, 0};
     uint64_t h;
@@ -510,8 +484,7 @@ static int ckpt_save(const char *dir, const struct net *nt, const struct options
     } else {
         rc = 0;
     }
-    if (fd >= 0)
-        close(fd);
+    if (fd >= 0) close(fd);
     free(b.p);
     return rc;
 }
@@ -520,9 +493,8 @@ static int ckpt_save(const char *dir, const struct net *nt, const struct options
  * Returns 1 when loaded; 0 when there is none, or it is damaged (said on stderr: training
  * starts over); -1 when it belongs to another network shape, batch size or seed (said on
  * stderr: the caller stops, since going on would mix two trials). */
-static int ckpt_load(const char *dir, struct net *nt, const struct options *o,
-                     struct progress *pg, int *perm)
-{
+static int ckpt_load(const char *dir, struct net *nt, const struct options *o, struct progress *pg,
+                     int *perm) {
     char path[4096];
     struct buf want = {NULL, 0};
     unsigned char *data = NULL;
@@ -533,8 +505,7 @@ static int ckpt_load(const char *dir, struct net *nt, const struct options *o,
     FILE *f;
     int rc = 0;
 
-    if (snprintf(path, sizeof path, "%s/%s", dir, CKPT_NAME) >= (int)sizeof path)
-        return 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, CKPT_NAME) >= (int)sizeof path) return 0;
     f = fopen(path, "rb");
     if (f == NULL) {
         if (errno != ENOENT)
@@ -564,16 +535,15 @@ static int ckpt_load(const char *dir, struct net *nt, const struct options *o,
                 "mlp_train: %s is of another network (layers %lld, hidden %lld, batch %lld, "
                 "seed %lld); this run has layers %ld, hidden %ld, batch %ld, seed %llu: use "
                 "another checkpoint directory or remove the file\n",
-                path, (long long)hdr[0], (long long)hdr[1], (long long)hdr[2],
-                (long long)hdr[3], o->layers, o->hidden, o->batch, o->seed);
+                path, (long long)hdr[0], (long long)hdr[1], (long long)hdr[2], (long long)hdr[3],
+                o->layers, o->hidden, o->batch, o->seed);
         rc = -1;
         goto out;
     }
     memcpy(&h, data + st.st_size - sizeof h, sizeof h);
     if ((size_t)st.st_size != want.len + sizeof h ||
         fnv1a(data, (size_t)st.st_size - sizeof h) != h) {
-        fprintf(stderr, "mlp_train: %s is damaged (size or hash): starting from epoch 0\n",
-                path);
+        fprintf(stderr, "mlp_train: %s is damaged (size or hash): starting from epoch 0\n", path);
         goto out;
     }
     pg->epoch = (long)hdr[4];
@@ -607,29 +577,24 @@ out:
 /* ---- arguments ---- */
 
 /* Parses a finite double from the whole of s. Returns 0 or -1. */
-static int parse_double(const char *s, double *out)
-{
+static int parse_double(const char *s, double *out) {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || *end != '\0' || !isfinite(v))
-        return -1;
+    if (end == s || *end != '\0' || !isfinite(v)) return -1;
     *out = v;
     return 0;
 }
 
 /* Parses an integer in [lo, hi] from the whole of s; "64" and "64.0" are both accepted, since
  * a search space may hand integers over in either form. Returns 0 or -1. */
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
+static int parse_long(const char *s, long lo, long hi, long *out) {
     double v;
-    if (parse_double(s, &v) != 0 || v != floor(v) || v < (double)lo || v > (double)hi)
-        return -1;
+    if (parse_double(s, &v) != 0 || v != floor(v) || v < (double)lo || v > (double)hi) return -1;
     *out = (long)v;
     return 0;
 }
 
-static void usage(FILE *f)
-{
+static void usage(FILE *f) {
     fprintf(f,
             "usage: mlp_train [--lr X] [--momentum X] [--hidden N] [--layers N] [--epochs N]\n"
             "                 [--batch N] [--seed N] [--checkpoint-dir DIR]\n"
@@ -647,24 +612,31 @@ static void usage(FILE *f)
 }
 
 /* Fills o from argv. Returns 0, 1 for --help, or -1 after printing what was wrong. */
-static int parse_args(int argc, char **argv, struct options *o)
-{
+static int parse_args(int argc, char **argv, struct options *o) {
     static const struct option longopts[] = {
-        {"lr", required_argument, NULL, 'l'},     {"momentum", required_argument, NULL, 'm'},
-        {"hidden", required_argument, NULL, 'H'}, {"layers", required_argument, NULL, 'L'},
-        {"epochs", required_argument, NULL, 'e'}, {"batch", required_argument, NULL, 'b'},
-        {"seed", required_argument, NULL, 's'},   {"help", no_argument, NULL, 'h'},
+        {"lr", required_argument, NULL, 'l'},
+        {"momentum", required_argument, NULL, 'm'},
+        {"hidden", required_argument, NULL, 'H'},
+        {"layers", required_argument, NULL, 'L'},
+        {"epochs", required_argument, NULL, 'e'},
+        {"batch", required_argument, NULL, 'b'},
+        {"seed", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {"checkpoint-dir", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     double budget = tp_budget(20.0);
     int c;
 
-    *o = (struct options){.lr = 0.05, .momentum = 0.9, .hidden = 32, .layers = 1,
-                          .epochs = 20, .batch = 32, .seed = 0,
+    *o = (struct options){.lr = 0.05,
+                          .momentum = 0.9,
+                          .hidden = 32,
+                          .layers = 1,
+                          .epochs = 20,
+                          .batch = 32,
+                          .seed = 0,
                           .ckpt_dir = tp_checkpoint_dir()};
-    if (budget == floor(budget) && budget >= 1.0 && budget <= 100000.0)
-        o->epochs = (long)budget;
+    if (budget == floor(budget) && budget >= 1.0 && budget <= 100000.0) o->epochs = (long)budget;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         const char *what = NULL;
@@ -675,8 +647,7 @@ static int parse_args(int argc, char **argv, struct options *o)
                 what = "--lr wants a number > 0";
             break;
         case 'm':
-            if (parse_double(optarg, &o->momentum) != 0 || o->momentum < 0.0 ||
-                o->momentum >= 1.0)
+            if (parse_double(optarg, &o->momentum) != 0 || o->momentum < 0.0 || o->momentum >= 1.0)
                 what = "--momentum wants a number in [0, 1)";
             break;
         case 'H':
@@ -732,25 +703,20 @@ static int parse_args(int argc, char **argv, struct options *o)
     return 0;
 }
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Makes dir when it does not exist (one level). Returns 0 or -1 with a message on stderr. */
-static int ensure_dir(const char *dir)
-{
-    if (mkdir(dir, 0777) == 0 || errno == EEXIST)
-        return 0;
-    fprintf(stderr, "mlp_train: cannot create checkpoint directory %s: %s\n", dir,
-            strerror(errno));
+static int ensure_dir(const char *dir) {
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST) return 0;
+    fprintf(stderr, "mlp_train: cannot create checkpoint directory %s: %s\n", dir, strerror(errno));
     return -1;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     static struct dataset data;
     static int perm[N_TRAIN];
     struct options o;
@@ -761,8 +727,7 @@ int main(int argc, char **argv)
     int rc, paused = 0, failed = 0;
 
     rc = parse_args(argc, argv, &o);
-    if (rc != 0)
-        return rc > 0 ? 0 : 2;
+    if (rc != 0) return rc > 0 ? 0 : 2;
 
     make_spirals(&data);
     if (net_init(&nt, &o) != 0) {
@@ -787,12 +752,11 @@ int main(int argc, char **argv)
         resumed_from = pg.epoch;
         /* SIGUSR1 asks for a pause too (checkpoint: {signal: SIGUSR1}); without a checkpoint
          * directory it keeps its default action, as before. */
-        if (tp_handle_pause_signal() != 0)
-            perror("mlp_train: SIGUSR1 handler");
+        if (tp_handle_pause_signal() != 0) perror("mlp_train: SIGUSR1 handler");
     }
     if (resumed_from > 0)
-        fprintf(stderr, "mlp_train: resumed from %s/%s at epoch %ld%s\n", o.ckpt_dir,
-                CKPT_NAME, pg.epoch, pg.diverged ? " (diverged there)" : "");
+        fprintf(stderr, "mlp_train: resumed from %s/%s at epoch %ld%s\n", o.ckpt_dir, CKPT_NAME,
+                pg.epoch, pg.diverged ? " (diverged there)" : "");
     if (pg.epoch >= o.epochs || pg.diverged) {
         /* Nothing left to train (the checkpoint is at or past this budget, or training had
          * diverged): report where it stands, so this job too has a value. */
@@ -809,15 +773,14 @@ int main(int argc, char **argv)
         pg.loss = train_epoch(&nt, &data, perm, &o);
         pg.acc = evaluate(&nt, &data, N_TRAIN, N_VAL);
         pg.epoch = epoch;
-        if (pg.acc > pg.best)
-            pg.best = pg.acc;
+        if (pg.acc > pg.best) pg.best = pg.acc;
         /* report before saving: a kill between the two repeats this epoch's report on resume
          * rather than losing it */
         if (tp_report(epoch, "val_acc", pg.acc, "loss", pg.loss, NULL) != 0)
             perror("mlp_train: report");
         if (!isfinite(pg.loss)) {
-            fprintf(stderr, "mlp_train: training diverged at epoch %ld (lr %g), stopping\n",
-                    epoch, o.lr);
+            fprintf(stderr, "mlp_train: training diverged at epoch %ld (lr %g), stopping\n", epoch,
+                    o.lr);
             pg.diverged = 1;
         }
         if (o.ckpt_dir != NULL && ckpt_save(o.ckpt_dir, &nt, &o, &pg, perm) != 0) {
@@ -839,8 +802,7 @@ int main(int argc, char **argv)
             "final val_acc=%.4f best=%.4f loss=%.4g in %.2f s",
             o.lr, o.momentum, o.hidden, o.layers, pg.epoch, o.batch, o.seed, pg.acc, pg.best,
             pg.loss, now_s() - t0);
-    if (resumed_from > 0)
-        fprintf(stderr, " (resumed from epoch %ld)", resumed_from);
+    if (resumed_from > 0) fprintf(stderr, " (resumed from epoch %ld)", resumed_from);
     fputc('\n', stderr);
     return failed ? 1 : 0;
 }

@@ -54,16 +54,14 @@
 
 /* Appends the formatted text to buf[*len..cap); returns 0, or -1 when it does not fit (then
  * *len is left unchanged). */
-static inline int tp__report_append(char *buf, size_t cap, size_t *len, const char *fmt, ...)
-{
+static inline int tp__report_append(char *buf, size_t cap, size_t *len, const char *fmt, ...) {
     va_list ap;
     int n;
 
     va_start(ap, fmt);
     n = vsnprintf(buf + *len, cap - *len, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n >= cap - *len)
-        return -1;
+    if (n < 0 || (size_t)n >= cap - *len) return -1;
     *len += (size_t)n;
     return 0;
 }
@@ -71,8 +69,7 @@ static inline int tp__report_append(char *buf, size_t cap, size_t *len, const ch
 /* Formats value with "%.17g" (round-trips a double) into out[cap]; non-finite values become
  * "null" when json is set. A locale whose decimal point is ',' is undone, so the text is valid
  * JSON even after setlocale(LC_ALL, ""). Returns 0 or -1 (did not fit). */
-static inline int tp__report_number(char *out, size_t cap, double value, int json)
-{
+static inline int tp__report_number(char *out, size_t cap, double value, int json) {
     int n;
     char *p;
 
@@ -80,43 +77,35 @@ static inline int tp__report_number(char *out, size_t cap, double value, int jso
         n = snprintf(out, cap, "null");
     else
         n = snprintf(out, cap, "%.17g", value);
-    if (n < 0 || (size_t)n >= cap)
-        return -1;
+    if (n < 0 || (size_t)n >= cap) return -1;
     for (p = out; *p; p++)
-        if (*p == ',')
-            *p = '.';
+        if (*p == ',') *p = '.';
     return 0;
 }
 
 /* Appends name as a JSON string (quotes, backslash and control bytes escaped; other bytes
  * copied as they are). Returns 0 or -1 (did not fit). */
-static inline int tp__report_json_string(char *buf, size_t cap, size_t *len, const char *name)
-{
+static inline int tp__report_json_string(char *buf, size_t cap, size_t *len, const char *name) {
     size_t at = *len;
     const unsigned char *p;
 
-    if (at + 1 >= cap)
-        return -1;
+    if (at + 1 >= cap) return -1;
     buf[at++] = '"';
     for (p = (const unsigned char *)name; *p; p++) {
         if (*p == '"' || *p == '\\') {
-            if (at + 2 >= cap)
-                return -1;
+            if (at + 2 >= cap) return -1;
             buf[at++] = '\\';
             buf[at++] = (char)*p;
         } else if (*p < 0x20) {
-            if (at + 6 >= cap)
-                return -1;
+            if (at + 6 >= cap) return -1;
             snprintf(buf + at, 7, "\\u%04x", (unsigned)*p);
             at += 6;
         } else {
-            if (at + 1 >= cap)
-                return -1;
+            if (at + 1 >= cap) return -1;
             buf[at++] = (char)*p;
         }
     }
-    if (at + 1 >= cap)
-        return -1;
+    if (at + 1 >= cap) return -1;
     buf[at++] = '"';
     *len = at;
     return 0;
@@ -124,14 +113,12 @@ static inline int tp__report_json_string(char *buf, size_t cap, size_t *len, con
 
 /* Reads TUNEPACK_REPORT_FD: returns 1 and sets *fd when it names a descriptor, 0 when it is
  * unset or empty, -1 (errno EINVAL) when it is not a non-negative decimal int. */
-static inline int tp__report_fd(int *fd)
-{
+static inline int tp__report_fd(int *fd) {
     const char *s = getenv("TUNEPACK_REPORT_FD");
     char *end;
     long v;
 
-    if (s == NULL || *s == '\0')
-        return 0;
+    if (s == NULL || *s == '\0') return 0;
     errno = 0;
     v = strtol(s, &end, 10);
     if (errno != 0 || *end != '\0' || v < 0 || v > INT_MAX) {
@@ -144,13 +131,11 @@ static inline int tp__report_fd(int *fd)
 
 /* Writes all len bytes of buf to fd: one write(2) in practice (a line of at most PIPE_BUF
  * bytes goes to a pipe whole); retried on EINTR and after a short write to a file. */
-static inline int tp__report_write_all(int fd, const char *buf, size_t len)
-{
+static inline int tp__report_write_all(int fd, const char *buf, size_t len) {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
+            if (errno == EINTR) continue;
             return -1;
         }
         buf += n;
@@ -170,9 +155,7 @@ static inline int tp__report_write_all(int fd, const char *buf, size_t len)
  * Returns 0, or -1 with errno set: EINVAL (TUNEPACK_REPORT_FD is not a number), EMSGSIZE (the
  * line would exceed TP_REPORT_LINE_MAX bytes), or write(2)'s error (EBADF, EPIPE, ...).
  * Costs one getenv, one snprintf per metric and one write(2). */
-static inline int tp__report_v(int config, long step, const char *name, double value,
-                               va_list ap)
-{
+static inline int tp__report_v(int config, long step, const char *name, double value, va_list ap) {
     char line[TP_REPORT_LINE_MAX];
     char num[64];
     size_t len = 0;
@@ -182,8 +165,7 @@ static inline int tp__report_v(int config, long step, const char *name, double v
     int rc = 0;
 
     have_fd = tp__report_fd(&fd);
-    if (have_fd < 0)
-        return -1;
+    if (have_fd < 0) return -1;
 
     if (have_fd) {
         line[len++] = '{';
@@ -193,27 +175,24 @@ static inline int tp__report_v(int config, long step, const char *name, double v
             first = 0;
         }
         if (step >= 0) {
-            if (tp__report_append(line, sizeof line, &len, "%s\"step\": %ld",
-                                  first ? "" : ", ", step) != 0)
+            if (tp__report_append(line, sizeof line, &len, "%s\"step\": %ld", first ? "" : ", ",
+                                  step) != 0)
                 goto too_long;
             first = 0;
         }
     } else {
         if (config >= 0) {
-            if (printf("config=%d", config) < 0)
-                rc = -1;
+            if (printf("config=%d", config) < 0) rc = -1;
             first = 0;
         }
         if (step >= 0) {
-            if (printf("%sstep=%ld", first ? "" : " ", step) < 0)
-                rc = -1;
+            if (printf("%sstep=%ld", first ? "" : " ", step) < 0) rc = -1;
             first = 0;
         }
     }
 
     while (name != NULL) {
-        if (tp__report_number(num, sizeof num, value, have_fd) != 0)
-            goto too_long;
+        if (tp__report_number(num, sizeof num, value, have_fd) != 0) goto too_long;
         if (have_fd) {
             if ((!first && tp__report_append(line, sizeof line, &len, ", ") != 0) ||
                 tp__report_json_string(line, sizeof line, &len, name) != 0 ||
@@ -221,22 +200,18 @@ static inline int tp__report_v(int config, long step, const char *name, double v
                 goto too_long;
             first = 0;
         } else {
-            if (printf("%s%s=%s", first ? "" : " ", name, num) < 0)
-                rc = -1;
+            if (printf("%s%s=%s", first ? "" : " ", name, num) < 0) rc = -1;
             first = 0;
         }
         name = va_arg(ap, const char *);
-        if (name != NULL)
-            value = va_arg(ap, double);
+        if (name != NULL) value = va_arg(ap, double);
     }
 
     if (!have_fd) {
-        if (!first && putchar('\n') == EOF)
-            rc = -1;
+        if (!first && putchar('\n') == EOF) rc = -1;
         return fflush(stdout) == 0 ? rc : -1;
     }
-    if (tp__report_append(line, sizeof line, &len, "}\n") != 0)
-        goto too_long;
+    if (tp__report_append(line, sizeof line, &len, "}\n") != 0) goto too_long;
     return tp__report_write_all(fd, line, len);
 
 too_long:
@@ -244,8 +219,7 @@ too_long:
     return -1;
 }
 
-static inline int tp_report(long step, const char *name, double value, ...)
-{
+static inline int tp_report(long step, const char *name, double value, ...) {
     va_list ap;
     int rc;
 
@@ -259,8 +233,7 @@ static inline int tp_report(long step, const char *name, double value, ...)
  * docs/fusion.md): the line carries "config": config, e.g.
  *     tp_report_config(2, 3, "loss", 0.4, NULL)   // {"config": 2, "step": 3, "loss": 0.4...}
  * Outside tunepack: "config=2 step=3 loss=0.4". config < 0 leaves it out (as tp_report). */
-static inline int tp_report_config(int config, long step, const char *name, double value, ...)
-{
+static inline int tp_report_config(int config, long step, const char *name, double value, ...) {
     va_list ap;
     int rc;
 
@@ -278,8 +251,7 @@ static inline int tp_report_config(int config, long step, const char *name, doub
 /* Returns the trial's persistent checkpoint directory (TUNEPACK_CHECKPOINT_DIR, kept across
  * the trial's attempts and jobs), or NULL when it is unset or empty (outside tunepack). The
  * string belongs to the environment: do not free it. Costs one getenv. */
-static inline const char *tp_checkpoint_dir(void)
-{
+static inline const char *tp_checkpoint_dir(void) {
     const char *s = getenv("TUNEPACK_CHECKPOINT_DIR");
     return s != NULL && *s != '\0' ? s : NULL;
 }
@@ -287,17 +259,14 @@ static inline const char *tp_checkpoint_dir(void)
 /* Returns the budget this job must reach (TUNEPACK_BUDGET: train until step == budget), or
  * fallback when the variable is unset, empty, not a number, or not finite and > 0. The same
  * value also arrives through the command's {name} placeholder of the experiment's budget. */
-static inline double tp_budget(double fallback)
-{
+static inline double tp_budget(double fallback) {
     const char *s = getenv("TUNEPACK_BUDGET");
     char *end;
     double v;
 
-    if (s == NULL || *s == '\0')
-        return fallback;
+    if (s == NULL || *s == '\0') return fallback;
     v = strtod(s, &end);
-    if (end == s || *end != '\0' || !isfinite(v) || !(v > 0.0))
-        return fallback;
+    if (end == s || *end != '\0' || !isfinite(v) || !(v > 0.0)) return fallback;
     return v;
 }
 
@@ -311,14 +280,12 @@ struct tp__pause_state {
     unsigned char dropped[TP_CONFIG_MAX / 8]; /* "drop <i>" seen: bit i */
 };
 
-static inline struct tp__pause_state *tp__pause(void)
-{
+static inline struct tp__pause_state *tp__pause(void) {
     static struct tp__pause_state state;
     return &state;
 }
 
-static inline void tp__pause_signal_handler(int signo)
-{
+static inline void tp__pause_signal_handler(int signo) {
     tp__pause()->requested = 1;
 #ifndef SA_RESTART
     signal(signo, tp__pause_signal_handler); /* ISO signal() may reset the handler */
@@ -331,8 +298,7 @@ static inline void tp__pause_signal_handler(int signo)
  * the experiment says `checkpoint: {signal: SIGUSR1}`). The handler only sets a flag
  * (async-signal-safe); system calls it interrupts are restarted (SA_RESTART). Returns 0, or
  * -1 with errno set by sigaction(2). Optional: the control fd works without it. */
-static inline int tp_handle_pause_signal(void)
-{
+static inline int tp_handle_pause_signal(void) {
 #ifdef SA_RESTART
     struct sigaction sa;
 
@@ -349,15 +315,13 @@ static inline int tp_handle_pause_signal(void)
 /* Feeds n bytes read from the control fd into the line state; sets requested on a line that
  * is exactly "pause" (a trailing '\r' allowed), and bit i of dropped on "drop <i>". Other
  * lines are ignored (room for later requests). */
-static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, size_t n)
-{
+static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, size_t n) {
     for (size_t i = 0; i < n; i++) {
         char c = buf[i];
         if (c == '\n') {
             if (!ps->skipping) {
                 size_t len = ps->len;
-                if (len > 0 && ps->line[len - 1] == '\r')
-                    len--;
+                if (len > 0 && ps->line[len - 1] == '\r') len--;
                 if (len == 5 && memcmp(ps->line, "pause", 5) == 0) {
                     ps->requested = 1;
                 } else if (len > 5 && len < 12 && memcmp(ps->line, "drop ", 5) == 0) {
@@ -390,12 +354,10 @@ static inline void tp__pause_feed(struct tp__pause_state *ps, const char *buf, s
  * call it at epoch or batch ends, not per sample. */
 static inline void tp__control_poll(struct tp__pause_state *ps, int stop_at_pause);
 
-static inline int tp_should_pause(void)
-{
+static inline int tp_should_pause(void) {
     struct tp__pause_state *ps = tp__pause();
 
-    if (ps->requested)
-        return 1;
+    if (ps->requested) return 1;
     tp__control_poll(ps, 1);
     return ps->requested ? 1 : 0;
 }
@@ -404,29 +366,24 @@ static inline int tp_should_pause(void)
  * <config>" on the control channel: the scheduler stopped that one early; stop training it
  * and go on with the others), else 0. Never blocks; sticky; costs what tp_should_pause
  * costs. Outside tunepack always 0. */
-static inline int tp_dropped(int config)
-{
+static inline int tp_dropped(int config) {
     struct tp__pause_state *ps = tp__pause();
 
-    if (config < 0 || config >= TP_CONFIG_MAX)
-        return 0;
+    if (config < 0 || config >= TP_CONFIG_MAX) return 0;
     tp__control_poll(ps, 0);
     return (ps->dropped[config / 8] >> (config % 8)) & 1;
 }
 
 /* Reads what waits on TUNEPACK_CONTROL_FD (never blocking) into ps; with stop_at_pause it
  * stops once a pause was asked. */
-static inline void tp__control_poll(struct tp__pause_state *ps, int stop_at_pause)
-{
+static inline void tp__control_poll(struct tp__pause_state *ps, int stop_at_pause) {
     const char *s;
     char *end;
     long fd;
 
-    if (ps->control_done)
-        return;
+    if (ps->control_done) return;
     s = getenv("TUNEPACK_CONTROL_FD");
-    if (s == NULL || *s == '\0')
-        return;
+    if (s == NULL || *s == '\0') return;
     errno = 0;
     fd = strtol(s, &end, 10);
     if (errno != 0 || *end != '\0' || fd < 0 || fd > INT_MAX) {
@@ -444,24 +401,20 @@ static inline void tp__control_poll(struct tp__pause_state *ps, int stop_at_paus
         p.revents = 0;
         r = poll(&p, 1, 0);
 
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
         if (p.revents & POLLNVAL) {
             ps->control_done = 1;
             break;
         }
         n = read((int)fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) { /* EOF: tunepack closed its end; an error: not a usable descriptor */
             ps->control_done = 1;
             break;
         }
         tp__pause_feed(ps, buf, (size_t)n);
-        if (stop_at_pause && ps->requested)
-            break;
+        if (stop_at_pause && ps->requested) break;
     }
 }
 

@@ -211,16 +211,17 @@ static void on_hello(tp_agent_t *a, json_t *m) {
     if (gethostname(host, sizeof host - 1) < 0) strcpy(host, "unknown");
     /* Inside a Slurm step, the CPUs Slurm gave the job on this node. */
     const char *slurm_cpus = getenv("SLURM_CPUS_ON_NODE");
-    long cpus = slurm_cpus && atol(slurm_cpus) > 0 ? atol(slurm_cpus) : sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus =
+        slurm_cpus && atol(slurm_cpus) > 0 ? atol(slurm_cpus) : sysconf(_SC_NPROCESSORS_ONLN);
     json_t *r = json_pack("{s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "type", "hello", "protocol",
                           TP_PROTO_VERSION, "node", host, "cpus", (int)(cpus > 0 ? cpus : 1), "pid",
                           (int)getpid(), "version", TP_VERSION, "reaped", reaped);
     /* Memory: what Slurm gave the job on this node, else the machine's. */
     const char *slurm_mem = getenv("SLURM_MEM_PER_NODE");
-    long long mem_mib = slurm_mem && atoll(slurm_mem) > 0
-                            ? atoll(slurm_mem)
-                            : (long long)sysconf(_SC_PHYS_PAGES) / 1024 *
-                                  (long long)sysconf(_SC_PAGESIZE) / 1024;
+    long long mem_mib =
+        slurm_mem && atoll(slurm_mem) > 0
+            ? atoll(slurm_mem)
+            : (long long)sysconf(_SC_PHYS_PAGES) / 1024 * (long long)sysconf(_SC_PAGESIZE) / 1024;
     json_object_set_new(r, "memory_mib", json_integer(mem_mib));
     tp__agent_gpu_hello(a, r);
     tp__agent_send(a, r, NULL, 0);

@@ -58,11 +58,11 @@ static void on_sample(uv_timer_t *h) {
                 tp_trial_t *t = trial_of_pid(a, procs[k].pid);
                 if (t) {
                     json_array_append_new(
-                        jt, json_pack("{s:I, s:I, s:i, s:i, s:I, s:i}", "trial", (json_int_t)t->trial,
-                                      "attempt", (json_int_t)t->attempt, "gpu", (int)gpus[i].index,
-                                      "pid", (int)procs[k].pid, "used_mib",
-                                      (json_int_t)procs[k].used_mib, "sm_util",
-                                      (int)procs[k].sm_util));
+                        jt,
+                        json_pack("{s:I, s:I, s:i, s:i, s:I, s:i}", "trial", (json_int_t)t->trial,
+                                  "attempt", (json_int_t)t->attempt, "gpu", (int)gpus[i].index,
+                                  "pid", (int)procs[k].pid, "used_mib",
+                                  (json_int_t)procs[k].used_mib, "sm_util", (int)procs[k].sm_util));
                 } else if (!our_mps_server(a, procs[k].pid)) {
                     foreign_mib += procs[k].used_mib;
                     json_array_append_new(foreign, json_integer(procs[k].pid));
@@ -104,11 +104,10 @@ void tp__agent_gpu_hello(tp_agent_t *a, json_t *r) {
             for (size_t i = 0; i < n; i++)
                 json_array_append_new(
                     list, json_pack("{s:i, s:s, s:s, s:I, s:I, s:b, s:s}", "index",
-                                    (int)gpus[i].index, "name", gpus[i].name, "uuid",
-                                    gpus[i].uuid, "memory_mib",
-                                    (json_int_t)gpus[i].memory_total_mib, "memory_used_mib",
-                                    (json_int_t)gpus[i].memory_used_mib, "healthy",
-                                    gpus[i].healthy, "error", gpus[i].error));
+                                    (int)gpus[i].index, "name", gpus[i].name, "uuid", gpus[i].uuid,
+                                    "memory_mib", (json_int_t)gpus[i].memory_total_mib,
+                                    "memory_used_mib", (json_int_t)gpus[i].memory_used_mib,
+                                    "healthy", gpus[i].healthy, "error", gpus[i].error));
         } else {
             snprintf(nvml_error, sizeof nvml_error, "error: %s", err.msg);
             nvml_state = nvml_error;
@@ -158,9 +157,9 @@ void tp__agent_mps_start(tp_agent_t *a, json_t *m) {
         a->mps_dirs[a->nmps++] = tp__strdup(pipe_dir);
         json_array_append_new(started, json_integer(index));
     }
-    tp__agent_send(a, json_pack("{s:s, s:o, s:o}", "type", "mps", "started", started, "failed",
-                                failed),
-                   NULL, 0);
+    tp__agent_send(
+        a, json_pack("{s:s, s:o, s:o}", "type", "mps", "started", started, "failed", failed), NULL,
+        0);
 }
 
 static void on_timer_closed(uv_handle_t *h) {

@@ -96,12 +96,12 @@ int tp__reap_orphans(tp_agent_t *a);
 void tp__orphans_init(tp_agent_t *a);
 
 /* ---- cgroup.c: a cgroup v2 per attempt, where the machine allows ----------- */
-void tp__cgroup_init(tp_agent_t *a);                  /* the agent's cgroup, or none */
+void tp__cgroup_init(tp_agent_t *a);                       /* the agent's cgroup, or none */
 void tp__cgroup_trial_enter(tp_agent_t *a, tp_trial_t *t); /* the agent in t's, to spawn */
 void tp__cgroup_trial_leave(tp_agent_t *a, tp_trial_t *t); /* and back to its own */
-void tp__cgroup_trial_kill(tp_trial_t *t);            /* SIGKILL all of the attempt's */
-void tp__cgroup_trial_free(tp_trial_t *t);            /* kill, remove its cgroup */
-void tp__cgroup_fini(tp_agent_t *a);                  /* kill and remove everything */
+void tp__cgroup_trial_kill(tp_trial_t *t);                 /* SIGKILL all of the attempt's */
+void tp__cgroup_trial_free(tp_trial_t *t);                 /* kill, remove its cgroup */
+void tp__cgroup_fini(tp_agent_t *a);                       /* kill and remove everything */
 
 /* ---- trial.c: one attempt ---------------------------------------------------- */
 typedef enum {
@@ -226,16 +226,16 @@ struct tp_agent {
     char *mps_control;                       /* MPS control program, NULL if none */
     char **mps_dirs;                         /* pipe dirs of the daemons we started, owned */
     size_t nmps;
-    uv_timer_t gpu_timer;                    /* usage sampling, while NVML is open */
-    int gpu_timer_open;                      /* gpu_timer initialised, not yet closed */
-    tp_seen_t *seen;                         /* known owners of descendants, owned (reaper.c) */
+    uv_timer_t gpu_timer; /* usage sampling, while NVML is open */
+    int gpu_timer_open;   /* gpu_timer initialised, not yet closed */
+    tp_seen_t *seen;      /* known owners of descendants, owned (reaper.c) */
     size_t nseen;
-    uv_timer_t sweep_timer;                  /* tp__reap_orphans every TP_AGENT_SWEEP_S */
-    int sweep_open;                          /* sweep_timer initialised, not yet closed */
-    uv_timer_t hb_timer;                     /* checks that the orchestrator is still there */
-    int hb_open;                             /* hb_timer initialised, not yet closed */
-    double hb_timeout_s;                     /* silence that means it is gone; 0: no check */
-    double heard_at;                         /* monotonic time of its last message */
+    uv_timer_t sweep_timer; /* tp__reap_orphans every TP_AGENT_SWEEP_S */
+    int sweep_open;         /* sweep_timer initialised, not yet closed */
+    uv_timer_t hb_timer;    /* checks that the orchestrator is still there */
+    int hb_open;            /* hb_timer initialised, not yet closed */
+    double hb_timeout_s;    /* silence that means it is gone; 0: no check */
+    double heard_at;        /* monotonic time of its last message */
 };
 
 /* Queue one message (head is consumed: json_decref'd). Never blocks. */

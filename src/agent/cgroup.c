@@ -116,8 +116,9 @@ void tp__cgroup_init(tp_agent_t *a) {
         tp__log(TP_LOG_DEBUG, "agent: a cgroup per trial under %s", a->cg_root);
     } else {
         free(own);
-        tp__log(TP_LOG_DEBUG, "agent: no cgroup per trial (%s: %s); processes that leave a "
-                              "trial's group are found by its token instead",
+        tp__log(TP_LOG_DEBUG,
+                "agent: no cgroup per trial (%s: %s); processes that leave a "
+                "trial's group are found by its token instead",
                 b.data, strerror(errno));
         tp__buf_free(&b);
     }
@@ -152,8 +153,10 @@ void tp__cgroup_trial_leave(tp_agent_t *a, tp_trial_t *t) {
     if (rc == 0) return;
     /* Never kill that cgroup: the agent is in it. No cgroup per trial from
      * here on (the token and the process group remain). */
-    tp__log(TP_LOG_ERROR, "agent: cannot leave trial cgroup %s for %s (%s); no cgroup per "
-                          "trial from now on", t->cgroup, a->cg_home, strerror(-rc));
+    tp__log(TP_LOG_ERROR,
+            "agent: cannot leave trial cgroup %s for %s (%s); no cgroup per "
+            "trial from now on",
+            t->cgroup, a->cg_home, strerror(-rc));
     free(t->cgroup);
     t->cgroup = NULL;
     free(a->cg_root);

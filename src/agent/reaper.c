@@ -56,7 +56,8 @@ static ssize_t read_environ(const char *pid, tp_buf_t *buf) {
 static void wait_killed(const pid_t *killed, size_t n) {
     for (int ms = 0; ms < REAP_WAIT_MS; ms += 5) {
         size_t left = 0;
-        for (size_t i = 0; i < n; i++) left += tp__pid_alive(killed[i]);
+        for (size_t i = 0; i < n; i++)
+            left += tp__pid_alive(killed[i]);
         if (!left) return;
         struct timespec ts = {.tv_sec = 0, .tv_nsec = 5 * 1000000L};
         nanosleep(&ts, NULL);
@@ -110,21 +111,23 @@ static int reap_matching(tp_agent_t *a, tp_buf_t *entries, size_t n, int skip_li
 int tp__reap_token(tp_agent_t *a, const char *token, const char *stamp) {
     if (!token || !*token) return 0;
     tp_buf_t e[2];
-    for (size_t i = 0; i < 2; i++) tp__buf_init(&e[i]);
+    for (size_t i = 0; i < 2; i++)
+        tp__buf_init(&e[i]);
     tp__buf_printf(&e[0], "TUNEPACK_RUN_TOKEN=%s", token);
     if (stamp) tp__buf_printf(&e[1], "TUNEPACK_AGENT=%s", stamp);
     char what[200];
-    snprintf(what, sizeof what, "run %.100s, %sleft behind", token,
-             stamp ? "this agent's, " : "");
+    snprintf(what, sizeof what, "run %.100s, %sleft behind", token, stamp ? "this agent's, " : "");
     int killed = reap_matching(a, e, stamp ? 2 : 1, 1, what);
-    for (size_t i = 0; i < 2; i++) tp__buf_free(&e[i]);
+    for (size_t i = 0; i < 2; i++)
+        tp__buf_free(&e[i]);
     return killed;
 }
 
 int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt) {
     if (!a->token || !*a->token) return 0;
     tp_buf_t e[3];
-    for (size_t i = 0; i < 3; i++) tp__buf_init(&e[i]);
+    for (size_t i = 0; i < 3; i++)
+        tp__buf_init(&e[i]);
     tp__buf_printf(&e[0], "TUNEPACK_TRIAL_ID=%lld", (long long)trial);
     tp__buf_printf(&e[1], "TUNEPACK_ATTEMPT=%lld", (long long)attempt);
     tp__buf_printf(&e[2], "TUNEPACK_RUN_TOKEN=%s", a->token);
@@ -135,7 +138,8 @@ int tp__reap_attempt(tp_agent_t *a, int64_t trial, int64_t attempt) {
      * but run in live groups of their own: they are not escapees, and one
      * rank ending first must not cut another's grace period short. */
     int killed = reap_matching(a, e, 3, 1, what);
-    for (size_t i = 0; i < 3; i++) tp__buf_free(&e[i]);
+    for (size_t i = 0; i < 3; i++)
+        tp__buf_free(&e[i]);
     return killed;
 }
 

@@ -7,15 +7,15 @@
  * attempt precede its `exited`. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <spawn.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,9 +48,9 @@ static double since_s(uint64_t t0) {
     return (double)(uv_hrtime() - t0) / 1e9;
 }
 
-static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, int rank,
-                        const char *status, int64_t code, int sig, const char *error,
-                        double duration_s, int oom, double maxrss_mib, double cpu_s) {
+static void send_exited(tp_agent_t *a, int64_t trial, int64_t attempt, int rank, const char *status,
+                        int64_t code, int sig, const char *error, double duration_s, int oom,
+                        double maxrss_mib, double cpu_s) {
     json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:I, s:i, s:s, s:f, s:b}", "type", "exited",
                           "trial", (json_int_t)trial, "attempt", (json_int_t)attempt, "status",
                           status, "code", (json_int_t)code, "signal", sig, "error", error,
@@ -85,9 +85,9 @@ static void flush_lines(tp_trial_t *t, tp_lines_t *l) {
 /* A chunk of stdout or stderr, for an orchestrator that does not share the
  * trial's directory: it keeps the logs in the experiment directory. */
 static void send_log(tp_trial_t *t, int id, const char *data, size_t n) {
-    json_t *m = json_pack("{s:s, s:I, s:I, s:s}", "type", "log", "trial", (json_int_t)t->trial,
-                          "attempt", (json_int_t)t->attempt, "stream",
-                          id == TP_PIPE_STDOUT ? "stdout" : "stderr");
+    json_t *m =
+        json_pack("{s:s, s:I, s:I, s:s}", "type", "log", "trial", (json_int_t)t->trial, "attempt",
+                  (json_int_t)t->attempt, "stream", id == TP_PIPE_STDOUT ? "stdout" : "stderr");
     if (t->rank) json_object_set_new(m, "rank", json_integer(t->rank));
     tp__agent_send(t->a, m, data, n);
 }
@@ -190,8 +190,8 @@ static void maybe_finish(tp_trial_t *t) {
     if (!t->group_gone)
         snprintf(error + strlen(error), sizeof error - strlen(error),
                  "%sprocesses of group %ld still present", error[0] ? "; " : "", (long)t->pid);
-    send_exited(t->a, t->trial, t->attempt, t->rank, status_name(t), t->exit_code, t->term_signal, error,
-                since_s(t->t0), t->oom, t->maxrss_mib, t->cpu_s);
+    send_exited(t->a, t->trial, t->attempt, t->rank, status_name(t), t->exit_code, t->term_signal,
+                error, since_s(t->t0), t->oom, t->maxrss_mib, t->cpu_s);
     t->exited_sent = 1;
     uv_timer_stop(&t->timer);
     uv_close((uv_handle_t *)&t->timer, on_handle_closed);
@@ -389,10 +389,10 @@ typedef struct launch_args {
     const char *cwd, *dir;
     double timeout_s, grace_s;
     uint64_t log_limit;
-    const char *checkpoint_dir;  /* created if given: persists across attempts */
-    int pause_signal;            /* sent to the leader on `pause`, 0: none */
-    int rank;                    /* process of a multi-process attempt, 0 if one */
-    int master_port;             /* picked here for rank 0 when asked, else 0 */
+    const char *checkpoint_dir; /* created if given: persists across attempts */
+    int pause_signal;           /* sent to the leader on `pause`, 0: none */
+    int rank;                   /* process of a multi-process attempt, 0 if one */
+    int master_port;            /* picked here for rank 0 when asked, else 0 */
 } launch_args_t;
 
 /* A JSON string that a C string can carry: no NUL byte inside. */
@@ -424,8 +424,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
                 return tp__errorf(err, -EINVAL,
                                   "launch message: env \"%s\" is not a string without NUL bytes",
                                   k);
-            if (!*k || strchr(k, '=') || strlen(k) != json_object_iter_key_len(
-                                                           json_object_key_to_iter(k)))
+            if (!*k || strchr(k, '=') ||
+                strlen(k) != json_object_iter_key_len(json_object_key_to_iter(k)))
                 return tp__errorf(err, -EINVAL,
                                   "launch message: env name \"%s\" is empty or has '='", k);
         }
@@ -438,8 +438,8 @@ static int parse_launch(json_t *m, launch_args_t *la, tp_error_t *err) {
                           "launch message: \"env_passthrough\" must be an array of patterns");
     json_array_foreach(la->passthrough, i, v) {
         if (!is_cstring(v))
-            return tp__errorf(err, -EINVAL,
-                              "launch message: env_passthrough[%zu] is not a string", i);
+            return tp__errorf(err, -EINVAL, "launch message: env_passthrough[%zu] is not a string",
+                              i);
     }
     v = json_object_get(m, "dir");
     if (!is_cstring(v) || !*json_string_value(v))
@@ -519,10 +519,9 @@ static int env_key_is(const char *entry, const char *key, size_t klen) {
     return strncmp(entry, key, klen) == 0 && entry[klen] == '=';
 }
 
-static const char *const own_vars[] = {"TUNEPACK_REPORT_FD", "TUNEPACK_CONTROL_FD",
-                                       "TUNEPACK_CHECKPOINT_DIR", "TUNEPACK_TRIAL_ID",
-                                       "TUNEPACK_ATTEMPT", "TUNEPACK_TRIAL_DIR",
-                                       "TUNEPACK_RUN_TOKEN", "TUNEPACK_AGENT"};
+static const char *const own_vars[] = {
+    "TUNEPACK_REPORT_FD", "TUNEPACK_CONTROL_FD", "TUNEPACK_CHECKPOINT_DIR", "TUNEPACK_TRIAL_ID",
+    "TUNEPACK_ATTEMPT",   "TUNEPACK_TRIAL_DIR",  "TUNEPACK_RUN_TOKEN",      "TUNEPACK_AGENT"};
 
 /* Whether name matches one of the patterns (fnmatch globs). O(patterns). */
 static int passed_through(const json_t *patterns, const char *name) {
@@ -628,8 +627,8 @@ static void send_launch_error(tp_agent_t *a, json_t *m, const char *what) {
  * its process group; stdin from /dev/null, stdout, stderr and fd 3 to new
  * pipes whose read ends are returned in fds[i][0]. Signal dispositions and
  * mask are reset. Returns 0 or -errno (nothing left open then). */
-static int spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIPES][2],
-                       int *ctl_fd, pid_t *pid) {
+static int spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIPES][2], int *ctl_fd,
+                       pid_t *pid) {
     int made = 0, rc = 0, ctl[2] = {-1, -1};
     for (; made < TP_NPIPES; made++)
         if (pipe2(fds[made], O_CLOEXEC) != 0) {

@@ -18,11 +18,11 @@ void tp__chart_xml(tp_buf_t *out, const char *s);
 
 /* ---- Gantt: one band per GPU, co-located trials in sub-lanes ----------- */
 typedef struct tp_gantt_bar {
-    size_t band;          /* row: a GPU */
-    unsigned lane;        /* sub-lane inside the band */
-    double start, end;    /* seconds from the chart's origin */
-    size_t colour;        /* index into the legend (and the palette) */
-    const char *title;    /* tooltip, or NULL */
+    size_t band;       /* row: a GPU */
+    unsigned lane;     /* sub-lane inside the band */
+    double start, end; /* seconds from the chart's origin */
+    size_t colour;     /* index into the legend (and the palette) */
+    const char *title; /* tooltip, or NULL */
 } tp_gantt_bar_t;
 
 /* A band's use over time as steps: from at[i] on, memory and compute are
@@ -33,17 +33,17 @@ typedef struct tp_gantt_use {
 } tp_gantt_use_t;
 
 typedef struct tp_gantt {
-    const char *title;            /* first line */
-    const char *subtitle;         /* second line (figures), or NULL */
+    const char *title;    /* first line */
+    const char *subtitle; /* second line (figures), or NULL */
     size_t nbands;
     const char *const *band_label; /* nbands labels ("node/gpu0 A100") */
     const tp_gantt_bar_t *bars;
     size_t nbars;
-    double span;                  /* the time axis: 0 .. span seconds */
-    const char *const *legend;    /* legend[c] names colour c */
+    double span;               /* the time axis: 0 .. span seconds */
+    const char *const *legend; /* legend[c] names colour c */
     size_t nlegend;
-    const tp_gantt_use_t *use;    /* NULL, or nbands strips of memory/compute in use */
-    size_t max_bands;             /* bands drawn at most (0: all); the title says when cut */
+    const tp_gantt_use_t *use; /* NULL, or nbands strips of memory/compute in use */
+    size_t max_bands;          /* bands drawn at most (0: all); the title says when cut */
 } tp_gantt_t;
 
 /* The chart as one SVG document. O(bars + bands). */
@@ -53,11 +53,11 @@ void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g);
 enum { TP_SERIES_DOTS, TP_SERIES_LINE, TP_SERIES_STEPS };
 
 typedef struct tp_series {
-    const char *name;      /* legend text and tooltip prefix, or NULL */
-    int style;             /* TP_SERIES_* */
-    size_t colour;         /* palette index */
+    const char *name; /* legend text and tooltip prefix, or NULL */
+    int style;        /* TP_SERIES_* */
+    size_t colour;    /* palette index */
     size_t n;
-    const double *x, *y;   /* n points; non-finite y values are skipped */
+    const double *x, *y; /* n points; non-finite y values are skipped */
 } tp_series_t;
 
 typedef struct tp_xy {
@@ -65,9 +65,9 @@ typedef struct tp_xy {
     const char *xlabel, *ylabel;
     const tp_series_t *series;
     size_t nseries;
-    const double *vlines;  /* vertical marks (rung budgets), or NULL */
+    const double *vlines; /* vertical marks (rung budgets), or NULL */
     size_t nvlines;
-    int legend;            /* draw a legend of the named series */
+    int legend; /* draw a legend of the named series */
 } tp_xy_t;
 
 /* The plot as one SVG document; axes fit the finite data. O(points). */
@@ -77,13 +77,13 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p);
 typedef struct tp_parcoords {
     const char *title, *subtitle;
     size_t naxes;
-    const char *const *axis;       /* naxes names; the last is the objective */
+    const char *const *axis;         /* naxes names; the last is the objective */
     const char *const *const *ticks; /* per axis: NULL (numeric) or category labels */
-    const size_t *nticks;          /* per axis: number of category labels */
+    const size_t *nticks;            /* per axis: number of category labels */
     size_t nlines;
-    const double *v;               /* nlines x naxes values, each scaled to [0, 1]; NaN: absent */
-    const double *shade;           /* per line, 0 (worst) .. 1 (best): its colour */
-    const double *lo, *hi;         /* per axis: the numeric range shown at its ends */
+    const double *v;       /* nlines x naxes values, each scaled to [0, 1]; NaN: absent */
+    const double *shade;   /* per line, 0 (worst) .. 1 (best): its colour */
+    const double *lo, *hi; /* per axis: the numeric range shown at its ends */
 } tp_parcoords_t;
 void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p);
 
@@ -92,7 +92,7 @@ typedef struct tp_hbars {
     const char *title, *subtitle;
     size_t n;
     const char *const *label;
-    const double *value;           /* 0 .. 1 */
+    const double *value; /* 0 .. 1 */
 } tp_hbars_t;
 void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p);
 

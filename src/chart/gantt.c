@@ -12,17 +12,27 @@
 static const char *const palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                       "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
-const char *tp__chart_colour(size_t i) { return palette[i % TP_ARRAY_LEN(palette)]; }
+const char *tp__chart_colour(size_t i) {
+    return palette[i % TP_ARRAY_LEN(palette)];
+}
 
 void tp__chart_xml(tp_buf_t *out, const char *text) {
     /* a control character is shown, never sent (docs/output.md) */
     char *e = tp__escape(text, 0);
     for (const char *s = e; *s; s++) {
         switch (*s) {
-        case '<': tp__buf_puts(out, "&lt;"); break;
-        case '>': tp__buf_puts(out, "&gt;"); break;
-        case '&': tp__buf_puts(out, "&amp;"); break;
-        case '"': tp__buf_puts(out, "&quot;"); break;
+        case '<':
+            tp__buf_puts(out, "&lt;");
+            break;
+        case '>':
+            tp__buf_puts(out, "&gt;");
+            break;
+        case '&':
+            tp__buf_puts(out, "&amp;");
+            break;
+        case '"':
+            tp__buf_puts(out, "&quot;");
+            break;
         default:
             tp__buf_append(out, s, 1);
         }
@@ -61,7 +71,8 @@ enum { LANE_H = 9, BAND_GAP = 5, USE_H = 12 };
 /* The memory (filled) and compute (line) strip under a band. */
 static void use_strip(tp_buf_t *out, const tp_gantt_use_t *u, double left, double plot_w,
                       double span, double y) {
-    tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"#eef1f6\"/>\n",
+    tp__buf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" fill=\"#eef1f6\"/>\n",
                    left, y, plot_w, USE_H);
     if (u->n == 0) return;
     tp__buf_puts(out, "<path fill=\"#9fb3d1\" d=\"");
@@ -73,7 +84,8 @@ static void use_strip(tp_buf_t *out, const tp_gantt_use_t *u, double left, doubl
             tp__buf_printf(out, "M%.1f %.1fH%.1fV%.1fH%.1fZ", x0, y + USE_H, x1,
                            y + USE_H - m * USE_H, x0);
     }
-    tp__buf_puts(out, "\"/>\n<polyline fill=\"none\" stroke=\"#f28e2b\" stroke-width=\"1\" points=\"");
+    tp__buf_puts(out,
+                 "\"/>\n<polyline fill=\"none\" stroke=\"#f28e2b\" stroke-width=\"1\" points=\"");
     for (size_t i = 0; i < u->n; i++) {
         double x0 = left + plot_w * u->at[i] / span;
         double x1 = left + plot_w * (i + 1 < u->n ? u->at[i + 1] : span) / span;
@@ -103,7 +115,8 @@ void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g) {
     }
     double plot_bottom = y;
     size_t nlegend = 0;
-    for (size_t c = 0; c < g->nlegend; c++) nlegend += used[c];
+    for (size_t c = 0; c < g->nlegend; c++)
+        nlegend += used[c];
     double width = left + plot_w + right;
     double height = plot_bottom + 40 + 22.0 * (double)((nlegend + 4) / 5) + (g->use ? 22 : 0) + 10;
     double span = g->span > 0 ? g->span : 1;
@@ -113,8 +126,9 @@ void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g) {
     tp__chart_open(out, width, height);
     tp__chart_titles(out, left, g->title, g->subtitle);
     if (shown < g->nbands)
-        tp__buf_printf(out, "<text x=\"%.0f\" y=\"22\" text-anchor=\"end\" fill=\"#444\">first %zu "
-                            "of %zu GPUs shown</text>\n",
+        tp__buf_printf(out,
+                       "<text x=\"%.0f\" y=\"22\" text-anchor=\"end\" fill=\"#444\">first %zu "
+                       "of %zu GPUs shown</text>\n",
                        left + plot_w, shown, g->nbands);
     double step = tp__chart_tick_step(span / unit) * unit;
     tp__buf_puts(out, "<g stroke=\"#ddd\" stroke-width=\"1\">\n");
@@ -132,7 +146,8 @@ void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g) {
     tp__buf_puts(out, "<g text-anchor=\"end\" fill=\"#222\">\n");
     for (size_t b = 0; b < shown; b++) {
         double h = (lanes[b] ? lanes[b] : 1) * LANE_H;
-        tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
+        tp__buf_printf(out,
+                       "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"/>\n",
                        left, band_y[b], plot_w, h, b % 2 ? "#f4f4f4" : "#fafafa");
         tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", left - 6, band_y[b] + h / 2 + 4);
         tp__chart_xml(out, g->band_label[b]);
@@ -159,8 +174,9 @@ void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g) {
     for (size_t c = 0; c < g->nlegend; c++) {
         if (!used[c]) continue;
         double lx = left + 190.0 * (double)(k % 5), ly = plot_bottom + 44 + 22.0 * (double)(k / 5);
-        tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"%s\"/>"
-                            "<text x=\"%.1f\" y=\"%.1f\">",
+        tp__buf_printf(out,
+                       "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"%s\"/>"
+                       "<text x=\"%.1f\" y=\"%.1f\">",
                        lx, ly, tp__chart_colour(c), lx + 20, ly + 10);
         tp__chart_xml(out, g->legend[c]);
         tp__buf_puts(out, "</text>\n");
@@ -168,13 +184,14 @@ void tp__chart_gantt(tp_buf_t *out, const tp_gantt_t *g) {
     }
     if (g->use) {
         double ly = plot_bottom + 44 + 22.0 * (double)((k + 4) / 5);
-        tp__buf_printf(out,
-                       "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"#9fb3d1\"/>"
-                       "<text x=\"%.1f\" y=\"%.1f\">memory in use (the strip under each GPU)</text>"
-                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#f28e2b\" "
-                       "stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\">compute share in use</text>\n",
-                       left, ly, left + 20, ly + 10, left + 280, ly + 6, left + 294, ly + 6,
-                       left + 300, ly + 10);
+        tp__buf_printf(
+            out,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"#9fb3d1\"/>"
+            "<text x=\"%.1f\" y=\"%.1f\">memory in use (the strip under each GPU)</text>"
+            "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#f28e2b\" "
+            "stroke-width=\"2\"/><text x=\"%.1f\" y=\"%.1f\">compute share in use</text>\n",
+            left, ly, left + 20, ly + 10, left + 280, ly + 6, left + 294, ly + 6, left + 300,
+            ly + 10);
     }
     tp__buf_puts(out, "</g>\n</svg>\n");
     free(band_y);

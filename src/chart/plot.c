@@ -45,16 +45,16 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
     double width = left + plot_w + right, height = top + plot_h + 44 + legend_h + 6;
     tp__chart_open(out, width, height);
     tp__chart_titles(out, left, p->title, p->subtitle);
-#define PX(v) (left + plot_w * ((v) - xlo) / (xhi - xlo))
-#define PY(v) (top + plot_h - plot_h * ((v) - ylo) / (yhi - ylo))
+#define PX(v) (left + plot_w * ((v)-xlo) / (xhi - xlo))
+#define PY(v) (top + plot_h - plot_h * ((v)-ylo) / (yhi - ylo))
     double xs = tp__chart_tick_step(xhi - xlo), ys = tp__chart_tick_step(yhi - ylo);
     tp__buf_puts(out, "<g stroke=\"#ddd\" stroke-width=\"1\">\n");
     for (double v = ceil(xlo / xs) * xs; v <= xhi + 1e-9 * xs; v += xs)
         tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", PX(v), top,
                        PX(v), top + plot_h);
     for (double v = ceil(ylo / ys) * ys; v <= yhi + 1e-9 * ys; v += ys)
-        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left, PY(v),
-                       left + plot_w, PY(v));
+        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left,
+                       PY(v), left + plot_w, PY(v));
     tp__buf_puts(out, "</g>\n<g fill=\"#222\" text-anchor=\"middle\">\n");
     for (double v = ceil(xlo / xs) * xs; v <= xhi + 1e-9 * xs; v += xs) {
         tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", PX(v), top + plot_h + 14);
@@ -69,14 +69,16 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
         tick_text(out, v);
         tp__buf_puts(out, "</text>\n");
     }
-    tp__buf_printf(out, "</g>\n<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
-                        "text-anchor=\"middle\" fill=\"#222\">",
+    tp__buf_printf(out,
+                   "</g>\n<text x=\"14\" y=\"%.1f\" transform=\"rotate(-90 14 %.1f)\" "
+                   "text-anchor=\"middle\" fill=\"#222\">",
                    top + plot_h / 2, top + plot_h / 2);
     tp__chart_xml(out, p->ylabel);
     tp__buf_puts(out, "</text>\n");
     for (size_t i = 0; i < p->nvlines; i++)
-        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
-                            "stroke-dasharray=\"4 3\"/>\n",
+        tp__buf_printf(out,
+                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#999\" "
+                       "stroke-dasharray=\"4 3\"/>\n",
                        PX(p->vlines[i]), top, PX(p->vlines[i]), top + plot_h);
     for (size_t s = 0; s < p->nseries; s++) {
         const tp_series_t *se = &p->series[s];
@@ -90,7 +92,8 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
             tp__buf_puts(out, "</g>\n");
             continue;
         }
-        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", c);
+        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+                       c);
         double last_y = NAN;
         for (size_t i = 0; i < se->n; i++) {
             if (!isfinite(se->x[i]) || !isfinite(se->y[i])) continue;
@@ -107,16 +110,19 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
         }
         tp__buf_puts(out, "</polyline>\n");
     }
-    tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-                        "stroke=\"#222\"/>\n",
+    tp__buf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+                   "stroke=\"#222\"/>\n",
                    left, top, plot_w, plot_h);
     if (p->legend) {
         size_t k = 0;
         for (size_t s = 0; s < p->nseries; s++) {
             if (!p->series[s].name) continue;
-            double lx = left + 205.0 * (double)(k % 4), ly = top + plot_h + 44 + 22.0 * (double)(k / 4);
-            tp__buf_printf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"%s\"/>"
-                                "<text x=\"%.1f\" y=\"%.1f\" fill=\"#222\">",
+            double lx = left + 205.0 * (double)(k % 4),
+                   ly = top + plot_h + 44 + 22.0 * (double)(k / 4);
+            tp__buf_printf(out,
+                           "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"%s\"/>"
+                           "<text x=\"%.1f\" y=\"%.1f\" fill=\"#222\">",
                            lx, ly, tp__chart_colour(p->series[s].colour), lx + 20, ly + 10);
             tp__chart_xml(out, p->series[s].name);
             tp__buf_puts(out, "</text>\n");
@@ -147,18 +153,21 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
     for (size_t l = 0; l < p->nlines; l++) {
         char c[8];
         shade_colour(p->shade[l], c);
-        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" points=\"", c);
+        tp__buf_printf(
+            out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" points=\"", c);
         for (size_t a = 0; a < p->naxes; a++) {
             double v = p->v[l * p->naxes + a];
             if (isfinite(v))
-                tp__buf_printf(out, "%.1f,%.1f ", left + gap * (double)a, top + plot_h - v * plot_h);
+                tp__buf_printf(out, "%.1f,%.1f ", left + gap * (double)a,
+                               top + plot_h - v * plot_h);
         }
         tp__buf_puts(out, "\"/>\n");
     }
     tp__buf_puts(out, "<g fill=\"#222\" text-anchor=\"middle\">\n");
     for (size_t a = 0; a < p->naxes; a++) {
         double x = left + gap * (double)a;
-        tp__buf_printf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
+        tp__buf_printf(out,
+                       "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
                        x, top, x, top + plot_h);
         tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" font-weight=\"bold\">", x, top - 20);
         tp__chart_xml(out, p->axis[a]);
@@ -167,7 +176,8 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
             size_t n = p->nticks[a];
             for (size_t k = 0; k < n; k++) {
                 double y = top + plot_h - (n > 1 ? (double)k / (double)(n - 1) : 0.5) * plot_h;
-                tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">", x + 4, y + 4);
+                tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">", x + 4,
+                               y + 4);
                 tp__chart_xml(out, p->ticks[a][k]);
                 tp__buf_puts(out, "</text>\n");
             }
@@ -193,8 +203,9 @@ void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p) {
         tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" fill=\"#222\">",
                        left - 8, y + 13);
         tp__chart_xml(out, p->label[i]);
-        tp__buf_printf(out, "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
-                            "fill=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"#222\">%.3f</text>\n",
+        tp__buf_printf(out,
+                       "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                       "fill=\"%s\"/>\n<text x=\"%.1f\" y=\"%.1f\" fill=\"#222\">%.3f</text>\n",
                        left, y + 2, plot_w * v, bar_h - 4, tp__chart_colour(0),
                        left + plot_w * v + 6, y + 13, p->value[i]);
     }

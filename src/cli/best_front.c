@@ -17,7 +17,7 @@ typedef struct front_acc {
     json_t *trials;           /* candidate trials' JSON, owned */
     double *loss;             /* m losses per candidate */
     size_t n, cap;
-    const char *dir;          /* the experiment directory */
+    const char *dir; /* the experiment directory */
 } front_acc_t;
 
 /* Keep finished trials whose last report has every objective. */
@@ -50,8 +50,10 @@ static int collect(const tp_trial_row_t *row, void *ud) {
 /* See cli.h. */
 json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char *dir,
                              size_t *nfinished) {
-    front_acc_t a = {.objectives = objectives, .m = json_array_size(objectives),
-                     .trials = json_array(), .dir = dir};
+    front_acc_t a = {.objectives = objectives,
+                     .m = json_array_size(objectives),
+                     .trials = json_array(),
+                     .dir = dir};
     tp__store_trials(s, collect, &a);
     size_t *rank = tp__xmalloc((a.n ? a.n : 1) * sizeof *rank);
     tp__pareto_rank(a.loss, a.n, a.m, rank);
@@ -64,10 +66,10 @@ json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char
                 json_string_value(json_object_get(json_array_get(objectives, j), "name"));
             json_object_set(values, name, json_object_get(json_object_get(t, "metrics"), name));
         }
-        json_array_append_new(front, json_pack("{s:O, s:o, s:O, s:O}", "trial",
-                                               json_object_get(t, "id"), "values", values,
-                                               "params", json_object_get(t, "params"),
-                                               "metrics", json_object_get(t, "metrics")));
+        json_array_append_new(front,
+                              json_pack("{s:O, s:o, s:O, s:O}", "trial", json_object_get(t, "id"),
+                                        "values", values, "params", json_object_get(t, "params"),
+                                        "metrics", json_object_get(t, "metrics")));
     }
     if (nfinished) *nfinished = a.n;
     free(rank);

@@ -59,16 +59,16 @@ static json_t *column_names(json_t *trials, const char *field) {
     json_array_foreach(trials, i, t) {
         const char *key;
         json_t *v;
-        json_object_foreach(json_object_get(t, field), key, v) json_object_set(names, key, json_true());
+        json_object_foreach(json_object_get(t, field), key, v)
+            json_object_set(names, key, json_true());
     }
     return names;
 }
 
 static void write_table(json_t *trials, char sep) {
-    static const char *const fixed[] = {"id",    "state",     "attempts",    "interrupted",
-                                        "value", "step",      "duration_s",  "where",
-                                        "exit_code", "error", "stderr_tail", "logs",
-                                        "kind",  "source"};
+    static const char *const fixed[] = {
+        "id",    "state",     "attempts", "interrupted", "value", "step", "duration_s",
+        "where", "exit_code", "error",    "stderr_tail", "logs",  "kind", "source"};
     json_t *pcols = column_names(trials, "params"), *mcols = column_names(trials, "metrics");
     const char *key;
     json_t *v;

@@ -35,13 +35,15 @@ static int local_gpus(int as_json) {
             list, json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:b, s:s, s:o}", "index",
                             (int)g[i].index, "name", g[i].name, "uuid", g[i].uuid, "memory_mib",
                             (json_int_t)g[i].memory_total_mib, "memory_used_mib",
-                            (json_int_t)g[i].memory_used_mib, "util", (int)g[i].util_gpu,
-                            "healthy", g[i].healthy, "error", g[i].error, "processes", procs));
+                            (json_int_t)g[i].memory_used_mib, "util", (int)g[i].util_gpu, "healthy",
+                            g[i].healthy, "error", g[i].error, "processes", procs));
     }
     if (as_json) {
         json_t *o = json_pack("{s:s, s:O, s:s?}", "nvml",
-                              rc == 0 ? "ok" : rc == -ENOENT ? "absent" : err.msg, "gpus", list,
-                              "mps_control", control);
+                              rc == 0         ? "ok"
+                              : rc == -ENOENT ? "absent"
+                                              : err.msg,
+                              "gpus", list, "mps_control", control);
         char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
@@ -53,8 +55,9 @@ static int local_gpus(int as_json) {
             printf("NVML failed: %s\n", err.msg);
         else
             tp__gpu_table(stdout, g, count, nprocs);
-        printf("MPS: %s\n", control ? control : "no nvidia-cuda-mps-control: GPUs are shared by "
-                                                "time-slicing");
+        printf("MPS: %s\n", control ? control
+                                    : "no nvidia-cuda-mps-control: GPUs are shared by "
+                                      "time-slicing");
     }
     json_decref(list);
     free(nprocs);

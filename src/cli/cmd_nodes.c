@@ -55,7 +55,8 @@ static int nodes_main(int argc, char **argv) {
         const char *dir_arg = NULL;
         char *rest[64] = {argv[0]};
         int n = 1;
-        for (int i = 3; i < argc && n < 63; i++) rest[n++] = argv[i];
+        for (int i = 3; i < argc && n < 63; i++)
+            rest[n++] = argv[i];
         int rc = tp__cli_parse(&tp__cmd_nodes, n, rest, NULL, 0, &dir_arg);
         if (rc != TP_CLI_PARSED) return rc;
         json_t *req = json_pack("{s:s, s:s}", "op", argv[1], "node", argv[2]);

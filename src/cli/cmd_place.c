@@ -9,8 +9,8 @@
 #include "place/place.h"
 #include "run/run.h"
 
-static void print_table(const tp_place_instance_t *in, const char *policy,
-                        const tp_assign_t *out, double occ, double us) {
+static void print_table(const tp_place_instance_t *in, const char *policy, const tp_assign_t *out,
+                        double occ, double us) {
     size_t placed = 0;
     printf("%-24s %-16s %s\n", "TRIAL", "NODE", "GPUS");
     for (size_t i = 0; i < in->ntrials; i++) {
@@ -68,12 +68,15 @@ static int place_main(int argc, char **argv) {
         fprintf(stderr, "tunepack: %s\n", err.msg);
         return err.code == -EINVAL ? TP_EXIT_CONFIG : TP_EXIT_ERROR;
     }
-    const char *policy = policy_arg ? policy_arg : in.policy[0] ? in.policy : TP_PLACE_DEFAULT_POLICY;
+    const char *policy = policy_arg     ? policy_arg
+                         : in.policy[0] ? in.policy
+                                        : TP_PLACE_DEFAULT_POLICY;
     const tp_placer_ops_t *p = tp__placer_find(policy);
     if (!p) {
         const char *names[16];
         size_t n = 0;
-        for (; tp__placers[n] && n < 16; n++) names[n] = tp__placers[n]->name;
+        for (; tp__placers[n] && n < 16; n++)
+            names[n] = tp__placers[n]->name;
         const char *guess = tp__did_you_mean(policy, names, n);
         char list[256] = "";
         for (size_t i = 0; i < n; i++)
@@ -81,8 +84,9 @@ static int place_main(int argc, char **argv) {
                      names[i]);
         int code;
         if (guess)
-            code = tp__cli_usage_error(&tp__cmd_place, "unknown policy \"%s\"; did you mean \"%s\"? (%s)",
-                                       policy, guess, list);
+            code = tp__cli_usage_error(&tp__cmd_place,
+                                       "unknown policy \"%s\"; did you mean \"%s\"? (%s)", policy,
+                                       guess, list);
         else
             code = tp__cli_usage_error(&tp__cmd_place, "unknown policy \"%s\"; choose one of %s",
                                        policy, list);
@@ -109,8 +113,9 @@ static int place_main(int argc, char **argv) {
         code = TP_EXIT_ERROR;
     } else if (as_json) {
         double occ = tp__occupancy(&in.cluster, &u);
-        char *text = tp__place_decision_json(&in, p->name, out, occ, us, mipp,
-                                             mipp ? tp__place_mip_bound_occupancy(&u, 0, mipp) : -1);
+        char *text =
+            tp__place_decision_json(&in, p->name, out, occ, us, mipp,
+                                    mipp ? tp__place_mip_bound_occupancy(&u, 0, mipp) : -1);
         if (!text || fputs(text, stdout) < 0 || putchar('\n') < 0 || fflush(stdout) != 0) {
             fprintf(stderr, "tunepack: cannot write the decision: %s\n",
                     text ? strerror(errno) : "out of memory");
@@ -127,8 +132,9 @@ static int place_main(int argc, char **argv) {
         fflush(stdout);
     }
     if (timings && rc == 0) /* wall seconds, then CPU seconds of this process */
-        fprintf(stderr, "tunepack place: read %.3f s, decide %.3f s, write %.3f s "
-                        "(cpu: %.3f s, %.3f s, %.3f s)\n",
+        fprintf(stderr,
+                "tunepack place: read %.3f s, decide %.3f s, write %.3f s "
+                "(cpu: %.3f s, %.3f s, %.3f s)\n",
                 t0 - t_read, t1 - t0, tp__mono_s() - t1, c0 - c_read, c1 - c0,
                 (double)clock() / CLOCKS_PER_SEC - c1);
     free(out);
@@ -140,23 +146,24 @@ static int place_main(int argc, char **argv) {
 const tp_cmd_t tp__cmd_place = {
     .name = "place",
     .summary = "decide where trials go on a cluster (packing several per GPU)",
-    .usage = "usage: tunepack place FILE [--json] [--policy P] [--time-limit S] [--node-limit N]\n"
-             "                      [--timings]\n\n"
-             "Reads a placement instance (JSON: nodes with their GPUs, trials with their\n"
-             "demand, optional \"policy\", \"limits\", \"time_limit_s\" and \"node_limit\")\n"
-             "and prints where each trial goes, the GPU occupancy, and how long the decision\n"
-             "took.\n\n"
-             "  --policy P       vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd or optimal;\n"
-             "                   overrides the file's \"policy\"\n"
-             "  --time-limit S   how long `optimal` may search (default 10s unless a node\n"
-             "                   limit alone is given)\n"
-             "  --node-limit N   stop `optimal`'s branch and bound after N subproblems: the\n"
-             "                   same answer on every machine (file: \"node_limit\")\n"
-             "  --json           one object: {\"policy\", \"placed\": [{\"trial\", \"node\",\n"
-             "                   \"gpus\"}], \"unplaced\", \"occupancy\", \"decision_us\"}\n"
-             "  --timings        print to stderr the seconds spent reading the file,\n"
-             "                   deciding and writing the answer (wall, then CPU)\n\n"
-             "Exit code 3 when the file is invalid, 2 for a bad command line.\n\n"
-             "example:\n  tunepack place inst.json --policy wfd --json\n",
+    .usage =
+        "usage: tunepack place FILE [--json] [--policy P] [--time-limit S] [--node-limit N]\n"
+        "                      [--timings]\n\n"
+        "Reads a placement instance (JSON: nodes with their GPUs, trials with their\n"
+        "demand, optional \"policy\", \"limits\", \"time_limit_s\" and \"node_limit\")\n"
+        "and prints where each trial goes, the GPU occupancy, and how long the decision\n"
+        "took.\n\n"
+        "  --policy P       vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd or optimal;\n"
+        "                   overrides the file's \"policy\"\n"
+        "  --time-limit S   how long `optimal` may search (default 10s unless a node\n"
+        "                   limit alone is given)\n"
+        "  --node-limit N   stop `optimal`'s branch and bound after N subproblems: the\n"
+        "                   same answer on every machine (file: \"node_limit\")\n"
+        "  --json           one object: {\"policy\", \"placed\": [{\"trial\", \"node\",\n"
+        "                   \"gpus\"}], \"unplaced\", \"occupancy\", \"decision_us\"}\n"
+        "  --timings        print to stderr the seconds spent reading the file,\n"
+        "                   deciding and writing the answer (wall, then CPU)\n\n"
+        "Exit code 3 when the file is invalid, 2 for a bad command line.\n\n"
+        "example:\n  tunepack place inst.json --policy wfd --json\n",
     .main = place_main,
 };

@@ -16,7 +16,7 @@ typedef struct plan {
     const char *space, *gpu_type;
     int gpn, cpn;
     tp_sim_opts_t o;
-    int sims;             /* simulations run */
+    int sims; /* simulations run */
 } plan_t;
 
 /* Makespan of the space on n GPUs, or a negative errno. */
@@ -51,32 +51,41 @@ static int plan_main(int argc, char **argv) {
     char default_file[4096];
     if (!file) {
         if (tp__workload_default_path(default_file, sizeof default_file) < 0)
-            return tp__cli_usage_error(&tp__cmd_plan, "the default workload path is too long; give a FILE");
+            return tp__cli_usage_error(&tp__cmd_plan,
+                                       "the default workload path is too long; give a FILE");
         file = default_file;
     }
-    if (!deadline_a) return tp__cli_usage_error(&tp__cmd_plan, "--deadline is required (30m, 1h30m, 900s)");
+    if (!deadline_a)
+        return tp__cli_usage_error(&tp__cmd_plan, "--deadline is required (30m, 1h30m, 900s)");
     tp_error_t err = {0};
     double deadline = 0;
     if (tp__cli_duration(&tp__cmd_plan, "--deadline", deadline_a, &deadline) != TP_CLI_PARSED)
         return TP_EXIT_USAGE;
-    plan_t p = {.gpn = 4, .cpn = 0, .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY, .overhead = 0.03}};
+    plan_t p = {.gpn = 4,
+                .cpn = 0,
+                .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY, .overhead = 0.03}};
     char *end = NULL;
     if (gpn_a) {
         long v = strtol(gpn_a, &end, 10);
         if (*end || v < 1 || v > 64)
-            return tp__cli_usage_error(&tp__cmd_plan, "--gpus-per-node must be a whole number in [1, 64], got \"%s\"", gpn_a);
+            return tp__cli_usage_error(
+                &tp__cmd_plan, "--gpus-per-node must be a whole number in [1, 64], got \"%s\"",
+                gpn_a);
         p.gpn = (int)v;
     }
     if (cpn_a) {
         long v = strtol(cpn_a, &end, 10);
         if (*end || v < 1 || v > 1 << 20)
-            return tp__cli_usage_error(&tp__cmd_plan, "--cpus-per-node must be a positive whole number, got \"%s\"", cpn_a);
+            return tp__cli_usage_error(
+                &tp__cmd_plan, "--cpus-per-node must be a positive whole number, got \"%s\"",
+                cpn_a);
         p.cpn = (int)v;
     }
     if (ov_a) {
         double v = strtod(ov_a, &end);
         if (*end || !(v >= 0 && v <= 1))
-            return tp__cli_usage_error(&tp__cmd_plan, "--overhead must be a number in [0, 1], got \"%s\"", ov_a);
+            return tp__cli_usage_error(&tp__cmd_plan,
+                                       "--overhead must be a number in [0, 1], got \"%s\"", ov_a);
         p.o.overhead = v;
     }
     if (profile_a &&
@@ -86,7 +95,8 @@ static int plan_main(int argc, char **argv) {
     if (max_a) {
         long v = strtol(max_a, &end, 10);
         if (*end || v < 1 || v > 1 << 20)
-            return tp__cli_usage_error(&tp__cmd_plan, "--max-gpus must be a positive whole number, got \"%s\"", max_a);
+            return tp__cli_usage_error(
+                &tp__cmd_plan, "--max-gpus must be a positive whole number, got \"%s\"", max_a);
         cap = (size_t)v;
     }
 
@@ -140,10 +150,10 @@ static int plan_main(int argc, char **argv) {
         fprintf(stderr, "tunepack plan: %s\n", err.msg);
         code = rc == -ENOENT ? TP_EXIT_USAGE : TP_EXIT_CONFIG;
     } else if (as_json) {
-        json_t *o = json_pack("{s:s, s:s, s:s, s:f, s:i, s:I, s:i}", "space", p.space,
-                              "gpu_type", p.gpu_type, "policy", p.o.policy, "deadline_s",
-                              deadline, "gpus_per_node", p.gpn, "max_gpus", (json_int_t)cap,
-                              "simulations", p.sims);
+        json_t *o =
+            json_pack("{s:s, s:s, s:s, s:f, s:i, s:I, s:i}", "space", p.space, "gpu_type",
+                      p.gpu_type, "policy", p.o.policy, "deadline_s", deadline, "gpus_per_node",
+                      p.gpn, "max_gpus", (json_int_t)cap, "simulations", p.sims);
         if (best) {
             json_object_set_new(o, "gpus", json_integer((json_int_t)best));
             json_object_set_new(o, "makespan_s", json_real(best_ms));

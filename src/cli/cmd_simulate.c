@@ -17,8 +17,9 @@ static int opt_u64(const char *name, const char *v, uint64_t lo, uint64_t hi, ui
     errno = 0;
     unsigned long long x = v ? strtoull(v, &end, 10) : 0;
     if (!v || !*v || *end || errno || *v == '-' || x < lo || x > hi) {
-        tp__cli_usage_error(&tp__cmd_simulate, "%s must be a whole number in [%llu, %llu], got \"%s\"",
-                            name, (unsigned long long)lo, (unsigned long long)hi, v ? v : "");
+        tp__cli_usage_error(&tp__cmd_simulate,
+                            "%s must be a whole number in [%llu, %llu], got \"%s\"", name,
+                            (unsigned long long)lo, (unsigned long long)hi, v ? v : "");
         return -1;
     }
     *out = x;
@@ -40,8 +41,7 @@ static int opt_real(const char *name, const char *v, double lo, double hi, doubl
 static void print_summary(const tp_sim_result_t *r, const char *space, const char *cluster,
                           size_t ngpus, const char *searcher) {
     printf("simulated %s on %s (%zu GPUs, summed speed %g), policy %s, %s searcher: %llu trials\n",
-           space, cluster, ngpus, r->sum_speed, r->policy, searcher,
-           (unsigned long long)r->trials);
+           space, cluster, ngpus, r->sum_speed, r->policy, searcher, (unsigned long long)r->trials);
     printf("  makespan      %10.1f s  (%.1f min)\n", r->makespan_s, r->makespan_s / 60);
     printf("  lower bound   %10.1f s  (%.1f min); makespan / bound = %.3f\n", r->lower_bound_s,
            r->lower_bound_s / 60, r->ratio);
@@ -49,16 +49,15 @@ static void print_summary(const tp_sim_result_t *r, const char *space, const cha
     printf("  %llu events, %llu placer rounds (%s), at most %d trials on one GPU, "
            "simulated in %.3f s\n",
            (unsigned long long)r->events, (unsigned long long)r->rounds,
-           r->rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full",
-           r->max_colocated, r->wall_s);
+           r->rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full", r->max_colocated,
+           r->wall_s);
 }
 
 static int simulate_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *cluster = NULL, *policy = NULL, *searcher = NULL,
                *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
                *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
-               *gpn_a = NULL, *oversub_a = NULL,
-               *profile_a = NULL;
+               *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL;
     int as_json = 0;
     static const char *const searchers[] = {"grid", "random", NULL};
     /* in the order of tp_sim_rounds_t */
@@ -88,21 +87,25 @@ static int simulate_main(int argc, char **argv) {
     char default_file[4096];
     if (!file) {
         if (tp__workload_default_path(default_file, sizeof default_file) < 0)
-            return tp__cli_usage_error(&tp__cmd_simulate, "the default workload path is too long; give a FILE");
+            return tp__cli_usage_error(&tp__cmd_simulate,
+                                       "the default workload path is too long; give a FILE");
         file = default_file;
     }
 
     tp_sim_opts_t o = {.policy = policy, .searcher = searcher, .overhead = 0.03};
     uint64_t window = 0, scale_trials = 0, scale_gpus = 0, gpn = 8;
-    if (trials_a && opt_u64("--trials", trials_a, 1, UINT64_C(1) << 32, &o.trials) < 0) return TP_EXIT_USAGE;
+    if (trials_a && opt_u64("--trials", trials_a, 1, UINT64_C(1) << 32, &o.trials) < 0)
+        return TP_EXIT_USAGE;
     if (seed_a && opt_u64("--seed", seed_a, 0, UINT64_MAX, &o.seed) < 0) return TP_EXIT_USAGE;
     if (ov_a && opt_real("--overhead", ov_a, 0, 1, &o.overhead) < 0) return TP_EXIT_USAGE;
     if (window_a && opt_u64("--window", window_a, 1, 1 << 20, &window) < 0) return TP_EXIT_USAGE;
-    if (st_a && opt_u64("--scale-trials", st_a, 1, UINT64_C(1) << 32, &scale_trials) < 0) return TP_EXIT_USAGE;
+    if (st_a && opt_u64("--scale-trials", st_a, 1, UINT64_C(1) << 32, &scale_trials) < 0)
+        return TP_EXIT_USAGE;
     if (sg_a && opt_u64("--scale-gpus", sg_a, 1, 1 << 22, &scale_gpus) < 0) return TP_EXIT_USAGE;
     if (gpn_a && opt_u64("--gpus-per-node", gpn_a, 1, 64, &gpn) < 0) return TP_EXIT_USAGE;
     double oversub = 0;
-    if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0) return TP_EXIT_USAGE;
+    if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0)
+        return TP_EXIT_USAGE;
     o.window = (size_t)window;
     if (profile_a &&
         tp__cli_duration(&tp__cmd_simulate, "--profile", profile_a, &o.profile_s) != TP_CLI_PARSED)
@@ -110,7 +113,8 @@ static int simulate_main(int argc, char **argv) {
     for (size_t i = 0; rounds_a && rounds[i]; i++)
         if (strcmp(rounds_a, rounds[i]) == 0) o.rounds = (tp_sim_rounds_t)i;
     if (!!scale_trials != !!scale_gpus)
-        return tp__cli_usage_error(&tp__cmd_simulate, "--scale-trials and --scale-gpus go together");
+        return tp__cli_usage_error(&tp__cmd_simulate,
+                                   "--scale-trials and --scale-gpus go together");
     if (scale_gpus && cluster)
         return tp__cli_usage_error(&tp__cmd_simulate,
                                    "--cluster and --scale-gpus exclude each other");
@@ -131,7 +135,10 @@ static int simulate_main(int argc, char **argv) {
         snprintf(cname, sizeof cname, "%llu x %s", (unsigned long long)scale_gpus, gtype);
         rc = tp__sim_cluster(&w, gtype, (size_t)scale_gpus, (int)gpn, 0, &c, &err);
     } else {
-        snprintf(cname, sizeof cname, "%s", cluster ? cluster : w.nclusters ? w.clusters[0].name : "");
+        snprintf(cname, sizeof cname, "%s",
+                 cluster       ? cluster
+                 : w.nclusters ? w.clusters[0].name
+                               : "");
         rc = tp__workload_cluster(&w, cname, &c, &err);
     }
     if (rc < 0) {
@@ -148,7 +155,8 @@ static int simulate_main(int argc, char **argv) {
         code = rc == -ENOENT ? TP_EXIT_USAGE : TP_EXIT_CONFIG;
     } else {
         size_t ng = 0;
-        for (size_t n = 0; n < c.nnodes; n++) ng += c.nodes[n].ngpus;
+        for (size_t n = 0; n < c.nnodes; n++)
+            ng += c.nodes[n].ngpus;
         if (csv && tp__sim_write_csv(csv, &r, &w, &c, &err) < 0) {
             fprintf(stderr, "tunepack simulate: %s\n", err.msg);
             code = TP_EXIT_ERROR;

@@ -9,15 +9,15 @@
 
 /* The states `status` counts, in the order it says them. "interrupted": a
  * running trial of a run that no orchestrator owns any more. */
-static const char *const counted[] = {"completed", "stopped", "failed", "running",
+static const char *const counted[] = {"completed", "stopped", "failed",     "running",
                                       "paused",    "pending", "interrupted"};
 #define NCOUNTED TP_ARRAY_LEN(counted)
 
 typedef struct status_acc {
     int total;
-    int count[NCOUNTED];       /* by counted[] */
-    int owned;                 /* an orchestrator runs it now */
-    int stopped_pending;       /* pending trials a stop interrupted (meta "interrupted") */
+    int count[NCOUNTED];          /* by counted[] */
+    int owned;                    /* an orchestrator runs it now */
+    int stopped_pending;          /* pending trials a stop interrupted (meta "interrupted") */
     double first_start, last_end; /* wall times */
 } status_acc_t;
 
@@ -44,8 +44,8 @@ static void print_text(const char *name, const char *path, const char *dir, cons
     tp__fprintf_escaped(stdout, TP_ESC_LINE, "state       %s", st);
     printf("trials      %d: %d completed, %d stopped early, %d failed, %d running, %d paused, "
            "%d pending, %d interrupted",
-           a->total, a->count[0], a->count[1], a->count[2], a->count[3], a->count[4],
-           a->count[5], a->count[6]);
+           a->total, a->count[0], a->count[1], a->count[2], a->count[3], a->count[4], a->count[5],
+           a->count[6]);
     if (a->stopped_pending > 0)
         printf(" (%d of the pending were interrupted by the stop: they run again on resume)",
                a->stopped_pending);
@@ -148,11 +148,11 @@ static int status_main(int argc, char **argv) {
         for (size_t i = 0; i < NCOUNTED; i++)
             json_object_set_new(counts, counted[i], json_integer(a.count[i]));
         json_object_set_new(counts, "pending_interrupted", json_integer(a.stopped_pending));
-        json_t *o = json_pack("{s:s?, s:s?, s:s, s:s, s:i, s:o, s:s?, s:s?, s:O, s:o}", "name",
-                              name, "file", path, "directory", dir, "state", st, "trials", a.total,
-                              "counts", counts, "metric", metric, "mode", mode, "best",
-                              best ? best : json_null(), "elapsed_s",
-                              elapsed >= 0 ? json_real(elapsed) : json_null());
+        json_t *o =
+            json_pack("{s:s?, s:s?, s:s, s:s, s:i, s:o, s:s?, s:s?, s:O, s:o}", "name", name,
+                      "file", path, "directory", dir, "state", st, "trials", a.total, "counts",
+                      counts, "metric", metric, "mode", mode, "best", best ? best : json_null(),
+                      "elapsed_s", elapsed >= 0 ? json_real(elapsed) : json_null());
         if (front) json_object_set(o, "front", front);
         if (fusion) json_object_set(o, "fusion", fusion);
         char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -182,20 +182,21 @@ static int status_main(int argc, char **argv) {
 const tp_cmd_t tp__cmd_status = {
     .name = "status",
     .summary = "show an experiment's progress and best trial",
-    .usage = "usage: tunepack status [DIR] [--json]\n\n"
-             "Shows the state of the experiment in DIR (default: the latest under ./runs):\n"
-             "whether it runs, trial counts by state (completed, stopped early, failed,\n"
-             "running, paused at a rung, pending, interrupted: left running by a run that\n"
-             "ended, to run again on resume) and the best trial so far, ranked as\n"
-             "`tunepack best` ranks it; with several objectives, the Pareto front instead;\n"
-             "with fuse:, what fused processes measured per shape and K (throughput, peak\n"
-             "memory).\n\n"
-             "  --json   one object: {\"name\", \"file\", \"directory\", \"state\", \"trials\",\n"
-             "           \"counts\": {\"completed\": 3, ..., \"pending_interrupted\": pending\n"
-             "           trials a stop interrupted}, \"metric\", \"mode\", \"best\": {trial}\n"
-             "           or null, \"elapsed_s\"}; several objectives: \"best\" null and\n"
-             "           \"front\": [{\"trial\", \"values\", \"params\", \"metrics\"}] as best --json;\n"
-             "           with fuse: \"fusion\": {shape: {K: {runs, rate, mem_mib, cpu_s}}}\n\n"
-             "example:\n  tunepack status runs/mlp-demo\n",
+    .usage =
+        "usage: tunepack status [DIR] [--json]\n\n"
+        "Shows the state of the experiment in DIR (default: the latest under ./runs):\n"
+        "whether it runs, trial counts by state (completed, stopped early, failed,\n"
+        "running, paused at a rung, pending, interrupted: left running by a run that\n"
+        "ended, to run again on resume) and the best trial so far, ranked as\n"
+        "`tunepack best` ranks it; with several objectives, the Pareto front instead;\n"
+        "with fuse:, what fused processes measured per shape and K (throughput, peak\n"
+        "memory).\n\n"
+        "  --json   one object: {\"name\", \"file\", \"directory\", \"state\", \"trials\",\n"
+        "           \"counts\": {\"completed\": 3, ..., \"pending_interrupted\": pending\n"
+        "           trials a stop interrupted}, \"metric\", \"mode\", \"best\": {trial}\n"
+        "           or null, \"elapsed_s\"}; several objectives: \"best\" null and\n"
+        "           \"front\": [{\"trial\", \"values\", \"params\", \"metrics\"}] as best --json;\n"
+        "           with fuse: \"fusion\": {shape: {K: {runs, rate, mem_mib, cpu_s}}}\n\n"
+        "example:\n  tunepack status runs/mlp-demo\n",
     .main = status_main,
 };

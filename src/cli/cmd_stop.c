@@ -39,7 +39,8 @@ static int stop_main(int argc, char **argv) {
         /* Wait for the orchestrator to let go of the lock: trials get their
          * grace period, so this can take as long as the longest grace. */
         struct timespec ts = {0, 100 * 1000 * 1000};
-        for (int i = 0; i < 6000 && tp__rundir_owner(dir) != 0; i++) nanosleep(&ts, NULL);
+        for (int i = 0; i < 6000 && tp__rundir_owner(dir) != 0; i++)
+            nanosleep(&ts, NULL);
     }
     printf("%s\n", tp__rundir_owner(dir) == 0 ? ": stopped; `tunepack run` resumes it" : "");
     free(dir);

@@ -8,10 +8,10 @@
 #include "run/run.h"
 
 typedef struct trials_acc {
-    json_t *trials;   /* trial objects (tp__cli_trial_json), owned */
+    json_t *trials; /* trial objects (tp__cli_trial_json), owned */
     const char *dir;
-    int owned;        /* an orchestrator runs the experiment now */
-    json_t *jobs;     /* trial id (text) -> its jobs (the first and each promotion) */
+    int owned;    /* an orchestrator runs the experiment now */
+    json_t *jobs; /* trial id (text) -> its jobs (the first and each promotion) */
 } trials_acc_t;
 
 static int collect(const tp_trial_row_t *row, void *ud) {
@@ -51,22 +51,28 @@ static void add_promotions(tp_store_t *s, trials_acc_t *a) {
 
 /* ---- sorting ------------------------------------------------------------------ */
 typedef struct sort_key {
-    const char *name;   /* --sort NAME */
-    const char *field;  /* the trial JSON member it orders by; NULL: a parameter */
-    int descending;     /* larger first (value: by the metric's mode instead) */
+    const char *name;  /* --sort NAME */
+    const char *field; /* the trial JSON member it orders by; NULL: a parameter */
+    int descending;    /* larger first (value: by the metric's mode instead) */
 } sort_key_t;
 
 static const sort_key_t sort_keys[] = {
-    {"id", "id", 0},           {"value", "value", 0},       {"time", "duration_s", 1},
-    {"attempts", "attempts", 1}, {"failures", "failures", 1}, {"retries", "retries", 1},
-    {"promotions", "promotions", 1}, {"rung", "rung", 1},   {"state", "state", 0},
+    {"id", "id", 0},
+    {"value", "value", 0},
+    {"time", "duration_s", 1},
+    {"attempts", "attempts", 1},
+    {"failures", "failures", 1},
+    {"retries", "retries", 1},
+    {"promotions", "promotions", 1},
+    {"rung", "rung", 1},
+    {"state", "state", 0},
     {"where", "where", 0},
 };
 
 typedef struct sort_ctx {
-    const char *field;  /* member of the trial, or of its params when param is set */
+    const char *field; /* member of the trial, or of its params when param is set */
     int param;
-    int sign;           /* 1: ascending, -1: descending */
+    int sign; /* 1: ascending, -1: descending */
 } sort_ctx_t;
 
 static const json_t *sort_value(const json_t *t, const sort_ctx_t *c) {
@@ -112,7 +118,8 @@ static int sort_trials(json_t *trials, const char *key, int maximize) {
     }
     if (known) qsort_r(v, n, sizeof *v, compare, &c);
     json_array_clear(trials);
-    for (size_t i = 0; i < n; i++) json_array_append_new(trials, v[i]);
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(trials, v[i]);
     free(v);
     return known || n == 0 ? 0 : -1;
 }
@@ -130,11 +137,10 @@ static void print_row(const json_t *t, const char *dir) {
     /* under surrogate: the kind before the parameters ("target<-3": runs trial 3's) */
     const char *kind = json_string_value(json_object_get(t, "kind"));
     const json_t *src = json_object_get(t, "source");
-    int k = kind && json_is_integer(src)
-                ? snprintf(params, sizeof params, "%s<-%lld  ", kind,
-                           (long long)json_integer_value(src))
-            : kind ? snprintf(params, sizeof params, "%s  ", kind)
-                   : 0;
+    int k = kind && json_is_integer(src) ? snprintf(params, sizeof params, "%s<-%lld  ", kind,
+                                                    (long long)json_integer_value(src))
+            : kind                       ? snprintf(params, sizeof params, "%s  ", kind)
+                                         : 0;
     tp__params_text(json_object_get(t, "params"), params + k, sizeof params - (size_t)k);
     if (json_is_number(b)) {
         char bt[32];
@@ -151,9 +157,9 @@ static void print_row(const json_t *t, const char *dir) {
                         state, (long long)json_integer_value(json_object_get(t, "failures")),
                         (long long)json_integer_value(json_object_get(t, "retries")), value, step,
                         rung, dur, where ? where : "-", params);
-    const char *note = decision && *decision ? decision
+    const char *note = decision && *decision                      ? decision
                        : error && strcmp(state, "completed") != 0 ? error
-                                                                   : NULL;
+                                                                  : NULL;
     if (note) tp__fprintf_escaped(stdout, 0, "  [%s]", note);
     printf("\n");
     const char *tail = json_string_value(json_object_get(t, "stderr_tail"));
@@ -166,7 +172,8 @@ static void print_row(const json_t *t, const char *dir) {
             const char *nl = strchr(p, '\n');
             size_t len = nl ? (size_t)(nl - p) : strlen(p);
             char line[300];
-            snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+            snprintf(line, sizeof line, "%.*s",
+                     (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
             tp__fprintf_escaped(stdout, TP_ESC_LINE, "         | %s", line);
             p = nl ? nl + 1 : p + len;
         }
@@ -204,8 +211,9 @@ static int trials_main(int argc, char **argv) {
         printf("%s\n", text);
         free(text);
     } else {
-        tp__fprintf_escaped(stdout, TP_ESC_LINE, "%5s  %-11s  %5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s",
-                            "trial", "state", "fails", "retries", metric ? metric : "value", "step",
+        tp__fprintf_escaped(stdout, TP_ESC_LINE,
+                            "%5s  %-11s  %5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s", "trial",
+                            "state", "fails", "retries", metric ? metric : "value", "step",
                             "rung/bdg", "time", "where", "params  [decision or error]");
         size_t i;
         json_t *t;

@@ -73,8 +73,10 @@ int tp__cli_parse_many(const tp_cmd_t *cmd, int argc, char **argv, const tp_cli_
         for (size_t k = 0; k < nopts && !o; k++) {
             size_t n = strlen(opts[k].name);
             if (strncmp(a, opts[k].name, n) != 0) continue;
-            if (a[n] == 0) o = &opts[k];
-            else if (a[n] == '=' && opts[k].value) o = &opts[k], inline_value = a + n + 1;
+            if (a[n] == 0)
+                o = &opts[k];
+            else if (a[n] == '=' && opts[k].value)
+                o = &opts[k], inline_value = a + n + 1;
         }
         if (!o) return tp__cli_usage_error(cmd, "unknown option \"%s\"", a);
         if (o->set) {
@@ -158,9 +160,9 @@ const char *tp__cli_state(const tp_trial_row_t *row, int owned) {
 }
 
 typedef struct ranked {
-    int target;         /* a target trial (surrogate:): ranks above every other */
-    tp_rank_key_t key;  /* budget and value */
-    json_t *trial;      /* its JSON, owned */
+    int target;        /* a target trial (surrogate:): ranks above every other */
+    tp_rank_key_t key; /* budget and value */
+    json_t *trial;     /* its JSON, owned */
 } ranked_t;
 
 /* A trial's last job that ended with the objective, from the decisions
@@ -173,14 +175,14 @@ typedef struct job_result {
 } job_result_t;
 
 typedef struct ranking {
-    ranked_t *best;     /* the best `top` so far, best first */
+    ranked_t *best; /* the best `top` so far, best first */
     size_t n, top;
     int maximize;
     const char *dir;
     job_result_t *last; /* by trial id, owned */
     size_t nlast;
     int only_surrogates; /* rank the surrogate trials only */
-    size_t rows;        /* trials seen */
+    size_t rows;         /* trials seen */
 } ranking_t;
 
 static int note_result(const tp_decision_row_t *d, void *ud) {
@@ -192,8 +194,8 @@ static int note_result(const tp_decision_row_t *d, void *ud) {
         memset(a->last + a->nlast, 0, (n - a->nlast) * sizeof *a->last);
         a->nlast = n;
     }
-    a->last[d->trial] = (job_result_t){.have = 1, .rung = d->rung,
-                                       .key = {.budget = d->budget, .value = d->value}};
+    a->last[d->trial] =
+        (job_result_t){.have = 1, .rung = d->rung, .key = {.budget = d->budget, .value = d->value}};
     return 0;
 }
 
@@ -205,9 +207,9 @@ static int rank_row(const tp_trial_row_t *row, void *ud) {
     ranking_t *a = ud;
     a->rows++;
     if (a->only_surrogates && (!row->kind || strcmp(row->kind, "surrogate") != 0)) return 0;
-    const job_result_t *jr =
-        row->id >= 0 && (size_t)row->id < a->nlast && a->last[row->id].have ? &a->last[row->id]
-                                                                             : NULL;
+    const job_result_t *jr = row->id >= 0 && (size_t)row->id < a->nlast && a->last[row->id].have
+                                 ? &a->last[row->id]
+                                 : NULL;
     if (!jr && !tp__rank_competes(row->state, row->has_value)) return 0;
     tp_rank_key_t k = jr ? jr->key : (tp_rank_key_t){.budget = row->budget, .value = row->value};
     int target = row->kind && strcmp(row->kind, "target") == 0;
@@ -223,8 +225,8 @@ static int rank_row(const tp_trial_row_t *row, void *ud) {
     if (jr) { /* what was ranked: that job's rung, budget and value */
         json_object_set_new(t, "value", json_real(jr->key.value));
         json_object_set_new(t, "rung", json_integer(jr->rung));
-        json_object_set_new(t, "budget", jr->key.budget > 0 ? json_real(jr->key.budget)
-                                                            : json_null());
+        json_object_set_new(t, "budget",
+                            jr->key.budget > 0 ? json_real(jr->key.budget) : json_null());
     }
     a->best[at] = (ranked_t){.target = target, .key = k, .trial = t};
     a->n++;
@@ -235,14 +237,18 @@ static int rank_row(const tp_trial_row_t *row, void *ud) {
  * first; *rows: the trials seen. */
 static json_t *rank_trials(tp_store_t *s, const char *dir, int maximize, size_t top,
                            int only_surrogates, size_t *rows) {
-    ranking_t a = {.best = tp__xcalloc(top ? top : 1, sizeof *a.best), .top = top,
-                   .maximize = maximize, .dir = dir, .only_surrogates = only_surrogates};
+    ranking_t a = {.best = tp__xcalloc(top ? top : 1, sizeof *a.best),
+                   .top = top,
+                   .maximize = maximize,
+                   .dir = dir,
+                   .only_surrogates = only_surrogates};
     json_t *out = json_array();
     if (top) {
         tp__store_decisions(s, note_result, &a);
         tp__store_trials(s, rank_row, &a);
     }
-    for (size_t i = 0; i < a.n; i++) json_array_append_new(out, a.best[i].trial);
+    for (size_t i = 0; i < a.n; i++)
+        json_array_append_new(out, a.best[i].trial);
     free(a.best);
     free(a.last);
     *rows = a.rows;
@@ -263,15 +269,14 @@ static void note_surrogate_ranks(tp_store_t *s, const char *dir, int maximize, j
     json_array_foreach(ranked, i, t) {
         const json_t *src = json_object_get(t, "source");
         if (!json_is_integer(src)) continue;
-        json_array_foreach(surr, j, u)
-            if (json_integer_value(json_object_get(u, "id")) == json_integer_value(src)) {
-                json_object_set_new(t, "surrogate",
-                                    json_pack("{s:O, s:I, s:I, s:O}", "trial", src, "rank",
-                                              (json_int_t)j + 1, "of",
-                                              (json_int_t)json_array_size(surr), "value",
-                                              json_object_get(u, "value")));
-                break;
-            }
+        json_array_foreach(surr, j, u) if (json_integer_value(json_object_get(u, "id")) ==
+                                           json_integer_value(src)) {
+            json_object_set_new(
+                t, "surrogate",
+                json_pack("{s:O, s:I, s:I, s:O}", "trial", src, "rank", (json_int_t)j + 1, "of",
+                          (json_int_t)json_array_size(surr), "value", json_object_get(u, "value")));
+            break;
+        }
     }
     json_decref(surr);
 }
@@ -310,19 +315,19 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     int final_failure = strcmp(row->state, "failed") == 0 && row->failures > 0;
     json_object_set_new(o, "retries", json_integer(row->failures - final_failure));
     json_object_set_new(o, "value", row->has_value ? json_real(row->value) : json_null());
-    json_object_set_new(o, "best", row->has_value && isfinite(row->best) ? json_real(row->best)
-                                                                         : json_null());
-    json_object_set_new(o, "step", row->step != TP_STORE_NO_STEP ? json_integer(row->step)
-                                                                 : json_null());
+    json_object_set_new(o, "best",
+                        row->has_value && isfinite(row->best) ? json_real(row->best) : json_null());
+    json_object_set_new(o, "step",
+                        row->step != TP_STORE_NO_STEP ? json_integer(row->step) : json_null());
     json_object_set_new(o, "exit_code", row->has_exit ? json_integer(row->exit_code) : json_null());
-    json_object_set_new(o, "signal", row->has_exit && row->signal ? json_integer(row->signal)
-                                                                  : json_null());
+    json_object_set_new(o, "signal",
+                        row->has_exit && row->signal ? json_integer(row->signal) : json_null());
     json_object_set_new(o, "error", text_json(row->error));
     json_object_set_new(o, "rung", row->rung >= 0 ? json_integer(row->rung) : json_null());
     json_object_set_new(o, "budget", row->budget > 0 ? json_real(row->budget) : json_null());
     json_object_set_new(o, "decision", text_json(row->decision));
-    json_object_set_new(o, "started_at", row->started_at > 0 ? json_real(row->started_at)
-                                                             : json_null());
+    json_object_set_new(o, "started_at",
+                        row->started_at > 0 ? json_real(row->started_at) : json_null());
     json_object_set_new(o, "ended_at", row->ended_at > 0 ? json_real(row->ended_at) : json_null());
     /* Time spent running, every attempt together (not paused or waiting). */
     json_object_set_new(o, "duration_s", row->run_s > 0 ? json_real(row->run_s) : json_null());
@@ -342,8 +347,8 @@ void tp__cli_ranked_text(const json_t *t, char *out, size_t n) {
     const char *state = json_string_value(json_object_get(t, "state"));
     int k = snprintf(out, n, "trial %lld", (long long)json_integer_value(json_object_get(t, "id")));
     if (k > 0 && (size_t)k < n && state && strcmp(state, "completed") != 0)
-        k += snprintf(out + k, n - (size_t)k, ", %s", strcmp(state, "stopped") == 0 ? "stopped early"
-                                                                                    : state);
+        k += snprintf(out + k, n - (size_t)k, ", %s",
+                      strcmp(state, "stopped") == 0 ? "stopped early" : state);
     const json_t *budget = json_object_get(t, "budget");
     if (k > 0 && (size_t)k < n && json_is_number(budget)) {
         char b[32];

@@ -9,9 +9,9 @@
 #include "util/util.h"
 
 static const tp_cmd_t *const commands[] = {
-    &tp__cmd_run, &tp__cmd_status, &tp__cmd_trials, &tp__cmd_best,
-    &tp__cmd_export, &tp__cmd_stop, &tp__cmd_gpus, &tp__cmd_place, &tp__cmd_agent,
-    &tp__cmd_simulate, &tp__cmd_plan, &tp__cmd_nodes, &tp__cmd_resize, &tp__cmd_dashboard,
+    &tp__cmd_run,  &tp__cmd_status, &tp__cmd_trials, &tp__cmd_best,      &tp__cmd_export,
+    &tp__cmd_stop, &tp__cmd_gpus,   &tp__cmd_place,  &tp__cmd_agent,     &tp__cmd_simulate,
+    &tp__cmd_plan, &tp__cmd_nodes,  &tp__cmd_resize, &tp__cmd_dashboard,
 };
 
 /* `tunepack __keys`: every key of the experiment file, one a line ("path",
@@ -28,8 +28,9 @@ static int print_key(const char *path, const char *const *values, int required, 
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "tunepack %s: hyperparameter tuning that packs trials onto your machines\n\n"
-               "usage: tunepack <command> [options]\n\ncommands:\n",
+    fprintf(f,
+            "tunepack %s: hyperparameter tuning that packs trials onto your machines\n\n"
+            "usage: tunepack <command> [options]\n\ncommands:\n",
             TP_VERSION);
     for (size_t i = 0; i < TP_ARRAY_LEN(commands); i++)
         if (!commands[i]->hidden)

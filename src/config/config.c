@@ -85,13 +85,16 @@ int tp__cfg_failed_within(const cfgctx_t *c, const yaml_node_t *n) {
 
 #define fail(c, node, ...) tp__cfg_fail_at((c), (node)->start_mark, __VA_ARGS__)
 
-
 /* How a node reads in "got ...": the scalar quoted, else its kind. */
 const char *tp__cfg_describe(const yaml_node_t *n, char *out, size_t len) {
-    if (n->type == YAML_MAPPING_NODE) snprintf(out, len, "a mapping");
-    else if (n->type == YAML_SEQUENCE_NODE) snprintf(out, len, "a list");
-    else if (is_plain(n) && !*stext(n)) snprintf(out, len, "nothing");
-    else snprintf(out, len, "\"%.200s\"", stext(n));
+    if (n->type == YAML_MAPPING_NODE)
+        snprintf(out, len, "a mapping");
+    else if (n->type == YAML_SEQUENCE_NODE)
+        snprintf(out, len, "a list");
+    else if (is_plain(n) && !*stext(n))
+        snprintf(out, len, "nothing");
+    else
+        snprintf(out, len, "\"%.200s\"", stext(n));
     return out;
 }
 
@@ -104,7 +107,8 @@ yaml_node_t *tp__cfg_node_at(cfgctx_t *c, int index) {
 static int matches_int(const char *s) {
     if (*s == '+' || *s == '-') s++;
     if (!isdigit((unsigned char)*s)) return 0;
-    while (isdigit((unsigned char)*s)) s++;
+    while (isdigit((unsigned char)*s))
+        s++;
     return *s == '\0';
 }
 
@@ -112,17 +116,20 @@ static int matches_real(const char *s) {
     if (*s == '+' || *s == '-') s++;
     if (!strcmp(s, ".inf") || !strcmp(s, ".Inf") || !strcmp(s, ".INF")) return 1;
     int digits = 0;
-    while (isdigit((unsigned char)*s)) s++, digits++;
+    while (isdigit((unsigned char)*s))
+        s++, digits++;
     if (*s == '.') {
         s++;
-        while (isdigit((unsigned char)*s)) s++, digits++;
+        while (isdigit((unsigned char)*s))
+            s++, digits++;
     }
     if (!digits) return 0;
     if (*s == 'e' || *s == 'E') {
         s++;
         if (*s == '+' || *s == '-') s++;
         if (!isdigit((unsigned char)*s)) return 0;
-        while (isdigit((unsigned char)*s)) s++;
+        while (isdigit((unsigned char)*s))
+            s++;
     }
     return *s == '\0';
 }
@@ -145,7 +152,8 @@ json_t *tp__cfg_resolve_scalar(const yaml_node_t *n) {
     }
     if (matches_real(s)) {
         const char *t = s + (*s == '+' || *s == '-');
-        if (*t == '.' && (t[1] == 'i' || t[1] == 'I')) return json_real(*s == '-' ? -INFINITY : INFINITY);
+        if (*t == '.' && (t[1] == 'i' || t[1] == 'I'))
+            return json_real(*s == '-' ? -INFINITY : INFINITY);
         return json_real(strtod(s, NULL));
     }
     if (!strcmp(s, ".nan") || !strcmp(s, ".NaN") || !strcmp(s, ".NAN")) return json_real(NAN);
@@ -183,11 +191,12 @@ int tp__cfg_node_integer(const yaml_node_t *n, long long *out) {
 
 /* An integer setting in [lo, hi]; hi == LLONG_MAX means unbounded. */
 int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
-                   long long *out) {
+                    long long *out) {
     if (tp__cfg_node_integer(v, out) == 0 && *out >= lo && *out <= hi) return 0;
     char got[256];
     const char *hint = v->type == YAML_SCALAR_NODE && !is_plain(v) && matches_int(stext(v))
-                           ? " (quoted, so it is a string; remove the quotes)" : "";
+                           ? " (quoted, so it is a string; remove the quotes)"
+                           : "";
     if (hi == LLONG_MAX)
         return fail(c, v, "\"%s\" must be an integer >= %lld, got %s%s", key, lo,
                     tp__cfg_describe(v, got, sizeof got), hint);
@@ -199,7 +208,8 @@ int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, 
 int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out) {
     if (v->type != YAML_SCALAR_NODE || (is_plain(v) && !*stext(v))) {
         char got[256];
-        return fail(c, v, "\"%s\" must be a string, got %s", key, tp__cfg_describe(v, got, sizeof got));
+        return fail(c, v, "\"%s\" must be a string, got %s", key,
+                    tp__cfg_describe(v, got, sizeof got));
     }
     *out = stext(v);
     return 0;
@@ -231,7 +241,8 @@ int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, s
     if (guess) return fail(c, k, "unknown key \"%s\"; did you mean \"%s\"?", stext(k), guess);
     tp_buf_t list;
     tp__buf_init(&list);
-    for (size_t i = 0; i < n; i++) tp__buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
+    for (size_t i = 0; i < n; i++)
+        tp__buf_printf(&list, "%s%s", i ? ", " : "", names[i]);
     int rc = fail(c, k, "unknown key \"%s\"; valid keys are: %s", stext(k), list.data);
     tp__buf_free(&list);
     return rc;
@@ -240,17 +251,19 @@ int tp__cfg_unknown_key(cfgctx_t *c, yaml_node_t *k, const char *const *names, s
 /* Dispatch each pair of mapping v through spec; then report the first
  * required key that is missing, at the mapping's start. O(keys * spec). */
 int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const key_spec_t *spec,
-                        size_t nspec, const char *example) {
+                         size_t nspec, const char *example) {
     int rc = tp__cfg_check_mapping(c, what, v, example);
     if (rc < 0) return rc;
     const char *names[32];
-    for (size_t i = 0; i < nspec; i++) names[i] = spec[i].key;
+    for (size_t i = 0; i < nspec; i++)
+        names[i] = spec[i].key;
     int seen[32] = {0}, unknown = 0;
     /* Every key is checked, a mistake in one does not hide those in others. */
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *k = tp__cfg_node_at(c, p->key);
         size_t i;
-        for (i = 0; i < nspec && strcmp(spec[i].key, stext(k)) != 0; i++) continue;
+        for (i = 0; i < nspec && strcmp(spec[i].key, stext(k)) != 0; i++)
+            continue;
         if (i == nspec) {
             rc = tp__cfg_unknown_key(c, k, names, nspec);
             unknown = 1;
@@ -274,8 +287,10 @@ static int key_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     if (strspn(s, ".") == strlen(s))
-        return fail(c, v, "\"name\" cannot be \"%s\": the experiment's folder would be this "
-                          "folder or its parent; e.g. name: mlp-demo", s);
+        return fail(c, v,
+                    "\"name\" cannot be \"%s\": the experiment's folder would be this "
+                    "folder or its parent; e.g. name: mlp-demo",
+                    s);
     for (const char *p = s; *p; p++)
         if (!isalnum((unsigned char)*p) && !strchr("_.-", *p))
             return fail(c, v,
@@ -312,8 +327,8 @@ static int search_algorithm(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (guess)
         return fail(c, v, "unknown search algorithm %s; did you mean \"%s\"? (known: %s)",
                     tp__cfg_describe(v, got, sizeof got), guess, known);
-    return fail(c, v, "unknown search algorithm %s; known: %s", tp__cfg_describe(v, got, sizeof got),
-                known);
+    return fail(c, v, "unknown search algorithm %s; known: %s",
+                tp__cfg_describe(v, got, sizeof got), known);
 }
 
 /* `search.trials`: at most 2^53, the most the journal (which records the
@@ -347,7 +362,7 @@ static const key_table_t search_table = KEY_TABLE(search_keys);
 static int key_search(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE && is_plain(v) && !*stext(v)) return 0;
     return tp__cfg_walk_mapping(c, key, v, search_keys, TP_ARRAY_LEN(search_keys),
-                        "search: {algorithm: random, trials: 40, seed: 1}");
+                                "search: {algorithm: random, trials: 40, seed: 1}");
 }
 
 /* `fail_fast`: true (the first 3 trials), false, or the number of trials. */
@@ -433,8 +448,9 @@ static int key_checkpoint_root(cfgctx_t *c, const char *key, yaml_node_t *v) {
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     if (*s != '/')
-        return fail(c, v, "checkpoint_root must be an absolute path on storage every node "
-                          "shares, e.g. /shared/ckpt; got \"%s\"",
+        return fail(c, v,
+                    "checkpoint_root must be an absolute path on storage every node "
+                    "shares, e.g. /shared/ckpt; got \"%s\"",
                     s);
     free(c->x->checkpoint_root);
     c->x->checkpoint_root = tp__strdup(s);
@@ -571,7 +587,7 @@ static void set_defaults(tp_experiment_t *x) {
     x->groups_min = 0.25;
     x->groups_max = 1;
     x->groups_restart = 1;
-    x->dir_mode = 0700;  /* private by default: `permissions` */
+    x->dir_mode = 0700; /* private by default: `permissions` */
     x->file_mode = 0600;
     x->scheduler = "fifo";
     x->budget_eta = 3;
@@ -608,11 +624,12 @@ static int parse(const char *path, const char *text, size_t len, tp_experiment_t
         yaml_mark_t m = parser.problem_mark;
         const char *problem = parser.problem ? parser.problem : "malformed document";
         if (parser.context)
-            rc = tp__cfg_fail_at(&c, m, "YAML syntax error: %s %s; check indentation and quoting near here",
-                         problem, parser.context);
+            rc = tp__cfg_fail_at(
+                &c, m, "YAML syntax error: %s %s; check indentation and quoting near here", problem,
+                parser.context);
         else
-            rc = tp__cfg_fail_at(&c, m, "YAML syntax error: %s; check indentation and quoting near here",
-                         problem);
+            rc = tp__cfg_fail_at(
+                &c, m, "YAML syntax error: %s; check indentation and quoting near here", problem);
         yaml_parser_delete(&parser);
         tp__experiment_free(out);
         say_mistakes(&c);
@@ -621,12 +638,14 @@ static int parse(const char *path, const char *text, size_t len, tp_experiment_t
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     yaml_mark_t start = {0, 0, 0};
     if (!root || (root->type == YAML_SCALAR_NODE && is_plain(root) && !*stext(root))) {
-        rc = tp__cfg_fail_at(&c, start, "the file is empty; write at least name, command and metric, e.g. "
-                                "name: demo");
+        rc = tp__cfg_fail_at(&c, start,
+                             "the file is empty; write at least name, command and metric, e.g. "
+                             "name: demo");
     } else if (root->type != YAML_MAPPING_NODE) {
         char got[256];
-        rc = fail(&c, root, "the experiment must be a mapping of keys (name, command, metric, "
-                            "space, ...), got %s",
+        rc = fail(&c, root,
+                  "the experiment must be a mapping of keys (name, command, metric, "
+                  "space, ...), got %s",
                   tp__cfg_describe(root, got, sizeof got));
     } else {
         /* Every key is read and every check across keys made, whatever the
@@ -682,10 +701,12 @@ void tp__experiment_free(tp_experiment_t *x) {
     free(x->path);
     free(x->text);
     free(x->name);
-    for (size_t i = 0; x->argv && x->argv[i]; i++) free(x->argv[i]);
+    for (size_t i = 0; x->argv && x->argv[i]; i++)
+        free(x->argv[i]);
     free(x->argv);
     free(x->metric);
-    for (size_t i = 0; i < TP_MAX_OBJECTIVES; i++) free(x->objectives[i].name);
+    for (size_t i = 0; i < TP_MAX_OBJECTIVES; i++)
+        free(x->objectives[i].name);
     tp__space_free(&x->space);
     free(x->workdir);
     free(x->checkpoint_root);
@@ -694,20 +715,25 @@ void tp__experiment_free(tp_experiment_t *x) {
         free(x->env[i].value);
     }
     free(x->env);
-    for (size_t i = 0; i < x->nenv_passthrough; i++) free(x->env_passthrough[i]);
+    for (size_t i = 0; i < x->nenv_passthrough; i++)
+        free(x->env_passthrough[i]);
     free(x->env_passthrough);
     free(x->policy);
-    for (size_t i = 0; i < x->ngpus; i++) free(x->gpus[i].type);
+    for (size_t i = 0; i < x->ngpus; i++)
+        free(x->gpus[i].type);
     free(x->gpus);
-    for (size_t i = 0; i < x->fuse.nshape; i++) free(x->fuse.shape[i]);
+    for (size_t i = 0; i < x->fuse.nshape; i++)
+        free(x->fuse.shape[i]);
     free(x->fuse.shape);
-    for (size_t i = 0; i < x->nprofile_by; i++) free(x->profile_by[i]);
+    for (size_t i = 0; i < x->nprofile_by; i++)
+        free(x->profile_by[i]);
     free(x->profile_by);
     free(x->budget_name);
     free((char *)x->surrogate.param);
     tp__cluster_cfg_free(&x->cluster);
     json_decref(x->enqueue);
-    for (size_t i = 0; i < x->nwarm_start; i++) free(x->warm_start[i]);
+    for (size_t i = 0; i < x->nwarm_start; i++)
+        free(x->warm_start[i]);
     free(x->warm_start);
     memset(x, 0, sizeof *x);
 }

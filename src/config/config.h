@@ -32,59 +32,59 @@
 /* What trials on a remote node inherit from the agent's environment when
  * `env_passthrough` is not given (on this machine: everything). Secrets
  * such as AWS_SECRET_ACCESS_KEY are not in it. docs/security.md. */
-#define TP_PASSTHROUGH_REMOTE                                                                \
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",  \
-        "TERM", "HOSTNAME", "PYTHONPATH", "PYTHONUNBUFFERED", "VIRTUAL_ENV", "CONDA_*",       \
-        "LD_LIBRARY_PATH", "CUDA_*", "NCCL_*", "OMP_*", "MKL_*", "SLURM*", "PMI_*", "PMIX_*",  \
+#define TP_PASSTHROUGH_REMOTE                                                                      \
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",        \
+        "TERM", "HOSTNAME", "PYTHONPATH", "PYTHONUNBUFFERED", "VIRTUAL_ENV", "CONDA_*",            \
+        "LD_LIBRARY_PATH", "CUDA_*", "NCCL_*", "OMP_*", "MKL_*", "SLURM*", "PMI_*", "PMIX_*",      \
         "OMPI_*", "TUNEPACK_*"
 
 typedef struct tp_env_pair {
-    char *name;   /* owned */
-    char *value;  /* owned */
+    char *name;  /* owned */
+    char *value; /* owned */
 } tp_env_pair_t;
 
 typedef enum tp_sharing {
-    TP_SHARING_AUTO,       /* MPS where a control daemon can run, else time-slicing */
-    TP_SHARING_MPS,        /* MPS required: no MPS is an error at start */
-    TP_SHARING_TIMESLICE,  /* share GPUs without MPS */
-    TP_SHARING_NONE,       /* one trial per GPU */
+    TP_SHARING_AUTO,      /* MPS where a control daemon can run, else time-slicing */
+    TP_SHARING_MPS,       /* MPS required: no MPS is an error at start */
+    TP_SHARING_TIMESLICE, /* share GPUs without MPS */
+    TP_SHARING_NONE,      /* one trial per GPU */
 } tp_sharing_t;
 
 /* A GPU named in `gpus:`: restricts the run to it and may describe it. */
 typedef struct tp_gpu_decl {
-    int index;             /* device index on the node */
-    char *type;            /* owned; NULL: as discovered */
-    uint64_t memory_mib;   /* 0: as discovered */
-    double speed;          /* 0: as discovered (1.0 if unknown) */
+    int index;           /* device index on the node */
+    char *type;          /* owned; NULL: as discovered */
+    uint64_t memory_mib; /* 0: as discovered */
+    double speed;        /* 0: as discovered (1.0 if unknown) */
 } tp_gpu_decl_t;
 
 /* Where trials run (`cluster:`). */
 typedef enum tp_cluster_kind {
-    TP_CLUSTER_LOCAL,      /* this machine: one local agent (the default) */
-    TP_CLUSTER_SLURM,      /* the nodes of a Slurm allocation, an agent per node through srun */
-    TP_CLUSTER_SSH,        /* hosts reached over ssh, an agent per host */
-    TP_CLUSTER_COMMAND,    /* any command that runs an agent on a named node (docker exec, ...) */
+    TP_CLUSTER_LOCAL,   /* this machine: one local agent (the default) */
+    TP_CLUSTER_SLURM,   /* the nodes of a Slurm allocation, an agent per node through srun */
+    TP_CLUSTER_SSH,     /* hosts reached over ssh, an agent per host */
+    TP_CLUSTER_COMMAND, /* any command that runs an agent on a named node (docker exec, ...) */
 } tp_cluster_kind_t;
 
 typedef struct tp_cluster_cfg {
     tp_cluster_kind_t kind;
-    char **hosts;          /* ssh: [user@]host[:port]; command: node names; owned */
+    char **hosts; /* ssh: [user@]host[:port]; command: node names; owned */
     size_t nhosts;
-    char *identity;        /* ssh: -i FILE, owned; NULL: ssh's own choice */
-    char *ssh_config;      /* ssh: -F FILE, owned; NULL: ~/.ssh/config */
-    int slurm_request;     /* slurm: tunepack asks for the allocation itself */
-    int nodes_min, nodes_max; /* slurm: nodes asked for */
-    int gpus_per_node;     /* slurm: GPUs asked for per node, 0: none */
-    int cpus_per_node;     /* slurm: CPUs asked for per node, 0: Slurm's default */
+    char *identity;                         /* ssh: -i FILE, owned; NULL: ssh's own choice */
+    char *ssh_config;                       /* ssh: -F FILE, owned; NULL: ~/.ssh/config */
+    int slurm_request;                      /* slurm: tunepack asks for the allocation itself */
+    int nodes_min, nodes_max;               /* slurm: nodes asked for */
+    int gpus_per_node;                      /* slurm: GPUs asked for per node, 0: none */
+    int cpus_per_node;                      /* slurm: CPUs asked for per node, 0: Slurm's default */
     char *partition, *account, *time_limit; /* slurm: owned; NULL: Slurm's default */
-    double idle_s;         /* slurm with nodes {min, max}: a grown node idle this long is given
-                              back (`idle`, default 30s) */
-    char **extra;          /* slurm: more sbatch arguments, owned */
+    double idle_s; /* slurm with nodes {min, max}: a grown node idle this long is given
+                      back (`idle`, default 30s) */
+    char **extra;  /* slurm: more sbatch arguments, owned */
     size_t nextra;
-    int shared;            /* the experiment directory is on storage every node shares
-                              (`shared`, default true); false: logs stream back */
-    char **agent;          /* the command that runs an agent on a node, owned; NULL: this binary;
-                              for `command`, the whole argv with {node} in it */
+    int shared;   /* the experiment directory is on storage every node shares
+                     (`shared`, default true); false: logs stream back */
+    char **agent; /* the command that runs an agent on a node, owned; NULL: this binary;
+                     for `command`, the whole argv with {node} in it */
     size_t nagent;
 } tp_cluster_cfg_t;
 
@@ -95,118 +95,118 @@ void tp__cluster_cfg_free(tp_cluster_cfg_t *k);
 
 /* Each trial's demand (`resources:`). */
 typedef struct tp_resources {
-    int gpus;              /* GPUs per trial and node (`gpus` or `gpus_per_node`); default 0;
-                              an elastic trial's minimum */
-    int gpus_max;          /* `gpus: {min, max}`: an elastic trial grows up to this many by
-                              checkpoint and restart (docs/elastic.md); 0: not elastic */
-    int nodes;             /* nodes per trial, default 1; more: a multi-node trial */
-    int procs_per_node;    /* processes per node, default 1 (each with RANK, LOCAL_RANK, ...) */
+    int gpus;                /* GPUs per trial and node (`gpus` or `gpus_per_node`); default 0;
+                                an elastic trial's minimum */
+    int gpus_max;            /* `gpus: {min, max}`: an elastic trial grows up to this many by
+                                checkpoint and restart (docs/elastic.md); 0: not elastic */
+    int nodes;               /* nodes per trial, default 1; more: a multi-node trial */
+    int procs_per_node;      /* processes per node, default 1 (each with RANK, LOCAL_RANK, ...) */
     uint64_t gpu_memory_mib; /* per GPU; 0 = none declared */
-    int gpu_memory_auto;   /* `gpu_memory: auto`: measured by the profiler */
-    double gpu_compute;    /* share of each GPU in (0, 1]; default 1.0 */
-    int gpu_compute_auto;  /* `gpu_compute: auto` */
-    int cpus;              /* CPU cores per trial; default 0 = not counted */
-    double profile_s;      /* `profile_time`: the profiler's bounded run, default 30s */
+    int gpu_memory_auto;     /* `gpu_memory: auto`: measured by the profiler */
+    double gpu_compute;      /* share of each GPU in (0, 1]; default 1.0 */
+    int gpu_compute_auto;    /* `gpu_compute: auto` */
+    int cpus;                /* CPU cores per trial; default 0 = not counted */
+    double profile_s;        /* `profile_time`: the profiler's bounded run, default 30s */
 } tp_resources_t;
 
 /* `fuse:` several configurations of the same shape in one process (docs/fusion.md). */
 typedef struct tp_fuse_cfg {
-    int max;               /* `fuse.max`: most configurations per process (1..64); 0: no fusion */
-    int min;               /* `fuse.min`: fewest a process is started for while more wait
-                              (1..max, default 1); the measured K is chosen in min..max */
-    char **shape;          /* `fuse.shape`: the parameters that change the model's shape, owned;
-                              default: profile_by and the parameters the command names */
+    int max;      /* `fuse.max`: most configurations per process (1..64); 0: no fusion */
+    int min;      /* `fuse.min`: fewest a process is started for while more wait
+                     (1..max, default 1); the measured K is chosen in min..max */
+    char **shape; /* `fuse.shape`: the parameters that change the model's shape, owned;
+                     default: profile_by and the parameters the command names */
     size_t nshape;
-    uint64_t memory_mib;   /* `fuse.memory`: what one fused process may use; 0: the GPU's memory
-                              less the reserve, on CPU the node's memory / concurrency */
+    uint64_t memory_mib; /* `fuse.memory`: what one fused process may use; 0: the GPU's memory
+                            less the reserve, on CPU the node's memory / concurrency */
 } tp_fuse_cfg_t;
 
-#define TP_FUSE_MAX 64     /* most configurations one process may run */
+#define TP_FUSE_MAX 64 /* most configurations one process may run */
 
 #define TP_FAIL_FAST_DEFAULT 3 /* trials, for `fail_fast: true` (the default) */
 
 /* One objective of `metric:` (a mapping, or a list of them for several). */
 typedef struct tp_objective {
-    char *name;            /* the reported metric, owned */
-    int maximize;          /* mode: max -> 1, min -> 0 */
+    char *name;   /* the reported metric, owned */
+    int maximize; /* mode: max -> 1, min -> 0 */
 } tp_objective_t;
 
 typedef struct tp_experiment {
-    char *path;            /* the file as named by the user (for messages), owned */
-    char *text;            /* the file's text as given, owned */
-    char *name;            /* `name`, required: [A-Za-z0-9_.-]+ */
-    char **argv;           /* `command`: templates with {placeholders}, NULL-terminated */
-    size_t argc;           /* number of argv elements (>= 1) */
+    char *path;                    /* the file as named by the user (for messages), owned */
+    char *text;                    /* the file's text as given, owned */
+    char *name;                    /* `name`, required: [A-Za-z0-9_.-]+ */
+    char **argv;                   /* `command`: templates with {placeholders}, NULL-terminated */
+    size_t argc;                   /* number of argv elements (>= 1) */
     int program_line, program_col; /* where argv[0] is written in the file (1-based) */
-    char *metric;          /* `metric.name`, required (several: the first one's) */
-    int maximize;          /* `metric.mode`: max -> 1, min -> 0 (required; several: the first) */
+    char *metric;                  /* `metric.name`, required (several: the first one's) */
+    int maximize; /* `metric.mode`: max -> 1, min -> 0 (required; several: the first) */
     tp_objective_t objectives[TP_MAX_OBJECTIVES]; /* every objective in order, names owned */
-    size_t nobjectives;    /* 1, or more for `metric: [{name, mode}, ...]` (also search.nobj) */
-    tp_space_t space;      /* `space` */
-    tp_search_cfg_t search;/* `search`: algorithm (static string), trials (default 10;
-                              grid: 1, one pass over the product), seed (default 0) */
-    int concurrency;       /* `concurrency` (or its per_node): attempts at once on each
-                              node, default 1, 1..4096 (`{total: M}` alone: M) */
-    int concurrency_total; /* `concurrency.total`: at once over the cluster, 0 = per node
-                              times the nodes that take trials */
-    int retries;           /* `retries`, default 0, 0..100: extra attempts after a failure */
-    int fail_fast;         /* `fail_fast`: stop when the first this many trials all fail the
-                              same way; 0: never; default TP_FAIL_FAST_DEFAULT (`true`) */
-    double timeout_s;      /* `timeout`, per attempt, 0 = none */
-    double grace_s;        /* `stop_grace`, SIGTERM -> SIGKILL delay, default 10s */
-    uint64_t log_limit;    /* `log_limit`, bytes of stdout/stderr kept per attempt, default 8M */
-    char *workdir;         /* `workdir`, trials' cwd; default: NULL = where `run` started */
-    char *checkpoint_root; /* `checkpoint_root`: trials' checkpoints under ROOT/<name>/<id>,
-                              owned; NULL: DIR/trials/<id>/checkpoint */
-    tp_env_pair_t *env;    /* `env`: extra environment for trials, owned */
-    size_t nenv;           /* number of env pairs */
+    size_t nobjectives;     /* 1, or more for `metric: [{name, mode}, ...]` (also search.nobj) */
+    tp_space_t space;       /* `space` */
+    tp_search_cfg_t search; /* `search`: algorithm (static string), trials (default 10;
+                               grid: 1, one pass over the product), seed (default 0) */
+    int concurrency;        /* `concurrency` (or its per_node): attempts at once on each
+                               node, default 1, 1..4096 (`{total: M}` alone: M) */
+    int concurrency_total;  /* `concurrency.total`: at once over the cluster, 0 = per node
+                               times the nodes that take trials */
+    int retries;            /* `retries`, default 0, 0..100: extra attempts after a failure */
+    int fail_fast;          /* `fail_fast`: stop when the first this many trials all fail the
+                               same way; 0: never; default TP_FAIL_FAST_DEFAULT (`true`) */
+    double timeout_s;       /* `timeout`, per attempt, 0 = none */
+    double grace_s;         /* `stop_grace`, SIGTERM -> SIGKILL delay, default 10s */
+    uint64_t log_limit;     /* `log_limit`, bytes of stdout/stderr kept per attempt, default 8M */
+    char *workdir;          /* `workdir`, trials' cwd; default: NULL = where `run` started */
+    char *checkpoint_root;  /* `checkpoint_root`: trials' checkpoints under ROOT/<name>/<id>,
+                               owned; NULL: DIR/trials/<id>/checkpoint */
+    tp_env_pair_t *env;     /* `env`: extra environment for trials, owned */
+    size_t nenv;            /* number of env pairs */
     char **env_passthrough; /* `env_passthrough`: names or glob patterns of the
                                orchestrator's environment trials inherit, owned;
                                NULL: TP_PASSTHROUGH_DEFAULT (all here, a safe set remotely) */
     size_t nenv_passthrough;
-    int dir_mode;          /* `permissions`: mode of DIR (default 0700, private) */
-    int file_mode;         /* and of its store (default 0600) */
-    tp_resources_t res;    /* `resources` */
-    char *policy;          /* `placement.policy`, default TP_PLACE_DEFAULT_POLICY
-                              (TP_PLACE_GROUPS_POLICY with `groups:`), owned */
-    uint64_t reserve_mib;  /* `placement.reserve`: memory kept free per GPU, default 512 MiB */
-    double oversubscribe;  /* `placement.oversubscribe`: compute capacity 1 + this, default 0 */
-    int max_per_gpu;       /* `placement.max_per_gpu`, 0 = no limit */
+    int dir_mode;              /* `permissions`: mode of DIR (default 0700, private) */
+    int file_mode;             /* and of its store (default 0600) */
+    tp_resources_t res;        /* `resources` */
+    char *policy;              /* `placement.policy`, default TP_PLACE_DEFAULT_POLICY
+                                  (TP_PLACE_GROUPS_POLICY with `groups:`), owned */
+    uint64_t reserve_mib;      /* `placement.reserve`: memory kept free per GPU, default 512 MiB */
+    double oversubscribe;      /* `placement.oversubscribe`: compute capacity 1 + this, default 0 */
+    int max_per_gpu;           /* `placement.max_per_gpu`, 0 = no limit */
     double place_time_limit_s; /* `placement.time_limit`: how long `optimal` may search a
                                   round, 0 = its default (10 s) */
-    tp_sharing_t sharing;  /* `sharing`, default auto */
-    tp_fluid_mode_t groups; /* `groups.shares`: Fluid trial groups (static or dynamic); off
-                               unless `groups:` is given */
-    double groups_min;     /* `groups.min`: smallest share of a GPU, default 0.25 */
-    double groups_max;     /* `groups.max`: largest share in GPUs, default 1 (whole GPUs
-                              above 1 only for elastic trials, up to their max) */
-    int groups_restart;    /* `groups.restart`: dynamic shares resize a running elastic
-                              trial to more whole GPUs when that pays (default 1) */
-    tp_gpu_decl_t *gpus;   /* `gpus`, owned; NULL = every GPU found */
+    tp_sharing_t sharing;      /* `sharing`, default auto */
+    tp_fluid_mode_t groups;    /* `groups.shares`: Fluid trial groups (static or dynamic); off
+                                  unless `groups:` is given */
+    double groups_min;         /* `groups.min`: smallest share of a GPU, default 0.25 */
+    double groups_max;         /* `groups.max`: largest share in GPUs, default 1 (whole GPUs
+                                  above 1 only for elastic trials, up to their max) */
+    int groups_restart;        /* `groups.restart`: dynamic shares resize a running elastic
+                                  trial to more whole GPUs when that pays (default 1) */
+    tp_gpu_decl_t *gpus;       /* `gpus`, owned; NULL = every GPU found */
     size_t ngpus;
-    char **profile_by;     /* `profile_by`: parameters that shape demand, owned */
+    char **profile_by; /* `profile_by`: parameters that shape demand, owned */
     size_t nprofile_by;
     const char *scheduler; /* `search.scheduler`: fifo (default), asha, hyperband, median */
-    char *budget_name;     /* `budget.name`: the growing resource's placeholder, owned; NULL: none */
-    double budget_min;     /* `budget.min` (> 0) */
-    double budget_max;     /* `budget.max` (>= min) */
-    double budget_eta;     /* `budget.eta` (> 1, default 3) */
-    int pause_signal;      /* `checkpoint.signal`: SIGUSR1 or 0 (control channel only) */
+    char *budget_name; /* `budget.name`: the growing resource's placeholder, owned; NULL: none */
+    double budget_min; /* `budget.min` (> 0) */
+    double budget_max; /* `budget.max` (>= min) */
+    double budget_eta; /* `budget.eta` (> 1, default 3) */
+    int pause_signal;  /* `checkpoint.signal`: SIGUSR1 or 0 (control channel only) */
     tp_cluster_cfg_t cluster; /* `cluster`: where trials run */
-    json_t *enqueue;       /* `enqueue`: configurations run first (partial: the rest proposed by
-                              the sampler), a JSON array of objects, owned; NULL: none */
-    char **warm_start;     /* `search.warm_start`: experiment directories whose completed trials
-                              are prior observations, owned; NULL-terminated or NULL */
+    json_t *enqueue;          /* `enqueue`: configurations run first (partial: the rest proposed by
+                                 the sampler), a JSON array of objects, owned; NULL: none */
+    char **warm_start;        /* `search.warm_start`: experiment directories whose completed trials
+                                 are prior observations, owned; NULL-terminated or NULL */
     size_t nwarm_start;
-    double deadline_s;     /* `deadline`: seconds from the experiment's creation (its first run,
-                              the store's created_at: a resumed run keeps the deadline) to the
-                              deadline; 0: none */
+    double deadline_s;         /* `deadline`: seconds from the experiment's creation (its first run,
+                                  the store's created_at: a resumed run keeps the deadline) to the
+                                  deadline; 0: none */
     tp_realloc_opts_t realloc; /* `reallocation`: how free GPUs go to leading trials (defaults:
                                   uniform, min_gain 1.1, cooldown 60s, temperature 1, probe) */
-    int realloc_given;     /* `reallocation` was written */
+    int realloc_given;         /* `reallocation` was written */
     tp_surrogate_cfg_t surrogate; /* `surrogate`: param (owned; NULL: none), value, promote
                                      (default 3), eager (default 0.5) */
-    tp_fuse_cfg_t fuse;    /* `fuse`: fused trials; fuse.max 0 when off */
+    tp_fuse_cfg_t fuse;           /* `fuse`: fused trials; fuse.max 0 when off */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */
@@ -243,17 +243,17 @@ json_t *tp__config_tree(const char *text);
  * budget, ...; see key_kinds in config_change.c). Returns 0 (nothing
  * refused), 1 (something refused) or -1 (a text is no YAML). results:
  * how many trials have a result (completed, paused at a rung or stopped
- * early); while none has (results 0), a changed command is accepted, shown as "  command: (...)" with its old and new value on a line
- * each ("    - OLD", "    + NEW"), so a mistake in it is fixed without
- * starting over. O(size of the files). */
-int tp__config_changes(const char *old_text, const char *new_text, int results,
-                       tp_buf_t *accepted, tp_buf_t *refused);
+ * early); while none has (results 0), a changed command is accepted, shown as "  command: (...)"
+ * with its old and new value on a line each ("    - OLD", "    + NEW"), so a mistake in it is fixed
+ * without starting over. O(size of the files). */
+int tp__config_changes(const char *old_text, const char *new_text, int results, tp_buf_t *accepted,
+                       tp_buf_t *refused);
 
 /* Built-in placeholders available besides parameters: {trial_id}, {trial_dir}, and with
  * `fuse:` {configs_json}. */
 typedef struct tp_subst_extra {
-    const char *trial_id;   /* e.g. "17" */
-    const char *trial_dir;  /* absolute path of the trial's directory */
+    const char *trial_id;     /* e.g. "17" */
+    const char *trial_dir;    /* absolute path of the trial's directory */
     const char *budget_name;  /* the budget's placeholder, NULL if none */
     const char *budget_value; /* its value for this job */
     const char *configs_json; /* a fused process's configurations ({configs_json}), NULL: none */

@@ -22,18 +22,39 @@ static const struct {
     const char *key;
     int may_change;
 } key_kinds[] = {
-    {"description", 1},   {"search.trials", 1}, {"concurrency", 1},
-    {"retries", 1},       {"timeout", 1},      {"stop_grace", 1},    {"log_limit", 1},
-    {"fail_fast", 1},     {"deadline", 1},     {"resources", 1},     {"placement", 1},
-    {"sharing", 1},       {"groups", 1},       {"gpus", 1},         {"profile_by", 1},    {"cluster", 1},
-    {"env", 1},           {"checkpoint", 1},   {"workdir", 1},
-    {"env_passthrough", 1}, {"permissions", 1}, {"reallocation", 1},
+    {"description", 1},
+    {"search.trials", 1},
+    {"concurrency", 1},
+    {"retries", 1},
+    {"timeout", 1},
+    {"stop_grace", 1},
+    {"log_limit", 1},
+    {"fail_fast", 1},
+    {"deadline", 1},
+    {"resources", 1},
+    {"placement", 1},
+    {"sharing", 1},
+    {"groups", 1},
+    {"gpus", 1},
+    {"profile_by", 1},
+    {"cluster", 1},
+    {"env", 1},
+    {"checkpoint", 1},
+    {"workdir", 1},
+    {"env_passthrough", 1},
+    {"permissions", 1},
+    {"reallocation", 1},
     {"fuse", 1},
     /* meaning: what a recorded trial was, and how it was judged */
     {"command", UNTIL_RESULTS},
-    {"name", 0},          {"metric", 0},        {"space", 0},
-    {"search", 0},        {"enqueue", 0},
-    {"budget", 0},        {"checkpoint_root", 0}, {"surrogate", 0},
+    {"name", 0},
+    {"metric", 0},
+    {"space", 0},
+    {"search", 0},
+    {"enqueue", 0},
+    {"budget", 0},
+    {"checkpoint_root", 0},
+    {"surrogate", 0},
 };
 
 static int may_change(const char *key) {
@@ -47,7 +68,8 @@ static json_t *tree(yaml_document_t *doc, yaml_node_t *n, int depth) {
     if (n->type == YAML_SCALAR_NODE) return tp__cfg_resolve_scalar(n);
     if (n->type == YAML_SEQUENCE_NODE) {
         json_t *a = json_array();
-        for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++)
+        for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top;
+             i++)
             json_array_append_new(a, tree(doc, yaml_document_get_node(doc, *i), depth + 1));
         return a;
     }
@@ -96,8 +118,8 @@ static void say_change(const changes_t *c, const char *key, const json_t *a, con
                                   : " (no trial has a result yet)",
                        x ? x : "(none)", y ? y : "(none)");
     else
-        tp__buf_printf(out, "%s  %s: %.300s -> %.300s", out->len ? "\n" : "", key,
-                       x ? x : "(none)", y ? y : "(none)");
+        tp__buf_printf(out, "%s  %s: %.300s -> %.300s", out->len ? "\n" : "", key, x ? x : "(none)",
+                       y ? y : "(none)");
     free(x);
     free(y);
 }
@@ -131,8 +153,8 @@ static void compare_key(const char *key, const json_t *a, const json_t *b, const
     say_change(c, key, va, vb);
 }
 
-int tp__config_changes(const char *old_text, const char *new_text, int results,
-                             tp_buf_t *accepted, tp_buf_t *refused) {
+int tp__config_changes(const char *old_text, const char *new_text, int results, tp_buf_t *accepted,
+                       tp_buf_t *refused) {
     const changes_t c = {.accepted = accepted, .refused = refused, .results = results};
     json_t *a = tp__config_tree(old_text), *b = tp__config_tree(new_text);
     if (!a || !b) {

@@ -8,12 +8,13 @@
 
 #include "config/config_internal.h"
 
-#define CLUSTER_EXAMPLE                                                                        \
-    "cluster: local, cluster: slurm, cluster: {slurm: {nodes: 2, gpus_per_node: 4}} or "       \
+#define CLUSTER_EXAMPLE                                                                            \
+    "cluster: local, cluster: slurm, cluster: {slurm: {nodes: 2, gpus_per_node: 4}} or "           \
     "cluster: {ssh: {hosts: [gpu1, gpu2:2222]}}"
 
 static void free_list(char **v, size_t n) {
-    for (size_t i = 0; i < n; i++) free(v[i]);
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
     free(v);
 }
 
@@ -84,8 +85,9 @@ static int check_hosts(cfgctx_t *c, yaml_node_t *v) {
     tp_cluster_cfg_t *k = &c->x->cluster;
     for (size_t i = 0; i < k->nhosts; i++)
         if (!valid_host(k->hosts[i]))
-            return fail(c, v, "host \"%s\" is not a host name; write [user@]host[:port], e.g. "
-                              "gpu1, alice@gpu2 or gpu3:2222",
+            return fail(c, v,
+                        "host \"%s\" is not a host name; write [user@]host[:port], e.g. "
+                        "gpu1, alice@gpu2 or gpu3:2222",
                         k->hosts[i]);
     return 0;
 }
@@ -110,7 +112,8 @@ static int ssh_hosts_file(cfgctx_t *c, const char *key, yaml_node_t *v) {
         lineno++;
         char *h = line + strspn(line, " \t");
         h[strcspn(h, "#\r\n")] = 0;
-        for (size_t n = strlen(h); n && isspace((unsigned char)h[n - 1]); n--) h[n - 1] = 0;
+        for (size_t n = strlen(h); n && isspace((unsigned char)h[n - 1]); n--)
+            h[n - 1] = 0;
         if (!*h) continue;
         if (!valid_host(h)) {
             rc = fail(c, v, "%s:%d: \"%s\" is not a host name; write [user@]host[:port]", path,
@@ -136,7 +139,8 @@ static int ssh_config(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static int agent_command(cfgctx_t *c, const char *key, yaml_node_t *v) {
     tp_cluster_cfg_t *k = &c->x->cluster;
-    return string_list(c, key, v, &k->agent, &k->nagent, "agent: [/opt/tunepack/bin/tunepack, agent]");
+    return string_list(c, key, v, &k->agent, &k->nagent,
+                       "agent: [/opt/tunepack/bin/tunepack, agent]");
 }
 
 static int shared_storage(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -145,8 +149,9 @@ static int shared_storage(cfgctx_t *c, const char *key, yaml_node_t *v) {
         c->x->cluster.shared = strcmp(s, "true") == 0;
         return 0;
     }
-    return fail(c, v, "\"%s\" must be true (every node sees the experiment directory) or false "
-                      "(trials' logs stream back to it)",
+    return fail(c, v,
+                "\"%s\" must be true (every node sees the experiment directory) or false "
+                "(trials' logs stream back to it)",
                 key);
 }
 
@@ -154,12 +159,9 @@ static const char *const range_keys[] = {"min", "max"}; /* slurm.nodes: {min, ma
 static const key_table_t range_table = KEY_NAMES(range_keys, NULL);
 
 static const key_spec_t ssh_keys[] = {
-    {"shared", shared_storage, 0, NULL},
-    {"hosts", ssh_hosts, 0, NULL},
-    {"hosts_file", ssh_hosts_file, 0, NULL},
-    {"identity", ssh_identity, 0, NULL},
-    {"config", ssh_config, 0, NULL},
-    {"agent", agent_command, 0, NULL},
+    {"shared", shared_storage, 0, NULL},     {"hosts", ssh_hosts, 0, NULL},
+    {"hosts_file", ssh_hosts_file, 0, NULL}, {"identity", ssh_identity, 0, NULL},
+    {"config", ssh_config, 0, NULL},         {"agent", agent_command, 0, NULL},
 };
 
 /* ---- command: an agent per node through any command -------------------------- */
@@ -174,8 +176,9 @@ static int command_argv(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (rc < 0) return rc;
     for (size_t i = 0; i < k->nagent; i++)
         if (strstr(k->agent[i], "{node}")) return 0;
-    return fail(c, v, "argv must name the node somewhere with {node}, e.g. [docker, exec, -i, "
-                      "\"{node}\", tunepack, agent]");
+    return fail(c, v,
+                "argv must name the node somewhere with {node}, e.g. [docker, exec, -i, "
+                "\"{node}\", tunepack, agent]");
 }
 
 static const key_spec_t command_keys[] = {
@@ -191,17 +194,18 @@ static int slurm_nodes(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_MAPPING_NODE) {
         yaml_node_t *lo = NULL, *hi = NULL;
         int rc = tp__cfg_check_mapping(c, key, v, "nodes: {min: 1, max: 8}");
-        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
-             p++) {
+        for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+             rc == 0 && p < v->data.mapping.pairs.top; p++) {
             const char *name = stext(tp__cfg_node_at(c, p->key));
             if (strcmp(name, range_keys[0]) == 0)
                 lo = tp__cfg_node_at(c, p->value);
             else if (strcmp(name, range_keys[1]) == 0)
                 hi = tp__cfg_node_at(c, p->value);
             else
-                rc = fail(c, tp__cfg_node_at(c, p->key),
-                          "unknown key \"%s\" in nodes; use min and max, e.g. nodes: {min: 1, max: 8}",
-                          name);
+                rc = fail(
+                    c, tp__cfg_node_at(c, p->key),
+                    "unknown key \"%s\" in nodes; use min and max, e.g. nodes: {min: 1, max: 8}",
+                    name);
         }
         if (rc < 0) return rc;
         if (!lo || !hi) return fail(c, v, "nodes needs both min and max, e.g. {min: 1, max: 8}");
@@ -305,10 +309,12 @@ int tp__cfg_key_cluster(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SCALAR_NODE) {
         int rc = kind_by_name(c, v, stext(v));
         if (rc == 0 && k->kind == TP_CLUSTER_SSH)
-            return fail(c, v, "cluster: ssh needs its hosts, e.g. cluster: {ssh: {hosts: [gpu1, gpu2]}}");
+            return fail(c, v,
+                        "cluster: ssh needs its hosts, e.g. cluster: {ssh: {hosts: [gpu1, gpu2]}}");
         if (rc == 0 && k->kind == TP_CLUSTER_COMMAND)
-            return fail(c, v, "cluster: command needs its nodes and argv, e.g. cluster: {command: "
-                              "{nodes: [w1], argv: [docker, exec, -i, \"{node}\", tunepack, agent]}}");
+            return fail(c, v,
+                        "cluster: command needs its nodes and argv, e.g. cluster: {command: "
+                        "{nodes: [w1], argv: [docker, exec, -i, \"{node}\", tunepack, agent]}}");
         return rc;
     }
     int rc = tp__cfg_check_mapping(c, key, v, CLUSTER_EXAMPLE);
@@ -401,10 +407,11 @@ int tp__cluster_cfg_from_arg(const char *arg, tp_cluster_cfg_t *out, tp_error_t 
         char *copy = tp__strdup(arg + 4), *save = NULL;
         for (char *h = strtok_r(copy, ",", &save); h; h = strtok_r(NULL, ",", &save)) {
             if (!valid_host(h)) {
-                int rc = tp__errorf(err, -EINVAL,
-                                    "--cluster: \"%s\" is not a host name; write ssh:HOST[,HOST...] "
-                                    "with [user@]host[:port]",
-                                    h);
+                int rc =
+                    tp__errorf(err, -EINVAL,
+                               "--cluster: \"%s\" is not a host name; write ssh:HOST[,HOST...] "
+                               "with [user@]host[:port]",
+                               h);
                 free(copy);
                 tp__cluster_cfg_free(out);
                 return rc;

@@ -23,12 +23,12 @@ static int realloc_policy(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return 0;
     }
     const char *guess = tp__did_you_mean(s, tp__realloc_policy_names, 3);
-    if (guess) return fail(c, v, "unknown reallocation policy \"%s\"; did you mean \"%s\"?", s, guess);
+    if (guess)
+        return fail(c, v, "unknown reallocation policy \"%s\"; did you mean \"%s\"?", s, guess);
     return fail(c, v, "unknown reallocation policy \"%s\"; use uniform, top-job or softmax", s);
 }
 
-static int realloc_number(cfgctx_t *c, yaml_node_t *v, double lo, const char *what,
-                          double *out) {
+static int realloc_number(cfgctx_t *c, yaml_node_t *v, double lo, const char *what, double *out) {
     double d;
     if (tp__cfg_node_number(v, &d) == 0 && d > lo && isfinite(d)) {
         *out = d;
@@ -40,15 +40,17 @@ static int realloc_number(cfgctx_t *c, yaml_node_t *v, double lo, const char *wh
 
 static int realloc_min_gain(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
-    return realloc_number(c, v, 1, "\"min_gain\" must be a number > 1 (the modelled speed-up a "
-                                   "resize must beat, e.g. 1.1)",
+    return realloc_number(c, v, 1,
+                          "\"min_gain\" must be a number > 1 (the modelled speed-up a "
+                          "resize must beat, e.g. 1.1)",
                           &c->x->realloc.min_gain);
 }
 
 static int realloc_temperature(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
-    return realloc_number(c, v, 0, "\"temperature\" must be a number > 0 (softmax over scores, "
-                                   "e.g. 1)",
+    return realloc_number(c, v, 0,
+                          "\"temperature\" must be a number > 0 (softmax over scores, "
+                          "e.g. 1)",
                           &c->x->realloc.temperature);
 }
 

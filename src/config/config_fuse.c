@@ -23,8 +23,9 @@ static int fuse_min(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static int fuse_shape(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type != YAML_SEQUENCE_NODE) {
         char got[256];
-        return fail(c, v, "\"%s\" must be a list of the parameters that change the model's "
-                          "shape, e.g. shape: [hidden, layers]; got %s",
+        return fail(c, v,
+                    "\"%s\" must be a list of the parameters that change the model's "
+                    "shape, e.g. shape: [hidden, layers]; got %s",
                     key, tp__cfg_describe(v, got, sizeof got));
     }
     c->fuse_shape = v;
@@ -75,16 +76,19 @@ int tp__cfg_check_fuse(cfgctx_t *c) {
     size_t cap = x->space.n + 1;
     f->shape = tp__xcalloc(cap, sizeof *f->shape);
     if (x->res.nodes > 1 || x->res.procs_per_node > 1 || x->res.gpus_max)
-        return fail(c, c->fuse, "fuse runs several configurations in one process; it cannot be "
-                                "combined with resources.nodes or procs_per_node above 1, nor "
-                                "with elastic gpus: {min, max}");
+        return fail(c, c->fuse,
+                    "fuse runs several configurations in one process; it cannot be "
+                    "combined with resources.nodes or procs_per_node above 1, nor "
+                    "with elastic gpus: {min, max}");
     if (x->groups != TP_FLUID_OFF)
-        return fail(c, c->fuse, "fuse cannot be combined with groups: a Fluid share is one "
-                                "trial's, and a fused process runs several trials under one "
-                                "placement; keep one of them");
+        return fail(c, c->fuse,
+                    "fuse cannot be combined with groups: a Fluid share is one "
+                    "trial's, and a fused process runs several trials under one "
+                    "placement; keep one of them");
     if (tp__space_find(&x->space, "configs_json"))
-        return fail(c, c->fuse, "with fuse, no parameter may be named configs_json: that "
-                                "placeholder carries the fused configurations; rename it");
+        return fail(c, c->fuse,
+                    "with fuse, no parameter may be named configs_json: that "
+                    "placeholder carries the fused configurations; rename it");
     if (c->fuse_shape) {
         yaml_node_t *v = c->fuse_shape;
         for (yaml_node_item_t *i = v->data.sequence.items.start; i < v->data.sequence.items.top;
@@ -99,7 +103,8 @@ int tp__cfg_check_fuse(cfgctx_t *c) {
             add_shape(f, stext(e), cap);
         }
     } else {
-        for (size_t i = 0; i < x->nprofile_by; i++) add_shape(f, x->profile_by[i], cap);
+        for (size_t i = 0; i < x->nprofile_by; i++)
+            add_shape(f, x->profile_by[i], cap);
     }
     for (size_t i = 0; c->command && i < seq_len(c->command); i++) {
         yaml_node_t *e = tp__cfg_node_at(c, c->command->data.sequence.items.start[i]);
@@ -112,10 +117,11 @@ int tp__cfg_check_fuse(cfgctx_t *c) {
             if (!c->fuse_shape)
                 add_shape(f, *n, cap);
             else
-                rc = fail(c, e, "placeholder {%s} names a parameter outside fuse.shape: one "
-                                "fused process runs several configurations, whose %s reach it "
-                                "in {configs_json}; add %s to fuse.shape or drop the "
-                                "placeholder",
+                rc = fail(c, e,
+                          "placeholder {%s} names a parameter outside fuse.shape: one "
+                          "fused process runs several configurations, whose %s reach it "
+                          "in {configs_json}; add %s to fuse.shape or drop the "
+                          "placeholder",
                           *n, *n, *n);
         }
         tp__template_names_free(names);

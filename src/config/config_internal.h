@@ -9,31 +9,31 @@
 #include "config/config.h"
 
 typedef struct cfgctx {
-    const char *path;      /* for messages */
-    yaml_document_t *doc;  /* the parsed file */
-    tp_experiment_t *x;    /* being filled */
-    tp_error_t *err;       /* the first errors, one per line, in the file's order */
-    tp_buf_t *all;         /* every error in full, one per line; NULL: not wanted */
-    int nerrors;           /* mistakes found */
-    yaml_mark_t *marks;    /* where each was, owned (nerrors of them) */
-    char **msgs;           /* each "path:line:col: what", owned (nerrors of them) */
-    yaml_node_t *space;    /* `space` mapping: its keys are declared parameters */
-    yaml_node_t *algorithm; /* `search.algorithm` value, for messages */
-    yaml_node_t *command;  /* `command` sequence, checked once the space is known */
-    yaml_node_t *profile_by; /* `profile_by` sequence, checked once the space is known */
-    yaml_node_t *budget;     /* `budget` mapping, for messages */
-    yaml_node_t *scheduler;  /* `search.scheduler` value, for messages */
-    yaml_node_t *metric;     /* `metric`, for messages */
-    yaml_node_t *enqueue;    /* `enqueue` list, checked once the space is known */
-    yaml_node_t *warm_start; /* `search.warm_start` list, for messages */
+    const char *path;               /* for messages */
+    yaml_document_t *doc;           /* the parsed file */
+    tp_experiment_t *x;             /* being filled */
+    tp_error_t *err;                /* the first errors, one per line, in the file's order */
+    tp_buf_t *all;                  /* every error in full, one per line; NULL: not wanted */
+    int nerrors;                    /* mistakes found */
+    yaml_mark_t *marks;             /* where each was, owned (nerrors of them) */
+    char **msgs;                    /* each "path:line:col: what", owned (nerrors of them) */
+    yaml_node_t *space;             /* `space` mapping: its keys are declared parameters */
+    yaml_node_t *algorithm;         /* `search.algorithm` value, for messages */
+    yaml_node_t *command;           /* `command` sequence, checked once the space is known */
+    yaml_node_t *profile_by;        /* `profile_by` sequence, checked once the space is known */
+    yaml_node_t *budget;            /* `budget` mapping, for messages */
+    yaml_node_t *scheduler;         /* `search.scheduler` value, for messages */
+    yaml_node_t *metric;            /* `metric`, for messages */
+    yaml_node_t *enqueue;           /* `enqueue` list, checked once the space is known */
+    yaml_node_t *warm_start;        /* `search.warm_start` list, for messages */
     yaml_node_t *res_gpus_per_node; /* `resources.gpus_per_node`, for messages */
-    yaml_node_t *groups;     /* `groups` mapping, for messages */
-    int res_gpus_set;        /* gpus or gpus_per_node seen */
-    yaml_node_t *fuse;       /* `fuse` mapping, checked once the space is known */
-    yaml_node_t *fuse_shape; /* `fuse.shape` list, checked once the space is known */
-    yaml_node_t *fuse_min;   /* `fuse.min` value, for messages */
-    int trials_given;        /* `search.trials` was written (else a per-sampler default) */
-    yaml_node_t *surrogate;  /* `surrogate` mapping, for messages */
+    yaml_node_t *groups;            /* `groups` mapping, for messages */
+    int res_gpus_set;               /* gpus or gpus_per_node seen */
+    yaml_node_t *fuse;              /* `fuse` mapping, checked once the space is known */
+    yaml_node_t *fuse_shape;        /* `fuse.shape` list, checked once the space is known */
+    yaml_node_t *fuse_min;          /* `fuse.min` value, for messages */
+    int trials_given;               /* `search.trials` was written (else a per-sampler default) */
+    yaml_node_t *surrogate;         /* `surrogate` mapping, for messages */
 } cfgctx_t;
 
 typedef struct key_table key_table_t;
@@ -43,9 +43,9 @@ typedef struct key_spec {
     const char *key;
     int (*fn)(cfgctx_t *c, const char *key, yaml_node_t *v);
     int required;
-    const char *example;    /* shown when a required key is missing */
-    const key_table_t *sub; /* the keys its value takes when it is a mapping (or a list of
-                               them), for tp__config_keys; NULL: none */
+    const char *example;       /* shown when a required key is missing */
+    const key_table_t *sub;    /* the keys its value takes when it is a mapping (or a list of
+                                  them), for tp__config_keys; NULL: none */
     const key_table_t *values; /* the names its value may be (names only), for
                                   tp__config_keys; NULL: not a name from a list */
 } key_spec_t;
@@ -56,8 +56,8 @@ struct key_table {
     const key_spec_t *spec;   /* or NULL */
     const char *const *names; /* when spec is NULL */
     size_t n;                 /* how many; 0: names is NULL-terminated */
-    const char *each; /* NULL; or this mapping is one per name the user picks ("NAME":
-                         space.NAME.KEY), or per entry of a list ("[]": gpus[].KEY) */
+    const char *each;         /* NULL; or this mapping is one per name the user picks ("NAME":
+                                 space.NAME.KEY), or per entry of a list ("[]": gpus[].KEY) */
 };
 #define KEY_TABLE(spec)                                                                            \
     { (spec), NULL, TP_ARRAY_LEN(spec), NULL }

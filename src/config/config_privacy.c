@@ -22,8 +22,9 @@ int tp__cfg_key_permissions(cfgctx_t *c, const char *key, yaml_node_t *v) {
             return 0;
         }
     char got[256];
-    return fail(c, v, "\"%s\" must be private (owner only, the default), group (owner and group "
-                      "may read) or public (anyone may read), got %s",
+    return fail(c, v,
+                "\"%s\" must be private (owner only, the default), group (owner and group "
+                "may read) or public (anyone may read), got %s",
                 key, tp__cfg_describe(v, got, sizeof got));
 }
 
@@ -40,8 +41,9 @@ static int valid_pattern(const char *s) {
 int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type != YAML_SEQUENCE_NODE) {
         char got[256];
-        return fail(c, v, "\"%s\" must be a list of variable names or patterns, e.g. [PATH, "
-                          "HOME, \"LC_*\", WANDB_API_KEY]; [] passes nothing; got %s",
+        return fail(c, v,
+                    "\"%s\" must be a list of variable names or patterns, e.g. [PATH, "
+                    "HOME, \"LC_*\", WANDB_API_KEY]; [] passes nothing; got %s",
                     key, tp__cfg_describe(v, got, sizeof got));
     }
     size_t n = seq_len(v);
@@ -50,8 +52,9 @@ int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v) {
         yaml_node_t *e = tp__cfg_node_at(c, v->data.sequence.items.start[i]);
         if (e->type != YAML_SCALAR_NODE || !valid_pattern(stext(e))) {
             char got[256];
-            return fail(c, e, "each entry of \"%s\" must be a variable name or a glob pattern "
-                              "(letters, digits, '_', '*', '?', [...]), got %s",
+            return fail(c, e,
+                        "each entry of \"%s\" must be a variable name or a glob pattern "
+                        "(letters, digits, '_', '*', '?', [...]), got %s",
                         key, tp__cfg_describe(e, got, sizeof got));
         }
         c->x->env_passthrough[c->x->nenv_passthrough++] = tp__strdup(stext(e));

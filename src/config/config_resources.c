@@ -10,9 +10,10 @@
 #include "config/config_internal.h"
 #include "place/place.h"
 
-static const char *const sharing_names[] = {
-    [TP_SHARING_AUTO] = "auto", [TP_SHARING_MPS] = "mps",
-    [TP_SHARING_TIMESLICE] = "time-slicing", [TP_SHARING_NONE] = "none"};
+static const char *const sharing_names[] = {[TP_SHARING_AUTO] = "auto",
+                                            [TP_SHARING_MPS] = "mps",
+                                            [TP_SHARING_TIMESLICE] = "time-slicing",
+                                            [TP_SHARING_NONE] = "none"};
 
 const key_table_t tp__cfg_sharing_values = KEY_NAMES(sharing_names, NULL);
 
@@ -76,8 +77,9 @@ static const key_table_t elastic_table = KEY_TABLE(elastic_keys);
 /* `gpus: N`, or `gpus: {min: 1, max: 8}`: an elastic trial (one node). */
 static int res_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (c->res_gpus_set)
-        return fail(c, v, "give GPUs once: \"gpus\" (one node) or \"gpus_per_node\" (with "
-                          "nodes), not both");
+        return fail(c, v,
+                    "give GPUs once: \"gpus\" (one node) or \"gpus_per_node\" (with "
+                    "nodes), not both");
     c->res_gpus_set = 1;
     if (v->type == YAML_MAPPING_NODE && strcmp(key, "gpus") == 0) {
         int rc = tp__cfg_walk_mapping(c, key, v, elastic_keys, TP_ARRAY_LEN(elastic_keys),
@@ -143,17 +145,21 @@ int tp__cfg_key_resources(cfgctx_t *c, const char *key, yaml_node_t *v) {
     tp_resources_t *r = &c->x->res;
     if (rc == 0 && (r->nodes > 1 || r->procs_per_node > 1) &&
         (r->gpu_memory_auto || r->gpu_compute_auto))
-        return fail(c, v, "a trial of several processes cannot be profiled; declare "
-                          "gpu_memory and gpu_compute instead of auto");
+        return fail(c, v,
+                    "a trial of several processes cannot be profiled; declare "
+                    "gpu_memory and gpu_compute instead of auto");
     if (rc == 0 && r->gpus_max && (r->nodes > 1 || r->procs_per_node > 1))
-        return fail(c, v, "an elastic trial (gpus: {min, max}) runs on one node, one process per "
-                          "GPU it holds; leave out nodes and procs_per_node");
+        return fail(c, v,
+                    "an elastic trial (gpus: {min, max}) runs on one node, one process per "
+                    "GPU it holds; leave out nodes and procs_per_node");
     if (rc == 0 && r->gpus_max && (r->gpu_memory_auto || r->gpu_compute_auto))
-        return fail(c, v, "an elastic trial cannot be profiled; declare gpu_memory and "
-                          "gpu_compute instead of auto");
+        return fail(c, v,
+                    "an elastic trial cannot be profiled; declare gpu_memory and "
+                    "gpu_compute instead of auto");
     if (rc == 0 && r->procs_per_node > 1 && r->gpus > 0 && r->procs_per_node != r->gpus)
-        return fail(c, v, "procs_per_node (%d) must equal the GPUs per node (%d): one process "
-                          "per GPU, as torchrun starts them",
+        return fail(c, v,
+                    "procs_per_node (%d) must equal the GPUs per node (%d): one process "
+                    "per GPU, as torchrun starts them",
                     r->procs_per_node, r->gpus);
     return rc;
 }
@@ -199,8 +205,9 @@ static int pl_oversubscribe(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return 0;
     }
     char got[256];
-    return fail(c, v, "\"%s\" must be a number from 0 to 4 (0.2 lets each GPU take 1.2 of "
-                      "compute), got %s",
+    return fail(c, v,
+                "\"%s\" must be a number from 0 to 4 (0.2 lets each GPU take 1.2 of "
+                "compute), got %s",
                 key, tp__cfg_describe(v, got, sizeof got));
 }
 
@@ -213,10 +220,8 @@ static int pl_time_limit(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static const key_spec_t placement_keys[] = {
-    {"policy", pl_policy, 0, NULL},
-    {"time_limit", pl_time_limit, 0, NULL},
-    {"reserve", pl_reserve, 0, NULL},
-    {"oversubscribe", pl_oversubscribe, 0, NULL},
+    {"policy", pl_policy, 0, NULL},           {"time_limit", pl_time_limit, 0, NULL},
+    {"reserve", pl_reserve, 0, NULL},         {"oversubscribe", pl_oversubscribe, 0, NULL},
     {"max_per_gpu", pl_max_per_gpu, 0, NULL},
 };
 const key_table_t tp__cfg_placement_table = KEY_TABLE(placement_keys);
@@ -253,8 +258,8 @@ static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
     }
     int rc = tp__cfg_check_mapping(c, "gpus", v, "{index: 0, type: a100_80g, speed: 1.0}");
     int has_index = 0;
-    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; rc == 0 && p < v->data.mapping.pairs.top;
-         p++) {
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start;
+         rc == 0 && p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *k = tp__cfg_node_at(c, p->key), *val = tp__cfg_node_at(c, p->value);
         const char *name = stext(k);
         if (strcmp(name, "index") == 0) {
@@ -273,16 +278,16 @@ static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
             rc = tp__cfg_unknown_key(c, k, gpu_keys, TP_ARRAY_LEN(gpu_keys));
         }
     }
-    if (rc == 0 && !has_index)
-        rc = fail(c, v, "missing required key \"index\"; add e.g. index: 0");
+    if (rc == 0 && !has_index) rc = fail(c, v, "missing required key \"index\"; add e.g. index: 0");
     return rc;
 }
 
 int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type != YAML_SEQUENCE_NODE) {
         char got[256];
-        return fail(c, v, "\"%s\" must be a list of GPU indexes or {index, type, memory, speed}, "
-                          "e.g. gpus: [0, 1]; got %s",
+        return fail(c, v,
+                    "\"%s\" must be a list of GPU indexes or {index, type, memory, speed}, "
+                    "e.g. gpus: [0, 1]; got %s",
                     key, tp__cfg_describe(v, got, sizeof got));
     }
     size_t n = seq_len(v);
@@ -302,8 +307,9 @@ int tp__cfg_key_gpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
 int tp__cfg_key_profile_by(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type != YAML_SEQUENCE_NODE) {
         char got[256];
-        return fail(c, v, "\"%s\" must be a list of parameter names, e.g. [model, batch_size]; "
-                          "got %s",
+        return fail(c, v,
+                    "\"%s\" must be a list of parameter names, e.g. [model, batch_size]; "
+                    "got %s",
                     key, tp__cfg_describe(v, got, sizeof got));
     }
     c->profile_by = v;
@@ -319,13 +325,17 @@ static int gr_shares(cfgctx_t *c, const char *key, yaml_node_t *v) {
     const char *s;
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
-    if (!strcmp(s, "static")) c->x->groups = TP_FLUID_STATIC;
-    else if (!strcmp(s, "dynamic")) c->x->groups = TP_FLUID_DYNAMIC;
+    if (!strcmp(s, "static"))
+        c->x->groups = TP_FLUID_STATIC;
+    else if (!strcmp(s, "dynamic"))
+        c->x->groups = TP_FLUID_DYNAMIC;
     else {
         const char *guess = tp__did_you_mean(s, shares_names, TP_ARRAY_LEN(shares_names));
         return guess ? fail(c, v, "unknown shares \"%s\"; did you mean \"%s\"?", s, guess)
-                     : fail(c, v, "unknown shares \"%s\"; use static (computed once per group) "
-                                  "or dynamic (again whenever a trial of the group ends)", s);
+                     : fail(c, v,
+                            "unknown shares \"%s\"; use static (computed once per group) "
+                            "or dynamic (again whenever a trial of the group ends)",
+                            s);
     }
     return 0;
 }
@@ -338,8 +348,9 @@ static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return 0;
     }
     char got[256];
-    return fail(c, v, "\"%s\" must be a share of GPUs above 0 and at most %d (0.25: a quarter of "
-                      "a GPU, 2: two GPUs), got %s",
+    return fail(c, v,
+                "\"%s\" must be a share of GPUs above 0 and at most %d (0.25: a quarter of "
+                "a GPU, 2: two GPUs), got %s",
                 key, TP_PLACE_MAX_GPUS, tp__cfg_describe(v, got, sizeof got));
 }
 
@@ -348,9 +359,10 @@ static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
 static int gr_restart(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (tp__cfg_node_bool(v, &c->x->groups_restart) == 0) return 0;
     char got[256];
-    return fail(c, v, "\"%s\" must be true (a running trial whose share grows to more whole "
-                      "GPUs is resized from its checkpoint when that pays) or false (it takes "
-                      "its new share at its next attempt), got %s",
+    return fail(c, v,
+                "\"%s\" must be true (a running trial whose share grows to more whole "
+                "GPUs is resized from its checkpoint when that pays) or false (it takes "
+                "its new share at its next attempt), got %s",
                 key, tp__cfg_describe(v, got, sizeof got));
 }
 
@@ -375,13 +387,15 @@ static int check_groups(cfgctx_t *c) {
     if (x->groups_min > x->groups_max)
         return fail(c, c->groups, "groups: min %g is above max %g", x->groups_min, x->groups_max);
     if (x->res.gpus != 1 || x->res.nodes != 1)
-        return fail(c, c->groups, "groups share GPUs among a group's trials, which needs "
-                                  "resources: {gpus: 1} (or {gpus: {min: 1, max: K}}, elastic, for "
-                                  "whole GPUs) on one node (got %d GPU(s) on %d node(s))",
+        return fail(c, c->groups,
+                    "groups share GPUs among a group's trials, which needs "
+                    "resources: {gpus: 1} (or {gpus: {min: 1, max: K}}, elastic, for "
+                    "whole GPUs) on one node (got %d GPU(s) on %d node(s))",
                     x->res.gpus, x->res.nodes);
     if (x->sharing == TP_SHARING_NONE)
-        return fail(c, c->groups, "groups give trials fractions of a GPU, which sharing: none "
-                                  "forbids; remove one of them");
+        return fail(c, c->groups,
+                    "groups give trials fractions of a GPU, which sharing: none "
+                    "forbids; remove one of them");
     return 0;
 }
 

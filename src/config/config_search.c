@@ -66,8 +66,9 @@ int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type == YAML_SEQUENCE_NODE) {
         size_t n = seq_len(v);
         if (n == 0)
-            return fail(c, v, "metric lists no objective; write e.g. metric: [{name: err, mode: "
-                              "min}, {name: cost, mode: min}]");
+            return fail(c, v,
+                        "metric lists no objective; write e.g. metric: [{name: err, mode: "
+                        "min}, {name: cost, mode: min}]");
         if (n > TP_MAX_OBJECTIVES)
             return fail(c, v, "metric lists %zu objectives; at most %d", n, TP_MAX_OBJECTIVES);
         for (size_t i = 0; i < n && rc == 0; i++)
@@ -102,8 +103,9 @@ static int budget_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     if (!tp__is_placeholder_name(s))
-        return fail(c, v, "budget name \"%s\" must be a placeholder name ([A-Za-z_][A-Za-z0-9_]*), "
-                          "e.g. epochs",
+        return fail(c, v,
+                    "budget name \"%s\" must be a placeholder name ([A-Za-z_][A-Za-z0-9_]*), "
+                    "e.g. epochs",
                     s);
     free(c->x->budget_name);
     c->x->budget_name = tp__strdup(s);
@@ -193,8 +195,9 @@ int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v) {
  * trials the sampler starts from (read by the run, not here). */
 int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v) {
     if (v->type != YAML_SEQUENCE_NODE)
-        return fail(c, v, "\"%s\" must be a list of experiment directories, e.g. warm_start: "
-                          "[runs/first]",
+        return fail(c, v,
+                    "\"%s\" must be a list of experiment directories, e.g. warm_start: "
+                    "[runs/first]",
                     key);
     size_t n = seq_len(v);
     tp_experiment_t *x = c->x;
@@ -229,8 +232,9 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
         return fail(c, c->scheduler ? c->scheduler : c->metric, "%s",
                     tp__sched_single_objective_msg(x->scheduler));
     if (x->budget_name && tp__space_find(&x->space, x->budget_name))
-        return fail(c, c->budget, "the budget \"%s\" is also a parameter in space; the scheduler "
-                                  "sets it: remove it from space",
+        return fail(c, c->budget,
+                    "the budget \"%s\" is also a parameter in space; the scheduler "
+                    "sets it: remove it from space",
                     x->budget_name);
     return 0;
 }

@@ -19,8 +19,9 @@ static int parse_cond(cfgctx_t *c, const tp_param_t *p, yaml_node_t *k, yaml_nod
     w->line = (int)k->start_mark.line + 1;
     w->col = (int)k->start_mark.column + 1;
     if (v->type == YAML_MAPPING_NODE)
-        return fail(c, v, "condition of \"%s\" on \"%s\" must be a value or a list of values, "
-                          "e.g. when: {%s: [a, b]}",
+        return fail(c, v,
+                    "condition of \"%s\" on \"%s\" must be a value or a list of values, "
+                    "e.g. when: {%s: [a, b]}",
                     p->name, w->parent, w->parent);
     size_t n = v->type == YAML_SEQUENCE_NODE ? seq_len(v) : 1;
     if (n == 0)
@@ -31,8 +32,9 @@ static int parse_cond(cfgctx_t *c, const tp_param_t *p, yaml_node_t *k, yaml_nod
         yaml_node_t *e =
             v->type == YAML_SEQUENCE_NODE ? tp__cfg_node_at(c, v->data.sequence.items.start[i]) : v;
         if (e->type != YAML_SCALAR_NODE)
-            return fail(c, e, "values in the condition of \"%s\" must be numbers or strings, "
-                              "not %s",
+            return fail(c, e,
+                        "values in the condition of \"%s\" must be numbers or strings, "
+                        "not %s",
                         p->name, e->type == YAML_MAPPING_NODE ? "a mapping" : "a list");
         w->values[w->nvalues++] = tp__cfg_resolve_scalar(e);
     }
@@ -49,8 +51,7 @@ static int param_when(cfgctx_t *c, yaml_node_t *v, tp_param_t *p) {
     if (n == 0)
         return fail(c, v, "when of \"%s\" is empty; write e.g. when: {optimizer: sgd}", p->name);
     p->when = tp__xcalloc(n, sizeof *p->when);
-    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
-         pr++) {
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = tp__cfg_node_at(c, pr->key);
         if (!strcmp(stext(k), p->name))
             return fail(c, k, "\"%s\" cannot depend on itself; name another parameter", p->name);
@@ -107,8 +108,10 @@ static int parse_bounds(cfgctx_t *c, const char *dk, yaml_node_t *v, tp_param_t 
     const char *eg = p->kind == TP_DOM_NORMAL ? "[0.0, 1.0]" : is_int ? "[1, 8]" : "[0.0, 1.0]";
     if (v->type != YAML_SEQUENCE_NODE || seq_len(v) != 2) {
         char got[256];
-        if (v->type == YAML_SEQUENCE_NODE) snprintf(got, sizeof got, "%zu values", seq_len(v));
-        else tp__cfg_describe(v, got, sizeof got);
+        if (v->type == YAML_SEQUENCE_NODE)
+            snprintf(got, sizeof got, "%zu values", seq_len(v));
+        else
+            tp__cfg_describe(v, got, sizeof got);
         return fail(c, v, "%s for \"%s\" must be %s, got %s; e.g. {%s: %s}", dk, p->name, form, got,
                     dk, eg);
     }
@@ -140,8 +143,7 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
     int rc = tp__cfg_check_mapping(c, p->name, v, "{uniform: [0.0, 1.0]}");
     if (rc < 0) return rc;
     yaml_node_t *dkey = NULL, *dval = NULL, *qnode = NULL, *lognode = NULL, *whennode = NULL;
-    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top;
-         pr++) {
+    for (yaml_node_pair_t *pr = v->data.mapping.pairs.start; pr < v->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = tp__cfg_node_at(c, pr->key), *val = tp__cfg_node_at(c, pr->value);
         size_t i;
         for (i = 0; i < TP_ARRAY_LEN(domain_keys) && strcmp(domain_keys[i], stext(k)); i++)
@@ -155,8 +157,8 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
         } else if (!strcmp(stext(k), "when")) {
             whennode = val;
         } else if (dkey) {
-            return fail(c, k, "\"%s\" has two domains (%s and %s); keep one", p->name,
-                        stext(dkey), stext(k));
+            return fail(c, k, "\"%s\" has two domains (%s and %s); keep one", p->name, stext(dkey),
+                        stext(k));
         } else {
             dkey = k;
             dval = val;
@@ -164,8 +166,9 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
         }
     }
     if (!dkey)
-        return fail(c, v, "\"%s\" has no domain; write one of choice, grid, uniform, loguniform, "
-                          "int, normal, e.g. {uniform: [0.0, 1.0]}",
+        return fail(c, v,
+                    "\"%s\" has no domain; write one of choice, grid, uniform, loguniform, "
+                    "int, normal, e.g. {uniform: [0.0, 1.0]}",
                     p->name);
     *where = dval;
     *qwhere = qnode ? qnode : dval;
@@ -177,8 +180,9 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
     char got[256];
     if (qnode) {
         if (p->kind == TP_DOM_CHOICE || p->kind == TP_DOM_GRID)
-            return fail(c, qnode, "q of \"%s\" applies only to uniform, loguniform, normal and int "
-                                  "domains; remove it",
+            return fail(c, qnode,
+                        "q of \"%s\" applies only to uniform, loguniform, normal and int "
+                        "domains; remove it",
                         p->name);
         if (tp__cfg_node_number(qnode, &p->q) < 0 || !(p->q > 0))
             return fail(c, qnode, "q of \"%s\" must be > 0, got %s; e.g. q: 0.1", p->name,
@@ -190,8 +194,9 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
             return fail(c, lognode, "log of \"%s\" must be true or false, got %s", p->name,
                         tp__cfg_describe(lognode, got, sizeof got));
         if (p->log && p->kind != TP_DOM_INT)
-            return fail(c, lognode, "log: true applies only to int domains; for reals write "
-                                    "{loguniform: [low, high]}");
+            return fail(c, lognode,
+                        "log: true applies only to int domains; for reals write "
+                        "{loguniform: [low, high]}");
     }
     return whennode ? param_when(c, whennode, p) : 0;
 }
@@ -199,12 +204,14 @@ static int parse_domain_mapping(cfgctx_t *c, yaml_node_t *v, tp_param_t *p, yaml
 static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
     const char *name = stext(k);
     if (!tp__is_placeholder_name(name))
-        return fail(c, k, "parameter name \"%s\" is not valid; use letters, digits, '_', '.' and "
-                          "'-', starting with a letter or '_'",
+        return fail(c, k,
+                    "parameter name \"%s\" is not valid; use letters, digits, '_', '.' and "
+                    "'-', starting with a letter or '_'",
                     name);
     if (!strcmp(name, "trial_id") || !strcmp(name, "trial_dir"))
-        return fail(c, k, "parameter name \"%s\" is reserved for the built-in placeholder; rename "
-                          "it",
+        return fail(c, k,
+                    "parameter name \"%s\" is reserved for the built-in placeholder; rename "
+                    "it",
                     name);
     if (tp__cfg_failed_within(c, v)) return -EINVAL; /* a value said to be wrong already */
     tp_param_t p = {.name = tp__strdup(name),
@@ -213,8 +220,9 @@ static int parse_param(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v) {
     yaml_node_t *where = v, *qwhere = v;
     int rc = 0;
     if (v->type == YAML_SEQUENCE_NODE) {
-        rc = fail(c, v, "\"%s\" is a bare list; use {choice: [...]} to sample from a list or "
-                        "{grid: [...]} to try every value",
+        rc = fail(c, v,
+                  "\"%s\" is a bare list; use {choice: [...]} to sample from a list or "
+                  "{grid: [...]} to try every value",
                   name);
     } else if (v->type == YAML_SCALAR_NODE) {
         p.kind = TP_DOM_CONST;
@@ -266,16 +274,16 @@ static int enqueue_entry(cfgctx_t *c, yaml_node_t *e, json_t *cfg) {
     const tp_space_t *sp = &c->x->space;
     int rc = tp__cfg_check_mapping(c, "enqueue", e, "enqueue: [{lr: 0.01, layers: 2}]");
     if (rc < 0) return rc;
-    for (yaml_node_pair_t *pr = e->data.mapping.pairs.start; pr < e->data.mapping.pairs.top;
-         pr++) {
+    for (yaml_node_pair_t *pr = e->data.mapping.pairs.start; pr < e->data.mapping.pairs.top; pr++) {
         yaml_node_t *k = tp__cfg_node_at(c, pr->key), *v = tp__cfg_node_at(c, pr->value);
         const tp_param_t *p = tp__space_find(sp, stext(k));
         if (!p && tp__cfg_param_failed(c, stext(k))) return -EINVAL; /* said already */
         if (!p) {
             const char *guess = tp__space_did_you_mean(sp, stext(k));
             if (guess)
-                return fail(c, k, "enqueued \"%s\" is no parameter of space; did you mean "
-                                  "\"%s\"?",
+                return fail(c, k,
+                            "enqueued \"%s\" is no parameter of space; did you mean "
+                            "\"%s\"?",
                             stext(k), guess);
             return fail(c, k, "enqueued \"%s\" is no parameter of space", stext(k));
         }
@@ -308,8 +316,9 @@ static int enqueue_entry(cfgctx_t *c, yaml_node_t *e, json_t *cfg) {
             }
         }
         tp__value_text(w->values[0], want, sizeof want);
-        rc = fail(c, k, "enqueued \"%s\" is inactive here: it needs %s = %s%s; give %s that "
-                        "value or leave \"%s\" out",
+        rc = fail(c, k,
+                  "enqueued \"%s\" is inactive here: it needs %s = %s%s; give %s that "
+                  "value or leave \"%s\" out",
                   p->name, w->parent, want, w->nvalues > 1 ? " (or another value listed)" : "",
                   w->parent, p->name);
     }
@@ -323,8 +332,9 @@ static int enqueue_entry(cfgctx_t *c, yaml_node_t *e, json_t *cfg) {
 int tp__cfg_key_enqueue(cfgctx_t *c, const char *key, yaml_node_t *v) {
     (void)key;
     if (v->type != YAML_SEQUENCE_NODE)
-        return fail(c, v, "enqueue must be a list of configurations, e.g. enqueue: [{lr: 0.01, "
-                          "layers: 2}]");
+        return fail(c, v,
+                    "enqueue must be a list of configurations, e.g. enqueue: [{lr: 0.01, "
+                    "layers: 2}]");
     c->enqueue = v;
     return 0;
 }
@@ -333,18 +343,20 @@ int tp__cfg_check_enqueue(cfgctx_t *c) {
     if (!c->enqueue) return 0;
     tp_experiment_t *x = c->x;
     if (!strcmp(x->search.algorithm, "grid"))
-        return fail(c, c->enqueue, "enqueue does not combine with search: {algorithm: grid}, "
-                                   "which runs every point anyway; use random, tpe or nsga2");
+        return fail(c, c->enqueue,
+                    "enqueue does not combine with search: {algorithm: grid}, "
+                    "which runs every point anyway; use random, tpe or nsga2");
     x->enqueue = json_array();
     size_t n = seq_len(c->enqueue);
     if (x->search.trials && n > x->search.trials)
-        return fail(c, c->enqueue, "enqueue lists %zu configurations but search.trials is %llu; "
-                                   "enqueued ones are the first trials, so raise trials",
+        return fail(c, c->enqueue,
+                    "enqueue lists %zu configurations but search.trials is %llu; "
+                    "enqueued ones are the first trials, so raise trials",
                     n, (unsigned long long)x->search.trials);
     for (size_t i = 0; i < n; i++) {
         json_t *cfg = json_object();
-        int rc = enqueue_entry(c, tp__cfg_node_at(c, c->enqueue->data.sequence.items.start[i]),
-                               cfg);
+        int rc =
+            enqueue_entry(c, tp__cfg_node_at(c, c->enqueue->data.sequence.items.start[i]), cfg);
         if (rc < 0) {
             json_decref(cfg);
             return rc;

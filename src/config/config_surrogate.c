@@ -14,8 +14,10 @@ static int surrogate_param(cfgctx_t *c, const char *key, yaml_node_t *v) {
     int rc = tp__cfg_get_string(c, key, v, &s);
     if (rc < 0) return rc;
     if (!tp__is_placeholder_name(s))
-        return fail(c, v, "surrogate param \"%s\" must be a placeholder name "
-                          "([A-Za-z_][A-Za-z0-9_.-]*), e.g. width_mult", s);
+        return fail(c, v,
+                    "surrogate param \"%s\" must be a placeholder name "
+                    "([A-Za-z_][A-Za-z0-9_.-]*), e.g. width_mult",
+                    s);
     free((char *)c->x->surrogate.param);
     c->x->surrogate.param = tp__strdup(s);
     return 0;
@@ -28,8 +30,9 @@ static int surrogate_value(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return 0;
     }
     char got[256];
-    return fail(c, v, "\"%s\" must be a number > 0 other than 1 (the full size the best "
-                      "configurations are promoted to), e.g. 0.125; got %s",
+    return fail(c, v,
+                "\"%s\" must be a number > 0 other than 1 (the full size the best "
+                "configurations are promoted to), e.g. 0.125; got %s",
                 key, tp__cfg_describe(v, got, sizeof got));
 }
 
@@ -47,8 +50,9 @@ static int surrogate_eager(cfgctx_t *c, const char *key, yaml_node_t *v) {
         return 0;
     }
     char got[256];
-    return fail(c, v, "\"%s\" must be a share in (0, 1]: promote once this share of the "
-                      "surrogate trials has ended (1: only at the end), e.g. 0.5; got %s",
+    return fail(c, v,
+                "\"%s\" must be a share in (0, 1]: promote once this share of the "
+                "surrogate trials has ended (1: only at the end), e.g. 0.5; got %s",
                 key, tp__cfg_describe(v, got, sizeof got));
 }
 
@@ -75,19 +79,22 @@ int tp__cfg_check_surrogate(cfgctx_t *c) {
     const char *p = x->surrogate.param;
     if (!p) return 0;
     if (tp__space_find(&x->space, p))
-        return fail(c, c->surrogate, "the surrogate param \"%s\" is also a parameter in space; "
-                                     "tunepack sets it (%g in the search, 1 when promoted): "
-                                     "remove it from space",
+        return fail(c, c->surrogate,
+                    "the surrogate param \"%s\" is also a parameter in space; "
+                    "tunepack sets it (%g in the search, 1 when promoted): "
+                    "remove it from space",
                     p, x->surrogate.value);
     if ((x->budget_name && !strcmp(p, x->budget_name)) || !strcmp(p, "trial_id") ||
         !strcmp(p, "trial_dir"))
-        return fail(c, c->surrogate, "the surrogate param \"%s\" is already a placeholder (the "
-                                     "budget or a built-in); name the width parameter, e.g. "
-                                     "width_mult",
+        return fail(c, c->surrogate,
+                    "the surrogate param \"%s\" is already a placeholder (the "
+                    "budget or a built-in); name the width parameter, e.g. "
+                    "width_mult",
                     p);
     if (x->nobjectives > 1)
-        return fail(c, c->surrogate, "surrogates promote the best by one objective; with several "
-                                     "objectives remove surrogate (or rank by one: metric: "
-                                     "{name: ..., mode: ...})");
+        return fail(c, c->surrogate,
+                    "surrogates promote the best by one objective; with several "
+                    "objectives remove surrogate (or rank by one: metric: "
+                    "{name: ..., mode: ...})");
     return 0;
 }

@@ -23,8 +23,8 @@ int tp__is_placeholder_name(const char *s) {
 
 /* Called for each literal run and each placeholder of a template. */
 typedef struct template_visitor {
-    int (*text)(void *ctx, const char *p, size_t n);  /* literal bytes */
-    int (*name)(void *ctx, const char *p, size_t n);  /* placeholder name */
+    int (*text)(void *ctx, const char *p, size_t n); /* literal bytes */
+    int (*name)(void *ctx, const char *p, size_t n); /* placeholder name */
     void *ctx;
 } template_visitor_t;
 
@@ -33,7 +33,8 @@ typedef struct template_visitor {
 static size_t placeholder_len(const char *p) {
     if (p[0] != '{' || !name_start((unsigned char)p[1])) return 0;
     const char *e = p + 2;
-    while (name_char((unsigned char)*e)) e++;
+    while (name_char((unsigned char)*e))
+        e++;
     return *e == '}' ? (size_t)(e + 1 - p) : 0;
 }
 
@@ -70,7 +71,7 @@ static int walk_template(const char *tmpl, const template_visitor_t *v, tp_error
 /* ---- names ---------------------------------------------------------------- */
 
 typedef struct names_ctx {
-    char **v;  /* NULL-terminated */
+    char **v; /* NULL-terminated */
     size_t n;
 } names_ctx_t;
 
@@ -104,7 +105,8 @@ int tp__template_names(const char *tmpl, char ***names, tp_error_t *err) {
 
 void tp__template_names_free(char **names) {
     if (!names) return;
-    for (char **p = names; *p; p++) free(*p);
+    for (char **p = names; *p; p++)
+        free(*p);
     free(names);
 }
 
@@ -146,8 +148,8 @@ static int subst_name(void *ctx, const char *p, size_t n) {
         return tp__errorf(c->err, -EINVAL, "placeholder in \"%s\" is too long", c->tmpl);
     memcpy(name, p, n);
     name[n] = '\0';
-    const json_t *v = c->params && json_is_object(c->params) ? json_object_get(c->params, name)
-                                                             : NULL;
+    const json_t *v =
+        c->params && json_is_object(c->params) ? json_object_get(c->params, name) : NULL;
     if (v) return append_value(&c->out, v);
     if (c->extra && c->extra->trial_id && strcmp(name, "trial_id") == 0)
         return tp__buf_puts(&c->out, c->extra->trial_id);

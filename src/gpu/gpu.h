@@ -14,20 +14,20 @@
 typedef struct tp_nvml tp_nvml_t;
 
 typedef struct tp_gpu_info {
-    unsigned index;           /* NVML device index */
-    char name[96];            /* "NVIDIA H100 80GB HBM3" */
-    char uuid[96];            /* "GPU-..." */
+    unsigned index; /* NVML device index */
+    char name[96];  /* "NVIDIA H100 80GB HBM3" */
+    char uuid[96];  /* "GPU-..." */
     uint64_t memory_total_mib;
     uint64_t memory_used_mib;
-    unsigned util_gpu;        /* percent, last sample period */
-    int healthy;              /* 0 after an NVML error on this device (vanished, Xid, ...) */
-    char error[160];          /* why it is unhealthy */
+    unsigned util_gpu; /* percent, last sample period */
+    int healthy;       /* 0 after an NVML error on this device (vanished, Xid, ...) */
+    char error[160];   /* why it is unhealthy */
 } tp_gpu_info_t;
 
 typedef struct tp_gpu_proc {
     pid_t pid;
-    uint64_t used_mib;        /* GPU memory of the process on that device */
-    unsigned sm_util;         /* percent of SMs, from process utilisation samples; 0 if unknown */
+    uint64_t used_mib; /* GPU memory of the process on that device */
+    unsigned sm_util;  /* percent of SMs, from process utilisation samples; 0 if unknown */
 } tp_gpu_proc_t;
 
 /* Load NVML: dlopen(path or "libnvidia-ml.so.1"), look up the symbols from
@@ -57,8 +57,7 @@ int tp__nvml_processes(tp_nvml_t *n, unsigned index, tp_gpu_proc_t **out, size_t
  * total, utilisation, and health (with the error of an unhealthy one).
  * procs_per_gpu may be NULL; else procs_per_gpu[i] is the number of compute
  * processes on gpus[i], shown in a PROCS column. O(count). (gpus_report.c) */
-void tp__gpu_table(FILE *out, const tp_gpu_info_t *gpus, size_t count,
-                   const size_t *procs_per_gpu);
+void tp__gpu_table(FILE *out, const tp_gpu_info_t *gpus, size_t count, const size_t *procs_per_gpu);
 
 /* ---- MPS (mps.c) ---------------------------------------------------------- */
 /* The control program: $TUNEPACK_MPS_CONTROL if set, else

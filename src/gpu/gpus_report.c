@@ -30,11 +30,12 @@ void tp__gpu_table(FILE *out, const tp_gpu_info_t *gpus, size_t count,
     int name_w = widest(gpus, count, 0, 4), uuid_w = widest(gpus, count, 1, 4);
     const char *mem_label = "MiB USED/TOTAL";
     int mem_w = (int)strlen(mem_label);
-    char (*mem)[48] = calloc(count, sizeof *mem);
+    char(*mem)[48] = calloc(count, sizeof *mem);
     for (size_t i = 0; mem && i < count; i++) {
         snprintf(mem[i], sizeof mem[i], "-");
         if (gpus[i].memory_total_mib)
-            snprintf(mem[i], sizeof mem[i], "%llu/%llu", (unsigned long long)gpus[i].memory_used_mib,
+            snprintf(mem[i], sizeof mem[i], "%llu/%llu",
+                     (unsigned long long)gpus[i].memory_used_mib,
                      (unsigned long long)gpus[i].memory_total_mib);
         if ((int)strlen(mem[i]) > mem_w) mem_w = (int)strlen(mem[i]);
     }
@@ -49,8 +50,8 @@ void tp__gpu_table(FILE *out, const tp_gpu_info_t *gpus, size_t count,
         if (procs_per_gpu) snprintf(procs, sizeof procs, "%5zu  ", procs_per_gpu[i]);
         fprintf(out, "%-3u  %-*s  %-*s  %*s  %4s  %4s  %s%s%s\n", g->index, name_w,
                 g->name[0] ? g->name : "?", uuid_w, g->uuid[0] ? g->uuid : "?", mem_w,
-                mem ? mem[i] : "-", pct, util, procs, g->healthy ? "ok" : "UNHEALTHY: ",
-                g->healthy ? "" : g->error);
+                mem ? mem[i] : "-", pct, util, procs,
+                g->healthy ? "ok" : "UNHEALTHY: ", g->healthy ? "" : g->error);
     }
     free(mem);
 }

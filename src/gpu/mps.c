@@ -23,7 +23,8 @@
 
 extern char **environ;
 
-#define MPS_WAIT_S 5.0                             /* the most start or stop waits, unless
+#define MPS_WAIT_S                                                                                 \
+    5.0                                            /* the most start or stop waits, unless         \
                                                       TUNEPACK_MPS_WAIT_S says otherwise */
 #define MPS_PID_FILE "nvidia-cuda-mps-control.pid" /* in the pipe dir, if the daemon keeps one */
 

@@ -18,28 +18,28 @@ typedef void (*tp_conn_msg_cb)(tp_agent_conn_t *c, const tp_msg_t *msg);
 typedef void (*tp_conn_lost_cb)(tp_agent_conn_t *c, const char *why);
 
 struct tp_agent_conn {
-    uv_loop_t *loop;            /* borrowed */
-    uv_process_t proc;          /* the agent process (local launch) */
-    uv_pipe_t to_agent;         /* its stdin */
-    uv_pipe_t from_agent;       /* its stdout */
-    uv_pipe_t agent_err;        /* its stderr (local agent): relayed to the log line by line */
-    tp_buf_t err_line;          /* a line of it not yet ended */
-    int relay_err;              /* agent_err is in use */
-    int spawned;                /* proc was started (and must be closed) */
-    tp_proto_decoder_t dec;     /* frames coming back */
-    tp_buf_t out;               /* frames not yet handed to libuv */
-    size_t in_flight;           /* bytes handed to libuv, not yet written */
-    tp_conn_msg_cb on_msg;      /* message callback */
-    tp_conn_lost_cb on_lost;    /* loss callback */
-    void *data;                 /* the owner's */
-    int open_handles;           /* handles not yet closed */
+    uv_loop_t *loop;         /* borrowed */
+    uv_process_t proc;       /* the agent process (local launch) */
+    uv_pipe_t to_agent;      /* its stdin */
+    uv_pipe_t from_agent;    /* its stdout */
+    uv_pipe_t agent_err;     /* its stderr (local agent): relayed to the log line by line */
+    tp_buf_t err_line;       /* a line of it not yet ended */
+    int relay_err;           /* agent_err is in use */
+    int spawned;             /* proc was started (and must be closed) */
+    tp_proto_decoder_t dec;  /* frames coming back */
+    tp_buf_t out;            /* frames not yet handed to libuv */
+    size_t in_flight;        /* bytes handed to libuv, not yet written */
+    tp_conn_msg_cb on_msg;   /* message callback */
+    tp_conn_lost_cb on_lost; /* loss callback */
+    void *data;              /* the owner's */
+    int open_handles;        /* handles not yet closed */
     void (*on_closed)(tp_agent_conn_t *c); /* tp__conn_close's done callback */
-    int lost;                   /* on_lost has fired */
-    int closing;                /* tp__conn_close called */
-    int64_t exit_status;        /* agent's exit status once it exited */
-    int term_signal;            /* agent's terminating signal */
-    int exited;                 /* agent process has exited */
-    char why[256];              /* why it was lost */
+    int lost;                              /* on_lost has fired */
+    int closing;                           /* tp__conn_close called */
+    int64_t exit_status;                   /* agent's exit status once it exited */
+    int term_signal;                       /* agent's terminating signal */
+    int exited;                            /* agent process has exited */
+    char why[256];                         /* why it was lost */
 };
 
 /* Start argv[0] (searched in PATH) with argv as a child in its own session
@@ -74,13 +74,13 @@ int tp__slurm_nodes(const char *nodelist, char ***nodes, size_t *count, tp_error
 
 /* An allocation tunepack asks for itself. */
 typedef struct tp_slurm_request {
-    int nodes;                  /* nodes */
-    int gpus_per_node;          /* --gres=gpu:N, 0: none */
-    int cpus_per_node;          /* --cpus-per-task, 0: Slurm's default */
+    int nodes;                                    /* nodes */
+    int gpus_per_node;                            /* --gres=gpu:N, 0: none */
+    int cpus_per_node;                            /* --cpus-per-task, 0: Slurm's default */
     const char *partition, *account, *time_limit; /* NULL: Slurm's defaults */
-    char *const *extra;         /* more sbatch arguments */
+    char *const *extra;                           /* more sbatch arguments */
     size_t nextra;
-    const char *exclude;        /* nodes not to use ("n1,n2"), NULL: none */
+    const char *exclude; /* nodes not to use ("n1,n2"), NULL: none */
 } tp_slurm_request_t;
 /* Submit a placeholder job that holds the nodes; its id into jobid. */
 int tp__slurm_request(const tp_slurm_request_t *q, char *jobid, size_t n, tp_error_t *err);

@@ -9,9 +9,9 @@
 #include <string.h>
 
 typedef struct write_req {
-    uv_write_t req;  /* libuv request; first member */
-    char *data;      /* owned bytes being written */
-    size_t len;      /* their length */
+    uv_write_t req; /* libuv request; first member */
+    char *data;     /* owned bytes being written */
+    size_t len;     /* their length */
 } write_req_t;
 
 static void conn_lost(tp_agent_conn_t *c, const char *why) {

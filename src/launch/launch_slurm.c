@@ -36,7 +36,8 @@ int tp__run_capture(char *const *argv, char *out, size_t n, tp_error_t *err) {
     size_t k = 0;
     char drop[512];
     for (;;) {
-        ssize_t got = k + 1 < n ? read(fds[0], out + k, n - 1 - k) : read(fds[0], drop, sizeof drop);
+        ssize_t got =
+            k + 1 < n ? read(fds[0], out + k, n - 1 - k) : read(fds[0], drop, sizeof drop);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) break;
         if (k + 1 < n) k += (size_t)got;
@@ -44,9 +45,11 @@ int tp__run_capture(char *const *argv, char *out, size_t n, tp_error_t *err) {
     if (n) out[k] = 0;
     close(fds[0]);
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) continue;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        continue;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    while (k && (out[k - 1] == '\n' || out[k - 1] == '\r')) out[--k] = 0;
+    while (k && (out[k - 1] == '\n' || out[k - 1] == '\r'))
+        out[--k] = 0;
     return tp__errorf(err, -EIO, "%s failed (%s %d): %s", argv[0],
                       WIFEXITED(status) ? "exit" : "signal",
                       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), n ? out : "");
@@ -108,7 +111,8 @@ int tp__slurm_request(const tp_slurm_request_t *q, char *jobid, size_t n, tp_err
         snprintf(excl, sizeof excl, "--exclude=%s", q->exclude);
         argv[k++] = excl;
     }
-    for (size_t i = 0; i < q->nextra && k < 56; i++) argv[k++] = q->extra[i];
+    for (size_t i = 0; i < q->nextra && k < 56; i++)
+        argv[k++] = q->extra[i];
     /* The placeholder holds the nodes; the agents run beside it. */
     argv[k++] = "--wrap";
     argv[k++] = "exec sleep 2147483647";

@@ -37,7 +37,8 @@ size_t tp__fluid_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o, dou
     int gmax = t->gpus_max < 1 ? 1 : t->gpus_max;
     int room = (int)floor(o->capacity + EPS);
     if (gmax > room) gmax = room < 1 ? 1 : room;
-    for (int g = 1; g <= gmax && n < cap; g++) v[n++] = g;
+    for (int g = 1; g <= gmax && n < cap; g++)
+        v[n++] = g;
     return n;
 }
 
@@ -62,7 +63,9 @@ static size_t bounded_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o
     return 1;
 }
 
-static double clampd(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+static double clampd(double x, double lo, double hi) {
+    return x < lo ? lo : x > hi ? hi : x;
+}
 
 /* Step 2: bounded[i] = clamp(lambda w_i, lo_i, hi_i) summing to C where it can. */
 static void water_fill(const double *w, const double *lo, const double *hi, size_t n, double C,
@@ -73,22 +76,28 @@ static void water_fill(const double *w, const double *lo, const double *hi, size
         if (w[i] > 0 && hi[i] / w[i] > lmax) lmax = hi[i] / w[i];
     }
     if (slo >= C - EPS || shi <= C + EPS) {
-        for (size_t i = 0; i < n; i++) b[i] = slo >= C - EPS ? lo[i] : hi[i];
+        for (size_t i = 0; i < n; i++)
+            b[i] = slo >= C - EPS ? lo[i] : hi[i];
         return;
     }
     double a = 0, z = lmax;
     for (int it = 0; it < 200; it++) {
         double mid = (a + z) / 2, s = 0;
-        for (size_t i = 0; i < n; i++) s += clampd(mid * w[i], lo[i], hi[i]);
-        if (s < C) a = mid;
-        else z = mid;
+        for (size_t i = 0; i < n; i++)
+            s += clampd(mid * w[i], lo[i], hi[i]);
+        if (s < C)
+            a = mid;
+        else
+            z = mid;
     }
     /* exact over the trials the bounds leave free at that lambda */
     double lam = (a + z) / 2, fixed = 0, wfree = 0;
     for (size_t i = 0; i < n; i++) {
         double x = lam * w[i];
-        if (x <= lo[i] + EPS || x >= hi[i] - EPS) fixed += clampd(x, lo[i], hi[i]);
-        else wfree += w[i];
+        if (x <= lo[i] + EPS || x >= hi[i] - EPS)
+            fixed += clampd(x, lo[i], hi[i]);
+        else
+            wfree += w[i];
     }
     if (wfree > 0) lam = (C - fixed) / wfree;
     for (size_t i = 0; i < n; i++) {
@@ -98,8 +107,10 @@ static void water_fill(const double *w, const double *lo, const double *hi, size
 }
 
 static void share_text(double s, char *buf, size_t n) {
-    if (s >= 1 - EPS) snprintf(buf, n, "%d GPU%s", (int)lround(s), lround(s) == 1 ? "" : "s");
-    else snprintf(buf, n, "1/%d GPU", (int)lround(1 / s));
+    if (s >= 1 - EPS)
+        snprintf(buf, n, "%d GPU%s", (int)lround(s), lround(s) == 1 ? "" : "s");
+    else
+        snprintf(buf, n, "1/%d GPU", (int)lround(1 / s));
 }
 
 double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid_opts_t *o,
@@ -133,7 +144,8 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
         out[i].bounded = b[i];
         if (w[i] <= 0) continue;
         at[i] = 0; /* step 3: the largest ladder value <= bounded */
-        while (at[i] + 1 < nl[i] && lad[i][at[i] + 1] <= b[i] + EPS) at[i]++;
+        while (at[i] + 1 < nl[i] && lad[i][at[i] + 1] <= b[i] + EPS)
+            at[i]++;
         out[i].share = lad[i][at[i]];
         given += out[i].share;
     }
@@ -167,7 +179,8 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
             snprintf(note, sizeof note, "; its %llu MiB allow %s at least",
                      (unsigned long long)trials[i].memory_mib,
                      full[0] >= 1 - EPS ? "a whole GPU" : "a larger fraction");
-        snprintf(s->why, sizeof s->why, "%.3g of %g GPUs for %d%% of the group's work, %.3g "
+        snprintf(s->why, sizeof s->why,
+                 "%.3g of %g GPUs for %d%% of the group's work, %.3g "
                  "within bounds; given %s%s",
                  s->ideal, o->capacity, (int)lround(100 * w[i] / total), s->bounded, got, note);
     }

@@ -20,39 +20,40 @@
 
 /* When shares are computed. */
 typedef enum tp_fluid_mode {
-    TP_FLUID_OFF = 0,  /* no groups: every trial takes its own demand */
-    TP_FLUID_STATIC,   /* once, when the group's trials are first placed */
-    TP_FLUID_DYNAMIC,  /* again whenever a trial of the group ends */
+    TP_FLUID_OFF = 0, /* no groups: every trial takes its own demand */
+    TP_FLUID_STATIC,  /* once, when the group's trials are first placed */
+    TP_FLUID_DYNAMIC, /* again whenever a trial of the group ends */
 } tp_fluid_mode_t;
 
-#define TP_FLUID_MAX_LADDER 64  /* valid values one trial may take */
+#define TP_FLUID_MAX_LADDER 64 /* valid values one trial may take */
 
 typedef struct tp_fluid_trial {
-    int64_t id;              /* the caller's trial id */
-    double step_s;           /* measured seconds per step on one whole GPU; <= 0 or NaN: not
-                                measured (the mean of the group's measured ones stands in) */
-    double remaining_steps;  /* steps left in its job; <= 0: done, share 0 */
-    uint64_t memory_mib;     /* its GPU memory, measured or declared; 0: unknown (unchecked) */
-    int gpus_max;            /* whole GPUs it may use (elastic max); < 1 counts as 1 */
+    int64_t id;             /* the caller's trial id */
+    double step_s;          /* measured seconds per step on one whole GPU; <= 0 or NaN: not
+                               measured (the mean of the group's measured ones stands in) */
+    double remaining_steps; /* steps left in its job; <= 0: done, share 0 */
+    uint64_t memory_mib;    /* its GPU memory, measured or declared; 0: unknown (unchecked) */
+    int gpus_max;           /* whole GPUs it may use (elastic max); < 1 counts as 1 */
 } tp_fluid_trial_t;
 
 typedef struct tp_fluid_opts {
-    double capacity;         /* GPUs the group may use, > 0 */
-    double min, max;         /* bounds on a share after normalisation; max 0: no bound */
-    int pack_max;            /* fractions 1/k for k = 2..pack_max; <= 1: whole GPUs only */
-    uint64_t gpu_memory_mib; /* usable memory of a GPU (its memory minus the reserve); 0: unchecked */
+    double capacity; /* GPUs the group may use, > 0 */
+    double min, max; /* bounds on a share after normalisation; max 0: no bound */
+    int pack_max;    /* fractions 1/k for k = 2..pack_max; <= 1: whole GPUs only */
+    uint64_t
+        gpu_memory_mib; /* usable memory of a GPU (its memory minus the reserve); 0: unchecked */
 } tp_fluid_opts_t;
 
 typedef struct tp_fluid_share {
-    int64_t id;              /* = trials[i].id */
-    double work;             /* step_s x remaining_steps (the stand-in step time if unmeasured) */
-    double ideal;            /* capacity x work / total work: normalised, before any bound */
-    double bounded;          /* ideal with min, max and the ladder's ends applied, renormalised */
-    double share;            /* the value given: 1/k or a whole number of GPUs; 0 when done */
-    int gpus;                /* share >= 1: whole GPUs; else 1 (a fraction of one GPU) */
-    int per_gpu;             /* share < 1: k (trials like it packed on one GPU); else 1 */
-    char why[256];           /* "0.667 of 4 GPUs for 42% of the work; rounded to 1/2 (memory
-                                allows 1/2 at most)" */
+    int64_t id;     /* = trials[i].id */
+    double work;    /* step_s x remaining_steps (the stand-in step time if unmeasured) */
+    double ideal;   /* capacity x work / total work: normalised, before any bound */
+    double bounded; /* ideal with min, max and the ladder's ends applied, renormalised */
+    double share;   /* the value given: 1/k or a whole number of GPUs; 0 when done */
+    int gpus;       /* share >= 1: whole GPUs; else 1 (a fraction of one GPU) */
+    int per_gpu;    /* share < 1: k (trials like it packed on one GPU); else 1 */
+    char why[256];  /* "0.667 of 4 GPUs for 42% of the work; rounded to 1/2 (memory
+                       allows 1/2 at most)" */
 } tp_fluid_share_t;
 
 /* Shares for trials[0..n) into out[0..n) (same order). Returns the sum of
@@ -67,8 +68,7 @@ double tp__fluid_shares(const tp_fluid_trial_t *trials, size_t n, const tp_fluid
 /* The valid shares of one trial under o, ascending, into v[0..cap) (before
  * min and max): 1/pack_max .. 1/2 where k times its memory fits, then 1, 2,
  * ..., its gpus_max (at most the capacity, at least 1). Returns the count. */
-size_t tp__fluid_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o, double *v,
-                        size_t cap);
+size_t tp__fluid_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o, double *v, size_t cap);
 
 /* C_k, k = 1..4: the busy share a GPU serves k co-located trials under MPS
  * with no thread limit (Fluid fractions) before it saturates, the medians
@@ -76,7 +76,8 @@ size_t tp__fluid_ladder(const tp_fluid_trial_t *t, const tp_fluid_opts_t *o, dou
  * docs/simulator.md). k such trials of summed compute demand D (each its
  * busy share alone) each step max(1, D / C_k) times slower than alone.
  * Time-sliced (no MPS), they run one at a time: C_k = 1 at best. */
-#define TP_FLUID_SERVED {1.0, 1.14, 1.36, 1.44}
+#define TP_FLUID_SERVED                                                                            \
+    { 1.0, 1.14, 1.36, 1.44 }
 
 /* C_k of `curve` (C_1..C_4; NULL: TP_FLUID_SERVED); k above 4 gets C_4
  * (not measured beyond 4 on an H100), k below 1 gets 1. */

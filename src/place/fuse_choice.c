@@ -10,7 +10,8 @@ size_t tp__fuse_ladder(int min, int max, int *ks) {
     if (max > TP_FUSE_K_MAX) max = TP_FUSE_K_MAX;
     if (min < 1) min = 1;
     if (max < min) max = min;
-    for (int k = min; k < max; k *= 2) ks[n++] = k;
+    for (int k = min; k < max; k *= 2)
+        ks[n++] = k;
     ks[n++] = max;
     return n;
 }
@@ -30,7 +31,8 @@ double tp__fuse_memory_at(const tp_fuse_table_t *t, int k) {
     int k2 = 0, k1 = 0;
     for (int j = TP_FUSE_K_MAX; j >= 1; j--) {
         if (!t->at[j].runs || !(t->at[j].mem_mib > 0)) continue;
-        if (!k2) k2 = j;
+        if (!k2)
+            k2 = j;
         else if (!k1) {
             k1 = j;
             break;
@@ -69,8 +71,8 @@ tp_fuse_pick_t tp__fuse_choose(const tp_fuse_table_t *t, int min, int max, const
         if (limit_mib > 0 && mem > limit_mib) {
             if (!best) { /* nothing measured fits; the smallest rung is all there is */
                 p.k = ks[0];
-                snprintf(p.why, sizeof p.why, "K=%d: K=%d would use about %.0f MiB of %.0f",
-                         p.k, k, mem, limit_mib);
+                snprintf(p.why, sizeof p.why, "K=%d: K=%d would use about %.0f MiB of %.0f", p.k, k,
+                         mem, limit_mib);
                 return p;
             }
             break;
@@ -85,8 +87,8 @@ tp_fuse_pick_t tp__fuse_choose(const tp_fuse_table_t *t, int min, int max, const
         p.exploring = 1;
         if (prev)
             snprintf(p.why, sizeof p.why,
-                     "exploring K=%d: K=%d gave %.3g steps/s in all (%.3g per configuration)%s",
-                     k, prev, aggregate(t, prev), t->at[prev].rate,
+                     "exploring K=%d: K=%d gave %.3g steps/s in all (%.3g per configuration)%s", k,
+                     prev, aggregate(t, prev), t->at[prev].rate,
                      mem > 0 ? ", memory expected to fit" : "");
         else
             snprintf(p.why, sizeof p.why, "exploring K=%d: nothing measured yet", k);
@@ -100,8 +102,8 @@ tp_fuse_pick_t tp__fuse_choose(const tp_fuse_table_t *t, int min, int max, const
         if (len > 0 && (size_t)len < sizeof p.why && t->at[best].mem_mib > 0) {
             char lim[40] = "";
             if (limit_mib > 0) snprintf(lim, sizeof lim, " of %.0f", limit_mib);
-            snprintf(p.why + len, sizeof p.why - (size_t)len, ", %.0f MiB%s",
-                     t->at[best].mem_mib, lim);
+            snprintf(p.why + len, sizeof p.why - (size_t)len, ", %.0f MiB%s", t->at[best].mem_mib,
+                     lim);
         }
         return p;
     }

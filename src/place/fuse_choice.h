@@ -11,10 +11,10 @@
 
 /* What was measured of fused processes that ran k configurations. */
 typedef struct tp_fuse_measure {
-    int runs;            /* processes measured at this k (0: not measured) */
-    double rate;         /* steps per second per configuration, mean over runs */
-    double mem_mib;      /* largest peak memory of one process at this k, 0: unknown */
-    double cpu_s;        /* CPU seconds per configuration-step, mean over runs; 0: unknown */
+    int runs;       /* processes measured at this k (0: not measured) */
+    double rate;    /* steps per second per configuration, mean over runs */
+    double mem_mib; /* largest peak memory of one process at this k, 0: unknown */
+    double cpu_s;   /* CPU seconds per configuration-step, mean over runs; 0: unknown */
 } tp_fuse_measure_t;
 
 /* One shape's measurements, indexed by k (1..TP_FUSE_K_MAX). */
@@ -24,9 +24,9 @@ typedef struct tp_fuse_table {
 
 /* What tp__fuse_choose decided. */
 typedef struct tp_fuse_pick {
-    int k;               /* configurations for the next process */
-    int exploring;       /* 1: k is not measured yet and is being tried */
-    char why[240];       /* in words: the figures behind the choice */
+    int k;         /* configurations for the next process */
+    int exploring; /* 1: k is not measured yet and is being tried */
+    char why[240]; /* in words: the figures behind the choice */
 } tp_fuse_pick_t;
 
 /* The fused counts tried in turn: min, 2 min, 4 min, ... below max, then max. Returns how
@@ -44,9 +44,9 @@ double tp__fuse_memory_at(const tp_fuse_table_t *t, int k);
 /* Choose k for the next process of a shape. `trying[k]` counts processes at k running and
  * not yet measured (NULL: none). limit_mib: what one process may use (0: no limit).
  *
- * The rule: walk the ladder min, 2 min, 4 min, ..., max. A rung whose memory does not fit (measured,
- * or extrapolated linearly from the two largest measured rungs, or in proportion from one)
- * ends the walk. While each measured rung's aggregate throughput (k x rate) beats the one
+ * The rule: walk the ladder min, 2 min, 4 min, ..., max. A rung whose memory does not fit
+ * (measured, or extrapolated linearly from the two largest measured rungs, or in proportion from
+ * one) ends the walk. While each measured rung's aggregate throughput (k x rate) beats the one
  * below it, the first rung neither measured nor being tried is explored. Otherwise the
  * measured k in min..max with the best aggregate throughput that fits is chosen; with none
  * measured, the smallest rung. O(max). */

@@ -34,16 +34,16 @@ typedef struct cls {
     uint64_t mem;
     double compute;
     int cpus;
-    size_t count;  /* trials in it */
-    size_t *trials;/* owned; longest expected duration first */
+    size_t count;   /* trials in it */
+    size_t *trials; /* owned; longest expected duration first */
 } cls_t;
 
 typedef struct state {
     uint64_t mem_free;
     double comp_free, used, speed;
-    int slots;           /* free slots, INT_MAX if unlimited */
-    size_t first, npat;  /* its patterns in the pattern arrays */
-    int max_cpus;        /* the most cores one of its patterns takes */
+    int slots;          /* free slots, INT_MAX if unlimited */
+    size_t first, npat; /* its patterns in the pattern arrays */
+    int max_cpus;       /* the most cores one of its patterns takes */
 } state_t;
 
 typedef struct patterns {
@@ -54,7 +54,7 @@ typedef struct patterns {
     size_t n, cap;
     size_t *item_cls, *item_cnt;
     size_t nitem, capitem;
-    int overflow;        /* more than PATTERNS_MAX */
+    int overflow; /* more than PATTERNS_MAX */
 } patterns_t;
 
 static void pat_push(patterns_t *P, const size_t *cnt, size_t ncls, double value, int cpus) {
@@ -91,8 +91,8 @@ typedef struct walk {
     const cls_t *cls;
     size_t ncls;
     const state_t *s;
-    double cap;        /* compute capacity of a GPU: 1 + oversubscribe */
-    size_t *cnt;       /* the multiset being built */
+    double cap;  /* compute capacity of a GPU: 1 + oversubscribe */
+    size_t *cnt; /* the multiset being built */
     patterns_t *P;
 } walk_t;
 
@@ -131,7 +131,8 @@ static int by_demand(const void *a, const void *b, void *arg) {
  * within a class longest expected duration first. Returns the count. */
 static size_t classes_of(const tp_demand_t *t, size_t n, cls_t **out) {
     size_t *idx = tp__xmalloc((n ? n : 1) * sizeof *idx);
-    for (size_t i = 0; i < n; i++) idx[i] = i;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
     qsort_r(idx, n, sizeof *idx, by_demand, (void *)t);
     cls_t *c = tp__xcalloc(n ? n : 1, sizeof *c);
     size_t k = 0;
@@ -139,7 +140,9 @@ static size_t classes_of(const tp_demand_t *t, size_t n, cls_t **out) {
         const tp_demand_t *d = &t[idx[j]];
         if (!k || c[k - 1].mem != d->memory_mib || c[k - 1].compute != d->compute ||
             c[k - 1].cpus != d->cpus) {
-            c[k] = (cls_t){.mem = d->memory_mib, .compute = d->compute, .cpus = d->cpus,
+            c[k] = (cls_t){.mem = d->memory_mib,
+                           .compute = d->compute,
+                           .cpus = d->cpus,
                            .trials = tp__xmalloc((n - j) * sizeof(size_t))};
             k++;
         }
@@ -173,10 +176,12 @@ void tp__glpk_watch(void *t, tp__glpk_watch_t *w) {
 
 /* GLPK's callback: the subproblem count, the node limit, and the best bound
  * of the open subproblems (what the answer is proved within). */
-static void watch_cb(glp_tree *tree, void *info) { tp__glpk_watch(tree, info); }
+static void watch_cb(glp_tree *tree, void *info) {
+    tp__glpk_watch(tree, info);
+}
 
-int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                       size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
+int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                       tp_assign_t *out, const tp_place_effort_t *effort,
                        tp_place_mip_info_t *info) {
     for (size_t i = 0; i < n; i++)
         if (trials[i].gpus != 1) return 0;
@@ -200,7 +205,8 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                          .speed = c->nodes[nd].gpus[g].speed > 0 ? c->nodes[nd].gpus[g].speed : 1.0,
                          .slots = lim > 0 ? lim - u->count[gi] : INT_MAX};
             size_t k = 0;
-            while (k < nst && !same_state(&st[k], &s)) k++;
+            while (k < nst && !same_state(&st[k], &s))
+                k++;
             if (k == nst) st[nst++] = s;
             state_of[gi] = k;
         }
@@ -238,7 +244,8 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         group_of[gi] = SIZE_MAX;
         if (state_of[gi] == SIZE_MAX) continue;
         size_t nd = any_tight ? node_of[gi] : 0, h = 0;
-        while (h < ngr && !(gstate[h] == state_of[gi] && gnode[h] == nd)) h++;
+        while (h < ngr && !(gstate[h] == state_of[gi] && gnode[h] == nd))
+            h++;
         if (h == ngr) {
             gstate[ngr] = state_of[gi];
             gnode[ngr++] = nd;
@@ -313,8 +320,9 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         parm.cb_func = watch_cb;
         parm.cb_info = &w;
         parm.tm_lim = tp__glpk_time_limit_ms(effort);
-        int rc = !ncols ? 0 : lp_rc == 0 && glp_get_status(M) == GLP_OPT ? glp_intopt(M, &parm)
-                                                                       : GLP_EFAIL;
+        int rc = !ncols                                       ? 0
+                 : lp_rc == 0 && glp_get_status(M) == GLP_OPT ? glp_intopt(M, &parm)
+                                                              : GLP_EFAIL;
         int status = ncols ? glp_mip_status(M) : GLP_OPT;
         memset(info, 0, sizeof *info);
         info->model_patterns = 1;
@@ -326,7 +334,7 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         if (status == GLP_OPT || status == GLP_FEAS) {
             done = 1;
             info->objective = ncols ? glp_mip_obj_val(M) : 0;
-            info->bound = info->proved_optimal ? info->objective
+            info->bound = info->proved_optimal                       ? info->objective
                           : w.has_bound && w.bound > info->objective ? w.bound
                                                                      : info->objective;
             if (!info->proved_optimal && !w.has_bound) info->bound = -1; /* unknown */
@@ -338,12 +346,13 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                 size_t h = col_h[col], p = col_p[col];
                 for (long r = 0; r < copies; r++) {
                     size_t gi = next_gpu[h];
-                    while (gi < G && group_of[gi] != h) gi++;
+                    while (gi < G && group_of[gi] != h)
+                        gi++;
                     if (gi >= G) break;
                     next_gpu[h] = gi + 1;
                     size_t nd = node_of[gi];
-                    tp_assign_t a = {.placed = 1, .node = nd, .ngpus = 1,
-                                     .gpu = {gi - u->gpu_base[nd]}};
+                    tp_assign_t a = {
+                        .placed = 1, .node = nd, .ngpus = 1, .gpu = {gi - u->gpu_base[nd]}};
                     for (size_t q = 0; q < P.nitems[p]; q++) {
                         size_t k = P.item_cls[P.first[p] + q];
                         for (size_t m = 0; m < P.item_cnt[P.first[p] + q]; m++) {
@@ -364,7 +373,8 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         free(col_p);
         glp_delete_prob(M);
     }
-    for (size_t k = 0; k < ncls; k++) free(cls[k].trials);
+    for (size_t k = 0; k < ncls; k++)
+        free(cls[k].trials);
     free(cls);
     free(st);
     free(state_of);

@@ -10,8 +10,10 @@
 #include "place/place_internal.h"
 
 const tp_placer_ops_t *const tp__placers[] = {
-    &tp__placer_vpack, &tp__placer_one_per_gpu, &tp__placer_ff,      &tp__placer_ffd,
-    &tp__placer_bf,    &tp__placer_bfd,         &tp__placer_wf,      &tp__placer_wfd,
+    &tp__placer_vpack,   &tp__placer_one_per_gpu,
+    &tp__placer_ff,      &tp__placer_ffd,
+    &tp__placer_bf,      &tp__placer_bfd,
+    &tp__placer_wf,      &tp__placer_wfd,
     &tp__placer_optimal, NULL,
 };
 
@@ -24,7 +26,8 @@ const tp_placer_ops_t *tp__placer_find(const char *name) {
 
 void tp__cluster_free(tp_cluster_t *c) {
     if (!c) return;
-    for (size_t n = 0; n < c->nnodes; n++) free(c->nodes[n].gpus);
+    for (size_t n = 0; n < c->nnodes; n++)
+        free(c->nodes[n].gpus);
     free(c->nodes);
     c->nodes = NULL;
     c->nnodes = 0;
@@ -104,7 +107,8 @@ double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u) {
     (void)c;
     if (!u->ngpus) return 0.0;
     double sum = 0;
-    for (size_t g = 0; g < u->ngpus; g++) sum += u->compute_used[g] < 1.0 ? u->compute_used[g] : 1.0;
+    for (size_t g = 0; g < u->ngpus; g++)
+        sum += u->compute_used[g] < 1.0 ? u->compute_used[g] : 1.0;
     return sum / (double)u->ngpus;
 }
 
@@ -147,13 +151,16 @@ static int by_duration_desc(const void *a, const void *b) {
 size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing) {
     size_t *order = tp__xmalloc((n ? n : 1) * sizeof *order);
     if (!decreasing) {
-        for (size_t i = 0; i < n; i++) order[i] = i;
+        for (size_t i = 0; i < n; i++)
+            order[i] = i;
         return order;
     }
     order_key_t *keys = tp__xmalloc((n ? n : 1) * sizeof *keys);
-    for (size_t i = 0; i < n; i++) keys[i] = (order_key_t){trials[i].duration_s, i};
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (order_key_t){trials[i].duration_s, i};
     qsort(keys, n, sizeof *keys, by_duration_desc);
-    for (size_t i = 0; i < n; i++) order[i] = keys[i].index;
+    for (size_t i = 0; i < n; i++)
+        order[i] = keys[i].index;
     free(keys);
     return order;
 }

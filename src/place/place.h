@@ -12,32 +12,32 @@
 #include "util/util.h"
 
 typedef struct tp_gpu {
-    char name[64];        /* "gpu0" (unique within its node) */
-    char type[64];        /* "a100_80g", "NVIDIA H100 80GB HBM3" */
-    char uuid[96];        /* NVML UUID, "" if declared */
-    int index;            /* device index on its node (CUDA_VISIBLE_DEVICES), -1 if unknown */
-    uint64_t memory_mib;  /* total memory */
-    double speed;         /* relative speed, 1.0 = reference GPU */
-    int healthy;          /* 0: no new trials on it */
+    char name[64];       /* "gpu0" (unique within its node) */
+    char type[64];       /* "a100_80g", "NVIDIA H100 80GB HBM3" */
+    char uuid[96];       /* NVML UUID, "" if declared */
+    int index;           /* device index on its node (CUDA_VISIBLE_DEVICES), -1 if unknown */
+    uint64_t memory_mib; /* total memory */
+    double speed;        /* relative speed, 1.0 = reference GPU */
+    int healthy;         /* 0: no new trials on it */
 } tp_gpu_t;
 
 typedef struct tp_node {
-    char name[64];        /* host name */
-    int cpus;             /* CPU cores for trials */
-    tp_gpu_t *gpus;       /* owned */
+    char name[64];  /* host name */
+    int cpus;       /* CPU cores for trials */
+    tp_gpu_t *gpus; /* owned */
     size_t ngpus;
 } tp_node_t;
 
 /* Limits that apply to every GPU. */
 typedef struct tp_place_limits {
-    uint64_t reserve_mib;     /* memory kept free on each GPU (default 512) */
-    double oversubscribe;     /* compute capacity per GPU = 1.0 + oversubscribe (default 0) */
-    int max_per_gpu;          /* trials per GPU at most, 0 = no limit */
-    int sharing;              /* 0: one trial per GPU whatever the policy (sharing: none) */
+    uint64_t reserve_mib; /* memory kept free on each GPU (default 512) */
+    double oversubscribe; /* compute capacity per GPU = 1.0 + oversubscribe (default 0) */
+    int max_per_gpu;      /* trials per GPU at most, 0 = no limit */
+    int sharing;          /* 0: one trial per GPU whatever the policy (sharing: none) */
 } tp_place_limits_t;
 
 typedef struct tp_cluster {
-    tp_node_t *nodes;         /* owned */
+    tp_node_t *nodes; /* owned */
     size_t nnodes;
     tp_place_limits_t limits;
 } tp_cluster_t;
@@ -46,47 +46,47 @@ typedef struct tp_cluster {
  * gpu_base[n] + g). Placement updates it. Foreign use (processes that are
  * not ours) is added to mem_used and compute_used by the caller. */
 typedef struct tp_usage {
-    size_t *gpu_base;         /* per node: index of its first GPU in the arrays below */
-    size_t ngpus;             /* GPUs in all */
-    uint64_t *mem_used;       /* per GPU, MiB */
-    double *compute_used;     /* per GPU, share */
-    int *count;               /* per GPU, trials */
-    int *cpus_used;           /* per node */
+    size_t *gpu_base;     /* per node: index of its first GPU in the arrays below */
+    size_t ngpus;         /* GPUs in all */
+    uint64_t *mem_used;   /* per GPU, MiB */
+    double *compute_used; /* per GPU, share */
+    int *count;           /* per GPU, trials */
+    int *cpus_used;       /* per node */
 } tp_usage_t;
 
 /* One trial's demand. */
 typedef struct tp_demand {
-    int64_t id;               /* the caller's trial id */
-    int gpus;                 /* GPUs wanted, all on one node; 0 = CPU only */
-    uint64_t memory_mib;      /* per GPU */
-    double compute;           /* per GPU: share of a reference GPU (speed 1.0) in (0, 1];
-                                 on a GPU of speed s it takes compute / s of that GPU */
-    int cpus;                 /* CPU cores */
-    double duration_s;        /* expected duration (decreasing variants sort by it) */
+    int64_t id;          /* the caller's trial id */
+    int gpus;            /* GPUs wanted, all on one node; 0 = CPU only */
+    uint64_t memory_mib; /* per GPU */
+    double compute;      /* per GPU: share of a reference GPU (speed 1.0) in (0, 1];
+                            on a GPU of speed s it takes compute / s of that GPU */
+    int cpus;            /* CPU cores */
+    double duration_s;   /* expected duration (decreasing variants sort by it) */
 } tp_demand_t;
 
-#define TP_PLACE_MAX_GPUS 16  /* GPUs one trial may take */
+#define TP_PLACE_MAX_GPUS 16 /* GPUs one trial may take */
 
 /* A decision for one trial. */
 typedef struct tp_assign {
-    int placed;               /* 1 if placed */
-    size_t node;              /* node index */
-    size_t ngpus;             /* = demand.gpus */
+    int placed;                    /* 1 if placed */
+    size_t node;                   /* node index */
+    size_t ngpus;                  /* = demand.gpus */
     size_t gpu[TP_PLACE_MAX_GPUS]; /* GPU indexes within the node */
 } tp_assign_t;
 
 /* A trial running now, for vpack's plan (tp_place_effort_t.running). */
 typedef struct tp_place_running {
-    size_t gpu;               /* global GPU index (usage order) */
-    tp_demand_t d;            /* what it holds (single-GPU); d.duration_s: its whole job */
-    double left;              /* the share of its job still to run, in [0, 1] */
+    size_t gpu;    /* global GPU index (usage order) */
+    tp_demand_t d; /* what it holds (single-GPU); d.duration_s: its whole job */
+    double left;   /* the share of its job still to run, in [0, 1] */
 } tp_place_running_t;
 
 /* The plan vpack keeps across a run's rounds (tp_place_effort_t.plan): its
  * last order, a rank per trial id; caller-owned, zeroed before the first
  * round (the placer grows it). */
 typedef struct tp_place_plan {
-    double *rank;             /* by trial id: position in the last plan's order + 1; 0: none */
+    double *rank; /* by trial id: position in the last plan's order + 1; 0: none */
     size_t cap;
 } tp_place_plan_t;
 
@@ -96,26 +96,26 @@ void tp__place_plan_free(tp_place_plan_t *p);
  * one of a run's (vpack); the other greedy policies ignore it. Give either
  * limit or both; with neither, a 10 s time limit. */
 typedef struct tp_place_effort {
-    double time_limit_s;      /* > 0: GLPK's own time limit for its search (GLPK keeps the
-                                 time: the answer then depends on the machine's speed) */
-    uint64_t node_limit;      /* > 0: stop branch and bound once it has created this many
-                                 subproblems: the same answer on every machine */
-    int in_run;               /* 1: the round is one of a run's (trials left out wait for a
-                                 later one), so vpack starts the long trials that would set the
-                                 makespan; 0: one round alone, the most occupancy */
+    double time_limit_s; /* > 0: GLPK's own time limit for its search (GLPK keeps the
+                            time: the answer then depends on the machine's speed) */
+    uint64_t node_limit; /* > 0: stop branch and bound once it has created this many
+                            subproblems: the same answer on every machine */
+    int in_run;          /* 1: the round is one of a run's (trials left out wait for a
+                            later one), so vpack starts the long trials that would set the
+                            makespan; 0: one round alone, the most occupancy */
     /* In a run's rounds, what vpack plans with (place/plan.c); plan NULL: no plan. */
-    tp_place_plan_t *plan;    /* its order across rounds, kept by the caller */
+    tp_place_plan_t *plan;             /* its order across rounds, kept by the caller */
     const tp_place_running_t *running; /* the trials running now */
     size_t nrunning;
-    double mps_overhead;      /* the contention model's MPS cost per co-located trial */
+    double mps_overhead; /* the contention model's MPS cost per co-located trial */
 } tp_place_effort_t;
 
 /* The MPS cost per co-located trial a run plans with (the simulator's default). */
 #define TP_PLACE_MPS_OVERHEAD 0.03
 
 typedef struct tp_placer_ops {
-    const char *name;         /* "wfd" */
-    const char *summary;      /* one line for --help */
+    const char *name;    /* "wfd" */
+    const char *summary; /* one line for --help */
     /* Place trials[0..n) on cluster given usage (updated in place);
      * out[i] is the decision for trials[i]. effort (NULL: the default)
      * bounds `optimal`. Returns 0 or -errno (err filled). Pure. */
@@ -170,15 +170,15 @@ int tp__place_gang(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d, s
 
 /* What `optimal` did: for reports and the benchmark (callers time it). */
 typedef struct tp_place_mip_info {
-    int proved_optimal;  /* the solver proved its answer optimal for the whole round */
-    int time_limit_hit;  /* the time limit stopped the search */
-    int node_limit_hit;  /* the node limit stopped the search */
-    int used_vpack;      /* vpack's answer was used (no solution, or vpack's was better) */
-    int model_patterns;  /* 1: the pattern model; 0: the assignment model */
-    double objective;    /* solver's objective: new compute share placed, capped per GPU */
-    double bound;        /* proved upper bound on the objective; -1 if none is known */
-    size_t columns;      /* the model's variables */
-    uint64_t nodes;      /* branch-and-bound subproblems created */
+    int proved_optimal; /* the solver proved its answer optimal for the whole round */
+    int time_limit_hit; /* the time limit stopped the search */
+    int node_limit_hit; /* the node limit stopped the search */
+    int used_vpack;     /* vpack's answer was used (no solution, or vpack's was better) */
+    int model_patterns; /* 1: the pattern model; 0: the assignment model */
+    double objective;   /* solver's objective: new compute share placed, capped per GPU */
+    double bound;       /* proved upper bound on the objective; -1 if none is known */
+    size_t columns;     /* the model's variables */
+    uint64_t nodes;     /* branch-and-bound subproblems created */
 } tp_place_mip_info_t;
 
 /* The occupancy `optimal` proved it cannot beat: (occupancy before the round
@@ -199,9 +199,9 @@ void tp__place_mip_summary(const tp_place_mip_info_t *info, const tp_usage_t *u,
  * no symmetry between interchangeable GPUs); otherwise the assignment model
  * over single-GPU trials, then vpack for the rest. Never worse than vpack.
  * Pure with a node limit alone; a time limit is GLPK's to keep. */
-int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                      size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
-                      tp_place_mip_info_t *info, tp_error_t *err);
+int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                      tp_assign_t *out, const tp_place_effort_t *effort, tp_place_mip_info_t *info,
+                      tp_error_t *err);
 
 /* ---- JSON instances (place_json.c): `tunepack place` and tests ----------
  * {"nodes": [{"name", "cpus", "gpus": [{"name", "type", "memory_mib", "speed"}]}],
@@ -209,10 +209,10 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
  *  "policy": "wfd", "limits": {"reserve_mib", "oversubscribe", "max_per_gpu"},
  *  "time_limit_s": 10, "node_limit": 1000} */
 typedef struct tp_place_instance {
-    tp_cluster_t cluster;     /* owned */
-    tp_demand_t *trials;      /* owned; trials[i].id = i (ids may be strings) */
-    char **trial_ids;         /* owned; per trial, the caller's id as written */
-    int *id_numeric;          /* owned; per trial, 1 if the id was a JSON integer */
+    tp_cluster_t cluster; /* owned */
+    tp_demand_t *trials;  /* owned; trials[i].id = i (ids may be strings) */
+    char **trial_ids;     /* owned; per trial, the caller's id as written */
+    int *id_numeric;      /* owned; per trial, 1 if the id was a JSON integer */
     size_t ntrials;
     char policy[32];          /* "" when the file names none */
     tp_place_effort_t effort; /* for `optimal`: "time_limit_s", "node_limit"; 0 unless given */

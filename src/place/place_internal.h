@@ -34,11 +34,11 @@ void tp__place_greedy_order(const tp_cluster_t *c, tp_usage_t *u, const tp_deman
 
 /* What a GLPK search has done, kept by its callback (optimal_patterns.c). */
 typedef struct tp__glpk_watch {
-    uint64_t node_limit;  /* 0: none */
-    uint64_t nodes;       /* subproblems created so far */
-    int node_limit_hit;   /* the callback stopped the search */
-    int has_bound;        /* bound is set */
-    double bound;         /* best bound of the open subproblems */
+    uint64_t node_limit; /* 0: none */
+    uint64_t nodes;      /* subproblems created so far */
+    int node_limit_hit;  /* the callback stopped the search */
+    int has_bound;       /* bound is set */
+    double bound;        /* best bound of the open subproblems */
 } tp__glpk_watch_t;
 /* Call from a GLPK callback: counts subproblems, keeps the bound, stops at
  * the node limit. The tree is a glp_tree. */
@@ -49,18 +49,17 @@ int tp__glpk_time_limit_ms(const tp_place_effort_t *e);
 /* The pattern model (optimal_patterns.c) on a round of single-GPU trials:
  * 1 with out, u and *info filled; 0 (nothing changed) when the round has
  * other trials or too many patterns. */
-int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                       size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
+int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                       tp_assign_t *out, const tp_place_effort_t *effort,
                        tp_place_mip_info_t *info);
 
 /* vpack's plan in a run's rounds (plan.c): 1 if it decided the round (out
  * written, u updated), 0 if the round is not one it plans (the caller goes
  * on). */
-int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                         size_t n, tp_assign_t *out, const tp_place_effort_t *e);
+int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                         tp_assign_t *out, const tp_place_effort_t *e);
 
-extern const tp_placer_ops_t tp__placer_one_per_gpu, tp__placer_ff, tp__placer_ffd,
-    tp__placer_bf, tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal,
-    tp__placer_vpack;
+extern const tp_placer_ops_t tp__placer_one_per_gpu, tp__placer_ff, tp__placer_ffd, tp__placer_bf,
+    tp__placer_bfd, tp__placer_wf, tp__placer_wfd, tp__placer_optimal, tp__placer_vpack;
 
 #endif

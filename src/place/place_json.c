@@ -30,7 +30,8 @@ typedef struct name_set {
 /* A set for up to n names. O(n). */
 static void names_init(name_set_t *s, size_t n) {
     size_t cap = 16;
-    while (cap < 2 * n) cap <<= 1;
+    while (cap < 2 * n)
+        cap <<= 1;
     s->slot = tp__xcalloc(cap, sizeof *s->slot);
     s->mask = cap - 1;
 }
@@ -67,12 +68,12 @@ static const char *got(const json_t *v, char *out, size_t n) {
     return out;
 }
 
-#define FAIL(x, v, path, ...)                                                         \
-    do {                                                                              \
-        char g_[80], m_[600];                                                         \
-        snprintf(m_, sizeof m_, __VA_ARGS__);                                         \
-        return tp__errorf((x)->err, -EINVAL, "%s: %s %s, got %s", (x)->where, path, m_, \
-                          got(v, g_, sizeof g_));                                     \
+#define FAIL(x, v, path, ...)                                                                      \
+    do {                                                                                           \
+        char g_[80], m_[600];                                                                      \
+        snprintf(m_, sizeof m_, __VA_ARGS__);                                                      \
+        return tp__errorf((x)->err, -EINVAL, "%s: %s %s, got %s", (x)->where, path, m_,            \
+                          got(v, g_, sizeof g_));                                                  \
     } while (0)
 
 /* Keys other than names[] are errors, with a did-you-mean. */
@@ -82,7 +83,8 @@ static int known_keys(jctx_t *x, const json_t *obj, const char *path, const char
     json_t *val;
     json_object_foreach((json_t *)obj, key, val) {
         size_t i = 0;
-        while (i < n && strcmp(key, names[i]) != 0) i++;
+        while (i < n && strcmp(key, names[i]) != 0)
+            i++;
         if (i < n) continue;
         const char *guess = tp__did_you_mean(key, names, n);
         return tp__errorf(x->err, -EINVAL, "%s: %s%s\"%s\" is not a known key%s%s%s", x->where,
@@ -113,8 +115,10 @@ static int get_num(jctx_t *x, const json_t *obj, const char *key, const char *pa
     json_t *v = json_object_get(obj, key);
     char p[200], range[80];
     snprintf(p, sizeof p, "%s.%s", path, key);
-    if (isinf(hi)) snprintf(range, sizeof range, "%s%g, inf)", lo_open ? "(" : "[", lo);
-    else snprintf(range, sizeof range, "%s%g, %g]", lo_open ? "(" : "[", lo, hi);
+    if (isinf(hi))
+        snprintf(range, sizeof range, "%s%g, inf)", lo_open ? "(" : "[", lo);
+    else
+        snprintf(range, sizeof range, "%s%g, %g]", lo_open ? "(" : "[", lo, hi);
     if (!v) {
         if (required) FAIL(x, v, p, "is required: a number in %s", range);
         *out = dflt;
@@ -145,8 +149,8 @@ static int get_str(jctx_t *x, const json_t *obj, const char *key, const char *pa
 /* GPU g of node path (jg) into gpu; its name must be new to names. */
 static int parse_gpu(jctx_t *x, const json_t *jg, const char *path, size_t g, tp_gpu_t *gpu,
                      name_set_t *names) {
-    static const char *const gkeys[] = {"name", "type", "uuid", "index", "memory_mib", "speed",
-                                        "healthy"};
+    static const char *const gkeys[] = {"name",       "type",  "uuid",   "index",
+                                        "memory_mib", "speed", "healthy"};
     char gp[128], dflt[32];
     int rc;
     snprintf(gp, sizeof gp, "%s.gpus[%zu]", path, g);
@@ -211,12 +215,12 @@ static int parse_node(jctx_t *x, const json_t *jn, size_t ni, tp_node_t *node) {
  * fast one), so that they accept exactly the same values. */
 typedef struct trial_field {
     const char *key;
-    int integer;          /* 1: a JSON integer in [ilo, ihi]; 0: a finite number in [lo, hi] */
+    int integer; /* 1: a JSON integer in [ilo, ihi]; 0: a finite number in [lo, hi] */
     long long ilo, ihi;
     double lo, hi;
-    int lo_open;          /* reals: lo itself excluded */
-    double dflt;          /* when absent */
-    int gpu_only;         /* required when the trial wants GPUs (gpus > 0) */
+    int lo_open;  /* reals: lo itself excluded */
+    double dflt;  /* when absent */
+    int gpu_only; /* required when the trial wants GPUs (gpus > 0) */
 } trial_field_t;
 
 enum { F_GPUS, F_MEMORY, F_COMPUTE, F_CPUS, F_DURATION, NFIELDS };
@@ -227,8 +231,8 @@ static const trial_field_t trial_fields[NFIELDS] = {
     {"cpus", 1, 0, 1 << 20, 0, 0, 0, 0, 0},
     {"duration_s", 0, 0, 0, 0, INFINITY, 0, 0, 0},
 };
-static const char *const trial_keys[] = {"id", "gpus", "memory_mib", "compute", "cpus",
-                                         "duration_s"}; /* trial_keys[1 + F_...] */
+static const char *const trial_keys[] = {"id",   "gpus",      "memory_mib", "compute",
+                                         "cpus", "duration_s"}; /* trial_keys[1 + F_...] */
 
 /* Whether a value (integer iv when is_int, else real dv) is right for f. */
 static int field_ok(const trial_field_t *f, int is_int, long long iv, double dv) {
@@ -239,8 +243,11 @@ static int field_ok(const trial_field_t *f, int is_int, long long iv, double dv)
 /* trials[i]'s demand from its field values (val[F_...]). */
 static tp_demand_t make_demand(size_t i, const double *val) {
     int gpus = (int)val[F_GPUS];
-    return (tp_demand_t){.id = (int64_t)i, .gpus = gpus, .memory_mib = (uint64_t)val[F_MEMORY],
-                         .compute = gpus > 0 ? val[F_COMPUTE] : 0, .cpus = (int)val[F_CPUS],
+    return (tp_demand_t){.id = (int64_t)i,
+                         .gpus = gpus,
+                         .memory_mib = (uint64_t)val[F_MEMORY],
+                         .compute = gpus > 0 ? val[F_COMPUTE] : 0,
+                         .cpus = (int)val[F_CPUS],
                          .duration_s = val[F_DURATION]};
 }
 
@@ -282,7 +289,8 @@ static int parse_trial(jctx_t *x, const json_t *jt, size_t i, tp_place_instance_
         int required = tf->gpu_only && val[F_GPUS] > 0;
         long long iv;
         if (tf->integer) {
-            rc = get_int(x, jt, tf->key, path, tf->ilo, tf->ihi, (long long)tf->dflt, required, &iv);
+            rc =
+                get_int(x, jt, tf->key, path, tf->ilo, tf->ihi, (long long)tf->dflt, required, &iv);
             val[f] = (double)iv;
         } else {
             rc = get_num(x, jt, tf->key, path, tf->lo, tf->lo_open, tf->hi, tf->dflt, required,
@@ -294,8 +302,8 @@ static int parse_trial(jctx_t *x, const json_t *jt, size_t i, tp_place_instance_
     return 0;
 }
 
-static const char *const root_keys[] = {"nodes", "trials", "policy", "limits", "time_limit_s",
-                                        "node_limit"};
+static const char *const root_keys[] = {"nodes",  "trials",       "policy",
+                                        "limits", "time_limit_s", "node_limit"};
 
 /* Everything of the instance object root but its trials: nodes, limits,
  * policy, time_limit_s, node_limit. O(nodes + GPUs). */
@@ -317,15 +325,18 @@ static int parse_setup(jctx_t *x, const json_t *root, tp_place_instance_t *inst)
         if (k != SIZE_MAX) {
             char p[64];
             snprintf(p, sizeof p, "nodes[%zu].name", n);
-            rc = tp__errorf(x->err, -EINVAL, "%s: %s must be unique (nodes[%zu] has it too), "
-                            "got \"%s\"", x->where, p, k, c->nodes[n].name);
+            rc = tp__errorf(x->err, -EINVAL,
+                            "%s: %s must be unique (nodes[%zu] has it too), "
+                            "got \"%s\"",
+                            x->where, p, k, c->nodes[n].name);
         }
     }
     names_free(&names);
     if (rc) return rc;
     json_t *lim = json_object_get(root, "limits");
     if (lim) {
-        if (!json_is_object(lim)) FAIL(x, lim, "limits", "must be an object {\"reserve_mib\", ...}");
+        if (!json_is_object(lim))
+            FAIL(x, lim, "limits", "must be an object {\"reserve_mib\", ...}");
         if ((rc = known_keys(x, lim, "limits", lkeys, TP_ARRAY_LEN(lkeys)))) return rc;
         long long reserve, maxper;
         double over;
@@ -337,9 +348,11 @@ static int parse_setup(jctx_t *x, const json_t *root, tp_place_instance_t *inst)
         if (sh && !json_is_boolean(sh) &&
             !(json_is_integer(sh) && (json_integer_value(sh) == 0 || json_integer_value(sh) == 1)))
             FAIL(x, sh, "limits.sharing", "must be true or false (or 1 or 0)");
-        c->limits = (tp_place_limits_t){
-            .reserve_mib = (uint64_t)reserve, .oversubscribe = over, .max_per_gpu = (int)maxper,
-            .sharing = !sh || json_is_true(sh) || (json_is_integer(sh) && json_integer_value(sh))};
+        c->limits = (tp_place_limits_t){.reserve_mib = (uint64_t)reserve,
+                                        .oversubscribe = over,
+                                        .max_per_gpu = (int)maxper,
+                                        .sharing = !sh || json_is_true(sh) ||
+                                                   (json_is_integer(sh) && json_integer_value(sh))};
     }
     json_t *pol = json_object_get(root, "policy");
     if (pol) {
@@ -359,7 +372,8 @@ static int parse_setup(jctx_t *x, const json_t *root, tp_place_instance_t *inst)
 /* The instance from jansson's tree: every value checked, every mistake
  * named. O(size). */
 static int parse_root(jctx_t *x, const json_t *root, tp_place_instance_t *inst) {
-    if (!json_is_object(root)) FAIL(x, root, "the instance", "must be an object {\"nodes\", \"trials\", ...}");
+    if (!json_is_object(root))
+        FAIL(x, root, "the instance", "must be an object {\"nodes\", \"trials\", ...}");
     int rc = known_keys(x, root, "", root_keys, TP_ARRAY_LEN(root_keys));
     if (rc) return rc;
     json_t *trials = json_object_get(root, "trials");
@@ -429,18 +443,21 @@ static int number(scan_t *s, int *is_int, long long *iv, double *dv) {
     if (q < e && *q == '-') q++;
     if (q >= e || *q < '0' || *q > '9' || (*q == '0' && q + 1 < e && q[1] >= '0' && q[1] <= '9'))
         return SCAN_GIVE_UP;
-    while (q < e && *q >= '0' && *q <= '9') q++;
+    while (q < e && *q >= '0' && *q <= '9')
+        q++;
     *is_int = 1;
     if (q < e && *q == '.') {
         *is_int = 0;
         if (++q >= e || *q < '0' || *q > '9') return SCAN_GIVE_UP;
-        while (q < e && *q >= '0' && *q <= '9') q++;
+        while (q < e && *q >= '0' && *q <= '9')
+            q++;
     }
     if (q < e && (*q == 'e' || *q == 'E')) {
         *is_int = 0;
         if (++q < e && (*q == '+' || *q == '-')) q++;
         if (q >= e || *q < '0' || *q > '9') return SCAN_GIVE_UP;
-        while (q < e && *q >= '0' && *q <= '9') q++;
+        while (q < e && *q >= '0' && *q <= '9')
+            q++;
     }
     char t[64];
     if ((size_t)(q - b) >= sizeof t) return SCAN_GIVE_UP;
@@ -466,7 +483,8 @@ static int skip_value(scan_t *s) {
     while (s->p < s->end) {
         char ch = *s->p++;
         if (ch == '"') {
-            while (s->p < s->end && *s->p != '"') s->p += *s->p == '\\' ? 2 : 1;
+            while (s->p < s->end && *s->p != '"')
+                s->p += *s->p == '\\' ? 2 : 1;
             if (s->p++ >= s->end) return SCAN_GIVE_UP;
         } else if (ch == '{' || ch == '[') {
             depth++;
@@ -474,7 +492,8 @@ static int skip_value(scan_t *s) {
             if (--depth < 0) return SCAN_GIVE_UP;
         }
         if (depth == 0) { /* a scalar ends before , } ] or whitespace */
-            while (s->p < s->end && !strchr(",}] \n\r\t", *s->p)) s->p++;
+            while (s->p < s->end && !strchr(",}] \n\r\t", *s->p))
+                s->p++;
             return 0;
         }
     }
@@ -553,7 +572,8 @@ static int fast_trials(scan_t *s, tp_place_instance_t *inst) {
         if (2 * (i + 1) > ids.mask) { /* keep the set at most half full: twice as big */
             names_free(&ids);
             names_init(&ids, 2 * (i + 1));
-            for (size_t k = 0; k < i; k++) names_add(&ids, inst->trial_ids[k], k);
+            for (size_t k = 0; k < i; k++)
+                names_add(&ids, inst->trial_ids[k], k);
         }
         inst->ntrials = i + 1;
         rc = fast_trial(s, i, inst, &ids);
@@ -565,8 +585,7 @@ static int fast_trials(scan_t *s, tp_place_instance_t *inst) {
 
 /* The whole instance by the fast reader: 0, or SCAN_GIVE_UP with inst
  * partly filled (the caller frees it). */
-static int parse_fast(const char *text, size_t len, const char *where,
-                      tp_place_instance_t *inst) {
+static int parse_fast(const char *text, size_t len, const char *where, tp_place_instance_t *inst) {
     scan_t s = {text, text + len};
     json_t *rest = json_object(); /* every key but "trials", through jansson */
     int rc = expect(&s, '{'), have_trials = 0;
@@ -617,9 +636,10 @@ int tp__place_instance_parse(const char *text, size_t len, const char *where,
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
-        return tp__errorf(err, -EINVAL, "%s:%d:%d: %s; a placement instance is a JSON object "
-                          "{\"nodes\": [...], \"trials\": [...]}", where, je.line, je.column,
-                          je.text);
+        return tp__errorf(err, -EINVAL,
+                          "%s:%d:%d: %s; a placement instance is a JSON object "
+                          "{\"nodes\": [...], \"trials\": [...]}",
+                          where, je.line, je.column, je.text);
     jctx_t x = {where, err};
     int rc = parse_root(&x, root, inst);
     json_decref(root);
@@ -641,7 +661,8 @@ int tp__place_instance_load(const char *path, tp_place_instance_t *inst, tp_erro
 void tp__place_instance_free(tp_place_instance_t *inst) {
     if (!inst) return;
     tp__cluster_free(&inst->cluster);
-    for (size_t i = 0; inst->trial_ids && i < inst->ntrials; i++) free(inst->trial_ids[i]);
+    for (size_t i = 0; inst->trial_ids && i < inst->ntrials; i++)
+        free(inst->trial_ids[i]);
     free(inst->trial_ids);
     free(inst->id_numeric);
     free(inst->trials);
@@ -659,9 +680,14 @@ static int put_string(tp_buf_t *b, const char *s) {
         if (ch >= 0x20 && ch != '"' && ch != '\\') continue;
         rc |= tp__buf_append(b, run, (size_t)(s - run));
         run = s + 1;
-        const char *esc = ch == '"' ? "\\\"" : ch == '\\' ? "\\\\" : ch == '\n' ? "\\n"
-                        : ch == '\t' ? "\\t" : ch == '\r' ? "\\r" : ch == '\b' ? "\\b"
-                        : ch == '\f' ? "\\f" : NULL;
+        const char *esc = ch == '"'    ? "\\\""
+                          : ch == '\\' ? "\\\\"
+                          : ch == '\n' ? "\\n"
+                          : ch == '\t' ? "\\t"
+                          : ch == '\r' ? "\\r"
+                          : ch == '\b' ? "\\b"
+                          : ch == '\f' ? "\\f"
+                                       : NULL;
         char u[7] = {'\\', 'u', '0', '0', hex[ch >> 4], hex[ch & 15], 0};
         rc |= tp__buf_puts(b, esc ? esc : u);
     }

@@ -45,11 +45,11 @@ typedef struct gtree {
     const tp_cluster_t *c;
     const tp_usage_t *u;
     rule_t rule;
-    size_t size;      /* leaves, a power of two >= G */
-    int64_t *mem;     /* max free memory over open leaves; -1 when none */
-    int64_t *minmem;  /* min free memory over open leaves; INT64_MAX when none */
-    double *comp;     /* max free compute; -INFINITY when none */
-    int *cpus;        /* max free CPUs of the leaves' nodes; -1 when none */
+    size_t size;     /* leaves, a power of two >= G */
+    int64_t *mem;    /* max free memory over open leaves; -1 when none */
+    int64_t *minmem; /* min free memory over open leaves; INT64_MAX when none */
+    double *comp;    /* max free compute; -INFINITY when none */
+    int *cpus;       /* max free CPUs of the leaves' nodes; -1 when none */
     /* Max free compute over the open leaves with at least thr[k] MiB free,
      * NTHR per tree node (cmem[i * NTHR + k]); -INFINITY when none. The
      * plain maxima above come from different leaves, so once GPUs fill up a
@@ -64,7 +64,7 @@ typedef struct gtree {
      * them in the minimum bf's bound pruned nothing. */
     double *cmin;
     double cstep;
-    size_t j; /* the current trial's level: cstep * j <= its compute - SLACK */
+    size_t j;         /* the current trial's level: cstep * j <= its compute - SLACK */
     size_t *node_of;  /* per GPU: its node */
     size_t *local_of; /* per GPU: its index within the node */
 } gtree_t;
@@ -74,15 +74,17 @@ static void leaf_close(gtree_t *t, size_t i) {
     t->minmem[i] = INT64_MAX;
     t->comp[i] = -INFINITY;
     t->cpus[i] = -1;
-    for (size_t k = 0; k < NTHR; k++) t->cmem[i * NTHR + k] = -INFINITY;
+    for (size_t k = 0; k < NTHR; k++)
+        t->cmem[i * NTHR + k] = -INFINITY;
     if (t->cmin)
-        for (size_t j = 0; j < NCOMP; j++) t->cmin[i * NCOMP + j] = INFINITY;
+        for (size_t j = 0; j < NCOMP; j++)
+            t->cmin[i * NCOMP + j] = INFINITY;
 }
 
 static void leaf_set(gtree_t *t, size_t gi) {
     size_t i = t->size + gi, n = t->node_of[gi], g = t->local_of[gi];
-    int open = tp__place_gpu_open(t->c, t->u, n, g) &&
-               (t->rule != RULE_WHOLE || t->u->count[gi] == 0);
+    int open =
+        tp__place_gpu_open(t->c, t->u, n, g) && (t->rule != RULE_WHOLE || t->u->count[gi] == 0);
     if (open) {
         t->mem[i] = t->minmem[i] = (int64_t)tp__place_mem_free(t->c, t->u, n, g);
         /* Free compute in reference-GPU units (free share x speed), the
@@ -107,10 +109,12 @@ static void pull(gtree_t *t, size_t i) {
     t->comp[i] = t->comp[l] > t->comp[r] ? t->comp[l] : t->comp[r];
     t->cpus[i] = t->cpus[l] > t->cpus[r] ? t->cpus[l] : t->cpus[r];
     double *ci = &t->cmem[i * NTHR], *cl = &t->cmem[l * NTHR], *cr = &t->cmem[r * NTHR];
-    for (size_t k = 0; k < NTHR; k++) ci[k] = cl[k] > cr[k] ? cl[k] : cr[k];
+    for (size_t k = 0; k < NTHR; k++)
+        ci[k] = cl[k] > cr[k] ? cl[k] : cr[k];
     if (t->cmin) {
         double *mi = &t->cmin[i * NCOMP], *ml = &t->cmin[l * NCOMP], *mr = &t->cmin[r * NCOMP];
-        for (size_t j = 0; j < NCOMP; j++) mi[j] = ml[j] < mr[j] ? ml[j] : mr[j];
+        for (size_t j = 0; j < NCOMP; j++)
+            mi[j] = ml[j] < mr[j] ? ml[j] : mr[j];
     }
 }
 
@@ -129,7 +133,8 @@ static void update_cpus(gtree_t *t, size_t gi) {
 
 static void update(gtree_t *t, size_t gi) {
     leaf_set(t, gi);
-    for (size_t i = (t->size + gi) / 2; i >= 1; i /= 2) pull(t, i);
+    for (size_t i = (t->size + gi) / 2; i >= 1; i /= 2)
+        pull(t, i);
 }
 
 /* O(G). */
@@ -139,7 +144,8 @@ static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, r
     t->u = u;
     t->rule = rule;
     t->size = 1;
-    while (t->size < u->ngpus) t->size *= 2;
+    while (t->size < u->ngpus)
+        t->size *= 2;
     size_t m = 2 * t->size;
     t->mem = tp__xmalloc(m * sizeof *t->mem);
     t->minmem = tp__xmalloc(m * sizeof *t->minmem);
@@ -159,7 +165,8 @@ static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, r
         for (size_t g = 0; g < c->nodes[n].ngpus; g++)
             if ((int64_t)c->nodes[n].gpus[g].memory_mib > top)
                 top = (int64_t)c->nodes[n].gpus[g].memory_mib;
-    for (size_t k = 0; k < NTHR; k++) t->thr[k] = (int64_t)((double)top / pow(1.5, (double)k));
+    for (size_t k = 0; k < NTHR; k++)
+        t->thr[k] = (int64_t)((double)top / pow(1.5, (double)k));
     double fastest = 1; /* free compute in reference units is at most (1 + over) x speed */
     for (size_t n = 0; n < c->nnodes; n++)
         for (size_t g = 0; g < c->nodes[n].ngpus; g++)
@@ -167,10 +174,13 @@ static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, r
     t->cstep = (1.0 + c->limits.oversubscribe) * fastest / NCOMP;
     for (size_t i = t->size; i < m; i++) {
         size_t gi = i - t->size;
-        if (gi < u->ngpus) leaf_set(t, gi);
-        else leaf_close(t, i);
+        if (gi < u->ngpus)
+            leaf_set(t, gi);
+        else
+            leaf_close(t, i);
     }
-    for (size_t i = t->size - 1; i >= 1; i--) pull(t, i);
+    for (size_t i = t->size - 1; i >= 1; i--)
+        pull(t, i);
 }
 
 static void gtree_free(gtree_t *t) {
@@ -194,10 +204,12 @@ static int may_fit(const gtree_t *t, size_t i, const tp_demand_t *d) {
 /* The largest threshold at or below d's memory into t->k (NTHR if none). */
 static void set_query(gtree_t *t, const tp_demand_t *d) {
     t->k = 0;
-    while (t->k < NTHR && t->thr[t->k] > (int64_t)d->memory_mib) t->k++;
+    while (t->k < NTHR && t->thr[t->k] > (int64_t)d->memory_mib)
+        t->k++;
     double lv = (d->compute - SLACK) / t->cstep;
     t->j = lv <= 0 ? 0 : lv >= NCOMP - 1 ? NCOMP - 1 : (size_t)lv;
-    while (t->j > 0 && t->cstep * (double)t->j > d->compute - SLACK) t->j--; /* rounding */
+    while (t->j > 0 && t->cstep * (double)t->j > d->compute - SLACK)
+        t->j--; /* rounding */
 }
 
 static int leaf_fits(const gtree_t *t, size_t gi, const tp_demand_t *d) {
@@ -255,8 +267,8 @@ static void bound(const gtree_t *t, size_t i, const tp_demand_t *d, double *comp
     }
 }
 
-static void branch_bound(const gtree_t *t, size_t i, size_t lo, size_t span,
-                         const tp_demand_t *d, best_t *b) {
+static void branch_bound(const gtree_t *t, size_t i, size_t lo, size_t span, const tp_demand_t *d,
+                         best_t *b) {
     if (!may_fit(t, i, d)) return;
     double bc;
     int64_t bm;
@@ -331,22 +343,24 @@ static int place_wide(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d
             size_t gi = u->gpu_base[n] + g;
             if (rule == RULE_WHOLE && u->count[gi] != 0) continue;
             if (!tp__fits(c, u, n, g, d)) continue;
-            cand[m++] = (cand_t){g, tp__place_comp_free(c, u, gi),
-                                 (int64_t)tp__place_mem_free(c, u, n, g)};
+            cand[m++] =
+                (cand_t){g, tp__place_comp_free(c, u, gi), (int64_t)tp__place_mem_free(c, u, n, g)};
         }
         if (m < k) continue;
         if (rule == RULE_BEST || rule == RULE_WORST) {
             qsort_r(cand, m, sizeof *cand, cand_cmp, &rule);
         }
         double score = 0;
-        for (size_t j = 0; j < k; j++) score += cand[j].comp;
+        for (size_t j = 0; j < k; j++)
+            score += cand[j].comp;
         if (found && (rule == RULE_FIRST || rule == RULE_WHOLE ||
                       !(rule == RULE_BEST ? score < best_score : score > best_score)))
             continue;
         found = 1;
         best_score = score;
         *a = (tp_assign_t){.placed = 1, .node = n, .ngpus = k};
-        for (size_t j = 0; j < k; j++) a->gpu[j] = cand[j].g;
+        for (size_t j = 0; j < k; j++)
+            a->gpu[j] = cand[j].g;
     }
     free(cand);
     return found;
@@ -383,9 +397,11 @@ static void place_in_order(const tp_cluster_t *c, tp_usage_t *u, const tp_demand
         tp__place_commit(c, u, d, a);
         /* the node's CPUs changed: every GPU leaf of the node; else the GPUs taken */
         size_t base = u->gpu_base[a->node];
-        for (size_t k = 0; k < a->ngpus; k++) update(&t, base + a->gpu[k]);
+        for (size_t k = 0; k < a->ngpus; k++)
+            update(&t, base + a->gpu[k]);
         if (d->cpus != 0)
-            for (size_t g = 0; g < c->nodes[a->node].ngpus; g++) update_cpus(&t, base + g);
+            for (size_t g = 0; g < c->nodes[a->node].ngpus; g++)
+                update_cpus(&t, base + g);
     }
     gtree_free(&t);
 }
@@ -396,9 +412,8 @@ void tp__place_greedy_order(const tp_cluster_t *c, tp_usage_t *u, const tp_deman
 }
 
 /* Trials in their order (or longest first) through place_in_order. */
-static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                        size_t n, tp_assign_t *out, rule_t rule, int decreasing,
-                        tp_error_t *err) {
+static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                        tp_assign_t *out, rule_t rule, int decreasing, tp_error_t *err) {
     (void)err;
     size_t *order = tp__place_order(trials, n, decreasing);
     place_in_order(c, u, trials, order, n, out, rule);
@@ -406,11 +421,11 @@ static int place_greedy(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t 
     return 0;
 }
 
-#define GREEDY(fn, rule, decreasing)                                                          \
-    static int fn(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n, \
-                  tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err) {      \
-        (void)effort;                                                                         \
-        return place_greedy(c, u, trials, n, out, rule, decreasing, err);                    \
+#define GREEDY(fn, rule, decreasing)                                                               \
+    static int fn(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,       \
+                  tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err) {            \
+        (void)effort;                                                                              \
+        return place_greedy(c, u, trials, n, out, rule, decreasing, err);                          \
     }
 GREEDY(place_ff, RULE_FIRST, 0)
 GREEDY(place_ffd, RULE_FIRST, 1)
@@ -442,7 +457,7 @@ const tp_placer_ops_t tp__placer_ffd = {
     .name = "ffd", .summary = "first fit, longest trials first", .place = place_ffd};
 const tp_placer_ops_t tp__placer_bfd = {
     .name = "bfd", .summary = "best fit, longest trials first", .place = place_bfd};
-const tp_placer_ops_t tp__placer_wfd = {
-    .name = "wfd",
-    .summary = "worst fit, longest trials first (HyperSack's choice)",
-    .place = place_wfd};
+const tp_placer_ops_t tp__placer_wfd = {.name = "wfd",
+                                        .summary =
+                                            "worst fit, longest trials first (HyperSack's choice)",
+                                        .place = place_wfd};

@@ -31,13 +31,13 @@ typedef struct mip {
     const tp_cluster_t *c;
     const tp_usage_t *u;
     const tp_demand_t *trials;
-    size_t ncols;     /* x columns, then y columns */
-    size_t nx;        /* x columns */
-    size_t *col_t;    /* per x column (1-based): trial */
-    size_t *col_g;    /* per x column: global GPU */
-    int *y_col;       /* per global GPU: its y column, 0 if none */
-    double *heur;     /* wfd's solution as column values (1-based), NULL if none */
-    int heur_given;   /* handed to the solver already */
+    size_t ncols;           /* x columns, then y columns */
+    size_t nx;              /* x columns */
+    size_t *col_t;          /* per x column (1-based): trial */
+    size_t *col_g;          /* per x column: global GPU */
+    int *y_col;             /* per global GPU: its y column, 0 if none */
+    double *heur;           /* wfd's solution as column values (1-based), NULL if none */
+    int heur_given;         /* handed to the solver already */
     tp__glpk_watch_t watch; /* subproblems, bound, node limit */
 } mip_t;
 
@@ -68,12 +68,14 @@ static void usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_
 
 /* Place trials[i] for i in idx[0..k) with vpack on u; out indexed by trial. */
 static void floor_subset(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                       const size_t *idx, size_t k, tp_assign_t *out) {
+                         const size_t *idx, size_t k, tp_assign_t *out) {
     tp_demand_t *sub = tp__xmalloc((k ? k : 1) * sizeof *sub);
     tp_assign_t *sa = tp__xcalloc(k ? k : 1, sizeof *sa);
-    for (size_t j = 0; j < k; j++) sub[j] = trials[idx[j]];
+    for (size_t j = 0; j < k; j++)
+        sub[j] = trials[idx[j]];
     tp__placer_vpack.place(c, u, sub, k, sa, NULL, NULL);
-    for (size_t j = 0; j < k; j++) out[idx[j]] = sa[j];
+    for (size_t j = 0; j < k; j++)
+        out[idx[j]] = sa[j];
     free(sub);
     free(sa);
 }
@@ -119,12 +121,13 @@ static int place_by_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_dema
 /* See place.h. Builds the model (O(trials x GPUs) columns), runs wfd for the
  * incumbent and the floor, then GLPK within effort; the answer is checked
  * again with tp__fits before it is used. */
-int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                      size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
-                      tp_place_mip_info_t *info, tp_error_t *err) {
+int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                      tp_assign_t *out, const tp_place_effort_t *effort, tp_place_mip_info_t *info,
+                      tp_error_t *err) {
     (void)err;
     tp_place_mip_info_t inf = {0};
-    for (size_t i = 0; i < n; i++) memset(&out[i], 0, sizeof out[i]);
+    for (size_t i = 0; i < n; i++)
+        memset(&out[i], 0, sizeof out[i]);
     if (place_by_patterns(c, u, trials, n, out, effort, &inf)) {
         if (info) *info = inf;
         return 0;
@@ -134,10 +137,12 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     usage_copy(&u0, u, c);
     size_t *gnode = tp__xmalloc((G ? G : 1) * sizeof *gnode);
     for (size_t nd = 0; nd < c->nnodes; nd++)
-        for (size_t g = 0; g < c->nodes[nd].ngpus; g++) gnode[u->gpu_base[nd] + g] = nd;
+        for (size_t g = 0; g < c->nodes[nd].ngpus; g++)
+            gnode[u->gpu_base[nd] + g] = nd;
 
     /* columns: x[t][g] for single-GPU trials that fit alone */
-    mip_t m = {.c = c, .u = u, .trials = trials, .watch = {.node_limit = effort ? effort->node_limit : 0}};
+    mip_t m = {
+        .c = c, .u = u, .trials = trials, .watch = {.node_limit = effort ? effort->node_limit : 0}};
     size_t capx = 64;
     m.col_t = tp__xmalloc((capx + 1) * sizeof *m.col_t);
     m.col_g = tp__xmalloc((capx + 1) * sizeof *m.col_g);
@@ -179,31 +184,34 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         glp_prob *P = glp_create_prob();
         glp_set_obj_dir(P, GLP_MAX);
         glp_add_cols(P, (int)m.ncols);
-        for (size_t j = 1; j <= m.nx; j++) glp_set_col_kind(P, (int)j, GLP_BV);
+        for (size_t j = 1; j <= m.nx; j++)
+            glp_set_col_kind(P, (int)j, GLP_BV);
         for (size_t gi = 0; gi < G; gi++) {
             if (!m.y_col[gi]) continue;
             double used = u->compute_used[gi] < 1.0 ? u->compute_used[gi] : 1.0;
             double ub = used < 1.0 ? 1.0 - used : 0.0;
-            if (ub > 0) glp_set_col_bnds(P, m.y_col[gi], GLP_DB, 0.0, ub);
-            else glp_set_col_bnds(P, m.y_col[gi], GLP_FX, 0.0, 0.0);
+            if (ub > 0)
+                glp_set_col_bnds(P, m.y_col[gi], GLP_DB, 0.0, ub);
+            else
+                glp_set_col_bnds(P, m.y_col[gi], GLP_FX, 0.0, 0.0);
             glp_set_obj_coef(P, m.y_col[gi], 1.0);
         }
         /* rows: trials, then per GPU (mem, compute, count, y), then nodes */
         int *ia = NULL, *ja = NULL;
         double *ar = NULL;
         size_t nz = 0, capnz = 0;
-#define ADD(row, col, val)                                                  \
-    do {                                                                    \
-        if (nz + 1 >= capnz) {                                              \
-            capnz = capnz ? 2 * capnz : 1024;                               \
-            ia = tp__xrealloc(ia, (capnz + 1) * sizeof *ia);                \
-            ja = tp__xrealloc(ja, (capnz + 1) * sizeof *ja);                \
-            ar = tp__xrealloc(ar, (capnz + 1) * sizeof *ar);                \
-        }                                                                   \
-        nz++;                                                               \
-        ia[nz] = (row);                                                     \
-        ja[nz] = (col);                                                     \
-        ar[nz] = (val);                                                     \
+#define ADD(row, col, val)                                                                         \
+    do {                                                                                           \
+        if (nz + 1 >= capnz) {                                                                     \
+            capnz = capnz ? 2 * capnz : 1024;                                                      \
+            ia = tp__xrealloc(ia, (capnz + 1) * sizeof *ia);                                       \
+            ja = tp__xrealloc(ja, (capnz + 1) * sizeof *ja);                                       \
+            ar = tp__xrealloc(ar, (capnz + 1) * sizeof *ar);                                       \
+        }                                                                                          \
+        nz++;                                                                                      \
+        ia[nz] = (row);                                                                            \
+        ja[nz] = (col);                                                                            \
+        ar[nz] = (val);                                                                            \
     } while (0)
         int *trow = tp__xcalloc(n ? n : 1, sizeof *trow);
         int *grow = tp__xcalloc(G ? G : 1, sizeof *grow); /* first of 4 rows per GPU */
@@ -217,8 +225,7 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
             if (!grow[gi]) {
                 grow[gi] = glp_add_rows(P, 4);
                 size_t g = gi - u->gpu_base[nd];
-                glp_set_row_bnds(P, grow[gi], GLP_UP, 0.0,
-                                 (double)tp__place_mem_free(c, u, nd, g));
+                glp_set_row_bnds(P, grow[gi], GLP_UP, 0.0, (double)tp__place_mem_free(c, u, nd, g));
                 glp_set_row_bnds(P, grow[gi] + 1, GLP_UP, 0.0,
                                  tp__place_comp_free(c, u, gi) + TP_PLACE_EPS);
                 int room = c->limits.sharing ? c->limits.max_per_gpu : 1;
@@ -261,8 +268,8 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
             const tp_assign_t *a = &wfd_out[m.col_t[j]];
             if (a->placed && u->gpu_base[a->node] + a->gpu[0] == m.col_g[j]) {
                 m.heur[j] = 1.0;
-                ysum[m.col_g[j]] += tp__place_share(c, a->node, a->gpu[0],
-                                                    trials[m.col_t[j]].compute);
+                ysum[m.col_g[j]] +=
+                    tp__place_share(c, a->node, a->gpu[0], trials[m.col_t[j]].compute);
             }
         }
         for (size_t gi = 0; gi < G; gi++)
@@ -283,7 +290,8 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         int st = glp_mip_status(P);
         /* a proof covers the round only when every trial was in the model */
         int all_in = 1;
-        for (size_t t = 0; t < n; t++) all_in &= trials[t].gpus == 1 || trials[t].gpus == 0;
+        for (size_t t = 0; t < n; t++)
+            all_in &= trials[t].gpus == 1 || trials[t].gpus == 0;
         inf.proved_optimal = rc == 0 && st == GLP_OPT && all_in;
         inf.time_limit_hit = rc == GLP_ETMLIM;
         inf.node_limit_hit = rc == GLP_ESTOP && m.watch.node_limit_hit;
@@ -292,16 +300,19 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
         if (st == GLP_OPT || st == GLP_FEAS) {
             mip_ok = 1;
             inf.objective = glp_mip_obj_val(P);
-            inf.bound = inf.proved_optimal ? inf.objective
+            inf.bound = inf.proved_optimal              ? inf.objective
                         : !all_in || !m.watch.has_bound ? -1
-                        : m.watch.bound > inf.objective ? m.watch.bound : inf.objective;
+                        : m.watch.bound > inf.objective ? m.watch.bound
+                                                        : inf.objective;
             xval = tp__xcalloc(m.nx + 1, sizeof *xval);
-            for (size_t j = 1; j <= m.nx; j++) xval[j] = glp_mip_col_val(P, (int)j);
+            for (size_t j = 1; j <= m.nx; j++)
+                xval[j] = glp_mip_col_val(P, (int)j);
         }
         glp_delete_prob(P);
     } else {
         inf.proved_optimal = 1; /* nothing fits anywhere: placing none is optimal */
-        for (size_t t = 0; t < n; t++) inf.proved_optimal &= trials[t].gpus <= 1;
+        for (size_t t = 0; t < n; t++)
+            inf.proved_optimal &= trials[t].gpus <= 1;
         mip_ok = 1;
     }
 
@@ -366,9 +377,8 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
     return 0;
 }
 
-static int place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                         size_t n, tp_assign_t *out, const tp_place_effort_t *effort,
-                         tp_error_t *err) {
+static int place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                         tp_assign_t *out, const tp_place_effort_t *effort, tp_error_t *err) {
     return tp__place_optimal(c, u, trials, n, out, effort, NULL, err);
 }
 

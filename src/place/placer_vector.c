@@ -67,11 +67,11 @@
 
 #include "place/vpack.h"
 
-#define VP_LARGE 2e6       /* trials x GPUs above which the tree path is taken */
-#define VP_TIE 0.002       /* answers this close in occupancy per GPU tie: longest placed wins */
-#define VP_BONUS 1.0       /* the makespan runs: a trial's bonus per unit of compute, longest */
-#define VP_MS_GAP 0.1      /* their answer is kept within this much occupancy per GPU of the bound */
-#define VP_MS_RUNS 3       /* the first runs of the portfolio, run again with the bonus */
+#define VP_LARGE 2e6  /* trials x GPUs above which the tree path is taken */
+#define VP_TIE 0.002  /* answers this close in occupancy per GPU tie: longest placed wins */
+#define VP_BONUS 1.0  /* the makespan runs: a trial's bonus per unit of compute, longest */
+#define VP_MS_GAP 0.1 /* their answer is kept within this much occupancy per GPU of the bound */
+#define VP_MS_RUNS 3  /* the first runs of the portfolio, run again with the bonus */
 #define VP_MIN_WEIGHT 0.05 /* a resource nobody is short of still breaks ties */
 
 /* ---- the weights and the orders ------------------------------------------ */
@@ -88,7 +88,8 @@ static void weights(vp_t *v) {
         cap[R_MEM] += (double)tp__place_mem_free(c, v->u, nd, g);
         if (c->limits.max_per_gpu > 0) cap[R_SLOT] += c->limits.max_per_gpu - v->u->count[gi];
     }
-    for (size_t nd = 0; nd < c->nnodes; nd++) cap[R_CPU] += c->nodes[nd].cpus - v->u->cpus_used[nd];
+    for (size_t nd = 0; nd < c->nnodes; nd++)
+        cap[R_CPU] += c->nodes[nd].cpus - v->u->cpus_used[nd];
     for (size_t i = 0; i < v->n; i++) {
         const tp_demand_t *d = &v->t[i];
         if (d->gpus < 0 || d->gpus > TP_PLACE_MAX_GPUS) continue;
@@ -107,7 +108,8 @@ static void weights(vp_t *v) {
     for (size_t gi = 0; gi < v->G; gi++) {
         double k[NRES];
         gpu_caps(v, gi, k);
-        for (int r = 0; r < NRES; r++) mean[r] += k[r] / (double)v->G;
+        for (int r = 0; r < NRES; r++)
+            mean[r] += k[r] / (double)v->G;
     }
     for (size_t i = 0; i < v->n; i++) {
         const tp_demand_t *d = &v->t[i];
@@ -132,7 +134,6 @@ static int by_key(const void *a, const void *b) {
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-
 void tp__vp_sort(const vp_t *v, size_t *idx, size_t m, order_t by) {
     sort_key_t *k = tp__xmalloc((m ? m : 1) * sizeof *k);
     for (size_t j = 0; j < m; j++) {
@@ -144,7 +145,8 @@ void tp__vp_sort(const vp_t *v, size_t *idx, size_t m, order_t by) {
                                    : (sort_key_t){0, 0, i};
     }
     qsort(k, m, sizeof *k, by_key);
-    for (size_t j = 0; j < m; j++) idx[j] = k[j].i;
+    for (size_t j = 0; j < m; j++)
+        idx[j] = k[j].i;
     free(k);
 }
 
@@ -183,12 +185,14 @@ static void place_wide(vp_t *v, size_t i, tp_assign_t *a) {
             }
             if (m < k) continue;
             qsort(pairs, m, 2 * sizeof *pairs, cmp_score_desc);
-            for (size_t j = 0; j < k; j++) s += pairs[2 * j];
+            for (size_t j = 0; j < k; j++)
+                s += pairs[2 * j];
         }
         if (s <= best) continue;
         best = s;
         *a = (tp_assign_t){.placed = 1, .node = nd, .ngpus = k};
-        for (size_t j = 0; j < k; j++) a->gpu[j] = (size_t)pairs[2 * j + 1];
+        for (size_t j = 0; j < k; j++)
+            a->gpu[j] = (size_t)pairs[2 * j + 1];
     }
     free(pairs);
     if (a->placed) tp__place_commit(c, v->u, d, a);
@@ -198,7 +202,8 @@ static void place_wide(vp_t *v, size_t i, tp_assign_t *a) {
 
 static double placed_value(const vp_t *v, const size_t *single, size_t m, double *dur) {
     double occ = 0;
-    for (size_t g = 0; g < v->G; g++) occ += v->u->compute_used[g] < 1 ? v->u->compute_used[g] : 1;
+    for (size_t g = 0; g < v->G; g++)
+        occ += v->u->compute_used[g] < 1 ? v->u->compute_used[g] : 1;
     *dur = 0;
     for (size_t j = 0; j < m; j++)
         if (v->where[single[j]] != NONE) *dur += v->t[single[j]].duration_s;
@@ -209,10 +214,10 @@ static double placed_value(const vp_t *v, const size_t *single, size_t m, double
 typedef enum build { GREEDY, FILL_FAIR, FILL_NODE, SEED_WF } build_t;
 typedef enum wide_mode { WIDE_FIRST, WIDE_LAST, WIDE_IN_ORDER } wide_mode_t;
 typedef struct run_spec {
-    order_t order;     /* the single-GPU trials' order (all trials' for WIDE_IN_ORDER) */
-    build_t build;     /* greedy in that order, GPU by GPU (fill_gpus), or wf's answer */
-    wide_mode_t wide;  /* multi-GPU and CPU-only trials: before, after, or in the order */
-    choice_t how;      /* the GPU rule of the greedy and of the local search */
+    order_t order;    /* the single-GPU trials' order (all trials' for WIDE_IN_ORDER) */
+    build_t build;    /* greedy in that order, GPU by GPU (fill_gpus), or wf's answer */
+    wide_mode_t wide; /* multi-GPU and CPU-only trials: before, after, or in the order */
+    choice_t how;     /* the GPU rule of the greedy and of the local search */
 } run_spec_t;
 
 /* The portfolio, in the order tried (the first runs win most often). */
@@ -234,12 +239,15 @@ static const run_spec_t runs[] = {
 /* Run r: all[0..na) is every trial the run places, single[0..m) the
  * single-GPU ones, wide[0..nw) the others (largest first); decisions in
  * v->where and wide_out. Local search unless the answer reaches `bound`. */
-static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_t *single,
-                     size_t m, const size_t *wide, size_t nw, double bound, tp_assign_t *wide_out) {
-    for (size_t g = 0; g < v->G; g++) v->head[g] = NONE;
-    for (size_t j = 0; j < m; j++) v->where[single[j]] = NONE;
+static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_t *single, size_t m,
+                     const size_t *wide, size_t nw, double bound, tp_assign_t *wide_out) {
+    for (size_t g = 0; g < v->G; g++)
+        v->head[g] = NONE;
+    for (size_t j = 0; j < m; j++)
+        v->where[single[j]] = NONE;
     if (r->wide == WIDE_FIRST)
-        for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
+        for (size_t j = 0; j < nw; j++)
+            place_wide(v, wide[j], &wide_out[wide[j]]);
     if (r->build == SEED_WF) {
         /* worst fit in the given order (placer_fit), wide trials its way too:
          * the one construction that sometimes places wide trials best */
@@ -247,8 +255,10 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
         tp__placer_wf.place(v->c, v->u, v->t, v->n, o, NULL, NULL);
         for (size_t i = 0; i < v->n; i++) {
             if (!o[i].placed) continue;
-            if (v->t[i].gpus == 1) link(v, i, v->u->gpu_base[o[i].node] + o[i].gpu[0]);
-            else wide_out[i] = o[i];
+            if (v->t[i].gpus == 1)
+                link(v, i, v->u->gpu_base[o[i].node] + o[i].gpu[0]);
+            else
+                wide_out[i] = o[i];
         }
         free(o);
     } else if (r->build != GREEDY) {
@@ -268,7 +278,8 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
         }
     }
     if (r->wide == WIDE_LAST)
-        for (size_t j = 0; j < nw; j++) place_wide(v, wide[j], &wide_out[wide[j]]);
+        for (size_t j = 0; j < nw; j++)
+            place_wide(v, wide[j], &wide_out[wide[j]]);
     double dur;
     if (placed_value(v, single, m, &dur) < bound) tp__vp_local_search(v, single, m, r->how);
 }
@@ -343,8 +354,10 @@ static void place_large(vp_t *v, size_t *single, size_t m, tp_assign_t *out) {
     size_t count[LARGE_BUCKETS + 1] = {0};
     size_t *sorted = tp__xmalloc((m ? m : 1) * sizeof *sorted);
     double span = hi > lo ? hi - lo : 1;
-    for (size_t j = 0; j < m; j++) count[large_band(v->size[single[j]], hi, span) + 1]++;
-    for (size_t b = 0; b < LARGE_BUCKETS; b++) count[b + 1] += count[b];
+    for (size_t j = 0; j < m; j++)
+        count[large_band(v->size[single[j]], hi, span) + 1]++;
+    for (size_t b = 0; b < LARGE_BUCKETS; b++)
+        count[b + 1] += count[b];
     for (size_t j = 0; j < m; j++)
         sorted[count[large_band(v->size[single[j]], hi, span)]++] = single[j];
     tp__place_greedy_order(v->c, v->u, v->t, sorted, m, 1, out);
@@ -382,14 +395,17 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
     tp__vp_sort(&v, wide, nw, BY_SIZE);
 
     if ((double)m * (double)v.G > VP_LARGE) {
-        for (size_t j = 0; j < nw; j++) place_wide(&v, wide[j], &out[wide[j]]);
+        for (size_t j = 0; j < nw; j++)
+            place_wide(&v, wide[j], &out[wide[j]]);
         place_large(&v, idx, m, out);
     } else if (m + nw) {
         v.where = tp__xmalloc(n1 * sizeof *v.where);
         v.head = tp__xmalloc(G1 * sizeof *v.head);
         v.next = tp__xmalloc(n1 * sizeof *v.next);
-        for (size_t i = 0; i < n; i++) v.where[i] = NONE;
-        for (size_t j = 0; j < m; j++) memset(&out[idx[j]], 0, sizeof out[idx[j]]);
+        for (size_t i = 0; i < n; i++)
+            v.where[i] = NONE;
+        for (size_t j = 0; j < m; j++)
+            memset(&out[idx[j]], 0, sizeof out[idx[j]]);
         tp_usage_t start, work;
         tp__usage_init(&start, c);
         tp__usage_init(&work, c);
@@ -413,10 +429,13 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                     continue; /* the same as a wide-first run */
                 tp__usage_copy(&work, &start, c);
                 v.u = &work;
-                for (size_t j = 0; j < m; j++) v.where[idx[j]] = NONE;
+                for (size_t j = 0; j < m; j++)
+                    v.where[idx[j]] = NONE;
                 na = 0;
-                for (size_t j = 0; j < m; j++) all[na++] = idx[j];
-                for (size_t j = 0; j < nw; j++) all[na++] = wide[j];
+                for (size_t j = 0; j < m; j++)
+                    all[na++] = idx[j];
+                for (size_t j = 0; j < nw; j++)
+                    all[na++] = wide[j];
                 memset(wide_out, 0, n1 * sizeof *wide_out);
                 v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
                 run_once(&v, spec, all, na, idx, m, wide, nw, search ? bound : -INFINITY, wide_out);
@@ -424,7 +443,8 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                 for (size_t j = 0; j < nw; j++)
                     if (wide_out[wide[j]].placed) dur += trials[wide[j]].duration_s;
                 double crowd = 0; /* sum over GPUs of trials^2: less is more spread */
-                for (size_t g = 0; g < v.G; g++) crowd += (double)work.count[g] * work.count[g];
+                for (size_t g = 0; g < v.G; g++)
+                    crowd += (double)work.count[g] * work.count[g];
                 double tie = VP_TIE * (double)v.G;
                 int longer = dur > best_dur * (1 + 1e-9), as_long = dur >= best_dur * (1 - 1e-9);
                 if (occ > best_occ + tie ||
@@ -445,13 +465,16 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
             v.u = &work;
             double ub = upper_bound(&v);
             v.bonus = VP_BONUS;
-            for (size_t j = 0; j < m; j++) v.where[idx[j]] = best_where[idx[j]];
+            for (size_t j = 0; j < m; j++)
+                v.where[idx[j]] = best_where[idx[j]];
             double best_val = bonus_value(&v, idx, m);
             for (size_t r = 0; r < VP_MS_RUNS && v.dmax > 0; r++) {
                 tp__usage_copy(&work, &start, c);
                 na = 0;
-                for (size_t j = 0; j < m; j++) all[na++] = idx[j];
-                for (size_t j = 0; j < nw; j++) all[na++] = wide[j];
+                for (size_t j = 0; j < m; j++)
+                    all[na++] = idx[j];
+                for (size_t j = 0; j < nw; j++)
+                    all[na++] = wide[j];
                 memset(wide_out, 0, n1 * sizeof *wide_out);
                 v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
                 run_once(&v, &runs[r], all, na, idx, m, wide, nw, INFINITY, wide_out);
@@ -471,8 +494,8 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         for (size_t j = 0; j < m; j++) {
             size_t i = idx[j], gi = best_where[i];
             if (gi == NONE) continue;
-            out[i] = (tp_assign_t){.placed = 1, .node = v.node_of[gi], .ngpus = 1,
-                                   .gpu = {v.local_of[gi]}};
+            out[i] = (tp_assign_t){
+                .placed = 1, .node = v.node_of[gi], .ngpus = 1, .gpu = {v.local_of[gi]}};
             tp__place_commit(c, u, &trials[i], &out[i]);
         }
         free(all);

@@ -50,37 +50,38 @@
 
 #include "place/place_internal.h"
 
-#define PLAN_EVALS 30         /* plans tried per round at most */
-#define PLAN_FIRST_CHAINS 8   /* the plan's first round: searches from the first plan */
-#define PLAN_FIRST_EVALS 5    /* each of a round's plans this many times */
-#define PLAN_WORK 2e6         /* trials x (trials + running) x plans per round at most (a round
-                                 of new trials on idle GPUs: PLAN_FIRST_CHAINS x
+#define PLAN_EVALS 30       /* plans tried per round at most */
+#define PLAN_FIRST_CHAINS 8 /* the plan's first round: searches from the first plan */
+#define PLAN_FIRST_EVALS 5  /* each of a round's plans this many times */
+#define PLAN_WORK                                                                                  \
+    2e6                       /* trials x (trials + running) x plans per round at most (a round    \
+                                 of new trials on idle GPUs: PLAN_FIRST_CHAINS x                   \
                                  PLAN_FIRST_EVALS times it) */
 #define PLAN_MAX_WORK 20000.0 /* pending x GPUs above which a round is not planned */
 #define PLAN_MAX_ID (INT64_C(1) << 24) /* trial ids the plan's ranks cover (8 bytes each) */
 
 typedef struct item {
-    size_t gi;                 /* its GPU, once started */
-    double host, gpu;          /* seconds at speed 1, alone */
-    double p;                  /* progress in [0, 1] */
-    int state;                 /* 0 waiting, 1 running, 2 ended */
+    size_t gi;        /* its GPU, once started */
+    double host, gpu; /* seconds at speed 1, alone */
+    double p;         /* progress in [0, 1] */
+    int state;        /* 0 waiting, 1 running, 2 ended */
     const tp_demand_t *d;
 } item_t;
 
 typedef struct planner {
     const tp_cluster_t *c;
     const tp_place_effort_t *e;
-    const tp_usage_t *u0;      /* now */
-    tp_usage_t u;              /* the plan's */
-    size_t R, n, G;            /* running, pending, GPUs */
-    item_t *base, *w;          /* R running, then n pending */
-    double *speed, *rate, *D;  /* per GPU, per trial, per GPU */
-    size_t *node_of;           /* per GPU */
-    int *k;                    /* per GPU: the model's trials there */
-    size_t *started;           /* per pending: its GPU at now in the plan valued, or SIZE_MAX */
-    size_t *act, nact;         /* the items running in the plan valued */
-    double ends;               /* the sum of the GPUs' last ends in the plan valued */
-    double *last;              /* per GPU: its last end in the plan valued */
+    const tp_usage_t *u0;     /* now */
+    tp_usage_t u;             /* the plan's */
+    size_t R, n, G;           /* running, pending, GPUs */
+    item_t *base, *w;         /* R running, then n pending */
+    double *speed, *rate, *D; /* per GPU, per trial, per GPU */
+    size_t *node_of;          /* per GPU */
+    int *k;                   /* per GPU: the model's trials there */
+    size_t *started;          /* per pending: its GPU at now in the plan valued, or SIZE_MAX */
+    size_t *act, nact;        /* the items running in the plan valued */
+    double ends;              /* the sum of the GPUs' last ends in the plan valued */
+    double *last;             /* per GPU: its last end in the plan valued */
 } planner_t;
 
 /* Start, in `order`, the waiting trials that fit, each where wf puts it.
@@ -137,14 +138,18 @@ static double value(planner_t *P, const size_t *order, double cutoff) {
     P->nact = 0;
     P->ends = 0;
     memset(P->last, 0, P->G * sizeof *P->last);
-    for (size_t i = 0; i < P->R; i++) P->act[P->nact++] = i;
-    for (size_t i = 0; i < P->n; i++) P->started[i] = SIZE_MAX;
+    for (size_t i = 0; i < P->R; i++)
+        P->act[P->nact++] = i;
+    for (size_t i = 0; i < P->n; i++)
+        P->started[i] = SIZE_MAX;
     start_fitting(P, order, 1);
     double now = 0, overhead = P->e->mps_overhead > 0 ? P->e->mps_overhead : 0;
     for (;;) { /* the model's paces: k trials and busy share D per GPU */
         double dt = INFINITY;
-        for (size_t a = 0; a < P->nact; a++) P->k[P->w[P->act[a]].gi] = 0, P->D[P->w[P->act[a]].gi] = 0;
-        for (size_t a = 0; a < P->nact; a++) P->k[P->w[P->act[a]].gi]++;
+        for (size_t a = 0; a < P->nact; a++)
+            P->k[P->w[P->act[a]].gi] = 0, P->D[P->w[P->act[a]].gi] = 0;
+        for (size_t a = 0; a < P->nact; a++)
+            P->k[P->w[P->act[a]].gi]++;
         for (size_t a = 0; a < P->nact; a++) {
             size_t i = P->act[a];
             item_t *t = &P->w[i];
@@ -161,7 +166,8 @@ static double value(planner_t *P, const size_t *order, double cutoff) {
             if (left < dt) dt = left;
         }
         if (!isfinite(dt)) { /* nothing runs: the plan is over */
-            for (size_t g = 0; g < P->G; g++) P->ends += P->last[g];
+            for (size_t g = 0; g < P->G; g++)
+                P->ends += P->last[g];
             return now;
         }
         now += dt;
@@ -214,7 +220,8 @@ static int cmp_by_demand(const void *x, const void *y, void *ctx) {
 /* Per trial: its class, the same for trials of identical demand. O(n log n). */
 static size_t *demand_classes(const tp_demand_t *trials, size_t n) {
     size_t *idx = tp__xcalloc(n, sizeof *idx), *cls = tp__xcalloc(n, sizeof *cls);
-    for (size_t i = 0; i < n; i++) idx[i] = i;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
     qsort_r(idx, n, sizeof *idx, cmp_by_demand, (void *)trials);
     for (size_t i = 0, c = 0; i < n; i++) {
         if (i && cmp_demand(&trials[idx[i - 1]], &trials[idx[i]]) != 0) c++;
@@ -231,8 +238,10 @@ static void swap_classes(size_t *order, size_t n, const size_t *cls, size_t ca, 
                          size_t *pa, size_t *pb) {
     size_t na = 0, nb = 0;
     for (size_t o = 0; o < n; o++) {
-        if (cls[order[o]] == ca) pa[na++] = o;
-        else if (cls[order[o]] == cb) pb[nb++] = o;
+        if (cls[order[o]] == ca)
+            pa[na++] = o;
+        else if (cls[order[o]] == cb)
+            pb[nb++] = o;
     }
     for (size_t j = 0; j < na && j < nb; j++) {
         size_t t = order[pa[j]];
@@ -244,9 +253,9 @@ static void swap_classes(size_t *order, size_t n, const size_t *cls, size_t ca, 
 /* Search from order (worth *bm, *bends): nevals random class swaps, each
  * kept when the makespan does not grow and, at an equal one, the ends' sum
  * does not either; the best into best, *bm, *bends. O(nevals x a plan). */
-static void search_class_swaps(planner_t *P, size_t *order, size_t *best, double *bm,
-                               double *bends, int nevals, const size_t *cls, uint64_t *seed,
-                               size_t *pa, size_t *pb) {
+static void search_class_swaps(planner_t *P, size_t *order, size_t *best, double *bm, double *bends,
+                               int nevals, const size_t *cls, uint64_t *seed, size_t *pa,
+                               size_t *pb) {
     size_t n = P->n;
     memcpy(best, order, n * sizeof *best);
     for (int it = 0; it < nevals && n > 1; it++) {
@@ -267,8 +276,8 @@ static double rank_of(const tp_place_plan_t *pl, int64_t id) {
     return id >= 0 && (size_t)id < pl->cap ? pl->rank[id] : 0;
 }
 
-int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials,
-                         size_t n, tp_assign_t *out, const tp_place_effort_t *e) {
+int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *trials, size_t n,
+                         tp_assign_t *out, const tp_place_effort_t *e) {
     if (!e || !e->in_run || !e->plan || !n) return 0;
     if ((double)n * (double)u->ngpus > PLAN_MAX_WORK) return 0;
     for (size_t i = 0; i < n; i++)
@@ -301,19 +310,20 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
         P.base[i] = item_of(&r->d, r->d.duration_s > 0 ? r->d.duration_s * left : 0);
         P.base[i].gi = r->gpu, P.base[i].state = 1;
     }
-    for (size_t i = 0; i < n; i++) P.base[P.R + i] = item_of(&trials[i], trials[i].duration_s);
+    for (size_t i = 0; i < n; i++)
+        P.base[P.R + i] = item_of(&trials[i], trials[i].duration_s);
     tp__usage_init(&P.u, c);
 
     /* the last plan's order, then the new trials longest first (stable) */
     size_t *order = tp__xcalloc(n, sizeof *order), *best = tp__xcalloc(n, sizeof *best);
     uint64_t seed = n;
-    for (size_t i = 0; i < n; i++) order[i] = i, seed = seed * 31 + (uint64_t)trials[i].id;
+    for (size_t i = 0; i < n; i++)
+        order[i] = i, seed = seed * 31 + (uint64_t)trials[i].id;
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0; j--) {
             const tp_demand_t *a = &trials[order[j]], *b = &trials[order[j - 1]];
             double ra = rank_of(e->plan, a->id), rb = rank_of(e->plan, b->id);
-            int before = ra > 0 ? (rb <= 0 || ra < rb)
-                                : (rb <= 0 && a->duration_s > b->duration_s);
+            int before = ra > 0 ? (rb <= 0 || ra < rb) : (rb <= 0 && a->duration_s > b->duration_s);
             if (!before) break;
             size_t t = order[j];
             order[j] = order[j - 1];
@@ -327,7 +337,8 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
      * new batch on idle GPUs (not a few new trials beside many running ones,
      * where a plan costs what the running ones do and the search would not) */
     int fresh = P.R == 0;
-    for (size_t i = 0; i < n && fresh; i++) fresh = !(rank_of(e->plan, trials[i].id) > 0);
+    for (size_t i = 0; i < n && fresh; i++)
+        fresh = !(rank_of(e->plan, trials[i].id) > 0);
     if (fresh && nevals > 0) chains = PLAN_FIRST_CHAINS, nevals *= PLAN_FIRST_EVALS;
     size_t *cls = demand_classes(trials, n), *start = tp__xcalloc(n, sizeof *start);
     size_t *pa = tp__xcalloc(n, sizeof *pa), *pb = tp__xcalloc(n, sizeof *pb);
@@ -358,7 +369,8 @@ int tp__place_plan_round(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t
             pl->cap = cap;
         }
     }
-    for (size_t o = 0; o < n; o++) pl->rank[trials[best[o]].id] = (double)(o + 1);
+    for (size_t o = 0; o < n; o++)
+        pl->rank[trials[best[o]].id] = (double)(o + 1);
     for (size_t i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof out[i]);
         size_t gi = P.started[i];

@@ -15,19 +15,19 @@ typedef enum choice { CHOOSE_BEST_FIT, CHOOSE_ALIGN } choice_t;
 
 typedef struct vp {
     const tp_cluster_t *c;
-    tp_usage_t *u;            /* the working usage (a copy per portfolio run) */
+    tp_usage_t *u; /* the working usage (a copy per portfolio run) */
     const tp_demand_t *t;
     size_t n, G;
-    size_t *node_of;          /* per GPU: its node */
-    size_t *local_of;         /* per GPU: its index within the node */
-    double w[NRES];           /* scarcity weights */
-    double *size;             /* per trial: weighted size */
-    size_t *where;            /* per single-GPU trial: global GPU, NONE if unplaced */
-    size_t *head, *next;      /* per GPU: its single-GPU trials, a singly linked list */
-    long long budget;         /* fit tests the local search may still make */
-    double bonus;             /* > 0 in the makespan runs: a placed trial is worth its share
-                                 plus bonus x crit x compute / top speed x (duration / dmax)^4 */
-    double dmax, smax, crit;  /* the round's longest duration, top speed, criticality (5.) */
+    size_t *node_of;         /* per GPU: its node */
+    size_t *local_of;        /* per GPU: its index within the node */
+    double w[NRES];          /* scarcity weights */
+    double *size;            /* per trial: weighted size */
+    size_t *where;           /* per single-GPU trial: global GPU, NONE if unplaced */
+    size_t *head, *next;     /* per GPU: its single-GPU trials, a singly linked list */
+    long long budget;        /* fit tests the local search may still make */
+    double bonus;            /* > 0 in the makespan runs: a placed trial is worth its share
+                                plus bonus x crit x compute / top speed x (duration / dmax)^4 */
+    double dmax, smax, crit; /* the round's longest duration, top speed, criticality (5.) */
 } vp_t;
 
 typedef enum order { BY_SIZE, BY_DENSITY, BY_DURATION, AS_GIVEN } order_t;
@@ -47,7 +47,7 @@ static inline void gpu_caps(const vp_t *v, size_t gi, double cap[NRES]) {
 
 /* Trial d's demand on GPU gi and gi's free capacity, each over gi's caps. */
 static inline void vectors(const vp_t *v, size_t gi, const tp_demand_t *d, double dem[NRES],
-                    double fr[NRES]) {
+                           double fr[NRES]) {
     double cap[NRES];
     gpu_caps(v, gi, cap);
     size_t nd = v->node_of[gi], g = v->local_of[gi];
@@ -123,7 +123,8 @@ static inline void take(vp_t *v, size_t i) {
     v->u->compute_used[gi] -= share_on(v, i, gi);
     v->u->count[gi]--;
     size_t *p = &v->head[gi];
-    while (*p != i) p = &v->next[*p];
+    while (*p != i)
+        p = &v->next[*p];
     *p = v->next[i];
     v->where[i] = NONE;
 }

@@ -63,9 +63,11 @@ static int eject(vp_t *v, size_t i, size_t g, const size_t *out, size_t nout, ch
         }
         if (gain <= TP_PLACE_EPS) gain += refill(v, g, todo, k, i, &log);
         if (gain > TP_PLACE_EPS) return 1;
-        while (log.n) take(v, log.trial[--log.n]);
+        while (log.n)
+            take(v, log.trial[--log.n]);
     }
-    for (size_t q = 0; q < nout; q++) put(v, out[q], g);
+    for (size_t q = 0; q < nout; q++)
+        put(v, out[q], g);
     return 0;
 }
 
@@ -107,7 +109,8 @@ static void rotate(vp_t *v) {
         size_t h = v->head[g];
         if (h == NONE || v->next[h] == NONE) continue;
         size_t last = v->next[h];
-        while (v->next[last] != NONE) last = v->next[last];
+        while (v->next[last] != NONE)
+            last = v->next[last];
         v->head[g] = v->next[h];
         v->next[last] = h;
         v->next[h] = NONE;
@@ -152,14 +155,14 @@ void tp__vp_local_search(vp_t *v, size_t *single, size_t m, choice_t how) {
 
 typedef struct fill {
     vp_t *v;
-    size_t gi, nd;           /* the GPU being filled and its node */
+    size_t gi, nd; /* the GPU being filled and its node */
     size_t ncls;
-    size_t *cls_first;       /* per class: its trials at list[cls_first[k]..] */
-    size_t *cls_left;        /* per class: trials not yet placed */
-    size_t *take, *best;     /* per class: taken now / in the best subset */
-    double best_val, cap;    /* best value found; the most the GPU can add */
-    double best_dur;         /* summed expected duration of the best subset */
-    long long steps;         /* DFS steps left for this GPU */
+    size_t *cls_first;    /* per class: its trials at list[cls_first[k]..] */
+    size_t *cls_left;     /* per class: trials not yet placed */
+    size_t *take, *best;  /* per class: taken now / in the best subset */
+    double best_val, cap; /* best value found; the most the GPU can add */
+    double best_dur;      /* summed expected duration of the best subset */
+    long long steps;      /* DFS steps left for this GPU */
 } fill_t;
 
 /* Depth-first over classes k >= from: add one more trial of class k while
@@ -184,7 +187,8 @@ static void fill_dfs(fill_t *f, const size_t *list, size_t from, uint64_t mem, d
         size_t t = list[f->cls_first[k] + f->take[k]];
         const tp_demand_t *d = &f->v->t[t];
         double s = share_on(f->v, t, f->gi);
-        if (d->memory_mib > mem || s > comp + TP_PLACE_EPS || slots <= 0 || d->cpus > cpus) continue;
+        if (d->memory_mib > mem || s > comp + TP_PLACE_EPS || slots <= 0 || d->cpus > cpus)
+            continue;
         f->take[k]++;
         double add = f->v->bonus > 0 ? s + bonus_of(f->v, t) : val + s < f->cap ? s : f->cap - val;
         fill_dfs(f, list, k, mem - d->memory_mib, comp - s, slots - 1, cpus - d->cpus, val + add,
@@ -239,7 +243,8 @@ void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
     for (size_t a = 1; a < v->G; a++)
         for (size_t b = a; b > 0; b--) {
             const tp_gpu_t *x = &v->c->nodes[v->node_of[gpus[b]]].gpus[v->local_of[gpus[b]]];
-            const tp_gpu_t *y = &v->c->nodes[v->node_of[gpus[b - 1]]].gpus[v->local_of[gpus[b - 1]]];
+            const tp_gpu_t *y =
+                &v->c->nodes[v->node_of[gpus[b - 1]]].gpus[v->local_of[gpus[b - 1]]];
             if (!(x->speed < y->speed)) break;
             size_t tmp = gpus[b];
             gpus[b] = gpus[b - 1];

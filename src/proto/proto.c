@@ -93,8 +93,8 @@ int tp__proto_next(tp_proto_decoder_t *d, tp_msg_t *msg, tp_error_t *err) {
             "protocol: JSON length %lu exceeds the frame body (%lu bytes after the length)",
             (unsigned long)json_len, (unsigned long)(body_len - 4));
     json_error_t jerr;
-    json_t *head = json_loadb((const char *)p + 8, json_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
-                              &jerr);
+    json_t *head =
+        json_loadb((const char *)p + 8, json_len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!head)
         return tp__errorf(err, -EPROTO, "protocol: message is not valid JSON: %s (at byte %d)",
                           jerr.text, jerr.position);

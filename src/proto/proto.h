@@ -17,10 +17,10 @@
 #define TP_PROTO_MAX_FRAME (64u << 20) /* 64 MiB: larger frames are a protocol error */
 
 typedef struct tp_msg {
-    json_t *head;         /* the JSON object, owned (json_decref) */
-    const char *type;     /* head["type"], borrowed from head */
-    const char *payload;  /* raw bytes after the JSON, borrowed from the decoder */
-    size_t payload_len;   /* bytes of payload */
+    json_t *head;        /* the JSON object, owned (json_decref) */
+    const char *type;    /* head["type"], borrowed from head */
+    const char *payload; /* raw bytes after the JSON, borrowed from the decoder */
+    size_t payload_len;  /* bytes of payload */
 } tp_msg_t;
 
 /* Append one encoded frame to out. head must be an object with "type".
@@ -29,8 +29,8 @@ int tp__proto_encode(tp_buf_t *out, const json_t *head, const void *payload, siz
 
 /* Incremental decoder: feed it bytes as they arrive, then pull messages. */
 typedef struct tp_proto_decoder {
-    tp_buf_t in;   /* bytes received, not yet consumed */
-    size_t used;   /* bytes of `in` consumed by messages already returned */
+    tp_buf_t in; /* bytes received, not yet consumed */
+    size_t used; /* bytes of `in` consumed by messages already returned */
 } tp_proto_decoder_t;
 
 void tp__proto_decoder_init(tp_proto_decoder_t *d);

@@ -17,24 +17,27 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
-#define MAX_RESTARTS 3          /* losses in a row before a node is given up */
-#define RETRY_FIRST_MS 1000     /* a remote node is tried again after this, doubling */
+#define MAX_RESTARTS 3      /* losses in a row before a node is given up */
+#define RETRY_FIRST_MS 1000 /* a remote node is tried again after this, doubling */
 #define RETRY_MAX_MS 30000
-#define HEARTBEAT_S 2.0         /* pings each way; the agent hears one at least this often */
-#define SILENCE_S 10.0          /* an agent silent this long (a cut link) is taken for lost */
-#define HEARTBEAT_SLOTS 20      /* the period is cut in this many ticks; each agent has one */
+#define HEARTBEAT_S 2.0    /* pings each way; the agent hears one at least this often */
+#define SILENCE_S 10.0     /* an agent silent this long (a cut link) is taken for lost */
+#define HEARTBEAT_SLOTS 20 /* the period is cut in this many ticks; each agent has one */
 
 /* ---- the plan: which agents ---------------------------------------------------- */
 static char **argv_dup(char *const *v) {
     size_t n = 0;
-    while (v[n]) n++;
+    while (v[n])
+        n++;
     char **out = tp__xcalloc(n + 1, sizeof *out);
-    for (size_t i = 0; i < n; i++) out[i] = tp__strdup(v[i]);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tp__strdup(v[i]);
     return out;
 }
 
 static void argv_free(char **v) {
-    for (size_t i = 0; v && v[i]; i++) free(v[i]);
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
     free(v);
 }
 
@@ -53,7 +56,8 @@ static tp_agent_link_t *add_link(tp_agents_t *a, const char *name) {
  * this binary's own path (the same install on every node), then "agent". */
 static void agent_words(const tp_run_t *r, const char **w, size_t *k) {
     if (r->x.cluster.nagent) {
-        for (size_t i = 0; i < r->x.cluster.nagent; i++) w[(*k)++] = r->x.cluster.agent[i];
+        for (size_t i = 0; i < r->x.cluster.nagent; i++)
+            w[(*k)++] = r->x.cluster.agent[i];
     } else {
         w[(*k)++] = r->agents.exe;
         w[(*k)++] = "agent";
@@ -117,7 +121,7 @@ static char **srun_argv(const tp_run_t *r, const char *job, const char *node) {
     size_t n = 0;
     w[n++] = "srun";
     w[n++] = "--unbuffered"; /* else srun holds output until a newline: frames stall */
-    w[n++] = "--overlap"; /* beside other steps, and beside the placeholder of our own job */
+    w[n++] = "--overlap";    /* beside other steps, and beside the placeholder of our own job */
     w[n++] = jobopt;
     w[n++] = "--nodes=1";
     w[n++] = "--ntasks=1";
@@ -167,10 +171,14 @@ static int plan_slurm_nodes(tp_run_t *r, const char *job, const char *nodelist) 
 /* Ask Slurm for the allocation and wait for it, saying why it waits. */
 static int request_allocation(tp_run_t *r, char *nodelist, size_t n) {
     const tp_cluster_cfg_t *k = &r->x.cluster;
-    tp_slurm_request_t q = {.nodes = k->nodes_min, .gpus_per_node = k->gpus_per_node,
-                            .cpus_per_node = k->cpus_per_node, .partition = k->partition,
-                            .account = k->account, .time_limit = k->time_limit,
-                            .extra = k->extra, .nextra = k->nextra};
+    tp_slurm_request_t q = {.nodes = k->nodes_min,
+                            .gpus_per_node = k->gpus_per_node,
+                            .cpus_per_node = k->cpus_per_node,
+                            .partition = k->partition,
+                            .account = k->account,
+                            .time_limit = k->time_limit,
+                            .extra = k->extra,
+                            .nextra = k->nextra};
     tp_error_t err = {0};
     if (tp__slurm_request(&q, r->agents.jobid, sizeof r->agents.jobid, &err) != 0) {
         tp__log(TP_LOG_ERROR, "Slurm refused the allocation: %s", err.msg);
@@ -187,8 +195,8 @@ static int request_allocation(tp_run_t *r, char *nodelist, size_t n) {
         }
         if (strcmp(state, "RUNNING") == 0) break;
         if (strcmp(state, "PENDING") != 0 && strcmp(state, "CONFIGURING") != 0) {
-            tp__log(TP_LOG_ERROR, "Slurm job %s is %s (%s), not running", r->agents.jobid,
-                    state, reason);
+            tp__log(TP_LOG_ERROR, "Slurm job %s is %s (%s), not running", r->agents.jobid, state,
+                    reason);
             return TP_EXIT_AGENT;
         }
         char now[300];
@@ -276,13 +284,15 @@ static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
 
 static int links_up(const tp_run_t *r) {
     int up = 0;
-    for (size_t i = 0; i < r->agents.n; i++) up += r->agents.links[i]->up;
+    for (size_t i = 0; i < r->agents.n; i++)
+        up += r->agents.links[i]->up;
     return up;
 }
 
 static int links_open(const tp_run_t *r) {
     int open = 0;
-    for (size_t i = 0; i < r->agents.n; i++) open += !r->agents.links[i]->closed;
+    for (size_t i = 0; i < r->agents.n; i++)
+        open += !r->agents.links[i]->closed;
     return open;
 }
 
@@ -342,7 +352,8 @@ static void on_closed(tp_agent_conn_t *c) {
     }
     /* A remote node: try again later, less often the more it fails. */
     uint64_t ms = RETRY_FIRST_MS;
-    for (int i = 1; i < l->restarts && ms < RETRY_MAX_MS; i++) ms *= 2;
+    for (int i = 1; i < l->restarts && ms < RETRY_MAX_MS; i++)
+        ms *= 2;
     if (ms > RETRY_MAX_MS) ms = RETRY_MAX_MS;
     uv_timer_start(&l->retry, on_retry, ms, 0);
 }
@@ -361,8 +372,8 @@ static void on_lost(tp_agent_conn_t *c, const char *why) {
         int give_up = local && l->restarts > MAX_RESTARTS;
         tp__log(TP_LOG_WARN, "lost the agent on %s (%s)%s", l->name, why,
                 give_up ? "; giving up"
-                        : local ? "; starting a new one"
-                                : "; its trials run elsewhere, and it is tried again later");
+                : local ? "; starting a new one"
+                        : "; its trials run elsewhere, and it is tried again later");
         tp__orchestrator_on_agent_lost(r, l->node, why);
         if (give_up) {
             r->exit_code = TP_EXIT_AGENT;
@@ -398,9 +409,9 @@ static int start_link(tp_agent_link_t *l) {
             token[k++] = (char)(isalnum((unsigned char)*p) ? *p : '_');
         token[k] = 0;
     }
-    json_t *m = json_pack("{s:s, s:i, s:s, s:s, s:f}", "type", "hello", "protocol",
-                          TP_PROTO_VERSION, "token", token, "node", l->name, "heartbeat_s",
-                          HEARTBEAT_S);
+    json_t *m =
+        json_pack("{s:s, s:i, s:s, s:s, s:f}", "type", "hello", "protocol", TP_PROTO_VERSION,
+                  "token", token, "node", l->name, "heartbeat_s", HEARTBEAT_S);
     rc = tp__conn_send(&l->conn, m, NULL, 0);
     json_decref(m);
     return rc;
@@ -472,8 +483,10 @@ void tp__agents_retire(tp_run_t *r, int node) {
     uv_timer_stop(&l->retry);
     json_t *m = json_pack("{s:s}", "type", "shutdown");
     if (!l->up || tp__conn_send(&l->conn, m, NULL, 0) != 0) {
-        if (!l->closed) tp__conn_close(&l->conn, on_closed);
-        else release_job(l);
+        if (!l->closed)
+            tp__conn_close(&l->conn, on_closed);
+        else
+            release_job(l);
     }
     json_decref(m);
 }
@@ -509,7 +522,8 @@ int tp__agents_open(const tp_run_t *r) {
 
 int tp__agents_ready(const tp_run_t *r) {
     int ready = 0;
-    for (size_t i = 0; i < r->agents.n; i++) ready += r->agents.links[i]->ready;
+    for (size_t i = 0; i < r->agents.n; i++)
+        ready += r->agents.links[i]->ready;
     return ready;
 }
 
@@ -528,8 +542,10 @@ void tp__agents_shutdown(tp_run_t *r) {
     for (size_t i = 0; i < r->agents.n; i++) {
         tp_agent_link_t *l = r->agents.links[i];
         uv_timer_stop(&l->retry);
-        if (l->up && tp__conn_send(&l->conn, m, NULL, 0) == 0) open++;
-        else if (!l->closed) tp__conn_close(&l->conn, on_closed);
+        if (l->up && tp__conn_send(&l->conn, m, NULL, 0) == 0)
+            open++;
+        else if (!l->closed)
+            tp__conn_close(&l->conn, on_closed);
     }
     json_decref(m);
     if (!open && !links_open(r)) tp__orchestrator_finish(r);
@@ -540,8 +556,7 @@ static void give_back(tp_run_t *r) {
     if (r->agents.own_job) {
         tp_error_t err = {0};
         if (tp__slurm_release(r->agents.jobid, &err) != 0)
-            tp__log(TP_LOG_WARN, "could not give back Slurm job %s: %s", r->agents.jobid,
-                    err.msg);
+            tp__log(TP_LOG_WARN, "could not give back Slurm job %s: %s", r->agents.jobid, err.msg);
         else
             tp__log(TP_LOG_INFO, "gave back Slurm job %s", r->agents.jobid);
         r->agents.own_job = 0;

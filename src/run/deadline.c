@@ -21,8 +21,14 @@
 /* A decisions row that is no job of a trial (trial may be -1). */
 static void journal_row(tp_run_t *r, double at, const char *kind, int64_t trial, int attempt,
                         int rung, double value, const char *detail) {
-    tp_decision_row_t d = {.at = at, .kind = kind, .trial = trial, .attempt = attempt,
-                           .rung = rung, .ok = 1, .has_value = !isnan(value), .value = value,
+    tp_decision_row_t d = {.at = at,
+                           .kind = kind,
+                           .trial = trial,
+                           .attempt = attempt,
+                           .rung = rung,
+                           .ok = 1,
+                           .has_value = !isnan(value),
+                           .value = value,
                            .detail = detail};
     tp__journal_ok(&r->journal, tp__store_decision(tp__journal_tx(&r->journal), &d),
                    "recording a decision");
@@ -53,10 +59,12 @@ void tp__deadline_start(tp_run_t *r) {
 
 /* See orchestrator_internal.h. */
 void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now) {
-    if (!r->sched->ops->timing || t->job_attempts != 1 || t->seq == 0 || !(t->budget > 0))
-        return;
-    tp_timing_t tm = {.trial = t->id, .rung = t->rung, .units = t->budget - t->from_budget,
-                      .run_s = t->last_report - t->started, .unit_s = NAN};
+    if (!r->sched->ops->timing || t->job_attempts != 1 || t->seq == 0 || !(t->budget > 0)) return;
+    tp_timing_t tm = {.trial = t->id,
+                      .rung = t->rung,
+                      .units = t->budget - t->from_budget,
+                      .run_s = t->last_report - t->started,
+                      .unit_s = NAN};
     /* seconds per step between this attempt's first report with a step and its last */
     if (t->first_step != TP_STORE_NO_STEP && t->step != TP_STORE_NO_STEP &&
         t->step > t->first_step && t->last_report > t->first_step_at)
@@ -74,13 +82,13 @@ void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now) {
 /* See orchestrator_internal.h. */
 void tp__deadline_refused(tp_run_t *r, const tp_job_t *job, double now) {
     trial_t *t = job->trial >= 0 ? tp__trials_get(&r->trials, job->trial) : NULL;
-    journal_row(r, now, "refused", job->trial, t ? t->attempts : 0, t ? t->rung : 0, NAN,
-                job->why);
+    journal_row(r, now, "refused", job->trial, t ? t->attempts : 0, t ? t->rung : 0, NAN, job->why);
     if (t && t->state == TP_TRIAL_PAUSED) {
         tp__run_stop_paused(r, t, job->why);
     } else {
-        if (t) tp__log(TP_LOG_ERROR, "bug: the scheduler refused trial %lld, which is not waiting",
-                       (long long)job->trial);
+        if (t)
+            tp__log(TP_LOG_ERROR, "bug: the scheduler refused trial %lld, which is not waiting",
+                    (long long)job->trial);
         tp__log(TP_LOG_INFO, "%s", job->why);
     }
 }
@@ -97,7 +105,8 @@ int tp__deadline_replay(tp_run_t *r, const tp_decision_row_t *d) {
     if (!strcmp(d->kind, "timing")) {
         json_t *j = d->detail ? json_loads(d->detail, 0, NULL) : NULL;
         json_t *u = json_object_get(j, "unit_s");
-        tp_timing_t tm = {.trial = d->trial, .rung = d->rung,
+        tp_timing_t tm = {.trial = d->trial,
+                          .rung = d->rung,
                           .units = json_number_value(json_object_get(j, "units")),
                           .run_s = json_number_value(json_object_get(j, "run_s")),
                           .unit_s = json_is_number(u) ? json_number_value(u) : NAN};

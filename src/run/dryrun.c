@@ -18,9 +18,12 @@
 #include "store/store.h"
 
 tp_scheduler_t *tp__run_scheduler_new(const tp_experiment_t *x, tp_error_t *err) {
-    tp_scheduler_cfg_t scfg = {.scheduler = x->scheduler, .sampler = x->search,
-                               .budget = {.name = x->budget_name, .min = x->budget_min,
-                                          .max = x->budget_max, .eta = x->budget_eta},
+    tp_scheduler_cfg_t scfg = {.scheduler = x->scheduler,
+                               .sampler = x->search,
+                               .budget = {.name = x->budget_name,
+                                          .min = x->budget_min,
+                                          .max = x->budget_max,
+                                          .eta = x->budget_eta},
                                .maximize = x->maximize};
     tp_scheduler_t *s = tp__scheduler_new(&x->space, &scfg, err);
     if (s && x->surrogate.param) s = tp__surrogate_wrap(s, &x->surrogate, err);
@@ -34,10 +37,13 @@ int tp__run_check_program(const tp_experiment_t *x, const char *workdir, tp_erro
     int rc = tp__run_resolve_program(prog, workdir, path, sizeof path);
     if (rc == 0) return 0;
     const char *where = strchr(prog, '/') ? "from the working directory" : "on PATH, seen from";
-    return tp__errorf(err, rc, "%s:%d:%d: the program \"%s\" %s %s %s; fix the path in "
-                               "command (or `workdir`), nothing was run",
+    return tp__errorf(err, rc,
+                      "%s:%d:%d: the program \"%s\" %s %s %s; fix the path in "
+                      "command (or `workdir`), nothing was run",
                       x->path, x->program_line, x->program_col, prog,
-                      rc == -EACCES ? "is not executable" : rc == -EISDIR ? "is a directory, not a program" : "does not exist",
+                      rc == -EACCES   ? "is not executable"
+                      : rc == -EISDIR ? "is a directory, not a program"
+                                      : "does not exist",
                       where, workdir);
 }
 
@@ -78,11 +84,13 @@ static void show_jobs(const tp_experiment_t *x, const char *dir, int n, tp_buf_t
         if (x->budget_name) tp__fmt_double(job.budget, budget);
         tp__params_text(job.config, params, sizeof params);
         tp__buf_printf(out, "trial %s: %s%s%s\n  ", id, params, *budget ? "  budget " : "", budget);
-        tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
-                                  .budget_name = x->budget_name, .budget_value = budget};
+        tp_subst_extra_t extra = {.trial_id = id,
+                                  .trial_dir = home,
+                                  .budget_name = x->budget_name,
+                                  .budget_value = budget};
         /* Fused: shown as a process of this one configuration (the run groups several). */
         json_t *one = x->fuse.max ? json_pack("[{s:i, s:I, s:O}]", "config", 0, "trial",
-                                             (json_int_t)job.trial, "params", job.config)
+                                              (json_int_t)job.trial, "params", job.config)
                                   : NULL;
         char *configs = one ? json_dumps(one, JSON_COMPACT) : NULL;
         json_decref(one);

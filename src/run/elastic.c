@@ -110,8 +110,8 @@ static void restart_measured(tp_run_t *r, trial_t *t, double step_s) {
                  "now on %d GPU(s); restart cost %.3f s (pause asked -> first report)", t->gpus,
                  t->restart_s);
     tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts,
-                                   "resize-done", detail, tp__wall_s()),
+                   tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "resize-done",
+                                   detail, tp__wall_s()),
                    "recording a restart cost");
     journal_curve(r, t);
 }
@@ -133,8 +133,8 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
         t->restart_ahead = step != TP_STORE_NO_STEP ? step - from : 0;
         t->restart_pending = 1;
         if (step == TP_STORE_NO_STEP) restart_measured(r, t, 0);
-    } else if (t->restart_pending && step != TP_STORE_NO_STEP &&
-               t->mark_step != TP_STORE_NO_STEP && step > t->mark_step) {
+    } else if (t->restart_pending && step != TP_STORE_NO_STEP && t->mark_step != TP_STORE_NO_STEP &&
+               step > t->mark_step) {
         restart_measured(r, t, (now - t->mark_at) / (double)(step - t->mark_step));
     }
     if (step == TP_STORE_NO_STEP) return;

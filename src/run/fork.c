@@ -19,10 +19,10 @@
 
 typedef struct seeding {
     tp_run_t *r;
-    tp_store_t *to;       /* the new store, in a transaction */
-    const char *from;     /* the old directory */
-    int seeded, outside;  /* trials copied, trials the new space does not hold */
-    int failed;           /* a write failed */
+    tp_store_t *to;      /* the new store, in a transaction */
+    const char *from;    /* the old directory */
+    int seeded, outside; /* trials copied, trials the new space does not hold */
+    int failed;          /* a write failed */
 } seeding_t;
 
 void tp__run_load_seeded(tp_run_t *r, const tp_trial_row_t *row, json_t *params) {
@@ -53,11 +53,18 @@ static int seed_row(const tp_trial_row_t *row, void *ud) {
     int64_t id = -(int64_t)(++a->seeded);
     char decision[4400];
     snprintf(decision, sizeof decision, "forked from %s, trial %lld", a->from, (long long)row->id);
-    tp_trial_end_t e = {.state = row->state, .failures = row->failures, .has_exit = row->has_exit,
-                        .exit_code = row->exit_code, .signal = row->signal,
-                        .detail = decision, .has_value = 1, .value = row->value,
-                        .best = isnan(row->best) ? row->value : row->best, .step = row->step,
-                        .metrics = row->metrics, .at = row->ended_at > 0 ? row->ended_at : tp__wall_s(),
+    tp_trial_end_t e = {.state = row->state,
+                        .failures = row->failures,
+                        .has_exit = row->has_exit,
+                        .exit_code = row->exit_code,
+                        .signal = row->signal,
+                        .detail = decision,
+                        .has_value = 1,
+                        .value = row->value,
+                        .best = isnan(row->best) ? row->value : row->best,
+                        .step = row->step,
+                        .metrics = row->metrics,
+                        .at = row->ended_at > 0 ? row->ended_at : tp__wall_s(),
                         .ran_s = row->run_s};
     a->failed |= tp__store_trial_add(a->to, id, row->params, row->created_at) != 0 ||
                  tp__store_trial_end(a->to, id, &e) != 0 ||

@@ -115,9 +115,9 @@ static void journal_table(tp_run_t *r) {
             if (!m->runs) continue;
             char kk[8];
             snprintf(kk, sizeof kk, "%d", k);
-            json_object_set_new(o, kk, json_pack("{s:i, s:f, s:f, s:f}", "runs", m->runs,
-                                                 "rate", m->rate, "mem_mib", m->mem_mib,
-                                                 "cpu_s", m->cpu_s));
+            json_object_set_new(o, kk,
+                                json_pack("{s:i, s:f, s:f, s:f}", "runs", m->runs, "rate", m->rate,
+                                          "mem_mib", m->mem_mib, "cpu_s", m->cpu_s));
         }
         json_object_set_new(all, r->fuse.shapes[i].key, o);
     }
@@ -153,9 +153,11 @@ void tp__fuse_load(tp_run_t *r) {
 }
 
 void tp__fuse_free(tp_run_t *r) {
-    for (size_t i = 0; i < r->fuse.nlive; i++) free(r->fuse.live[i]);
+    for (size_t i = 0; i < r->fuse.nlive; i++)
+        free(r->fuse.live[i]);
     free(r->fuse.live);
-    for (size_t i = 0; i < r->fuse.nshapes; i++) free(r->fuse.shapes[i].key);
+    for (size_t i = 0; i < r->fuse.nshapes; i++)
+        free(r->fuse.shapes[i].key);
     free(r->fuse.shapes);
     memset(&r->fuse, 0, sizeof r->fuse);
 }
@@ -189,11 +191,11 @@ static int choose_k(tp_run_t *r, size_t s, const int *round_k, size_t nround,
 /* ---- starting processes -------------------------------------------------------------- */
 
 typedef struct group {
-    char *key;              /* shape key and budget: who may join */
+    char *key; /* shape key and budget: who may join */
     size_t shape;
-    int k;                  /* configurations it takes */
-    int n;                  /* configurations it has */
-    size_t bytes;           /* their parameters' JSON, to keep {configs_json} in bounds */
+    int k;        /* configurations it takes */
+    int n;        /* configurations it has */
+    size_t bytes; /* their parameters' JSON, to keep {configs_json} in bounds */
     trial_t *members[TP_FUSE_MAX];
 } group_t;
 
@@ -273,7 +275,8 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
         g->members[g->n++] = t;
         g->bytes += bytes;
         int full = 1;
-        for (size_t i = 0; i < ng; i++) full &= groups[i].n == groups[i].k;
+        for (size_t i = 0; i < ng; i++)
+            full &= groups[i].n == groups[i].k;
         if (full && ng == free_slots) break;
     }
     if (ng) {
@@ -282,10 +285,10 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
             lead[i] = groups[i].members[0];
             /* On GPUs a process of K configurations is placed with what K measured (or
              * extrapolates to), where that is more than its group's demand. */
-            lead[i]->fuse_mem_mib =
-                r->x.res.gpus > 0 ? (uint64_t)tp__fuse_memory_at(
-                                        &r->fuse.shapes[groups[i].shape].table, groups[i].k)
-                                  : 0;
+            lead[i]->fuse_mem_mib = r->x.res.gpus > 0
+                                        ? (uint64_t)tp__fuse_memory_at(
+                                              &r->fuse.shapes[groups[i].shape].table, groups[i].k)
+                                        : 0;
         }
         tp__placement_place(r, lead, ng);
         for (size_t i = 0; i < ng; i++) {
@@ -293,7 +296,8 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
                 start_process(r, &groups[i]);
                 started++;
             } else {
-                for (int j = 0; j < groups[i].n; j++) tp__run_put_back(r, groups[i].members[j]);
+                for (int j = 0; j < groups[i].n; j++)
+                    tp__run_put_back(r, groups[i].members[j]);
             }
             free(groups[i].key);
         }
@@ -314,8 +318,8 @@ char *tp__fuse_configs_json(const tp_run_t *r, const trial_t *t) {
         tp__run_trial_home(r, u, home, sizeof home);
         tp__run_checkpoint_dir(r, u, ckpt, sizeof ckpt);
         json_array_append_new(a, json_pack("{s:i, s:I, s:O, s:s, s:s}", "config", i, "trial",
-                                           (json_int_t)u->id, "params", u->params,
-                                           "checkpoint_dir", ckpt, "trial_dir", home));
+                                           (json_int_t)u->id, "params", u->params, "checkpoint_dir",
+                                           ckpt, "trial_dir", home));
     }
     char *s = json_dumps(a, JSON_COMPACT);
     json_decref(a);
@@ -407,8 +411,8 @@ static void measure(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
              s->key, f->n, rate, rate * f->n, mem, cpu_step);
     tp__log(TP_LOG_INFO, "fuse: %s", detail);
     tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), f->proc, f->attempt,
-                                   "fuse-measure", detail, tp__wall_s()),
+                   tp__store_event(tp__journal_tx(&r->journal), f->proc, f->attempt, "fuse-measure",
+                                   detail, tp__wall_s()),
                    "recording fused throughput");
     journal_table(r);
 }
@@ -427,9 +431,8 @@ void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
 void tp__fuse_drop(tp_run_t *r, trial_t *t) {
     tp_fused_t *f = t->fused;
     if (f->running > 1) {
-        json_t *m = json_pack("{s:s, s:I, s:i, s:i}", "type", "drop", "trial",
-                              (json_int_t)f->proc, "attempt", f->attempt, "config",
-                              t->fuse_index);
+        json_t *m = json_pack("{s:s, s:I, s:i, s:i}", "type", "drop", "trial", (json_int_t)f->proc,
+                              "attempt", f->attempt, "config", t->fuse_index);
         tp__agents_send(r, (int)t->where.node, m);
         json_decref(m);
     } else {

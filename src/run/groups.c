@@ -66,8 +66,7 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
     double most = gpus_max(r);
     tp_fluid_opts_t o = {.min = r->x.groups_min,
                          .max = r->x.groups_max > most ? most : r->x.groups_max,
-                         .pack_max = r->x.max_per_gpu > 0 ? r->x.max_per_gpu
-                                                          : GROUPS_PACK_DEFAULT};
+                         .pack_max = r->x.max_per_gpu > 0 ? r->x.max_per_gpu : GROUPS_PACK_DEFAULT};
     const tp_cluster_t *c = &r->pl.cluster;
     size_t gi = 0;
     for (size_t n = 0; n < c->nnodes; n++)
@@ -76,7 +75,8 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
             if (!gpu->healthy) continue;
             double idle = 1.0 + c->limits.oversubscribe - u->compute_used[gi];
             if (idle > 0) o.capacity += idle > 1 ? 1 : idle;
-            uint64_t usable = gpu->memory_mib > r->x.reserve_mib ? gpu->memory_mib - r->x.reserve_mib : 0;
+            uint64_t usable =
+                gpu->memory_mib > r->x.reserve_mib ? gpu->memory_mib - r->x.reserve_mib : 0;
             if (usable > o.gpu_memory_mib) o.gpu_memory_mib = usable;
         }
     for (size_t i = 0; i < k; i++)
@@ -138,8 +138,10 @@ static double gpu_load(const tp_run_t *r, const trial_t *t) {
  * attempt's first step, or while a demand there is not known. */
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first) {
     if (!tp__groups_member(r, t)) return;
-    if (first) tp__trial_load_reset(t, t->last_report, gpu_load(r, t));
-    else tp__trial_load_note(t, t->last_report, isnan(t->load_d) ? gpu_load(r, t) : t->load_d);
+    if (first)
+        tp__trial_load_reset(t, t->last_report, gpu_load(r, t));
+    else
+        tp__trial_load_note(t, t->last_report, isnan(t->load_d) ? gpu_load(r, t) : t->load_d);
 }
 
 void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
@@ -183,8 +185,10 @@ static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o
     for (size_t i = 0; i < k; i++) {
         const trial_t *t = m[i];
         double left = t->budget > 0 ? tp__trial_steps_left(t) : 1;
-        ft[i] = (tp_fluid_trial_t){.id = t->id, .step_s = step_whole(t),
-                                   .remaining_steps = left, .memory_mib = member_mib(r, t),
+        ft[i] = (tp_fluid_trial_t){.id = t->id,
+                                   .step_s = step_whole(t),
+                                   .remaining_steps = left,
+                                   .memory_mib = member_mib(r, t),
                                    .gpus_max = gpus_max(r)};
     }
     tp__fluid_shares(ft, k, o, s);
@@ -228,10 +232,11 @@ static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const
     return share;
 }
 
-void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling,
-                       size_t n, const tp_usage_t *u) {
+void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling, size_t n,
+                       const tp_usage_t *u) {
     if (r->x.groups == TP_FLUID_DYNAMIC)
-        for (size_t i = 0; i < n; i++) batch[i]->fluid_share = 0;
+        for (size_t i = 0; i < n; i++)
+            batch[i]->fluid_share = 0;
     for (size_t i = 0; i < n; i++) {
         if (profiling[i]) continue; /* the profiler runs alone */
         double share = share_of(r, batch[i], batch, n, u);
@@ -291,18 +296,18 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
 static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
                 int *claimed) {
     if (!r->x.groups_restart || !(t->restart_s >= 0) || !tp__elastic_on(r)) return 0;
-    if (!(s->share >= 2 - 1e-9) || s->gpus <= t->gpus || room(r, t, u, claimed) < s->gpus)
-        return 0;
+    if (!(s->share >= 2 - 1e-9) || s->gpus <= t->gpus || room(r, t, u, claimed) < s->gpus) return 0;
     double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
     double left = tp__trial_steps_left(t);
     if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;
     double gain = left * now / (t->restart_s + left * then);
     if (!(gain > GROUPS_MIN_GAIN)) return 0;
     char why[200], msg[300];
-    snprintf(why, sizeof why, "Fluid share of group %lld grew to %d GPUs: gain %.2f > %.2f "
+    snprintf(why, sizeof why,
+             "Fluid share of group %lld grew to %d GPUs: gain %.2f > %.2f "
              "(%.1f s left -> restart %.1f s + %.1f s)",
-             (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now,
-             t->restart_s, left * then);
+             (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now, t->restart_s,
+             left * then);
     if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
     claimed[t->where.node] += s->gpus - held_alone(r, t, u);
     t->fluid_share = s->share;

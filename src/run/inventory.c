@@ -108,10 +108,10 @@ void tp__placement_note_unhealthy(tp_run_t *r, size_t n, const tp_gpu_t *g, cons
     snprintf(detail, sizeof detail, "GPU %d of %s is unhealthy (%s); it gets no new trials",
              g->index, r->pl.cluster.nodes[n].name, err && *err ? err : "NVML error");
     tp__log(TP_LOG_WARN, "%s", detail);
-    tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "gpu-unhealthy", detail,
-                                   tp__wall_s()),
-                   "recording an unhealthy GPU");
+    tp__journal_ok(
+        &r->journal,
+        tp__store_event(tp__journal_tx(&r->journal), -1, 0, "gpu-unhealthy", detail, tp__wall_s()),
+        "recording an unhealthy GPU");
 }
 
 tp_gpu_t *tp__placement_gpu(tp_run_t *r, size_t node, int index, size_t *pos) {
@@ -154,7 +154,8 @@ static int unusable(tp_run_t *r, size_t n, const char *what) {
     }
     tp__log(TP_LOG_WARN, "%s; node %s gets no trials", what, node->name);
     node->cpus = 0;
-    for (size_t i = 0; i < node->ngpus; i++) node->gpus[i].healthy = 0;
+    for (size_t i = 0; i < node->ngpus; i++)
+        node->gpus[i].healthy = 0;
     return 0;
 }
 
@@ -201,9 +202,9 @@ int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
             char pipe[4200], log[4200], dev[128];
             tp__placement_mps_dirs(r, n, node->gpus[i].index, pipe, log, sizeof pipe);
             tp__placement_device_id(&node->gpus[i], dev, sizeof dev);
-            json_array_append_new(list, json_pack("{s:i, s:s, s:s, s:s}", "index",
-                                                  node->gpus[i].index, "device", dev, "pipe_dir",
-                                                  pipe, "log_dir", log));
+            json_array_append_new(list,
+                                  json_pack("{s:i, s:s, s:s, s:s}", "index", node->gpus[i].index,
+                                            "device", dev, "pipe_dir", pipe, "log_dir", log));
         }
         json_t *m = json_pack("{s:s, s:o}", "type", "mps_start", "gpus", list);
         tp__agents_send(r, (int)n, m);

@@ -48,8 +48,10 @@ int tp__journal_commit(tp_journal_t *j) {
     if (!j->in_tx) return 0;
     j->in_tx = 0;
     int rc = tp__journal_ok(j, tp__store_commit(j->store), "committing");
-    if (rc == 0) flush_announced(j);
-    else tp__buf_reset(&j->announced); /* never shown: the store does not have it */
+    if (rc == 0)
+        flush_announced(j);
+    else
+        tp__buf_reset(&j->announced); /* never shown: the store does not have it */
     return rc;
 }
 

@@ -17,17 +17,17 @@
 #define TP_JOURNAL_PERIOD_S 0.05 /* report rows wait at most this long for their commit */
 
 typedef struct tp_journal {
-    tp_store_t *store;      /* the experiment's store, owned */
-    int in_tx;              /* a transaction is open */
-    double tx_opened;       /* monotonic time it was opened */
-    uv_timer_t timer;       /* commits rows left waiting; initialised by tp__journal_start */
-    int timer_ready;        /* timer initialised */
-    int broken;             /* a write failed: the run stops */
-    char failed[160];       /* what failed first, for the summary */
-    int failed_rc;          /* its error code (tp__store_strerror) */
-    int64_t metric_rows;    /* report rows stored by this run */
-    tp_buf_t announced;     /* lines for stdout held until the transaction that they
-                               announce is committed (dropped if it fails) */
+    tp_store_t *store;   /* the experiment's store, owned */
+    int in_tx;           /* a transaction is open */
+    double tx_opened;    /* monotonic time it was opened */
+    uv_timer_t timer;    /* commits rows left waiting; initialised by tp__journal_start */
+    int timer_ready;     /* timer initialised */
+    int broken;          /* a write failed: the run stops */
+    char failed[160];    /* what failed first, for the summary */
+    int failed_rc;       /* its error code (tp__store_strerror) */
+    int64_t metric_rows; /* report rows stored by this run */
+    tp_buf_t announced;  /* lines for stdout held until the transaction that they
+                            announce is committed (dropped if it fails) */
 } tp_journal_t;
 
 /* Print line (with its newline) on stdout once what it announces is

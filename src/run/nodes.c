@@ -10,8 +10,8 @@
  * - Every node's state goes to the store (meta "nodes") for `tunepack nodes`,
  *   and each join and leave is an event. */
 #include <dirent.h>
-#include <stdarg.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +46,8 @@ void tp__nodes_journal(tp_run_t *r) {
         const tp_agent_link_t *l = r->agents.links[i];
         const tp_node_t *n = i < r->pl.cluster.nnodes ? &r->pl.cluster.nodes[i] : NULL;
         json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "name", l->name, "state",
-                              node_state(l), "cpus", n ? n->cpus : 0, "gpus",
-                              n ? (int)n->ngpus : 0, "running",
-                              running[i], "restarts", l->restarts);
+                              node_state(l), "cpus", n ? n->cpus : 0, "gpus", n ? (int)n->ngpus : 0,
+                              "running", running[i], "restarts", l->restarts);
         if (l->job[0]) json_object_set_new(o, "slurm_job", json_string(l->job));
         if (i < r->pl.cluster.nnodes)
             json_object_set_new(o, "memory_mib", json_integer(r->pl.node[i].memory_mib));
@@ -121,8 +120,7 @@ static int drain(tp_run_t *r, const char *name, char *msg, size_t n) {
 
 static int add(tp_run_t *r, const char *name, char *msg, size_t n) {
     if (r->x.cluster.kind != TP_CLUSTER_SSH && r->x.cluster.kind != TP_CLUSTER_COMMAND)
-        return snprintf(msg, n,
-                        "nodes can be added to ssh and command clusters; this one is %s%s",
+        return snprintf(msg, n, "nodes can be added to ssh and command clusters; this one is %s%s",
                         tp__cluster_kind_name(r->x.cluster.kind),
                         r->x.cluster.kind == TP_CLUSTER_SLURM
                             ? " (let it grow with cluster: {slurm: {nodes: {min, max}}})"
@@ -185,7 +183,8 @@ static void requests(tp_run_t *r) {
 /* ---- a growing and shrinking Slurm allocation ------------------------------------ */
 static int held_nodes(const tp_run_t *r) {
     int n = 0;
-    for (size_t i = 0; i < r->agents.n; i++) n += !r->agents.links[i]->retired;
+    for (size_t i = 0; i < r->agents.n; i++)
+        n += !r->agents.links[i]->retired;
     return n;
 }
 
@@ -209,8 +208,9 @@ static void grow(tp_run_t *r) {
                 for (size_t i = 0; i < count; i++) {
                     tp__agents_add(r, nodes[i], tp__agents_argv(r, nodes[i], a->grow_job),
                                    a->grow_job, 1);
-                    event(r, "node-added", "added node %s (Slurm job %s) after %.0fs; %d trial(s) "
-                                           "waiting, %d node(s) held",
+                    event(r, "node-added",
+                          "added node %s (Slurm job %s) after %.0fs; %d trial(s) "
+                          "waiting, %d node(s) held",
                           nodes[i], a->grow_job, tp__mono_s() - a->grow_asked, waiting(r),
                           held_nodes(r));
                     free(nodes[i]);
@@ -240,18 +240,24 @@ static void grow(tp_run_t *r) {
         int w = snprintf(held + len, sizeof held - len, "%s%s", len ? "," : "", a->links[i]->name);
         if (w > 0) len += (size_t)w;
     }
-    tp_slurm_request_t q = {.nodes = 1, .gpus_per_node = k->gpus_per_node,
-                            .cpus_per_node = k->cpus_per_node, .partition = k->partition,
-                            .account = k->account, .time_limit = k->time_limit,
-                            .extra = k->extra, .nextra = k->nextra, .exclude = held};
+    tp_slurm_request_t q = {.nodes = 1,
+                            .gpus_per_node = k->gpus_per_node,
+                            .cpus_per_node = k->cpus_per_node,
+                            .partition = k->partition,
+                            .account = k->account,
+                            .time_limit = k->time_limit,
+                            .extra = k->extra,
+                            .nextra = k->nextra,
+                            .exclude = held};
     if (tp__slurm_request(&q, a->grow_job, sizeof a->grow_job, &err) != 0) {
         tp__log(TP_LOG_WARN, "could not ask Slurm for one more node: %s", err.msg);
         a->grow_job[0] = 0;
         return;
     }
     a->grow_asked = tp__mono_s();
-    event(r, "node-requested", "asked Slurm for one more node (job %s): %d trial(s) waiting, %d "
-                               "node(s) held",
+    event(r, "node-requested",
+          "asked Slurm for one more node (job %s): %d trial(s) waiting, %d "
+          "node(s) held",
           a->grow_job, waiting(r), held_nodes(r));
 }
 
@@ -268,9 +274,11 @@ static void shrink(tp_run_t *r, const int *running, size_t n) {
             continue;
         }
         if (l->idle_since == 0) l->idle_since = now;
-        if (now - l->idle_since < r->x.cluster.idle_s || held_nodes(r) <= r->x.cluster.nodes_min) continue;
-        event(r, "node-released", "gave back node %s (Slurm job %s), idle for %.0fs; %d node(s) "
-                                  "held",
+        if (now - l->idle_since < r->x.cluster.idle_s || held_nodes(r) <= r->x.cluster.nodes_min)
+            continue;
+        event(r, "node-released",
+              "gave back node %s (Slurm job %s), idle for %.0fs; %d node(s) "
+              "held",
               l->name, l->job, now - l->idle_since, held_nodes(r) - 1);
         tp__agents_retire(r, (int)i);
     }

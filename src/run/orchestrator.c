@@ -57,9 +57,9 @@ void tp__note_best(tp_run_t *r, const trial_t *t) {
 static void env_name(const char *param, char *out, size_t n) {
     int k = snprintf(out, n, "TUNEPACK_PARAM_");
     for (const char *p = param; *p && (size_t)k + 1 < n; p++)
-        out[k++] = (char)((*p >= 'a' && *p <= 'z')   ? *p - 32
+        out[k++] = (char)((*p >= 'a' && *p <= 'z')                                 ? *p - 32
                           : ((*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')) ? *p
-                                                                                    : '_');
+                                                                                   : '_');
     out[k] = 0;
 }
 /* The torchrun-style contract of one process of a multi-process attempt:
@@ -67,10 +67,10 @@ static void env_name(const char *param, char *out, size_t n) {
 static void rank_env(const tp_run_t *r, const trial_t *t, int rank, json_t *env) {
     int procs = t->procs;
     char v[32];
-#define SET_INT(name, value)                                                                   \
-    do {                                                                                       \
-        snprintf(v, sizeof v, "%d", (value));                                                  \
-        json_object_set_new(env, name, json_string(v));                                        \
+#define SET_INT(name, value)                                                                       \
+    do {                                                                                           \
+        snprintf(v, sizeof v, "%d", (value));                                                      \
+        json_object_set_new(env, name, json_string(v));                                            \
     } while (0)
     SET_INT("WORLD_SIZE", t->nranks);
     SET_INT("RANK", rank);
@@ -96,7 +96,8 @@ static json_t *passthrough(const tp_run_t *r) {
         n = TP_ARRAY_LEN(remote);
     }
     json_t *a = json_array();
-    for (size_t i = 0; i < n; i++) json_array_append_new(a, json_string(names[i]));
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(a, json_string(names[i]));
     return a;
 }
 
@@ -135,8 +136,8 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
     char budget[32] = "", ckpt[4400];
     if (r->x.budget_name) tp__fmt_double(t->budget, budget);
     tp__run_checkpoint_dir(r, t, ckpt, sizeof ckpt);
-    tp_subst_extra_t extra = {.trial_id = id, .trial_dir = home,
-                              .budget_name = r->x.budget_name, .budget_value = budget};
+    tp_subst_extra_t extra = {
+        .trial_id = id, .trial_dir = home, .budget_name = r->x.budget_name, .budget_value = budget};
     /* A fused process gets its configurations as JSON, and only the shape parameters,
      * which they share, as parameters of its own. */
     char *configs = t->fused ? tp__fuse_configs_json(r, t) : NULL;
@@ -183,16 +184,17 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
             json_decref(params);
             return tp__errorf(&r->err, -E2BIG,
                               "trial %s: the value of \"%s\" is longer than %d bytes, the most "
-                              "its environment variable %s may carry", id, key, TP_VALUE_MAX, name);
+                              "its environment variable %s may carry",
+                              id, key, TP_VALUE_MAX, name);
         }
         json_object_set_new(env, name, json_string(text));
     }
     free(text);
-    json_t *m = json_pack("{s:s, s:I, s:i, s:o, s:o, s:s, s:s, s:O, s:f, s:f, s:I}", "type",
-                          "launch", "trial", (json_int_t)t->id, "attempt", t->attempts, "argv",
-                          argv, "env", env, "cwd", r->workdir, "dir", rdir, "params", params,
-                          "timeout_s", r->x.timeout_s, "grace_s", r->x.grace_s, "log_limit",
-                          (json_int_t)r->x.log_limit);
+    json_t *m =
+        json_pack("{s:s, s:I, s:i, s:o, s:o, s:s, s:s, s:O, s:f, s:f, s:I}", "type", "launch",
+                  "trial", (json_int_t)t->id, "attempt", t->attempts, "argv", argv, "env", env,
+                  "cwd", r->workdir, "dir", rdir, "params", params, "timeout_s", r->x.timeout_s,
+                  "grace_s", r->x.grace_s, "log_limit", (json_int_t)r->x.log_limit);
     json_decref(params);
     json_object_set_new(m, "checkpoint_dir", json_string(ckpt));
     json_object_set_new(m, "dir_mode", json_integer(r->x.dir_mode));
@@ -226,8 +228,8 @@ void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char 
         id = t->fused->proc;
         attempt = t->fused->attempt;
     }
-    json_t *m = json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)id, "attempt",
-                          attempt);
+    json_t *m =
+        json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)id, "attempt", attempt);
     if (reason) json_object_set_new(m, "reason", json_string(reason));
     for (size_t k = 0; k < tp__trial_nshards(r, t); k++) /* every node of the attempt */
         tp__agents_send(r, (int)tp__trial_shard(t, k)->node, m);
@@ -253,10 +255,10 @@ void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why) {
     snprintf(t->why, sizeof t->why, "%s", why);
     tp_transition_t how = {.detail = t->why};
     tp__trial_set_state(&r->trials, t, TP_TRIAL_STOPPED, &how);
-    tp__journal_ok(&r->journal,
-                   tp__store_trial_progress(tp__journal_tx(&r->journal), t->id, t->rung,
-                                            t->budget, t->why),
-                   "closing a paused trial");
+    tp__journal_ok(
+        &r->journal,
+        tp__store_trial_progress(tp__journal_tx(&r->journal), t->id, t->rung, t->budget, t->why),
+        "closing a paused trial");
     tp__note_best(r, t);
     tp__view_attempt_ended(r, t, TP_REQUEUE_NONE, t->why, 0);
 }
@@ -268,14 +270,20 @@ void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, d
 
 void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
                          double value, const char *detail, const char *objectives) {
-    tp_decision_row_t d = {.at = at, .kind = kind, .trial = t->id, .rung = t->rung,
-                           .budget = t->budget, .attempt = t->attempts, .ok = ok,
-                           .has_value = !isnan(value), .value = value, .detail = detail,
+    tp_decision_row_t d = {.at = at,
+                           .kind = kind,
+                           .trial = t->id,
+                           .rung = t->rung,
+                           .budget = t->budget,
+                           .attempt = t->attempts,
+                           .ok = ok,
+                           .has_value = !isnan(value),
+                           .value = value,
+                           .detail = detail,
                            .objectives = objectives};
     tp_store_t *s = tp__journal_tx(&r->journal);
     if (tp__journal_ok(&r->journal, tp__store_decision(s, &d), "recording a decision") == 0)
-        tp__journal_ok(&r->journal,
-                       tp__store_trial_progress(s, t->id, t->rung, t->budget, detail),
+        tp__journal_ok(&r->journal, tp__store_trial_progress(s, t->id, t->rung, t->budget, detail),
                        "recording a decision");
 }
 
@@ -418,7 +426,8 @@ static void schedule(tp_run_t *r) {
     size_t n = 0;
     trial_t *t;
     double t0 = tp__mono_s();
-    while (n < free_slots && (t = tp__run_next_candidate(r)) != NULL) r->batch[n++] = t;
+    while (n < free_slots && (t = tp__run_next_candidate(r)) != NULL)
+        r->batch[n++] = t;
     if (n == 0) return;
     if (tp__placement_place(r, r->batch, n) < n) tp__elastic_place_fewer(r, r->batch, n);
     for (size_t i = 0; i < n; i++) {
@@ -529,10 +538,10 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
     tp__placement_node_down(r, (size_t)node);
     char what[400];
     snprintf(what, sizeof what, "%s: %s", r->agents.links[node]->name, why);
-    tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", what,
-                                   tp__wall_s()),
-                   "recording a lost agent");
+    tp__journal_ok(
+        &r->journal,
+        tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", what, tp__wall_s()),
+        "recording a lost agent");
     tp__journal_commit(&r->journal);
 }
 
@@ -582,10 +591,10 @@ void tp__run_fail_fast(tp_run_t *r, const trial_t *t, const char *why) {
                         "run again, or set fail_fast: false to run every trial anyway",
                         r->ff_failed, (long long)t->id, why, r->dir);
     r->exit_code = TP_EXIT_NO_TRIAL;
-    tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "fail-fast", why,
-                                   tp__wall_s()),
-                   "recording a fail-fast stop");
+    tp__journal_ok(
+        &r->journal,
+        tp__store_event(tp__journal_tx(&r->journal), -1, 0, "fail-fast", why, tp__wall_s()),
+        "recording a fail-fast stop");
     stop_run(r);
 }
 
@@ -597,8 +606,9 @@ static void on_signal(uv_signal_t *h, int sig) {
         return;
     }
     if (r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_STOPPED;
-    fprintf(stderr, "\ntunepack: stopping: running trials are asked to checkpoint and exit, "
-                    "and stopped after %gs; run the same command again to resume\n",
+    fprintf(stderr,
+            "\ntunepack: stopping: running trials are asked to checkpoint and exit, "
+            "and stopped after %gs; run the same command again to resume\n",
             r->x.grace_s);
     stop_run(r);
     if (!tp__agents_ready(r)) tp__agents_shutdown(r);
@@ -614,12 +624,12 @@ static void write_stats(tp_run_t *r) {
         "{s:I, s:f, s:f, s:f, s:I, s:f, s:f, s:f, s:I, s:I, s:f, s:i, s:f, s:f, s:f}", "rounds",
         (json_int_t)r->round_ms.n, "round_p50_ms", tp__samples_quantile(&r->round_ms, 0.5),
         "round_p99_ms", tp__samples_quantile(&r->round_ms, 0.99), "round_max_ms",
-        tp__samples_quantile(&r->round_ms, 1.0), "pings", (json_int_t)r->rtt_ms.n,
-        "ping_p50_ms", tp__samples_quantile(&r->rtt_ms, 0.5), "ping_p99_ms",
-        tp__samples_quantile(&r->rtt_ms, 0.99), "ping_max_ms", tp__samples_quantile(&r->rtt_ms, 1.0),
-        "messages", (json_int_t)r->messages, "report_rows", (json_int_t)r->journal.metric_rows,
-        "wall_s", tp__mono_s() - r->view.t0, "agents", (int)r->agents.n, "start_p50_ms",
-        tp__samples_quantile(&r->start_ms, 0.5), "start_p99_ms",
+        tp__samples_quantile(&r->round_ms, 1.0), "pings", (json_int_t)r->rtt_ms.n, "ping_p50_ms",
+        tp__samples_quantile(&r->rtt_ms, 0.5), "ping_p99_ms",
+        tp__samples_quantile(&r->rtt_ms, 0.99), "ping_max_ms",
+        tp__samples_quantile(&r->rtt_ms, 1.0), "messages", (json_int_t)r->messages, "report_rows",
+        (json_int_t)r->journal.metric_rows, "wall_s", tp__mono_s() - r->view.t0, "agents",
+        (int)r->agents.n, "start_p50_ms", tp__samples_quantile(&r->start_ms, 0.5), "start_p99_ms",
         tp__samples_quantile(&r->start_ms, 0.99), "first_start_s", r->first_start_s);
     if (json_dump_file(o, path, JSON_COMPACT) != 0)
         tp__log(TP_LOG_WARN, "cannot write the run's figures to %s", path);
@@ -635,8 +645,9 @@ static void close_walk(uv_handle_t *h, void *arg) {
 void tp__orchestrator_finish(tp_run_t *r) {
     if (r->finished) return;
     r->finished = 1;
-    const char *state = r->stopping ? "stopped" : r->exit_code == TP_EXIT_AGENT ? "failed"
-                                                                                : "finished";
+    const char *state = r->stopping                     ? "stopped"
+                        : r->exit_code == TP_EXIT_AGENT ? "failed"
+                                                        : "finished";
     tp_store_t *s = tp__journal_tx(&r->journal);
     /* Attempts interrupted and not yet run again: the next run says so. */
     int waiting = 0;
@@ -665,8 +676,9 @@ void tp__orchestrator_finish(tp_run_t *r) {
     if (r->journal.broken && (r->exit_code == TP_EXIT_OK || r->exit_code == TP_EXIT_STOPPED))
         r->exit_code = TP_EXIT_STORE;
     if (r->trials.bugs) {
-        tp__log(TP_LOG_ERROR, "bug: %d illegal trial state change(s) were refused; please "
-                              "report it with DIR/tunepack.db",
+        tp__log(TP_LOG_ERROR,
+                "bug: %d illegal trial state change(s) were refused; please "
+                "report it with DIR/tunepack.db",
                 r->trials.bugs);
         if (r->exit_code == TP_EXIT_OK) r->exit_code = TP_EXIT_ERROR;
     }

@@ -24,8 +24,8 @@
 #include "launch/launch.h"
 #include "place/fuse_choice.h"
 #include "place/place.h"
-#include "run/run.h"
 #include "run/journal.h"
+#include "run/run.h"
 #include "run/trial_state.h"
 #include "search/scheduler.h"
 #include "search/search.h"
@@ -38,38 +38,38 @@ typedef struct tp_run tp_run_t;
 /* One agent: the local one, or one per ssh host or Slurm node. Link i runs
  * the cluster's node i. */
 typedef struct tp_agent_link {
-    tp_agent_conn_t conn;   /* the transport */
-    tp_run_t *run;          /* back to the run, for callbacks */
-    int node;               /* its node's index in the cluster */
-    char name[128];         /* host or Slurm node name; "local" */
-    char **argv;            /* the command that starts it, owned, NULL-terminated */
-    int up;                 /* started and not lost */
-    int ready;              /* hello answered and its GPUs set up: trials may go there */
-    int restarts;           /* losses in a row (a hello resets it) */
-    int closed;             /* its connection is closed */
-    double heard_at;        /* monotonic time of its last message */
-    char job[32];           /* the Slurm job its node belongs to, "" if none */
-    int own_job;            /* that job holds this node alone: released with it */
-    int draining;           /* no new trials; retired once its trials are gone */
-    int retired;            /* shut down on purpose (drained, released): not restarted */
-    int said_bye;           /* it answered shutdown with bye: it ended as asked, not lost */
-    double idle_since;      /* monotonic time its last trial ended, 0 while busy */
-    uv_timer_t retry;       /* starts it again a while after a loss */
+    tp_agent_conn_t conn; /* the transport */
+    tp_run_t *run;        /* back to the run, for callbacks */
+    int node;             /* its node's index in the cluster */
+    char name[128];       /* host or Slurm node name; "local" */
+    char **argv;          /* the command that starts it, owned, NULL-terminated */
+    int up;               /* started and not lost */
+    int ready;            /* hello answered and its GPUs set up: trials may go there */
+    int restarts;         /* losses in a row (a hello resets it) */
+    int closed;           /* its connection is closed */
+    double heard_at;      /* monotonic time of its last message */
+    char job[32];         /* the Slurm job its node belongs to, "" if none */
+    int own_job;          /* that job holds this node alone: released with it */
+    int draining;         /* no new trials; retired once its trials are gone */
+    int retired;          /* shut down on purpose (drained, released): not restarted */
+    int said_bye;         /* it answered shutdown with bye: it ended as asked, not lost */
+    double idle_since;    /* monotonic time its last trial ended, 0 while busy */
+    uv_timer_t retry;     /* starts it again a while after a loss */
 } tp_agent_link_t;
 
 typedef struct tp_agents {
     tp_agent_link_t **links; /* owned, each its own allocation (libuv points into it) */
     size_t n;
-    char exe[4096];         /* this binary, to start agents */
-    char jobid[32];         /* the Slurm job the agents run in, "" if none */
-    int own_job;            /* tunepack asked for that job: it gives it back at the end */
-    uv_timer_t heartbeat;   /* pings every agent; takes a silent one for lost */
+    char exe[4096];          /* this binary, to start agents */
+    char jobid[32];          /* the Slurm job the agents run in, "" if none */
+    int own_job;             /* tunepack asked for that job: it gives it back at the end */
+    uv_timer_t heartbeat;    /* pings every agent; takes a silent one for lost */
     uint64_t heartbeat_tick; /* ticks so far: agent i is pinged on ticks = i mod the slots */
-    char grow_job[32];      /* a one-node job asked of Slurm to grow, not yet running */
-    double grow_asked;      /* monotonic time it was asked */
-    char grow_state[400];   /* its last queue state, said once */
-    int nodes_dirty;        /* a node's state changed: journal them */
-    int shutting_down;      /* shutdown sent: losing agents now is the end */
+    char grow_job[32];       /* a one-node job asked of Slurm to grow, not yet running */
+    double grow_asked;       /* monotonic time it was asked */
+    char grow_state[400];    /* its last queue state, said once */
+    int nodes_dirty;         /* a node's state changed: journal them */
+    int shutting_down;       /* shutdown sent: losing agents now is the end */
 } tp_agents_t;
 
 /* Decide the agents (one local, one per ssh host, one per node of the Slurm
@@ -120,35 +120,35 @@ int tp__nodes_concurrency(const tp_run_t *r);
 /* ---- placement.c, inventory.c: placement's part (pl) ------------------------ */
 /* Demand shared by trials with the same profile_by values. */
 typedef struct demand_group {
-    char *key;          /* JSON of the profile_by values, owned */
-    uint64_t mem_mib;   /* per GPU */
-    double compute;     /* per GPU */
-    int measured;       /* 1 once declared or profiled */
-    int64_t profiler;   /* trial measuring it, -1 if none */
+    char *key;        /* JSON of the profile_by values, owned */
+    uint64_t mem_mib; /* per GPU */
+    double compute;   /* per GPU */
+    int measured;     /* 1 once declared or profiled */
+    int64_t profiler; /* trial measuring it, -1 if none */
 } demand_group_t;
 
 /* What placement knows of one node besides its capacity. */
 typedef struct tp_node_state {
-    uint64_t *foreign_mib;      /* per GPU: memory used by processes that are not ours */
-    int mps;                    /* MPS daemons run for its GPUs */
-    int mps_pending;            /* mps_start sent, answer awaited */
-    const char *sharing;        /* mps | time-slicing | exclusive | cpu: what its trials get */
-    char host[256];             /* its host name as its agent says (MASTER_ADDR), "" before */
-    int64_t memory_mib;         /* its memory for trials, as its agent says */
-    json_t *last_gpus;          /* its last `usage` sample's GPUs, owned */
+    uint64_t *foreign_mib; /* per GPU: memory used by processes that are not ours */
+    int mps;               /* MPS daemons run for its GPUs */
+    int mps_pending;       /* mps_start sent, answer awaited */
+    const char *sharing;   /* mps | time-slicing | exclusive | cpu: what its trials get */
+    char host[256];        /* its host name as its agent says (MASTER_ADDR), "" before */
+    int64_t memory_mib;    /* its memory for trials, as its agent says */
+    json_t *last_gpus;     /* its last `usage` sample's GPUs, owned */
 } tp_node_state_t;
 
 typedef struct tp_placement {
-    tp_cluster_t cluster;       /* node i is agent link i's (capacities from its hello) */
-    tp_node_state_t *node;      /* per node, owned */
+    tp_cluster_t cluster;          /* node i is agent link i's (capacities from its hello) */
+    tp_node_state_t *node;         /* per node, owned */
     const tp_placer_ops_t *placer; /* the placement policy */
-    demand_group_t *groups;     /* demand groups */
+    demand_group_t *groups;        /* demand groups */
     size_t ngroups;
-    json_t *group_index;        /* key -> index into groups */
-    int placing;                /* trials demand GPUs or CPU cores: placement applies */
-    int blocked;                /* pending trials did not fit; wait until capacity changes */
-    double saved_at;            /* last GPU snapshot written to the store */
-    tp_place_plan_t plan;       /* vpack's plan across rounds (place/plan.c) */
+    json_t *group_index;  /* key -> index into groups */
+    int placing;          /* trials demand GPUs or CPU cores: placement applies */
+    int blocked;          /* pending trials did not fit; wait until capacity changes */
+    double saved_at;      /* last GPU snapshot written to the store */
+    tp_place_plan_t plan; /* vpack's plan across rounds (place/plan.c) */
 } tp_placement_t;
 
 /* ---- inventory.c (the cluster of placement's part) -------------------------- */
@@ -237,8 +237,8 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where);
  * k GPUs of an elastic trial (its gpus_want); profiling trials keep theirs.
  * Journals a `fluid-share` event for each trial whose share it sets, when
  * it differs from the last its job journaled. O(batch x trials). */
-void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling,
-                       size_t n, const tp_usage_t *u);
+void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *profiling, size_t n,
+                       const tp_usage_t *u);
 /* t's attempt ended (u: the usage without it): under dynamic shares, the
  * rest of its group's shares again (a `fluid-shares` event); pending ones
  * take them, running elastic ones grow to more whole GPUs by a restart
@@ -247,8 +247,8 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u);
 
 /* ---- elastic.c: elastic trials, their measured scaling, resizes ------------ */
 typedef struct tp_elastic {
-    int resizing;           /* resizes asked whose attempt has not ended: nothing else starts */
-    int64_t *pauses;        /* resizes journaled, their pauses sent after the commit */
+    int resizing;    /* resizes asked whose attempt has not ended: nothing else starts */
+    int64_t *pauses; /* resizes journaled, their pauses sent after the commit */
     size_t npauses, cappauses;
 } tp_elastic_t;
 
@@ -286,11 +286,11 @@ void tp__elastic_free(tp_run_t *r);
 
 /* ---- reallocation.c: reallocation and the deadline's end in the real run --- */
 typedef struct tp_deadline {
-    uv_timer_t timer;       /* fires at the deadline (r->deadline_at) */
-    int hit;                /* reached: running trials checkpoint; nothing new starts */
-    int freed;              /* GPUs were freed since the last plan */
-    double planned;         /* monotonic time of the last reallocation plan */
-    char final[4600];       /* the run's last line: the best model and its checkpoint */
+    uv_timer_t timer; /* fires at the deadline (r->deadline_at) */
+    int hit;          /* reached: running trials checkpoint; nothing new starts */
+    int freed;        /* GPUs were freed since the last plan */
+    double planned;   /* monotonic time of the last reallocation plan */
+    char final[4600]; /* the run's last line: the best model and its checkpoint */
 } tp_deadline_t;
 
 /* The experiment has a `deadline`. */
@@ -316,14 +316,14 @@ int tp__placement_free_gpus(const tp_run_t *r, size_t node);
 #define TP_VIEW_RECENT 3 /* ends of attempts the live view shows under its table */
 
 typedef struct tp_view {
-    uv_timer_t timer;           /* live view refresh */
-    uv_signal_t winch;          /* live view: the terminal was resized */
-    int live, quiet;            /* mode: live block, log lines, or nothing */
-    int lines;                  /* lines drawn by the live view */
-    double t0;                  /* monotonic start of this run */
-    int done_before;            /* trials already ended when this run started */
-    int64_t *front_ids;         /* several objectives: the Pareto front so far, owned */
-    double *front_values;       /* m values per point, as reported */
+    uv_timer_t timer;     /* live view refresh */
+    uv_signal_t winch;    /* live view: the terminal was resized */
+    int live, quiet;      /* mode: live block, log lines, or nothing */
+    int lines;            /* lines drawn by the live view */
+    double t0;            /* monotonic start of this run */
+    int done_before;      /* trials already ended when this run started */
+    int64_t *front_ids;   /* several objectives: the Pareto front so far, owned */
+    double *front_values; /* m values per point, as reported */
     size_t nfront, capfront;
     char recent[TP_VIEW_RECENT][240]; /* live view: the last ends of attempts, oldest first */
     int nrecent;
@@ -347,33 +347,33 @@ void tp__view_free(tp_run_t *r);
 /* One fused process: the attempts of up to fuse.max trials of one shape and budget. The
  * agent knows it as the attempt (proc, attempt) of its first configuration's trial. */
 typedef struct tp_fused {
-    int64_t proc;               /* the trial id the agent knows it by */
-    int attempt;                /* that trial's attempt number */
-    int n;                      /* configurations it started with (its K) */
-    int64_t ids[TP_FUSE_MAX];   /* the trial of each configuration index */
-    int64_t base[TP_FUSE_MAX];  /* each one's step when it started (0: a fresh job) */
+    int64_t proc;                   /* the trial id the agent knows it by */
+    int attempt;                    /* that trial's attempt number */
+    int n;                          /* configurations it started with (its K) */
+    int64_t ids[TP_FUSE_MAX];       /* the trial of each configuration index */
+    int64_t base[TP_FUSE_MAX];      /* each one's step when it started (0: a fresh job) */
     int64_t last_step[TP_FUSE_MAX]; /* each one's last reported step */
-    double last_at[TP_FUSE_MAX];/* monotonic time of each one's last report, 0: none */
-    int running;                /* configurations still running in it */
-    int stop_sent;              /* a stop or pause went to the process */
-    int busy;                   /* its end is being mapped to its configurations: kept */
-    size_t shape;               /* its shape's index in tp_fusion_t.shapes */
-    double started;             /* monotonic time it was started */
+    double last_at[TP_FUSE_MAX];    /* monotonic time of each one's last report, 0: none */
+    int running;                    /* configurations still running in it */
+    int stop_sent;                  /* a stop or pause went to the process */
+    int busy;                       /* its end is being mapped to its configurations: kept */
+    size_t shape;                   /* its shape's index in tp_fusion_t.shapes */
+    double started;                 /* monotonic time it was started */
 } tp_fused_t;
 
 /* What was measured of one shape's fused processes, and the K last chosen. */
 typedef struct tp_fuse_shape {
-    char *key;                  /* JSON of the shape parameters' values, owned */
-    tp_fuse_table_t table;      /* throughput and memory per K */
-    int last_k;                 /* the K chosen last (journaled when it changes) */
+    char *key;             /* JSON of the shape parameters' values, owned */
+    tp_fuse_table_t table; /* throughput and memory per K */
+    int last_k;            /* the K chosen last (journaled when it changes) */
 } tp_fuse_shape_t;
 
 typedef struct tp_fusion {
-    tp_fused_t **live;          /* processes with a configuration still running, owned */
+    tp_fused_t **live; /* processes with a configuration still running, owned */
     size_t nlive, cap;
-    tp_fuse_shape_t *shapes;    /* owned */
+    tp_fuse_shape_t *shapes; /* owned */
     size_t nshapes;
-    int extra;                  /* running configurations beyond one per live process */
+    int extra; /* running configurations beyond one per live process */
 } tp_fusion_t;
 
 /* Fill up to free_slots processes with fused groups of pending trials (same shape and
@@ -408,63 +408,63 @@ void tp__fuse_free(tp_run_t *r);
 
 /* ---- orchestrator.c -------------------------------------------------------- */
 struct tp_run {
-    uv_loop_t loop;             /* the event loop */
-    uv_prepare_t prepare;       /* pump: schedule, commit, act */
-    uv_signal_t sigint, sigterm;/* stop requests */
-    tp_experiment_t x;          /* the experiment */
-    tp_scheduler_t *sched;      /* decides the next job: sampler + scheduler */
-    json_t *warm;               /* warm start read from the sources: [{source, trial, params,
-                                   values}], owned; NULL: none */
-    int sched_waiting;          /* the scheduler said -EAGAIN and nothing ended since */
-    int exhausted;              /* the scheduler has no more jobs */
-    double deadline_at;         /* the deadline, wall seconds (created_at + `deadline`); 0: none */
-    double deadline_journaled;  /* the deadline the scheduler was last told (journaled), 0: none */
-    char *dir;                  /* experiment directory, absolute */
-    char *workdir;              /* trials' working directory, absolute */
-    char token[40];             /* names this experiment's processes */
-    char experiment_id[40];     /* the experiment's identity in each trial.json (meta
-                                   "experiment_id"; "" for a store from before it) */
-    char spool[80];             /* without shared storage, where nodes keep trials' files
-                                   (/tmp/tunepack-<random>: never the token, which /tmp shows) */
-    int lock_fd;                /* holds DIR/lock */
-    trial_t **batch;            /* candidates of one schedule() call */
+    uv_loop_t loop;              /* the event loop */
+    uv_prepare_t prepare;        /* pump: schedule, commit, act */
+    uv_signal_t sigint, sigterm; /* stop requests */
+    tp_experiment_t x;           /* the experiment */
+    tp_scheduler_t *sched;       /* decides the next job: sampler + scheduler */
+    json_t *warm;                /* warm start read from the sources: [{source, trial, params,
+                                    values}], owned; NULL: none */
+    int sched_waiting;           /* the scheduler said -EAGAIN and nothing ended since */
+    int exhausted;               /* the scheduler has no more jobs */
+    double deadline_at;          /* the deadline, wall seconds (created_at + `deadline`); 0: none */
+    double deadline_journaled;   /* the deadline the scheduler was last told (journaled), 0: none */
+    char *dir;                   /* experiment directory, absolute */
+    char *workdir;               /* trials' working directory, absolute */
+    char token[40];              /* names this experiment's processes */
+    char experiment_id[40];      /* the experiment's identity in each trial.json (meta
+                                    "experiment_id"; "" for a store from before it) */
+    char spool[80];              /* without shared storage, where nodes keep trials' files
+                                    (/tmp/tunepack-<random>: never the token, which /tmp shows) */
+    int lock_fd;                 /* holds DIR/lock */
+    trial_t **batch;             /* candidates of one schedule() call */
     size_t capbatch;
-    int64_t *launch;            /* trials journaled as started, to send after the commit */
+    int64_t *launch; /* trials journaled as started, to send after the commit */
     size_t nlaunch, caplaunch;
-    int64_t *stops;             /* early stops journaled, to send after the commit */
+    int64_t *stops; /* early stops journaled, to send after the commit */
     size_t nstops, capstops;
-    int has_best;               /* a trial has competed for the best */
-    int64_t best_id;            /* the best so far (tp__rank_beats); negative: a seeded one */
-    tp_rank_key_t best;         /* its budget and value when it became the best */
-    int best_rung;              /* its rung then */
-    int best_target;            /* it is a target trial (surrogate:): ranks above surrogates */
-    int best_changed;           /* a new best since the view last said it */
-    trial_t **seeded;           /* trials a fork seeded (negative ids, fork.c): ranked, never
-                                   run; owned */
+    int has_best;       /* a trial has competed for the best */
+    int64_t best_id;    /* the best so far (tp__rank_beats); negative: a seeded one */
+    tp_rank_key_t best; /* its budget and value when it became the best */
+    int best_rung;      /* its rung then */
+    int best_target;    /* it is a target trial (surrogate:): ranks above surrogates */
+    int best_changed;   /* a new best since the view last said it */
+    trial_t **seeded;   /* trials a fork seeded (negative ids, fork.c): ranked, never
+                           run; owned */
     size_t nseeded;
-    int created;                /* this run created the store (a new experiment) */
-    int ff_failed;              /* fail-fast: trials of this run that failed, all alike so far */
-    int ff_off;                 /* fail-fast no longer applies (a trial got a value, or
-                                   failures differed) */
-    char ff_why[1200];          /* the first failure, as the others must be to count */
-    int stopping;               /* stop requested */
-    int finished;               /* tp__orchestrator_finish ran */
-    int exit_code;              /* TP_EXIT_* */
-    tp_buf_t scratch;           /* reused for name=value reports */
-    tp_error_t err;             /* last error */
-    tp_samples_t round_ms;      /* scheduling rounds that placed something, their wall ms */
-    tp_samples_t rtt_ms;        /* ping -> pong round trips to agents, ms */
-    tp_samples_t start_ms;      /* launch sent -> started received, per attempt, ms */
-    double first_start_s;       /* from the run's start to its first trial's start */
-    uint64_t messages;          /* messages from agents */
-    tp_trials_t trials;         /* trial_state.c */
-    tp_journal_t journal;       /* journal.c */
-    tp_agents_t agents;         /* agents.c */
-    tp_placement_t pl;          /* placement.c */
-    tp_view_t view;             /* view.c */
-    tp_elastic_t el;            /* elastic.c */
-    tp_fusion_t fuse;           /* fuse.c */
-    tp_deadline_t dl;           /* reallocation.c */
+    int created;           /* this run created the store (a new experiment) */
+    int ff_failed;         /* fail-fast: trials of this run that failed, all alike so far */
+    int ff_off;            /* fail-fast no longer applies (a trial got a value, or
+                              failures differed) */
+    char ff_why[1200];     /* the first failure, as the others must be to count */
+    int stopping;          /* stop requested */
+    int finished;          /* tp__orchestrator_finish ran */
+    int exit_code;         /* TP_EXIT_* */
+    tp_buf_t scratch;      /* reused for name=value reports */
+    tp_error_t err;        /* last error */
+    tp_samples_t round_ms; /* scheduling rounds that placed something, their wall ms */
+    tp_samples_t rtt_ms;   /* ping -> pong round trips to agents, ms */
+    tp_samples_t start_ms; /* launch sent -> started received, per attempt, ms */
+    double first_start_s;  /* from the run's start to its first trial's start */
+    uint64_t messages;     /* messages from agents */
+    tp_trials_t trials;    /* trial_state.c */
+    tp_journal_t journal;  /* journal.c */
+    tp_agents_t agents;    /* agents.c */
+    tp_placement_t pl;     /* placement.c */
+    tp_view_t view;        /* view.c */
+    tp_elastic_t el;       /* elastic.c */
+    tp_fusion_t fuse;      /* fuse.c */
+    tp_deadline_t dl;      /* reallocation.c */
 };
 
 /* dryrun.c: the experiment's scheduler (sampler + scheduler), NULL with err. */

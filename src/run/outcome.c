@@ -12,7 +12,7 @@
 #include "run/run.h"
 #include "run/verdict.h"
 
-#define TAIL_LINES 5          /* of a failed attempt's stderr, kept in the store */
+#define TAIL_LINES 5 /* of a failed attempt's stderr, kept in the store */
 #define TAIL_BYTES 800
 
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
@@ -46,8 +46,9 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
             tp__groups_on_step(r, t, 1);
         } else if (rep->step > t->first_step) {
             tp__groups_on_step(r, t, 0);
-            tp__trial_set_step_s(&r->trials, t, (t->last_report - t->first_step_at) /
-                                                    (double)(rep->step - t->first_step));
+            tp__trial_set_step_s(&r->trials, t,
+                                 (t->last_report - t->first_step_at) /
+                                     (double)(rep->step - t->first_step));
         }
         t->step = rep->step;
         if (rep->step > t->step_done) t->step_done = rep->step;
@@ -79,8 +80,10 @@ static trial_t *fused_target(tp_run_t *r, tp_fused_t *f, const tp_report_t *rep,
     trial_t *u = tp__fuse_member(r, f, rep->config);
     if (u) return u;
     if (rep->config < 0)
-        snprintf(why, n, "a fused process of %d configurations must say which one each report "
-                         "is about: {\"config\": i, ...}", f->n);
+        snprintf(why, n,
+                 "a fused process of %d configurations must say which one each report "
+                 "is about: {\"config\": i, ...}",
+                 f->n);
     else if (rep->config >= f->n)
         snprintf(why, n, "report for configuration %d; this fused process runs 0 to %d",
                  rep->config, f->n - 1);
@@ -139,7 +142,8 @@ void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
     int nlogs = 2 * (t->nranks > 0 ? t->nranks : 1);
     if (!t->logs) {
         t->logs = tp__xcalloc((size_t)nlogs, sizeof *t->logs);
-        for (int i = 0; i < nlogs; i++) t->logs[i].fd = -1;
+        for (int i = 0; i < nlogs; i++)
+            t->logs[i].fd = -1;
     }
     tp_logfile_t *f = &t->logs[2 * rank + which];
     if (f->fd < 0) {
@@ -180,7 +184,8 @@ static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n
     size_t got = size >= 0 && fseek(f, from, SEEK_SET) == 0 ? fread(out, 1, n - 1, f) : 0;
     fclose(f);
     out[got] = 0;
-    while (got && (out[got - 1] == '\n' || out[got - 1] == '\r')) out[--got] = 0;
+    while (got && (out[got - 1] == '\n' || out[got - 1] == '\r'))
+        out[--got] = 0;
     /* Keep whole lines only: the last TAIL_LINES, dropping a cut first one. */
     char *start = out;
     int lines = 0;

@@ -15,11 +15,11 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
-#define MPS_MEM_HEADROOM 0.10   /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
-#define PROFILE_HEADROOM 1.10   /* measured peak memory -> demand */
-#define PROFILE_MIN_SAMPLES 3   /* a profile takes at least this many samples (one a second) */
+#define MPS_MEM_HEADROOM 0.10    /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
+#define PROFILE_HEADROOM 1.10    /* measured peak memory -> demand */
+#define PROFILE_MIN_SAMPLES 3    /* a profile takes at least this many samples (one a second) */
 #define PROFILE_MAX_SAMPLES 4096 /* samples kept per profiling attempt (later ones: peak only) */
-#define SNAPSHOT_PERIOD_S 2.0   /* GPU state written to the store at most this often */
+#define SNAPSHOT_PERIOD_S 2.0    /* GPU state written to the store at most this often */
 
 /* ---- demand groups ----------------------------------------------------------- */
 
@@ -40,7 +40,8 @@ static char *group_key(const tp_run_t *r, const json_t *params) {
 }
 
 static void apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p) {
-    if (r->x.res.gpu_memory_auto) g->mem_mib = (uint64_t)ceil((double)p->memory_mib * PROFILE_HEADROOM);
+    if (r->x.res.gpu_memory_auto)
+        g->mem_mib = (uint64_t)ceil((double)p->memory_mib * PROFILE_HEADROOM);
     if (r->x.res.gpu_compute_auto) g->compute = p->compute;
     g->measured = 1;
 }
@@ -66,7 +67,8 @@ static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
     g->profiler = -1;
     g->measured = !tp__placement_needs_profile(r);
     tp_profile_t p;
-    if (!g->measured && tp__store_profile_get(r->journal.store, key, &p) == 0) apply_profile(r, g, &p);
+    if (!g->measured && tp__store_profile_get(r->journal.store, key, &p) == 0)
+        apply_profile(r, g, &p);
     json_object_set_new(r->pl.group_index, key, json_integer((json_int_t)r->pl.ngroups));
     t->group = (int)r->pl.ngroups++;
     return g;
@@ -99,8 +101,8 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             for (size_t k = 0; k < a->ngpus; k++) {
                 size_t g = base + a->gpu[k];
                 u->mem_used[g] += t->mem_mib;
-                u->compute_used[g] += tp__place_share(&r->pl.cluster, a->node, a->gpu[k],
-                                                      t->compute);
+                u->compute_used[g] +=
+                    tp__place_share(&r->pl.cluster, a->node, a->gpu[k], t->compute);
                 u->count[g]++;
             }
         }
@@ -182,7 +184,8 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
             shards[got] = (tp_assign_t){.placed = 1, .node = best};
         }
         if (got < k) continue;
-        for (size_t s = 0; s < k; s++) load[shards[s].node]++;
+        for (size_t s = 0; s < k; s++)
+            load[shards[s].node]++;
         tp__placement_set_shards(r, t, shards, k);
         placed++;
     }
@@ -232,10 +235,10 @@ static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size
     snprintf(detail, sizeof detail, "optimal on a round of %zu trials (time limit %g s): %s", m,
              effort->time_limit_s, line);
     tp__log(TP_LOG_INFO, "%s", detail);
-    tp__journal_ok(&r->journal,
-                   tp__store_event(tp__journal_tx(&r->journal), -1, 0, "placement-gap", detail,
-                                   tp__wall_s()),
-                   "recording optimal's gap");
+    tp__journal_ok(
+        &r->journal,
+        tp__store_event(tp__journal_tx(&r->journal), -1, 0, "placement-gap", detail, tp__wall_s()),
+        "recording optimal's gap");
 }
 
 /* The single-GPU trials running now, for vpack's plan: where, what they
@@ -251,11 +254,14 @@ static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t *
             free(run);
             return SIZE_MAX;
         }
-        run[k++] = (tp_place_running_t){
-            .gpu = u->gpu_base[t->where.node] + t->where.gpu[0],
-            .d = {.id = t->id, .gpus = 1, .memory_mib = t->mem_mib, .compute = t->compute,
-                  .cpus = r->x.res.cpus, .duration_s = tp__trial_expected_s(&r->trials, t)},
-            .left = 1};
+        run[k++] = (tp_place_running_t){.gpu = u->gpu_base[t->where.node] + t->where.gpu[0],
+                                        .d = {.id = t->id,
+                                              .gpus = 1,
+                                              .memory_mib = t->mem_mib,
+                                              .compute = t->compute,
+                                              .cpus = r->x.res.cpus,
+                                              .duration_s = tp__trial_expected_s(&r->trials, t)},
+                                        .left = 1};
     }
     *out = run;
     return k;
@@ -315,8 +321,11 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         demand_group_t *g = group_of(r, t);
         if (!g->measured && g->profiler >= 0 && g->profiler != t->id)
             continue; /* wait for its group's measurement */
-        d[m] = (tp_demand_t){.id = t->id, .gpus = tp__elastic_gpus(r, t), .memory_mib = g->mem_mib,
-                             .compute = g->compute, .cpus = r->x.res.cpus,
+        d[m] = (tp_demand_t){.id = t->id,
+                             .gpus = tp__elastic_gpus(r, t),
+                             .memory_mib = g->mem_mib,
+                             .compute = g->compute,
+                             .cpus = r->x.res.cpus,
                              .duration_s = tp__trial_expected_s(&r->trials, t)};
         if (t->fuse_mem_mib > d[m].memory_mib) /* a fused process: what its K uses */
             d[m].memory_mib = t->fuse_mem_mib;
@@ -434,9 +443,15 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
     json_object_update(env, genv);
     char *gtext = json_dumps(gpus, JSON_COMPACT);
     char *etext = json_dumps(genv, JSON_COMPACT | JSON_SORT_KEYS);
-    tp_placement_row_t row = {.trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),
-                              .node = node->name, .gpus = gtext, .memory_mib = t->mem_mib,
-                              .compute = t->compute, .cpus = r->x.res.cpus, .sharing = sharing,
+    tp_placement_row_t row = {.trial = t->id,
+                              .attempt = t->attempts,
+                              .at = tp__wall_s(),
+                              .node = node->name,
+                              .gpus = gtext,
+                              .memory_mib = t->mem_mib,
+                              .compute = t->compute,
+                              .cpus = r->x.res.cpus,
+                              .sharing = sharing,
                               .env = etext};
     tp__journal_ok(&r->journal, tp__store_placement(tp__journal_tx(&r->journal), &row),
                    "recording a placement");
@@ -492,10 +507,12 @@ void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     } else {
         /* Every attempt's nodes are journaled, GPUs or not (`trials` shows where). */
         for (size_t k = 0; k < nshards; k++) {
-            tp_placement_row_t row = {
-                .trial = t->id, .attempt = t->attempts, .at = tp__wall_s(),
-                .node = r->pl.cluster.nodes[tp__trial_shard(t, k)->node].name, .gpus = "[]",
-                .sharing = "cpu"};
+            tp_placement_row_t row = {.trial = t->id,
+                                      .attempt = t->attempts,
+                                      .at = tp__wall_s(),
+                                      .node = r->pl.cluster.nodes[tp__trial_shard(t, k)->node].name,
+                                      .gpus = "[]",
+                                      .sharing = "cpu"};
             tp__journal_ok(&r->journal, tp__store_placement(tp__journal_tx(&r->journal), &row),
                            "recording a placement");
         }
@@ -531,8 +548,8 @@ static void finish_profile(tp_run_t *r, trial_t *t) {
     double compute = t->samples ? profiled_compute(t) : 0;
     drop_samples(t);
     if (t->samples == 0) return; /* nothing measured: the next trial of the group profiles */
-    tp_profile_t p = {.memory_mib = t->peak_mib, .compute = compute, .samples = t->samples,
-                      .at = tp__wall_s()};
+    tp_profile_t p = {
+        .memory_mib = t->peak_mib, .compute = compute, .samples = t->samples, .at = tp__wall_s()};
     if (p.compute < 0.05) p.compute = 0.05;
     if (p.compute > 1.0) p.compute = 1.0;
     if (t->seq > 1 && t->last_report > t->first_report)
@@ -566,9 +583,11 @@ static void save_snapshot(tp_run_t *r, int final) {
     json_t *snap = json_array();
     int many = r->x.cluster.kind != TP_CLUSTER_LOCAL;
     size_t nn = r->pl.cluster.nnodes, *base = tp__xcalloc(nn + 1, sizeof *base);
-    for (size_t n = 0; n < nn; n++) base[n + 1] = base[n] + r->pl.cluster.nodes[n].ngpus;
+    for (size_t n = 0; n < nn; n++)
+        base[n + 1] = base[n] + r->pl.cluster.nodes[n].ngpus;
     json_t **on = tp__xcalloc(base[nn] + 1, sizeof *on); /* per GPU: our trials there */
-    for (size_t k = 0; k < base[nn]; k++) on[k] = json_array();
+    for (size_t k = 0; k < base[nn]; k++)
+        on[k] = json_array();
     for (size_t k = 0; k < r->trials.n; k++) {
         trial_t *t = r->trials.by_id[k];
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
@@ -587,8 +606,7 @@ static void save_snapshot(tp_run_t *r, int final) {
             size_t pos;
             tp_gpu_t *g =
                 tp__placement_gpu(r, n, (int)json_integer_value(json_object_get(e, "index")), &pos);
-            json_object_set_new(copy, "trials",
-                                g ? json_incref(on[base[n] + pos]) : json_array());
+            json_object_set_new(copy, "trials", g ? json_incref(on[base[n] + pos]) : json_array());
             if (g) json_object_set_new(copy, "type", json_string(g->type));
             if (many) json_object_set_new(copy, "node", json_string(r->pl.cluster.nodes[n].name));
             if (final) {
@@ -599,7 +617,8 @@ static void save_snapshot(tp_run_t *r, int final) {
             json_array_append_new(snap, copy);
         }
     }
-    for (size_t k = 0; k < base[nn]; k++) json_decref(on[k]);
+    for (size_t k = 0; k < base[nn]; k++)
+        json_decref(on[k]);
     free(on);
     free(base);
     char *text = json_dumps(snap, JSON_COMPACT);
@@ -722,7 +741,8 @@ void tp__placement_node_down(tp_run_t *r, size_t n) {
     if (n >= r->pl.cluster.nnodes) return;
     tp_node_t *node = &r->pl.cluster.nodes[n];
     node->cpus = 0; /* nothing goes there until its agent says hello again */
-    for (size_t i = 0; i < node->ngpus; i++) node->gpus[i].healthy = 0;
+    for (size_t i = 0; i < node->ngpus; i++)
+        node->gpus[i].healthy = 0;
     r->pl.node[n].mps = 0;
     json_decref(r->pl.node[n].last_gpus);
     r->pl.node[n].last_gpus = NULL;
@@ -764,7 +784,8 @@ void tp__placement_free(tp_run_t *r) {
         free(r->pl.node[n].foreign_mib);
     }
     free(r->pl.node);
-    for (size_t i = 0; i < r->pl.ngroups; i++) free(r->pl.groups[i].key);
+    for (size_t i = 0; i < r->pl.ngroups; i++)
+        free(r->pl.groups[i].key);
     free(r->pl.groups);
     tp__place_plan_free(&r->pl.plan);
     json_decref(r->pl.group_index);

@@ -65,8 +65,9 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
     if (cfg) {
         if (!json_is_integer(cfg) || json_integer_value(cfg) < 0 ||
             json_integer_value(cfg) >= TP_REPORT_CONFIG_MAX) {
-            snprintf(why, whylen, "report \"config\" must be the index of a fused "
-                                  "configuration, an integer from 0 to %d",
+            snprintf(why, whylen,
+                     "report \"config\" must be the index of a fused "
+                     "configuration, an integer from 0 to %d",
                      TP_REPORT_CONFIG_MAX - 1);
             rc = -1;
             goto done;
@@ -77,7 +78,9 @@ int tp__report_parse_json(const char *line, size_t len, const char *metric, tp_r
     if (v) {
         if (!json_is_number(v) || !isfinite(json_number_value(v))) {
             snprintf(why, whylen, "objective \"%s\" must be a finite number, got %s", metric,
-                     json_is_null(v) ? "null" : json_is_string(v) ? "a string" : "a non-number");
+                     json_is_null(v)     ? "null"
+                     : json_is_string(v) ? "a string"
+                                         : "a non-number");
             rc = -1;
             goto done;
         }
@@ -111,12 +114,15 @@ int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_rep
             i++;
         size_t n0 = i;
         if (i >= len || !name_char((unsigned char)line[i], 1)) break;
-        while (i < len && name_char((unsigned char)line[i], 0)) i++;
+        while (i < len && name_char((unsigned char)line[i], 0))
+            i++;
         size_t n1 = i;
-        while (i < len && line[i] == ' ') i++;
+        while (i < len && line[i] == ' ')
+            i++;
         if (i >= len || line[i] != '=') break;
         i++;
-        while (i < len && line[i] == ' ') i++;
+        while (i < len && line[i] == ' ')
+            i++;
         size_t v0 = i;
         while (i < len && line[i] != ' ' && line[i] != '\t' && line[i] != ',' && line[i] != '\r')
             i++;

@@ -12,24 +12,24 @@
 
 /* Exit codes of `tunepack` (docs/exit-codes.md). */
 enum {
-    TP_EXIT_OK = 0,          /* done; at least one trial completed */
-    TP_EXIT_ERROR = 1,       /* an unexpected failure */
-    TP_EXIT_USAGE = 2,       /* bad command line */
-    TP_EXIT_CONFIG = 3,      /* the experiment file is invalid */
-    TP_EXIT_STORE = 4,       /* the experiment directory cannot be used */
-    TP_EXIT_NO_TRIAL = 5,    /* the experiment ended and no trial completed */
-    TP_EXIT_STOPPED = 6,     /* stopped by `tunepack stop` or a signal; run again to resume */
-    TP_EXIT_AGENT = 7,       /* the agent was lost too often */
+    TP_EXIT_OK = 0,       /* done; at least one trial completed */
+    TP_EXIT_ERROR = 1,    /* an unexpected failure */
+    TP_EXIT_USAGE = 2,    /* bad command line */
+    TP_EXIT_CONFIG = 3,   /* the experiment file is invalid */
+    TP_EXIT_STORE = 4,    /* the experiment directory cannot be used */
+    TP_EXIT_NO_TRIAL = 5, /* the experiment ended and no trial completed */
+    TP_EXIT_STOPPED = 6,  /* stopped by `tunepack stop` or a signal; run again to resume */
+    TP_EXIT_AGENT = 7,    /* the agent was lost too often */
 };
 
 typedef struct tp_run_opts {
-    const char *file;     /* the experiment file */
-    const char *dir;      /* experiment directory; NULL = runs/<name> */
-    int live;             /* 1: live terminal view; 0: log lines */
-    int quiet;            /* no progress output at all */
-    const char *cluster;  /* --cluster: local | slurm | ssh:HOST,...; NULL: the file's */
-    const char *fork;     /* --fork OLD: a new experiment seeded with OLD's results; NULL */
-    int retry_failed;     /* --retry-failed: the failed trials run again, an attempt each */
+    const char *file;    /* the experiment file */
+    const char *dir;     /* experiment directory; NULL = runs/<name> */
+    int live;            /* 1: live terminal view; 0: log lines */
+    int quiet;           /* no progress output at all */
+    const char *cluster; /* --cluster: local | slurm | ssh:HOST,...; NULL: the file's */
+    const char *fork;    /* --fork OLD: a new experiment seeded with OLD's results; NULL */
+    int retry_failed;    /* --retry-failed: the failed trials run again, an attempt each */
 } tp_run_opts_t;
 
 /* Run (or resume) an experiment to its end. Returns a TP_EXIT_* code; the
@@ -43,10 +43,10 @@ int tp__run_dry(const tp_run_opts_t *opts, int show);
 
 /* ---- report lines (report.c): pure parsing, no I/O ---------------------- */
 typedef struct tp_report {
-    int64_t step;    /* "step" member, TP_STORE_NO_STEP-like INT64_MIN if absent */
-    int has_value;   /* the objective metric is present */
-    double value;    /* its value (finite) */
-    int config;      /* "config": which configuration of a fused process, -1 if absent */
+    int64_t step;  /* "step" member, TP_STORE_NO_STEP-like INT64_MIN if absent */
+    int has_value; /* the objective metric is present */
+    double value;  /* its value (finite) */
+    int config;    /* "config": which configuration of a fused process, -1 if absent */
 } tp_report_t;
 
 #define TP_REPORT_CONFIG_MAX 4096 /* "config" indexes are below this */
@@ -73,8 +73,8 @@ int tp__report_parse_kv(const char *line, size_t len, const char *metric, tp_rep
  * weighed against one after 1), then the better value by the metric's mode.
  * Without budgets every trial has budget 0 and only the value counts. */
 typedef struct tp_rank_key {
-    double budget;   /* budget of the job the value belongs to, 0 if none */
-    double value;    /* the objective; NaN never wins */
+    double budget; /* budget of the job the value belongs to, 0 if none */
+    double value;  /* the objective; NaN never wins */
 } tp_rank_key_t;
 /* Whether a trial in `state` (a store state name) competes. */
 int tp__rank_competes(const char *state, int has_value);

@@ -24,8 +24,9 @@ char *tp__rundir_resolve(const char *dir, tp_error_t *err) {
         return NULL;
     }
     if (!d) {
-        tp__errorf(err, -ENOENT, "no experiment directory given and ./runs does not exist; "
-                                 "name one, e.g. `tunepack status runs/mlp-demo`");
+        tp__errorf(err, -ENOENT,
+                   "no experiment directory given and ./runs does not exist; "
+                   "name one, e.g. `tunepack status runs/mlp-demo`");
         return NULL;
     }
     char *best = NULL;
@@ -47,8 +48,9 @@ char *tp__rundir_resolve(const char *dir, tp_error_t *err) {
     }
     closedir(d);
     if (!best)
-        tp__errorf(err, -ENOENT, "no experiment found under ./runs; name its directory, e.g. "
-                                 "`tunepack status runs/mlp-demo`");
+        tp__errorf(err, -ENOENT,
+                   "no experiment found under ./runs; name its directory, e.g. "
+                   "`tunepack status runs/mlp-demo`");
     return best;
 }
 

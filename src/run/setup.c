@@ -25,10 +25,12 @@ static void make_token(char out[33]) {
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     if (fd < 0 || read(fd, b, sizeof b) != (ssize_t)sizeof b) {
         uint64_t x = (uint64_t)getpid() ^ (uint64_t)(tp__wall_s() * 1e6);
-        for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(x >> (8 * (i % 8))) ^ (unsigned char)i;
+        for (size_t i = 0; i < sizeof b; i++)
+            b[i] = (unsigned char)(x >> (8 * (i % 8))) ^ (unsigned char)i;
     }
     if (fd >= 0) close(fd);
-    for (size_t i = 0; i < sizeof b; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+    for (size_t i = 0; i < sizeof b; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 /* Take the directory's lock and write our pid into it. */
@@ -84,8 +86,8 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
 }
 
 typedef struct last_report {
-    double value;   /* last objective reported, NaN if none */
-    int64_t step;   /* its step */
+    double value; /* last objective reported, NaN if none */
+    int64_t step; /* its step */
 } last_report_t;
 
 static int keep_last(int64_t step, double value, void *ud) {
@@ -110,15 +112,14 @@ static int resume_trials(tp_run_t *r) {
         if (t->state == TP_TRIAL_RUNNING) {
             /* What its job reported before the crash still counts. */
             last_report_t lr = {.value = NAN, .step = TP_STORE_NO_STEP};
-            tp__journal_ok(&r->journal,
-                           tp__store_metric_values(r->journal.store, t->id, t->attempts,
-                                                   keep_last, &lr),
-                           "reading the reports of an interrupted trial");
+            tp__journal_ok(
+                &r->journal,
+                tp__store_metric_values(r->journal.store, t->id, t->attempts, keep_last, &lr),
+                "reading the reports of an interrupted trial");
             t->has_value = !isnan(lr.value);
             t->value = t->best = lr.value;
             t->step = lr.step;
-            tp_transition_t how = {.detail = "interrupted",
-                                   .requeue = TP_REQUEUE_INTERRUPTED};
+            tp_transition_t how = {.detail = "interrupted", .requeue = TP_REQUEUE_INTERRUPTED};
             tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
             interrupted++;
         } else if (t->state == TP_TRIAL_PENDING) {
@@ -127,7 +128,8 @@ static int resume_trials(tp_run_t *r) {
             tp__note_best(r, t);
         }
     }
-    for (size_t i = 0; i < r->nseeded; i++) tp__note_best(r, r->seeded[i]);
+    for (size_t i = 0; i < r->nseeded; i++)
+        tp__note_best(r, r->seeded[i]);
     return interrupted;
 }
 
@@ -219,7 +221,8 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
             json_decref(a);
             s->ops->result_values(s, d->trial, d->rung, ok, v, d->at);
             size_t m = rp->r->x.nobjectives, j = 0;
-            while (j < m && isfinite(v[j])) j++;
+            while (j < m && isfinite(v[j]))
+                j++;
             if (ok && j == m) tp__view_front_add(rp->r, d->trial, v); /* fifo: all final */
         } else {
             s->ops->result(s, d->trial, d->rung, ok, ok && d->has_value ? d->value : NAN, d->at);
@@ -335,8 +338,8 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
                         r->dir, why);
     } else if (ok.len) {
         tp_store_t *s = r->journal.store;
-        tp__log(TP_LOG_INFO, "%s changed since the last run; taking the new values:\n%s",
-                r->x.path, ok.data);
+        tp__log(TP_LOG_INFO, "%s changed since the last run; taking the new values:\n%s", r->x.path,
+                ok.data);
         if (tp__store_begin(s) || tp__store_meta_set(s, "experiment_text", r->x.text) ||
             tp__store_event(s, -1, 0, "experiment-changed", ok.data, tp__wall_s()) ||
             tp__store_commit(s))
@@ -384,8 +387,10 @@ static int refuse_lost_store(tp_run_t *r, tp_error_t *err) {
     char path[4200];
     struct stat st;
     snprintf(path, sizeof path, "%s/%s", r->dir, TP_STORE_FILE);
-    if (stat(path, &st) != 0) snprintf(why.msg, sizeof why.msg, "it is missing");
-    else if (st.st_size == 0) snprintf(why.msg, sizeof why.msg, "it is empty (0 bytes)");
+    if (stat(path, &st) != 0)
+        snprintf(why.msg, sizeof why.msg, "it is missing");
+    else if (st.st_size == 0)
+        snprintf(why.msg, sizeof why.msg, "it is empty (0 bytes)");
     return tp__errorf(err, -EBADMSG,
                       "%s cannot be used: %s, but %s/trials holds %zu trial folder(s), so trials "
                       "ran here and their record is lost or damaged. Nothing was changed. "
@@ -401,16 +406,14 @@ static int refuse_lost_store(tp_run_t *r, tp_error_t *err) {
 static int apply_permissions(tp_run_t *r, tp_error_t *err) {
     if (chmod(r->dir, (mode_t)r->x.dir_mode) != 0)
         return tp__errorf(err, -errno, "cannot set the mode of %s: %s", r->dir, strerror(errno));
-    static const char *const files[] = {TP_STORE_FILE, TP_STORE_FILE "-wal",
-                                        TP_STORE_FILE "-shm"};
+    static const char *const files[] = {TP_STORE_FILE, TP_STORE_FILE "-wal", TP_STORE_FILE "-shm"};
     for (size_t i = 0; i < TP_ARRAY_LEN(files); i++) {
         char path[4200];
         snprintf(path, sizeof path, "%s/%s", r->dir, files[i]);
         int fd = i == 0 ? open(path, O_RDONLY | O_CREAT | O_CLOEXEC, r->x.file_mode) : -1;
         if (fd >= 0) close(fd);
         if (chmod(path, (mode_t)r->x.file_mode) != 0 && errno != ENOENT)
-            return tp__errorf(err, -errno, "cannot set the mode of %s: %s", path,
-                              strerror(errno));
+            return tp__errorf(err, -errno, "cannot set the mode of %s: %s", path, strerror(errno));
     }
     return 0;
 }
@@ -470,8 +473,8 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     snprintf(at, sizeof at, "%.3f", tp__wall_s());
     json_t *objs = json_array(); /* [{"name": ..., "mode": ...}] for best and export */
     for (size_t j = 0; j < r->x.nobjectives; j++)
-        json_array_append_new(objs, json_pack("{s:s, s:s}", "name", r->x.objectives[j].name,
-                                              "mode", r->x.objectives[j].maximize ? "max" : "min"));
+        json_array_append_new(objs, json_pack("{s:s, s:s}", "name", r->x.objectives[j].name, "mode",
+                                              r->x.objectives[j].maximize ? "max" : "min"));
     char *objs_text = json_dumps(objs, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(objs);
     rc = tp__store_begin(s) || tp__store_meta_set(s, "name", r->x.name) ||
@@ -495,8 +498,10 @@ static int fork_from(tp_run_t *r, const char *from) {
     tp_error_t err = {0};
     char *seeded = r->created ? NULL : tp__store_meta_get(r->journal.store, "forked_from");
     if (!r->created && !seeded) {
-        fprintf(stderr, "tunepack: error: --fork starts a new experiment, and %s already holds one; "
-                        "give a new --dir\n", r->dir);
+        fprintf(stderr,
+                "tunepack: error: --fork starts a new experiment, and %s already holds one; "
+                "give a new --dir\n",
+                r->dir);
         return TP_EXIT_STORE;
     }
     free(seeded);
@@ -597,8 +602,8 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         goto out;
     }
     if (o->fork) { /* the forked results are the sampler's prior observations too */
-        r->x.warm_start = tp__xrealloc(r->x.warm_start,
-                                       (r->x.nwarm_start + 2) * sizeof *r->x.warm_start);
+        r->x.warm_start =
+            tp__xrealloc(r->x.warm_start, (r->x.nwarm_start + 2) * sizeof *r->x.warm_start);
         r->x.warm_start[r->x.nwarm_start++] = tp__strdup(o->fork);
         r->x.warm_start[r->x.nwarm_start] = NULL;
     }

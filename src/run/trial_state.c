@@ -11,16 +11,19 @@
 #include "store/store.h"
 
 static const char *const state_names[TP_TRIAL_NSTATES] = {
-    [TP_TRIAL_PENDING] = "pending",     [TP_TRIAL_RUNNING] = "running",
-    [TP_TRIAL_PAUSED] = "paused",       [TP_TRIAL_COMPLETED] = "completed",
-    [TP_TRIAL_STOPPED] = "stopped",     [TP_TRIAL_FAILED] = "failed",
+    [TP_TRIAL_PENDING] = "pending", [TP_TRIAL_RUNNING] = "running",
+    [TP_TRIAL_PAUSED] = "paused",   [TP_TRIAL_COMPLETED] = "completed",
+    [TP_TRIAL_STOPPED] = "stopped", [TP_TRIAL_FAILED] = "failed",
 };
 
 /* allowed[from][to]: the trial life of DESIGN.md, nothing else. */
 static const unsigned char allowed[TP_TRIAL_NSTATES][TP_TRIAL_NSTATES] = {
     [TP_TRIAL_PENDING] = {[TP_TRIAL_RUNNING] = 1},
-    [TP_TRIAL_RUNNING] = {[TP_TRIAL_PENDING] = 1, [TP_TRIAL_PAUSED] = 1, [TP_TRIAL_COMPLETED] = 1,
-                          [TP_TRIAL_STOPPED] = 1, [TP_TRIAL_FAILED] = 1},
+    [TP_TRIAL_RUNNING] = {[TP_TRIAL_PENDING] = 1,
+                          [TP_TRIAL_PAUSED] = 1,
+                          [TP_TRIAL_COMPLETED] = 1,
+                          [TP_TRIAL_STOPPED] = 1,
+                          [TP_TRIAL_FAILED] = 1},
     [TP_TRIAL_PAUSED] = {[TP_TRIAL_PENDING] = 1, [TP_TRIAL_RUNNING] = 1, [TP_TRIAL_STOPPED] = 1},
     /* completed and stopped are final; failed too, unless the user asks
        (`run --retry-failed`) */
@@ -46,7 +49,8 @@ int tp__trial_transition_ok(tp_trial_state_t from, tp_trial_state_t to) {
 static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_state_t state) {
     if ((size_t)id >= ts->cap) {
         size_t cap = ts->cap ? ts->cap : 64;
-        while (cap <= (size_t)id) cap *= 2;
+        while (cap <= (size_t)id)
+            cap *= 2;
         ts->by_id = tp__xrealloc(ts->by_id, cap * sizeof *ts->by_id);
         memset(ts->by_id + ts->cap, 0, (cap - ts->cap) * sizeof *ts->by_id);
         ts->cap = cap;
@@ -200,12 +204,19 @@ static int journal_change(tp_trials_t *ts, const trial_t *t, tp_trial_state_t to
     tp_store_t *s = tp__journal_tx(ts->journal);
     int rc;
     if (t->state == TP_TRIAL_RUNNING) {
-        tp_trial_end_t e = {.state = state_names[to], .attempt = t->attempts,
-                            .failures = t->failures, .has_exit = how->has_exit,
-                            .exit_code = how->exit_code, .signal = how->signal,
-                            .error = how->error, .detail = how->detail,
-                            .has_value = t->has_value, .value = t->value, .best = t->best,
-                            .step = t->step, .metrics = t->last.len ? t->last.data : NULL,
+        tp_trial_end_t e = {.state = state_names[to],
+                            .attempt = t->attempts,
+                            .failures = t->failures,
+                            .has_exit = how->has_exit,
+                            .exit_code = how->exit_code,
+                            .signal = how->signal,
+                            .error = how->error,
+                            .detail = how->detail,
+                            .has_value = t->has_value,
+                            .value = t->value,
+                            .best = t->best,
+                            .step = t->step,
+                            .metrics = t->last.len ? t->last.data : NULL,
                             .at = at,
                             /* Running time only: a trial read back from the store (a crash)
                                has no start of ours, and its lost attempt counts nothing. */

@@ -65,16 +65,19 @@ void tp__view_front_add(tp_run_t *r, int64_t id, const double *values) {
     tp_view_t *v = &r->view;
     size_t m = r->x.nobjectives, k = 0;
     double loss[TP_MAX_OBJECTIVES] = {0}, other[TP_MAX_OBJECTIVES] = {0};
-    for (size_t j = 0; j < m; j++) loss[j] = r->x.objectives[j].maximize ? -values[j] : values[j];
+    for (size_t j = 0; j < m; j++)
+        loss[j] = r->x.objectives[j].maximize ? -values[j] : values[j];
     for (size_t i = 0; i < v->nfront; i++) {
         const double *p = v->front_values + i * m;
-        for (size_t j = 0; j < m; j++) other[j] = r->x.objectives[j].maximize ? -p[j] : p[j];
+        for (size_t j = 0; j < m; j++)
+            other[j] = r->x.objectives[j].maximize ? -p[j] : p[j];
         if (tp__pareto_dominates(other, loss, m) || !memcmp(other, loss, m * sizeof *loss))
             return; /* beaten (or matched) by a point already on it */
     }
     for (size_t i = 0; i < v->nfront; i++) { /* drop the points the new one beats */
         const double *p = v->front_values + i * m;
-        for (size_t j = 0; j < m; j++) other[j] = r->x.objectives[j].maximize ? -p[j] : p[j];
+        for (size_t j = 0; j < m; j++)
+            other[j] = r->x.objectives[j].maximize ? -p[j] : p[j];
         if (tp__pareto_dominates(loss, other, m)) continue;
         v->front_ids[k] = v->front_ids[i];
         memmove(v->front_values + k * m, p, m * sizeof *p);
@@ -251,7 +254,8 @@ static void draw(tp_run_t *r) {
     counts_line(r, counts, sizeof counts);
     int width = 30, fill = (int)(p.share * width);
     char bar[64];
-    for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '-';
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '-';
     bar[width] = 0;
     if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
     r->view.lines = 0;
@@ -343,13 +347,16 @@ void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue,
     tp__buf_printf(&line, "[%d/%llu] trial %lld ", done_count(r),
                    (unsigned long long)total_trials(r), (long long)t->id);
     if (requeue == TP_REQUEUE_RETRY)
-        tp__buf_printf(&line, "attempt %d failed after %s%s: %s; retrying (%d of %d retries used)\n",
+        tp__buf_printf(&line,
+                       "attempt %d failed after %s%s: %s; retrying (%d of %d retries used)\n",
                        t->attempts, d, where, why ? why : "", t->failures, r->x.retries);
     else if (requeue == TP_REQUEUE_REGROW || requeue == TP_REQUEUE_RESIZE)
         tp__buf_printf(&line, "attempt %d%s: %s\n", t->attempts, where, why ? why : "");
     else if (requeue == TP_REQUEUE_INTERRUPTED)
-        tp__buf_printf(&line, "attempt %d interrupted after %s%s; it runs again from its "
-                       "checkpoint%s\n", t->attempts, d, where, r->stopping ? " when resumed" : "");
+        tp__buf_printf(&line,
+                       "attempt %d interrupted after %s%s; it runs again from its "
+                       "checkpoint%s\n",
+                       t->attempts, d, where, r->stopping ? " when resumed" : "");
     else if (t->state == TP_TRIAL_COMPLETED)
         tp__buf_printf(&line, "completed in %s%s: %s%s\n", d, where, v, at);
     else if (t->state == TP_TRIAL_PAUSED)
@@ -390,7 +397,8 @@ void tp__view_final(tp_run_t *r) {
     tp__format_duration(tp__mono_s() - r->view.t0, el, sizeof el);
     best_line(r, best, sizeof best);
     char early[48] = "", inter[48] = "", paused[48] = "", regrown[64] = "";
-    if (c[TP_TRIAL_STOPPED]) snprintf(early, sizeof early, ", %d stopped early", c[TP_TRIAL_STOPPED]);
+    if (c[TP_TRIAL_STOPPED])
+        snprintf(early, sizeof early, ", %d stopped early", c[TP_TRIAL_STOPPED]);
     if (c[TP_TRIAL_PAUSED]) snprintf(paused, sizeof paused, ", %d paused", c[TP_TRIAL_PAUSED]);
     if (r->trials.regrown)
         snprintf(regrown, sizeof regrown, ", %d placed again after running out of GPU memory",

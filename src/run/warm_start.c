@@ -14,8 +14,8 @@
 
 typedef struct warm {
     tp_run_t *r;
-    const char *source;     /* the directory being read */
-    size_t fed, skipped;    /* counts for the log line */
+    const char *source;  /* the directory being read */
+    size_t fed, skipped; /* counts for the log line */
 } warm_t;
 
 /* Feed one prior to the sampler: values[0..nobj). */
@@ -73,20 +73,22 @@ static int take_trial(const tp_trial_row_t *row, void *ud) {
     json_t *values = json_array();
     for (size_t j = 0; j < r->x.nobjectives; j++) {
         json_t *x = json_object_get(metrics, r->x.objectives[j].name);
-        double v = r->x.nobjectives == 1 ? row->value : json_is_number(x) ? json_number_value(x) : NAN;
+        double v = r->x.nobjectives == 1 ? row->value
+                   : json_is_number(x)   ? json_number_value(x)
+                                         : NAN;
         if (isfinite(v)) json_array_append_new(values, json_real(v));
     }
     json_decref(metrics);
     json_t *cfg = json_array_size(values) == r->x.nobjectives
-                      ? as_this_space(&r->x.space, row->params) : NULL;
+                      ? as_this_space(&r->x.space, row->params)
+                      : NULL;
     if (!cfg) {
         json_decref(values);
         w->skipped++;
         return 0;
     }
-    json_array_append_new(r->warm, json_pack("{s:s, s:I, s:o, s:o}", "source", w->source,
-                                             "trial", (json_int_t)row->id, "params", cfg,
-                                             "values", values));
+    json_array_append_new(r->warm, json_pack("{s:s, s:I, s:o, s:o}", "source", w->source, "trial",
+                                             (json_int_t)row->id, "params", cfg, "values", values));
     w->fed++;
     return 0;
 }
@@ -100,15 +102,16 @@ static const char *str_of(const json_t *o, const char *key) {
 static int check_objectives(tp_run_t *r, tp_store_t *src, const char *dir, tp_error_t *err) {
     char *objs = tp__store_meta_get(src, "objectives");
     char *metric = tp__store_meta_get(src, "metric"), *mode = tp__store_meta_get(src, "mode");
-    json_t *list = objs ? json_loads(objs, 0, NULL) : json_pack("[{s:s?, s:s?}]", "name", metric,
-                                                                "mode", mode);
+    json_t *list = objs ? json_loads(objs, 0, NULL)
+                        : json_pack("[{s:s?, s:s?}]", "name", metric, "mode", mode);
     free(objs), free(metric), free(mode);
     int rc = 0;
     for (size_t j = 0; j < r->x.nobjectives && rc == 0; j++) {
         const tp_objective_t *o = &r->x.objectives[j];
         size_t k = 0;
         json_t *e = NULL;
-        while ((e = json_array_get(list, k)) && strcmp(str_of(e, "name"), o->name)) k++;
+        while ((e = json_array_get(list, k)) && strcmp(str_of(e, "name"), o->name))
+            k++;
         if (!e)
             rc = tp__errorf(err, -EINVAL,
                             "warm_start: %s did not optimize \"%s\"; its trials cannot inform "
@@ -177,7 +180,9 @@ void tp__run_warm_start(tp_run_t *r) {
         char *objs = r->x.nobjectives > 1 ? json_dumps(values, JSON_COMPACT) : NULL;
         tp_prior_row_t p = {.source = str_of(e, "source"),
                             .source_trial = json_integer_value(json_object_get(e, "trial")),
-                            .params = params, .value = v[0], .objectives = objs,
+                            .params = params,
+                            .value = v[0],
+                            .objectives = objs,
                             .at = tp__wall_s()};
         tp__journal_ok(&r->journal, tp__store_prior_add(tp__journal_tx(&r->journal), &p),
                        "recording a warm-start observation");

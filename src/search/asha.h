@@ -13,15 +13,15 @@
 #define TP_ASHA_MAX_RUNGS 64
 
 typedef struct tp_asha_trial {
-    json_t *config;     /* owned, told to the sampler with each result */
-    int rung;           /* rung of its latest job */
-    int running;        /* that job has not ended */
-    int failed;         /* a job failed: out of the search */
+    json_t *config; /* owned, told to the sampler with each result */
+    int rung;       /* rung of its latest job */
+    int running;    /* that job has not ended */
+    int failed;     /* a job failed: out of the search */
 } tp_asha_trial_t;
 
 typedef struct tp_asha_result {
-    int64_t trial;      /* whose */
-    double value;       /* objective at the rung's budget */
+    int64_t trial; /* whose */
+    double value;  /* objective at the rung's budget */
 } tp_asha_result_t;
 
 typedef struct tp_asha_rung {
@@ -33,12 +33,12 @@ typedef struct tp_asha {
     double budgets[TP_ASHA_MAX_RUNGS]; /* r_k */
     size_t nrungs;                     /* L */
     tp_asha_rung_t rungs[TP_ASHA_MAX_RUNGS];
-    tp_asha_trial_t *trials;           /* by trial number */
+    tp_asha_trial_t *trials; /* by trial number */
     size_t ntrials, cap;
-    size_t running;                    /* jobs out */
-    int exhausted;                     /* the sampler returned 0 */
-    int over;                          /* next() returned 0 */
-    int maximize;                      /* copy of cfg.maximize, for the sort */
+    size_t running; /* jobs out */
+    int exhausted;  /* the sampler returned 0 */
+    int over;       /* next() returned 0 */
+    int maximize;   /* copy of cfg.maximize, for the sort */
 } tp_asha_t;
 
 /* ASHA's expected work for n trials: each trial runs rung 0, and a 1/eta^k
@@ -51,8 +51,7 @@ void tp__asha_free(tp_asha_t *st);
 /* The best trial in the top floor(n_k / eta) of rung k that can go on (ended
  * ok at rung k, not running, not failed), or -1; *rank and *value say where it stood.
  * O(n_k log n_k). */
-int64_t tp__asha_promotable(const tp_asha_t *st, size_t k, double eta, size_t *rank,
-                            double *value);
+int64_t tp__asha_promotable(const tp_asha_t *st, size_t k, double eta, size_t *rank, double *value);
 /* The ok results of rung k, best first (ties: the older trial), malloc'd
  * (caller frees); *n gets their count. O(n_k log n_k). */
 tp_asha_result_t *tp__asha_sorted(const tp_asha_t *st, size_t k, size_t *n);

@@ -21,8 +21,8 @@ int tp__pareto_dominates(const double *a, const double *b, size_t m) {
 
 size_t tp__pareto_rank(const double *y, size_t n, size_t m, size_t *rank) {
     if (n == 0) return 0;
-    size_t *count = tp__xcalloc(n, sizeof *count);    /* how many dominate i */
-    unsigned char *dom = tp__xcalloc(n * n, 1);       /* dom[i n + j]: i dominates j */
+    size_t *count = tp__xcalloc(n, sizeof *count); /* how many dominate i */
+    unsigned char *dom = tp__xcalloc(n * n, 1);    /* dom[i n + j]: i dominates j */
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             if (i != j && tp__pareto_dominates(y + i * m, y + j * m, m)) {
@@ -61,19 +61,23 @@ static int cmp_key(const void *pa, const void *pb) {
 }
 
 void tp__pareto_crowding(const double *y, size_t m, const size_t *idx, size_t k, double *dist) {
-    for (size_t a = 0; a < k; a++) dist[a] = 0;
+    for (size_t a = 0; a < k; a++)
+        dist[a] = 0;
     if (k <= 2) {
-        for (size_t a = 0; a < k; a++) dist[a] = INFINITY;
+        for (size_t a = 0; a < k; a++)
+            dist[a] = INFINITY;
         return;
     }
     key_idx_t *s = tp__xmalloc(k * sizeof *s);
     for (size_t j = 0; j < m; j++) {
-        for (size_t a = 0; a < k; a++) s[a] = (key_idx_t){y[idx[a] * m + j], a};
+        for (size_t a = 0; a < k; a++)
+            s[a] = (key_idx_t){y[idx[a] * m + j], a};
         qsort(s, k, sizeof *s, cmp_key);
         double span = s[k - 1].key - s[0].key;
         dist[s[0].i] = dist[s[k - 1].i] = INFINITY;
         if (!(span > 0)) continue;
-        for (size_t a = 1; a + 1 < k; a++) dist[s[a].i] += (s[a + 1].key - s[a - 1].key) / span;
+        for (size_t a = 1; a + 1 < k; a++)
+            dist[s[a].i] += (s[a + 1].key - s[a - 1].key) / span;
     }
     free(s);
 }
@@ -84,20 +88,24 @@ static double hv_rows(const double **rows, size_t k, size_t m, const double *ref
     size_t n = 0;
     for (size_t a = 0; a < k; a++) { /* keep the rows strictly inside the box */
         int in = 1;
-        for (size_t j = 0; j < m && in; j++) in = rows[a][j] < ref[j];
+        for (size_t j = 0; j < m && in; j++)
+            in = rows[a][j] < ref[j];
         if (in) rows[n++] = rows[a];
     }
     if (n == 0) return 0;
     if (m == 1) {
         double lo = rows[0][0];
-        for (size_t a = 1; a < n; a++) lo = fmin(lo, rows[a][0]);
+        for (size_t a = 1; a < n; a++)
+            lo = fmin(lo, rows[a][0]);
         return ref[0] - lo;
     }
     key_idx_t *s = tp__xmalloc(n * sizeof *s);
     const double **sorted = tp__xmalloc(n * sizeof *sorted);
-    for (size_t a = 0; a < n; a++) s[a] = (key_idx_t){rows[a][m - 1], a};
+    for (size_t a = 0; a < n; a++)
+        s[a] = (key_idx_t){rows[a][m - 1], a};
     qsort(s, n, sizeof *s, cmp_key);
-    for (size_t a = 0; a < n; a++) sorted[a] = rows[s[a].i];
+    for (size_t a = 0; a < n; a++)
+        sorted[a] = rows[s[a].i];
     double vol = 0;
     if (m == 2) { /* sweep: by the second objective, the first one's best so far */
         double best = ref[0];
@@ -123,14 +131,15 @@ static double hv_rows(const double **rows, size_t k, size_t m, const double *ref
 double tp__hypervolume(const double *y, size_t m, const size_t *idx, size_t k, const double *ref) {
     if (k == 0) return 0;
     const double **rows = tp__xmalloc(k * sizeof *rows);
-    for (size_t a = 0; a < k; a++) rows[a] = y + (idx ? idx[a] : a) * m;
+    for (size_t a = 0; a < k; a++)
+        rows[a] = y + (idx ? idx[a] : a) * m;
     double v = hv_rows(rows, k, m, ref);
     free(rows);
     return v;
 }
 
-void tp__hv_contributions(const double *y, size_t m, const size_t *idx, size_t k,
-                          const double *ref, double *contrib) {
+void tp__hv_contributions(const double *y, size_t m, const size_t *idx, size_t k, const double *ref,
+                          double *contrib) {
     double all = tp__hypervolume(y, m, idx, k, ref);
     size_t *rest = tp__xmalloc((k ? k : 1) * sizeof *rest);
     for (size_t a = 0; a < k; a++) {
@@ -145,7 +154,8 @@ void tp__hv_contributions(const double *y, size_t m, const size_t *idx, size_t k
 void tp__hv_reference(const double *y, size_t m, const size_t *idx, size_t k, double *ref) {
     for (size_t j = 0; j < m; j++) {
         double w = -INFINITY;
-        for (size_t a = 0; a < k; a++) w = fmax(w, y[(idx ? idx[a] : a) * m + j]);
+        for (size_t a = 0; a < k; a++)
+            w = fmax(w, y[(idx ? idx[a] : a) * m + j]);
         ref[j] = fmax(1.1 * w, 0.9 * w);
         if (ref[j] == 0) ref[j] = HV_EPS;
     }

@@ -27,8 +27,8 @@ double tp__hypervolume(const double *y, size_t m, const size_t *idx, size_t k, c
 
 /* Each of the k points' exclusive contribution to the hypervolume of all k
  * (hv of all minus hv without it). O(k * hypervolume). */
-void tp__hv_contributions(const double *y, size_t m, const size_t *idx, size_t k,
-                          const double *ref, double *contrib);
+void tp__hv_contributions(const double *y, size_t m, const size_t *idx, size_t k, const double *ref,
+                          double *contrib);
 
 /* Optuna's reference point for a set: per objective max(1.1 w, 0.9 w) of
  * the worst value w, and a tiny positive value where that is 0. O(m k). */

@@ -45,13 +45,13 @@ double tp__realloc_gain(const tp_realloc_trial_t *t, int k, int *quality) {
 
 typedef struct cand {
     const tp_realloc_trial_t *t;
-    int lo, hi;        /* new counts allowed: [lo, hi] */
-    int probe;         /* judged on an unproven (linear) estimate */
-    double w;          /* weight of its share */
-    int share;         /* extra GPUs offered */
-    int dropped;       /* its share does not pay */
-    int k;             /* the chosen new count, 0: none */
-    double gain;       /* at k */
+    int lo, hi;  /* new counts allowed: [lo, hi] */
+    int probe;   /* judged on an unproven (linear) estimate */
+    double w;    /* weight of its share */
+    int share;   /* extra GPUs offered */
+    int dropped; /* its share does not pay */
+    int k;       /* the chosen new count, 0: none */
+    double gain; /* at k */
 } cand_t;
 
 static int by_rank(const void *a, const void *b) {
@@ -79,7 +79,8 @@ static int best_count(cand_t *c, int extra, double min_gain) {
 /* Split pool among the cands not dropped, by weight, each capped at
  * hi - gpus; largest remainder, ties in rank order. O(n^2) worst case. */
 static void split(cand_t *c, size_t n, int pool) {
-    for (size_t i = 0; i < n; i++) c[i].share = 0;
+    for (size_t i = 0; i < n; i++)
+        c[i].share = 0;
     for (;;) {
         double wsum = 0;
         for (size_t i = 0; i < n; i++)
@@ -127,8 +128,8 @@ static int eligible(const tp_realloc_trial_t *t, double now, const tp_realloc_op
     int q;
     tp__scaling_step_s(t->scaling, t->gpus, &q);
     if (q != TP_SCALING_MEASURED) return 0;
-    int max = t->gpus_max > 0 && t->gpus_max < TP_SCALING_MAX_GPUS ? t->gpus_max
-                                                                    : TP_SCALING_MAX_GPUS;
+    int max =
+        t->gpus_max > 0 && t->gpus_max < TP_SCALING_MAX_GPUS ? t->gpus_max : TP_SCALING_MAX_GPUS;
     int probe = tp__scaling_counts(t->scaling) < 2;
     if (probe && !o->probe) return 0;
     if (probe && max > 2 * t->gpus) max = 2 * t->gpus;
@@ -149,7 +150,8 @@ size_t tp__realloc_plan(tp_realloc_policy_t policy, const tp_realloc_trial_t *tr
     if (free_gpus <= 0 || n == 0) return 0;
     cand_t *c = tp__xcalloc(n, sizeof *c);
     size_t m = 0;
-    for (size_t i = 0; i < n; i++) m += eligible(&trials[i], now, o, &c[m]);
+    for (size_t i = 0; i < n; i++)
+        m += eligible(&trials[i], now, o, &c[m]);
     qsort(c, m, sizeof *c, by_rank);
     double temp = o->temperature > 0 ? o->temperature : 1;
     for (size_t i = 0; i < m; i++)
@@ -185,8 +187,8 @@ size_t tp__realloc_plan(tp_realloc_policy_t policy, const tp_realloc_trial_t *tr
             snprintf(r->why, sizeof r->why,
                      "grow %d -> %d GPUs: gain %.2f > %.2f (%.0f s left -> restart %.0f s + %.0f "
                      "s), %s%s",
-                     t->gpus, c[i].k, c[i].gain, o->min_gain, t->remaining_steps * t0,
-                     t->restart_s, t->remaining_steps * t1, tp__realloc_policy_name(policy),
+                     t->gpus, c[i].k, c[i].gain, o->min_gain, t->remaining_steps * t0, t->restart_s,
+                     t->remaining_steps * t1, tp__realloc_policy_name(policy),
                      c[i].probe ? "; probe: one count measured, linear scaling assumed" : "");
         }
         count++;

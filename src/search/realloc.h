@@ -44,32 +44,32 @@ typedef enum tp_realloc_policy {
 
 /* A running trial as the policy sees it. */
 typedef struct tp_realloc_trial {
-    int64_t trial;              /* trial id */
-    int gpus;                   /* GPUs it holds now (>= 1) */
-    int gpus_min, gpus_max;     /* its bounds (`resources: {gpus: {min, max}}`); max 0: no limit
-                                   beyond TP_SCALING_MAX_GPUS */
-    double remaining_steps;     /* steps (budget units) left in its current job */
-    double score;               /* its latest metric, higher is better (negate a loss) */
-    const tp_scaling_t *scaling;/* its measured curve, borrowed */
-    double restart_s;           /* measured cost of a checkpoint + restart, s; NaN: unknown */
-    double last_resize_s;       /* when it was last resized (the caller's clock); NaN: never */
+    int64_t trial;               /* trial id */
+    int gpus;                    /* GPUs it holds now (>= 1) */
+    int gpus_min, gpus_max;      /* its bounds (`resources: {gpus: {min, max}}`); max 0: no limit
+                                    beyond TP_SCALING_MAX_GPUS */
+    double remaining_steps;      /* steps (budget units) left in its current job */
+    double score;                /* its latest metric, higher is better (negate a loss) */
+    const tp_scaling_t *scaling; /* its measured curve, borrowed */
+    double restart_s;            /* measured cost of a checkpoint + restart, s; NaN: unknown */
+    double last_resize_s;        /* when it was last resized (the caller's clock); NaN: never */
 } tp_realloc_trial_t;
 
 typedef struct tp_realloc_opts {
     tp_realloc_policy_t policy; /* `reallocation.policy`, default uniform */
     double min_gain;            /* `reallocation.min_gain`, default 1.1; only gains above it */
-    double cooldown_s;          /* `reallocation.cooldown`, default 60 s between a trial's resizes */
-    double temperature;         /* `reallocation.temperature`, softmax only, default 1 (> 0) */
-    int probe;                  /* `reallocation.probe`, default 1: unproven curves may be probed */
+    double cooldown_s;  /* `reallocation.cooldown`, default 60 s between a trial's resizes */
+    double temperature; /* `reallocation.temperature`, softmax only, default 1 (> 0) */
+    int probe;          /* `reallocation.probe`, default 1: unproven curves may be probed */
 } tp_realloc_opts_t;
 
 /* One resize decision. */
 typedef struct tp_resize {
-    int64_t trial;              /* which trial */
-    int gpus;                   /* its new GPU count (> its count now) */
-    double gain;                /* the modelled gain, > min_gain */
-    char why[160];              /* in words: "grow 1 -> 4 GPUs: gain 1.83 (remaining 120 s ->
-                                   restart 8 s + 57 s), top-job" */
+    int64_t trial; /* which trial */
+    int gpus;      /* its new GPU count (> its count now) */
+    double gain;   /* the modelled gain, > min_gain */
+    char why[160]; /* in words: "grow 1 -> 4 GPUs: gain 1.83 (remaining 120 s ->
+                      restart 8 s + 57 s), top-job" */
 } tp_resize_t;
 
 /* The defaults above. */

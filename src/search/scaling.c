@@ -5,7 +5,9 @@
 
 #include "search/scaling.h"
 
-void tp__scaling_init(tp_scaling_t *s) { memset(s, 0, sizeof *s); }
+void tp__scaling_init(tp_scaling_t *s) {
+    memset(s, 0, sizeof *s);
+}
 
 void tp__scaling_add(tp_scaling_t *s, int gpus, double step_s) {
     if (gpus < 1 || gpus > TP_SCALING_MAX_GPUS || !isfinite(step_s) || !(step_s > 0)) return;
@@ -15,7 +17,8 @@ void tp__scaling_add(tp_scaling_t *s, int gpus, double step_s) {
 
 int tp__scaling_counts(const tp_scaling_t *s) {
     int n = 0;
-    for (int g = 1; g <= TP_SCALING_MAX_GPUS; g++) n += s->samples[g] > 0;
+    for (int g = 1; g <= TP_SCALING_MAX_GPUS; g++)
+        n += s->samples[g] > 0;
     return n;
 }
 

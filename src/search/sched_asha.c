@@ -42,20 +42,26 @@ int tp__asha_init(tp_asha_t *st, const tp_scheduler_t *s, tp_error_t *err) {
 }
 
 void tp__asha_free(tp_asha_t *st) {
-    for (size_t i = 0; i < st->ntrials; i++) json_decref(st->trials[i].config);
-    for (size_t k = 0; k < st->nrungs; k++) free(st->rungs[k].res);
+    for (size_t i = 0; i < st->ntrials; i++)
+        json_decref(st->trials[i].config);
+    for (size_t k = 0; k < st->nrungs; k++)
+        free(st->rungs[k].res);
     free(st->trials);
     memset(st, 0, sizeof *st);
 }
 
 /* Best first; equal values: the older trial first. */
 static int better_first(const tp_asha_result_t *a, const tp_asha_result_t *b, int maximize) {
-    if (a->value != b->value) return maximize ? (a->value > b->value ? -1 : 1)
-                                              : (a->value < b->value ? -1 : 1);
+    if (a->value != b->value)
+        return maximize ? (a->value > b->value ? -1 : 1) : (a->value < b->value ? -1 : 1);
     return (a->trial > b->trial) - (a->trial < b->trial);
 }
-static int cmp_max(const void *a, const void *b) { return better_first(a, b, 1); }
-static int cmp_min(const void *a, const void *b) { return better_first(a, b, 0); }
+static int cmp_max(const void *a, const void *b) {
+    return better_first(a, b, 1);
+}
+static int cmp_min(const void *a, const void *b) {
+    return better_first(a, b, 0);
+}
 
 tp_asha_result_t *tp__asha_sorted(const tp_asha_t *st, size_t k, size_t *n) {
     const tp_asha_rung_t *r = &st->rungs[k];
@@ -122,8 +128,7 @@ void tp__asha_more(tp_asha_t *st) {
 
 void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, int ok,
                      double value, double now) {
-    if (trial < 0 || (size_t)trial >= st->ntrials || rung < 0 || (size_t)rung >= st->nrungs)
-        return;
+    if (trial < 0 || (size_t)trial >= st->ntrials || rung < 0 || (size_t)rung >= st->nrungs) return;
     tp_asha_trial_t *tr = &st->trials[trial];
     if (tr->running && tr->rung == rung) {
         tr->running = 0;
@@ -136,7 +141,8 @@ void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, 
     }
     tp_asha_rung_t *r = &st->rungs[rung];
     size_t i = 0;
-    while (i < r->n && r->res[i].trial != trial) i++;
+    while (i < r->n && r->res[i].trial != trial)
+        i++;
     if (i == r->n) {
         if (r->n == r->cap) {
             r->cap = r->cap ? 2 * r->cap : 64;

@@ -14,9 +14,9 @@
 #include "search/scheduler.h"
 
 typedef struct fifo_state {
-    int64_t next;       /* number of the next new trial */
-    json_t **configs;   /* per trial, owned */
-    size_t cap;         /* slots in configs */
+    int64_t next;     /* number of the next new trial */
+    json_t **configs; /* per trial, owned */
+    size_t cap;       /* slots in configs */
 } fifo_state_t;
 
 static int fifo_init(tp_scheduler_t *s, tp_error_t *err) {
@@ -33,7 +33,8 @@ static int fifo_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     if ((size_t)st->next >= st->cap) {
         size_t cap = st->cap ? 2 * st->cap : 64;
         st->configs = tp__xrealloc(st->configs, cap * sizeof *st->configs);
-        for (size_t i = st->cap; i < cap; i++) st->configs[i] = NULL;
+        for (size_t i = st->cap; i < cap; i++)
+            st->configs[i] = NULL;
         st->cap = cap;
     }
     st->configs[st->next++] = cfg;
@@ -54,7 +55,8 @@ static void fifo_result_values(tp_scheduler_t *s, int64_t trial, int rung, int o
     fifo_state_t *st = s->impl;
     if (trial < 0 || trial >= st->next) return;
     double failed[TP_MAX_OBJECTIVES];
-    for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++) failed[j] = NAN;
+    for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++)
+        failed[j] = NAN;
     s->sampler->ops->tell_values(s->sampler, (uint64_t)trial, st->configs[trial],
                                  ok ? values : failed, now);
 }
@@ -71,7 +73,8 @@ static uint64_t fifo_total(const tp_scheduler_t *s) {
 static void fifo_destroy(tp_scheduler_t *s) {
     fifo_state_t *st = s->impl;
     if (!st) return;
-    for (size_t i = 0; i < st->cap; i++) json_decref(st->configs[i]);
+    for (size_t i = 0; i < st->cap; i++)
+        json_decref(st->configs[i]);
     free(st->configs);
     free(st);
     s->impl = NULL;

@@ -32,14 +32,14 @@
 #include "search/scheduler.h"
 
 typedef struct hb_trial {
-    json_t *config;     /* owned, told to the sampler with each result */
-    int s;              /* its bracket's s: rungs 0..s */
-    int rung;           /* rung of its latest job */
-    int running;        /* that job has not ended */
-    int failed;         /* a job failed */
-    int final;          /* finished for good */
-    double value;       /* latest ok value (NaN if failed) */
-    size_t rank, of;    /* where it stood when promoted */
+    json_t *config;  /* owned, told to the sampler with each result */
+    int s;           /* its bracket's s: rungs 0..s */
+    int rung;        /* rung of its latest job */
+    int running;     /* that job has not ended */
+    int failed;      /* a job failed */
+    int final;       /* finished for good */
+    double value;    /* latest ok value (NaN if failed) */
+    size_t rank, of; /* where it stood when promoted */
 } hb_trial_t;
 
 typedef struct hb_state {
@@ -51,20 +51,21 @@ typedef struct hb_state {
     hb_trial_t *trials; /* by trial number */
     size_t ntrials, cap;
     /* the current bracket */
-    int active;         /* a bracket is running */
-    int s;              /* its s */
-    int i;              /* its current rung */
-    size_t n;           /* configurations it starts (rung 0's size) */
-    int64_t *members;   /* trials at the current rung, best first after rung 0 */
+    int active;            /* a bracket is running */
+    int s;                 /* its s */
+    int i;                 /* its current rung */
+    size_t n;              /* configurations it starts (rung 0's size) */
+    int64_t *members;      /* trials at the current rung, best first after rung 0 */
     int64_t rungs_started; /* synchronous rungs begun so far: the current one's group is this - 1 */
-    size_t count;       /* members at the current rung */
-    size_t dispatched;  /* members handed out */
-    size_t done;        /* members whose job ended */
+    size_t count;          /* members at the current rung */
+    size_t dispatched;     /* members handed out */
+    size_t done;           /* members whose job ended */
 } hb_state_t;
 
 static double ipow(double b, int e) {
     double r = 1;
-    while (e-- > 0) r *= b;
+    while (e-- > 0)
+        r *= b;
     return r;
 }
 
@@ -108,8 +109,8 @@ static int start_bracket(hb_state_t *st) {
 static int hb_better(const hb_trial_t *a, int64_t ia, const hb_trial_t *b, int64_t ib,
                      int maximize) {
     if (a->failed != b->failed) return b->failed;
-    if (!a->failed && a->value != b->value) return maximize ? a->value > b->value
-                                                            : a->value < b->value;
+    if (!a->failed && a->value != b->value)
+        return maximize ? a->value > b->value : a->value < b->value;
     return ia < ib;
 }
 
@@ -128,15 +129,18 @@ static void rung_complete(hb_state_t *st, int maximize) {
         st->members[b] = t;
     }
     size_t ok = 0;
-    for (size_t a = 0; a < st->count; a++) ok += !st->trials[st->members[a]].failed;
+    for (size_t a = 0; a < st->count; a++)
+        ok += !st->trials[st->members[a]].failed;
     size_t keep = (size_t)floor((double)st->count / st->eta + 1e-9);
     if (keep == 0) keep = 1;
     if (keep > ok) keep = ok;
     if (st->i >= st->s || keep == 0) keep = 0;
     for (size_t a = 0; a < st->count; a++) {
         hb_trial_t *t = &st->trials[st->members[a]];
-        if (a < keep) t->rank = a + 1, t->of = st->count;
-        else t->final = 1;
+        if (a < keep)
+            t->rank = a + 1, t->of = st->count;
+        else
+            t->final = 1;
     }
     if (keep == 0) {
         st->active = 0;
@@ -229,7 +233,8 @@ static uint64_t hb_total(const tp_scheduler_t *s) {
     const hb_state_t *st = s->impl;
     if (st->limit) return st->limit;
     uint64_t n = 0;
-    for (int b = st->s_max; b >= 0; b--) n += bracket_size(st, b);
+    for (int b = st->s_max; b >= 0; b--)
+        n += bracket_size(st, b);
     return n;
 }
 
@@ -258,7 +263,8 @@ static double hb_work(const tp_scheduler_t *s) {
 static void hb_destroy(tp_scheduler_t *s) {
     hb_state_t *st = s->impl;
     if (!st) return;
-    for (size_t i = 0; i < st->ntrials; i++) json_decref(st->trials[i].config);
+    for (size_t i = 0; i < st->ntrials; i++)
+        json_decref(st->trials[i].config);
     free(st->trials);
     free(st->members);
     free(st);

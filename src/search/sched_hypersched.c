@@ -43,18 +43,18 @@
 #include "search/asha.h"
 
 typedef struct hs_trial {
-    double unit_s;      /* its latest measured seconds per budget unit, NaN */
-    double startup_s;   /* its latest measured start-up, NaN */
-    double units, run_s;/* its latest job's size and duration (0: none) */
-    int refused;        /* admission refused: out for good */
+    double unit_s;       /* its latest measured seconds per budget unit, NaN */
+    double startup_s;    /* its latest measured start-up, NaN */
+    double units, run_s; /* its latest job's size and duration (0: none) */
+    int refused;         /* admission refused: out for good */
 } hs_trial_t;
 
 typedef struct hs_state {
     tp_asha_t asha;
     hs_trial_t *trials; /* by trial number, parallel to asha.trials */
     size_t cap;
-    double deadline;    /* 0: none */
-    int closed;         /* new trials refused for good */
+    double deadline; /* 0: none */
+    int closed;      /* new trials refused for good */
     /* the run's measurements */
     double unit_sum, startup_sum;
     size_t unit_n, startup_n;
@@ -76,7 +76,8 @@ static hs_trial_t *hs_trial(hs_state_t *st, int64_t t) {
     if (t < 0 || (size_t)t >= st->asha.ntrials) return NULL;
     if ((size_t)t >= st->cap) {
         size_t cap = st->cap ? st->cap : 64;
-        while (cap <= (size_t)t) cap *= 2;
+        while (cap <= (size_t)t)
+            cap *= 2;
         st->trials = tp__xrealloc(st->trials, cap * sizeof *st->trials);
         for (size_t i = st->cap; i < cap; i++)
             st->trials[i] = (hs_trial_t){.unit_s = NAN, .startup_s = NAN};
@@ -133,8 +134,10 @@ static int admit(tp_scheduler_t *s, hs_state_t *st, int64_t t, int from, double 
     double unit, startup;
     trial_timing(st, t, &unit, &startup);
     if (isnan(unit) || isnan(startup)) {
-        if (left > 0) snprintf(why, len, "; %.0f s to the deadline, no timing measured yet", left);
-        else snprintf(why, len, "the deadline has passed (%.0f s ago)", -left);
+        if (left > 0)
+            snprintf(why, len, "; %.0f s to the deadline, no timing measured yet", left);
+        else
+            snprintf(why, len, "the deadline has passed (%.0f s ago)", -left);
         return left > 0;
     }
     int inc = incumbent_rung(a);
@@ -154,12 +157,14 @@ static int admit(tp_scheduler_t *s, hs_state_t *st, int64_t t, int from, double 
      * checkpoints it and the trial reports where it is); past it, the step must fit. */
     int ok = behind ? need - unit <= left : need <= left;
     if (behind)
-        snprintf(why, len, "%sneeds %.0f s to reach the incumbent's budget %g (%.0f s to its last "
-                           "step; start-up %.1f s, %.2f s per unit from %g), %.0f s to the deadline",
+        snprintf(why, len,
+                 "%sneeds %.0f s to reach the incumbent's budget %g (%.0f s to its last "
+                 "step; start-up %.1f s, %.2f s per unit from %g), %.0f s to the deadline",
                  ok ? "; " : "", need, target, need - unit, startup, unit, b, left);
     else
-        snprintf(why, len, "%sneeds %.0f s to go past the incumbent's budget to %g (start-up %.1f "
-                           "s, %.2f s per unit from %g), %.0f s to the deadline",
+        snprintf(why, len,
+                 "%sneeds %.0f s to go past the incumbent's budget to %g (start-up %.1f "
+                 "s, %.2f s per unit from %g), %.0f s to the deadline",
                  ok ? "; " : "", need, target, startup, unit, b, left);
     return ok;
 }
@@ -278,7 +283,9 @@ static int hs_final(const tp_scheduler_t *s, int64_t trial, int rung) {
     return st->asha.trials[trial].failed || rung + 1 >= (int)st->asha.nrungs || st->asha.over;
 }
 
-static uint64_t hs_total(const tp_scheduler_t *s) { return s->sampler->ops->total(s->sampler); }
+static uint64_t hs_total(const tp_scheduler_t *s) {
+    return s->sampler->ops->total(s->sampler);
+}
 
 /* ASHA's (its admission only ever cuts it short). */
 static double hs_work(const tp_scheduler_t *s) {

@@ -28,8 +28,8 @@
 
 #include "search/scheduler.h"
 
-#define MEDIAN_STARTUP 5   /* n_startup_trials */
-#define MEDIAN_WARMUP 0    /* n_warmup_steps */
+#define MEDIAN_STARTUP 5 /* n_startup_trials */
+#define MEDIAN_WARMUP 0  /* n_warmup_steps */
 
 typedef struct med_point {
     int64_t step;
@@ -37,19 +37,19 @@ typedef struct med_point {
 } med_point_t;
 
 typedef struct med_trial {
-    json_t *config;       /* owned, told to the sampler with the result */
-    med_point_t *hist;    /* reports sorted by step */
+    json_t *config;    /* owned, told to the sampler with the result */
+    med_point_t *hist; /* reports sorted by step */
     size_t n, cap;
-    int stopped;          /* report() returned 0 */
-    int ended;            /* its result came */
+    int stopped; /* report() returned 0 */
+    int ended;   /* its result came */
 } med_trial_t;
 
 typedef struct med_state {
-    med_trial_t *trials;  /* by trial number */
+    med_trial_t *trials; /* by trial number */
     size_t ntrials, cap;
-    int64_t *completed;   /* trials that completed, in order */
+    int64_t *completed; /* trials that completed, in order */
     size_t ncompleted;
-    double *scratch;      /* ncompleted values */
+    double *scratch; /* ncompleted values */
 } med_state_t;
 
 static int med_init(tp_scheduler_t *s, tp_error_t *err) {
@@ -80,8 +80,10 @@ static size_t find_step(const med_trial_t *t, int64_t step) {
     size_t lo = 0, hi = t->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (t->hist[mid].step < step) lo = mid + 1;
-        else hi = mid;
+        if (t->hist[mid].step < step)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -136,10 +138,12 @@ static int med_report(tp_scheduler_t *s, int64_t trial, int64_t step, double val
     }
     if (k == 0) return 1;
     qsort(st->scratch, k, sizeof *st->scratch, cmp_double);
-    double median = k % 2 ? st->scratch[k / 2] : 0.5 * (st->scratch[k / 2 - 1] + st->scratch[k / 2]);
+    double median =
+        k % 2 ? st->scratch[k / 2] : 0.5 * (st->scratch[k / 2 - 1] + st->scratch[k / 2]);
     if (max ? !(best < median) : !(best > median)) return 1;
     t->stopped = 1;
-    snprintf(why, whylen, "stopped at step %lld: best %.4g is %s the median %.4g of %zu completed "
+    snprintf(why, whylen,
+             "stopped at step %lld: best %.4g is %s the median %.4g of %zu completed "
              "trials at step %lld",
              (long long)step, best, max ? "below" : "above", median, k, (long long)step);
     return 0;

@@ -50,35 +50,35 @@
 #include "search/surrogate.h"
 
 typedef struct surr_trial {
-    tp_trial_kind_t kind;  /* surrogate or target */
-    int64_t inner;         /* surrogate: its number in the inner scheduler; target: -1 */
-    int64_t source;        /* target: the surrogate it promotes; surrogate: -1 */
-    json_t *config;        /* surrogate: the inner configuration (no param), owned */
-    int running;           /* a job was handed out and has not ended */
-    int ended;             /* surrogate: finished for good */
-    int stopping;          /* surrogate: the inner scheduler stopped it early */
-    int failed;            /* a job failed */
-    int promoted;          /* surrogate: a target runs its configuration */
-    int rung;              /* the largest rung with a result, -1: none */
-    double value;          /* the value at that rung */
+    tp_trial_kind_t kind; /* surrogate or target */
+    int64_t inner;        /* surrogate: its number in the inner scheduler; target: -1 */
+    int64_t source;       /* target: the surrogate it promotes; surrogate: -1 */
+    json_t *config;       /* surrogate: the inner configuration (no param), owned */
+    int running;          /* a job was handed out and has not ended */
+    int ended;            /* surrogate: finished for good */
+    int stopping;         /* surrogate: the inner scheduler stopped it early */
+    int failed;           /* a job failed */
+    int promoted;         /* surrogate: a target runs its configuration */
+    int rung;             /* the largest rung with a result, -1: none */
+    double value;         /* the value at that rung */
 } surr_trial_t;
 
 typedef struct surr_state {
-    tp_scheduler_t *inner;       /* owned */
-    char *param;                 /* owned copy of cfg.param */
-    tp_surrogate_cfg_t cfg;      /* param points at the copy */
-    surr_trial_t *t;             /* by outer number */
+    tp_scheduler_t *inner;  /* owned */
+    char *param;            /* owned copy of cfg.param */
+    tp_surrogate_cfg_t cfg; /* param points at the copy */
+    surr_trial_t *t;        /* by outer number */
     size_t n, cap;
-    int64_t *outer;              /* by inner number: the outer number */
+    int64_t *outer; /* by inner number: the outer number */
     size_t ninner, capinner;
-    int64_t *queue;              /* targets decided, not handed out yet (outer numbers) */
+    int64_t *queue; /* targets decided, not handed out yet (outer numbers) */
     size_t qhead, qn, qcap;
-    size_t ended;                /* surrogates ended */
-    int inner_done;              /* the inner scheduler returned 0 */
-    int eager_done;              /* the eager promotion was made */
-    int over;                    /* inner done and no surrogate runs: every surrogate ended */
-    int target_rung;             /* rung of a target's job: the last one */
-    double target_budget;        /* budget of a target's job: max, 0 without a budget */
+    size_t ended;         /* surrogates ended */
+    int inner_done;       /* the inner scheduler returned 0 */
+    int eager_done;       /* the eager promotion was made */
+    int over;             /* inner done and no surrogate runs: every surrogate ended */
+    int target_rung;      /* rung of a target's job: the last one */
+    double target_budget; /* budget of a target's job: max, 0 without a budget */
 } surr_state_t;
 
 const char *tp__trial_kind_name(tp_trial_kind_t k) {
@@ -100,7 +100,8 @@ static void map_inner(surr_state_t *st, int64_t inner, int64_t outer) {
         st->capinner = st->capinner ? 2 * st->capinner : 64;
         st->outer = tp__xrealloc(st->outer, st->capinner * sizeof *st->outer);
     }
-    while (st->ninner <= (size_t)inner) st->outer[st->ninner++] = -1;
+    while (st->ninner <= (size_t)inner)
+        st->outer[st->ninner++] = -1;
     st->outer[inner] = outer;
 }
 
@@ -299,7 +300,8 @@ static void surr_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, doub
     }
     st->inner->ops->result(st->inner, t->inner, rung, ok, value, now);
     if (!t->failed && rung >= t->rung) t->rung = rung, t->value = value;
-    if (!t->ended && (t->failed || t->stopping || st->inner->ops->final(st->inner, t->inner, rung))) {
+    if (!t->ended &&
+        (t->failed || t->stopping || st->inner->ops->final(st->inner, t->inner, rung))) {
         t->ended = 1;
         st->ended++;
     }
@@ -349,7 +351,8 @@ static uint64_t surr_total(const tp_scheduler_t *s) {
 static void surr_destroy(tp_scheduler_t *s) {
     surr_state_t *st = s->impl;
     if (!st) return;
-    for (size_t i = 0; i < st->n; i++) json_decref(st->t[i].config);
+    for (size_t i = 0; i < st->n; i++)
+        json_decref(st->t[i].config);
     st->inner->sampler = NULL; /* s owns it now */
     tp__scheduler_free(st->inner);
     free(st->t);
@@ -381,16 +384,16 @@ const struct tp_scheduler_ops tp__sched_surrogate_ops = {SURR_OPS};
 /* Around an inner scheduler that plans against time (ops->deadline and
  * ops->timing: hypersched): those two forwarded. Only then, so that the run
  * journals deadlines and timings only for a scheduler that uses them. */
-static const struct tp_scheduler_ops surr_timed_ops = {
-    SURR_OPS, .deadline = surr_deadline, .timing = surr_timing};
+static const struct tp_scheduler_ops surr_timed_ops = {SURR_OPS, .deadline = surr_deadline,
+                                                       .timing = surr_timing};
 
 /* See surrogate.h. */
 tp_scheduler_t *tp__surrogate_wrap(tp_scheduler_t *inner, const tp_surrogate_cfg_t *cfg,
                                    tp_error_t *err) {
-    const char *bad = !cfg->param || !*cfg->param ? "param must name a parameter"
+    const char *bad = !cfg->param || !*cfg->param                  ? "param must name a parameter"
                       : !(cfg->value > 0) || !isfinite(cfg->value) ? "value must be > 0"
-                      : cfg->promote < 1 ? "promote must be >= 1"
-                      : !(cfg->eager > 0 && cfg->eager <= 1) ? "eager must be in (0, 1]"
+                      : cfg->promote < 1                           ? "promote must be >= 1"
+                      : !(cfg->eager > 0 && cfg->eager <= 1)       ? "eager must be in (0, 1]"
                       : tp__search_nobj(&inner->cfg.sampler) > 1
                           ? "surrogates rank by one objective; with several use no surrogate"
                           : NULL;
@@ -413,8 +416,8 @@ tp_scheduler_t *tp__surrogate_wrap(tp_scheduler_t *inner, const tp_surrogate_cfg
         st->target_budget = b->max;
     }
     tp_scheduler_t *s = tp__xcalloc(1, sizeof *s);
-    s->ops = inner->ops->deadline && inner->ops->timing ? &surr_timed_ops
-                                                         : &tp__sched_surrogate_ops;
+    s->ops =
+        inner->ops->deadline && inner->ops->timing ? &surr_timed_ops : &tp__sched_surrogate_ops;
     s->sampler = inner->sampler; /* owned by s from here: see surr_destroy */
     s->cfg = inner->cfg;
     s->space = inner->space;

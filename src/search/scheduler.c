@@ -14,11 +14,8 @@
 #define DEFAULT_ETA 3.0 /* Li et al., Optuna and Ray all default to 3 */
 
 static const struct tp_scheduler_ops *const scheduler_table[] = {
-    &tp__sched_fifo_ops,
-    &tp__sched_asha_ops,
-    &tp__sched_hyperband_ops,
-    &tp__sched_median_ops,
-    &tp__sched_hypersched_ops,
+    &tp__sched_fifo_ops,   &tp__sched_asha_ops,       &tp__sched_hyperband_ops,
+    &tp__sched_median_ops, &tp__sched_hypersched_ops,
 };
 
 const char *const tp__scheduler_names[] = {"fifo",   "asha",       "hyperband",
@@ -68,8 +65,8 @@ static int check_budget(const tp_scheduler_cfg_t *cfg, const char *name, tp_erro
                           "max: 81",
                           b->name, lo, hi);
     if (b->eta != 0 && (!(b->eta > 1) || !isfinite(b->eta)))
-        return tp__errorf(err, -EINVAL, "budget \"%s\" needs eta > 1, got %s; e.g. eta: 3",
-                          b->name, eta);
+        return tp__errorf(err, -EINVAL, "budget \"%s\" needs eta > 1, got %s; e.g. eta: 3", b->name,
+                          eta);
     return 0;
 }
 
@@ -85,15 +82,16 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
     for (size_t i = 0; i < TP_ARRAY_LEN(scheduler_table); i++)
         if (strcmp(scheduler_table[i]->name, name) == 0) ops = scheduler_table[i];
     if (!ops) {
-        const char *guess = tp__did_you_mean(name, tp__scheduler_names,
-                                             TP_ARRAY_LEN(tp__scheduler_names) - 1);
+        const char *guess =
+            tp__did_you_mean(name, tp__scheduler_names, TP_ARRAY_LEN(tp__scheduler_names) - 1);
         if (guess)
             tp__errorf(err, -EINVAL,
                        "unknown scheduler \"%s\"; did you mean \"%s\"? (known: fifo, asha, "
                        "hyperband, median, hypersched)",
                        name, guess);
         else
-            tp__errorf(err, -EINVAL, "unknown scheduler \"%s\"; known: fifo, asha, hyperband, median, "
+            tp__errorf(err, -EINVAL,
+                       "unknown scheduler \"%s\"; known: fifo, asha, hyperband, median, "
                        "hypersched",
                        name);
         errno = EINVAL;
@@ -173,8 +171,7 @@ int tp__sched_report_runs_on(tp_scheduler_t *s, int64_t trial, int64_t step, dou
 }
 
 /* See scheduler.h. */
-int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out,
-                        json_t **cfg) {
+int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out, json_t **cfg) {
     *cfg = NULL;
     int rc = tp__searcher_ask(s->sampler, (uint64_t)index, now, cfg);
     if (rc <= 0) return rc;

@@ -16,34 +16,35 @@
 
 /* The resource that grows (`budget: {name: epochs, min: 1, max: 81, eta: 3}`). */
 typedef struct tp_budget {
-    const char *name;   /* placeholder name, borrowed; NULL: no budget (jobs run to the end) */
-    double min, max;    /* smallest and largest budget, 0 < min <= max */
-    double eta;         /* reduction factor, > 1 (default 3) */
+    const char *name; /* placeholder name, borrowed; NULL: no budget (jobs run to the end) */
+    double min, max;  /* smallest and largest budget, 0 < min <= max */
+    double eta;       /* reduction factor, > 1 (default 3) */
 } tp_budget_t;
 
 typedef struct tp_scheduler_cfg {
-    const char *scheduler;     /* fifo | asha | hyperband | median | hypersched (NULL: fifo) */
-    tp_search_cfg_t sampler;   /* sampler name (grid | random | tpe | nsga2), trials, seed, objectives */
-    tp_budget_t budget;        /* budget, or name NULL */
-    int maximize;              /* the metric is maximized */
+    const char *scheduler; /* fifo | asha | hyperband | median | hypersched (NULL: fifo) */
+    tp_search_cfg_t
+        sampler;        /* sampler name (grid | random | tpe | nsga2), trials, seed, objectives */
+    tp_budget_t budget; /* budget, or name NULL */
+    int maximize;       /* the metric is maximized */
 } tp_scheduler_cfg_t;
 
 typedef struct tp_job {
-    int64_t trial;      /* trial number; new trials are numbered 0, 1, 2, ... in creation order */
-    int is_new;         /* a new trial: config is set */
-    json_t *config;     /* is_new: its configuration (caller owns) */
-    int rung;           /* rung of this job, 0-based (0 without rungs) */
-    double budget;      /* resource to reach, 0 when there is no budget */
-    int64_t group;      /* its trial group (Fluid: a searcher's batch, whose jobs share the
-                           GPUs by remaining work): asha, the rung (its jobs run at one
-                           budget); hyperband, one synchronous rung of one bracket, numbered
-                           in order; fifo and median, 0 (one batch at the full budget) */
-    char why[200];      /* the decision in words: "new trial at rung 0 (budget 1)",
-                           "promoted to rung 2 (budget 9): 0.91 is in the top 1/3 of rung 1" */
-    int refused;        /* not a job but a refusal (hypersched's admission): trial >= 0 is a
-                           paused trial that will never run again (stop it, why says why);
-                           trial -1 says no new trial will start (why says why). Journal it
-                           ("refused") and call next() again. */
+    int64_t trial;  /* trial number; new trials are numbered 0, 1, 2, ... in creation order */
+    int is_new;     /* a new trial: config is set */
+    json_t *config; /* is_new: its configuration (caller owns) */
+    int rung;       /* rung of this job, 0-based (0 without rungs) */
+    double budget;  /* resource to reach, 0 when there is no budget */
+    int64_t group;  /* its trial group (Fluid: a searcher's batch, whose jobs share the
+                       GPUs by remaining work): asha, the rung (its jobs run at one
+                       budget); hyperband, one synchronous rung of one bracket, numbered
+                       in order; fifo and median, 0 (one batch at the full budget) */
+    char why[200];  /* the decision in words: "new trial at rung 0 (budget 1)",
+                       "promoted to rung 2 (budget 9): 0.91 is in the top 1/3 of rung 1" */
+    int refused;    /* not a job but a refusal (hypersched's admission): trial >= 0 is a
+                       paused trial that will never run again (stop it, why says why);
+                       trial -1 says no new trial will start (why says why). Journal it
+                       ("refused") and call next() again. */
 } tp_job_t;
 
 /* What the run measured about one job of a trial, for schedulers that plan
@@ -51,12 +52,12 @@ typedef struct tp_job {
  * as `now`; the run reads them from the attempt's start and its reports'
  * arrival, the simulator from its virtual clock. */
 typedef struct tp_timing {
-    int64_t trial;      /* whose job */
-    int rung;           /* the job's rung */
-    double units;       /* budget units the attempt ran (its budget - where it started), > 0 */
-    double run_s;       /* seconds from the attempt's start to its last report */
-    double unit_s;      /* seconds per budget unit between its first and last report; NaN
-                           when it reported fewer than two distinct steps */
+    int64_t trial; /* whose job */
+    int rung;      /* the job's rung */
+    double units;  /* budget units the attempt ran (its budget - where it started), > 0 */
+    double run_s;  /* seconds from the attempt's start to its last report */
+    double unit_s; /* seconds per budget unit between its first and last report; NaN
+                      when it reported fewer than two distinct steps */
 } tp_timing_t;
 
 typedef struct tp_scheduler tp_scheduler_t;
@@ -74,8 +75,8 @@ struct tp_scheduler_ops {
     /* Several objectives: a job ended with values[0..nobj) (ok 0: failed, values ignored).
      * NULL for a scheduler that ranks by one number (asha, hyperband, median):
      * tp__scheduler_new refuses it when the sampler has several objectives. */
-    void (*result_values)(tp_scheduler_t *s, int64_t trial, int rung, int ok,
-                          const double *values, double now);
+    void (*result_values)(tp_scheduler_t *s, int64_t trial, int rung, int ok, const double *values,
+                          double now);
     /* A report of a running job: returns 1 to let it run on, 0 to stop the
      * trial now (early stopping; why says why). Schedulers without early
      * stopping return 1. */
@@ -147,8 +148,7 @@ int tp__sched_report_runs_on(tp_scheduler_t *s, int64_t trial, int64_t step, dou
  * trial at rung 0 with budget max (0 without a budget) and *cfg the
  * scheduler's own reference to its configuration. Returns the sampler's
  * answer: 1, 0 (exhausted) or -EAGAIN. */
-int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out,
-                        json_t **cfg);
+int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out, json_t **cfg);
 /* The rung budgets min * eta^k (k = 0, 1, ...) up to max (the last one is
  * max itself). Returns the number of rungs and fills out[0..n) (n <= cap). */
 size_t tp__budget_rungs(const tp_budget_t *b, double *out, size_t cap);

@@ -6,12 +6,8 @@
 #include "search/search.h"
 
 static const struct tp_searcher_ops *const searcher_table[] = {
-    &tp__searcher_grid_ops,
-    &tp__searcher_random_ops,
-    &tp__searcher_tpe_ops,
-    &tp__searcher_nsga2_ops,
-    &tp__searcher_gp_ops,
-    &tp__searcher_cmaes_ops,
+    &tp__searcher_grid_ops,  &tp__searcher_random_ops, &tp__searcher_tpe_ops,
+    &tp__searcher_nsga2_ops, &tp__searcher_gp_ops,     &tp__searcher_cmaes_ops,
 };
 
 const char *const tp__searcher_names[] = {"grid", "random", "tpe", "nsga2", "gp", "cmaes", NULL};
@@ -39,11 +35,12 @@ tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *
         tp__buf_init(&known);
         for (size_t i = 0; tp__searcher_names[i]; i++)
             tp__buf_printf(&known, "%s%s", i ? ", " : "", tp__searcher_names[i]);
-        const char *guess = tp__did_you_mean(name, tp__searcher_names,
-                                             TP_ARRAY_LEN(tp__searcher_names) - 1);
+        const char *guess =
+            tp__did_you_mean(name, tp__searcher_names, TP_ARRAY_LEN(tp__searcher_names) - 1);
         if (guess)
-            tp__errorf(err, -EINVAL, "unknown search algorithm \"%s\"; did you mean \"%s\"? (known: %s)",
-                       name, guess, known.data);
+            tp__errorf(err, -EINVAL,
+                       "unknown search algorithm \"%s\"; did you mean \"%s\"? (known: %s)", name,
+                       guess, known.data);
         else
             tp__errorf(err, -EINVAL, "unknown search algorithm \"%s\"; known: %s", name,
                        known.data);

@@ -48,11 +48,11 @@ struct tp_searcher_ops {
 };
 
 struct tp_searcher {
-    const struct tp_searcher_ops *ops;  /* chosen by name */
-    const tp_space_t *space;            /* borrowed */
-    tp_search_cfg_t cfg;                /* copy; algorithm points at a static name */
-    int maximize;                       /* 1 if the metric is maximized */
-    void *impl;                         /* searcher's own state */
+    const struct tp_searcher_ops *ops; /* chosen by name */
+    const tp_space_t *space;           /* borrowed */
+    tp_search_cfg_t cfg;               /* copy; algorithm points at a static name */
+    int maximize;                      /* 1 if the metric is maximized */
+    void *impl;                        /* searcher's own state */
 };
 
 /* Names of the known searchers, NULL-terminated (for did-you-mean). */

@@ -47,10 +47,10 @@
 #include "search/gp.h"
 #include "search/search.h"
 
-#define GP_MAX_COLS 64     /* input columns the model takes */
-#define GP_FIT_MAX 100     /* told trials the hyperparameters are fitted on */
-#define GP_CANDIDATES 600  /* uniform candidates per ask */
-#define GP_LOCAL 200       /* candidates around the best told trial */
+#define GP_MAX_COLS 64    /* input columns the model takes */
+#define GP_FIT_MAX 100    /* told trials the hyperparameters are fitted on */
+#define GP_CANDIDATES 600 /* uniform candidates per ask */
+#define GP_LOCAL 200      /* candidates around the best told trial */
 #define GP_LOCAL_SD 0.1
 #define GP_STARTS 3             /* coordinate searches */
 #define GP_MAX_INDEX (1u << 24) /* larger trial numbers are not modelled */

@@ -30,17 +30,17 @@
 #define NSGA_SWAP 0.5
 
 typedef struct nsga_obs {
-    json_t *config;     /* told configuration, owned; NULL: not told */
+    json_t *config;                 /* told configuration, owned; NULL: not told */
     double loss[TP_MAX_OBJECTIVES]; /* its values as losses; NaN: failed */
 } nsga_obs_t;
 
 typedef struct nsga_state {
-    nsga_obs_t *obs;    /* by trial index */
+    nsga_obs_t *obs; /* by trial index */
     size_t nobs;
-    size_t **parents;   /* parents[g]: trial indices of generation g's parents, owned; [0] unused */
+    size_t **parents; /* parents[g]: trial indices of generation g's parents, owned; [0] unused */
     size_t *nparents;
-    size_t ngen;        /* generations with parents computed + 1 */
-    nsga_obs_t *prior;  /* warm start: earlier results, owned; candidates for the first parents */
+    size_t ngen;       /* generations with parents computed + 1 */
+    nsga_obs_t *prior; /* warm start: earlier results, owned; candidates for the first parents */
     size_t nprior;
 } nsga_state_t;
 
@@ -87,7 +87,8 @@ static size_t elites(const tp_searcher_t *s, const size_t *cand, size_t n, size_
         return n;
     }
     double *y = tp__xmalloc(n * m * sizeof *y);
-    for (size_t k = 0; k < n; k++) memcpy(y + k * m, obs_of(st, cand[k])->loss, m * sizeof *y);
+    for (size_t k = 0; k < n; k++)
+        memcpy(y + k * m, obs_of(st, cand[k])->loss, m * sizeof *y);
     size_t *rank = tp__xmalloc(n * sizeof *rank), *front = tp__xmalloc(n * sizeof *front);
     size_t fronts = tp__pareto_rank(y, n, m, rank), got = 0;
     for (size_t f = 0; f < fronts && got < NSGA_POP; f++) {
@@ -95,15 +96,18 @@ static size_t elites(const tp_searcher_t *s, const size_t *cand, size_t n, size_
         for (size_t k = 0; k < n; k++)
             if (rank[k] == f) front[nf++] = k;
         if (got + nf <= NSGA_POP) {
-            for (size_t k = 0; k < nf; k++) out[got++] = cand[front[k]];
+            for (size_t k = 0; k < nf; k++)
+                out[got++] = cand[front[k]];
             continue;
         }
         double *dist = tp__xmalloc(nf * sizeof *dist);
         tp__pareto_crowding(y, m, front, nf, dist);
         crowd_t *c = tp__xmalloc(nf * sizeof *c);
-        for (size_t k = 0; k < nf; k++) c[k] = (crowd_t){dist[k], cand[front[k]]};
+        for (size_t k = 0; k < nf; k++)
+            c[k] = (crowd_t){dist[k], cand[front[k]]};
         qsort(c, nf, sizeof *c, cmp_crowd);
-        for (size_t k = 0; got < NSGA_POP; k++) out[got++] = c[k].id;
+        for (size_t k = 0; got < NSGA_POP; k++)
+            out[got++] = c[k].id;
         free(dist), free(c);
     }
     free(y), free(rank), free(front);
@@ -123,8 +127,10 @@ static void ensure_parents(tp_searcher_t *s, size_t g) {
             size_t prev = h > 1 ? st->nparents[h - 1] : st->nprior; /* priors: before gen 0 */
             size_t *cand = tp__xmalloc((prev + NSGA_POP) * sizeof *cand), n = 0;
             for (size_t k = 0; k < prev; k++)
-                if (h > 1) cand[n++] = st->parents[h - 1][k];
-                else if (usable(s, &st->prior[k])) cand[n++] = PRIOR_ID + k;
+                if (h > 1)
+                    cand[n++] = st->parents[h - 1][k];
+                else if (usable(s, &st->prior[k]))
+                    cand[n++] = PRIOR_ID + k;
             for (size_t i = (h - 1) * NSGA_POP; i < h * NSGA_POP && i < st->nobs; i++)
                 if (usable(s, &st->obs[i])) cand[n++] = i;
             st->parents[h] = tp__xmalloc((n ? n : 1) * sizeof **st->parents);
@@ -162,14 +168,17 @@ static int nsga_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
         size_t np = st->nparents[g];
         if (np > 0) {
             size_t p0 = tournament(s, st->parents[g], np, &rng), p1 = p0;
-            if (tp__rng_uniform(&rng) < NSGA_CROSSOVER) p1 = tournament(s, st->parents[g], np, &rng);
+            if (tp__rng_uniform(&rng) < NSGA_CROSSOVER)
+                p1 = tournament(s, st->parents[g], np, &rng);
             double mutate = 1.0 / (double)(s->space->n ? s->space->n : 1);
             for (size_t i = 0; i < s->space->n; i++) {
                 const char *name = s->space->params[i].name;
                 double u = tp__rng_uniform(&rng), w = tp__rng_uniform(&rng);
                 if (u < mutate) continue; /* keeps the random draw */
-                const json_t *from = json_object_get(obs_of(st, w < NSGA_SWAP ? p0 : p1)->config, name);
-                if (!from) from = json_object_get(obs_of(st, w < NSGA_SWAP ? p1 : p0)->config, name);
+                const json_t *from =
+                    json_object_get(obs_of(st, w < NSGA_SWAP ? p0 : p1)->config, name);
+                if (!from)
+                    from = json_object_get(obs_of(st, w < NSGA_SWAP ? p1 : p0)->config, name);
                 if (from) json_object_set_new(cfg, name, json_deep_copy(from));
             }
         }
@@ -219,9 +228,12 @@ static uint64_t nsga_total(const tp_searcher_t *s) {
 static void nsga_destroy(tp_searcher_t *s) {
     nsga_state_t *st = s->impl;
     if (!st) return;
-    for (size_t i = 0; i < st->nobs; i++) json_decref(st->obs[i].config);
-    for (size_t g = 0; g < st->ngen; g++) free(st->parents[g]);
-    for (size_t i = 0; i < st->nprior; i++) json_decref(st->prior[i].config);
+    for (size_t i = 0; i < st->nobs; i++)
+        json_decref(st->obs[i].config);
+    for (size_t g = 0; g < st->ngen; g++)
+        free(st->parents[g]);
+    for (size_t i = 0; i < st->nprior; i++)
+        json_decref(st->prior[i].config);
     free(st->prior);
     free(st->obs), free(st->parents), free(st->nparents), free(st);
     s->impl = NULL;

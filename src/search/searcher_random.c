@@ -26,7 +26,7 @@ static void random_tell(tp_searcher_t *s, uint64_t index, const json_t *config, 
 
 /* Several objectives: nothing to learn, as with one. */
 static void random_tell_values(tp_searcher_t *s, uint64_t index, const json_t *config,
-                          const double *values, double now) {
+                               const double *values, double now) {
     (void)s, (void)index, (void)config, (void)values, (void)now;
 }
 

@@ -84,43 +84,43 @@
 #include "search/pareto.h"
 #include "search/search.h"
 
-#define TPE_STARTUP 10          /* n_startup_trials */
-#define TPE_CANDIDATES 24       /* n_ei_candidates */
-#define TPE_MO_CANDIDATES 64    /* several objectives: n_ei_candidates (Optuna: 24) */
-#define TPE_GAMMA_MAX 25        /* gamma(n) = min(ceil(0.1 n), 25) */
-#define TPE_MO_GAMMA 0.3        /* several objectives: min(ceil(0.3 n), 25) (Optuna: 0.1) */
-#define TPE_PRIOR_WEIGHT 1.0    /* prior_weight */
-#define TPE_FLAT 25             /* newest observations with weight 1 */
+#define TPE_STARTUP 10           /* n_startup_trials */
+#define TPE_CANDIDATES 24        /* n_ei_candidates */
+#define TPE_MO_CANDIDATES 64     /* several objectives: n_ei_candidates (Optuna: 24) */
+#define TPE_GAMMA_MAX 25         /* gamma(n) = min(ceil(0.1 n), 25) */
+#define TPE_MO_GAMMA 0.3         /* several objectives: min(ceil(0.3 n), 25) (Optuna: 0.1) */
+#define TPE_PRIOR_WEIGHT 1.0     /* prior_weight */
+#define TPE_FLAT 25              /* newest observations with weight 1 */
 #define TPE_MAX_INDEX (1u << 26) /* larger trial numbers are not modelled */
-#define TPE_NORMAL_SPAN 5.0     /* normal params: kernels inside mean +- 5 sigma */
+#define TPE_NORMAL_SPAN 5.0      /* normal params: kernels inside mean +- 5 sigma */
 
 enum { DIM_SKIP, DIM_CAT, DIM_NUM };
 enum { OBS_NONE, OBS_PENDING, OBS_TOLD };
 
 typedef struct tpe_dim {
-    int kind;           /* DIM_SKIP (left as drawn), DIM_CAT, DIM_NUM */
-    int log;            /* internal value is log(value) */
-    int is_int;         /* the value is written as an integer */
-    double lo, hi;      /* internal range of the kernels' centres */
-    double step;        /* internal grid step (discrete mass), 0: continuous */
-    double tlo, thi;    /* truncation bounds of the kernels */
-    double prior_mu;    /* prior kernel */
+    int kind;        /* DIM_SKIP (left as drawn), DIM_CAT, DIM_NUM */
+    int log;         /* internal value is log(value) */
+    int is_int;      /* the value is written as an integer */
+    double lo, hi;   /* internal range of the kernels' centres */
+    double step;     /* internal grid step (discrete mass), 0: continuous */
+    double tlo, thi; /* truncation bounds of the kernels */
+    double prior_mu; /* prior kernel */
     double prior_sigma;
-    double range;       /* hi - lo + step: magic clip and largest sigma */
+    double range; /* hi - lo + step: magic clip and largest sigma */
 } tpe_dim_t;
 
 typedef struct tpe_obs {
-    double *x;          /* internal value per param (NaN: missing), owned */
-    double value;       /* latest told value, NaN: failed (several objectives: the first) */
-    double *loss;       /* several objectives: the told values as losses, owned; else NULL */
-    int state;          /* OBS_NONE, OBS_PENDING, OBS_TOLD */
+    double *x;    /* internal value per param (NaN: missing), owned */
+    double value; /* latest told value, NaN: failed (several objectives: the first) */
+    double *loss; /* several objectives: the told values as losses, owned; else NULL */
+    int state;    /* OBS_NONE, OBS_PENDING, OBS_TOLD */
 } tpe_obs_t;
 
 typedef struct tpe_state {
-    tpe_dim_t *dims;    /* one per space param */
-    tpe_obs_t *obs;     /* the nprior prior observations, then one per trial index */
-    size_t nobs;        /* entries of obs in use (nprior + max index + 1) */
-    size_t nprior;      /* prior observations (warm start), told before any ask */
+    tpe_dim_t *dims; /* one per space param */
+    tpe_obs_t *obs;  /* the nprior prior observations, then one per trial index */
+    size_t nobs;     /* entries of obs in use (nprior + max index + 1) */
+    size_t nprior;   /* prior observations (warm start), told before any ask */
 } tpe_state_t;
 
 /* One Parzen estimator (a group's mixture) for one parameter. */
@@ -137,8 +137,12 @@ static const double LOG_SQRT_2PI = 0.91893853320467274178;
 
 /* ---- set-up -------------------------------------------------------------- */
 
-static double grid_lo(double lo, double q) { return ceil(lo / q - 1e-9) * q; }
-static double grid_hi(double hi, double q) { return floor(hi / q + 1e-9) * q; }
+static double grid_lo(double lo, double q) {
+    return ceil(lo / q - 1e-9) * q;
+}
+static double grid_hi(double hi, double q) {
+    return floor(hi / q + 1e-9) * q;
+}
 
 /* Strip binary noise from a multiple of a decimal step (0.30000000000000004). */
 static double clean(double v) {
@@ -198,7 +202,8 @@ static int tpe_init(tp_searcher_t *s, tp_error_t *err) {
     (void)err;
     tpe_state_t *st = tp__xcalloc(1, sizeof *st);
     st->dims = tp__xcalloc(s->space->n ? s->space->n : 1, sizeof *st->dims);
-    for (size_t i = 0; i < s->space->n; i++) dim_setup(&s->space->params[i], &st->dims[i]);
+    for (size_t i = 0; i < s->space->n; i++)
+        dim_setup(&s->space->params[i], &st->dims[i]);
     s->impl = st;
     return 0;
 }
@@ -251,8 +256,7 @@ static json_t *encode(const tp_param_t *p, const tpe_dim_t *d, double x) {
         return d->is_int ? json_integer((json_int_t)llround(v)) : json_real(clean(v));
     }
     double v = d->log ? exp(x) : x;
-    if (p->kind == TP_DOM_NORMAL)
-        return json_real(p->q > 0 ? clean(round(v / p->q) * p->q) : v);
+    if (p->kind == TP_DOM_NORMAL) return json_real(p->q > 0 ? clean(round(v / p->q) * p->q) : v);
     v = clampd(v, p->lo, p->hi);
     if (d->is_int) {
         v = clampd(round(v), p->lo, p->hi);
@@ -268,14 +272,16 @@ static json_t *encode(const tp_param_t *p, const tpe_dim_t *d, double x) {
 /* Optuna's default_weights: n ones below 25, else a ramp for the oldest. */
 static void default_weights(size_t n, double *w) {
     if (n < TPE_FLAT) {
-        for (size_t i = 0; i < n; i++) w[i] = 1.0;
+        for (size_t i = 0; i < n; i++)
+            w[i] = 1.0;
         return;
     }
     size_t ramp = n - TPE_FLAT;
     double a = 1.0 / (double)n;
     for (size_t i = 0; i < ramp; i++)
         w[i] = ramp == 1 ? a : a + (double)i * (1.0 - a) / (double)(ramp - 1);
-    for (size_t i = ramp; i < n; i++) w[i] = 1.0;
+    for (size_t i = ramp; i < n; i++)
+        w[i] = 1.0;
 }
 
 /* log(Phi(b) - Phi(a)) for a < b, accurate in either tail. */
@@ -305,8 +311,10 @@ static void parzen_free(parzen_t *e) {
 /* The observations' weights: given (several objectives' "below" group),
  * or Optuna's default ramp. */
 static void obs_weights(const double *given, size_t n, double *w) {
-    if (given) memcpy(w, given, n * sizeof *w);
-    else default_weights(n, w);
+    if (given)
+        memcpy(w, given, n * sizeof *w);
+    else
+        default_weights(n, w);
 }
 
 /* Build the numeric estimator from n observations xs (in trial order),
@@ -324,7 +332,8 @@ static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, si
      * endpoints standing in as neighbours, except that consider_endpoints
      * false makes the first and last use their inner gap only. */
     double *srt = tp__xmalloc(2 * m * sizeof *srt); /* (mu, original position) pairs */
-    for (size_t i = 0; i < n; i++) srt[2 * i] = xs[i], srt[2 * i + 1] = (double)i;
+    for (size_t i = 0; i < n; i++)
+        srt[2 * i] = xs[i], srt[2 * i + 1] = (double)i;
     srt[2 * n] = 0.5 * (d->lo + d->hi), srt[2 * n + 1] = (double)n;
     qsort(srt, m, 2 * sizeof *srt, cmp_double_idx);
     double minsig = d->range / fmin(100.0, 1.0 + (double)m), maxsig = d->range;
@@ -339,12 +348,14 @@ static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, si
         e->sigma[at] = clampd(sg, minsig, maxsig);
     }
     free(srt);
-    for (size_t i = 0; i < n; i++) e->mu[i] = xs[i];
+    for (size_t i = 0; i < n; i++)
+        e->mu[i] = xs[i];
     e->mu[n] = d->prior_mu, e->sigma[n] = d->prior_sigma;
     double *w = tp__xmalloc(m * sizeof *w), total = 0;
     obs_weights(wgiven, n, w);
     w[n] = TPE_PRIOR_WEIGHT;
-    for (size_t k = 0; k < m; k++) total += w[k];
+    for (size_t k = 0; k < m; k++)
+        total += w[k];
     double acc = 0;
     for (size_t k = 0; k < m; k++) {
         double wk = w[k] / total, s = e->sigma[k];
@@ -352,8 +363,10 @@ static void parzen_numeric(parzen_t *e, const tpe_dim_t *d, const double *xs, si
         e->cum[k] = acc;
         double logz = log_ndtr_diff((d->tlo - e->mu[k]) / s, (d->thi - e->mu[k]) / s);
         e->logc[k] = log(wk) - logz;
-        if (d->step == 0) e->logc[k] -= log(s) + LOG_SQRT_2PI;
-        else if (s >= d->step) e->logc[k] += log(d->step / (6 * s)) - LOG_SQRT_2PI; /* Simpson */
+        if (d->step == 0)
+            e->logc[k] -= log(s) + LOG_SQRT_2PI;
+        else if (s >= d->step)
+            e->logc[k] += log(d->step / (6 * s)) - LOG_SQRT_2PI; /* Simpson */
     }
     free(w);
 }
@@ -365,18 +378,22 @@ static void parzen_categorical(parzen_t *e, size_t nchoices, const double *xs, s
     e->pmf = tp__xcalloc(nchoices, sizeof *e->pmf);
     double *w = tp__xmalloc((n + 1) * sizeof *w), total = TPE_PRIOR_WEIGHT;
     obs_weights(wgiven, n, w);
-    for (size_t i = 0; i < n; i++) total += w[i];
+    for (size_t i = 0; i < n; i++)
+        total += w[i];
     double nk = (double)(n + 1), base = TPE_PRIOR_WEIGHT / nk;
     double rowsum = (double)nchoices * base + 1.0; /* each observation's row */
     double flat = TPE_PRIOR_WEIGHT / total / (double)nchoices;
-    for (size_t c = 0; c < nchoices; c++) e->pmf[c] = flat;
+    for (size_t c = 0; c < nchoices; c++)
+        e->pmf[c] = flat;
     for (size_t i = 0; i < n; i++) {
         double wi = w[i] / total / rowsum;
         e->pmf[(size_t)xs[i]] += wi;
     }
     double allbase = 0; /* every observation row's base mass, once for all */
-    for (size_t i = 0; i < n; i++) allbase += w[i] / total / rowsum * base;
-    for (size_t c = 0; c < nchoices; c++) e->pmf[c] += allbase;
+    for (size_t i = 0; i < n; i++)
+        allbase += w[i] / total / rowsum * base;
+    for (size_t c = 0; c < nchoices; c++)
+        e->pmf[c] += allbase;
     free(w);
 }
 
@@ -394,8 +411,10 @@ static double parzen_draw(const parzen_t *e, const tpe_dim_t *d, size_t nchoices
     size_t lo = 0, hi = e->m - 1; /* first k with u < cum[k] */
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (u < e->cum[mid]) hi = mid;
-        else lo = mid + 1;
+        if (u < e->cum[mid])
+            hi = mid;
+        else
+            lo = mid + 1;
     }
     for (int tries = 0; tries < 100; tries++) { /* rejection: mass inside is >= ~0.3 */
         double x = e->mu[lo] + e->sigma[lo] * tp__rng_normal(rng);
@@ -494,15 +513,18 @@ static void mo_below(const tp_searcher_t *s, const size_t *ids, size_t n, size_t
     const tpe_state_t *st = s->impl;
     size_t m = tp__search_nobj(&s->cfg);
     double *y = tp__xmalloc((n ? n : 1) * m * sizeof *y);
-    for (size_t k = 0; k < n; k++) memcpy(y + k * m, st->obs[ids[k]].loss, m * sizeof *y);
-    size_t *rank = tp__xmalloc((n ? n : 1) * sizeof *rank), *front = tp__xmalloc((n ? n : 1) * sizeof *front);
+    for (size_t k = 0; k < n; k++)
+        memcpy(y + k * m, st->obs[ids[k]].loss, m * sizeof *y);
+    size_t *rank = tp__xmalloc((n ? n : 1) * sizeof *rank),
+           *front = tp__xmalloc((n ? n : 1) * sizeof *front);
     size_t fronts = tp__pareto_rank(y, n, m, rank), b = 0;
     for (size_t f = 0; f < fronts && b < nb; f++) {
         size_t nf = 0;
         for (size_t k = 0; k < n; k++)
             if (rank[k] == f) front[nf++] = k;
         if (b + nf <= nb) {
-            for (size_t k = 0; k < nf; k++) below[b++] = front[k];
+            for (size_t k = 0; k < nf; k++)
+                below[b++] = front[k];
             continue;
         }
         double ref[TP_MAX_OBJECTIVES];
@@ -510,7 +532,8 @@ static void mo_below(const tp_searcher_t *s, const size_t *ids, size_t n, size_t
         tp__hv_select(y, m, front, nf, nb - b, ref, below + b);
         b = nb;
     }
-    for (size_t k = 0; k < b; k++) below[k] = ids[below[k]];
+    for (size_t k = 0; k < b; k++)
+        below[k] = ids[below[k]];
     free(y), free(rank), free(front);
 }
 
@@ -525,11 +548,14 @@ static void mo_weights(const tp_searcher_t *s, const size_t *below, size_t nb, d
         return;
     }
     double *y = tp__xmalloc(nb * m * sizeof *y), ref[TP_MAX_OBJECTIVES], top = 0;
-    for (size_t k = 0; k < nb; k++) memcpy(y + k * m, st->obs[below[k]].loss, m * sizeof *y);
+    for (size_t k = 0; k < nb; k++)
+        memcpy(y + k * m, st->obs[below[k]].loss, m * sizeof *y);
     tp__hv_reference(y, m, NULL, nb, ref);
     tp__hv_contributions(y, m, NULL, nb, ref, w);
-    for (size_t k = 0; k < nb; k++) top = fmax(top, w[k] += 1e-12);
-    for (size_t k = 0; k < nb; k++) w[k] = clampd(w[k] / top, 0, 1);
+    for (size_t k = 0; k < nb; k++)
+        top = fmax(top, w[k] += 1e-12);
+    for (size_t k = 0; k < nb; k++)
+        w[k] = clampd(w[k] / top, 0, 1);
     free(y);
 }
 
@@ -553,8 +579,10 @@ static size_t split_for(const tp_searcher_t *s, size_t i, const size_t *ranked, 
     int multi = tp__search_nobj(&s->cfg) > 1;
     size_t nb = (size_t)ceil((multi ? TPE_MO_GAMMA : 0.1) * (double)n); /* Optuna: 0.1 n */
     if (nb > TPE_GAMMA_MAX) nb = TPE_GAMMA_MAX;
-    if (multi) mo_below(s, above, n, nb, below);
-    else memcpy(below, above, nb * sizeof *below);
+    if (multi)
+        mo_below(s, above, n, nb, below);
+    else
+        memcpy(below, above, nb * sizeof *below);
     qsort(below, nb, sizeof *below, cmp_size);
     size_t a = 0;
     for (size_t k = 0; k < n; k++) /* the rest: not in below (sorted) */
@@ -586,20 +614,27 @@ static void tpe_propose(tp_searcher_t *s, const size_t *ranked, size_t ntold, co
         if (tp__search_nobj(&s->cfg) > 1) mo_weights(s, below, nb, wbelow = wb);
         parzen_t l = {0}, g = {0};
         size_t kb = gather(st, below, nb, i, xs); /* == nb: split_for kept active ones */
-        if (d->kind == DIM_CAT) parzen_categorical(&l, p->nvalues, xs, kb, wbelow);
-        else parzen_numeric(&l, d, xs, kb, wbelow);
+        if (d->kind == DIM_CAT)
+            parzen_categorical(&l, p->nvalues, xs, kb, wbelow);
+        else
+            parzen_numeric(&l, d, xs, kb, wbelow);
         size_t ka = gather(st, above, na, i, xs);
-        if (d->kind == DIM_CAT) parzen_categorical(&g, p->nvalues, xs, ka, NULL);
-        else parzen_numeric(&g, d, xs, ka, NULL);
+        if (d->kind == DIM_CAT)
+            parzen_categorical(&g, p->nvalues, xs, ka, NULL);
+        else
+            parzen_numeric(&g, d, xs, ka, NULL);
         json_t *best = NULL;
         double best_score = -INFINITY, seen_x[TPE_MO_CANDIDATES], seen_score[TPE_MO_CANDIDATES];
         for (int c = 0; c < ncand; c++) {
             json_t *v = encode(p, d, parzen_draw(&l, d, p->nvalues, rng));
             double x = decode(p, d, v), score = -INFINITY;
             int j = 0; /* a repeated value (discrete domains) is scored once */
-            while (j < c && seen_x[j] != x) j++;
-            if (j < c) score = seen_score[j];
-            else if (!isnan(x)) score = parzen_logpdf(&l, d, x) - parzen_logpdf(&g, d, x);
+            while (j < c && seen_x[j] != x)
+                j++;
+            if (j < c)
+                score = seen_score[j];
+            else if (!isnan(x))
+                score = parzen_logpdf(&l, d, x) - parzen_logpdf(&g, d, x);
             seen_x[c] = x, seen_score[c] = score;
             if (!best || score > best_score) {
                 json_decref(best);
@@ -633,8 +668,10 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
     size_t ntold = 0, npend = 0;
     for (size_t j = 0; j < st->nobs; j++) {
         const tpe_obs_t *o = &st->obs[j];
-        if (told_ok(s, o)) ntold++;
-        else if (o->state == OBS_PENDING && j != self) npend++;
+        if (told_ok(s, o))
+            ntold++;
+        else if (o->state == OBS_PENDING && j != self)
+            npend++;
     }
     if (ntold >= TPE_STARTUP) {
         double *rank = tp__xmalloc(2 * ntold * sizeof *rank);
@@ -650,7 +687,8 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
             }
         }
         qsort(rank, ntold, 2 * sizeof *rank, cmp_double_idx);
-        for (size_t k = 0; k < ntold; k++) ids[k] = (size_t)rank[2 * k + 1];
+        for (size_t k = 0; k < ntold; k++)
+            ids[k] = (size_t)rank[2 * k + 1];
         free(rank);
         tpe_propose(s, ids, ntold, ids + ntold, npend, &rng, cfg);
         free(ids);
@@ -727,7 +765,8 @@ static uint64_t tpe_total(const tp_searcher_t *s) {
 static void tpe_destroy(tp_searcher_t *s) {
     tpe_state_t *st = s->impl;
     if (!st) return;
-    for (size_t j = 0; j < st->nobs; j++) free(st->obs[j].x), free(st->obs[j].loss);
+    for (size_t j = 0; j < st->nobs; j++)
+        free(st->obs[j].x), free(st->obs[j].loss);
     free(st->obs);
     free(st->dims);
     free(st);

@@ -11,20 +11,20 @@
 
 /* `surrogate: {param: width_mult, value: 0.125, promote: 3, eager: 0.5}` */
 typedef struct tp_surrogate_cfg {
-    const char *param;  /* the parameter the script reads (no space parameter), borrowed;
-                           NULL: no surrogate */
-    double value;       /* its value in surrogate trials, > 0 (1.0 is the full size) */
-    int promote;        /* configurations run at full size, >= 1 (default 3) */
-    double eager;       /* share of the surrogate trials that must have ended before the
-                           first promotion, in (0, 1] (default 0.5; 1: only at the end) */
+    const char *param; /* the parameter the script reads (no space parameter), borrowed;
+                          NULL: no surrogate */
+    double value;      /* its value in surrogate trials, > 0 (1.0 is the full size) */
+    int promote;       /* configurations run at full size, >= 1 (default 3) */
+    double eager;      /* share of the surrogate trials that must have ended before the
+                          first promotion, in (0, 1] (default 0.5; 1: only at the end) */
 } tp_surrogate_cfg_t;
 
 #define TP_SURROGATE_FULL 1.0 /* param's value in target trials */
 
 typedef enum tp_trial_kind {
-    TP_KIND_PLAIN = 0,  /* a run without surrogates */
-    TP_KIND_SURROGATE,  /* run on the scaled model */
-    TP_KIND_TARGET,     /* a promoted configuration run at full size */
+    TP_KIND_PLAIN = 0, /* a run without surrogates */
+    TP_KIND_SURROGATE, /* run on the scaled model */
+    TP_KIND_TARGET,    /* a promoted configuration run at full size */
 } tp_trial_kind_t;
 
 /* "surrogate", "target" or NULL (plain). */

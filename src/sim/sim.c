@@ -24,46 +24,46 @@
 #include "search/search.h"
 #include "space/space.h"
 
-typedef struct rtrial {     /* a running trial */
-    int64_t id;             /* searcher index */
-    uint32_t gpu;           /* global GPU index */
-    uint16_t lane, model;   /* sub-lane; model index */
+typedef struct rtrial {   /* a running trial */
+    int64_t id;           /* searcher index */
+    uint32_t gpu;         /* global GPU index */
+    uint16_t lane, model; /* sub-lane; model index */
     int batch;
     double lr;
-    double gpu_s, host_s;   /* profile at speed 1 */
-    tp_demand_t d;          /* what it holds in the usage */
-    double p;               /* progress in [0, 1] */
-    double rate;            /* progress per second now */
-    double gw;              /* GPU-busy seconds per unit of progress now */
-    double busy_s;          /* GPU-busy seconds so far */
-    double start;           /* when it was placed */
-    double shrink_at;       /* profiling: when d becomes real (INFINITY: not profiling) */
-    tp_demand_t real;       /* its demand, once measured */
-    uint32_t group;         /* its (model, batch) group */
+    double gpu_s, host_s; /* profile at speed 1 */
+    tp_demand_t d;        /* what it holds in the usage */
+    double p;             /* progress in [0, 1] */
+    double rate;          /* progress per second now */
+    double gw;            /* GPU-busy seconds per unit of progress now */
+    double busy_s;        /* GPU-busy seconds so far */
+    double start;         /* when it was placed */
+    double shrink_at;     /* profiling: when d becomes real (INFINITY: not profiling) */
+    tp_demand_t real;     /* its demand, once measured */
+    uint32_t group;       /* its (model, batch) group */
 } rtrial_t;
 
-typedef struct gstate {     /* one GPU */
-    uint32_t *slots;        /* running trials (indexes into sim.run) */
+typedef struct gstate { /* one GPU */
+    uint32_t *slots;    /* running trials (indexes into sim.run) */
     size_t n, cap;
-    double last;            /* progress is up to date at this time */
-    double busy;            /* min(1, D) now */
-    double busy_int;        /* integral of busy over time */
-    uint64_t lanes;         /* sub-lanes in use */
-    uint32_t next;          /* slot of the next event */
-    int next_shrink;        /* that event is a profile's end, not a finish */
+    double last;     /* progress is up to date at this time */
+    double busy;     /* min(1, D) now */
+    double busy_int; /* integral of busy over time */
+    uint64_t lanes;  /* sub-lanes in use */
+    uint32_t next;   /* slot of the next event */
+    int next_shrink; /* that event is a profile's end, not a finish */
 } gstate_t;
 
-typedef struct pend {       /* a trial asked and not placed yet */
+typedef struct pend { /* a trial asked and not placed yet */
     tp_demand_t d;
     uint16_t model;
     int batch;
     double lr, gpu_s, host_s;
-    uint32_t group;         /* its (model, batch) group */
+    uint32_t group; /* its (model, batch) group */
 } pend_t;
 
 enum { GROUP_UNMEASURED, GROUP_PROFILING, GROUP_MEASURED }; /* with opts.profile_s */
 
-typedef struct sgroup {     /* a demand group: one model at one batch size */
+typedef struct sgroup { /* a demand group: one model at one batch size */
     uint16_t model;
     int batch;
     uint8_t state;
@@ -80,36 +80,36 @@ typedef struct sim {
     int exhausted;
     double overhead;
     size_t ngpus;
-    uint32_t *node_of;      /* per GPU */
-    double *speed;          /* per GPU */
+    uint32_t *node_of; /* per GPU */
+    double *speed;     /* per GPU */
     gstate_t *g;
-    rtrial_t *run;          /* slot pool */
+    rtrial_t *run; /* slot pool */
     size_t nrun, caprun;
     uint32_t *freeslot;
     size_t nfree;
-    uint32_t *heap;         /* GPU indexes */
-    size_t *hpos;           /* per GPU: position in heap */
-    double *key;            /* per GPU: next finish (INFINITY: idle) */
+    uint32_t *heap; /* GPU indexes */
+    size_t *hpos;   /* per GPU: position in heap */
+    double *key;    /* per GPU: next finish (INFINITY: idle) */
     pend_t *pend;
     size_t npend, window;
     tp_demand_t *dbuf;
     tp_assign_t *abuf;
-    size_t *offer;          /* per offered demand: its index in pend */
-    uint8_t *taken;         /* per pending trial of a round: placed */
-    uint8_t *profiler;      /* per offered demand: it measures its group */
+    size_t *offer;     /* per offered demand: its index in pend */
+    uint8_t *taken;    /* per pending trial of a round: placed */
+    uint8_t *profiler; /* per offered demand: it measures its group */
     sgroup_t *grp;
     size_t ngrp, capgrp;
     int incremental;
-    uint8_t *dirty;         /* per node: freed since the last round */
+    uint8_t *dirty; /* per node: freed since the last round */
     size_t *dirty_list, ndirty;
-    tp_node_t *sub_nodes;   /* the offered part of the cluster, reused */
+    tp_node_t *sub_nodes; /* the offered part of the cluster, reused */
     tp_usage_t sub_u;
     size_t running;
-    size_t capint;          /* room in r->intervals */
-    double smax;            /* the fastest GPU's speed */
-    uint64_t most_mib;      /* the most memory a GPU offers (less the reserve) */
-    double longest;         /* longest trial alone on the fastest GPU so far */
-    tp_place_plan_t plan;   /* vpack's plan across rounds (place/plan.c) */
+    size_t capint;              /* room in r->intervals */
+    double smax;                /* the fastest GPU's speed */
+    uint64_t most_mib;          /* the most memory a GPU offers (less the reserve) */
+    double longest;             /* longest trial alone on the fastest GPU so far */
+    tp_place_plan_t plan;       /* vpack's plan across rounds (place/plan.c) */
     tp_place_running_t *runbuf; /* what runs, for it */
     size_t caprunbuf;
     tp_sim_result_t *r;
@@ -216,7 +216,8 @@ static uint32_t group_of(sim_t *S, uint16_t model, int batch) {
         S->capgrp = S->capgrp ? 2 * S->capgrp : 16;
         S->grp = tp__xrealloc(S->grp, S->capgrp * sizeof *S->grp);
     }
-    S->grp[S->ngrp] = (sgroup_t){.model = model, .batch = batch,
+    S->grp[S->ngrp] = (sgroup_t){.model = model,
+                                 .batch = batch,
                                  .state = S->o->profile_s > 0 ? GROUP_UNMEASURED : GROUP_MEASURED};
     return (uint32_t)S->ngrp++;
 }
@@ -236,11 +237,13 @@ static int refill(sim_t *S) {
         }
         const char *model = cfg_str(cfg, "model");
         size_t mi = 0;
-        while (model && mi < S->w->nmodels && strcmp(S->w->models[mi].name, model) != 0) mi++;
+        while (model && mi < S->w->nmodels && strcmp(S->w->models[mi].name, model) != 0)
+            mi++;
         json_t *b = json_object_get(cfg, "batch_size"), *lr = json_object_get(cfg, "lr");
         if (!model || mi == S->w->nmodels || !json_is_integer(b) || !json_is_number(lr)) {
             json_decref(cfg);
-            return tp__errorf(S->err, -EINVAL, "trial %llu: the searcher proposed a configuration "
+            return tp__errorf(S->err, -EINVAL,
+                              "trial %llu: the searcher proposed a configuration "
                               "with no known model, batch_size or lr",
                               (unsigned long long)S->next_index);
         }
@@ -248,8 +251,12 @@ static int refill(sim_t *S) {
                                              json_number_value(lr));
         json_decref(cfg);
         pend_t *p = &S->pend[S->npend++];
-        p->d = (tp_demand_t){.id = (int64_t)S->next_index, .gpus = 1, .memory_mib = j.memory_mib,
-                             .compute = j.util, .cpus = j.cpus, .duration_s = j.time_s};
+        p->d = (tp_demand_t){.id = (int64_t)S->next_index,
+                             .gpus = 1,
+                             .memory_mib = j.memory_mib,
+                             .compute = j.util,
+                             .cpus = j.cpus,
+                             .duration_s = j.time_s};
         p->model = (uint16_t)mi;
         p->batch = j.batch;
         p->group = group_of(S, (uint16_t)mi, j.batch);
@@ -282,12 +289,21 @@ static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t 
     gstate_t *g = &S->g[gi];
     advance(S, gi, now);
     uint16_t lane = 0;
-    while (lane < 63 && (g->lanes >> lane & 1)) lane++;
+    while (lane < 63 && (g->lanes >> lane & 1))
+        lane++;
     g->lanes |= (uint64_t)1 << lane;
     int profiling = S->grp[p->group].state == GROUP_PROFILING;
-    S->run[slot] = (rtrial_t){.id = p->d.id, .gpu = gi, .lane = lane, .model = p->model,
-                              .batch = p->batch, .lr = p->lr, .gpu_s = p->gpu_s,
-                              .host_s = p->host_s, .d = *d, .start = now, .real = p->d,
+    S->run[slot] = (rtrial_t){.id = p->d.id,
+                              .gpu = gi,
+                              .lane = lane,
+                              .model = p->model,
+                              .batch = p->batch,
+                              .lr = p->lr,
+                              .gpu_s = p->gpu_s,
+                              .host_s = p->host_s,
+                              .d = *d,
+                              .start = now,
+                              .real = p->d,
                               .group = p->group,
                               .shrink_at = profiling ? now + S->o->profile_s : INFINITY};
     if (g->n == g->cap) {
@@ -456,8 +472,7 @@ static long place_round(sim_t *S, double now, int whole) {
         effort.plan = &S->plan, effort.running = S->runbuf, effort.nrunning = k;
         effort.mps_overhead = S->overhead;
     }
-    if (m && S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) != 0)
-        return -EINVAL;
+    if (m && S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) != 0) return -EINVAL;
     if (partial) { /* the decisions' usage back into the whole cluster's */
         for (size_t k = 0; k < S->ndirty; k++) {
             size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd], ng = S->c->nodes[nd].ngpus;
@@ -478,7 +493,8 @@ static long place_round(sim_t *S, double now, int whole) {
             continue;
         }
         if (S->abuf[k].ngpus != 1)
-            return tp__errorf(S->err, -EINVAL, "trial %lld: the placer gave it %zu GPUs; the "
+            return tp__errorf(S->err, -EINVAL,
+                              "trial %lld: the placer gave it %zu GPUs; the "
                               "simulator models single-GPU trials only",
                               (long long)p->d.id, S->abuf[k].ngpus);
         size_t node = partial ? S->dirty_list[S->abuf[k].node] : S->abuf[k].node;
@@ -508,7 +524,8 @@ static int schedule(sim_t *S, double now, int whole) {
         if (rc < 0) return rc;
         if (S->next_index == before) break; /* nothing new to offer */
     }
-    for (size_t k = 0; k < S->ndirty; k++) S->dirty[S->dirty_list[k]] = 0;
+    for (size_t k = 0; k < S->ndirty; k++)
+        S->dirty[S->dirty_list[k]] = 0;
     S->ndirty = 0;
     return 0;
 }
@@ -521,27 +538,31 @@ int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp
     if (!s) {
         const char *names[64];
         size_t n = 0;
-        for (; n < w->nspaces && n < 64; n++) names[n] = w->spaces[n].name;
+        for (; n < w->nspaces && n < 64; n++)
+            names[n] = w->spaces[n].name;
         return tp__workload_no_such(err, "space", space, names, n);
     }
     tp_param_t p = {.name = tp__strdup("model"), .kind = TP_DOM_GRID, .nvalues = s->nmodels};
     p.values = tp__xcalloc(s->nmodels ? s->nmodels : 1, sizeof *p.values);
-    for (size_t i = 0; i < s->nmodels; i++) p.values[i] = json_string(w->models[s->models[i]].name);
+    for (size_t i = 0; i < s->nmodels; i++)
+        p.values[i] = json_string(w->models[s->models[i]].name);
     tp__space_add(out, &p);
     p = (tp_param_t){.name = tp__strdup("batch_size"), .kind = TP_DOM_GRID, .nvalues = s->nbatch};
     p.values = tp__xcalloc(s->nbatch ? s->nbatch : 1, sizeof *p.values);
-    for (size_t i = 0; i < s->nbatch; i++) p.values[i] = json_integer(s->batch_sizes[i]);
+    for (size_t i = 0; i < s->nbatch; i++)
+        p.values[i] = json_integer(s->batch_sizes[i]);
     tp__space_add(out, &p);
     size_t nlr = s->lr_count > 0 ? (size_t)s->lr_count : 1;
     p = (tp_param_t){.name = tp__strdup("lr"), .kind = TP_DOM_GRID, .nvalues = nlr};
     p.values = tp__xcalloc(nlr, sizeof *p.values);
-    for (size_t i = 0; i < nlr; i++) p.values[i] = json_real(tp__workload_lr(s, i));
+    for (size_t i = 0; i < nlr; i++)
+        p.values[i] = json_real(tp__workload_lr(s, i));
     tp__space_add(out, &p);
     return 0;
 }
 
-int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
-                    int gpus_per_node, int cpus_per_node, tp_cluster_t *out, tp_error_t *err) {
+int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus, int gpus_per_node,
+                    int cpus_per_node, tp_cluster_t *out, tp_error_t *err) {
     memset(out, 0, sizeof *out);
     const tp_wl_gpu_type_t *t = NULL;
     const char *names[64] = {0};
@@ -559,8 +580,8 @@ int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
     out->limits = (tp_place_limits_t){.reserve_mib = 512, .sharing = 1};
     for (size_t n = 0; n < nnodes; n++) {
         size_t k = n + 1 < nnodes ? per : ngpus - per * (nnodes - 1);
-        tp__workload_node(&out->nodes[n], n, k, cpus_per_node > 0 ? cpus_per_node
-                                                                  : 32 * gpus_per_node, t);
+        tp__workload_node(&out->nodes[n], n, k,
+                          cpus_per_node > 0 ? cpus_per_node : 32 * gpus_per_node, t);
     }
     return 0;
 }
@@ -573,7 +594,8 @@ static void sim_free(sim_t *S) {
     tp__usage_free(&S->u);
     tp__usage_free(&S->sub_u);
     if (S->g)
-        for (size_t i = 0; i < S->ngpus; i++) free(S->g[i].slots);
+        for (size_t i = 0; i < S->ngpus; i++)
+            free(S->g[i].slots);
     free(S->g);
     free(S->node_of);
     free(S->speed);
@@ -604,7 +626,8 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     if (!S->placer) {
         const char *names[16] = {0};
         size_t n = 0;
-        for (; tp__placers[n] && n < 16; n++) names[n] = tp__placers[n]->name;
+        for (; tp__placers[n] && n < 16; n++)
+            names[n] = tp__placers[n]->name;
         const char *guess = tp__did_you_mean(pname, names, n);
         return tp__errorf(S->err, -EINVAL, "unknown policy \"%s\"%s%s%s", pname,
                           guess ? "; did you mean \"" : "", guess ? guess : "", guess ? "\"?" : "");
@@ -679,7 +702,8 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
             if (rc < 0) break;
             if (S.running == 0) {
                 const pend_t *p = &S.pend[0];
-                rc = tp__errorf(err, -EINVAL, "trial %lld (%s, batch %d) fits on no GPU of the "
+                rc = tp__errorf(err, -EINVAL,
+                                "trial %lld (%s, batch %d) fits on no GPU of the "
                                 "cluster: it needs %llu MiB, compute %.2f and %d CPU cores",
                                 (long long)p->d.id, w->models[p->model].name, p->batch,
                                 (unsigned long long)p->d.memory_mib, p->d.compute, p->d.cpus);
@@ -688,7 +712,8 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
         }
         double t = S.key[S.heap[0]];
         double tol = 1e-9 * (t > 1 ? t : 1);
-        while (S.key[S.heap[0]] <= t + tol) gpu_finishes(&S, S.heap[0], S.key[S.heap[0]]);
+        while (S.key[S.heap[0]] <= t + tol)
+            gpu_finishes(&S, S.heap[0], S.key[S.heap[0]]);
         rc = schedule(&S, t, 0);
     }
     if (rc == 0) {
@@ -698,7 +723,8 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
         r->lower_bound_s = r->trials ? fmax(work, S.longest) : 0;
         r->ratio = r->lower_bound_s > 0 ? r->makespan_s / r->lower_bound_s : 0;
         double busy = 0;
-        for (size_t i = 0; i < S.ngpus; i++) busy += S.g[i].busy_int;
+        for (size_t i = 0; i < S.ngpus; i++)
+            busy += S.g[i].busy_int;
         r->busy_share = r->makespan_s > 0 ? busy / ((double)S.ngpus * r->makespan_s) : 0;
     }
     r->wall_s = tp__mono_s() - t0;

@@ -20,58 +20,59 @@
 #include <stdint.h>
 
 #include "place/place.h"
-#include "space/space.h"
 #include "sim/workload.h"
+#include "space/space.h"
 #include "util/util.h"
 
 typedef enum tp_sim_rounds {
-    TP_SIM_ROUNDS_AUTO = 0,     /* full below 1024 GPUs, incremental above */
-    TP_SIM_ROUNDS_FULL,         /* every round offers the whole cluster (as the orchestrator) */
-    TP_SIM_ROUNDS_INCREMENTAL,  /* a round offers the nodes freed since the last one */
+    TP_SIM_ROUNDS_AUTO = 0,    /* full below 1024 GPUs, incremental above */
+    TP_SIM_ROUNDS_FULL,        /* every round offers the whole cluster (as the orchestrator) */
+    TP_SIM_ROUNDS_INCREMENTAL, /* a round offers the nodes freed since the last one */
 } tp_sim_rounds_t;
 
 typedef struct tp_sim_opts {
-    const char *policy;         /* placer name; NULL: TP_PLACE_DEFAULT_POLICY */
-    const char *searcher;       /* "grid" (NULL) or "random" */
-    uint64_t trials;            /* random: how many; grid: stop after this many (repeating the grid), 0: one pass */
-    uint64_t seed;              /* searcher seed */
-    double overhead;            /* MPS cost per co-located trial; < 0: default 0.03 */
-    size_t window;              /* pending trials offered per round; 0: 4096 full, 64 incremental */
-    tp_sim_rounds_t rounds;     /* how much of the cluster a round offers */
-    int record;                 /* keep every trial's interval (for CSV, SVG, tests) */
-    double profile_s;           /* > 0: a run's profiling (gpu_memory/gpu_compute auto): the
-                                   first trial of each (model, batch) group runs alone on an
-                                   empty GPU for this long (or to its end) before the group's
-                                   other trials are placed; 0: every demand known at once */
+    const char *policy;   /* placer name; NULL: TP_PLACE_DEFAULT_POLICY */
+    const char *searcher; /* "grid" (NULL) or "random" */
+    uint64_t
+        trials; /* random: how many; grid: stop after this many (repeating the grid), 0: one pass */
+    uint64_t seed;          /* searcher seed */
+    double overhead;        /* MPS cost per co-located trial; < 0: default 0.03 */
+    size_t window;          /* pending trials offered per round; 0: 4096 full, 64 incremental */
+    tp_sim_rounds_t rounds; /* how much of the cluster a round offers */
+    int record;             /* keep every trial's interval (for CSV, SVG, tests) */
+    double profile_s;       /* > 0: a run's profiling (gpu_memory/gpu_compute auto): the
+                               first trial of each (model, batch) group runs alone on an
+                               empty GPU for this long (or to its end) before the group's
+                               other trials are placed; 0: every demand known at once */
 } tp_sim_opts_t;
 
 /* One trial's stay on a GPU. */
 typedef struct tp_sim_interval {
-    int64_t trial;              /* searcher index */
-    uint32_t gpu;               /* global GPU index (usage order) */
-    uint16_t lane;              /* sub-lane within the GPU (lowest free when it started) */
-    uint16_t model;             /* index into the workload's models */
-    int batch;                  /* batch size */
-    double lr;                  /* learning rate */
-    double start_s, end_s;      /* virtual time */
-    double busy_s;              /* GPU-busy seconds it caused (overhead included) */
+    int64_t trial;         /* searcher index */
+    uint32_t gpu;          /* global GPU index (usage order) */
+    uint16_t lane;         /* sub-lane within the GPU (lowest free when it started) */
+    uint16_t model;        /* index into the workload's models */
+    int batch;             /* batch size */
+    double lr;             /* learning rate */
+    double start_s, end_s; /* virtual time */
+    double busy_s;         /* GPU-busy seconds it caused (overhead included) */
 } tp_sim_interval_t;
 
 typedef struct tp_sim_result {
-    double makespan_s;          /* last finish */
-    double lower_bound_s;       /* max(sum gpu_s / sum speed, longest trial alone on the fastest GPU) */
-    double ratio;               /* makespan / lower bound */
-    double busy_share;          /* mean over GPUs of the time-average of min(1, D) over the makespan */
-    double total_gpu_s;         /* sum of gpu_s at speed 1 */
-    double sum_speed;           /* the cluster's summed speed */
-    uint64_t trials;            /* trials run to the end */
-    uint64_t events;            /* arrivals + finishes */
-    uint64_t rounds;            /* placer calls */
-    uint64_t gpu_updates;       /* trial-rate recomputations (work per event, for tests) */
-    int max_colocated;          /* most trials seen on one GPU */
-    double wall_s;              /* wall time of the simulation */
-    tp_sim_rounds_t rounds_mode;/* the mode used (auto resolved) */
-    char policy[32];            /* placer used */
+    double makespan_s;    /* last finish */
+    double lower_bound_s; /* max(sum gpu_s / sum speed, longest trial alone on the fastest GPU) */
+    double ratio;         /* makespan / lower bound */
+    double busy_share;    /* mean over GPUs of the time-average of min(1, D) over the makespan */
+    double total_gpu_s;   /* sum of gpu_s at speed 1 */
+    double sum_speed;     /* the cluster's summed speed */
+    uint64_t trials;      /* trials run to the end */
+    uint64_t events;      /* arrivals + finishes */
+    uint64_t rounds;      /* placer calls */
+    uint64_t gpu_updates; /* trial-rate recomputations (work per event, for tests) */
+    int max_colocated;    /* most trials seen on one GPU */
+    double wall_s;        /* wall time of the simulation */
+    tp_sim_rounds_t rounds_mode;  /* the mode used (auto resolved) */
+    char policy[32];              /* placer used */
     tp_sim_interval_t *intervals; /* owned; record only, in finish order */
     size_t nintervals;
 } tp_sim_result_t;
@@ -94,9 +95,8 @@ int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp
 /* A homogeneous cluster of ngpus GPUs of the named type in nodes of
  * gpus_per_node (the last node may be smaller), cpus_per_node cores each
  * (<= 0: 32 per GPU). Limits as tp__workload_cluster. 0 or -ENOENT. */
-int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus,
-                    int gpus_per_node, int cpus_per_node, tp_cluster_t *out, tp_error_t *err);
-
+int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus, int gpus_per_node,
+                    int cpus_per_node, tp_cluster_t *out, tp_error_t *err);
 
 /* ---- outputs (sim_output.c) ---------------------------------------------- */
 

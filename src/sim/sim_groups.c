@@ -21,22 +21,22 @@
 #include "search/scaling.h"
 
 typedef struct gtrial {
-    double step_s;          /* one step on one whole GPU */
-    double host_s, gpu_s;   /* its split (gpu_s / step_s = its compute demand) */
-    uint64_t mem_mib;       /* per GPU */
-    double quality;         /* hidden; the top of a rung go on */
-    double done;            /* steps done (a checkpoint carries them over rungs) */
-    int measured;           /* has run: its step time is known */
+    double step_s;        /* one step on one whole GPU */
+    double host_s, gpu_s; /* its split (gpu_s / step_s = its compute demand) */
+    uint64_t mem_mib;     /* per GPU */
+    double quality;       /* hidden; the top of a rung go on */
+    double done;          /* steps done (a checkpoint carries them over rungs) */
+    int measured;         /* has run: its step time is known */
     /* the current job */
-    double target;          /* steps to reach at this rung */
-    int running;            /* placed */
-    double share;           /* Fluid share given (0: none yet), or 0 for plain */
-    tp_demand_t d;          /* what it holds in the usage */
-    tp_assign_t where;      /* where */
-    double ready_at;        /* its (re)start ends then: no progress before */
-    double rate;            /* steps per second now */
-    tp_scaling_t curve;     /* step time per whole-GPU count, as measured while it ran */
-    double grow_to;         /* a running trial's larger share, if a resize to it pays */
+    double target;      /* steps to reach at this rung */
+    int running;        /* placed */
+    double share;       /* Fluid share given (0: none yet), or 0 for plain */
+    tp_demand_t d;      /* what it holds in the usage */
+    tp_assign_t where;  /* where */
+    double ready_at;    /* its (re)start ends then: no progress before */
+    double rate;        /* steps per second now */
+    tp_scaling_t curve; /* step time per whole-GPU count, as measured while it ran */
+    double grow_to;     /* a running trial's larger share, if a resize to it pays */
 } gtrial_t;
 
 typedef struct gsim {
@@ -45,11 +45,11 @@ typedef struct gsim {
     tp_usage_t u;
     const tp_placer_ops_t *placer;
     gtrial_t *t;
-    size_t *rung;           /* the current rung's trials */
-    size_t n;               /* their number */
+    size_t *rung; /* the current rung's trials */
+    size_t n;     /* their number */
     double now;
-    double busy;            /* integral of progress-making GPU share */
-    double measured_sum;    /* the measured trials' step_s summed (expected_step) */
+    double busy;         /* integral of progress-making GPU share */
+    double measured_sum; /* the measured trials' step_s summed (expected_step) */
     size_t nmeasured;
     tp_groups_result_t *r;
 } gsim_t;
@@ -61,8 +61,8 @@ static void hold(gsim_t *S, gtrial_t *t, int sign) {
     size_t base = S->u.gpu_base[t->where.node];
     for (size_t k = 0; k < t->where.ngpus; k++) {
         size_t g = base + t->where.gpu[k];
-        S->u.mem_used[g] = sign > 0 ? S->u.mem_used[g] + t->d.memory_mib
-                                    : S->u.mem_used[g] - t->d.memory_mib;
+        S->u.mem_used[g] =
+            sign > 0 ? S->u.mem_used[g] + t->d.memory_mib : S->u.mem_used[g] - t->d.memory_mib;
         S->u.compute_used[g] += sign * t->d.compute;
         S->u.count[g] += sign;
     }
@@ -85,7 +85,9 @@ static double expected_step(const gsim_t *S, const gtrial_t *t) {
  * whole GPU, one per GPU); Fluid, its share (whole GPUs exclusive). Its
  * expected duration is the run's: expected step time x steps left. */
 static tp_demand_t demand(const gsim_t *S, const gtrial_t *t, size_t id) {
-    tp_demand_t d = {.id = (int64_t)id, .gpus = 1, .memory_mib = t->mem_mib,
+    tp_demand_t d = {.id = (int64_t)id,
+                     .gpus = 1,
+                     .memory_mib = t->mem_mib,
                      .duration_s = (t->target - t->done) * expected_step(S, t)};
     if (S->o->mode == TP_FLUID_OFF)
         d.compute = S->o->plain == TP_GROUPS_ONE_PER_GPU ? 1.0 : t->gpu_s / t->step_s;
@@ -187,11 +189,15 @@ static void fluid_shares(gsim_t *S, int restart) {
     tp_fluid_share_t *fs = tp__xcalloc(S->n, sizeof *fs);
     for (size_t i = 0; i < S->n; i++) {
         gtrial_t *t = &S->t[S->rung[i]];
-        ft[i] = (tp_fluid_trial_t){.id = (int64_t)i, .step_s = t->measured ? t->step_s : NAN,
+        ft[i] = (tp_fluid_trial_t){.id = (int64_t)i,
+                                   .step_s = t->measured ? t->step_s : NAN,
                                    .remaining_steps = t->target - t->done,
-                                   .memory_mib = t->mem_mib, .gpus_max = o->gpus_cap};
+                                   .memory_mib = t->mem_mib,
+                                   .gpus_max = o->gpus_cap};
     }
-    tp_fluid_opts_t fo = {.capacity = (double)o->gpus, .min = o->min, .max = o->max,
+    tp_fluid_opts_t fo = {.capacity = (double)o->gpus,
+                          .min = o->min,
+                          .max = o->max,
                           .pack_max = o->pack_max,
                           .gpu_memory_mib = o->gpu_memory_mib - o->reserve_mib};
     tp__fluid_shares(ft, S->n, &fo, fs);
@@ -286,8 +292,8 @@ static int run_rung(gsim_t *S, tp_error_t *err) {
             left++;
             if (!t->running) continue;
             running++;
-            double at = t->ready_at > S->now + EPS ? t->ready_at
-                                                   : S->now + (t->target - t->done) / t->rate;
+            double at =
+                t->ready_at > S->now + EPS ? t->ready_at : S->now + (t->target - t->done) / t->rate;
             if (at < next) next = at;
         }
         if (!left) return 0;
@@ -346,14 +352,17 @@ static void make_trials(gsim_t *S) {
 static int check(const tp_groups_opts_t *o, tp_error_t *err) {
     if (o->n0 == 0 || !(o->eta > 1) || !(o->min_steps > 0) || o->gpus == 0 ||
         o->gpus > TP_PLACE_MAX_GPUS || o->pack_max < 1 || o->serial < 0 || o->serial > 1)
-        return tp__errorf(err, -EINVAL, "groups sim: need n0 > 0, eta > 1, min_steps > 0, 1 to "
+        return tp__errorf(err, -EINVAL,
+                          "groups sim: need n0 > 0, eta > 1, min_steps > 0, 1 to "
                           "%d GPUs, pack_max >= 1 and a serial fraction in [0, 1]",
                           TP_PLACE_MAX_GPUS);
     int custom = o->served[0] != 0 || o->served[1] != 0 || o->served[2] != 0 || o->served[3] != 0;
     for (int k = 0; k < 4 && custom; k++)
         if (!(o->served[k] >= 1) || !isfinite(o->served[k]))
-            return tp__errorf(err, -EINVAL, "groups sim: served[%d] is %g: give all four C_k, "
-                              "each 1 or more, or all 0 for TP_FLUID_SERVED", k, o->served[k]);
+            return tp__errorf(err, -EINVAL,
+                              "groups sim: served[%d] is %g: give all four C_k, "
+                              "each 1 or more, or all 0 for TP_FLUID_SERVED",
+                              k, o->served[k]);
     return 0;
 }
 
@@ -368,19 +377,21 @@ int tp__groups_sim(const tp_groups_opts_t *o, tp_groups_result_t *r, tp_error_t 
         node.gpus[g].index = (int)g, node.gpus[g].memory_mib = o->gpu_memory_mib;
         node.gpus[g].speed = 1.0, node.gpus[g].healthy = 1;
     }
-    S.c = (tp_cluster_t){.nodes = &node, .nnodes = 1,
-                         .limits = {.reserve_mib = o->reserve_mib, .max_per_gpu = o->pack_max,
-                                    .sharing = 1}};
+    S.c = (tp_cluster_t){
+        .nodes = &node,
+        .nnodes = 1,
+        .limits = {.reserve_mib = o->reserve_mib, .max_per_gpu = o->pack_max, .sharing = 1}};
     tp__usage_init(&S.u, &S.c);
-    S.placer = tp__placer_find(o->mode == TP_FLUID_OFF && o->plain == TP_GROUPS_ONE_PER_GPU
-                                   ? "one-per-gpu"
-                                   : o->mode == TP_FLUID_OFF ? TP_PLACE_DEFAULT_POLICY
-                                                             : TP_PLACE_GROUPS_POLICY);
+    S.placer =
+        tp__placer_find(o->mode == TP_FLUID_OFF && o->plain == TP_GROUPS_ONE_PER_GPU ? "one-per-gpu"
+                        : o->mode == TP_FLUID_OFF ? TP_PLACE_DEFAULT_POLICY
+                                                  : TP_PLACE_GROUPS_POLICY);
     S.t = tp__xcalloc(o->n0, sizeof *S.t);
     S.rung = tp__xcalloc(o->n0, sizeof *S.rung);
     make_trials(&S);
     S.n = o->n0;
-    for (size_t i = 0; i < S.n; i++) S.rung[i] = i;
+    for (size_t i = 0; i < S.n; i++)
+        S.rung[i] = i;
     int rc = 0;
     double budget = o->min_steps;
     while (S.n > 0 && r->nrungs < 32) {
@@ -414,7 +425,9 @@ typedef struct hull {
     double d, f, tg, slope, gmax;
 } hull_t;
 
-static double amdahl(double f, double g) { return 1 / (f + (1 - f) / g); }
+static double amdahl(double f, double g) {
+    return 1 / (f + (1 - f) / g);
+}
 
 static hull_t hull_of(double d, double f, double gmax) {
     hull_t h = {.d = d, .f = f, .tg = 1, .slope = 0, .gmax = gmax};
@@ -439,8 +452,10 @@ static double hull_need(const hull_t *h, double step_s, double steps, double M) 
     double a = 0, z = h->gmax;
     for (int it = 0; it < 60; it++) {
         double mid = (a + z) / 2;
-        if (hull_speed(h, mid) >= want) z = mid;
-        else a = mid;
+        if (hull_speed(h, mid) >= want)
+            z = mid;
+        else
+            a = mid;
     }
     return z;
 }
@@ -476,8 +491,10 @@ int tp__groups_bound(const tp_groups_opts_t *o, double *bound_s, tp_error_t *err
             double M = (lo + hi) / 2, sum = 0;
             for (size_t i = 0; i < S.n; i++)
                 sum += hull_need(&h[S.rung[i]], S.t[S.rung[i]].step_s, budget - before, M);
-            if (sum <= G) hi = M;
-            else lo = M;
+            if (sum <= G)
+                hi = M;
+            else
+                lo = M;
         }
         *bound_s += o->restart_s + hi;
         size_t keep = (size_t)floor((double)S.n / o->eta + 1e-9);

@@ -32,39 +32,39 @@
 #include "util/util.h"
 
 typedef enum tp_groups_plain {
-    TP_GROUPS_PACKED = 0,     /* plain: the default packing (vpack), demand = measured compute */
-    TP_GROUPS_ONE_PER_GPU,    /* plain: one trial per GPU */
+    TP_GROUPS_PACKED = 0,  /* plain: the default packing (vpack), demand = measured compute */
+    TP_GROUPS_ONE_PER_GPU, /* plain: one trial per GPU */
 } tp_groups_plain_t;
 
 typedef struct tp_groups_opts {
-    size_t n0;                /* configurations at rung 0 */
-    double eta;               /* the top 1/eta of a rung go on (> 1) */
-    double min_steps;         /* budget of rung 0 in steps; rung k: min_steps eta^k */
-    size_t rungs;             /* rungs at most (0: until one trial is left) */
-    size_t gpus;              /* GPUs (one node, at most 16) */
-    uint64_t gpu_memory_mib;  /* memory of each GPU */
-    uint64_t reserve_mib;     /* kept free on each GPU */
-    int pack_max;             /* trials per GPU at most (plain packing; Fluid's 1/k) */
-    double serial;            /* scaling curve: Amdahl serial fraction f in [0, 1] */
-    double restart_s;         /* checkpoint + restart, per job start and per resize */
-    double overhead;          /* MPS cost per co-located trial (0.03 as sim.h) */
-    double served[4];         /* C_k, k = 1..4 (more: C_4): busy share a GPU serves k Fluid
-                               * fractions; all 0: TP_FLUID_SERVED; each >= 1 */
-    tp_fluid_mode_t mode;     /* off: plain placement */
-    tp_groups_plain_t plain;  /* how a plain run places (mode off) */
-    double min, max;          /* Fluid's bounds on a share */
-    int gpus_cap;             /* whole GPUs a Fluid trial may take (1: no elastic resize) */
-    uint64_t seed;            /* the trials' profiles and qualities */
+    size_t n0;               /* configurations at rung 0 */
+    double eta;              /* the top 1/eta of a rung go on (> 1) */
+    double min_steps;        /* budget of rung 0 in steps; rung k: min_steps eta^k */
+    size_t rungs;            /* rungs at most (0: until one trial is left) */
+    size_t gpus;             /* GPUs (one node, at most 16) */
+    uint64_t gpu_memory_mib; /* memory of each GPU */
+    uint64_t reserve_mib;    /* kept free on each GPU */
+    int pack_max;            /* trials per GPU at most (plain packing; Fluid's 1/k) */
+    double serial;           /* scaling curve: Amdahl serial fraction f in [0, 1] */
+    double restart_s;        /* checkpoint + restart, per job start and per resize */
+    double overhead;         /* MPS cost per co-located trial (0.03 as sim.h) */
+    double served[4];        /* C_k, k = 1..4 (more: C_4): busy share a GPU serves k Fluid
+                              * fractions; all 0: TP_FLUID_SERVED; each >= 1 */
+    tp_fluid_mode_t mode;    /* off: plain placement */
+    tp_groups_plain_t plain; /* how a plain run places (mode off) */
+    double min, max;         /* Fluid's bounds on a share */
+    int gpus_cap;            /* whole GPUs a Fluid trial may take (1: no elastic resize) */
+    uint64_t seed;           /* the trials' profiles and qualities */
 } tp_groups_opts_t;
 
 typedef struct tp_groups_result {
-    double makespan_s;        /* end of the last rung */
-    double rung_s[32];        /* each rung's span */
+    double makespan_s; /* end of the last rung */
+    double rung_s[32]; /* each rung's span */
     size_t nrungs;
-    uint64_t jobs;            /* job starts */
-    uint64_t resizes;         /* running trials restarted with another share */
-    double busy_share;        /* GPU-seconds of progress-making share / (GPUs x makespan):
-                                 the shares held, not what uncapped Fluid fractions use */
+    uint64_t jobs;     /* job starts */
+    uint64_t resizes;  /* running trials restarted with another share */
+    double busy_share; /* GPU-seconds of progress-making share / (GPUs x makespan):
+                          the shares held, not what uncapped Fluid fractions use */
 } tp_groups_result_t;
 
 /* Simulate o; 0, or -EINVAL with err filled (bad options, a trial that fits

@@ -14,17 +14,16 @@
 char *tp__sim_json(const tp_sim_result_t *r, const char *cluster, const char *space,
                    const tp_cluster_t *c) {
     size_t ngpus = 0;
-    for (size_t n = 0; n < c->nnodes; n++) ngpus += c->nodes[n].ngpus;
+    for (size_t n = 0; n < c->nnodes; n++)
+        ngpus += c->nodes[n].ngpus;
     json_t *o = json_pack(
         "{s:f, s:f, s:f, s:f, s:I, s:s, s:s, s:s, s:I, s:f, s:I, s:I, s:I, s:i, s:s, s:f}",
         "makespan_s", r->makespan_s, "lower_bound_s", r->lower_bound_s, "ratio", r->ratio,
         "busy_share", r->busy_share, "trials", (json_int_t)r->trials, "policy", r->policy,
-        "cluster", cluster ? cluster : "", "space", space ? space : "", "gpus",
-        (json_int_t)ngpus, "sum_speed", r->sum_speed, "events", (json_int_t)r->events, "rounds",
-        (json_int_t)r->rounds, "gpu_updates", (json_int_t)r->gpu_updates, "max_colocated",
-        r->max_colocated, "rounds_mode",
-        r->rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full", "wall_s",
-        r->wall_s);
+        "cluster", cluster ? cluster : "", "space", space ? space : "", "gpus", (json_int_t)ngpus,
+        "sum_speed", r->sum_speed, "events", (json_int_t)r->events, "rounds", (json_int_t)r->rounds,
+        "gpu_updates", (json_int_t)r->gpu_updates, "max_colocated", r->max_colocated, "rounds_mode",
+        r->rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full", "wall_s", r->wall_s);
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
     return text;
@@ -50,7 +49,8 @@ static void gpu_places(const tp_cluster_t *c, size_t *node_of, size_t *local_of)
 
 static size_t count_gpus(const tp_cluster_t *c) {
     size_t g = 0;
-    for (size_t n = 0; n < c->nnodes; n++) g += c->nodes[n].ngpus;
+    for (size_t n = 0; n < c->nnodes; n++)
+        g += c->nodes[n].ngpus;
     return g;
 }
 
@@ -95,11 +95,13 @@ int tp__sim_write_svg(const char *path, const tp_sim_result_t *r, const tp_workl
         const tp_node_t *n = &c->nodes[node_of[g]];
         tp_buf_t b;
         tp__buf_init(&b);
-        tp__buf_printf(&b, "%s/%s %s", n->name, n->gpus[local_of[g]].name, n->gpus[local_of[g]].type);
+        tp__buf_printf(&b, "%s/%s %s", n->name, n->gpus[local_of[g]].name,
+                       n->gpus[local_of[g]].type);
         labels[g] = tp__buf_steal(&b);
     }
     const char **legend = tp__xcalloc(w->nmodels ? w->nmodels : 1, sizeof *legend);
-    for (size_t m = 0; m < w->nmodels; m++) legend[m] = w->models[m].name;
+    for (size_t m = 0; m < w->nmodels; m++)
+        legend[m] = w->models[m].name;
     tp_gantt_bar_t *bars = tp__xcalloc(r->nintervals ? r->nintervals : 1, sizeof *bars);
     char **titles = tp__xcalloc(r->nintervals ? r->nintervals : 1, sizeof *titles);
     for (size_t i = 0; i < r->nintervals; i++) {
@@ -109,8 +111,12 @@ int tp__sim_write_svg(const char *path, const tp_sim_result_t *r, const tp_workl
         tp__buf_printf(&b, "trial %lld: %s batch %d lr %.3g, %.1f-%.1f s", (long long)x->trial,
                        w->models[x->model].name, x->batch, x->lr, x->start_s, x->end_s);
         titles[i] = tp__buf_steal(&b);
-        bars[i] = (tp_gantt_bar_t){.band = x->gpu, .lane = x->lane, .start = x->start_s,
-                                   .end = x->end_s, .colour = x->model, .title = titles[i]};
+        bars[i] = (tp_gantt_bar_t){.band = x->gpu,
+                                   .lane = x->lane,
+                                   .start = x->start_s,
+                                   .end = x->end_s,
+                                   .colour = x->model,
+                                   .title = titles[i]};
     }
     int minutes = r->makespan_s >= 600;
     double unit = minutes ? 60 : 1;
@@ -120,18 +126,26 @@ int tp__sim_write_svg(const char *path, const tp_sim_result_t *r, const tp_workl
              "%llu trials",
              r->makespan_s / unit, minutes ? "min" : "s", r->lower_bound_s / unit,
              minutes ? "min" : "s", r->ratio, 100 * r->busy_share, (unsigned long long)r->trials);
-    tp_gantt_t g = {.title = title ? title : "tunepack simulate", .subtitle = subtitle,
-                    .nbands = ng, .band_label = (const char *const *)labels, .bars = bars,
-                    .nbars = r->nintervals, .span = r->makespan_s, .legend = legend,
-                    .nlegend = w->nmodels, .max_bands = SVG_MAX_GPUS};
+    tp_gantt_t g = {.title = title ? title : "tunepack simulate",
+                    .subtitle = subtitle,
+                    .nbands = ng,
+                    .band_label = (const char *const *)labels,
+                    .bars = bars,
+                    .nbars = r->nintervals,
+                    .span = r->makespan_s,
+                    .legend = legend,
+                    .nlegend = w->nmodels,
+                    .max_bands = SVG_MAX_GPUS};
     tp_buf_t svg;
     tp__buf_init(&svg);
     tp__buf_puts(&svg, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     tp__chart_gantt(&svg, &g);
     int rc = tp__write_file(path, svg.data, svg.len, err);
     tp__buf_free(&svg);
-    for (size_t i = 0; i < r->nintervals; i++) free(titles[i]);
-    for (size_t k = 0; k < ng; k++) free(labels[k]);
+    for (size_t i = 0; i < r->nintervals; i++)
+        free(titles[i]);
+    for (size_t k = 0; k < ng; k++)
+        free(labels[k]);
     free(titles);
     free(bars);
     free(legend);

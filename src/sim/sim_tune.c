@@ -18,26 +18,27 @@ enum { NOISE_METRIC, NOISE_STEP, NOISE_STARTUP };
 
 typedef struct st_trial {
     int64_t id;
-    double q, tau, t1, f, up;  /* its truths: final quality, learning time, s/unit, serial, start-up */
-    int running;               /* holds GPUs */
-    int gpus;                  /* GPUs held */
-    int rung;                  /* current (or last) job */
-    double budget, from;       /* the job's budget and where it started */
-    double progress;           /* whole units done (checkpointed) */
-    double frac;               /* of the next unit, done before the last restart */
-    int starting;              /* paying its start-up until ready_at */
+    double q, tau, t1, f,
+        up;              /* its truths: final quality, learning time, s/unit, serial, start-up */
+    int running;         /* holds GPUs */
+    int gpus;            /* GPUs held */
+    int rung;            /* current (or last) job */
+    double budget, from; /* the job's budget and where it started */
+    double progress;     /* whole units done (checkpointed) */
+    double frac;         /* of the next unit, done before the last restart */
+    int starting;        /* paying its start-up until ready_at */
     double ready_at;
     double unit_start, unit_end; /* the unit in progress */
-    int unit_clean;            /* that unit ran whole at this count: its time is a measurement */
+    int unit_clean;              /* that unit ran whole at this count: its time is a measurement */
     double attempt_start;
-    int job_attempts;          /* attempts at this job (a resize is one more) */
-    int nrep;                  /* reports in this attempt */
+    int job_attempts; /* attempts at this job (a resize is one more) */
+    int nrep;         /* reports in this attempt */
     double first_rep_t, last_rep_t;
     double first_rep_step, last_step;
-    tp_scaling_t sc;           /* measured step time per GPU count */
-    double restart_s;          /* measured start-up, NaN before */
-    double last_resize;        /* NaN: never */
-    double value;              /* last reported metric, NaN before */
+    tp_scaling_t sc;    /* measured step time per GPU count */
+    double restart_s;   /* measured start-up, NaN before */
+    double last_resize; /* NaN: never */
+    double value;       /* last reported metric, NaN before */
 } st_trial_t;
 
 typedef struct st_bar {
@@ -51,7 +52,7 @@ typedef struct sim {
     const tp_simtune_cfg_t *c;
     tp_scheduler_t *s;
     tp_space_t space;
-    st_trial_t *t;             /* by trial id */
+    st_trial_t *t; /* by trial id */
     size_t n, cap;
     int64_t owner[TP_SCALING_MAX_GPUS]; /* trial holding each GPU, -1: free */
     double since[TP_SCALING_MAX_GPUS];  /* since when */
@@ -95,11 +96,13 @@ static void timeline(sim_t *m, const char *event, int64_t trial, int gpus, int r
 static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
     if ((size_t)id >= m->cap) {
         size_t cap = m->cap ? m->cap : 64;
-        while (cap <= (size_t)id) cap *= 2;
+        while (cap <= (size_t)id)
+            cap *= 2;
         m->t = tp__xrealloc(m->t, cap * sizeof *m->t);
         m->cap = cap;
     }
-    while (m->n <= (size_t)id) memset(&m->t[m->n++], 0, sizeof *m->t);
+    while (m->n <= (size_t)id)
+        memset(&m->t[m->n++], 0, sizeof *m->t);
     st_trial_t *t = &m->t[id];
     double x = json_number_value(json_object_get(cfg, "x"));
     double y = json_number_value(json_object_get(cfg, "y"));
@@ -147,8 +150,9 @@ static void start_attempt(sim_t *m, st_trial_t *t) {
     t->attempt_start = m->now;
     t->job_attempts++;
     t->starting = 1;
-    t->ready_at = m->now + t->up * (0.9 + 0.2 * noise(m, t->id, t->progress + 100.0 * t->job_attempts,
-                                                       NOISE_STARTUP, 0));
+    t->ready_at =
+        m->now + t->up * (0.9 + 0.2 * noise(m, t->id, t->progress + 100.0 * t->job_attempts,
+                                            NOISE_STARTUP, 0));
     t->nrep = 0;
 }
 
@@ -175,16 +179,19 @@ static void begin_unit(sim_t *m, st_trial_t *t) {
 static void end_job(sim_t *m, st_trial_t *t) {
     tp_scheduler_t *s = m->s;
     if (s->ops->timing && t->job_attempts == 1 && t->nrep > 0) {
-        tp_timing_t tm = {.trial = t->id, .rung = t->rung, .units = t->budget - t->from,
-                          .run_s = t->last_rep_t - t->attempt_start, .unit_s = NAN};
+        tp_timing_t tm = {.trial = t->id,
+                          .rung = t->rung,
+                          .units = t->budget - t->from,
+                          .run_s = t->last_rep_t - t->attempt_start,
+                          .unit_s = NAN};
         if (t->last_step > t->first_rep_step)
             tm.unit_s = (t->last_rep_t - t->first_rep_t) / (t->last_step - t->first_rep_step);
         s->ops->timing(s, &tm, m->now);
     }
     s->ops->result(s, t->id, t->rung, 1, t->value, m->now);
     release_gpus(m, t);
-    timeline(m, s->ops->final(s, t->id, t->rung) ? "final" : "paused", t->id, 0, t->rung,
-             t->value, NULL);
+    timeline(m, s->ops->final(s, t->id, t->rung) ? "final" : "paused", t->id, 0, t->rung, t->value,
+             NULL);
 }
 
 static void unit_done(sim_t *m, st_trial_t *t) {
@@ -192,7 +199,8 @@ static void unit_done(sim_t *m, st_trial_t *t) {
     t->frac = 0;
     if (t->unit_clean) tp__scaling_add(&t->sc, t->gpus, m->now - t->unit_start);
     if (t->nrep == 0 && t->unit_clean) t->restart_s = t->unit_start - t->attempt_start;
-    t->value = acc_true(t, t->progress) + m->c->noise * noise(m, t->id, t->progress, NOISE_METRIC, 1);
+    t->value =
+        acc_true(t, t->progress) + m->c->noise * noise(m, t->id, t->progress, NOISE_METRIC, 1);
     if (t->nrep++ == 0) {
         t->first_rep_t = m->now;
         t->first_rep_step = t->progress;
@@ -205,8 +213,10 @@ static void unit_done(sim_t *m, st_trial_t *t) {
         o->best_trial = t->id;
         o->best_true = acc_true(t, t->progress);
     }
-    if (t->progress >= t->budget - 1e-9) end_job(m, t);
-    else begin_unit(m, t);
+    if (t->progress >= t->budget - 1e-9)
+        end_job(m, t);
+    else
+        begin_unit(m, t);
 }
 
 /* Free GPUs to the scheduler, one job each. */
@@ -235,17 +245,22 @@ static void reallocate(sim_t *m) {
     for (size_t i = 0; i < m->n && n < TP_SCALING_MAX_GPUS; i++) {
         st_trial_t *t = &m->t[i];
         if (!t->running || t->starting) continue;
-        double done = t->progress + (m->now - t->unit_start) / (t->unit_end - t->unit_start) *
-                                        (1 - t->frac) + t->frac;
-        rt[n++] = (tp_realloc_trial_t){
-            .trial = t->id, .gpus = t->gpus, .gpus_min = 1,
-            .gpus_max = m->c->gpus_max > 0 ? m->c->gpus_max : m->c->gpus,
-            .remaining_steps = t->budget - done, .score = isnan(t->value) ? -1e300 : t->value,
-            .scaling = &t->sc, .restart_s = t->restart_s, .last_resize_s = t->last_resize};
+        double done = t->progress +
+                      (m->now - t->unit_start) / (t->unit_end - t->unit_start) * (1 - t->frac) +
+                      t->frac;
+        rt[n++] = (tp_realloc_trial_t){.trial = t->id,
+                                       .gpus = t->gpus,
+                                       .gpus_min = 1,
+                                       .gpus_max = m->c->gpus_max > 0 ? m->c->gpus_max : m->c->gpus,
+                                       .remaining_steps = t->budget - done,
+                                       .score = isnan(t->value) ? -1e300 : t->value,
+                                       .scaling = &t->sc,
+                                       .restart_s = t->restart_s,
+                                       .last_resize_s = t->last_resize};
     }
     tp_resize_t rs[TP_SCALING_MAX_GPUS];
-    size_t k = tp__realloc_plan(m->c->ropts.policy, rt, n, m->free_gpus, m->now, &m->c->ropts,
-                                rs, TP_SCALING_MAX_GPUS);
+    size_t k = tp__realloc_plan(m->c->ropts.policy, rt, n, m->free_gpus, m->now, &m->c->ropts, rs,
+                                TP_SCALING_MAX_GPUS);
     for (size_t i = 0; i < k && i < TP_SCALING_MAX_GPUS; i++) {
         st_trial_t *t = &m->t[rs[i].trial];
         /* checkpoint: the part of the unit in progress is kept */
@@ -268,17 +283,20 @@ static void draw(sim_t *m) {
         const st_bar_t *b = &m->bars[i];
         titles[i] = tp__xmalloc(64);
         snprintf(titles[i], 64, "trial %lld, rung %d", (long long)b->trial, b->rung);
-        bars[i] = (tp_gantt_bar_t){.band = (size_t)b->gpu, .start = b->start, .end = b->end,
-                                   .colour = (size_t)b->rung, .title = titles[i]};
+        bars[i] = (tp_gantt_bar_t){.band = (size_t)b->gpu,
+                                   .start = b->start,
+                                   .end = b->end,
+                                   .colour = (size_t)b->rung,
+                                   .title = titles[i]};
         if ((size_t)b->rung + 1 > ncol) ncol = (size_t)b->rung + 1;
     }
-    char (*labels)[16] = tp__xcalloc((size_t)m->c->gpus, sizeof *labels);
+    char(*labels)[16] = tp__xcalloc((size_t)m->c->gpus, sizeof *labels);
     const char **lp = tp__xcalloc((size_t)m->c->gpus, sizeof *lp);
     for (int g = 0; g < m->c->gpus; g++) {
         snprintf(labels[g], sizeof labels[g], "gpu%d", g);
         lp[g] = labels[g];
     }
-    char (*legend)[32] = tp__xcalloc(ncol, sizeof *legend);
+    char(*legend)[32] = tp__xcalloc(ncol, sizeof *legend);
     const char **lg = tp__xcalloc(ncol, sizeof *lg);
     for (size_t i = 0; i < ncol; i++) {
         snprintf(legend[i], sizeof legend[i], "rung %zu", i);
@@ -290,11 +308,18 @@ static void draw(sim_t *m) {
     snprintf(sub, sizeof sub, "best %.4f (trial %lld); %zu trials, %zu refused, %zu resizes",
              m->out->best, (long long)m->out->best_trial, m->out->trials, m->out->refused,
              m->out->resizes);
-    tp_gantt_t g = {.title = title, .subtitle = sub, .nbands = (size_t)m->c->gpus,
-                    .band_label = lp, .bars = bars, .nbars = m->nbars, .span = m->now,
-                    .legend = lg, .nlegend = ncol};
+    tp_gantt_t g = {.title = title,
+                    .subtitle = sub,
+                    .nbands = (size_t)m->c->gpus,
+                    .band_label = lp,
+                    .bars = bars,
+                    .nbars = m->nbars,
+                    .span = m->now,
+                    .legend = lg,
+                    .nlegend = ncol};
     tp__chart_gantt(m->c->svg, &g);
-    for (size_t i = 0; i < m->nbars; i++) free(titles[i]);
+    for (size_t i = 0; i < m->nbars; i++)
+        free(titles[i]);
     free(titles);
     free(bars);
     free(labels);
@@ -327,7 +352,9 @@ static int make_scheduler(sim_t *m, tp_error_t *err) {
     tp_scheduler_cfg_t sc = {
         .scheduler = m->c->scheduler,
         .sampler = {.algorithm = "random", .trials = m->c->trials, .seed = m->c->seed},
-        .budget = {.name = "epochs", .min = m->c->budget_min, .max = m->c->budget_max,
+        .budget = {.name = "epochs",
+                   .min = m->c->budget_min,
+                   .max = m->c->budget_max,
                    .eta = m->c->eta},
         .maximize = 1};
     m->s = tp__scheduler_new(&m->space, &sc, err);
@@ -341,10 +368,10 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
     out->best = NAN;
     out->best_trial = -1;
     if (c->gpus < 1 || c->gpus > TP_SCALING_MAX_GPUS)
-        return tp__errorf(err, -EINVAL, "gpus must be 1..%d, got %d", TP_SCALING_MAX_GPUS,
-                          c->gpus);
+        return tp__errorf(err, -EINVAL, "gpus must be 1..%d, got %d", TP_SCALING_MAX_GPUS, c->gpus);
     sim_t m = {.c = c, .free_gpus = c->gpus, .out = out};
-    for (int g = 0; g < TP_SCALING_MAX_GPUS; g++) m.owner[g] = -1;
+    for (int g = 0; g < TP_SCALING_MAX_GPUS; g++)
+        m.owner[g] = -1;
     int rc = make_scheduler(&m, err);
     if (rc < 0) {
         tp__space_free(&m.space);

@@ -12,7 +12,7 @@
 #include <yaml.h>
 
 typedef struct wctx {
-    const char *path;     /* for messages */
+    const char *path; /* for messages */
     yaml_document_t *doc;
     tp_error_t *err;
     const yaml_node_t *root; /* the file's mapping: where a missing section is said to be */
@@ -30,14 +30,17 @@ static int fail(wctx_t *x, const yaml_node_t *n, const char *fmt, ...) {
                       n->start_mark.column + 1, msg);
 }
 
-static yaml_node_t *node(wctx_t *x, int i) { return yaml_document_get_node(x->doc, i); }
+static yaml_node_t *node(wctx_t *x, int i) {
+    return yaml_document_get_node(x->doc, i);
+}
 static const char *text(const yaml_node_t *n) {
     return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
 }
 
 static yaml_node_t *get(wctx_t *x, const yaml_node_t *map, const char *key) {
     if (!map || map->type != YAML_MAPPING_NODE) return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+         p++) {
         const char *k = text(node(x, p->key));
         if (k && strcmp(k, key) == 0) return node(x, p->value);
     }
@@ -59,8 +62,8 @@ static int num(wctx_t *x, const yaml_node_t *map, const char *key, const char *w
     return 0;
 }
 
-static int integer(wctx_t *x, const yaml_node_t *map, const char *key, const char *what,
-                   long lo, long hi, int *out) {
+static int integer(wctx_t *x, const yaml_node_t *map, const char *key, const char *what, long lo,
+                   long hi, int *out) {
     double d;
     int rc = num(x, map, key, what, (double)lo, (double)hi, &d);
     if (rc) return rc;
@@ -85,7 +88,8 @@ static int parse_gpu_types(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) 
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->gpu_types = tp__xcalloc(n ? n : 1, sizeof *w->gpu_types);
-    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *k = node(x, p->key), *v = node(x, p->value);
         tp_wl_gpu_type_t *t = &w->gpu_types[w->ngpu_types++];
         snprintf(t->name, sizeof t->name, "%s", text(k) ? text(k) : "?");
@@ -101,8 +105,8 @@ static int parse_gpu_types(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) 
     return 0;
 }
 
-static int gpu_type_index(wctx_t *x, const yaml_node_t *g, const char *what,
-                          const tp_workload_t *w, size_t *out) {
+static int gpu_type_index(wctx_t *x, const yaml_node_t *g, const char *what, const tp_workload_t *w,
+                          size_t *out) {
     yaml_node_t *v = get(x, g, "gpu_type");
     if (!v) return fail(x, g, "%s.gpu_type is missing; name one of gpu_types", what);
     for (size_t i = 0; i < w->ngpu_types; i++)
@@ -112,19 +116,21 @@ static int gpu_type_index(wctx_t *x, const yaml_node_t *g, const char *what,
         }
     const char *names[32];
     size_t k = 0;
-    for (; k < w->ngpu_types && k < 32; k++) names[k] = w->gpu_types[k].name;
+    for (; k < w->ngpu_types && k < 32; k++)
+        names[k] = w->gpu_types[k].name;
     const char *guess = text(v) ? tp__did_you_mean(text(v), names, k) : NULL;
-    return fail(x, v, "%s.gpu_type \"%s\" is not in gpu_types%s%s%s", what,
-                text(v) ? text(v) : "?", guess ? "; did you mean \"" : "", guess ? guess : "",
-                guess ? "\"?" : "");
+    return fail(x, v, "%s.gpu_type \"%s\" is not in gpu_types%s%s%s", what, text(v) ? text(v) : "?",
+                guess ? "; did you mean \"" : "", guess ? guess : "", guess ? "\"?" : "");
 }
 
 static int parse_group(wctx_t *x, const yaml_node_t *g, const char *what, const tp_workload_t *w,
                        tp_wl_group_t *out) {
     int rc;
-    if ((rc = mapping(x, g, g, what, "{nodes: 2, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")) ||
+    if ((rc = mapping(x, g, g, what,
+                      "{nodes: 2, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")) ||
         (rc = integer(x, g, "nodes", what, 1, 1000000, &out->nodes)) ||
-        (rc = integer(x, g, "gpus_per_node", what, 0, TP_PLACE_MAX_GPUS * 64, &out->gpus_per_node)) ||
+        (rc = integer(x, g, "gpus_per_node", what, 0, TP_PLACE_MAX_GPUS * 64,
+                      &out->gpus_per_node)) ||
         (rc = integer(x, g, "cpus_per_node", what, 0, 1 << 20, &out->cpus_per_node)))
         return rc;
     return gpu_type_index(x, g, what, w, &out->gpu_type);
@@ -135,13 +141,15 @@ static int parse_clusters(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->clusters = tp__xcalloc(n ? n : 1, sizeof *w->clusters);
-    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *k = node(x, p->key), *v = node(x, p->value);
         tp_wl_cluster_t *c = &w->clusters[w->nclusters++];
         snprintf(c->name, sizeof c->name, "%s", text(k) ? text(k) : "?");
         char what[160];
         snprintf(what, sizeof what, "clusters.%s", c->name);
-        if ((rc = mapping(x, v, v, what, "{nodes: 1, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")))
+        if ((rc = mapping(x, v, v, what,
+                          "{nodes: 1, gpus_per_node: 4, gpu_type: a100_80g, cpus_per_node: 128}")))
             return rc;
         yaml_node_t *groups = get(x, v, "groups");
         if (!groups) {
@@ -150,15 +158,20 @@ static int parse_clusters(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
             if ((rc = parse_group(x, v, what, w, &c->groups[0]))) return rc;
             continue;
         }
-        if (groups->type != YAML_SEQUENCE_NODE || groups->data.sequence.items.top == groups->data.sequence.items.start)
-            return fail(x, groups, "%s.groups must be a non-empty list of {nodes, gpus_per_node, gpu_type, cpus_per_node}", what);
+        if (groups->type != YAML_SEQUENCE_NODE ||
+            groups->data.sequence.items.top == groups->data.sequence.items.start)
+            return fail(x, groups,
+                        "%s.groups must be a non-empty list of {nodes, gpus_per_node, gpu_type, "
+                        "cpus_per_node}",
+                        what);
         size_t m = (size_t)(groups->data.sequence.items.top - groups->data.sequence.items.start);
         c->groups = tp__xcalloc(m, sizeof *c->groups);
         for (size_t i = 0; i < m; i++) {
             char gw[200];
             snprintf(gw, sizeof gw, "%s.groups[%zu]", what, i);
             c->ngroups++;
-            if ((rc = parse_group(x, node(x, groups->data.sequence.items.start[i]), gw, w, &c->groups[i])))
+            if ((rc = parse_group(x, node(x, groups->data.sequence.items.start[i]), gw, w,
+                                  &c->groups[i])))
                 return rc;
         }
     }
@@ -185,13 +198,16 @@ static int parse_models(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->models = tp__xcalloc(n ? n : 1, sizeof *w->models);
-    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
+         p++) {
         yaml_node_t *k = node(x, p->key), *v = node(x, p->value);
         tp_wl_model_t *m = &w->models[w->nmodels++];
         snprintf(m->name, sizeof m->name, "%s", text(k) ? text(k) : "?");
         char what[96];
         snprintf(what, sizeof what, "models.%s", m->name);
-        if ((rc = mapping(x, v, v, what, "{b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 5, time_ref_s: 108, util_ref: 0.26, cpus: 4}")) ||
+        if ((rc = mapping(x, v, v, what,
+                          "{b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 5, time_ref_s: 108, "
+                          "util_ref: 0.26, cpus: 4}")) ||
             (rc = integer(x, v, "b_ref", what, 1, 1 << 20, &m->b_ref)) ||
             (rc = num(x, v, "mem_base_mib", what, 0, 1e9, &m->mem_base_mib)) ||
             (rc = num(x, v, "mem_per_sample_mib", what, 0, 1e9, &m->mem_per_sample_mib)) ||
@@ -213,22 +229,27 @@ static size_t seq_len(const yaml_node_t *seq) {
 
 static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_workload_t *w,
                        tp_wl_space_t *s) {
-    int rc = mapping(x, v, v, what, "{models: [resnet18], batch_sizes: [64, 128], lr: {loguniform: [1e-5, 1e-1], count: 4}}");
+    int rc = mapping(
+        x, v, v, what,
+        "{models: [resnet18], batch_sizes: [64, 128], lr: {loguniform: [1e-5, 1e-1], count: 4}}");
     if (rc) return rc;
     yaml_node_t *ms = get(x, v, "models"), *bs = get(x, v, "batch_sizes"), *lr = get(x, v, "lr");
     if (!ms || ms->type != YAML_SEQUENCE_NODE || !seq_len(ms))
         return fail(x, ms ? ms : v, "%s.models must be a non-empty list of model names", what);
     if (!bs || bs->type != YAML_SEQUENCE_NODE || !seq_len(bs))
-        return fail(x, bs ? bs : v, "%s.batch_sizes must be a non-empty list of whole numbers", what);
+        return fail(x, bs ? bs : v, "%s.batch_sizes must be a non-empty list of whole numbers",
+                    what);
     s->models = tp__xcalloc(seq_len(ms), sizeof *s->models);
     for (size_t i = 0; i < seq_len(ms); i++) {
         yaml_node_t *e = item(x, ms, i);
         size_t k = 0;
-        while (k < w->nmodels && !(text(e) && strcmp(text(e), w->models[k].name) == 0)) k++;
+        while (k < w->nmodels && !(text(e) && strcmp(text(e), w->models[k].name) == 0))
+            k++;
         if (k == w->nmodels) {
             const char *names[64];
             size_t nn = 0;
-            for (; nn < w->nmodels && nn < 64; nn++) names[nn] = w->models[nn].name;
+            for (; nn < w->nmodels && nn < 64; nn++)
+                names[nn] = w->models[nn].name;
             const char *guess = text(e) ? tp__did_you_mean(text(e), names, nn) : NULL;
             return fail(x, e, "%s.models[%zu] \"%s\" is not in models%s%s%s", what, i,
                         text(e) ? text(e) : "?", guess ? "; did you mean \"" : "",
@@ -249,7 +270,8 @@ static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_wor
     if ((rc = mapping(x, lr, v, "lr", "{loguniform: [1e-5, 1e-1], count: 4}"))) return rc;
     yaml_node_t *lu = get(x, lr, "loguniform");
     if (!lu || lu->type != YAML_SEQUENCE_NODE || seq_len(lu) != 2)
-        return fail(x, lu ? lu : lr, "%s.lr.loguniform must be a list [low, high] with 0 < low <= high", what);
+        return fail(x, lu ? lu : lr,
+                    "%s.lr.loguniform must be a list [low, high] with 0 < low <= high", what);
     double b[2];
     for (int i = 0; i < 2; i++) {
         yaml_node_t *e = item(x, lu, (size_t)i);
@@ -259,7 +281,9 @@ static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_wor
             return fail(x, e, "%s.lr.loguniform[%d] must be a number > 0, got \"%s\"", what, i,
                         text(e) ? text(e) : "a collection");
     }
-    if (b[0] > b[1]) return fail(x, lu, "%s.lr.loguniform must be [low, high] with low <= high, got [%g, %g]", what, b[0], b[1]);
+    if (b[0] > b[1])
+        return fail(x, lu, "%s.lr.loguniform must be [low, high] with low <= high, got [%g, %g]",
+                    what, b[0], b[1]);
     s->lr_lo = b[0];
     s->lr_hi = b[1];
     char lw[160];
@@ -268,11 +292,13 @@ static int parse_space(wctx_t *x, const yaml_node_t *v, const char *what, tp_wor
 }
 
 static int parse_spaces(wctx_t *x, const yaml_node_t *sec, tp_workload_t *w) {
-    int rc = mapping(x, sec, x->root, "spaces", "{SP1: {models: [...], batch_sizes: [...], lr: {...}}}");
+    int rc =
+        mapping(x, sec, x->root, "spaces", "{SP1: {models: [...], batch_sizes: [...], lr: {...}}}");
     if (rc) return rc;
     size_t n = (size_t)(sec->data.mapping.pairs.top - sec->data.mapping.pairs.start);
     w->spaces = tp__xcalloc(n ? n : 1, sizeof *w->spaces);
-    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top; p++) {
+    for (yaml_node_pair_t *p = sec->data.mapping.pairs.start; p < sec->data.mapping.pairs.top;
+         p++) {
         tp_wl_space_t *s = &w->spaces[w->nspaces++];
         const char *name = text(node(x, p->key));
         snprintf(s->name, sizeof s->name, "%s", name ? name : "?");
@@ -305,7 +331,10 @@ int tp__workload_load(const char *path, tp_workload_t *w, tp_error_t *err) {
     yaml_node_t *root = yaml_document_get_root_node(&doc);
     wctx_t x = {path, &doc, err, root};
     if (!root || root->type != YAML_MAPPING_NODE)
-        rc = tp__errorf(err, -EINVAL, "%s:1:1: the workload file must be a mapping with gpu_types, clusters, models and spaces", path);
+        rc = tp__errorf(err, -EINVAL,
+                        "%s:1:1: the workload file must be a mapping with gpu_types, clusters, "
+                        "models and spaces",
+                        path);
     if (!rc) rc = parse_gpu_types(&x, get(&x, root, "gpu_types"), w);
     if (!rc) rc = parse_clusters(&x, get(&x, root, "clusters"), w);
     if (!rc) rc = parse_models(&x, get(&x, root, "models"), w);
@@ -345,14 +374,15 @@ int tp__workload_default_path(char *out, size_t size) {
     /* the first that exists; if none does, the installed one (the error names it) */
     const char *pick = installed[0] && access(installed, F_OK) == 0 ? installed
                        : access(source, F_OK) == 0 || !installed[0] ? source
-                                                                     : installed;
+                                                                    : installed;
     if ((size_t)snprintf(out, size, "%s", pick) >= size) return -ENAMETOOLONG;
     return 0;
 }
 
 void tp__workload_free(tp_workload_t *w) {
     if (!w) return;
-    for (size_t i = 0; i < w->nclusters; i++) free(w->clusters[i].groups);
+    for (size_t i = 0; i < w->nclusters; i++)
+        free(w->clusters[i].groups);
     for (size_t i = 0; i < w->nspaces; i++) {
         free(w->spaces[i].models);
         free(w->spaces[i].batch_sizes);
@@ -383,8 +413,10 @@ int tp__workload_no_such(tp_error_t *err, const char *what, const char *name,
     for (size_t i = 0; i < n; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
     if (guess)
-        return tp__errorf(err, -ENOENT, "no %s \"%s\" in the workload; did you mean \"%s\"? "
-                          "(there are: %s)", what, name, guess, list);
+        return tp__errorf(err, -ENOENT,
+                          "no %s \"%s\" in the workload; did you mean \"%s\"? "
+                          "(there are: %s)",
+                          what, name, guess, list);
     return tp__errorf(err, -ENOENT, "no %s \"%s\" in the workload; there are: %s", what, name,
                       list);
 }
@@ -419,11 +451,13 @@ int tp__workload_cluster(const tp_workload_t *w, const char *name, tp_cluster_t 
     if (!wc) {
         const char *names[64];
         size_t n = 0;
-        for (; n < w->nclusters && n < 64; n++) names[n] = w->clusters[n].name;
+        for (; n < w->nclusters && n < 64; n++)
+            names[n] = w->clusters[n].name;
         return tp__workload_no_such(err, "cluster", name, names, n);
     }
     size_t nnodes = 0;
-    for (size_t g = 0; g < wc->ngroups; g++) nnodes += (size_t)wc->groups[g].nodes;
+    for (size_t g = 0; g < wc->ngroups; g++)
+        nnodes += (size_t)wc->groups[g].nodes;
     out->nodes = tp__xcalloc(nnodes ? nnodes : 1, sizeof *out->nodes);
     out->limits = (tp_place_limits_t){.reserve_mib = 512, .sharing = 1};
     for (size_t g = 0; g < wc->ngroups; g++) {
@@ -455,7 +489,8 @@ int tp__workload_jobs(const tp_workload_t *w, const char *space, tp_wl_job_t **j
     if (!s) {
         const char *names[64];
         size_t k = 0;
-        for (; k < w->nspaces && k < 64; k++) names[k] = w->spaces[k].name;
+        for (; k < w->nspaces && k < 64; k++)
+            names[k] = w->spaces[k].name;
         return tp__workload_no_such(err, "space", space, names, k);
     }
     size_t total = s->nmodels * s->nbatch * (size_t)s->lr_count, k = 0;
@@ -469,13 +504,18 @@ int tp__workload_jobs(const tp_workload_t *w, const char *space, tp_wl_job_t **j
     if (demands) {
         tp_demand_t *d = tp__xcalloc(total ? total : 1, sizeof *d);
         for (size_t i = 0; i < total; i++)
-            d[i] = (tp_demand_t){.id = (int64_t)i, .gpus = 1, .memory_mib = js[i].memory_mib,
-                                 .compute = js[i].util, .cpus = js[i].cpus,
+            d[i] = (tp_demand_t){.id = (int64_t)i,
+                                 .gpus = 1,
+                                 .memory_mib = js[i].memory_mib,
+                                 .compute = js[i].util,
+                                 .cpus = js[i].cpus,
                                  .duration_s = js[i].time_s};
         *demands = d;
     }
-    if (jobs) *jobs = js;
-    else free(js);
+    if (jobs)
+        *jobs = js;
+    else
+        free(js);
     *n = total;
     return 0;
 }

@@ -19,44 +19,44 @@
 #include "util/util.h"
 
 typedef struct tp_wl_gpu_type {
-    char name[64];        /* "a100_80g" */
-    uint64_t memory_mib;  /* total memory */
-    double speed;         /* relative to the reference GPU (A100 = 1.0) */
+    char name[64];       /* "a100_80g" */
+    uint64_t memory_mib; /* total memory */
+    double speed;        /* relative to the reference GPU (A100 = 1.0) */
 } tp_wl_gpu_type_t;
 
 /* A run of identical nodes. */
 typedef struct tp_wl_group {
-    int nodes;            /* how many */
+    int nodes; /* how many */
     int gpus_per_node;
     int cpus_per_node;
-    size_t gpu_type;      /* index into tp_workload_t.gpu_types */
+    size_t gpu_type; /* index into tp_workload_t.gpu_types */
 } tp_wl_group_t;
 
 typedef struct tp_wl_cluster {
-    char name[64];        /* "homog_16" */
+    char name[64];         /* "homog_16" */
     tp_wl_group_t *groups; /* owned; a homogeneous cluster has one */
     size_t ngroups;
 } tp_wl_cluster_t;
 
 typedef struct tp_wl_model {
-    char name[64];        /* "resnet18" */
-    int b_ref;            /* reference batch size */
-    double mem_base_mib;  /* memory at batch 0 */
+    char name[64];       /* "resnet18" */
+    int b_ref;           /* reference batch size */
+    double mem_base_mib; /* memory at batch 0 */
     double mem_per_sample_mib;
-    double time_ref_s;    /* whole job alone at b_ref */
-    double util_ref;      /* GPU-busy share alone at b_ref */
-    int cpus;             /* dataloader cores */
-    char source[64];      /* "assumed" or "measured" (required in the file) */
+    double time_ref_s; /* whole job alone at b_ref */
+    double util_ref;   /* GPU-busy share alone at b_ref */
+    int cpus;          /* dataloader cores */
+    char source[64];   /* "assumed" or "measured" (required in the file) */
 } tp_wl_model_t;
 
 typedef struct tp_wl_space {
-    char name[64];        /* "SP4" */
-    size_t *models;       /* owned; indexes into tp_workload_t.models */
+    char name[64];  /* "SP4" */
+    size_t *models; /* owned; indexes into tp_workload_t.models */
     size_t nmodels;
-    int *batch_sizes;     /* owned */
+    int *batch_sizes; /* owned */
     size_t nbatch;
-    double lr_lo, lr_hi;  /* loguniform range */
-    int lr_count;         /* log-spaced points, both ends included */
+    double lr_lo, lr_hi; /* loguniform range */
+    int lr_count;        /* log-spaced points, both ends included */
 } tp_wl_space_t;
 
 typedef struct tp_workload {
@@ -72,14 +72,14 @@ typedef struct tp_workload {
 
 /* One job of a space: a model at one batch size and learning rate. */
 typedef struct tp_wl_job {
-    const char *model;    /* points into the workload: keep it alive */
+    const char *model; /* points into the workload: keep it alive */
     int batch;
     double lr;
-    uint64_t memory_mib;  /* memory_mib(b) */
-    double util;          /* util(b): the compute share alone */
-    double time_s;        /* time_s(b) alone on the reference GPU */
-    double gpu_s;         /* GPU-busy seconds */
-    double host_s;        /* host-side seconds */
+    uint64_t memory_mib; /* memory_mib(b) */
+    double util;         /* util(b): the compute share alone */
+    double time_s;       /* time_s(b) alone on the reference GPU */
+    double gpu_s;        /* GPU-busy seconds */
+    double host_s;       /* host-side seconds */
     int cpus;
 } tp_wl_job_t;
 

@@ -8,9 +8,9 @@
 
 #include "space/space.h"
 
-#define GRID_MAX_DIM 10000ULL            /* largest discrete INT / quantized UNIFORM range */
-#define GRID_MAX_POINTS (1ULL << 40)     /* grid sizes past this are reported as 0 */
-#define GRID_MAX_SCAN (1ULL << 24)       /* conditional grids: largest product scanned */
+#define GRID_MAX_DIM 10000ULL        /* largest discrete INT / quantized UNIFORM range */
+#define GRID_MAX_POINTS (1ULL << 40) /* grid sizes past this are reported as 0 */
+#define GRID_MAX_SCAN (1ULL << 24)   /* conditional grids: largest product scanned */
 /* The widest span a domain may sample over: the samplers compute with it (TPE spreads
  * its prior over the range and a step more), so it keeps room below DBL_MAX. */
 #define SPAN_MAX (DBL_MAX / 16)
@@ -25,18 +25,21 @@ void tp__space_init(tp_space_t *s) {
 
 static void param_free(tp_param_t *p) {
     free(p->name);
-    for (size_t i = 0; i < p->nvalues; i++) json_decref(p->values[i]);
+    for (size_t i = 0; i < p->nvalues; i++)
+        json_decref(p->values[i]);
     free(p->values);
     for (size_t c = 0; c < p->nwhen; c++) {
         free(p->when[c].parent);
-        for (size_t k = 0; k < p->when[c].nvalues; k++) json_decref(p->when[c].values[k]);
+        for (size_t k = 0; k < p->when[c].nvalues; k++)
+            json_decref(p->when[c].values[k]);
         free(p->when[c].values);
     }
     free(p->when);
 }
 
 void tp__space_free(tp_space_t *s) {
-    for (size_t i = 0; i < s->n; i++) param_free(&s->params[i]);
+    for (size_t i = 0; i < s->n; i++)
+        param_free(&s->params[i]);
     free(s->params);
     free(s->order);
     tp__space_init(s);
@@ -57,13 +60,20 @@ const tp_param_t *tp__space_find(const tp_space_t *s, const char *name) {
 
 static const char *kind_name(tp_domain_kind k) {
     switch (k) {
-    case TP_DOM_CONST: return "constant";
-    case TP_DOM_CHOICE: return "choice";
-    case TP_DOM_GRID: return "grid";
-    case TP_DOM_UNIFORM: return "uniform";
-    case TP_DOM_LOGUNIFORM: return "loguniform";
-    case TP_DOM_INT: return "int";
-    case TP_DOM_NORMAL: return "normal";
+    case TP_DOM_CONST:
+        return "constant";
+    case TP_DOM_CHOICE:
+        return "choice";
+    case TP_DOM_GRID:
+        return "grid";
+    case TP_DOM_UNIFORM:
+        return "uniform";
+    case TP_DOM_LOGUNIFORM:
+        return "loguniform";
+    case TP_DOM_INT:
+        return "int";
+    case TP_DOM_NORMAL:
+        return "normal";
     }
     return "?";
 }
@@ -356,14 +366,15 @@ static uint64_t grid_scan(const tp_space_t *s, uint64_t **out) {
     uint64_t *digit = tp__xcalloc(s->n, sizeof *digit);
     unsigned char *parent = tp__xcalloc(s->n, 1), *active = tp__xcalloc(s->n, 1);
     for (size_t i = 0; i < s->n; i++)
-        for (size_t c = 0; c < s->params[i].nwhen; c++) parent[s->params[i].when[c].pidx] = 1;
+        for (size_t c = 0; c < s->params[i].nwhen; c++)
+            parent[s->params[i].when[c].pidx] = 1;
     for (uint64_t index = 0; index < total; index++) {
         grid_digits(s, index, digit);
         json_t *cfg = json_object();
         for (size_t i = 0; i < s->n; i++) {
             const tp_param_t *p = &s->params[i];
             if (!parent[i]) continue;
-            json_t *v = grid_dim(p) ? grid_value(p, digit[i])
+            json_t *v = grid_dim(p)  ? grid_value(p, digit[i])
                         : p->nvalues ? json_deep_copy(p->values[0])
                                      : json_integer(llround(p->lo));
             json_object_set_new(cfg, p->name, v);
@@ -371,7 +382,8 @@ static uint64_t grid_scan(const tp_space_t *s, uint64_t **out) {
         tp__space_active(s, cfg, active);
         json_decref(cfg);
         int valid = 1;
-        for (size_t i = 0; i < s->n && valid; i++) valid = active[i] || digit[i] == 0;
+        for (size_t i = 0; i < s->n && valid; i++)
+            valid = active[i] || digit[i] == 0;
         if (!valid) continue;
         if (out && count == cap) {
             cap = cap ? 2 * cap : 64;

@@ -10,44 +10,44 @@
 #include "util/util.h"
 
 typedef enum tp_domain_kind {
-    TP_DOM_CONST,       /* values[0] */
-    TP_DOM_CHOICE,      /* one of values[] */
-    TP_DOM_GRID,        /* each of values[] (enumerated by the grid searcher) */
-    TP_DOM_UNIFORM,     /* real in [lo, hi] */
-    TP_DOM_LOGUNIFORM,  /* real in [lo, hi], log-scaled; lo > 0 */
-    TP_DOM_INT,         /* integer in [lo, hi] inclusive; log-scaled if log */
-    TP_DOM_NORMAL,      /* real ~ N(lo = mean, hi = sigma) */
+    TP_DOM_CONST,      /* values[0] */
+    TP_DOM_CHOICE,     /* one of values[] */
+    TP_DOM_GRID,       /* each of values[] (enumerated by the grid searcher) */
+    TP_DOM_UNIFORM,    /* real in [lo, hi] */
+    TP_DOM_LOGUNIFORM, /* real in [lo, hi], log-scaled; lo > 0 */
+    TP_DOM_INT,        /* integer in [lo, hi] inclusive; log-scaled if log */
+    TP_DOM_NORMAL,     /* real ~ N(lo = mean, hi = sigma) */
 } tp_domain_kind;
 
 /* A condition on a parameter (`when: {parent: value}` or `{parent: [v1, v2]}`): the
  * parameter is active only while its parent is active and holds one of values[]. */
 typedef struct tp_cond {
-    char *parent;         /* owned name of the parameter it depends on */
-    size_t pidx;          /* index of the parent in the space, set by tp__space_link */
-    json_t **values;      /* owned refs: the parent's values that activate */
-    size_t nvalues;       /* count of values (>= 1) */
-    int line, col;        /* where the condition was written, 1-based; 0 if unknown */
+    char *parent;    /* owned name of the parameter it depends on */
+    size_t pidx;     /* index of the parent in the space, set by tp__space_link */
+    json_t **values; /* owned refs: the parent's values that activate */
+    size_t nvalues;  /* count of values (>= 1) */
+    int line, col;   /* where the condition was written, 1-based; 0 if unknown */
 } tp_cond_t;
 
 typedef struct tp_param {
-    char *name;           /* owned */
-    tp_domain_kind kind;  /* which domain */
-    json_t **values;      /* owned refs; CONST, CHOICE, GRID */
-    size_t nvalues;       /* count of values */
-    double lo, hi;        /* UNIFORM, LOGUNIFORM, INT bounds; NORMAL mean, sigma */
-    double q;             /* quantization step, 0 for none (UNIFORM, LOGUNIFORM, NORMAL, INT) */
-    int log;              /* INT sampled log-uniformly */
-    int line, col;        /* where it was declared, 1-based; 0 if unknown */
-    tp_cond_t *when;      /* owned conditions, all must hold (AND); NULL: always active */
-    size_t nwhen;         /* count of conditions */
+    char *name;          /* owned */
+    tp_domain_kind kind; /* which domain */
+    json_t **values;     /* owned refs; CONST, CHOICE, GRID */
+    size_t nvalues;      /* count of values */
+    double lo, hi;       /* UNIFORM, LOGUNIFORM, INT bounds; NORMAL mean, sigma */
+    double q;            /* quantization step, 0 for none (UNIFORM, LOGUNIFORM, NORMAL, INT) */
+    int log;             /* INT sampled log-uniformly */
+    int line, col;       /* where it was declared, 1-based; 0 if unknown */
+    tp_cond_t *when;     /* owned conditions, all must hold (AND); NULL: always active */
+    size_t nwhen;        /* count of conditions */
 } tp_param_t;
 
 typedef struct tp_space {
-    tp_param_t *params;  /* owned array, in declaration order */
-    size_t n;            /* number of params */
-    size_t *order;       /* owned: param indices with every parent before its children
-                            (tp__space_link); NULL until linked or without conditions */
-    int conditional;     /* some param has a condition (set by tp__space_link) */
+    tp_param_t *params; /* owned array, in declaration order */
+    size_t n;           /* number of params */
+    size_t *order;      /* owned: param indices with every parent before its children
+                           (tp__space_link); NULL until linked or without conditions */
+    int conditional;    /* some param has a condition (set by tp__space_link) */
 } tp_space_t;
 
 void tp__space_init(tp_space_t *s);

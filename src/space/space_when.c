@@ -14,8 +14,7 @@
 /* Do two JSON scalars stand for the same value? Numbers compare by value
  * (2 and 2.0 are equal), everything else as json_equal. */
 static int same_value(const json_t *a, const json_t *b) {
-    if (json_is_number(a) && json_is_number(b))
-        return json_number_value(a) == json_number_value(b);
+    if (json_is_number(a) && json_is_number(b)) return json_number_value(a) == json_number_value(b);
     return json_equal((json_t *)a, (json_t *)b);
 }
 
@@ -73,7 +72,8 @@ static long visit(tp_space_t *s, size_t i, unsigned char *state, size_t *norder,
 
 const char *tp__space_did_you_mean(const tp_space_t *s, const char *name) {
     const char **names = tp__xcalloc(s->n ? s->n : 1, sizeof *names);
-    for (size_t j = 0; j < s->n; j++) names[j] = s->params[j].name;
+    for (size_t j = 0; j < s->n; j++)
+        names[j] = s->params[j].name;
     const char *guess = tp__did_you_mean(name, names, s->n);
     free(names);
     return guess;
@@ -117,8 +117,7 @@ int tp__space_link(tp_space_t *s, const tp_cond_t **at, tp_error_t *err) {
                 char v[128], known[512];
                 if (tp__value_text(w->values[k], v, sizeof v) < 0) snprintf(v, sizeof v, "...");
                 if (par->kind == TP_DOM_INT)
-                    snprintf(known, sizeof known, "an integer from %.0f to %.0f", par->lo,
-                             par->hi);
+                    snprintf(known, sizeof known, "an integer from %.0f to %.0f", par->lo, par->hi);
                 else
                     values_text(par, known, sizeof known);
                 return tp__errorf(err, -EINVAL,
@@ -163,7 +162,8 @@ int tp__space_link(tp_space_t *s, const tp_cond_t **at, tp_error_t *err) {
 }
 
 void tp__space_active(const tp_space_t *s, const json_t *cfg, unsigned char *active) {
-    for (size_t i = 0; i < s->n; i++) active[i] = 1;
+    for (size_t i = 0; i < s->n; i++)
+        active[i] = 1;
     if (!s->conditional || !s->order) return;
     for (size_t k = 0; k < s->n; k++) {
         size_t i = s->order[k];
@@ -199,8 +199,7 @@ int tp__param_contains(const tp_param_t *p, const json_t *v) {
         return parent_takes(p, v);
     case TP_DOM_UNIFORM:
     case TP_DOM_LOGUNIFORM:
-        return json_is_number(v) && json_number_value(v) >= p->lo &&
-               json_number_value(v) <= p->hi;
+        return json_is_number(v) && json_number_value(v) >= p->lo && json_number_value(v) <= p->hi;
     case TP_DOM_NORMAL:
         return json_is_number(v) && isfinite(json_number_value(v));
     }

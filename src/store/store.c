@@ -19,11 +19,11 @@ static const char *const migrations[] = {
     /* 0 -> 1: the first schema. */
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
     "CREATE TABLE trials("
-    "  id INTEGER PRIMARY KEY,"        /* trial index, 0-based, as the searcher numbered it */
-    "  params TEXT NOT NULL,"          /* JSON object of parameter values */
-    "  state TEXT NOT NULL,"           /* pending|running|completed|failed|stopped */
-    "  attempts INTEGER NOT NULL DEFAULT 0,"  /* attempts started */
-    "  failures INTEGER NOT NULL DEFAULT 0,"  /* attempts that failed */
+    "  id INTEGER PRIMARY KEY,"              /* trial index, 0-based, as the searcher numbered it */
+    "  params TEXT NOT NULL,"                /* JSON object of parameter values */
+    "  state TEXT NOT NULL,"                 /* pending|running|completed|failed|stopped */
+    "  attempts INTEGER NOT NULL DEFAULT 0," /* attempts started */
+    "  failures INTEGER NOT NULL DEFAULT 0," /* attempts that failed */
     "  value REAL, best REAL, step INTEGER, metrics TEXT,"
     "  exit_code INTEGER, signal INTEGER, error TEXT,"
     "  created_at REAL NOT NULL, started_at REAL, ended_at REAL);"
@@ -39,22 +39,22 @@ static const char *const migrations[] = {
     "CREATE TABLE placements("
     "  id INTEGER PRIMARY KEY, trial INTEGER NOT NULL, attempt INTEGER NOT NULL,"
     "  at REAL NOT NULL, node TEXT NOT NULL,"
-    "  gpus TEXT NOT NULL,"           /* JSON array of device indexes on the node */
+    "  gpus TEXT NOT NULL," /* JSON array of device indexes on the node */
     "  memory_mib INTEGER NOT NULL, compute REAL NOT NULL, cpus INTEGER NOT NULL,"
-    "  sharing TEXT NOT NULL,"        /* mps | time-slicing | exclusive | cpu */
-    "  env TEXT);"                     /* JSON: the GPU environment the trial got */
+    "  sharing TEXT NOT NULL," /* mps | time-slicing | exclusive | cpu */
+    "  env TEXT);"             /* JSON: the GPU environment the trial got */
     "CREATE INDEX placements_by_trial ON placements(trial, attempt);"
     "CREATE TABLE profiles("
-    "  key TEXT PRIMARY KEY,"         /* JSON of the profile_by parameter values */
+    "  key TEXT PRIMARY KEY," /* JSON of the profile_by parameter values */
     "  memory_mib INTEGER NOT NULL, compute REAL NOT NULL, step_s REAL,"
     "  samples INTEGER NOT NULL, at REAL NOT NULL);",
     /* 2 -> 3: budgets and the scheduler's decisions, replayed on resume. */
     "ALTER TABLE trials ADD COLUMN rung INTEGER;"
     "ALTER TABLE trials ADD COLUMN budget REAL;"
-    "ALTER TABLE trials ADD COLUMN decision TEXT;"   /* the last decision about it, in words */
+    "ALTER TABLE trials ADD COLUMN decision TEXT;" /* the last decision about it, in words */
     "CREATE TABLE decisions("
     "  seq INTEGER PRIMARY KEY, at REAL NOT NULL,"
-    "  kind TEXT NOT NULL,"           /* job | result | stop */
+    "  kind TEXT NOT NULL," /* job | result | stop */
     "  trial INTEGER NOT NULL, attempt INTEGER NOT NULL, rung INTEGER NOT NULL, budget REAL,"
     "  ok INTEGER, value REAL, detail TEXT);",
     /* 3 -> 4: time spent running, interrupted attempts, the last lines of a failure's stderr. */
@@ -109,11 +109,11 @@ enum {
 
 /* What a trial row reads (read_trial_row): its columns, and where its last
  * attempt ran ("node:gpu,gpu" per node, from its placements; NULL if none). */
-#define TRIAL_COLUMNS_WITH(kinds)                                                              \
-    "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, signal, error, " \
-    "created_at, started_at, ended_at, failures, rung, budget, decision, run_s, interrupted, "  \
-    "stderr_tail, (SELECT group_concat(p.node || CASE WHEN p.gpus = '[]' THEN '' ELSE ':' || " \
-    "trim(p.gpus, '[]') END, ' ') FROM placements p WHERE p.trial = trials.id AND "            \
+#define TRIAL_COLUMNS_WITH(kinds)                                                                  \
+    "SELECT id, params, state, attempts, value, best, step, metrics, exit_code, signal, error, "   \
+    "created_at, started_at, ended_at, failures, rung, budget, decision, run_s, interrupted, "     \
+    "stderr_tail, (SELECT group_concat(p.node || CASE WHEN p.gpus = '[]' THEN '' ELSE ':' || "     \
+    "trim(p.gpus, '[]') END, ' ') FROM placements p WHERE p.trial = trials.id AND "                \
     "p.attempt = trials.attempts), " kinds " "
 #define TRIAL_COLUMNS TRIAL_COLUMNS_WITH("kind, source")
 /* A reader of a store from before schema 7 reads every trial as plain. */
@@ -123,11 +123,13 @@ static const char *const statements[ST_COUNT] = {
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
     [ST_META_GET] = "SELECT value FROM meta WHERE key = ?1",
-    [ST_TRIAL_ADD] = "INSERT INTO trials(id, params, state, created_at) VALUES(?1, ?2, 'pending', ?3)",
+    [ST_TRIAL_ADD] =
+        "INSERT INTO trials(id, params, state, created_at) VALUES(?1, ?2, 'pending', ?3)",
     [ST_TRIAL_STATE] = "UPDATE trials SET state = ?2 WHERE id = ?1",
     [ST_TRIAL_RUNNING] = "UPDATE trials SET state = 'running', attempts = ?2, started_at = ?3, "
                          "ended_at = NULL WHERE id = ?1",
-    [ST_TRIAL_END] = "UPDATE trials SET state = ?2, value = ?3, best = ?4, step = ?5, metrics = COALESCE(?6, metrics), "
+    [ST_TRIAL_END] = "UPDATE trials SET state = ?2, value = ?3, best = ?4, step = ?5, metrics = "
+                     "COALESCE(?6, metrics), "
                      "exit_code = ?7, signal = ?8, error = ?9, ended_at = ?10, failures = ?11, "
                      "run_s = run_s + ?12, interrupted = interrupted + ?13, stderr_tail = ?14 "
                      "WHERE id = ?1",
@@ -139,8 +141,9 @@ static const char *const statements[ST_COUNT] = {
     [ST_TRIAL_KIND] = "UPDATE trials SET kind = ?2, source = ?3 WHERE id = ?1",
     [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
     [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
-    [ST_PLACEMENT_ADD] = "INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, "
-                         "compute, cpus, sharing, env) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    [ST_PLACEMENT_ADD] =
+        "INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, "
+        "compute, cpus, sharing, env) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     [ST_PLACEMENTS] = "SELECT trial, attempt, at, node, gpus, memory_mib, compute, cpus, sharing, "
                       "env FROM placements ORDER BY id",
     [ST_PROFILE_SET] = "INSERT INTO profiles(key, memory_mib, compute, step_s, samples, at) "
@@ -162,30 +165,44 @@ static const char *const statements[ST_COUNT] = {
 };
 
 struct tp_store {
-    sqlite3 *db;                      /* the connection */
-    sqlite3_stmt *stmt[ST_COUNT];     /* prepared statements, by ST_* */
-    int readonly;                     /* opened TP_STORE_READONLY */
+    sqlite3 *db;                  /* the connection */
+    sqlite3_stmt *stmt[ST_COUNT]; /* prepared statements, by ST_* */
+    int readonly;                 /* opened TP_STORE_READONLY */
 };
 
 /* SQLite's result code as a negative errno: a full disk and a damaged file
  * keep their names (see tp__store_strerror). */
 static int sql_errno(int rc) {
     switch (rc & 0xff) {
-    case SQLITE_OK: case SQLITE_DONE: case SQLITE_ROW: return 0;
-    case SQLITE_FULL: return -ENOSPC;
-    case SQLITE_CORRUPT: case SQLITE_NOTADB: return -EBADMSG;
-    case SQLITE_READONLY: case SQLITE_PERM: case SQLITE_CANTOPEN: return -EACCES;
-    default: return -EIO;
+    case SQLITE_OK:
+    case SQLITE_DONE:
+    case SQLITE_ROW:
+        return 0;
+    case SQLITE_FULL:
+        return -ENOSPC;
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+        return -EBADMSG;
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_CANTOPEN:
+        return -EACCES;
+    default:
+        return -EIO;
     }
 }
 
 const char *tp__store_strerror(int rc) {
     switch (rc) {
-    case -ENOSPC: return "the disk holding the store is full (SQLITE_FULL); free space and run "
-                         "again to resume";
-    case -EBADMSG: return "the store file is damaged";
-    case -EACCES: return "the store file cannot be written (permissions or a read-only disk)";
-    default: return "an I/O error in the store";
+    case -ENOSPC:
+        return "the disk holding the store is full (SQLITE_FULL); free space and run "
+               "again to resume";
+    case -EBADMSG:
+        return "the store file is damaged";
+    case -EACCES:
+        return "the store file cannot be written (permissions or a read-only disk)";
+    default:
+        return "an I/O error in the store";
     }
 }
 
@@ -276,7 +293,9 @@ static int migrate(tp_store_t *s, tp_error_t *err) {
     return 0;
 }
 
-struct sqlite3 *tp__store_sqlite(tp_store_t *s) { return s->db; }
+struct sqlite3 *tp__store_sqlite(tp_store_t *s) {
+    return s->db;
+}
 
 int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err) {
     char path[4096];
@@ -301,9 +320,8 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         tp__store_close(s);
         return checked;
     }
-    if (!s->readonly &&
-        sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;", NULL, NULL,
-                     NULL) != SQLITE_OK) {
+    if (!s->readonly && sqlite3_exec(s->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                                     NULL, NULL, NULL) != SQLITE_OK) {
         rc = store_fail(s, err, "enabling WAL");
         tp__store_close(s);
         return rc;
@@ -318,11 +336,11 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
         sqlite3_finalize(st);
     }
     for (int i = 0; rc == 0 && i < ST_COUNT; i++) {
-        if (s->readonly && (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
-                            i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT ||
-                            i == ST_METRIC || i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET ||
-                            i == ST_DECISION_ADD || i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD ||
-                            i == ST_TRIAL_KIND))
+        if (s->readonly &&
+            (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
+             i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT || i == ST_METRIC ||
+             i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET || i == ST_DECISION_ADD ||
+             i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD || i == ST_TRIAL_KIND))
             continue;
         if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
                                NULL) == SQLITE_OK)
@@ -348,7 +366,8 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
 
 void tp__store_close(tp_store_t *s) {
     if (!s) return;
-    for (int i = 0; i < ST_COUNT; i++) sqlite3_finalize(s->stmt[i]);
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(s->stmt[i]);
     sqlite3_close(s->db);
     free(s);
 }
@@ -398,7 +417,8 @@ char *tp__store_meta_get(tp_store_t *s, const char *key) {
     sqlite3_stmt *st = s->stmt[ST_META_GET];
     char *value = NULL;
     sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW) value = tp__strdup((const char *)sqlite3_column_text(st, 0));
+    if (sqlite3_step(st) == SQLITE_ROW)
+        value = tp__strdup((const char *)sqlite3_column_text(st, 0));
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return value;
@@ -469,8 +489,9 @@ int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *e) {
     sqlite3_bind_int(st, 13, e->interrupted);
     bind_text_or_null(st, 14, e->stderr_tail && *e->stderr_tail ? e->stderr_tail : NULL);
     int rc = exec_stmt(s, st);
-    return rc ? rc : tp__store_event(s, id, e->attempt, e->state, e->detail ? e->detail : e->error,
-                                     e->at);
+    return rc ? rc
+              : tp__store_event(s, id, e->attempt, e->state, e->detail ? e->detail : e->error,
+                                e->at);
 }
 
 int tp__store_metric(tp_store_t *s, int64_t trial, int attempt, int64_t seq, int64_t step,
@@ -498,8 +519,8 @@ static void read_trial_row(sqlite3_stmt *st, tp_trial_row_t *r) {
     r->has_value = sqlite3_column_type(st, 4) != SQLITE_NULL;
     r->value = r->has_value ? sqlite3_column_double(st, 4) : NAN;
     r->best = sqlite3_column_type(st, 5) != SQLITE_NULL ? sqlite3_column_double(st, 5) : NAN;
-    r->step = sqlite3_column_type(st, 6) != SQLITE_NULL ? sqlite3_column_int64(st, 6)
-                                                        : TP_STORE_NO_STEP;
+    r->step =
+        sqlite3_column_type(st, 6) != SQLITE_NULL ? sqlite3_column_int64(st, 6) : TP_STORE_NO_STEP;
     r->metrics = (const char *)sqlite3_column_text(st, 7);
     r->has_exit = sqlite3_column_type(st, 8) != SQLITE_NULL;
     r->exit_code = sqlite3_column_int(st, 8);
@@ -540,7 +561,8 @@ int tp__store_trials(tp_store_t *s, int (*cb)(const tp_trial_row_t *, void *), v
     return each_trial(s->stmt[ST_TRIALS], cb, ud, &seen);
 }
 
-int tp__store_trial(tp_store_t *s, int64_t id, int (*cb)(const tp_trial_row_t *, void *), void *ud) {
+int tp__store_trial(tp_store_t *s, int64_t id, int (*cb)(const tp_trial_row_t *, void *),
+                    void *ud) {
     int seen = 0;
     sqlite3_bind_int64(s->stmt[ST_TRIAL_ONE], 1, id);
     int rc = each_trial(s->stmt[ST_TRIAL_ONE], cb, ud, &seen);
@@ -558,7 +580,8 @@ int64_t tp__store_metric_count(tp_store_t *s, int64_t trial) {
 }
 
 int tp__store_events(tp_store_t *s, int64_t trial,
-                     int (*cb)(const char *kind, int attempt, double at, const char *detail, void *ud),
+                     int (*cb)(const char *kind, int attempt, double at, const char *detail,
+                               void *ud),
                      void *ud) {
     sqlite3_stmt *st = s->stmt[ST_EVENTS];
     int rc = 0;
@@ -715,8 +738,10 @@ int tp__store_trial_kind(tp_store_t *s, int64_t id, const char *kind, int64_t so
     sqlite3_stmt *st = s->stmt[ST_TRIAL_KIND];
     sqlite3_bind_int64(st, 1, id);
     bind_text_or_null(st, 2, kind);
-    if (source >= 0) sqlite3_bind_int64(st, 3, source);
-    else sqlite3_bind_null(st, 3);
+    if (source >= 0)
+        sqlite3_bind_int64(st, 3, source);
+    else
+        sqlite3_bind_null(st, 3);
     return exec_stmt(s, st);
 }
 

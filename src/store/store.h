@@ -14,8 +14,8 @@
 typedef struct tp_store tp_store_t;
 
 enum {
-    TP_STORE_READONLY = 0, /* open an existing store for reading */
-    TP_STORE_WRITE = 1,    /* open or create for writing (the orchestrator) */
+    TP_STORE_READONLY = 0,   /* open an existing store for reading */
+    TP_STORE_WRITE = 1,      /* open or create for writing (the orchestrator) */
     TP_STORE_READ_AGAIN = 2, /* READONLY without the quick_check: for a reader that opens
                               * the same store again and again after checking it once
                               * (the dashboard, on every request) */
@@ -56,22 +56,22 @@ int tp__store_trial_state(tp_store_t *s, int64_t id, const char *state, int atte
 
 /* The end of an attempt. */
 typedef struct tp_trial_end {
-    const char *state;    /* completed | failed | pending (retry or interrupted) | stopped */
-    int attempt;          /* attempt that ended */
-    int failures;         /* failed attempts so far, this one included */
-    int has_exit;         /* exit status known */
-    int exit_code;        /* exit code, -1 if signaled */
-    int signal;           /* terminating signal, 0 if none */
-    const char *error;    /* what went wrong with the attempt, NULL if nothing */
-    const char *detail;   /* the event's text when it is no error, or NULL */
-    int has_value;        /* objective reported */
-    double value;         /* objective: last reported value */
-    double best;          /* best value reported during the attempt */
-    int64_t step;         /* last reported step, TP_STORE_NO_STEP if none */
-    const char *metrics;  /* last report line (JSON object), NULL: keep the stored one */
-    double at;            /* time */
-    double ran_s;         /* how long the attempt ran (added to the trial's running time) */
-    int interrupted;      /* 1: the attempt was interrupted (a stop, a lost agent, a crash) */
+    const char *state;       /* completed | failed | pending (retry or interrupted) | stopped */
+    int attempt;             /* attempt that ended */
+    int failures;            /* failed attempts so far, this one included */
+    int has_exit;            /* exit status known */
+    int exit_code;           /* exit code, -1 if signaled */
+    int signal;              /* terminating signal, 0 if none */
+    const char *error;       /* what went wrong with the attempt, NULL if nothing */
+    const char *detail;      /* the event's text when it is no error, or NULL */
+    int has_value;           /* objective reported */
+    double value;            /* objective: last reported value */
+    double best;             /* best value reported during the attempt */
+    int64_t step;            /* last reported step, TP_STORE_NO_STEP if none */
+    const char *metrics;     /* last report line (JSON object), NULL: keep the stored one */
+    double at;               /* time */
+    double ran_s;            /* how long the attempt ran (added to the trial's running time) */
+    int interrupted;         /* 1: the attempt was interrupted (a stop, a lost agent, a crash) */
     const char *stderr_tail; /* the last lines of a failed attempt's stderr, or NULL */
 } tp_trial_end_t;
 int tp__store_trial_end(tp_store_t *s, int64_t id, const tp_trial_end_t *end);
@@ -87,29 +87,29 @@ int tp__store_metric(tp_store_t *s, int64_t trial, int attempt, int64_t seq, int
 /* A trial as read back; strings valid only during the callback. */
 typedef struct tp_trial_row {
     int64_t id;
-    const char *params;    /* JSON object */
+    const char *params; /* JSON object */
     const char *state;
-    int attempts;          /* attempts started */
-    int failures;          /* attempts that failed */
+    int attempts; /* attempts started */
+    int failures; /* attempts that failed */
     int has_value;
     double value;
     double best;
-    int64_t step;          /* TP_STORE_NO_STEP if none */
-    const char *metrics;   /* last report line or NULL */
+    int64_t step;        /* TP_STORE_NO_STEP if none */
+    const char *metrics; /* last report line or NULL */
     int has_exit;
     int exit_code;
     int signal;
-    const char *error;     /* NULL if none */
+    const char *error;                       /* NULL if none */
     double created_at, started_at, ended_at; /* 0 if unset */
-    int rung;              /* rung of its last job, -1 if none (schema 3) */
-    double budget;         /* budget of its last job, 0 if none */
-    const char *decision;  /* the scheduler's last decision about it, or NULL */
-    double run_s;          /* time spent running, all attempts (schema 4) */
-    int interrupted;       /* attempts interrupted by a stop, a lost agent or a crash */
+    int rung;                                /* rung of its last job, -1 if none (schema 3) */
+    double budget;                           /* budget of its last job, 0 if none */
+    const char *decision;                    /* the scheduler's last decision about it, or NULL */
+    double run_s;                            /* time spent running, all attempts (schema 4) */
+    int interrupted;         /* attempts interrupted by a stop, a lost agent or a crash */
     const char *stderr_tail; /* last lines of its last failed attempt's stderr, or NULL */
-    const char *where;     /* where its last attempt ran: "node:gpu,gpu" per node, or NULL */
-    const char *kind;      /* "surrogate", "target", or NULL for a plain trial (schema 7) */
-    int64_t source;        /* a target: the surrogate trial it promotes; else -1 */
+    const char *where;       /* where its last attempt ran: "node:gpu,gpu" per node, or NULL */
+    const char *kind;        /* "surrogate", "target", or NULL for a plain trial (schema 7) */
+    int64_t source;          /* a target: the surrogate trial it promotes; else -1 */
 } tp_trial_row_t;
 
 /* Call cb for every trial in id order; stops early when cb returns non-zero
@@ -124,7 +124,8 @@ int64_t tp__store_metric_count(tp_store_t *s, int64_t trial);
 
 /* Events of a trial in time order: cb(kind, attempt, at, detail). */
 int tp__store_events(tp_store_t *s, int64_t trial,
-                     int (*cb)(const char *kind, int attempt, double at, const char *detail, void *ud),
+                     int (*cb)(const char *kind, int attempt, double at, const char *detail,
+                               void *ud),
                      void *ud);
 
 /* The detail of a trial's last event of `kind` into *detail (caller frees), NULL
@@ -136,13 +137,13 @@ typedef struct tp_placement_row {
     int64_t trial;
     int attempt;
     double at;
-    const char *node;       /* node name */
-    const char *gpus;       /* JSON array of device indexes, "[]" for CPU-only */
-    uint64_t memory_mib;    /* demand per GPU it was placed with */
-    double compute;         /* compute share per GPU */
+    const char *node;    /* node name */
+    const char *gpus;    /* JSON array of device indexes, "[]" for CPU-only */
+    uint64_t memory_mib; /* demand per GPU it was placed with */
+    double compute;      /* compute share per GPU */
     int cpus;
-    const char *sharing;    /* mps | time-slicing | exclusive | cpu */
-    const char *env;        /* JSON object: the GPU environment given, or NULL */
+    const char *sharing; /* mps | time-slicing | exclusive | cpu */
+    const char *env;     /* JSON object: the GPU environment given, or NULL */
 } tp_placement_row_t;
 int tp__store_placement(tp_store_t *s, const tp_placement_row_t *p);
 /* Every placement in the order made. */
@@ -151,11 +152,11 @@ int tp__store_placements(tp_store_t *s, int (*cb)(const tp_placement_row_t *row,
 
 /* A measured demand, shared by the trials with the same profile_by values. */
 typedef struct tp_profile {
-    uint64_t memory_mib;    /* peak GPU memory seen, per GPU */
-    double compute;         /* mean SM share in use, per GPU */
-    double step_s;          /* mean time between reports, 0 if unknown */
-    int samples;            /* NVML samples behind it */
-    double at;              /* when measured */
+    uint64_t memory_mib; /* peak GPU memory seen, per GPU */
+    double compute;      /* mean SM share in use, per GPU */
+    double step_s;       /* mean time between reports, 0 if unknown */
+    int samples;         /* NVML samples behind it */
+    double at;           /* when measured */
 } tp_profile_t;
 int tp__store_profile_set(tp_store_t *s, const char *key, const tp_profile_t *p);
 int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p); /* 0, -ENOENT */
@@ -164,14 +165,14 @@ int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p); /* 0
  * Every call that changed the scheduler, in order: a job handed out, a job's
  * result, an early stop. Replaying them rebuilds the same scheduler. */
 typedef struct tp_decision_row {
-    int64_t seq;            /* order (set by the store) */
+    int64_t seq; /* order (set by the store) */
     double at;
-    const char *kind;       /* job | result | stop */
+    const char *kind; /* job | result | stop */
     int64_t trial;
-    int attempt;            /* the attempt that ran the job / ended it */
+    int attempt; /* the attempt that ran the job / ended it */
     int rung;
-    double budget;          /* 0: none */
-    int ok;                 /* result: the job succeeded */
+    double budget; /* 0: none */
+    int ok;        /* result: the job succeeded */
     int has_value;
     double value;           /* result / stop: the objective */
     const char *detail;     /* the decision in words */

@@ -20,7 +20,8 @@ static uint64_t rotl(uint64_t x, int k) {
 void tp__rng_seed(tp_rng_t *r, uint64_t seed, uint64_t stream) {
     uint64_t st = stream * 0x9e3779b97f4a7c15ULL + 0x632be59bd9b4e019ULL;
     uint64_t x = seed ^ splitmix64(&st);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
     if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3])) r->s[0] = 1;
 }
 

@@ -51,7 +51,8 @@ size_t tp__edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     size_t *rows = tp__xmalloc(3 * (lb + 1) * sizeof *rows);
     size_t *prev2 = rows, *prev = rows + lb + 1, *cur = rows + 2 * (lb + 1);
-    for (size_t j = 0; j <= lb; j++) prev[j] = j;
+    for (size_t j = 0; j <= lb; j++)
+        prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
         cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
@@ -244,8 +245,7 @@ int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err) {
     struct stat st;
     if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
         free(p);
-        return tp__errorf(err, -ENOTDIR, "cannot create directory %s: %s", path,
-                          strerror(ENOTDIR));
+        return tp__errorf(err, -ENOTDIR, "cannot create directory %s: %s", path, strerror(ENOTDIR));
     }
     free(p);
     return 0;

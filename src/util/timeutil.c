@@ -54,9 +54,11 @@ static int plain_seconds(const char *text, double *out) {
  * Returns 0 or -EINVAL with a message saying the expected form. */
 int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
     if (!text) return duration_error("", err);
-    while (isspace((unsigned char)*text)) text++;
+    while (isspace((unsigned char)*text))
+        text++;
     size_t len = strlen(text);
-    while (len > 0 && isspace((unsigned char)text[len - 1])) len--;
+    while (len > 0 && isspace((unsigned char)text[len - 1]))
+        len--;
     char s[128];
     if (len == 0 || len >= sizeof s) return duration_error(text, err);
     memcpy(s, text, len);
@@ -69,7 +71,8 @@ int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
         while (*p) {
             if (!isdigit((unsigned char)*p) && *p != '.') return duration_error(s, err);
             const char *start = p;
-            while (isdigit((unsigned char)*p) || *p == '.') p++;
+            while (isdigit((unsigned char)*p) || *p == '.')
+                p++;
             char num[64];
             size_t nl = (size_t)(p - start);
             if (nl >= sizeof num) return duration_error(s, err);
@@ -81,8 +84,7 @@ int tp__parse_duration(const char *text, double *out_s, tp_error_t *err) {
             size_t u;
             for (u = 0; u < TP_ARRAY_LEN(duration_units); u++) {
                 size_t ul = strlen(duration_units[u].unit);
-                if (strncmp(p, duration_units[u].unit, ul) == 0 &&
-                    !isalpha((unsigned char)p[ul])) {
+                if (strncmp(p, duration_units[u].unit, ul) == 0 && !isalpha((unsigned char)p[ul])) {
                     p += ul;
                     break;
                 }
@@ -128,7 +130,8 @@ int tp__parse_size(const char *text, uint64_t *out, tp_error_t *err) {
     const char *what = "is not a size; write e.g. 4096, 64k, 8M or 1G";
     if (!text) return tp__errorf(err, -EINVAL, "\"\" %s", what);
     const char *p = text;
-    while (isspace((unsigned char)*p)) p++;
+    while (isspace((unsigned char)*p))
+        p++;
     if (!isdigit((unsigned char)*p)) return tp__errorf(err, -EINVAL, "\"%s\" %s", text, what);
     uint64_t v = 0;
     while (isdigit((unsigned char)*p)) {
@@ -140,15 +143,35 @@ int tp__parse_size(const char *text, uint64_t *out, tp_error_t *err) {
     }
     unsigned shift = 0;
     switch (*p) {
-    case 'k': case 'K': shift = 10; p++; break;
-    case 'm': case 'M': shift = 20; p++; break;
-    case 'g': case 'G': shift = 30; p++; break;
-    case 't': case 'T': shift = 40; p++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        p++;
+        break;
+    case 't':
+    case 'T':
+        shift = 40;
+        p++;
+        break;
+    default:
+        break;
     }
-    if (shift && *p == 'i' && p[1] == 'B') p += 2;
-    else if (*p == 'B' || *p == 'b') p++;
-    while (isspace((unsigned char)*p)) p++;
+    if (shift && *p == 'i' && p[1] == 'B')
+        p += 2;
+    else if (*p == 'B' || *p == 'b')
+        p++;
+    while (isspace((unsigned char)*p))
+        p++;
     if (*p) return tp__errorf(err, -EINVAL, "\"%s\" %s", text, what);
     if (shift && v > (UINT64_MAX >> shift))
         return tp__errorf(err, -ERANGE, "size \"%s\" is too large", text);

@@ -14,8 +14,8 @@
  * A human-readable error in a fixed buffer. Functions that can fail take a
  * tp_error_t * (may be NULL) and return 0 or a negative errno-style code. */
 typedef struct tp_error {
-    int code;        /* negative errno-style code, 0 when no error */
-    char msg[1024];  /* what went wrong, where, and what would be right */
+    int code;       /* negative errno-style code, 0 when no error */
+    char msg[1024]; /* what went wrong, where, and what would be right */
 } tp_error_t;
 
 /* Fill err (if not NULL) with a printf-formatted message; returns code so a
@@ -25,24 +25,24 @@ int tp__errorf(tp_error_t *err, int code, const char *fmt, ...)
 
 /* ---- growable byte buffer (always NUL-terminated) ----------------------- */
 typedef struct tp_buf {
-    char *data;  /* owned; NUL-terminated when len > 0 or after any append */
-    size_t len;  /* bytes used, excluding the terminating NUL */
-    size_t cap;  /* bytes allocated */
+    char *data; /* owned; NUL-terminated when len > 0 or after any append */
+    size_t len; /* bytes used, excluding the terminating NUL */
+    size_t cap; /* bytes allocated */
 } tp_buf_t;
 
 void tp__buf_init(tp_buf_t *b);
 void tp__buf_free(tp_buf_t *b);
-void tp__buf_reset(tp_buf_t *b);                 /* len = 0, keeps memory */
-int tp__buf_reserve(tp_buf_t *b, size_t extra);  /* 0 or -ENOMEM */
+void tp__buf_reset(tp_buf_t *b);                /* len = 0, keeps memory */
+int tp__buf_reserve(tp_buf_t *b, size_t extra); /* 0 or -ENOMEM */
 int tp__buf_append(tp_buf_t *b, const void *p, size_t n);
 int tp__buf_puts(tp_buf_t *b, const char *s);
 int tp__buf_printf(tp_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tp__buf_consume(tp_buf_t *b, size_t n);     /* drop the first n bytes */
-char *tp__buf_steal(tp_buf_t *b);                /* caller frees; b is reset */
+void tp__buf_consume(tp_buf_t *b, size_t n); /* drop the first n bytes */
+char *tp__buf_steal(tp_buf_t *b);            /* caller frees; b is reset */
 
 /* ---- strings ------------------------------------------------------------ */
-char *tp__strdup(const char *s);                 /* NULL-safe; aborts on OOM */
-void *tp__xmalloc(size_t n);                     /* aborts on OOM */
+char *tp__strdup(const char *s); /* NULL-safe; aborts on OOM */
+void *tp__xmalloc(size_t n);     /* aborts on OOM */
 void *tp__xcalloc(size_t n, size_t size);
 void *tp__xrealloc(void *p, size_t n);
 /* Edit distance counting insertions, deletions, substitutions and swaps of
@@ -97,7 +97,7 @@ int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err);
 
 /* ---- random numbers: xoshiro256** seeded through splitmix64 ------------- */
 typedef struct tp_rng {
-    uint64_t s[4];  /* generator state */
+    uint64_t s[4]; /* generator state */
 } tp_rng_t;
 
 /* Seed deterministically from (seed, stream): the same pair always yields
@@ -109,8 +109,8 @@ uint64_t tp__rng_below(tp_rng_t *r, uint64_t n); /* [0, n), unbiased; n > 0 */
 double tp__rng_normal(tp_rng_t *r);              /* standard normal */
 
 /* ---- time ---------------------------------------------------------------- */
-double tp__mono_s(void);  /* monotonic clock, seconds */
-double tp__wall_s(void);  /* wall clock, seconds since the epoch */
+double tp__mono_s(void); /* monotonic clock, seconds */
+double tp__wall_s(void); /* wall clock, seconds since the epoch */
 /* Parse "90", "90s", "250ms", "5m", "1h30m", "2d" into seconds (> 0).
  * Returns 0, or -EINVAL with a message saying what form is expected. */
 int tp__parse_duration(const char *text, double *out_s, tp_error_t *err);
@@ -146,10 +146,10 @@ void tp__logfile_close(tp_logfile_t *f);
 
 /* ---- samples (samples.c): measurements and their quantiles ------------------- */
 typedef struct tp_samples {
-    double *v;          /* owned */
+    double *v; /* owned */
     size_t n, cap;
 } tp_samples_t;
-void tp__samples_add(tp_samples_t *s, double x);   /* amortised O(1) */
+void tp__samples_add(tp_samples_t *s, double x); /* amortised O(1) */
 /* The q-quantile (0..1, nearest rank); sorts the samples. O(n log n). 0 if none. */
 double tp__samples_quantile(tp_samples_t *s, double q);
 void tp__samples_free(tp_samples_t *s);

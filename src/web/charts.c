@@ -173,12 +173,13 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
         sqlite3_stmt *st = tp__web_prepare(s, SQL_CURVE_TRIALS);
         ids = tp__xcalloc(20, sizeof *ids);
         if (st) sqlite3_bind_int(st, 1, m.maximize);
-        while (st && nids < 20 && sqlite3_step(st) == SQLITE_ROW) ids[nids++] = sqlite3_column_int64(st, 0);
+        while (st && nids < 20 && sqlite3_step(st) == SQLITE_ROW)
+            ids[nids++] = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
     }
     tp_series_t *series = tp__xcalloc(nids + 1, sizeof *series);
     dvec_t *xs = tp__xcalloc(nids + 1, sizeof *xs), *ys = tp__xcalloc(nids + 1, sizeof *ys);
-    char (*names)[32] = tp__xcalloc(nids + 1, sizeof *names);
+    char(*names)[32] = tp__xcalloc(nids + 1, sizeof *names);
     sqlite3_stmt *st = tp__web_prepare(s, SQL_CURVE);
     size_t thinned = 0;
     for (size_t k = 0; st && k < nids; k++) {
@@ -186,8 +187,9 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
         sqlite3_bind_int64(st, 1, ids[k]);
         dvec_t x = {0}, y = {0};
         for (int64_t i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
-            dpush(&x, sqlite3_column_type(st, 0) == SQLITE_NULL ? (double)i
-                                                               : (double)sqlite3_column_int64(st, 0));
+            dpush(&x, sqlite3_column_type(st, 0) == SQLITE_NULL
+                          ? (double)i
+                          : (double)sqlite3_column_int64(st, 0));
             dpush(&y, sqlite3_column_double(st, 1));
         }
         if (x.n > CURVE_POINTS) { /* an even stride, the last point kept */
@@ -201,23 +203,32 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
         }
         xs[k] = x, ys[k] = y;
         snprintf(names[k], sizeof names[k], "trial %lld", (long long)ids[k]);
-        series[k] = (tp_series_t){.name = names[k], .style = TP_SERIES_LINE, .colour = k,
-                                  .n = x.n, .x = x.v, .y = y.v};
+        series[k] = (tp_series_t){
+            .name = names[k], .style = TP_SERIES_LINE, .colour = k, .n = x.n, .x = x.v, .y = y.v};
     }
     sqlite3_finalize(st);
     dvec_t rungs = {0};
     st = tp__web_prepare(s, SQL_RUNGS);
-    while (st && sqlite3_step(st) == SQLITE_ROW) dpush(&rungs, sqlite3_column_double(st, 0));
+    while (st && sqlite3_step(st) == SQLITE_ROW)
+        dpush(&rungs, sqlite3_column_double(st, 0));
     sqlite3_finalize(st);
     char sub[200];
-    snprintf(sub, sizeof sub, "%s%s%s", n ? "the trials asked for" : "the ten best and the latest running trials",
+    snprintf(sub, sizeof sub, "%s%s%s",
+             n ? "the trials asked for" : "the ten best and the latest running trials",
              rungs.n ? "; dashed lines: the scheduler's rung budgets" : "",
              thinned ? "; long curves thinned to 300 points" : "");
-    tp_xy_t p = {.title = "Learning curves", .subtitle = sub, .xlabel = "step", .ylabel = m.name,
-                 .series = series, .nseries = nids, .vlines = rungs.v, .nvlines = rungs.n,
+    tp_xy_t p = {.title = "Learning curves",
+                 .subtitle = sub,
+                 .xlabel = "step",
+                 .ylabel = m.name,
+                 .series = series,
+                 .nseries = nids,
+                 .vlines = rungs.v,
+                 .nvlines = rungs.n,
                  .legend = 1};
     tp__chart_xy(out, &p);
-    for (size_t k = 0; k < nids; k++) free(xs[k].v), free(ys[k].v);
+    for (size_t k = 0; k < nids; k++)
+        free(xs[k].v), free(ys[k].v);
     free(xs), free(ys), free(series), free(names), free(ids), free(rungs.v);
 }
 
@@ -227,13 +238,13 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
  * numeric (num[] finite) or categorical (cat[] as JSON text). */
 typedef struct {
     char *name;
-    int numeric;      /* every present value is a number */
-    double *num;      /* per trial, NaN when absent or not a number */
-    char **cat;       /* per trial: the value as JSON text, or NULL when absent */
+    int numeric; /* every present value is a number */
+    double *num; /* per trial, NaN when absent or not a number */
+    char **cat;  /* per trial: the value as JSON text, or NULL when absent */
 } pcol_t;
 typedef struct {
-    size_t n;         /* trials */
-    double *value;    /* objective per trial */
+    size_t n;      /* trials */
+    double *value; /* objective per trial */
     size_t ncols;
     pcol_t *cols;
 } ptable_t;
@@ -247,7 +258,8 @@ static pcol_t *col_for(ptable_t *t, const char *name, size_t cap_rows) {
     c->numeric = 1;
     c->num = tp__xmalloc(cap_rows * sizeof *c->num);
     c->cat = tp__xcalloc(cap_rows, sizeof *c->cat);
-    for (size_t i = 0; i < cap_rows; i++) c->num[i] = NAN;
+    for (size_t i = 0; i < cap_rows; i++)
+        c->num[i] = NAN;
     return c;
 }
 
@@ -266,8 +278,10 @@ static void ptable_load(tp_store_t *s, ptable_t *t) {
         json_t *v;
         json_object_foreach(params, k, v) {
             pcol_t *c = col_for(t, k, cap + 1);
-            if (json_is_number(v)) c->num[i] = json_number_value(v);
-            else c->numeric = 0;
+            if (json_is_number(v))
+                c->num[i] = json_number_value(v);
+            else
+                c->numeric = 0;
             c->cat[i] = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         }
         json_decref(params);
@@ -277,7 +291,8 @@ static void ptable_load(tp_store_t *s, ptable_t *t) {
 
 static void ptable_free(ptable_t *t) {
     for (size_t c = 0; c < t->ncols; c++) {
-        for (size_t i = 0; i < t->n; i++) free(t->cols[c].cat[i]);
+        for (size_t i = 0; i < t->n; i++)
+            free(t->cols[c].cat[i]);
         free(t->cols[c].name), free(t->cols[c].num), free(t->cols[c].cat);
     }
     free(t->cols), free(t->value);
@@ -292,7 +307,8 @@ static char **categories(const pcol_t *c, size_t n, size_t *k, size_t *ncat) {
         k[i] = SIZE_MAX;
         if (!c->cat[i]) continue;
         size_t j = 0;
-        while (j < *ncat && strcmp(list[j], c->cat[i]) != 0) j++;
+        while (j < *ncat && strcmp(list[j], c->cat[i]) != 0)
+            j++;
         if (j == *ncat) list[(*ncat)++] = c->cat[i];
         k[i] = j;
     }
@@ -306,7 +322,8 @@ static int by_key(const void *a, const void *b, void *key) {
 }
 /* order[] = 0..n-1 sorted by key. O(n log n). */
 static void sort_by(const double *key, size_t *order, size_t n) {
-    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
     qsort_r(order, n, sizeof *order, by_key, (void *)key);
 }
 
@@ -320,9 +337,11 @@ static double eta_squared(const pcol_t *c, const double *value, size_t n) {
     if (c->numeric) {
         size_t *order = tp__xcalloc(n + 1, sizeof *order);
         double *key = tp__xcalloc(n + 1, sizeof *key);
-        for (size_t i = 0; i < n; i++) key[i] = isfinite(c->num[i]) ? c->num[i] : INFINITY;
+        for (size_t i = 0; i < n; i++)
+            key[i] = isfinite(c->num[i]) ? c->num[i] : INFINITY;
         sort_by(key, order, n);
-        for (size_t i = 0; i < n; i++) present += isfinite(c->num[i]) != 0;
+        for (size_t i = 0; i < n; i++)
+            present += isfinite(c->num[i]) != 0;
         ngroups = present / 4 < 10 ? (present / 4 ? present / 4 : 1) : 10;
         for (size_t r = 0; r < n; r++) {
             size_t i = order[r];
@@ -335,19 +354,22 @@ static double eta_squared(const pcol_t *c, const double *value, size_t n) {
     } else {
         char **list = categories(c, n, group, &ngroups);
         free(list);
-        for (size_t i = 0; i < n; i++) present += group[i] != SIZE_MAX;
+        for (size_t i = 0; i < n; i++)
+            present += group[i] != SIZE_MAX;
     }
     double result = 0;
     if (present >= 4 && ngroups > 1) {
         double *sum = tp__xcalloc(ngroups, sizeof *sum), *cnt = tp__xcalloc(ngroups, sizeof *cnt);
         double mean = 0, ss_total = 0, ss_between = 0;
         for (size_t i = 0; i < n; i++)
-            if (group[i] != SIZE_MAX) sum[group[i]] += value[i], cnt[group[i]] += 1, mean += value[i];
+            if (group[i] != SIZE_MAX)
+                sum[group[i]] += value[i], cnt[group[i]] += 1, mean += value[i];
         mean /= (double)present;
         for (size_t i = 0; i < n; i++)
             if (group[i] != SIZE_MAX) ss_total += (value[i] - mean) * (value[i] - mean);
         for (size_t g = 0; g < ngroups; g++)
-            if (cnt[g] > 0) ss_between += cnt[g] * (sum[g] / cnt[g] - mean) * (sum[g] / cnt[g] - mean);
+            if (cnt[g] > 0)
+                ss_between += cnt[g] * (sum[g] / cnt[g] - mean) * (sum[g] / cnt[g] - mean);
         result = ss_total > 0 ? ss_between / ss_total : 0;
         free(sum), free(cnt);
     }
@@ -367,8 +389,8 @@ json_t *tp__web_importance(tp_store_t *s) {
     for (size_t c = 0; c < t.ncols; c++)
         json_array_append_new(list, json_pack("{s:s, s:f}", "name", t.cols[c].name, "importance",
                                               eta_squared(&t.cols[c], t.value, t.n)));
-    json_t *o = json_pack("{s:s, s:I, s:o}", "method", IMPORTANCE_METHOD, "trials",
-                          (json_int_t)t.n, "params", list);
+    json_t *o = json_pack("{s:s, s:I, s:o}", "method", IMPORTANCE_METHOD, "trials", (json_int_t)t.n,
+                          "params", list);
     ptable_free(&t);
     return o;
 }
@@ -384,11 +406,12 @@ void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out) {
         value[i] = json_real_value(json_object_get(json_array_get(list, i), "importance"));
     }
     char sub[160];
-    snprintf(sub, sizeof sub, "eta squared over %lld trials with a value: each parameter alone, "
-                              "no interactions",
+    snprintf(sub, sizeof sub,
+             "eta squared over %lld trials with a value: each parameter alone, "
+             "no interactions",
              (long long)json_integer_value(json_object_get(o, "trials")));
-    tp_hbars_t p = {.title = "Parameter importance", .subtitle = sub, .n = n, .label = label,
-                    .value = value};
+    tp_hbars_t p = {
+        .title = "Parameter importance", .subtitle = sub, .n = n, .label = label, .value = value};
     tp__chart_hbars(out, &p);
     free(label), free(value);
     json_decref(o);
@@ -403,7 +426,8 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     /* Which trials: all when few, else the best ones and an even sample of the rest. */
     size_t *order = tp__xcalloc(t.n + 1, sizeof *order);
     double *key = tp__xcalloc(t.n + 1, sizeof *key);
-    for (size_t i = 0; i < t.n; i++) key[i] = m.maximize ? -t.value[i] : t.value[i];
+    for (size_t i = 0; i < t.n; i++)
+        key[i] = m.maximize ? -t.value[i] : t.value[i];
     sort_by(key, order, t.n);
     size_t nlines = t.n <= PARCOORDS_MAX ? t.n : PARCOORDS_MAX;
     size_t *pick = tp__xcalloc(nlines + 1, sizeof *pick);
@@ -431,7 +455,8 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
             for (size_t l = 0; l < nlines; l++) {
                 size_t i = pick[l];
                 v[l * naxes + a] = k_of[i] == SIZE_MAX ? NAN
-                                   : ncat > 1 ? (double)k_of[i] / (double)(ncat - 1) : 0.5;
+                                   : ncat > 1          ? (double)k_of[i] / (double)(ncat - 1)
+                                                       : 0.5;
             }
             if (a >= 64) free(list), ticks[a] = NULL, nticks[a] = 0;
             continue;
@@ -460,12 +485,22 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     }
     char sub[200];
     snprintf(sub, sizeof sub, "%zu trials with a value%s; green is best", t.n,
-             t.n > PARCOORDS_MAX ? ": the best 300 and an even sample of the rest, 1000 lines" : "");
-    tp_parcoords_t p = {.title = "Parallel coordinates", .subtitle = sub, .naxes = naxes,
-                        .axis = axis, .ticks = ticks, .nticks = nticks, .nlines = nlines, .v = v,
-                        .shade = shade, .lo = lo, .hi = hi};
+             t.n > PARCOORDS_MAX ? ": the best 300 and an even sample of the rest, 1000 lines"
+                                 : "");
+    tp_parcoords_t p = {.title = "Parallel coordinates",
+                        .subtitle = sub,
+                        .naxes = naxes,
+                        .axis = axis,
+                        .ticks = ticks,
+                        .nticks = nticks,
+                        .nlines = nlines,
+                        .v = v,
+                        .shade = shade,
+                        .lo = lo,
+                        .hi = hi};
     tp__chart_parcoords(out, &p);
-    for (size_t a = 0; a < 64 && a < naxes; a++) free(cat_lists[a]);
+    for (size_t a = 0; a < 64 && a < naxes; a++)
+        free(cat_lists[a]);
     free(order), free(key), free(pick), free(v), free(lo), free(hi), free(axis), free(ticks);
     free(nticks), free(k_of), free(shade);
     ptable_free(&t);

@@ -25,9 +25,9 @@ static const char *const SQL_PLACED =
 static const struct {
     const char *kind, *legend;
 } outcomes[] = {
-    {NULL, "running"},           {"pending", "interrupted or retried"},
-    {"failed", "failed"},        {"paused", "paused at a rung"},
-    {"completed", "completed"},  {"stopped", "stopped early"},
+    {NULL, "running"},          {"pending", "interrupted or retried"},
+    {"failed", "failed"},       {"paused", "paused at a rung"},
+    {"completed", "completed"}, {"stopped", "stopped early"},
 };
 
 /* Beyond MERGE_ABOVE bars, touching bars of a lane with the same colour become
@@ -36,12 +36,12 @@ static const struct {
 enum { MAX_BANDS = 128, TITLES_MAX = 2000, MERGE_ABOVE = 2000, COLUMNS = 1000 };
 
 typedef struct {
-    char *label;        /* "node/gpuN" */
+    char *label; /* "node/gpuN" */
     char *node;
-    long index;         /* device index; -1: the node's CPUs */
-    double mem_mib;     /* capacity, 0 if unknown */
+    long index;     /* device index; -1: the node's CPUs */
+    double mem_mib; /* capacity, 0 if unknown */
     unsigned lanes;
-    double *lane_end;   /* per lane: when it frees */
+    double *lane_end; /* per lane: when it frees */
 } band_t;
 
 typedef struct {
@@ -59,8 +59,10 @@ static size_t band_of(bands_t *bs, const char *node, long index) {
     b->index = index;
     tp_buf_t l;
     tp__buf_init(&l);
-    if (index >= 0) tp__buf_printf(&l, "%s/gpu%ld", node, index);
-    else tp__buf_printf(&l, "%s/cpu", node);
+    if (index >= 0)
+        tp__buf_printf(&l, "%s/gpu%ld", node, index);
+    else
+        tp__buf_printf(&l, "%s/cpu", node);
     b->label = tp__buf_steal(&l);
     return bs->n++;
 }
@@ -183,7 +185,8 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
         t0 = fmin(t0, start), t1 = fmax(t1, end);
         size_t ng = json_array_size(gpus) ? json_array_size(gpus) : 1;
         for (size_t j = 0; j < ng; j++) {
-            long index = json_array_size(gpus) ? (long)json_integer_value(json_array_get(gpus, j)) : -1;
+            long index =
+                json_array_size(gpus) ? (long)json_integer_value(json_array_get(gpus, j)) : -1;
             size_t b = band_of(&bs, node ? node : "?", index);
             if (nbars == cap) {
                 cap = cap ? 2 * cap : 256;
@@ -199,8 +202,8 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
                                trial, attempt, outcomes[colour].legend, mem, compute, start, end);
                 titles[nbars] = tp__buf_steal(&t);
             }
-            bars[nbars] = (tp_gantt_bar_t){.band = b, .start = start, .end = end,
-                                           .colour = colour, .title = titles[nbars]};
+            bars[nbars] = (tp_gantt_bar_t){
+                .band = b, .start = start, .end = end, .colour = colour, .title = titles[nbars]};
             ch[nch++] = (change_t){b, start, mem, compute};
             ch[nch++] = (change_t){b, end, -mem, -compute};
             nbars++;
@@ -236,24 +239,37 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
             uc[k] = compute;
         }
         use[b].n = k - first;
-        if (use[b].n > 2 * COLUMNS) per_column(&use[b], t1 - t0, at + first, um + first, uc + first);
+        if (use[b].n > 2 * COLUMNS)
+            per_column(&use[b], t1 - t0, at + first, um + first, uc + first);
     }
     const char **labels = tp__xcalloc(bs.n + 1, sizeof *labels);
-    for (size_t b = 0; b < bs.n; b++) labels[b] = bs.b[b].label;
+    for (size_t b = 0; b < bs.n; b++)
+        labels[b] = bs.b[b].label;
     const char *legend[TP_ARRAY_LEN(outcomes)];
-    for (size_t i = 0; i < TP_ARRAY_LEN(outcomes); i++) legend[i] = outcomes[i].legend;
+    for (size_t i = 0; i < TP_ARRAY_LEN(outcomes); i++)
+        legend[i] = outcomes[i].legend;
     char sub[200];
     snprintf(sub, sizeof sub, "%zu placement%s on %zu device%s over %.0f s%s", nbars,
              nbars == 1 ? "" : "s", bs.n, bs.n == 1 ? "" : "s", t1 - t0,
              merged ? "; back-to-back attempts of a lane drawn as one bar, tooltips on the first "
                       "2000 only"
                     : "");
-    tp_gantt_t g = {.title = "GPU packing", .subtitle = sub, .nbands = bs.n, .band_label = labels,
-                    .bars = bars, .nbars = drawn, .span = t1 - t0, .legend = legend,
-                    .nlegend = TP_ARRAY_LEN(outcomes), .use = use, .max_bands = MAX_BANDS};
+    tp_gantt_t g = {.title = "GPU packing",
+                    .subtitle = sub,
+                    .nbands = bs.n,
+                    .band_label = labels,
+                    .bars = bars,
+                    .nbars = drawn,
+                    .span = t1 - t0,
+                    .legend = legend,
+                    .nlegend = TP_ARRAY_LEN(outcomes),
+                    .use = use,
+                    .max_bands = MAX_BANDS};
     tp__chart_gantt(out, &g);
-    for (size_t i = 0; i < nbars; i++) free(titles[i]);
-    for (size_t b = 0; b < bs.n; b++) free(bs.b[b].label), free(bs.b[b].node), free(bs.b[b].lane_end);
+    for (size_t i = 0; i < nbars; i++)
+        free(titles[i]);
+    for (size_t b = 0; b < bs.n; b++)
+        free(bs.b[b].label), free(bs.b[b].node), free(bs.b[b].lane_end);
     free(bs.b), free(bars), free(titles), free(ch), free(use), free(at), free(um), free(uc);
     free(labels);
 }

@@ -20,12 +20,12 @@ static const char *const SQL_BEST =
     "('completed', 'stopped') ORDER BY CASE WHEN ?1 THEN -value ELSE value END, id LIMIT 1";
 /* A trial with its latest placement; the page's ORDER BY is chosen from a
  * fixed table (never taken from the request). */
-#define TRIAL_COLUMNS                                                                          \
-    "SELECT t.id, t.state, t.attempts, t.failures, t.rung, t.budget, t.value, t.params, "      \
-    "t.decision, t.error, t.started_at, t.ended_at, t.step, t.run_s, t.interrupted, "         \
-    "t.stderr_tail, "                                                                          \
-    "(SELECT p.node FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1), "      \
-    "(SELECT p.gpus FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1) "       \
+#define TRIAL_COLUMNS                                                                              \
+    "SELECT t.id, t.state, t.attempts, t.failures, t.rung, t.budget, t.value, t.params, "          \
+    "t.decision, t.error, t.started_at, t.ended_at, t.step, t.run_s, t.interrupted, "              \
+    "t.stderr_tail, "                                                                              \
+    "(SELECT p.node FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1), "          \
+    "(SELECT p.gpus FROM placements p WHERE p.trial = t.id ORDER BY p.id DESC LIMIT 1) "           \
     "FROM trials t "
 static const char *const SQL_TRIAL_ONE = TRIAL_COLUMNS "WHERE t.id = ?1";
 
@@ -144,7 +144,8 @@ void tp__web_metric(tp_store_t *s, tp_web_metric_t *m) {
 json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
-    char *name = tp__store_meta_get(s, "name"), *state = tp__store_meta_get(s, "state"), *created = tp__store_meta_get(s, "created_at");
+    char *name = tp__store_meta_get(s, "name"), *state = tp__store_meta_get(s, "state"),
+         *created = tp__store_meta_get(s, "created_at");
     json_t *counts = json_object();
     json_int_t total = 0;
     sqlite3_stmt *st = tp__web_prepare(s, SQL_COUNTS);
@@ -158,10 +159,10 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
     if (rank) {
         json_t *top = rank(s, dir, m.maximize, 1), *t = json_array_get(top, 0);
         if (t)
-            best = json_pack("{s:O, s:O, s:O, s:O, s:O}", "trial", json_object_get(t, "id"),
-                             "value", json_object_get(t, "value"), "state",
-                             json_object_get(t, "state"), "rung", json_object_get(t, "rung"),
-                             "budget", json_object_get(t, "budget"));
+            best =
+                json_pack("{s:O, s:O, s:O, s:O, s:O}", "trial", json_object_get(t, "id"), "value",
+                          json_object_get(t, "value"), "state", json_object_get(t, "state"), "rung",
+                          json_object_get(t, "rung"), "budget", json_object_get(t, "budget"));
         json_decref(top);
     } else if ((st = tp__web_prepare(s, SQL_BEST)) != NULL) {
         sqlite3_bind_int(st, 1, m.maximize);
@@ -171,10 +172,9 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
         sqlite3_finalize(st);
     }
     json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:I, s:o}", "id", (json_int_t)id,
-                          "dir", dir, "name", name ? name : dir, "state",
-                          state ? state : "unknown", "metric", m.name, "mode",
-                          m.maximize ? "max" : "min", "counts", counts, "total", total, "best",
-                          best);
+                          "dir", dir, "name", name ? name : dir, "state", state ? state : "unknown",
+                          "metric", m.name, "mode", m.maximize ? "max" : "min", "counts", counts,
+                          "total", total, "best", best);
     if (created) json_object_set_new(o, "created_at", json_real(atof(created)));
     free(name);
     free(state);
@@ -372,8 +372,9 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
                                     at + 2);
     }
     const char *from = join ? SQL_JOIN_PROMOTIONS : "";
-    long long limit = q->limit <= 0 ? TP_WEB_PAGE_DEFAULT
-                      : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX : q->limit;
+    long long limit = q->limit <= 0                ? TP_WEB_PAGE_DEFAULT
+                      : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX
+                                                   : q->limit;
     long long offset = q->offset < 0 ? 0 : q->offset;
     json_t *rows = json_array();
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
@@ -420,7 +421,8 @@ static json_t *curve(tp_store_t *s, int64_t id, size_t max) {
     for (int64_t i = 0; sqlite3_step(st) == SQLITE_ROW; i++) {
         if ((double)i + 1e-9 < next && i != n - 1) continue;
         next += stride;
-        json_array_append_new(pts, json_pack("[o, f]", col_int(st, 0), sqlite3_column_double(st, 1)));
+        json_array_append_new(pts,
+                              json_pack("[o, f]", col_int(st, 0), sqlite3_column_double(st, 1)));
     }
     sqlite3_finalize(st);
     return pts;
@@ -492,9 +494,9 @@ json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long f
     ssize_t got = fd >= 0 && want ? pread(fd, text, want, (off_t)from) : 0;
     if (got < 0) got = 0;
     if (fd >= 0) close(fd);
-    json_t *o = json_pack("{s:s%, s:I, s:I, s:I, s:s}", "text", text, (size_t)got, "from",
-                          (json_int_t)from, "next", (json_int_t)(from + got), "size",
-                          (json_int_t)size, "path", path);
+    json_t *o =
+        json_pack("{s:s%, s:I, s:I, s:I, s:s}", "text", text, (size_t)got, "from", (json_int_t)from,
+                  "next", (json_int_t)(from + got), "size", (json_int_t)size, "path", path);
     if (!o) { /* not UTF-8: those bytes shown as \xHH (docs/output.md) */
         tp_buf_t shown;
         tp__buf_init(&shown);

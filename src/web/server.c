@@ -31,7 +31,7 @@
 
 /* The compiled-in assets (generated: web_assets.c). */
 typedef struct tp_web_asset {
-    const char *path;            /* "/app.js" */
+    const char *path; /* "/app.js" */
     const unsigned char *data;
     size_t len;
 } tp_web_asset_t;
@@ -40,15 +40,16 @@ extern const size_t tp__web_nassets;
 
 typedef struct web {
     const tp_web_opts_t *o;
-    int need_token;              /* 0 only with --no-token */
-    char token[33];              /* 32 hex digits when needed */
-    char cookie[40];             /* the cookie's name: tunepack-token-PORT */
+    int need_token;  /* 0 only with --no-token */
+    char token[33];  /* 32 hex digits when needed */
+    char cookie[40]; /* the cookie's name: tunepack-token-PORT */
 } web_t;
 
 int tp__web_token_equal(const char *given, const char *expected) {
     size_t n = strlen(expected), g = given ? strlen(given) : 0;
     unsigned char diff = (unsigned char)(g != n);
-    for (size_t i = 0; i < n; i++) diff |= (unsigned char)((i < g ? given[i] : 0) ^ expected[i]);
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)((i < g ? given[i] : 0) ^ expected[i]);
     return diff == 0;
 }
 
@@ -91,7 +92,8 @@ static char **experiments(const web_t *w, size_t *n) {
     *n = 0;
     if (w->o->ndirs) {
         list = tp__xcalloc(w->o->ndirs, sizeof *list);
-        for (size_t i = 0; i < w->o->ndirs; i++) list[(*n)++] = tp__strdup(w->o->dirs[i]);
+        for (size_t i = 0; i < w->o->ndirs; i++)
+            list[(*n)++] = tp__strdup(w->o->dirs[i]);
         return list;
     }
     DIR *d = opendir("runs");
@@ -113,7 +115,8 @@ static char **experiments(const web_t *w, size_t *n) {
 }
 
 static void free_list(char **list, size_t n) {
-    for (size_t i = 0; i < n; i++) free(list[i]);
+    for (size_t i = 0; i < n; i++)
+        free(list[i]);
     free(list);
 }
 
@@ -168,7 +171,8 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned status, json
     json_t *safe = o ? shown(o) : NULL;
     json_decref(o);
     o = safe;
-    char *text = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) : NULL;
+    char *text =
+        o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12)) : NULL;
     json_decref(o);
     if (!text) text = tp__strdup("{\"error\": \"not found\"}"), status = MHD_HTTP_NOT_FOUND;
     return send_bytes(c, status, "application/json", text, strlen(text), MHD_RESPMEM_MUST_FREE,
@@ -212,7 +216,7 @@ typedef struct req {
     tp_store_t *s;
     const char *dir;
     size_t id;
-    int64_t trial;      /* -1: none in the path */
+    int64_t trial; /* -1: none in the path */
     tp_web_rank_fn rank;
 } req_t;
 
@@ -253,8 +257,10 @@ static enum MHD_Result add_range(void *cls, enum MHD_ValueKind kind, const char 
 /* A page of the trials table: ?sort=COLUMN&desc=1&state=S&q=TEXT&offset=N&limit=N
  * and min.COLUMN / max.COLUMN bounds (see tp__web_trials). */
 static enum MHD_Result r_trials(req_t *q) {
-    tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"), .desc = arg_ll(q->c, "desc", 0) != 0,
-                            .state = arg(q->c, "state"), .text = arg(q->c, "q"),
+    tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"),
+                            .desc = arg_ll(q->c, "desc", 0) != 0,
+                            .state = arg(q->c, "state"),
+                            .text = arg(q->c, "q"),
                             .offset = arg_ll(q->c, "offset", 0),
                             .limit = arg_ll(q->c, "limit", TP_WEB_PAGE_DEFAULT)};
     ranges_acc_t a = {.tq = &tq};
@@ -281,13 +287,16 @@ static enum MHD_Result r_trial(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, q->trial >= 0 ? tp__web_trial(q->s, q->trial) : NULL);
 }
 static enum MHD_Result r_log(req_t *q) {
-    json_t *o = q->trial >= 0 ? tp__web_log(q->dir, q->trial, arg(q->c, "stream") ? arg(q->c, "stream") : "stdout",
+    json_t *o = q->trial >= 0 ? tp__web_log(q->dir, q->trial,
+                                            arg(q->c, "stream") ? arg(q->c, "stream") : "stdout",
                                             arg_ll(q->c, "from", -1))
                               : NULL;
     return o ? send_json(q->c, MHD_HTTP_OK, o)
              : send_error(q->c, MHD_HTTP_BAD_REQUEST, "stream must be stdout or stderr");
 }
-static enum MHD_Result r_nodes(req_t *q) { return send_json(q->c, MHD_HTTP_OK, tp__web_nodes(q->s)); }
+static enum MHD_Result r_nodes(req_t *q) {
+    return send_json(q->c, MHD_HTTP_OK, tp__web_nodes(q->s));
+}
 static enum MHD_Result r_importance(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, tp__web_importance(q->s));
 }
@@ -305,15 +314,23 @@ static void curves_svg(req_t *q, tp_buf_t *b) {
     }
     tp__web_svg_curves(q->s, ids, n, b);
 }
-static void history_svg(req_t *q, tp_buf_t *b) { tp__web_svg_history(q->s, b); }
-static void parcoords_svg(req_t *q, tp_buf_t *b) { tp__web_svg_parcoords(q->s, b); }
-static void importance_svg(req_t *q, tp_buf_t *b) { tp__web_svg_importance(q->s, b); }
-static void packing_svg(req_t *q, tp_buf_t *b) { tp__web_svg_packing(q->s, tp__wall_s(), b); }
+static void history_svg(req_t *q, tp_buf_t *b) {
+    tp__web_svg_history(q->s, b);
+}
+static void parcoords_svg(req_t *q, tp_buf_t *b) {
+    tp__web_svg_parcoords(q->s, b);
+}
+static void importance_svg(req_t *q, tp_buf_t *b) {
+    tp__web_svg_importance(q->s, b);
+}
+static void packing_svg(req_t *q, tp_buf_t *b) {
+    tp__web_svg_packing(q->s, tp__wall_s(), b);
+}
 
 /* A route answers either itself (fn) or with a chart drawn into a buffer (svg). */
 static const struct {
     const char *what;
-    int takes_trial;                            /* the path ends in /TRIAL */
+    int takes_trial; /* the path ends in /TRIAL */
     enum MHD_Result (*fn)(req_t *q);
     void (*svg)(req_t *q, tp_buf_t *out);
 } api_routes[] = {
@@ -342,9 +359,9 @@ static enum MHD_Result api_experiments(const web_t *w, struct MHD_Connection *c)
             json_array_append_new(list, tp__web_summary(s, dirs[i], i, w->o->rank));
             tp__store_close(s);
         } else {
-            json_array_append_new(list, json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)i,
-                                                  "dir", dirs[i], "state", "unreadable", "error",
-                                                  err.msg));
+            json_array_append_new(list,
+                                  json_pack("{s:I, s:s, s:s, s:s}", "id", (json_int_t)i, "dir",
+                                            dirs[i], "state", "unreadable", "error", err.msg));
         }
     }
     free_list(dirs, n);
@@ -377,7 +394,8 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
         if (tp__store_open(dirs[id], TP_STORE_READ_AGAIN, &s, &err) != 0) {
             rc = send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg);
         } else {
-            req_t q = {.c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial, .rank = w->o->rank};
+            req_t q = {
+                .c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial, .rank = w->o->rank};
             if (api_routes[r].fn) {
                 rc = api_routes[r].fn(&q);
             } else {
@@ -497,7 +515,8 @@ static void write_ready_file(const char *path, const char *url) {
 /* A listening TCP socket on host:port (0: any free one); *bound gets the
  * port. The socket or a negative errno with err filled. */
 static int listen_tcp(const char *host, unsigned port, unsigned *bound, tp_error_t *err) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV},
                     *ai = NULL;
     char portstr[8];

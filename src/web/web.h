@@ -21,14 +21,14 @@
 typedef json_t *(*tp_web_rank_fn)(tp_store_t *s, const char *dir, int maximize, size_t top);
 
 typedef struct tp_web_opts {
-    const char *listen;          /* "HOST:PORT" (port 0: any free one); NULL: the default */
-    const char *const *dirs;     /* experiment directories served, in this order */
-    size_t ndirs;                /* 0: every experiment under ./runs, looked up per request */
-    const char *ready_file;      /* NULL, or a file to write the served URL into once listening */
-    tp_web_rank_fn rank;         /* the best trial; NULL: the best completed or stopped value */
-    const char *unix_path;       /* listen on this Unix socket (0600) instead of `listen` */
-    int no_token;                /* serve without a token: on loopback or a Unix socket only
-                                    (the caller has the user acknowledge it) */
+    const char *listen;      /* "HOST:PORT" (port 0: any free one); NULL: the default */
+    const char *const *dirs; /* experiment directories served, in this order */
+    size_t ndirs;            /* 0: every experiment under ./runs, looked up per request */
+    const char *ready_file;  /* NULL, or a file to write the served URL into once listening */
+    tp_web_rank_fn rank;     /* the best trial; NULL: the best completed or stopped value */
+    const char *unix_path;   /* listen on this Unix socket (0600) instead of `listen` */
+    int no_token;            /* serve without a token: on loopback or a Unix socket only
+                                (the caller has the user acknowledge it) */
 } tp_web_opts_t;
 
 /* Serve until *stop becomes non-zero (a signal handler sets it). Every

@@ -29,10 +29,10 @@ typedef struct tp_web_range {
 enum { TP_WEB_RANGES_MAX = 8 };
 
 typedef struct tp_web_trials_q {
-    const char *sort;      /* a column (see tp_web_range_t); NULL: id */
-    int desc;              /* descending */
-    const char *state;     /* only this state, or NULL */
-    const char *text;      /* only rows whose params, decision or error contain it, or NULL */
+    const char *sort;  /* a column (see tp_web_range_t); NULL: id */
+    int desc;          /* descending */
+    const char *state; /* only this state, or NULL */
+    const char *text;  /* only rows whose params, decision or error contain it, or NULL */
     tp_web_range_t ranges[TP_WEB_RANGES_MAX]; /* only rows within each (all of them) */
     size_t nranges;
     long long offset, limit;

@@ -16,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tp__usage_init(&u, &inst.cluster);
     tp_assign_t *out = tp__xcalloc(inst.ntrials ? inst.ntrials : 1, sizeof *out);
     if (p->place(&inst.cluster, &u, inst.trials, inst.ntrials, out, &inst.effort, &err) == 0)
-        free(tp__place_decision_json(&inst, p->name, out, tp__occupancy(&inst.cluster, &u), 0,
-                                     NULL, -1));
+        free(tp__place_decision_json(&inst, p->name, out, tp__occupancy(&inst.cluster, &u), 0, NULL,
+                                     -1));
     free(out);
     tp__usage_free(&u);
     tp__place_instance_free(&inst);

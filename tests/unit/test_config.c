@@ -246,14 +246,16 @@ TP_TEST(test_groups_are_read_and_their_mistakes_point_at_the_key) {
     TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, max: 0}\n"),
                  "exp.yaml:5:31: \"max\" must be a share of GPUs above 0 and at most 16 (0.25: a "
                  "quarter of a GPU, 2: two GPUs), got \"0\"");
-    TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, min: 2, max: 1}\n"),
-                 "exp.yaml:5:9: groups: min 2 is above max 1");
+    TP_CHECK_STR(
+        parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, min: 2, max: 1}\n"),
+        "exp.yaml:5:9: groups: min 2 is above max 1");
     TP_CHECK_STR(parse_error(HEAD "groups: {shares: static}\n"),
                  "exp.yaml:4:9: groups share GPUs among a group's trials, which needs resources: "
                  "{gpus: 1} (or {gpus: {min: 1, max: K}}, elastic, for whole GPUs) on one node "
                  "(got 0 GPU(s) on 1 node(s))");
-    TP_CHECK_CONTAINS(parse_error(HEAD "resources: {gpus: 1}\nsharing: none\ngroups: {shares: static}\n"),
-                      "exp.yaml:6:9: groups give trials fractions of a GPU, which sharing: none");
+    TP_CHECK_CONTAINS(
+        parse_error(HEAD "resources: {gpus: 1}\nsharing: none\ngroups: {shares: static}\n"),
+        "exp.yaml:6:9: groups give trials fractions of a GPU, which sharing: none");
 }
 
 TP_TEST(test_inverted_range_points_at_the_bounds) {
@@ -358,8 +360,8 @@ TP_TEST(test_load_reads_the_file_and_reports_a_missing_one) {
 }
 
 TP_TEST(test_substitution_keeps_a_shell_like_value_as_one_literal_string) {
-    json_t *params = json_pack("{s:s, s:f, s:i}", "name", "x; touch /tmp/owned", "lr", 0.1,
-                               "hidden", 64);
+    json_t *params =
+        json_pack("{s:s, s:f, s:i}", "name", "x; touch /tmp/owned", "lr", 0.1, "hidden", 64);
     tp_error_t err = {0};
     char *s = tp__substitute("{name}", params, NULL, &err);
     TP_CHECK_STR(s, "x; touch /tmp/owned");
@@ -422,7 +424,9 @@ TP_TEST(test_argv_is_refused_when_an_active_parameter_has_no_value) {
 TP_TEST(test_braces_around_no_name_are_literal_text) {
     json_t *params = json_pack("{s:f}", "x", 0.5);
     tp_error_t err = {0};
-    static const struct { const char *tmpl, *want; } cases[] = {
+    static const struct {
+        const char *tmpl, *want;
+    } cases[] = {
         {"import json; print(json.dumps({'step': 1, 'acc': {x}}))",
          "import json; print(json.dumps({'step': 1, 'acc': 0.5}))"},
         {"{\"a\": [1, {x}]}", "{\"a\": [1, 0.5]}"},
@@ -445,8 +449,10 @@ TP_TEST(test_non_finite_numbers_are_refused_where_they_stand) {
                  "exp.yaml:5:22: \".inf\" is not a finite number; infinities, NaN and numbers "
                  "beyond +-1.8e308 cannot be given to a trial; write a finite number, or quote it "
                  "to mean the text");
-    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: {grid: [.nan]}\n"), "exp.yaml:5:15: \".nan\"");
-    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: 1e999\n"), "exp.yaml:5:7: \"1e999\" is not a finite");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: {grid: [.nan]}\n"),
+                      "exp.yaml:5:15: \".nan\"");
+    TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: 1e999\n"),
+                      "exp.yaml:5:7: \"1e999\" is not a finite");
     TP_CHECK_CONTAINS(parse_error(HEAD "space:\n  lr: {uniform: [-.INF, 1]}\n"), "exp.yaml:5:18:");
     /* quoted, it is text */
     tp_experiment_t x;
@@ -564,9 +570,9 @@ TP_TEST(test_deadline_and_reallocation_may_change_between_runs) {
     tp_buf_t acc, ref;
     tp__buf_init(&acc);
     tp__buf_init(&ref);
-    int rc = tp__config_changes(HEAD "deadline: 30m\n",
-                                HEAD "deadline: 1h\nreallocation: {policy: top-job}\n", 1,
-                                &acc, &ref);
+    int rc =
+        tp__config_changes(HEAD "deadline: 30m\n",
+                           HEAD "deadline: 1h\nreallocation: {policy: top-job}\n", 1, &acc, &ref);
     TP_CHECK_INT(rc, 0);
     TP_CHECK_CONTAINS(acc.data, "deadline: \"30m\" -> \"1h\"");
     TP_CHECK_CONTAINS(acc.data, "reallocation: (none) -> {\"policy\":\"top-job\"}");
@@ -600,7 +606,7 @@ TP_TEST(test_command_may_change_only_until_a_trial_has_a_result) {
 /* `gpus: {min, max}` makes trials elastic; a plain number keeps its meaning. */
 TP_TEST(test_elastic_gpus_take_a_min_and_a_max) {
     static const char text[] = HEAD "space: {x: {uniform: [0, 1]}}\n"
-                               "resources: {gpus: {min: 1, max: 8}, gpu_memory: 2G}\n";
+                                    "resources: {gpus: {min: 1, max: 8}, gpu_memory: 2G}\n";
     tp_experiment_t x;
     tp_error_t err = {0};
     TP_CHECK_INT(tp__experiment_parse("exp.yaml", text, strlen(text), &x, &err), 0);

@@ -117,9 +117,9 @@ TP_TEST(test_cluster_command_names_the_node) {
     TP_CHECK_INT(x.cluster.nhosts, 2);
     TP_CHECK_STR(x.cluster.agent[3], "{node}");
     tp__experiment_free(&x);
-    TP_CHECK_INT(parse(HEAD "cluster: {command: {nodes: [w1], argv: [tunepack, agent]}}\n", &x,
-                       &err),
-                 -EINVAL);
+    TP_CHECK_INT(
+        parse(HEAD "cluster: {command: {nodes: [w1], argv: [tunepack, agent]}}\n", &x, &err),
+        -EINVAL);
     TP_CHECK_CONTAINS(err.msg, "must name the node somewhere with {node}");
 }
 
@@ -201,4 +201,6 @@ TP_TEST(test_concurrency_mistakes_are_located) {
     expect_mistakes(tp_failed_, cases, sizeof cases / sizeof *cases);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

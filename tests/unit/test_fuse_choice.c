@@ -10,7 +10,8 @@
 static tp_fuse_table_t table(const int *k, const double *rate, const double *mem, int n) {
     tp_fuse_table_t t;
     memset(&t, 0, sizeof t);
-    for (int i = 0; i < n; i++) tp__fuse_table_add(&t, k[i], rate[i], mem[i], 0);
+    for (int i = 0; i < n; i++)
+        tp__fuse_table_add(&t, k[i], rate[i], mem[i], 0);
     return t;
 }
 
@@ -57,8 +58,7 @@ TP_TEST(test_settles_on_the_best_aggregate_once_a_larger_k_gains_nothing) {
 
 TP_TEST(test_a_k_whose_measured_memory_exceeds_the_limit_is_never_chosen) {
     /* K=4 has the best throughput but used 900 MiB of 800: K=2 it is. */
-    tp_fuse_table_t t =
-        table((int[]){1, 2, 4}, (double[]){10, 8, 6}, (double[]){300, 500, 900}, 3);
+    tp_fuse_table_t t = table((int[]){1, 2, 4}, (double[]){10, 8, 6}, (double[]){300, 500, 900}, 3);
     tp_fuse_pick_t p = tp__fuse_choose(&t, 1, 8, NULL, 800);
     TP_CHECK(p.k == 2 && !p.exploring);
     p = tp__fuse_choose(&t, 1, 8, NULL, 0); /* no limit: K=4, then K=8 is explored */
@@ -91,8 +91,8 @@ TP_TEST(test_measurements_average_over_runs_and_keep_the_peak_memory) {
     memset(&t, 0, sizeof t);
     tp__fuse_table_add(&t, 2, 4, 100, 1);
     tp__fuse_table_add(&t, 2, 6, 80, 3);
-    tp__fuse_table_add(&t, 2, 0, 500, 0);   /* no rate: not a measurement */
-    tp__fuse_table_add(&t, 99, 5, 10, 0);   /* no such K */
+    tp__fuse_table_add(&t, 2, 0, 500, 0); /* no rate: not a measurement */
+    tp__fuse_table_add(&t, 99, 5, 10, 0); /* no such K */
     TP_CHECK(t.at[2].runs == 2);
     TP_CHECK(fabs(t.at[2].rate - 5) < 1e-12);
     TP_CHECK(fabs(t.at[2].cpu_s - 2) < 1e-12);
@@ -105,4 +105,6 @@ TP_TEST(test_min_equal_max_pins_k) {
     TP_CHECK(p.k == 4);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

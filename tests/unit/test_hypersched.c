@@ -28,7 +28,8 @@ static tp_scheduler_t *make(const char *name, uint64_t trials) {
 /* Free s and every space made so far. */
 static void done(tp_scheduler_t *s) {
     tp__scheduler_free(s);
-    while (nspaces > 0) tp__space_free(&spaces[--nspaces]);
+    while (nspaces > 0)
+        tp__space_free(&spaces[--nspaces]);
 }
 
 static int next(tp_scheduler_t *s, double now, tp_job_t *job) {
@@ -41,8 +42,8 @@ static int next(tp_scheduler_t *s, double now, tp_job_t *job) {
 
 /* A job of `units` budget units that ran 2 s of start-up and 1 s per unit. */
 static void timed(tp_scheduler_t *s, int64_t trial, int rung, double units, double now) {
-    tp_timing_t t = {.trial = trial, .rung = rung, .units = units, .run_s = 2 + units,
-                     .unit_s = 1.0};
+    tp_timing_t t = {
+        .trial = trial, .rung = rung, .units = units, .run_s = 2 + units, .unit_s = 1.0};
     s->ops->timing(s, &t, now);
 }
 
@@ -174,7 +175,8 @@ TP_TEST(test_once_closed_the_best_waiting_trial_goes_on_when_it_fits) {
     TP_REQUIRE(s);
     s->ops->deadline(s, 100);
     tp_job_t j;
-    for (int i = 0; i < 4; i++) TP_REQUIRE(next(s, 0, &j) == 1 && j.trial == i);
+    for (int i = 0; i < 4; i++)
+        TP_REQUIRE(next(s, 0, &j) == 1 && j.trial == i);
     for (int i = 0; i < 4; i++) {
         timed(s, i, 0, 1, 3);
         s->ops->result(s, i, 0, 1, i, 3);
@@ -188,4 +190,6 @@ TP_TEST(test_once_closed_the_best_waiting_trial_goes_on_when_it_fits) {
     done(s);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

@@ -36,15 +36,18 @@ TP_TEST(test_nondominated_sort_matches_the_oracle) {
     for (int round = 0; round < 40; round++) {
         size_t n = 1 + tp__rng_below(&r, 60), m = 2 + tp__rng_below(&r, 2);
         double *y = malloc(n * m * sizeof *y);
-        for (size_t k = 0; k < n * m; k++) y[k] = (double)tp__rng_below(&r, 6); /* ties too */
+        for (size_t k = 0; k < n * m; k++)
+            y[k] = (double)tp__rng_below(&r, 6); /* ties too */
         size_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
         tp__pareto_rank(y, n, m, a);
         rank_oracle(y, n, m, b);
-        for (size_t i = 0; i < n; i++) TP_CHECK_INT(a[i], b[i]);
+        for (size_t i = 0; i < n; i++)
+            TP_CHECK_INT(a[i], b[i]);
         /* the oracle catches a planted error: a rank moved by one */
         a[0]++;
         int differs = 0;
-        for (size_t i = 0; i < n; i++) differs |= a[i] != b[i];
+        for (size_t i = 0; i < n; i++)
+            differs |= a[i] != b[i];
         TP_CHECK(differs);
         free(y), free(a), free(b);
     }
@@ -54,15 +57,18 @@ TP_TEST(test_nondominated_sort_matches_the_oracle) {
  * some point dominates (cell c is covered when p <= c in every axis). */
 static double hv_oracle(const double *y, size_t n, size_t m) {
     size_t cells = 1;
-    for (size_t j = 0; j < m; j++) cells *= 8;
+    for (size_t j = 0; j < m; j++)
+        cells *= 8;
     double count = 0;
     for (size_t c = 0; c < cells; c++) {
         size_t rest = c;
         int cell[3];
-        for (size_t j = 0; j < m; j++) cell[j] = (int)(rest % 8), rest /= 8;
+        for (size_t j = 0; j < m; j++)
+            cell[j] = (int)(rest % 8), rest /= 8;
         for (size_t i = 0; i < n; i++) {
             int in = 1;
-            for (size_t j = 0; j < m && in; j++) in = y[i * m + j] <= cell[j];
+            for (size_t j = 0; j < m && in; j++)
+                in = y[i * m + j] <= cell[j];
             if (in) {
                 count++;
                 break;
@@ -79,12 +85,14 @@ TP_TEST(test_hypervolume_matches_cell_counting_in_2_and_3_objectives) {
     for (int round = 0; round < 60; round++) {
         size_t n = 1 + tp__rng_below(&r, 12), m = 2 + (size_t)(round % 2);
         double *y = malloc(n * m * sizeof *y);
-        for (size_t k = 0; k < n * m; k++) y[k] = (double)tp__rng_below(&r, 9); /* 8: outside */
+        for (size_t k = 0; k < n * m; k++)
+            y[k] = (double)tp__rng_below(&r, 9); /* 8: outside */
         double want = hv_oracle(y, n, m);
         TP_CHECK_NEAR(tp__hypervolume(y, m, NULL, n, ref), want, 1e-9);
         /* the oracle catches a planted error: a point moved to the origin covers the box */
         double box = m == 2 ? 64 : 512;
-        for (size_t j = 0; j < m; j++) y[j] = 0;
+        for (size_t j = 0; j < m; j++)
+            y[j] = 0;
         TP_CHECK(want == box || hv_oracle(y, n, m) != want);
         TP_CHECK_NEAR(hv_oracle(y, n, m), box, 0);
         free(y);
@@ -120,7 +128,8 @@ static void zdt1(const json_t *c, double *f) {
         char k[4] = {'x', (char)('0' + i), 0};
         x[i] = json_real_value(json_object_get(c, k));
     }
-    for (int i = 1; i < 5; i++) g += x[i];
+    for (int i = 1; i < 5; i++)
+        g += x[i];
     g = 1 + 9 * g / 4;
     f[0] = x[0];
     f[1] = g * (1 - sqrt(x[0] / g));
@@ -176,7 +185,8 @@ TP_TEST(test_nsga2_waits_for_a_generation_and_breeds_from_its_parents) {
     tp_searcher_t *s = tp__searcher_new(&sp, &cfg, 0, &err);
     TP_REQUIRE(s);
     json_t *cfgs[120] = {0};
-    for (size_t i = 0; i < 50; i++) TP_CHECK_INT(s->ops->ask(s, i, 0, &cfgs[i]), 1);
+    for (size_t i = 0; i < 50; i++)
+        TP_CHECK_INT(s->ops->ask(s, i, 0, &cfgs[i]), 1);
     json_t *c;
     TP_CHECK_INT(s->ops->ask(s, 50, 0, &c), -EAGAIN); /* generation 0 not told yet */
     for (size_t i = 0; i < 50; i++) {
@@ -216,7 +226,8 @@ TP_TEST(test_nsga2_waits_for_a_generation_and_breeds_from_its_parents) {
         TP_CHECK(json_equal(x, cfgs[i]));
         json_decref(x);
     }
-    for (size_t i = 0; i < 100; i++) json_decref(cfgs[i]);
+    for (size_t i = 0; i < 100; i++)
+        json_decref(cfgs[i]);
     tp__searcher_free(s), tp__searcher_free(s2);
     tp__space_free(&sp);
 }

@@ -38,7 +38,8 @@ static void random_inst(inst_t *in, tp_rng_t *r, size_t nnodes, size_t maxg, siz
             snprintf(nd->gpus[g].name, sizeof nd->gpus[g].name, "gpu%zu", g);
             nd->gpus[g].memory_mib = 4096 + 1024 * tp__rng_below(r, 8);
             nd->gpus[g].speed = 1;
-            if (mixed_speeds) nd->gpus[g].speed = (double[]){0.6, 1.0, 1.0, 2.0}[tp__rng_below(r, 4)];
+            if (mixed_speeds)
+                nd->gpus[g].speed = (double[]){0.6, 1.0, 1.0, 2.0}[tp__rng_below(r, 4)];
             nd->gpus[g].healthy = tp__rng_below(r, 8) != 0;
         }
     }
@@ -49,7 +50,8 @@ static void random_inst(inst_t *in, tp_rng_t *r, size_t nnodes, size_t maxg, siz
             uint64_t k = tp__rng_below(r, 8);
             gpus = k == 0 ? 0 : k == 1 ? 2 : k == 2 ? 3 : 1;
         }
-        in->t[i] = (tp_demand_t){.id = (int64_t)i, .gpus = gpus,
+        in->t[i] = (tp_demand_t){.id = (int64_t)i,
+                                 .gpus = gpus,
                                  .memory_mib = 256 + 512 * tp__rng_below(r, 8),
                                  .compute = 0.05 * (double)(1 + tp__rng_below(r, 12)),
                                  .cpus = (int)tp__rng_below(r, 4),
@@ -69,8 +71,14 @@ static const char *violation(const tp_cluster_t *c, const tp_demand_t *t, size_t
     for (size_t i = 0; i < n && !bad; i++) {
         const tp_assign_t *a = &out[i];
         if (!a->placed) continue;
-        if (a->node >= c->nnodes) { bad = "node out of range"; break; }
-        if ((int)a->ngpus != t[i].gpus) { bad = "wrong number of GPUs"; break; }
+        if (a->node >= c->nnodes) {
+            bad = "node out of range";
+            break;
+        }
+        if ((int)a->ngpus != t[i].gpus) {
+            bad = "wrong number of GPUs";
+            break;
+        }
         for (size_t k = 0; k < a->ngpus; k++) {
             if (a->gpu[k] >= c->nodes[a->node].ngpus) bad = "GPU out of range";
             for (size_t j = 0; j < k; j++)
@@ -91,12 +99,14 @@ static const char *violation(const tp_cluster_t *c, const tp_demand_t *t, size_t
             size_t gi = u.gpu_base[nd] + g;
             const tp_gpu_t *gpu = &c->nodes[nd].gpus[g];
             if (!u.count[gi]) continue;
-            if (!gpu->healthy) bad = "trial on an unhealthy GPU";
+            if (!gpu->healthy)
+                bad = "trial on an unhealthy GPU";
             else if (u.mem_used[gi] + c->limits.reserve_mib > gpu->memory_mib)
                 bad = "GPU memory (with reserve) exceeded";
             else if (u.compute_used[gi] > 1.0 + c->limits.oversubscribe + 1e-9)
                 bad = "GPU compute exceeded";
-            else if (!c->limits.sharing && u.count[gi] > 1) bad = "shared with sharing off";
+            else if (!c->limits.sharing && u.count[gi] > 1)
+                bad = "shared with sharing off";
             else if (c->limits.max_per_gpu && u.count[gi] > c->limits.max_per_gpu)
                 bad = "max_per_gpu exceeded";
         }
@@ -153,7 +163,8 @@ TP_TEST(test_every_policy_respects_every_constraint_with_mixed_speeds_and_tight_
     for (int it = 0; it < 200; it++) {
         inst_t in;
         random_inst(&in, &r, 1 + tp__rng_below(&r, 4), 4, 10 + tp__rng_below(&r, 50), 1);
-        for (size_t k = 0; k < in.c.nnodes; k++) in.c.nodes[k].cpus = 2 + (int)tp__rng_below(&r, 6);
+        for (size_t k = 0; k < in.c.nnodes; k++)
+            in.c.nodes[k].cpus = 2 + (int)tp__rng_below(&r, 6);
         checked += check_every_policy(tp_failed_, &in, it);
         tp__cluster_free(&in.c);
     }
@@ -211,10 +222,12 @@ TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
         inst_t in;
         random_inst(&in, &r, 1 + tp__rng_below(&r, 2), 2, 1 + tp__rng_below(&r, 7), 0);
         size_t g = 0;
-        for (size_t k = 0; k < in.c.nnodes; k++) g += in.c.nodes[k].ngpus;
+        for (size_t k = 0; k < in.c.nnodes; k++)
+            g += in.c.nodes[k].ngpus;
         if (g > 3) in.c.nodes[in.c.nnodes - 1].ngpus = 1; /* <= 3 GPUs */
         /* tighter GPUs so that choices matter */
-        for (size_t i = 0; i < in.n; i++) in.t[i].compute = 0.1 * (double)(1 + tp__rng_below(&r, 7));
+        for (size_t i = 0; i < in.n; i++)
+            in.t[i].compute = 0.1 * (double)(1 + tp__rng_below(&r, 7));
         double truth = brute_force_optimum(&in.c, in.t, in.n);
         tp_assign_t out[64];
         double opt = run_policy(tp__placer_find("optimal"), &in.c, in.t, in.n, out);
@@ -255,7 +268,8 @@ TP_TEST(test_optimal_with_a_node_limit_gives_the_same_answer_twice_and_says_it_s
     for (int it = 0; it < 20; it++) {
         inst_t in;
         random_inst(&in, &r, 2, 4, 30 + tp__rng_below(&r, 30), 0);
-        for (size_t i = 0; i < in.n; i++) in.t[i].compute = 0.05 * (double)(1 + tp__rng_below(&r, 9));
+        for (size_t i = 0; i < in.n; i++)
+            in.t[i].compute = 0.05 * (double)(1 + tp__rng_below(&r, 9));
         tp_assign_t a[64], b[64];
         tp_place_mip_info_t ia, ib;
         TP_CHECK_INT(run_optimal(&in, &nodes, a, &ia), 0);
@@ -291,7 +305,8 @@ static void reference_place(const tp_cluster_t *c, const tp_demand_t *t, size_t 
     tp_usage_t u;
     tp__usage_init(&u, c);
     size_t order[64];
-    for (size_t i = 0; i < n; i++) order[i] = i;
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
     if (decreasing) /* insertion sort: stable, longest first */
         for (size_t i = 1; i < n; i++)
             for (size_t j = i; j > 0 && t[order[j]].duration_s > t[order[j - 1]].duration_s; j--) {
@@ -342,8 +357,11 @@ static int same_decisions(const tp_assign_t *a, const tp_assign_t *b, size_t n) 
 
 /* Every greedy policy against reference_place on in; 1 when all agree. */
 static int greedy_as_references(const inst_t *in, int it) {
-    static const struct { const char *name; int rule, decreasing; } cases[] = {
-        {"ff", 0, 0}, {"ffd", 0, 1}, {"bf", 1, 0}, {"bfd", 1, 1}, {"wf", 2, 0}, {"wfd", 2, 1}};
+    static const struct {
+        const char *name;
+        int rule, decreasing;
+    } cases[] = {{"ff", 0, 0},  {"ffd", 0, 1}, {"bf", 1, 0},
+                 {"bfd", 1, 1}, {"wf", 2, 0},  {"wfd", 2, 1}};
     int all = 1;
     for (size_t k = 0; k < TP_ARRAY_LEN(cases); k++) {
         tp_assign_t fast[64], slow[64];
@@ -374,8 +392,8 @@ TP_TEST(test_fast_ff_bf_wf_decide_exactly_as_linear_scans) {
     }
 }
 
-/* Overfull rounds (64 trials on 1-2 nodes): most trials fit nowhere, the case the tree's joint memory/compute bounds prune;
- * the decisions stay the linear scans'. */
+/* Overfull rounds (64 trials on 1-2 nodes): most trials fit nowhere, the case the tree's joint
+ * memory/compute bounds prune; the decisions stay the linear scans'. */
 TP_TEST(test_fast_bf_wf_decide_as_linear_scans_on_overfull_rounds) {
     tp_rng_t r;
     tp__rng_seed(&r, 11, 4);
@@ -459,7 +477,8 @@ TP_TEST(test_optimal_proves_the_known_optimum_over_interchangeable_gpus) {
     tp_cluster_t c = small_cluster(2, 2, 64);
     tp_demand_t t[12];
     static const double comp[3] = {0.5, 0.3, 0.2};
-    for (int i = 0; i < 12; i++) t[i] = (tp_demand_t){i, 1, 1000, comp[i % 3], 1, 10};
+    for (int i = 0; i < 12; i++)
+        t[i] = (tp_demand_t){i, 1, 1000, comp[i % 3], 1, 10};
     t[11].compute = 0.5;
     tp_usage_t u;
     tp__usage_init(&u, &c);
@@ -477,8 +496,10 @@ TP_TEST(test_optimal_proves_the_known_optimum_over_interchangeable_gpus) {
 TP_TEST(test_decreasing_variants_place_longest_trials_first) {
     tp_cluster_t c = small_cluster(1, 1, 64);
     /* one GPU fits two of these; the two longest must win */
-    tp_demand_t t[4] = {{0, 1, 1000, 0.5, 1, 10}, {1, 1, 1000, 0.5, 1, 300},
-                        {2, 1, 1000, 0.5, 1, 20}, {3, 1, 1000, 0.5, 1, 300}};
+    tp_demand_t t[4] = {{0, 1, 1000, 0.5, 1, 10},
+                        {1, 1, 1000, 0.5, 1, 300},
+                        {2, 1, 1000, 0.5, 1, 20},
+                        {3, 1, 1000, 0.5, 1, 300}};
     for (const char *const *p = (const char *const[]){"ffd", "bfd", "wfd", NULL}; *p; p++) {
         tp_assign_t out[4];
         run_policy(tp__placer_find(*p), &c, t, 4, out);
@@ -493,18 +514,21 @@ TP_TEST(test_decreasing_variants_place_longest_trials_first) {
 TP_TEST(test_one_per_gpu_never_shares_and_sharing_off_forces_one_per_gpu) {
     tp_cluster_t c = small_cluster(2, 2, 64);
     tp_demand_t t[6];
-    for (int i = 0; i < 6; i++) t[i] = (tp_demand_t){i, 1, 1000, 0.2, 1, 10};
+    for (int i = 0; i < 6; i++)
+        t[i] = (tp_demand_t){i, 1, 1000, 0.2, 1, 10};
     tp_assign_t out[6];
     run_policy(tp__placer_find("one-per-gpu"), &c, t, 6, out);
     int placed = 0;
-    for (int i = 0; i < 6; i++) placed += out[i].placed;
+    for (int i = 0; i < 6; i++)
+        placed += out[i].placed;
     TP_CHECK_INT(placed, 4);
     TP_CHECK(violation(&c, t, 6, out) == NULL);
     c.limits.sharing = 0;
     for (size_t p = 0; tp__placers[p]; p++) {
         run_policy(tp__placers[p], &c, t, 6, out);
         placed = 0;
-        for (int i = 0; i < 6; i++) placed += out[i].placed;
+        for (int i = 0; i < 6; i++)
+            placed += out[i].placed;
         TP_CHECK_INT(placed, 4);
     }
     tp__cluster_free(&c);
@@ -526,12 +550,15 @@ TP_TEST(test_multi_gpu_trial_takes_gpus_of_one_node_and_skips_unhealthy) {
 TP_TEST(test_wfd_spreads_and_ff_packs) {
     tp_cluster_t c = small_cluster(1, 4, 64);
     tp_demand_t t[4];
-    for (int i = 0; i < 4; i++) t[i] = (tp_demand_t){i, 1, 1000, 0.2, 1, 10};
+    for (int i = 0; i < 4; i++)
+        t[i] = (tp_demand_t){i, 1, 1000, 0.2, 1, 10};
     tp_assign_t out[4];
     run_policy(tp__placer_find("wfd"), &c, t, 4, out);
-    for (int i = 0; i < 4; i++) TP_CHECK_INT(out[i].gpu[0], i);
+    for (int i = 0; i < 4; i++)
+        TP_CHECK_INT(out[i].gpu[0], i);
     run_policy(tp__placer_find("ff"), &c, t, 4, out);
-    for (int i = 0; i < 4; i++) TP_CHECK_INT(out[i].gpu[0], 0);
+    for (int i = 0; i < 4; i++)
+        TP_CHECK_INT(out[i].gpu[0], 0);
     TP_CHECK(tp__placer_find("nope") == NULL);
     tp__cluster_free(&c);
 }
@@ -569,10 +596,10 @@ TP_TEST(test_vpack_starts_the_long_trial_in_a_run_and_keeps_the_most_occupancy_a
      * (0.25 points more than L + F, above the 0.2-point tie); a run's round
      * places L, the trial that would set the makespan, since L + F is within
      * VP_MS_GAP of the bound. The same on equal and mixed GPU speeds. */
-    tp_demand_t t[4] = {{0, 1, 1000, 0.6, 1, 10},      /* S */
-                        {1, 1, 1000, 0.595, 1, 1000},  /* L */
-                        {2, 1, 1000, 0.4, 1, 10},      /* F */
-                        {3, 1, 1000, 0.4, 1, 10}};     /* F */
+    tp_demand_t t[4] = {{0, 1, 1000, 0.6, 1, 10},     /* S */
+                        {1, 1, 1000, 0.595, 1, 1000}, /* L */
+                        {2, 1, 1000, 0.4, 1, 10},     /* F */
+                        {3, 1, 1000, 0.4, 1, 10}};    /* F */
     for (int in_run = 0; in_run <= 1; in_run++)
         for (int mixed = 0; mixed <= 1; mixed++) {
             tp_cluster_t c = small_cluster(1, 2, 64);
@@ -602,7 +629,8 @@ TP_TEST(test_vpack_in_a_run_keeps_the_most_occupancy_while_the_queue_is_long) {
     t[1] = (tp_demand_t){1, 1, 1000, 0.595, 1, 1000};
     t[2] = (tp_demand_t){2, 1, 1000, 0.4, 1, 10};
     t[3] = (tp_demand_t){3, 1, 1000, 0.4, 1, 10};
-    for (size_t i = 4; i < n; i++) t[i] = (tp_demand_t){(int64_t)i, 1, 90000, 0.6, 1, 1000};
+    for (size_t i = 4; i < n; i++)
+        t[i] = (tp_demand_t){(int64_t)i, 1, 90000, 0.6, 1, 1000};
     tp_cluster_t c = small_cluster(1, 2, 64);
     tp_usage_t u;
     tp__usage_init(&u, &c);
@@ -611,7 +639,8 @@ TP_TEST(test_vpack_in_a_run_keeps_the_most_occupancy_while_the_queue_is_long) {
     tp_place_effort_t effort = {.in_run = 1};
     TP_CHECK_INT(tp__placer_find("vpack")->place(&c, &u, t, n, out, &effort, NULL), 0);
     TP_CHECK(out[0].placed && !out[1].placed);
-    for (size_t i = 4; i < n; i++) TP_CHECK(!out[i].placed); /* 90000 MiB fit nowhere */
+    for (size_t i = 4; i < n; i++)
+        TP_CHECK(!out[i].placed); /* 90000 MiB fit nowhere */
     tp__usage_free(&u);
     tp__cluster_free(&c);
     free(out);
@@ -629,13 +658,16 @@ static const char *parse_error(const char *text) {
     return rc ? err.msg : NULL;
 }
 
-#define NODES "\"nodes\": [{\"name\": \"n0\", \"cpus\": 8, \"gpus\": [{\"name\": \"gpu0\", \"memory_mib\": 81920}]}]"
+#define NODES                                                                                      \
+    "\"nodes\": [{\"name\": \"n0\", \"cpus\": 8, \"gpus\": [{\"name\": \"gpu0\", \"memory_mib\": " \
+    "81920}]}]"
 
 TP_TEST(test_json_instance_parses_and_prints_the_decision) {
-    const char *text = "{" NODES ", \"trials\": [{\"id\": \"t0\", \"gpus\": 1, \"memory_mib\": 1320, "
-                       "\"compute\": 0.22, \"cpus\": 4, \"duration_s\": 120}, {\"id\": 7, "
-                       "\"memory_mib\": 100, \"compute\": 0.9, \"cpus\": 8}], \"policy\": \"ff\", "
-                       "\"limits\": {\"reserve_mib\": 0}}";
+    const char *text =
+        "{" NODES ", \"trials\": [{\"id\": \"t0\", \"gpus\": 1, \"memory_mib\": 1320, "
+        "\"compute\": 0.22, \"cpus\": 4, \"duration_s\": 120}, {\"id\": 7, "
+        "\"memory_mib\": 100, \"compute\": 0.9, \"cpus\": 8}], \"policy\": \"ff\", "
+        "\"limits\": {\"reserve_mib\": 0}}";
     tp_place_instance_t in;
     tp_error_t err = {0};
     TP_CHECK_INT(tp__place_instance_parse(text, strlen(text), "inst.json", &in, &err), 0);
@@ -646,7 +678,8 @@ TP_TEST(test_json_instance_parses_and_prints_the_decision) {
     tp_usage_t u;
     tp__usage_init(&u, &in.cluster);
     tp__placer_find("ff")->place(&in.cluster, &u, in.trials, in.ntrials, out, NULL, &err);
-    char *json = tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5, NULL, -1);
+    char *json =
+        tp__place_decision_json(&in, "ff", out, tp__occupancy(&in.cluster, &u), 1.5, NULL, -1);
     TP_CHECK_CONTAINS(json, "{\"trial\": \"t0\", \"node\": \"n0\", \"gpus\": [\"gpu0\"]}");
     TP_CHECK_CONTAINS(json, "\"unplaced\": [7]");
     free(json);
@@ -655,18 +688,23 @@ TP_TEST(test_json_instance_parses_and_prints_the_decision) {
 }
 
 TP_TEST(test_json_instance_errors_say_what_and_where) {
-    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 0}, {\"gpus\": 0}, {\"gpus\": 0}, {\"gpus\": 1, \"memory_mib\": 1, \"compute\": 1.5}]}"),
+    TP_CHECK_CONTAINS(parse_error("{" NODES
+                                  ", \"trials\": [{\"gpus\": 0}, {\"gpus\": 0}, {\"gpus\": 0}, "
+                                  "{\"gpus\": 1, \"memory_mib\": 1, \"compute\": 1.5}]}"),
                       "inst.json: trials[3].compute must be a number in (0, 1], got 1.5");
     TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 1, \"memory_mib\": 1}]}"),
                       "trials[0].compute is required");
     TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [], \"limts\": {}}"),
                       "did you mean \"limits\"");
-    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [], \"trials\": []}"), "nodes must be a non-empty list");
+    TP_CHECK_CONTAINS(parse_error("{\"nodes\": [], \"trials\": []}"),
+                      "nodes must be a non-empty list");
     TP_CHECK_CONTAINS(parse_error("{\"nodes\": [{\"cpus\": -1}], \"trials\": []}"),
                       "nodes[0].cpus must be an integer");
     TP_CHECK_CONTAINS(parse_error("{\n  \"nodes\": [,]}"), "inst.json:2:");
-    TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"id\": \"a\", \"compute\": 0.1, \"memory_mib\": 1}, {\"id\": \"a\", \"compute\": 0.1, \"memory_mib\": 1}]}"),
-                      "trials[1].id must be unique");
+    TP_CHECK_CONTAINS(
+        parse_error("{" NODES ", \"trials\": [{\"id\": \"a\", \"compute\": 0.1, \"memory_mib\": "
+                    "1}, {\"id\": \"a\", \"compute\": 0.1, \"memory_mib\": 1}]}"),
+        "trials[1].id must be unique");
     TP_CHECK_CONTAINS(parse_error("{" NODES ", \"trials\": [{\"gpus\": 17, \"compute\": 0.1}]}"),
                       "trials[0].gpus must be an integer in [0, 16]");
 }
@@ -682,15 +720,19 @@ static char *random_instance_text(tp_rng_t *r, size_t n, int escape_last) {
     for (size_t i = 0; i < n; i++) {
         const char *sep = tp__rng_below(r, 2) ? ", " : ",\n\t ";
         tp__buf_printf(&b, "%s{", i ? sep : "");
-        if (i + 1 == n) tp__buf_puts(&b, escape_last ? "\"id\": \"z\\/\", " : "\"id\": \"z/\", ");
-        else if (tp__rng_below(r, 3) == 0) tp__buf_printf(&b, "\"id\": %zu, ", 1000 + i);
-        else if (tp__rng_below(r, 2)) tp__buf_printf(&b, "\"id\": \"t-%zu x\", ", i);
+        if (i + 1 == n)
+            tp__buf_puts(&b, escape_last ? "\"id\": \"z\\/\", " : "\"id\": \"z/\", ");
+        else if (tp__rng_below(r, 3) == 0)
+            tp__buf_printf(&b, "\"id\": %zu, ", 1000 + i);
+        else if (tp__rng_below(r, 2))
+            tp__buf_printf(&b, "\"id\": \"t-%zu x\", ", i);
         tp__buf_printf(&b, "\"gpus\": %d", (int)tp__rng_below(r, 3));
         tp__buf_printf(&b, ", \"memory_mib\": %d", (int)tp__rng_below(r, 9000));
         const char *fmt = tp__rng_below(r, 2) ? ", \"compute\": %.3f" : ", \"compute\" : %.2e";
         tp__buf_printf(&b, fmt, 0.05 + 0.9 * tp__rng_uniform(r));
         if (tp__rng_below(r, 2)) tp__buf_printf(&b, ", \"cpus\": %d", (int)tp__rng_below(r, 5));
-        if (tp__rng_below(r, 2)) tp__buf_printf(&b, ", \"duration_s\": %d", (int)tp__rng_below(r, 900));
+        if (tp__rng_below(r, 2))
+            tp__buf_printf(&b, ", \"duration_s\": %d", (int)tp__rng_below(r, 900));
         tp__buf_puts(&b, "}");
     }
     tp__buf_printf(&b, "], " NODES ", \"node_limit\": 7, \"time_limit_s\": 2.5}\n");
@@ -736,7 +778,7 @@ TP_TEST(test_repeated_ids_are_rejected_naming_the_first_repeat_as_a_slow_scan_fi
     for (int it = 0; it < 60; it++) {
         size_t n = 2 + tp__rng_below(&r, 400);
         uint64_t pool = 2 * n + tp__rng_below(&r, 4 * n); /* repeats in some instances only */
-        char (*ids)[32] = tp__xcalloc(n, sizeof *ids);
+        char(*ids)[32] = tp__xcalloc(n, sizeof *ids);
         tp_buf_t b;
         tp__buf_init(&b);
         tp__buf_puts(&b, "{" NODES ", \"trials\": [");
@@ -757,8 +799,9 @@ TP_TEST(test_repeated_ids_are_rejected_naming_the_first_repeat_as_a_slow_scan_fi
             TP_CHECK(msg == NULL);
         } else {
             char want[128];
-            snprintf(want, sizeof want, "trials[%zu].id must be unique (trials[%zu] has it too), got ",
-                     first, earlier);
+            snprintf(want, sizeof want,
+                     "trials[%zu].id must be unique (trials[%zu] has it too), got ", first,
+                     earlier);
             TP_CHECK_CONTAINS(msg, want);
             TP_CHECK_CONTAINS(msg, ids[first]);
         }
@@ -794,4 +837,6 @@ TP_TEST(test_json_instance_with_a_repeated_key_is_refused_without_a_leak) {
     TP_CHECK_CONTAINS(parse_error("{" NODES ", " NODES ", \"trials\": []}"), "duplicate");
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

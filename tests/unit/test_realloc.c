@@ -8,10 +8,10 @@
 #include "tp_test.h"
 
 /* A curve measured at the given counts from Amdahl: serial + parallel / g. */
-static void amdahl(tp_scaling_t *s, double serial, double parallel, const int *counts,
-                   size_t n) {
+static void amdahl(tp_scaling_t *s, double serial, double parallel, const int *counts, size_t n) {
     tp__scaling_init(s);
-    for (size_t i = 0; i < n; i++) tp__scaling_add(s, counts[i], serial + parallel / counts[i]);
+    for (size_t i = 0; i < n; i++)
+        tp__scaling_add(s, counts[i], serial + parallel / counts[i]);
 }
 
 TP_TEST(test_scaling_running_mean_is_order_free_and_ignores_bad_samples) {
@@ -19,8 +19,10 @@ TP_TEST(test_scaling_running_mean_is_order_free_and_ignores_bad_samples) {
     tp__scaling_init(&a);
     tp__scaling_init(&b);
     const double xs[] = {1.0, 2.0, 4.5, 0.5};
-    for (int i = 0; i < 4; i++) tp__scaling_add(&a, 2, xs[i]);
-    for (int i = 3; i >= 0; i--) tp__scaling_add(&b, 2, xs[i]);
+    for (int i = 0; i < 4; i++)
+        tp__scaling_add(&a, 2, xs[i]);
+    for (int i = 3; i >= 0; i--)
+        tp__scaling_add(&b, 2, xs[i]);
     int q = -1;
     TP_CHECK_NEAR(tp__scaling_step_s(&a, 2, &q), 2.0, 1e-12);
     TP_CHECK_INT(q, TP_SCALING_MEASURED);
@@ -130,7 +132,8 @@ TP_TEST(test_uniform_splits_evenly_and_never_hands_out_more_than_free) {
     size_t n = tp__realloc_plan(TP_REALLOC_UNIFORM, ts, 3, 7, 0, NULL, out, 4);
     TP_REQUIRE(n == 3);
     int extra = 0;
-    for (size_t i = 0; i < n; i++) extra += out[i].gpus - 1;
+    for (size_t i = 0; i < n; i++)
+        extra += out[i].gpus - 1;
     TP_CHECK_INT(extra, 7);
     TP_CHECK_INT(out[0].trial, 2); /* the leftover GPU goes to the leader */
     TP_CHECK_INT(out[0].gpus, 4);
@@ -236,8 +239,8 @@ TP_TEST(test_plans_on_random_inputs_keep_every_bound) {
         }
         int free_gpus = rand() % 10;
         tp_resize_t out[6];
-        size_t k = tp__realloc_plan((tp_realloc_policy_t)(round % 3), ts, n, free_gpus, 0, NULL,
-                                    out, 6);
+        size_t k =
+            tp__realloc_plan((tp_realloc_policy_t)(round % 3), ts, n, free_gpus, 0, NULL, out, 6);
         int used = 0;
         for (size_t j = 0; j < k; j++) {
             const tp_realloc_trial_t *t = &ts[out[j].trial];
@@ -251,4 +254,6 @@ TP_TEST(test_plans_on_random_inputs_keep_every_bound) {
     }
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

@@ -34,8 +34,7 @@ TP_TEST(test_report_config_line_parses_back_with_its_index) {
     TP_CHECK(tp__report_parse_json(buf, (size_t)(nl - buf), "loss", &rep, why, sizeof why) == 0);
     TP_CHECK(rep.config == 2 && rep.step == 3 && rep.has_value && rep.value == 0.5);
     char *second = nl + 1;
-    TP_CHECK(tp__report_parse_json(second, strlen(second) - 1, "loss", &rep, why, sizeof why) ==
-             0);
+    TP_CHECK(tp__report_parse_json(second, strlen(second) - 1, "loss", &rep, why, sizeof why) == 0);
     TP_CHECK(rep.config == -1 && rep.step == 4); /* tp_report: no index */
 }
 
@@ -73,4 +72,6 @@ TP_TEST(test_drop_lines_reach_tp_dropped_and_pause_still_works) {
     close(p[1]);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

@@ -83,4 +83,6 @@ TP_TEST(test_a_request_is_answered_when_the_clock_turns_a_second_meanwhile) {
     TP_CHECK_INT(system(cmd), 0);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

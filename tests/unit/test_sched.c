@@ -149,7 +149,7 @@ TP_TEST(test_asha_promotes_exactly_the_top_third_of_a_rung) {
                                   "1/3 goes on");
     }
     TP_CHECK(promoted[0] == 1 && promoted[1] == 5 && promoted[2] == 3); /* 0.9 0.8 0.7 */
-    TP_CHECK_INT(next(s, &job), -EAGAIN);                             /* 0.6 is not in the top */
+    TP_CHECK_INT(next(s, &job), -EAGAIN);                               /* 0.6 is not in the top */
     s->ops->result(s, 1, 1, 1, 0.95, 2);
     s->ops->result(s, 5, 1, 1, 0.85, 2);
     TP_CHECK_INT(next(s, &job), -EAGAIN); /* 2 results: floor(2/3) = 0 go on yet */
@@ -170,7 +170,8 @@ TP_TEST(test_asha_promotes_asynchronously_as_results_arrive) {
     build_space(&sp);
     tp_scheduler_t *s = make(&sp, "asha", "random", 0, 1, 9, 0); /* minimize, unbounded */
     tp_job_t job;
-    for (int i = 0; i < 3; i++) TP_CHECK_INT(next(s, &job), 1);
+    for (int i = 0; i < 3; i++)
+        TP_CHECK_INT(next(s, &job), 1);
     s->ops->result(s, 0, 0, 1, 5.0, 1);
     s->ops->result(s, 1, 0, 1, 1.0, 1);
     TP_CHECK_INT(next(s, &job), 1); /* 2 results: nobody yet, a new trial */
@@ -187,10 +188,12 @@ TP_TEST(test_asha_never_promotes_a_failed_trial) {
     build_space(&sp);
     tp_scheduler_t *s = make(&sp, "asha", "random", 6, 1, 9, 1);
     tp_job_t job;
-    for (int i = 0; i < 6; i++) TP_CHECK_INT(next(s, &job), 1);
+    for (int i = 0; i < 6; i++)
+        TP_CHECK_INT(next(s, &job), 1);
     s->ops->result(s, 0, 0, 0, NAN, 1); /* failed */
     TP_CHECK(s->ops->final(s, 0, 0));
-    for (int i = 1; i < 6; i++) s->ops->result(s, i, 0, 1, 0.1 * i, 1);
+    for (int i = 1; i < 6; i++)
+        s->ops->result(s, i, 0, 1, 0.1 * i, 1);
     TP_CHECK_INT(next(s, &job), 1); /* 5 ok results: floor(5/3) = 1 */
     TP_CHECK_INT(job.trial, 5);
     TP_CHECK_INT(next(s, &job), -EAGAIN);
@@ -366,7 +369,8 @@ TP_TEST(test_hyperband_stops_creating_configs_at_the_samplers_trials) {
     /* s=4 in full (81), then s=3 cut to 19: 19@3, 6@9, 2@27, 1@81 */
     static const int want[9] = {81, 27, 9, 3, 1, 19, 6, 2, 1};
     TP_CHECK_INT(run_waves(s, size, budget, 32, &created, &sync_ok), 9);
-    for (int i = 0; i < 9; i++) TP_CHECK_INT(size[i], want[i]);
+    for (int i = 0; i < 9; i++)
+        TP_CHECK_INT(size[i], want[i]);
     TP_CHECK_INT(created, 100);
     tp__scheduler_free(s);
     tp__space_free(&sp);
@@ -398,8 +402,8 @@ TP_TEST(test_median_stops_a_clearly_worse_trial_after_the_startup_trials_only) {
     TP_CHECK_INT(s->ops->report(s, 5, 1, 0.9, 0, why, sizeof why), 1);
     TP_CHECK_INT(next(s, &job), 1); /* trial 6: clearly worse */
     TP_CHECK_INT(s->ops->report(s, 6, 1, 0.9, 0, why, sizeof why), 1);
-    TP_CHECK_INT(s->ops->report(s, 6, 2, 0.3, 0, why, sizeof why), 1); /* best so far 0.9 */
-    TP_CHECK_INT(next(s, &job), 1); /* trial 7 */
+    TP_CHECK_INT(s->ops->report(s, 6, 2, 0.3, 0, why, sizeof why), 1);  /* best so far 0.9 */
+    TP_CHECK_INT(next(s, &job), 1);                                     /* trial 7 */
     TP_CHECK_INT(s->ops->report(s, 7, 12, 0.2, 0, why, sizeof why), 1); /* nobody at step 12 */
     TP_CHECK_INT(s->ops->report(s, 7, 3, 0.61, 0, why, sizeof why), 0);
     TP_CHECK_STR(why, "stopped at step 3: best 0.61 is below the median 0.73 of 5 completed "
@@ -449,9 +453,9 @@ TP_TEST(test_same_calls_give_the_same_decisions_on_replay) {
             memset(&job, 0, sizeof job);
             int rc = s->ops->next(s, 0, &job);
             if (rc == 1) {
-                json_array_append_new(runs[r], json_pack("{sI si so* ss}", "trial", (json_int_t)job.trial,
-                                                         "rung", job.rung, "config", job.config,
-                                                         "why", job.why));
+                json_array_append_new(runs[r], json_pack("{sI si so* ss}", "trial",
+                                                         (json_int_t)job.trial, "rung", job.rung,
+                                                         "config", job.config, "why", job.why));
                 running[nr++] = job.trial * 16 + job.rung;
             }
             if ((rc != 1 || step % 3 == 2) && nr > 0) { /* end the oldest job */
@@ -520,9 +524,12 @@ TP_TEST(test_tpe_asha_resumed_at_any_call_at_concurrency_2_goes_on_exactly) {
         if (nr < 2 && !waiting) {
             c->ask = 1;
             make_call(s, c, 0);
-            if (c->rc == 1) running[nr++] = c->trial * 16 + c->rung;
-            else if (nr == 0) break; /* over */
-            else waiting = 1;
+            if (c->rc == 1)
+                running[nr++] = c->trial * 16 + c->rung;
+            else if (nr == 0)
+                break; /* over */
+            else
+                waiting = 1;
             continue;
         }
         waiting = 0;
@@ -540,12 +547,14 @@ TP_TEST(test_tpe_asha_resumed_at_any_call_at_concurrency_2_goes_on_exactly) {
         for (size_t k = 0; k < cut; k++)
             if (!log[k].ask || log[k].rc == 1) make_call(r, &log[k], 1);
         size_t k = cut;
-        while (k < n && make_call(r, &log[k], 1)) k++;
+        while (k < n && make_call(r, &log[k], 1))
+            k++;
         if (k != n) fprintf(stderr, "  cut after call %zu: call %zu differs\n", cut, k);
         TP_CHECK(k == n);
         tp__scheduler_free(r);
     }
-    for (size_t k = 0; k < n; k++) json_decref(log[k].config);
+    for (size_t k = 0; k < n; k++)
+        json_decref(log[k].config);
     tp__space_free(&sp);
 }
 

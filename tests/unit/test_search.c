@@ -58,10 +58,12 @@ TP_TEST(test_random_different_seeds_give_different_configs) {
     build_space(&sp);
     tp_search_cfg_t c1 = {.algorithm = "random", .trials = 10, .seed = 1};
     tp_search_cfg_t c2 = {.algorithm = "random", .trials = 10, .seed = 2};
-    tp_searcher_t *a = tp__searcher_new(&sp, &c1, 0, NULL), *b = tp__searcher_new(&sp, &c2, 0, NULL);
+    tp_searcher_t *a = tp__searcher_new(&sp, &c1, 0, NULL),
+                  *b = tp__searcher_new(&sp, &c2, 0, NULL);
     json_t *ca = ask_all(a, 10), *cb = ask_all(b, 10);
     int same = 0;
-    for (size_t i = 0; i < 10; i++) same += json_equal(json_array_get(ca, i), json_array_get(cb, i));
+    for (size_t i = 0; i < 10; i++)
+        same += json_equal(json_array_get(ca, i), json_array_get(cb, i));
     TP_CHECK_INT(same, 0);
     /* consecutive trials of one seed differ too */
     TP_CHECK(!json_equal(json_array_get(ca, 0), json_array_get(ca, 1)));
@@ -110,7 +112,8 @@ TP_TEST(test_grid_covers_the_full_product_repeated_trials_times) {
         TP_CHECK(lr >= 1e-4 && lr <= 1);
     }
     for (int h = 0; h < 3; h++)
-        for (int l = 0; l < 3; l++) TP_CHECK_INT(seen[h][l], 2);
+        for (int l = 0; l < 3; l++)
+            TP_CHECK_INT(seen[h][l], 2);
     /* the repeat has the same discrete point but a fresh continuous draw */
     json_t *a = json_array_get(all, 0), *b = json_array_get(all, 9);
     TP_CHECK(json_equal(json_object_get(a, "hidden"), json_object_get(b, "hidden")));
@@ -156,8 +159,9 @@ TP_TEST(test_unknown_algorithm_suggests_the_closest_name) {
                           "grid, random, tpe, nsga2, gp, cmaes)");
     cfg.algorithm = "bayesian";
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
-    TP_CHECK_STR(err.msg,
-                 "unknown search algorithm \"bayesian\"; known: grid, random, tpe, nsga2, gp, cmaes");
+    TP_CHECK_STR(
+        err.msg,
+        "unknown search algorithm \"bayesian\"; known: grid, random, tpe, nsga2, gp, cmaes");
     TP_CHECK_STR(tp__searcher_names[0], "grid");
     TP_CHECK_STR(tp__searcher_names[1], "random");
     TP_CHECK_STR(tp__searcher_names[2], "tpe");

@@ -23,16 +23,21 @@ static const char *tiny_yaml =
     "  two: {nodes: 1, gpus_per_node: 2, gpu_type: ref, cpus_per_node: 64}\n"
     "  few_cpus: {nodes: 1, gpus_per_node: 1, gpu_type: ref, cpus_per_node: 1}\n"
     "models:\n"
-    "  light: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
-    "  heavy: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.8, cpus: 1, source: assumed}\n"
-    "  big: {b_ref: 64, mem_base_mib: 30000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
-    "  light2: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: 0.3, cpus: 1, source: assumed}\n"
+    "  light: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: "
+    "0.3, cpus: 1, source: assumed}\n"
+    "  heavy: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: "
+    "0.8, cpus: 1, source: assumed}\n"
+    "  big: {b_ref: 64, mem_base_mib: 30000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: "
+    "0.3, cpus: 1, source: assumed}\n"
+    "  light2: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: "
+    "0.3, cpus: 1, source: assumed}\n"
     "spaces:\n"
     "  L1: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 1}}\n"
     "  L2: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
     "  H2: {models: [heavy], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
     "  B2: {models: [big], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
-    "  P: {models: [light, light2], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n";
+    "  P: {models: [light, light2], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: "
+    "2}}\n";
 
 static int load_tiny(tp_workload_t *w) {
     char path[] = "/tmp/tp_test_sim_XXXXXX";
@@ -232,7 +237,9 @@ TP_TEST(test_lower_bound_never_above_makespan_on_random_workloads) {
     const char *clusters[] = {"homog_4", "homog_8", "hetero_4h6a", "hetero_4h"};
     const char *policies[] = {"one-per-gpu", "ff", "bfd", "wf", "wfd"};
     for (uint64_t seed = 1; seed <= 8; seed++) {
-        tp_sim_opts_t o = {.searcher = "random", .trials = 20 + 13 * seed, .seed = seed,
+        tp_sim_opts_t o = {.searcher = "random",
+                           .trials = 20 + 13 * seed,
+                           .seed = seed,
                            .overhead = 0.01 * (double)(seed % 4)};
         tp_sim_result_t r;
         const char *pol = policies[seed % 5];
@@ -358,8 +365,8 @@ TP_TEST(test_incremental_rounds_decide_as_full_rounds_at_the_same_window) {
     tp_workload_t w;
     TP_REQUIRE(load_sp(&w) == 0);
     tp_sim_result_t full, inc;
-    tp_sim_opts_t o = {.overhead = 0.03, .trials = 3840, .window = 64,
-                       .rounds = TP_SIM_ROUNDS_FULL};
+    tp_sim_opts_t o = {
+        .overhead = 0.03, .trials = 3840, .window = 64, .rounds = TP_SIM_ROUNDS_FULL};
     TP_CHECK_INT(sim(&w, "SP4", "homog_16", "wfd", 0, &o, &full), 0);
     o.rounds = TP_SIM_ROUNDS_INCREMENTAL;
     TP_CHECK_INT(sim(&w, "SP4", "homog_16", "wfd", 0, &o, &inc), 0);
@@ -418,7 +425,8 @@ TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
     size_t len = 0;
     TP_CHECK_INT(tp__read_file(csv, &text, &len, &err), 0);
     size_t lines = 0;
-    for (size_t i = 0; i < len; i++) lines += text[i] == '\n';
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
     TP_CHECK_INT(lines, 96 + 1);
     TP_CHECK(text && strncmp(text, "gpu,node,gpu_type,lane,start_s,end_s,trial,model", 48) == 0);
     free(text);
@@ -427,7 +435,8 @@ TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
     TP_CHECK_CONTAINS(text, "&lt;wfd&gt;");
     TP_CHECK_CONTAINS(text, ">shufflenet</text>");
     size_t bars = 0;
-    for (const char *p = text; (p = strstr(p, "<title>trial ")); p++) bars++;
+    for (const char *p = text; (p = strstr(p, "<title>trial ")); p++)
+        bars++;
     TP_CHECK_INT(bars, 96);
     free(text);
     TP_CHECK(!xml_balanced("<svg><g></svg>")); /* the checker catches a planted error */
@@ -438,4 +447,6 @@ TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
     tp__workload_free(&w);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

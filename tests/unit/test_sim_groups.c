@@ -6,10 +6,20 @@
 #include "tp_test.h"
 
 static tp_groups_opts_t base(void) {
-    return (tp_groups_opts_t){.n0 = 1, .eta = 3, .min_steps = 100, .gpus = 4,
-                              .gpu_memory_mib = 24576, .reserve_mib = 512, .pack_max = 4,
-                              .serial = 0, .restart_s = 10, .overhead = 0.03, .min = 0.25,
-                              .max = 4, .gpus_cap = 4, .seed = 7};
+    return (tp_groups_opts_t){.n0 = 1,
+                              .eta = 3,
+                              .min_steps = 100,
+                              .gpus = 4,
+                              .gpu_memory_mib = 24576,
+                              .reserve_mib = 512,
+                              .pack_max = 4,
+                              .serial = 0,
+                              .restart_s = 10,
+                              .overhead = 0.03,
+                              .min = 0.25,
+                              .max = 4,
+                              .gpus_cap = 4,
+                              .seed = 7};
 }
 
 static double makespan(tp_groups_opts_t o, tp_groups_result_t *r) {
@@ -85,7 +95,7 @@ TP_TEST(test_groups_dynamic_restarts_only_for_more_whole_gpus_as_the_run_does) {
     TP_CHECK(makespan(o, &r) < held);
     TP_CHECK(r.resizes > 0);
     TP_CHECK_INT(r.jobs, 40 + r.resizes); /* a resize is a job start */
-    o.restart_s = 1e6; /* a restart that never pays: none */
+    o.restart_s = 1e6;                    /* a restart that never pays: none */
     TP_REQUIRE(!isnan(makespan(o, &r)));
     TP_CHECK_INT(r.resizes, 0);
 }
@@ -139,9 +149,11 @@ TP_TEST(test_groups_fractions_share_what_their_gpu_serves) {
     o.mode = TP_FLUID_STATIC, o.gpus = 1, o.max = 1, o.gpus_cap = 1;
     double measured = makespan(o, &r);
     TP_CHECK_INT(r.jobs, 4);
-    for (int k = 0; k < 4; k++) o.served[k] = 4;
+    for (int k = 0; k < 4; k++)
+        o.served[k] = 4;
     TP_CHECK_NEAR(makespan(o, &r), apart, 1e-6);
-    for (int k = 0; k < 4; k++) o.served[k] = 1;
+    for (int k = 0; k < 4; k++)
+        o.served[k] = 1;
     double saturated = makespan(o, &r);
     TP_CHECK(apart < measured && measured < saturated);
     /* the bound holds under each: it counts the most a GPU serves */
@@ -169,4 +181,6 @@ TP_TEST(test_groups_bad_options_are_refused) {
     TP_CHECK(strstr(err.msg, "eta > 1") != NULL);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

@@ -74,4 +74,6 @@ TP_TEST(test_a_bad_gpu_count_or_scheduler_is_an_error) {
     TP_CHECK_CONTAINS(err.msg, "did you mean \"hypersched\"");
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

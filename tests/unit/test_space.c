@@ -18,7 +18,8 @@ static tp_param_t mk_values(const char *name, tp_domain_kind kind, const char *j
     json_t *a = json_loads(json_list, JSON_DECODE_ANY, NULL);
     p.nvalues = json_array_size(a);
     p.values = tp__xcalloc(p.nvalues ? p.nvalues : 1, sizeof *p.values);
-    for (size_t i = 0; i < p.nvalues; i++) p.values[i] = json_incref(json_array_get(a, i));
+    for (size_t i = 0; i < p.nvalues; i++)
+        p.values[i] = json_incref(json_array_get(a, i));
     json_decref(a);
     return p;
 }
@@ -61,9 +62,12 @@ TP_TEST(test_every_domain_samples_inside_its_bounds) {
         li_lo += l == 1, li_hi += l == 1024;
         nsum += json_real_value(json_object_get(c, "n"));
         json_t *cv = json_object_get(c, "c");
-        if (json_is_string(cv)) choice_hits[2]++;
-        else if (json_integer_value(cv) == 16) choice_hits[0]++;
-        else if (json_integer_value(cv) == 32) choice_hits[1]++;
+        if (json_is_string(cv))
+            choice_hits[2]++;
+        else if (json_integer_value(cv) == 16)
+            choice_hits[0]++;
+        else if (json_integer_value(cv) == 32)
+            choice_hits[1]++;
         TP_CHECK_INT(json_integer_value(json_object_get(c, "k")), 20);
         TP_CHECK_INT(json_object_size(c), 7);
         json_decref(c);
@@ -72,7 +76,8 @@ TP_TEST(test_every_domain_samples_inside_its_bounds) {
     TP_CHECK(li_lo > 0 && li_hi > 0);
     TP_CHECK(lu_min < 1e-3 && lu_max > 0.1); /* log scale reaches both decades */
     TP_CHECK_NEAR(nsum / n, 10, 0.1);
-    for (int k = 0; k < 3; k++) TP_CHECK(choice_hits[k] > n / 4);
+    for (int k = 0; k < 3; k++)
+        TP_CHECK(choice_hits[k] > n / 4);
     tp__space_free(&s);
 }
 
@@ -144,7 +149,8 @@ TP_TEST(test_grid_enumerates_every_point_exactly_once) {
     for (int a = 0; a < 2; a++)
         for (int i = 0; i < 3; i++)
             for (int c = 0; c < 2; c++)
-                for (int u2 = 0; u2 < 5; u2++) TP_CHECK_INT(seen[a][i][c][u2], 1);
+                for (int u2 = 0; u2 < 5; u2++)
+                    TP_CHECK_INT(seen[a][i][c][u2], 1);
     tp__space_free(&s);
 }
 
@@ -158,7 +164,8 @@ TP_TEST(test_grid_size_is_one_without_discrete_params_and_zero_past_2_pow_40) {
     add(&s, li);
     add(&s, mk("big", TP_DOM_INT, 0, 1e9)); /* > 10000 values: sampled, not enumerated */
     TP_CHECK_INT(tp__space_grid_size(&s), 1);
-    for (int k = 0; k < 5; k++) add(&s, mk("i", TP_DOM_INT, 1, 10000)); /* 10^20 points */
+    for (int k = 0; k < 5; k++)
+        add(&s, mk("i", TP_DOM_INT, 1, 10000)); /* 10^20 points */
     TP_CHECK_INT(tp__space_grid_size(&s), 0);
     tp__space_free(&s);
 }

@@ -55,8 +55,8 @@ TP_TEST(test_random_sampling_keeps_only_active_params) {
         json_decref(c);
     }
     TP_CHECK_INT(bad, 0);
-    TP_CHECK(sgd > 1800 && sgd < 2200);   /* each branch about half the time */
-    TP_CHECK(damp > 800 && damp < 1200);  /* sgd and nesterov: about a quarter */
+    TP_CHECK(sgd > 1800 && sgd < 2200);  /* each branch about half the time */
+    TP_CHECK(damp > 800 && damp < 1200); /* sgd and nesterov: about a quarter */
     tp__experiment_free(&x);
 }
 
@@ -123,8 +123,8 @@ TP_TEST(test_grid_enumerates_each_valid_combination_once) {
     uint64_t i = 0;
     while (s->ops->ask(s, i, 0, &c) == 1) {
         char *t = json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS);
-        TP_CHECK(json_object_get(want, t) != NULL);  /* a valid configuration */
-        TP_CHECK(json_object_get(got, t) == NULL);   /* never twice */
+        TP_CHECK(json_object_get(want, t) != NULL); /* a valid configuration */
+        TP_CHECK(json_object_get(got, t) == NULL);  /* never twice */
         json_object_set_new(got, t, json_true());
         free(t), json_decref(c);
         i++;
@@ -217,25 +217,28 @@ static int parse_fails(const char *space, const char *where, const char *needle)
 TP_TEST(test_condition_errors_say_what_and_where) {
     TP_CHECK(parse_fails("  opt: {choice: [sgd, adam]}\n"
                          "  m: {uniform: [0, 1], when: {optt: sgd}}\n",
-                         "t.yaml:6:31: ", "names \"optt\", which is no parameter; did you mean "
-                                          "\"opt\"?"));
+                         "t.yaml:6:31: ",
+                         "names \"optt\", which is no parameter; did you mean "
+                         "\"opt\"?"));
     TP_CHECK(parse_fails("  opt: {choice: [sgd, adam]}\n"
                          "  m: {uniform: [0, 1], when: {opt: [sgd, rmsprop]}}\n",
-                         "t.yaml:6:31: ", "opt = rmsprop, a value \"opt\" never takes; its "
-                                          "values: sgd, adam"));
+                         "t.yaml:6:31: ",
+                         "opt = rmsprop, a value \"opt\" never takes; its "
+                         "values: sgd, adam"));
     TP_CHECK(parse_fails("  a: {choice: [1, 2], when: {b: 1}}\n"
                          "  b: {choice: [1, 2], when: {c: 1}}\n"
                          "  c: {choice: [1, 2], when: {a: 2}}\n",
                          "t.yaml:", "conditions form a cycle (a -> b -> c -> a"));
-    TP_CHECK(parse_fails("  a: {choice: [1, 2], when: {a: 1}}\n", "t.yaml:5:30: ",
-                         "cannot depend on itself"));
+    TP_CHECK(parse_fails("  a: {choice: [1, 2], when: {a: 1}}\n",
+                         "t.yaml:5:30: ", "cannot depend on itself"));
     TP_CHECK(parse_fails("  lr: {uniform: [0, 1]}\n"
                          "  m: {uniform: [0, 1], when: {lr: 0.5}}\n",
                          "t.yaml:6:31: ", "a continuous parameter"));
     TP_CHECK(parse_fails("  n: {int: [1, 4]}\n"
                          "  m: {uniform: [0, 1], when: {n: [2, 9]}}\n",
-                         "t.yaml:6:31: ", "n = 9, a value \"n\" never takes; its values: an "
-                                          "integer from 1 to 4"));
+                         "t.yaml:6:31: ",
+                         "n = 9, a value \"n\" never takes; its values: an "
+                         "integer from 1 to 4"));
     TP_CHECK(parse_fails("  n: {int: [1, 4]}\n"
                          "  m: {uniform: [0, 1], when: {n: {x: 1}}}\n",
                          "t.yaml:6:34: ", "must be a value or a list of values"));

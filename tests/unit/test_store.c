@@ -77,14 +77,25 @@ TP_TEST(test_trial_lifecycle_is_read_back_in_order) {
     TP_CHECK_INT(tp__store_trial_state(s, 0, "running", 1, NULL, 2.0), 0);
     TP_CHECK_INT(tp__store_metric(s, 0, 1, 0, 1, 0.5, "{\"step\":1,\"acc\":0.5}", 20), 0);
     TP_CHECK_INT(tp__store_metric(s, 0, 1, 1, 2, 0.7, "{\"step\":2,\"acc\":0.7}", 20), 0);
-    tp_trial_end_t e = {.state = "completed", .attempt = 1, .has_exit = 1, .has_value = 1,
-                        .value = 0.7, .best = 0.7, .step = 2, .metrics = "{\"step\":2,\"acc\":0.7}",
+    tp_trial_end_t e = {.state = "completed",
+                        .attempt = 1,
+                        .has_exit = 1,
+                        .has_value = 1,
+                        .value = 0.7,
+                        .best = 0.7,
+                        .step = 2,
+                        .metrics = "{\"step\":2,\"acc\":0.7}",
                         .at = 3.0};
     TP_CHECK_INT(tp__store_trial_end(s, 0, &e), 0);
     TP_CHECK_INT(tp__store_trial_state(s, 1, "running", 1, NULL, 2.0), 0);
-    tp_trial_end_t f = {.state = "failed", .attempt = 1, .failures = 1, .has_exit = 1,
-                        .exit_code = 3, .error = "exited with code 3",
-                        .step = TP_STORE_NO_STEP, .at = 3.0};
+    tp_trial_end_t f = {.state = "failed",
+                        .attempt = 1,
+                        .failures = 1,
+                        .has_exit = 1,
+                        .exit_code = 3,
+                        .error = "exited with code 3",
+                        .step = TP_STORE_NO_STEP,
+                        .at = 3.0};
     TP_CHECK_INT(tp__store_trial_end(s, 1, &f), 0);
     TP_CHECK_INT(tp__store_commit(s), 0);
     tp__store_close(s);
@@ -155,8 +166,7 @@ static int trial_kind(const tp_trial_row_t *row, void *ud) {
 static int count_priors(const tp_prior_row_t *p, void *ud) {
     size_t *n = ud;
     if (*n == 0) {
-        if (strcmp(p->source, "runs/a") != 0 || p->source_trial != 4 || p->value != 0.25)
-            return 1;
+        if (strcmp(p->source, "runs/a") != 0 || p->source_trial != 4 || p->value != 0.25) return 1;
     }
     (*n)++;
     return 0;
@@ -173,8 +183,13 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     tp_store_t *s = NULL;
     tp_error_t err = {0};
     TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
-    tp_decision_row_t d = {.at = 1, .kind = "result", .trial = 0, .ok = 1, .has_value = 1,
-                           .value = 0.5, .objectives = "[0.5,2]"};
+    tp_decision_row_t d = {.at = 1,
+                           .kind = "result",
+                           .trial = 0,
+                           .ok = 1,
+                           .has_value = 1,
+                           .value = 0.5,
+                           .objectives = "[0.5,2]"};
     TP_CHECK_INT(tp__store_decision(s, &d), 0);
     TP_CHECK_INT(tp__store_trial_add(s, 0, "{\"x\":1}", 1), 0);
     tp__store_close(s);
@@ -183,10 +198,13 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
     sqlite3 *db;
     sqlite3_open(path, &db);
-    TP_CHECK_INT(sqlite3_exec(db, "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
-                                  "ALTER TABLE trials DROP COLUMN kind; "
-                                  "ALTER TABLE trials DROP COLUMN source; "
-                                  "PRAGMA user_version = 4", NULL, NULL, NULL), SQLITE_OK);
+    TP_CHECK_INT(sqlite3_exec(db,
+                              "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
+                              "ALTER TABLE trials DROP COLUMN kind; "
+                              "ALTER TABLE trials DROP COLUMN source; "
+                              "PRAGMA user_version = 4",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
     sqlite3_close(db);
     /* a reader (best, export, a warm start) opens it as it is */
     TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
@@ -202,8 +220,8 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     n = 0;
     tp__store_decisions(s, count_decisions, &n);
     TP_CHECK_INT(n, 1);
-    tp_prior_row_t p = {.source = "runs/a", .source_trial = 4, .params = "{\"x\":1}",
-                        .value = 0.25, .at = 2};
+    tp_prior_row_t p = {
+        .source = "runs/a", .source_trial = 4, .params = "{\"x\":1}", .value = 0.25, .at = 2};
     TP_CHECK_INT(tp__store_prior_add(s, &p), 0);
     n = 0;
     TP_CHECK_INT(tp__store_priors(s, count_priors, &n), 0);

@@ -25,8 +25,8 @@ static tp_scheduler_t *make(const tp_space_t *sp, const char *name, uint64_t tri
     tp_error_t err = {0};
     tp_scheduler_t *in = tp__scheduler_new(sp, &cfg, &err);
     if (!in) return NULL;
-    tp_surrogate_cfg_t sc = {.param = "width_mult", .value = 0.125, .promote = promote,
-                             .eager = eager};
+    tp_surrogate_cfg_t sc = {
+        .param = "width_mult", .value = 0.125, .promote = promote, .eager = eager};
     tp_scheduler_t *s = tp__surrogate_wrap(in, &sc, &err);
     if (!s) fprintf(stderr, "  wrap: %s\n", err.msg);
     return s;
@@ -47,7 +47,9 @@ static int next(tp_scheduler_t *s, tp_job_t *job, double *width) {
     return next_at(s, 0, job, width);
 }
 
-static double value_of(int64_t trial) { return (double)((trial * 37) % 23) / 23.0; }
+static double value_of(int64_t trial) {
+    return (double)((trial * 37) % 23) / 23.0;
+}
 
 TP_TEST(test_surrogates_run_scaled_and_the_top_are_promoted_once_half_have_ended) {
     tp_space_t sp;
@@ -65,18 +67,21 @@ TP_TEST(test_surrogates_run_scaled_and_the_top_are_promoted_once_half_have_ended
         TP_CHECK_INT(src, -1);
     }
     TP_CHECK_INT(next(s, &job, &w), -EAGAIN); /* all run: wait, never 0 */
-    for (int i = 0; i < 4; i++) s->ops->result(s, i, 0, 1, value_of(i), 1);
+    for (int i = 0; i < 4; i++)
+        s->ops->result(s, i, 0, 1, value_of(i), 1);
     TP_CHECK_INT(next(s, &job, &w), -EAGAIN); /* 4 of 10 ended: not yet */
     s->ops->result(s, 4, 0, 1, value_of(4), 1);
     /* 5 of 10 ended: the top 3 of trials 0..4 by value (max), best first */
     int64_t want[3];
     double v[5];
-    for (int i = 0; i < 5; i++) v[i] = value_of(i);
+    for (int i = 0; i < 5; i++)
+        v[i] = value_of(i);
     for (int k = 0; k < 3; k++) {
         int best = -1;
         for (int i = 0; i < 5; i++) {
             int taken = 0;
-            for (int j = 0; j < k; j++) taken |= want[j] == i;
+            for (int j = 0; j < k; j++)
+                taken |= want[j] == i;
             if (!taken && (best < 0 || v[i] > v[best])) best = i;
         }
         want[k] = best;
@@ -96,7 +101,8 @@ TP_TEST(test_surrogates_run_scaled_and_the_top_are_promoted_once_half_have_ended
     s->ops->result(s, 10, 0, 1, 1e9, 1);
     TP_CHECK_INT(next(s, &job, &w), -EAGAIN);
     /* the rest end, trial 9 with the best value of all: it is promoted too */
-    for (int i = 5; i < 10; i++) s->ops->result(s, i, 0, 1, i == 9 ? 2.0 : 0.0, 1);
+    for (int i = 5; i < 10; i++)
+        s->ops->result(s, i, 0, 1, i == 9 ? 2.0 : 0.0, 1);
     TP_CHECK_INT(next(s, &job, &w), 1);
     int64_t src;
     TP_CHECK_INT(tp__surrogate_kind(s, job.trial, &src), TP_KIND_TARGET);
@@ -116,8 +122,10 @@ TP_TEST(test_leaders_found_after_the_eager_point_wait_for_the_end_and_overtaken_
     tp_job_t job;
     double w;
     int64_t src;
-    for (int i = 0; i < 10; i++) TP_CHECK_INT(next(s, &job, &w), 1);
-    for (int i = 0; i < 5; i++) s->ops->result(s, i, 0, 1, 0.1 * i, 1); /* top 2: 4, 3 */
+    for (int i = 0; i < 10; i++)
+        TP_CHECK_INT(next(s, &job, &w), 1);
+    for (int i = 0; i < 5; i++)
+        s->ops->result(s, i, 0, 1, 0.1 * i, 1); /* top 2: 4, 3 */
     TP_CHECK_INT(next(s, &job, &w), 1);
     TP_CHECK(tp__surrogate_kind(s, job.trial, &src) == TP_KIND_TARGET && src == 4);
     TP_CHECK_INT(next(s, &job, &w), 1);
@@ -147,8 +155,10 @@ TP_TEST(test_eager_one_promotes_only_when_the_search_is_over) {
     TP_REQUIRE(s != NULL);
     tp_job_t job;
     double w;
-    for (int i = 0; i < 4; i++) TP_CHECK_INT(next(s, &job, &w), 1);
-    for (int i = 0; i < 3; i++) s->ops->result(s, i, 0, 1, (double)i, 1);
+    for (int i = 0; i < 4; i++)
+        TP_CHECK_INT(next(s, &job, &w), 1);
+    for (int i = 0; i < 3; i++)
+        s->ops->result(s, i, 0, 1, (double)i, 1);
     TP_CHECK_INT(next(s, &job, &w), -EAGAIN); /* trial 3 still runs */
     s->ops->result(s, 3, 0, 0, NAN, 1);       /* it fails: out of the ranking */
     int64_t src;
@@ -168,7 +178,8 @@ TP_TEST(test_under_asha_a_trial_of_a_higher_rung_outranks_a_better_value_at_rung
     TP_REQUIRE(s != NULL);
     tp_job_t job;
     double w;
-    for (int i = 0; i < 3; i++) TP_CHECK_INT(next(s, &job, &w), 1);
+    for (int i = 0; i < 3; i++)
+        TP_CHECK_INT(next(s, &job, &w), 1);
     s->ops->result(s, 0, 0, 1, 0.5, 1);
     s->ops->result(s, 1, 0, 1, 0.9, 1);
     s->ops->result(s, 2, 0, 1, 0.1, 1);
@@ -215,10 +226,10 @@ static json_t *drive(tp_scheduler_t *s) {
         if (rc == 1) {
             int64_t src;
             tp_trial_kind_t k = tp__surrogate_kind(s, job.trial, &src);
-            json_array_append_new(log, json_pack("{sI si so* si sI}", "trial",
-                                                 (json_int_t)job.trial, "rung", job.rung,
-                                                 "config", job.config, "kind", (int)k, "src",
-                                                 (json_int_t)src));
+            json_array_append_new(log,
+                                  json_pack("{sI si so* si sI}", "trial", (json_int_t)job.trial,
+                                            "rung", job.rung, "config", job.config, "kind", (int)k,
+                                            "src", (json_int_t)src));
             running[nr++] = job.trial * 16 + job.rung;
             continue;
         }
@@ -242,8 +253,8 @@ TP_TEST(test_same_calls_give_the_same_surrogates_and_targets_on_replay) {
     TP_CHECK(json_equal(la, lb));
     size_t i, targets = 0;
     json_t *e;
-    json_array_foreach(la, i, e) targets += json_integer_value(json_object_get(e, "kind")) ==
-                                            TP_KIND_TARGET;
+    json_array_foreach(la, i, e) targets +=
+        json_integer_value(json_object_get(e, "kind")) == TP_KIND_TARGET;
     TP_CHECK(targets >= 3);
     json_decref(la), json_decref(lb);
     tp__scheduler_free(a), tp__scheduler_free(b);
@@ -253,8 +264,8 @@ TP_TEST(test_same_calls_give_the_same_surrogates_and_targets_on_replay) {
 /* A job's timing for trial t: `units` budget units, 10 s of start-up, 20 s per unit. */
 static void timed_result(tp_scheduler_t *s, int64_t t, int rung, double units, double value,
                          double now) {
-    tp_timing_t tm = {.trial = t, .rung = rung, .units = units, .run_s = 10 + 20 * units,
-                      .unit_s = 20};
+    tp_timing_t tm = {
+        .trial = t, .rung = rung, .units = units, .run_s = 10 + 20 * units, .unit_s = 20};
     s->ops->timing(s, &tm, now);
     s->ops->result(s, t, rung, 1, value, now);
 }
@@ -283,7 +294,8 @@ TP_TEST(test_hypersched_inside_gets_the_deadline_and_timings_and_refuses_in_oute
         TP_CHECK_INT(job.trial, i);
     }
     static const double v0[4] = {0.9, 0.1, 0.2, 0.3};
-    for (int i = 0; i < 4; i++) timed_result(s, i, 0, 1, v0[i], 30 + i);
+    for (int i = 0; i < 4; i++)
+        timed_result(s, i, 0, 1, v0[i], 30 + i);
     /* trial 0 goes to rung 1 (budget 3), the last: it ends, and the eager 1 of 5 opens */
     TP_CHECK_INT(next(s, &job, &w), 1);
     TP_CHECK(job.trial == 0 && !job.is_new && job.rung == 1);

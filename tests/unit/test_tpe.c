@@ -15,7 +15,8 @@ static void add_real(tp_space_t *sp, const char *name, tp_domain_kind kind, doub
 static void add_choice(tp_space_t *sp, const char *name, const char *const *vals, size_t n) {
     tp_param_t p = {.name = tp__strdup(name), .kind = TP_DOM_CHOICE, .nvalues = n};
     p.values = tp__xcalloc(n, sizeof *p.values);
-    for (size_t i = 0; i < n; i++) p.values[i] = json_string(vals[i]);
+    for (size_t i = 0; i < n; i++)
+        p.values[i] = json_string(vals[i]);
     tp__space_add(sp, &p);
 }
 
@@ -108,7 +109,8 @@ TP_TEST(test_tpe_startup_trials_are_the_random_searchers_draws) {
     add_real(&sp, "lr", TP_DOM_LOGUNIFORM, 1e-5, 1, 0);
     tp_search_cfg_t ct = {.algorithm = "tpe", .trials = 0, .seed = 3};
     tp_search_cfg_t cr = {.algorithm = "random", .trials = 0, .seed = 3};
-    tp_searcher_t *t = tp__searcher_new(&sp, &ct, 1, NULL), *r = tp__searcher_new(&sp, &cr, 1, NULL);
+    tp_searcher_t *t = tp__searcher_new(&sp, &ct, 1, NULL),
+                  *r = tp__searcher_new(&sp, &cr, 1, NULL);
     TP_CHECK_INT(t->ops->total(t), 0);
     int same = 0;
     for (uint64_t i = 0; i < 14; i++) {
@@ -171,7 +173,8 @@ TP_TEST(test_tpe_later_tell_for_the_same_index_replaces_the_value) {
     tp__space_init(&sp);
     add_real(&sp, "x", TP_DOM_UNIFORM, -10, 10, 0);
     tp_search_cfg_t cfg = {.algorithm = "tpe", .seed = 9};
-    tp_searcher_t *a = tp__searcher_new(&sp, &cfg, 0, NULL), *b = tp__searcher_new(&sp, &cfg, 0, NULL);
+    tp_searcher_t *a = tp__searcher_new(&sp, &cfg, 0, NULL),
+                  *b = tp__searcher_new(&sp, &cfg, 0, NULL);
     for (uint64_t i = 0; i < 15; i++) {
         json_t *c = NULL, *d = NULL;
         a->ops->ask(a, i, 0, &c);
@@ -253,7 +256,8 @@ TP_TEST(test_tpe_values_stay_in_their_domains) {
         bad += !(json_is_integer(units) && json_integer_value(units) % 16 == 0 &&
                  json_integer_value(units) >= 16 && json_integer_value(units) <= 256);
         TP_CHECK_STR(json_string_value(json_object_get(c, "k")), "fixed");
-        double v = (u - 0.3) * (u - 0.3) + fabs(log10(lr) + 2) + fabs((double)json_integer_value(batch) - 64) / 64;
+        double v = (u - 0.3) * (u - 0.3) + fabs(log10(lr) + 2) +
+                   fabs((double)json_integer_value(batch) - 64) / 64;
         s->ops->tell(s, i, c, v, 0);
         json_decref(c);
     }
@@ -294,7 +298,8 @@ TP_TEST(test_tpe_asks_with_1000_observations_and_5_params) {
 
 TP_TEST(test_tpe_is_listed_among_the_searchers) {
     int found = 0;
-    for (size_t i = 0; tp__searcher_names[i]; i++) found += strcmp(tp__searcher_names[i], "tpe") == 0;
+    for (size_t i = 0; tp__searcher_names[i]; i++)
+        found += strcmp(tp__searcher_names[i], "tpe") == 0;
     TP_CHECK_INT(found, 1);
 }
 

@@ -103,8 +103,8 @@ TP_TEST(test_every_change_is_journaled_and_counted) {
 
     /* A failed attempt with retries left: pending again, queued, error kept. */
     t->failures = 1;
-    tp_transition_t fail = {.error = "exited with code 1", .has_exit = 1, .exit_code = 1,
-                            .requeue = TP_REQUEUE_RETRY};
+    tp_transition_t fail = {
+        .error = "exited with code 1", .has_exit = 1, .exit_code = 1, .requeue = TP_REQUEUE_RETRY};
     TP_CHECK_INT(tp__trial_set_state(&f.trials, t, TP_TRIAL_PENDING, &fail), 0);
     TP_CHECK_STR(stored(&f, 0).error, "exited with code 1");
     TP_CHECK_INT(f.trials.retried, 1);
@@ -134,7 +134,8 @@ TP_TEST(test_every_change_is_journaled_and_counted) {
     TP_CHECK_STR(s.metrics, "{\"acc\": 0.5}");
     TP_CHECK_INT(f.trials.count[TP_TRIAL_STOPPED], 1);
     int total = 0;
-    for (int i = 0; i < TP_TRIAL_NSTATES; i++) total += f.trials.count[i];
+    for (int i = 0; i < TP_TRIAL_NSTATES; i++)
+        total += f.trials.count[i];
     TP_CHECK_INT(total, 1);
     TP_CHECK_INT(f.trials.bugs, 0);
     teardown(&f);
@@ -191,10 +192,10 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
     trial_t *c = tp__trials_add(&f.trials, 2, json_object(), 1.0);
     trial_t *d = tp__trials_add(&f.trials, 3, json_object(), 1.0);
     a->group = 0, b->group = 9, c->group = 9, d->group = 4; /* demand groups */
-    a->step_done = 20, a->budget = 60;  /* promoted from 20 to 60 steps */
-    b->step_done = -1, b->budget = 10;  /* no checkpoint */
-    c->step_done = -1, c->budget = 30;  /* never ran */
-    d->step_done = -1, d->budget = 30;  /* never ran, nor has any of its group */
+    a->step_done = 20, a->budget = 60;                      /* promoted from 20 to 60 steps */
+    b->step_done = -1, b->budget = 10;                      /* no checkpoint */
+    c->step_done = -1, c->budget = 30;                      /* never ran */
+    d->step_done = -1, d->budget = 30; /* never ran, nor has any of its group */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 0, 1e-12); /* nothing measured: unknown */
     a->compute = 1, a->gpus = 2;
     tp__trial_set_step_s(&f.trials, a, 0.9);
@@ -204,12 +205,12 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
     a->compute = 1, a->gpus = 4; /* placed again: the step it has is still the one GPU's */
     TP_CHECK_INT(a->step_gpus, 1);
     tp__trial_set_step_s(&f.trials, b, 2.5);
-    tp__trial_set_step_s(&f.trials, c, 0);   /* nothing measured: ignored */
+    tp__trial_set_step_s(&f.trials, c, 0); /* nothing measured: ignored */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 20.0, 1e-12);
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, b), 25.0, 1e-12);
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 75.0, 1e-12); /* its group's mean, 2.5 */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, d), 45.0, 1e-12); /* the run's mean, 1.5 */
-    c->budget = 0; /* no budget: unknown */
+    c->budget = 0;                                                  /* no budget: unknown */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 0, 1e-12);
     a->step_done = 60; /* at its budget */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 0, 1e-12);
@@ -237,7 +238,7 @@ TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
 
     tp__trial_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
     TP_CHECK_NEAR(a->step_load, 4 / 3.25, 1e-12); /* the last step keeps its load until replaced */
-    tp__trial_load_note(a, 21, 3);    /* known from 21 */
+    tp__trial_load_note(a, 21, 3);                /* known from 21 */
     tp__trial_load_note(a, 23, 3);
     tp__trial_set_step_s(&f.trials, a, 0.6);
     TP_CHECK_NEAR(a->step_load, 3, 1e-12); /* only the time the load was known counts */
@@ -287,4 +288,6 @@ TP_TEST(test_resize_goes_back_to_pending_as_a_resize) {
     teardown(&f);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

@@ -99,16 +99,26 @@ TP_TEST(test_edit_distance_counts_insertions_deletions_substitutions_and_swaps) 
     TP_CHECK_INT(tp__edit_distance("kitten", "sitting"), 3);
     TP_CHECK_INT(tp__edit_distance("concurency", "concurrency"), 1);
     TP_CHECK_INT(tp__edit_distance("slrum", "slurm"), 1);
-    TP_CHECK_INT(tp__edit_distance("nmae", "name"), 1);   /* a swap of neighbours is one edit */
+    TP_CHECK_INT(tp__edit_distance("nmae", "name"), 1); /* a swap of neighbours is one edit */
     TP_CHECK_INT(tp__edit_distance("ab", "ba"), 1);
     TP_CHECK_INT(tp__edit_distance("abc", "ca"), 3);
 }
 
 TP_TEST(test_fmt_sig_prints_six_significant_digits) {
-    static const struct { double v; const char *want; } cases[] = {
-        {0.34405013522168104, "0.34405"}, {1234.56789, "1234.57"}, {20.0, "20"},
-        {1e-7 / 3, "3.33333e-08"}, {1234567.0, "1.23457e+06"}, {-0.5, "-0.5"},
-        {NAN, "nan"}, {-NAN, "nan"}, {INFINITY, "inf"}, {-INFINITY, "-inf"},
+    static const struct {
+        double v;
+        const char *want;
+    } cases[] = {
+        {0.34405013522168104, "0.34405"},
+        {1234.56789, "1234.57"},
+        {20.0, "20"},
+        {1e-7 / 3, "3.33333e-08"},
+        {1234567.0, "1.23457e+06"},
+        {-0.5, "-0.5"},
+        {NAN, "nan"},
+        {-NAN, "nan"},
+        {INFINITY, "inf"},
+        {-INFINITY, "-inf"},
     };
     char out[32];
     for (size_t i = 0; i < TP_ARRAY_LEN(cases); i++) {
@@ -173,7 +183,8 @@ TP_TEST(test_buf_append_printf_consume_and_steal) {
     TP_CHECK_INT(tp__buf_printf(&b, ", %s %d", "world", 42), 0);
     TP_CHECK_STR(b.data, "hello, world 42");
     TP_CHECK_INT(b.len, 15);
-    for (int i = 0; i < 1000; i++) tp__buf_append(&b, "x", 1);
+    for (int i = 0; i < 1000; i++)
+        tp__buf_append(&b, "x", 1);
     TP_CHECK_INT(b.len, 1015);
     TP_CHECK(b.cap > b.len);
     TP_CHECK_INT(b.data[b.len], '\0');
@@ -197,7 +208,8 @@ TP_TEST(test_rng_same_seed_and_stream_repeat_exactly) {
     tp_rng_t a, b;
     tp__rng_seed(&a, 42, 7);
     tp__rng_seed(&b, 42, 7);
-    for (int i = 0; i < 1000; i++) TP_CHECK(tp__rng_next(&a) == tp__rng_next(&b));
+    for (int i = 0; i < 1000; i++)
+        TP_CHECK(tp__rng_next(&a) == tp__rng_next(&b));
 }
 
 TP_TEST(test_rng_streams_and_seeds_are_independent) {
@@ -248,9 +260,11 @@ TP_TEST(test_rng_below_stays_in_range_and_hits_every_value) {
         TP_CHECK(v < 7);
         if (v < 7) hits[v]++;
     }
-    for (int i = 0; i < 7; i++) TP_CHECK(hits[i] > 800 && hits[i] < 1200);
+    for (int i = 0; i < 7; i++)
+        TP_CHECK(hits[i] > 800 && hits[i] < 1200);
     TP_CHECK_INT(tp__rng_below(&r, 1), 0);
-    for (int i = 0; i < 100; i++) TP_CHECK(tp__rng_below(&r, UINT64_MAX) < UINT64_MAX);
+    for (int i = 0; i < 100; i++)
+        TP_CHECK(tp__rng_below(&r, UINT64_MAX) < UINT64_MAX);
 }
 
 TP_TEST(test_rng_normal_has_zero_mean_unit_variance) {

@@ -44,7 +44,7 @@ TP_TEST(test_only_loopback_addresses_may_go_without_a_token) {
 TP_TEST(test_token_equal_needs_the_whole_token) {
     const char *t = "0123456789abcdef0123456789abcdef";
     TP_CHECK(tp__web_token_equal(t, t));
-    TP_CHECK(!tp__web_token_equal("0123456789abcdef0123456789abcde", t));  /* a prefix */
+    TP_CHECK(!tp__web_token_equal("0123456789abcdef0123456789abcde", t));   /* a prefix */
     TP_CHECK(!tp__web_token_equal("0123456789abcdef0123456789abcdef0", t)); /* longer */
     TP_CHECK(!tp__web_token_equal("1123456789abcdef0123456789abcdef", t));
     TP_CHECK(!tp__web_token_equal("", t));
@@ -53,7 +53,8 @@ TP_TEST(test_token_equal_needs_the_whole_token) {
 
 static size_t count(const char *hay, const char *needle) {
     size_t n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
     return n;
 }
 
@@ -67,8 +68,15 @@ TP_TEST(test_gantt_escapes_labels_and_draws_each_bar_in_its_lane) {
     };
     double at[] = {0, 2, 8, 10}, mem[] = {0.5, 0.9, 0.5, 0}, cmp[] = {0.3, 0.6, 0.3, 0};
     tp_gantt_use_t use[] = {{4, at, mem, cmp}, {0, NULL, NULL, NULL}};
-    tp_gantt_t g = {.title = "packing", .subtitle = "a & b", .nbands = 2, .band_label = labels,
-                    .bars = bars, .nbars = 3, .span = 20, .legend = legend, .nlegend = 2,
+    tp_gantt_t g = {.title = "packing",
+                    .subtitle = "a & b",
+                    .nbands = 2,
+                    .band_label = labels,
+                    .bars = bars,
+                    .nbars = 3,
+                    .span = 20,
+                    .legend = legend,
+                    .nlegend = 2,
                     .use = use};
     tp_buf_t b;
     tp__buf_init(&b);
@@ -169,8 +177,12 @@ static char *store_with_known_importance(tp_store_t **out) {
         snprintf(params, sizeof params, "{\"lr\": %g, \"noise\": \"%s\"}", lr,
                  (i * 7919) % 3 == 0 ? "a" : "b");
         tp__store_trial_add(*out, i, params, 1.0);
-        tp_trial_end_t end = {.state = "completed", .attempt = 1, .has_value = 1,
-                              .value = lr * 10, .best = lr * 10, .step = TP_STORE_NO_STEP,
+        tp_trial_end_t end = {.state = "completed",
+                              .attempt = 1,
+                              .has_value = 1,
+                              .value = lr * 10,
+                              .best = lr * 10,
+                              .step = TP_STORE_NO_STEP,
                               .at = 2.0};
         tp__store_trial_end(*out, i, &end);
     }
@@ -193,7 +205,7 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
         if (strcmp(name, "lr") == 0) lr = v;
         if (strcmp(name, "noise") == 0) noise = v;
     }
-    TP_CHECK(lr > 0.95);   /* ten bins of a value that is a function of lr */
+    TP_CHECK(lr > 0.95); /* ten bins of a value that is a function of lr */
     TP_CHECK(noise >= 0 && noise < 0.05);
     json_decref(o);
     /* The trials page sorts by value with the best first and counts the rest. */
@@ -202,14 +214,15 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     json_t *page = tp__web_trials(s, &q, &err);
     TP_CHECK_INT(json_integer_value(json_object_get(page, "total")), 200);
     TP_CHECK_INT(json_array_size(json_object_get(page, "rows")), 5);
-    TP_CHECK_NEAR(json_real_value(json_object_get(json_array_get(json_object_get(page, "rows"), 0),
-                                                  "value")),
-                  0.4, 1e-9);
+    TP_CHECK_NEAR(
+        json_real_value(json_object_get(json_array_get(json_object_get(page, "rows"), 0), "value")),
+        0.4, 1e-9);
     json_decref(page);
     tp_web_trials_q_t filtered = {.text = "\"a\"", .limit = 500};
     page = tp__web_trials(s, &filtered, &err);
     size_t n_a = 0;
-    for (int k = 0; k < 200; k++) n_a += (k * 7919) % 3 == 0;
+    for (int k = 0; k < 200; k++)
+        n_a += (k * 7919) % 3 == 0;
     TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")), (long long)n_a);
     json_decref(page);
     /* By a parameter's column, descending, and within a range of it (both ends kept). */
@@ -247,4 +260,6 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     free(dir);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}

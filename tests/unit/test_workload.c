@@ -23,8 +23,10 @@ static int load(tp_workload_t *w) {
 TP_TEST(test_spaces_have_the_study_job_counts) {
     tp_workload_t w;
     TP_REQUIRE(load(&w) == 0);
-    static const struct { const char *name; size_t jobs; } want[] = {
-        {"SP1", 96}, {"SP2", 96}, {"SP3", 96}, {"SP4", 384}};
+    static const struct {
+        const char *name;
+        size_t jobs;
+    } want[] = {{"SP1", 96}, {"SP2", 96}, {"SP3", 96}, {"SP4", 384}};
     for (size_t i = 0; i < TP_ARRAY_LEN(want); i++) {
         tp_wl_job_t *jobs = NULL;
         tp_demand_t *d = NULL;
@@ -67,8 +69,12 @@ TP_TEST(test_job_profiles_follow_the_readme_formulas) {
     TP_CHECK_NEAR(d[2 * 4 * 16 + 2 * 16].duration_s, j->time_s, 1e-12);
     TP_CHECK_NEAR(d[2 * 4 * 16 + 2 * 16].compute, j->util, 1e-12);
     /* util is capped at 0.9 */
-    tp_wl_model_t m = {.b_ref = 8, .mem_base_mib = 10, .mem_per_sample_mib = 1.5,
-                       .time_ref_s = 100, .util_ref = 0.8, .cpus = 2};
+    tp_wl_model_t m = {.b_ref = 8,
+                       .mem_base_mib = 10,
+                       .mem_per_sample_mib = 1.5,
+                       .time_ref_s = 100,
+                       .util_ref = 0.8,
+                       .cpus = 2};
     tp_wl_job_t big = tp__workload_profile(&m, 64, 0.01);
     TP_CHECK_NEAR(big.util, 0.9, 1e-12);
     TP_CHECK_INT(big.memory_mib, 106);
@@ -77,8 +83,8 @@ TP_TEST(test_job_profiles_follow_the_readme_formulas) {
     tp__workload_free(&w);
 }
 
-static void check_cluster(int *tp_failed_, const tp_workload_t *w, const char *name,
-                          size_t nodes, size_t gpus, size_t h100) {
+static void check_cluster(int *tp_failed_, const tp_workload_t *w, const char *name, size_t nodes,
+                          size_t gpus, size_t h100) {
     tp_cluster_t c;
     tp_error_t err = {0};
     TP_CHECK_INT(tp__workload_cluster(w, name, &c, &err), 0);
@@ -127,16 +133,19 @@ TP_TEST(test_clusters_have_the_right_gpus_and_nodes) {
 TP_TEST(test_bad_workload_file_errors_name_line_and_column) {
     char path[] = "/tmp/tp_wl_XXXXXX";
     int fd = mkstemp(path);
-    const char *text = "gpu_types:\n  a100_80g: {memory_mib: 81920, speed: 1.0}\n"
-                       "clusters:\n  c1: {nodes: 1, gpus_per_node: 4, gpu_type: a100_8g, cpus_per_node: 8}\n"
-                       "models: {}\nspaces: {}\n";
+    const char *text =
+        "gpu_types:\n  a100_80g: {memory_mib: 81920, speed: 1.0}\n"
+        "clusters:\n  c1: {nodes: 1, gpus_per_node: 4, gpu_type: a100_8g, cpus_per_node: 8}\n"
+        "models: {}\nspaces: {}\n";
     TP_CHECK(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
     close(fd);
     tp_workload_t w;
     tp_error_t err = {0};
     TP_CHECK(tp__workload_load(path, &w, &err) < 0);
     TP_CHECK_CONTAINS(err.msg, ":4:");
-    TP_CHECK_CONTAINS(err.msg, "clusters.c1.gpu_type \"a100_8g\" is not in gpu_types; did you mean \"a100_80g\"?");
+    TP_CHECK_CONTAINS(
+        err.msg,
+        "clusters.c1.gpu_type \"a100_8g\" is not in gpu_types; did you mean \"a100_80g\"?");
     unlink(path);
 }
 
@@ -164,12 +173,19 @@ TP_TEST(test_missing_workload_file_is_an_error_naming_the_path) {
 }
 
 TP_TEST(test_model_source_must_be_assumed_or_measured_at_its_line) {
-    static const struct { const char *row; const char *where; const char *what; } bad[] = {
-        {"  m1: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, cpus: 1, source: guessed}\n",
+    static const struct {
+        const char *row;
+        const char *where;
+        const char *what;
+    } bad[] = {
+        {"  m1: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, "
+         "cpus: 1, source: guessed}\n",
          ":6:106: ", "models.m1.source must be assumed or measured, got \"guessed\""},
-        {"  m1: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, cpus: 1}\n",
+        {"  m1: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, "
+         "cpus: 1}\n",
          ":6:7: ", "models.m1.source is missing; give assumed or measured"},
-        {"  m1: {b_ref: 64, mem_base_mib: lots, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, cpus: 1, source: assumed}\n",
+        {"  m1: {b_ref: 64, mem_base_mib: lots, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: "
+         "0.5, cpus: 1, source: assumed}\n",
          ":6:33: ", "models.m1.mem_base_mib must be a number in [0, 1e+09], got \"lots\""},
     };
     for (size_t i = 0; i < TP_ARRAY_LEN(bad); i++) {
@@ -190,8 +206,10 @@ TP_TEST(test_measured_and_assumed_sources_load) {
     char path[] = "/tmp/tp_wl_ok_XXXXXX";
     char text[1024];
     snprintf(text, sizeof text, "%s%s%sspaces: {}\n", good_head,
-             "  m1: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, cpus: 1, source: measured}\n",
-             "  m2: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: 0.5, cpus: 1, source: assumed}\n");
+             "  m1: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: "
+             "0.5, cpus: 1, source: measured}\n",
+             "  m2: {b_ref: 64, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, util_ref: "
+             "0.5, cpus: 1, source: assumed}\n");
     TP_REQUIRE(write_temp(path, text) == 0);
     tp_workload_t w;
     tp_error_t err = {0};
@@ -207,7 +225,8 @@ TP_TEST(test_project_workload_marks_every_model_assumed) {
     tp_workload_t w;
     TP_REQUIRE(load(&w) == 0);
     TP_CHECK_INT(w.nmodels, 9);
-    for (size_t i = 0; i < w.nmodels; i++) TP_CHECK_STR(w.models[i].source, "assumed");
+    for (size_t i = 0; i < w.nmodels; i++)
+        TP_CHECK_STR(w.models[i].source, "assumed");
     tp__workload_free(&w);
 }
 
@@ -234,4 +253,6 @@ TP_TEST(test_default_workload_path_follows_tunepack_data_dir_then_the_source_tre
     if (old) setenv("TUNEPACK_DATA_DIR", saved, 1);
 }
 
-int main(void) { return tp_test_main(); }
+int main(void) {
+    return tp_test_main();
+}
