@@ -15,8 +15,8 @@ $SUDO $APT update -qq
 # configs, so Debian's packaged services, started or not, neither help nor hinder.
 # tmux: the real terminal the live view's test reads back.
 $SUDO $APT install -y -qq --no-install-recommends \
-    build-essential cmake pkg-config clang libclang-rt-14-dev \
+    build-essential cmake pkg-config clang clang-format libclang-rt-14-dev \
     libyaml-dev libjansson-dev libsqlite3-dev libuv1-dev libglpk-dev libmicrohttpd-dev liblapack-dev \
     python3 procps file dpkg-dev groff-base python3-torch python3-sklearn \
     slurm-wlm munge openssh-server openssh-client iproute2 chromium fonts-dejavu-core tmux >/dev/null
-echo "install-deps: build tools, clang with libFuzzer, libyaml, jansson, sqlite3, libuv, GLPK, libmicrohttpd, LAPACK, python3, torch, sklearn, Slurm, munge, OpenSSH, iproute2, Chromium and tmux are installed"
+echo "install-deps: build tools, clang with libFuzzer, clang-format, libyaml, jansson, sqlite3, libuv, GLPK, libmicrohttpd, LAPACK, python3, torch, sklearn, Slurm, munge, OpenSSH, iproute2, Chromium and tmux are installed"
