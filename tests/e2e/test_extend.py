@@ -179,6 +179,18 @@ class Extend(E2E):
                         self.assertGreater(len(s.trials()), 9, what)
                     self.assertGreater(len(after["decisions"]), len(before["decisions"]), what)
 
+    def test_the_other_samplers_extend_a_finished_experiment_under_asha(self):
+        # grid, nsga2, gp and cmaes as random and tpe above, under the scheduler whose
+        # promotions made extending hang (one scheduler: the matrix above covers the rest).
+        for sampler in ("grid", "nsga2", "gp", "cmaes"):
+            with self.subTest(sampler=sampler):
+                run_dir, what = self.path("run-%s" % sampler), "asha + %s" % sampler
+                r = self.run_to_end(self.exp("asha", sampler, 9, 3), run_dir, what)
+                before = self.check(run_dir, self.snapshot(run_dir), r, True, what)
+                r = self.run_to_end(self.exp("asha", sampler, 15, 2), run_dir, what + " extended")
+                after = self.check(run_dir, before, r, True, what + " extended")
+                self.assertGreater(len(after["decisions"]), len(before["decisions"]), what)
+
     def test_hypersched_extended_past_its_deadline_reaches_a_clean_end(self):
         # The deadline stops the trials running then (they wait for the gate, and report
         # when asked to checkpoint); a later deadline and more trials follow. The jobs the
