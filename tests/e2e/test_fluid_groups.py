@@ -30,7 +30,8 @@ GIB = 1024
 def served():
     """TP_FLUID_SERVED of place/fluid.h: [C_1, C_2, C_3, C_4]."""
     with open(os.path.join(SRC, "src", "place", "fluid.h")) as f:
-        m = re.search(r"#define TP_FLUID_SERVED \{([^}]*)\}", f.read())
+        text = f.read().replace("\\\n", " ")  # the define may be continued on a next line
+    m = re.search(r"#define TP_FLUID_SERVED\s*\{([^}]*)\}", text)
     return [float(v) for v in m.group(1).split(",")]
 
 

@@ -18,10 +18,11 @@ from sshnet import SshHosts  # noqa: E402
 
 # Each attempt appends "host attempt start-step" to runs.log in its trial directory, then
 # works for `secs` seconds in ten checkpointed steps (resuming from the checkpoint, kept under
-# checkpoint_root) and reports x.
+# checkpoint_root) and reports x; given a gate file, it waits for it before it reports.
 TRIAL = r'''
 import json, os, sys, time
 x = float(sys.argv[1]); secs = float(sys.argv[2])
+gate = sys.argv[3] if len(sys.argv) > 3 else None
 d = os.environ["TUNEPACK_TRIAL_DIR"]
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "step")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
@@ -33,6 +34,8 @@ for step in range(start + 1, 11):  # ten steps of secs/10, each one checkpointed
     with open(ck + ".tmp", "w") as f:
         f.write(str(step))
     os.rename(ck + ".tmp", ck)
+while gate and not os.path.exists(gate):
+    time.sleep(0.01)
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
 rep.write(json.dumps({"step": 10, "x": x}) + "\n")
 '''
@@ -43,17 +46,18 @@ class SshCluster(E2E):
     def setUpClass(cls):
         SshHosts.for_class(cls)
 
-    def exp(self, trials, secs, concurrency, hosts="host1, host2"):
+    def exp(self, trials, secs, concurrency, hosts="host1, host2", gate=None):
         trial = self.write("trial.py", TRIAL)
         return self.experiment(
             "name: ssh-cluster\n"
-            "command: [%s, %s, \"{x}\", \"%s\"]\n"
+            "command: [%s, %s, \"{x}\", \"%s\"%s]\n"
             "metric: {name: x, mode: max}\n"
             "space: {x: {uniform: [0, 1]}}\n"
             "search: {algorithm: random, trials: %d, seed: 3}\n"
             "concurrency: %d\nstop_grace: 1s\nretries: 0\ncheckpoint_root: %s\n"
             "cluster: {ssh: {hosts: [%s], config: %s}}\n"
-            % (yaml_str(PY), yaml_str(trial), secs, trials, concurrency,
+            % (yaml_str(PY), yaml_str(trial), secs, ", " + yaml_str(gate) if gate else "",
+               trials, concurrency,
                yaml_str(self.path("ckpt")), hosts, yaml_str(self.hosts.config)))
 
     def nodes_of(self, run_dir):
@@ -123,8 +127,10 @@ class SshCluster(E2E):
               file=sys.stderr)
 
     def test_nodes_join_and_drain_while_it_runs(self):
-        d = self.path("run")
-        p = self.start_run(self.exp(14, 1.0, 2, hosts="host1"), d)
+        # The trials wait for a gate before they report, so the run is still going when the
+        # requests come (the test opens the gate once they are answered).
+        d, gate = self.path("run"), self.path("gate")
+        p = self.start_run(self.exp(14, 1.0, 2, hosts="host1", gate=gate), d)
         self.assertTrue(wait_for(lambda: self.poll_query(d, "SELECT 1 FROM placements"), 30))
         add = self.tp("nodes", "add", "host2", d)
         self.assertExit(add, 0)
@@ -136,6 +142,8 @@ class SshCluster(E2E):
         self.assertIn("draining host1", drain.stdout)
         drained_at = self.poll_query(d, "SELECT max(rowid) AS n FROM placements")[0]["n"]
         self.assertExit(self.tp("nodes", "drain", "nosuch", d), 2)
+        with open(gate, "w"):
+            pass
         out, err = p.communicate(timeout=120)
         self.assertEqual(p.returncode, 0, err.decode(errors="replace"))
         self.assert_each_completed_once(d, 14)
