@@ -162,7 +162,7 @@ int tp__rundir_check_store(const char *dir, struct tp_store *s, const char *expe
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
         if (!*e->d_name || strspn(e->d_name, "0123456789") != strlen(e->d_name)) continue;
         long long id = atoll(e->d_name);
-        char home[4400], xid[64], more[64] = "";
+        char home[4480], xid[64], more[64] = "";
         snprintf(home, sizeof home, "%s/%s", trials, e->d_name);
         int seen = attempts_seen(home, xid, sizeof xid);
         int stored = (size_t)id < k.n ? k.attempts[id] : -1;

@@ -33,7 +33,8 @@ WAIT = 60
 class LiveView(E2E):
     def setUp(self):
         super().setUp()
-        self.socket = "tp-live-%d" % os.getpid()
+        # A server of its own per test: the one a test before ended may still be going away.
+        self.socket = "tp-live-%d-%d" % (os.getpid(), id(self))
         self.addCleanup(subprocess.run, ["tmux", "-L", self.socket, "kill-server"],
                         capture_output=True)
 

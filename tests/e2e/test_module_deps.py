@@ -66,6 +66,12 @@ class ModuleDeps(unittest.TestCase):
                               capture_output=True, text=True)
 
     def test_a_planted_call_into_a_module_not_allowed_fails_the_link(self):
+        if not glob.glob(os.path.join(BUILD, "libtp_util_closed.so")):
+            # A sanitizer build makes no closed libraries (cmake/modules.cmake); the plain build
+            # of the same tree runs this test. Any other build without them is a failure.
+            with open(os.path.join(BUILD, "CMakeCache.txt")) as f:
+                self.assertIn("TP_SANITIZE:BOOL=ON", f.read(), "no closed libraries in " + BUILD)
+            self.skipTest("a TP_SANITIZE build links no closed libraries")
         r = self.link_place()
         self.assertEqual(r.returncode, 0, "place's own link must pass: " + r.stderr)
         planted = os.path.join(self.root, "planted.c")
