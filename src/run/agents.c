@@ -168,17 +168,24 @@ static int plan_slurm_nodes(tp_run_t *r, const char *job, const char *nodelist) 
     return 0;
 }
 
+/* See orchestrator_internal.h. */
+tp_slurm_request_t tp__agents_slurm_request(const tp_cluster_cfg_t *k, int nodes,
+                                            const char *exclude) {
+    return (tp_slurm_request_t){.nodes = nodes,
+                                .gpus_per_node = k->gpus_per_node,
+                                .cpus_per_node = k->cpus_per_node,
+                                .partition = k->partition,
+                                .account = k->account,
+                                .time_limit = k->time_limit,
+                                .extra = k->extra,
+                                .nextra = k->nextra,
+                                .exclude = exclude};
+}
+
 /* Ask Slurm for the allocation and wait for it, saying why it waits. */
 static int request_allocation(tp_run_t *r, char *nodelist, size_t n) {
     const tp_cluster_cfg_t *k = &r->x.cluster;
-    tp_slurm_request_t q = {.nodes = k->nodes_min,
-                            .gpus_per_node = k->gpus_per_node,
-                            .cpus_per_node = k->cpus_per_node,
-                            .partition = k->partition,
-                            .account = k->account,
-                            .time_limit = k->time_limit,
-                            .extra = k->extra,
-                            .nextra = k->nextra};
+    tp_slurm_request_t q = tp__agents_slurm_request(k, k->nodes_min, NULL);
     tp_error_t err = {0};
     if (tp__slurm_request(&q, r->agents.jobid, sizeof r->agents.jobid, &err) != 0) {
         tp__log(TP_LOG_ERROR, "Slurm refused the allocation: %s", err.msg);

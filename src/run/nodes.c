@@ -240,15 +240,7 @@ static void grow(tp_run_t *r) {
         int w = snprintf(held + len, sizeof held - len, "%s%s", len ? "," : "", a->links[i]->name);
         if (w > 0) len += (size_t)w;
     }
-    tp_slurm_request_t q = {.nodes = 1,
-                            .gpus_per_node = k->gpus_per_node,
-                            .cpus_per_node = k->cpus_per_node,
-                            .partition = k->partition,
-                            .account = k->account,
-                            .time_limit = k->time_limit,
-                            .extra = k->extra,
-                            .nextra = k->nextra,
-                            .exclude = held};
+    tp_slurm_request_t q = tp__agents_slurm_request(k, 1, held);
     if (tp__slurm_request(&q, a->grow_job, sizeof a->grow_job, &err) != 0) {
         tp__log(TP_LOG_WARN, "could not ask Slurm for one more node: %s", err.msg);
         a->grow_job[0] = 0;

@@ -85,6 +85,12 @@ int tp__agents_send(tp_run_t *r, int node, const json_t *m);
 int tp__agents_ready(const tp_run_t *r);
 /* How many of them take new trials (not draining). */
 int tp__agents_open(const tp_run_t *r);
+/* The Slurm request for `nodes` nodes of the cluster's shape (GPUs and CPUs
+ * per node, partition, account, time limit, extra options), not on the
+ * nodes of `exclude` (a comma list, borrowed; NULL: none): the first
+ * allocation's and each one that grows it. */
+tp_slurm_request_t tp__agents_slurm_request(const tp_cluster_cfg_t *k, int nodes,
+                                            const char *exclude);
 /* The agent of `node` is set up: trials may go there. */
 void tp__agents_mark_ready(tp_run_t *r, int node);
 /* Ask every agent to end; the run finishes when they are gone. */
