@@ -15,6 +15,7 @@ build=${1:-build}
 command -v patchelf >/dev/null || { echo "bundle.sh: needs patchelf (apt-get install patchelf)" >&2; exit 2; }
 rm -rf .gpu
 mkdir -p .gpu/bin .gpu/lib
+git rev-parse --short HEAD > .gpu/commit 2>/dev/null || true  # truth.sh names the commit
 cp "$build/tunepack" .gpu/bin/tunepack
 ldd "$build/tunepack" | awk '/=> \// { print $3 }' | while read -r lib; do
     case $(basename "$lib") in

@@ -24,7 +24,9 @@ samples (CIFAR-10's training set).
 
 Models: resnet18, resnet34, mobilenet (mobilenet_v3_small), shufflenet (shufflenet_v2_x1_0),
 vit_tiny and deit_tiny (ViT-Ti: 12 layers, width 192, 3 heads; patch 4 on 32x32 images; DeiT-Ti
-has the same network, only its training recipe differs).
+has the same network, only its training recipe differs). Plain PyTorch, for bench/gpu/truth.sh's
+mixed workload: mlp (3072-1024-1024-10), convnet (three 3x3 convolutions, 32-64-128 channels)
+and tinyformer (a 4-layer transformer encoder, width 128, on 4x4 patches).
 """
 import argparse
 import json
@@ -37,10 +39,48 @@ import torch
 
 EPOCH_SAMPLES = 50000
 MODELS = ("resnet18", "resnet34", "mobilenet", "shufflenet", "vit_tiny", "deit_tiny")
+PLAIN = ("mlp", "convnet", "tinyformer")  # plain PyTorch, for bench/gpu/truth.sh
+
+
+class TinyFormer(torch.nn.Module):
+    """A plain-PyTorch transformer encoder on 4x4 patches: 64 tokens of width 128, 4 layers."""
+
+    def __init__(self, width=128, layers=4):
+        super().__init__()
+        self.patch = torch.nn.Conv2d(3, width, 4, stride=4)
+        self.pos = torch.nn.Parameter(torch.zeros(1, 64, width))
+        layer = torch.nn.TransformerEncoderLayer(width, 4, 2 * width, dropout=0.0,
+                                                 batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers)
+        self.head = torch.nn.Linear(width, 10)
+
+    def forward(self, x):
+        x = self.patch(x).flatten(2).transpose(1, 2) + self.pos
+        return self.head(self.encoder(x).mean(1))
+
+
+def build_plain(name):
+    """The plain-PyTorch models (no torchvision, no timm: they start as fast as torch does),
+    or None."""
+    nn = torch.nn
+    if name == "mlp":
+        return nn.Sequential(nn.Flatten(), nn.Linear(3072, 1024), nn.ReLU(),
+                             nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    if name == "convnet":
+        return nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                             nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(128, 10))
+    if name == "tinyformer":
+        return TinyFormer()
+    return None
 
 
 def build(name):
     """The model `name` for 32x32 images and 10 classes."""
+    plain = build_plain(name)
+    if plain is not None:
+        return plain
     import torchvision.models as tvm
     if name in ("resnet18", "resnet34"):
         return getattr(tvm, name)(num_classes=10)
@@ -57,7 +97,7 @@ def build(name):
             return tvm.VisionTransformer(image_size=32, patch_size=4, num_layers=12,
                                          num_heads=3, hidden_dim=192, mlp_dim=768,
                                          num_classes=10)
-    raise SystemExit("vision.py: unknown model %r (known: %s)" % (name, ", ".join(MODELS)))
+    raise SystemExit("vision.py: unknown model %r (known: %s)" % (name, ", ".join(MODELS + PLAIN)))
 
 
 def device():
