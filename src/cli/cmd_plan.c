@@ -49,6 +49,11 @@ static int plan_main(int argc, char **argv) {
     int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
+    if (!file && !space) /* no silent guess at what the user meant to plan */
+        return tp__cli_usage_error(
+            &tp__cmd_plan, "say what to plan: a workload FILE (tunepack plan FILE "
+                           "--deadline 24h), or --space NAME of the installed catalogue "
+                           "(tunepack plan --space SP4 --gpu-type a100_80g --deadline 24h)");
     if (!file) {
         if (tp__workload_default_path(default_file, sizeof default_file) < 0)
             return tp__cli_usage_error(&tp__cmd_plan,
@@ -199,7 +204,8 @@ const tp_cmd_t tp__cmd_plan = {
         "cap meets the deadline (exit code 1). --json: {\"gpus\" (null when none),\n"
         "\"makespan_s\", \"deadline_s\", ...}. Exit code 2 for a bad command line (a bad\n"
         "deadline, an unknown space, GPU type or policy), 3 when FILE is invalid.\n\n"
-        "FILE is a workload in the format of the installed sp.yaml. Without FILE:\n"
+        "FILE is a workload in the format of the installed sp.yaml. Without FILE, --space\n"
+        "is required and names a space of the installed catalogue:\n"
         "$TUNEPACK_DATA_DIR/workloads/sp.yaml if that variable is set, else\n"
         "<dir of the tunepack binary>/../share/tunepack/workloads/sp.yaml (installed),\n"
         "else the source tree's data/workloads/sp.yaml (a build tree's binary).\n\n"

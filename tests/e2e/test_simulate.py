@@ -89,7 +89,7 @@ class Simulate(E2E):
                    "  m: {b_ref: 8, mem_base_mib: 1, mem_per_sample_mib: 1, time_ref_s: 1, "
                    "util_ref: 0.5, cpus: 1, source: guess}\n"
                    "spaces: {}\n")
-        for verb in (["simulate"], ["plan", "--deadline", "30m"]):
+        for verb in (["simulate"], ["plan", "--space", "SP4", "--deadline", "30m"]):
             p = self.tp(*verb, env={"TUNEPACK_DATA_DIR": data})
             self.assertExit(p, 3)
             self.assertIn(os.path.join(data, "workloads", "sp.yaml") + ":4:104: "
@@ -99,6 +99,13 @@ class Simulate(E2E):
         self.assertIn(self.path("nowhere", "workloads", "sp.yaml") + ": No such file or directory",
                       p.stderr)
         self.assertNotIn("Sanitizer", p.stderr)
+
+    def test_plan_with_neither_file_nor_space_is_a_usage_error_naming_both(self):
+        p = self.tp("plan", "--deadline", "24h")
+        self.assertExit(p, 2)
+        self.assertIn("a workload FILE", p.stderr)
+        self.assertIn("--space NAME", p.stderr)
+        self.assertEqual(p.stdout, "")
 
     def test_bad_file_exits_nonzero_with_its_location(self):
         bad = self.write("bad.yaml", "gpu_types:\n  g: {memory_mib: lots, speed: 1}\n")
