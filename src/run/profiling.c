@@ -127,7 +127,8 @@ static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const json_t *e, c
              "training yet (%llu MiB, SM %.0f%%, GPU %.0f%% busy, %s): the profile waits for "
              "its training (at most %.0f s)",
              r->x.res.profile_s, (int)json_integer_value(json_object_get(e, "gpu")),
-             (unsigned long long)used, sm, s.busy, t->seq ? "a report before" : "no report",
+             (unsigned long long)used, sm, s.busy,
+             t->seq ? "its reports came before it was on the GPU" : "no report yet",
              wait > TP_PROF_WAIT_MIN_S ? wait : TP_PROF_WAIT_MIN_S);
     tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
     tp__journal_ok(&r->journal,

@@ -40,9 +40,9 @@ os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"acc": %d}\n' % x).encode())
 # A trial that starts as a PyTorch one does and then trains, until its release file exists:
 # nothing on the GPU for a second (imports); a CUDA context whose memory grows (300 MiB + 100
 # MiB a second) at SM 0 or 5% for startup_s seconds (the model built, data loaded); then
-# training at 1200 MiB and SM 38-42% (mean 40), reporting a step each half second from the first. With
-# mps it is an MPS client as NVML shows one: its own sm_util reads 0, and its use shows in its
-# GPU's utilisation instead (the fake NVML's gpu_busy).
+# training at 1200 MiB and SM 39-41% (mean 40), reporting a step each half second from the
+# first. With mps it is an MPS client as NVML shows one: its own sm_util reads 0, and its use
+# shows in its GPU's utilisation instead (the fake NVML's gpu_busy).
 TRAINING = r"""
 import json, os, sys, time
 startup_s = float(sys.argv[1]); release = sys.argv[2]; proc_dir = sys.argv[3]
@@ -62,7 +62,7 @@ while time.monotonic() - start < startup_s:
     time.sleep(0.2)
 step = 0
 while not os.path.exists(release) and time.monotonic() - start < 300:
-    on_gpu(1200, (38, 40, 42)[step % 3])
+    on_gpu(1200, (39, 40, 41)[step % 3])
     step += 1
     os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": 1}\n' % step).encode())
     time.sleep(0.5)
