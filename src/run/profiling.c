@@ -103,8 +103,8 @@ static void keep_baselines(tp_run_t *r, size_t n, const json_t *trials, const do
         trial_t *t = tp__placement_sampled(r, n, e);
         if (t && t->profiling && (pos = entry_gpu(r, n, e)) != SIZE_MAX) profiled[pos] = 1;
     }
-    double *base = r->pl.node[n].busy_base;
-    for (pos = 0; pos < ngpus; pos++)
+    double *base = r->pl.node[n].busy_base; /* NULL before the node's hello */
+    for (pos = 0; base && pos < ngpus; pos++)
         if (!profiled[pos]) base[pos] = isnan(base[pos]) ? busy[pos] : (base[pos] + busy[pos]) / 2;
     free(profiled);
 }
@@ -118,7 +118,8 @@ static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const json_t *e, c
     double sm = (double)json_integer_value(json_object_get(e, "sm_util"));
     size_t pos = entry_gpu(r, n, e);
     tp_prof_sample_t s = {.at = now, .mib = used, .sm = sm, .base = NAN};
-    if (pos != SIZE_MAX) s.busy = busy[pos], s.base = r->pl.node[n].busy_base[pos];
+    if (pos != SIZE_MAX && r->pl.node[n].busy_base)
+        s.busy = busy[pos], s.base = r->pl.node[n].busy_base[pos];
     if (tp__prof_add(&t->prof, &s, t->last_report, r->x.res.profile_s) != TP_PROF_EXTEND) return;
     char detail[400];
     double wait = TP_PROF_WAIT_FACTOR * r->x.res.profile_s;
