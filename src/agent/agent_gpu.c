@@ -103,11 +103,12 @@ void tp__agent_gpu_hello(tp_agent_t *a, json_t *r) {
         if (tp__nvml_gpus(a->nvml, &gpus, &n, &err) == 0) {
             for (size_t i = 0; i < n; i++)
                 json_array_append_new(
-                    list, json_pack("{s:i, s:s, s:s, s:I, s:I, s:b, s:s}", "index",
-                                    (int)gpus[i].index, "name", gpus[i].name, "uuid", gpus[i].uuid,
-                                    "memory_mib", (json_int_t)gpus[i].memory_total_mib,
-                                    "memory_used_mib", (json_int_t)gpus[i].memory_used_mib,
-                                    "healthy", gpus[i].healthy, "error", gpus[i].error));
+                    list,
+                    json_pack("{s:i, s:s, s:s, s:I, s:I, s:i, s:b, s:s}", "index",
+                              (int)gpus[i].index, "name", gpus[i].name, "uuid", gpus[i].uuid,
+                              "memory_mib", (json_int_t)gpus[i].memory_total_mib, "memory_used_mib",
+                              (json_int_t)gpus[i].memory_used_mib, "util", (int)gpus[i].util_gpu,
+                              "healthy", gpus[i].healthy, "error", gpus[i].error));
         } else {
             snprintf(nvml_error, sizeof nvml_error, "error: %s", err.msg);
             nvml_state = nvml_error;

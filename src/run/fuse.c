@@ -357,10 +357,10 @@ int tp__fuse_left(tp_run_t *r, trial_t *t) {
             u->peak_mib = t->peak_mib > u->peak_mib ? t->peak_mib : u->peak_mib;
             t->profiling = 0;
             /* the process's samples so far measure it whichever trial holds it */
-            free(u->prof);
-            u->prof = t->prof, u->nprof = t->nprof;
-            t->prof = NULL, t->nprof = 0;
-            u->sm_sum = t->sm_sum, u->samples = t->samples, u->gpu_seen = t->gpu_seen;
+            tp__prof_reset(&u->prof);
+            u->prof = t->prof;
+            memset(&t->prof, 0, sizeof t->prof);
+            u->sm_sum = t->sm_sum, u->samples = t->samples;
             handed = 1;
         }
     }

@@ -4,6 +4,7 @@
  * found, or stands for it where there is none), their health and the memory
  * others use on them; whether its trials share GPUs through MPS (the
  * daemons the agent starts, one per GPU), by time-slicing or not at all. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,13 +92,21 @@ static void build_node(tp_run_t *r, size_t n, const json_t *hello) {
             add_gpu(node, r->x.gpus[i].index, "declared", NULL, 0, 1, &r->x.gpus[i]);
     free(ns->foreign_mib);
     ns->foreign_mib = tp__xcalloc(node->ngpus + 1, sizeof *ns->foreign_mib);
+    free(ns->busy_base);
+    ns->busy_base = tp__xcalloc(node->ngpus + 1, sizeof *ns->busy_base);
+    for (size_t k = 0; k < node->ngpus; k++)
+        ns->busy_base[k] = NAN;
     for (size_t i = 0; i < found; i++) {
         const json_t *e = json_array_get(list, i);
         int index = (int)json_integer_value(json_object_get(e, "index"));
         for (size_t k = 0; k < node->ngpus; k++)
-            if (node->gpus[k].index == index)
+            if (node->gpus[k].index == index) {
                 ns->foreign_mib[k] =
                     (uint64_t)json_integer_value(json_object_get(e, "memory_used_mib"));
+                /* its busy share before any trial of ours: the first base of a profile */
+                const json_t *util = json_object_get(e, "util");
+                if (json_is_integer(util)) ns->busy_base[k] = (double)json_integer_value(util);
+            }
     }
 }
 

@@ -6,7 +6,9 @@
  *   trials        trial_state.c    the trial table, the state machine, counts
  *   journal       journal.c        the store, transactions, write failures
  *   agents        agents.c         one link per agent: transport, readiness, loss
- *   pl            placement.c      demand groups, placing, profiling, GPU state
+ *   pl            placement.c      demand groups, placing, GPU state
+ *                 profiling.c      profiles of training: each GPU's busy base, trial_t.prof
+ *                                  (profile.c decides, purely, on the samples)
  *                 inventory.c      the cluster from the agents' hellos, MPS per node
  *   view          view.c           the live terminal view or log lines
  *   el            elastic.c        elastic trials: resizes, measured scaling
@@ -142,6 +144,9 @@ typedef struct tp_node_state {
     char host[256];        /* its host name as its agent says (MASTER_ADDR), "" before */
     int64_t memory_mib;    /* its memory for trials, as its agent says */
     json_t *last_gpus;     /* its last `usage` sample's GPUs, owned */
+    double *busy_base;     /* per GPU: its busy percent while no profiler of ours was there
+                              (the mean of the last sample and the base before), NAN before
+                              one; a profiler's GPU-level reading is measured over it */
 } tp_node_state_t;
 
 typedef struct tp_placement {
@@ -204,6 +209,11 @@ void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards
 const char *tp__placement_host(const tp_run_t *r, size_t node);
 /* `usage` samples. */
 void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);
+/* The trial a `usage` entry e of node n is about, if its attempt runs
+ * there; else NULL. O(1). */
+trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const json_t *e);
+/* Record measurement p as g's demand (the parts that are `auto`). */
+void tp__placement_apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p);
 /* An attempt that ran out of GPU memory: grow its group's demand. Returns 1
  * when it should be placed again (not a failure), 0 when no GPU can hold
  * more (why filled either way). */
@@ -220,6 +230,20 @@ void tp__placement_left_group(tp_run_t *r, trial_t *t);
 /* The run ends: the stored GPU snapshot shows no trial of ours any more. */
 void tp__placement_finish(tp_run_t *r);
 void tp__placement_free(tp_run_t *r);
+
+/* ---- profiling.c: measuring a group's demand (placement's part) ------------- */
+/* Node n's `usage` entries (trials), with the busy percent of each of its
+ * GPUs by position (busy), at monotonic time now: keeps the busy base of
+ * each GPU without a profiler, adds each profiler's sample to its profile
+ * (run/profile.h), and records the demand of the profiles that have seen
+ * enough. Call after the entries updated the trials' peak memory.
+ * O(entries + GPUs). */
+void tp__profiling_usage(tp_run_t *r, size_t n, const json_t *trials, const double *busy,
+                         double now);
+/* t's profile ends (it has seen enough, or t's attempt ended): its group's
+ * demand recorded from what it measured (event `profiled`), t's placement
+ * shrunk to it; with no sample, the group's next trial profiles. */
+void tp__profiling_finish(tp_run_t *r, trial_t *t);
 
 /* ---- groups.c: Fluid trial groups ------------------------------------------ */
 /* Whether t's job is in a Fluid group (its placement demand is its share;

@@ -1,7 +1,7 @@
 /* placement: the orchestrator's side of resource-aware packing. On the
  * cluster inventory.c builds from the agents' hellos, it keeps one demand
  * per group of trials that share their profile_by values (declared,
- * profiled or grown after an out-of-memory death), places batches of trials
+ * profiled by profiling.c, or grown after an out-of-memory death), places batches of trials
  * with the chosen policy (a pure function of pending demand and cluster
  * state), gives each trial its GPU environment (CUDA_VISIBLE_DEVICES and MPS
  * settings), journals every placement and keeps the GPU state measured. */
@@ -15,11 +15,9 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
-#define MPS_MEM_HEADROOM 0.10    /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
-#define PROFILE_HEADROOM 1.10    /* measured peak memory -> demand */
-#define PROFILE_MIN_SAMPLES 3    /* a profile takes at least this many samples (one a second) */
-#define PROFILE_MAX_SAMPLES 4096 /* samples kept per profiling attempt (later ones: peak only) */
-#define SNAPSHOT_PERIOD_S 2.0    /* GPU state written to the store at most this often */
+#define MPS_MEM_HEADROOM 0.10 /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
+#define PROFILE_HEADROOM 1.10 /* measured peak memory -> demand */
+#define SNAPSHOT_PERIOD_S 2.0 /* GPU state written to the store at most this often */
 
 /* ---- demand groups ----------------------------------------------------------- */
 
@@ -39,7 +37,7 @@ static char *group_key(const tp_run_t *r, const json_t *params) {
     return key;
 }
 
-static void apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p) {
+void tp__placement_apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p) {
     if (r->x.res.gpu_memory_auto)
         g->mem_mib = (uint64_t)ceil((double)p->memory_mib * PROFILE_HEADROOM);
     if (r->x.res.gpu_compute_auto) g->compute = p->compute;
@@ -68,7 +66,7 @@ static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
     g->measured = !tp__placement_needs_profile(r);
     tp_profile_t p;
     if (!g->measured && tp__store_profile_get(r->journal.store, key, &p) == 0)
-        apply_profile(r, g, &p);
+        tp__placement_apply_profile(r, g, &p);
     json_object_set_new(r->pl.group_index, key, json_integer((json_int_t)r->pl.ngroups));
     t->group = (int)r->pl.ngroups++;
     return g;
@@ -477,21 +475,13 @@ static void where_text(const tp_run_t *r, trial_t *t) {
     }
 }
 
-/* Forget a profiling attempt's kept samples. */
-static void drop_samples(trial_t *t) {
-    free(t->prof);
-    t->prof = NULL;
-    t->nprof = 0;
-}
-
 void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     where_text(r, t);
     t->peak_mib = 0;
     t->first_step = TP_STORE_NO_STEP;
     t->sm_sum = 0;
     t->samples = 0;
-    t->gpu_seen = 0;
-    drop_samples(t);
+    tp__prof_reset(&t->prof);
     t->first_report = t->last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
@@ -525,50 +515,6 @@ const char *tp__placement_host(const tp_run_t *r, size_t node) {
 }
 
 /* ---- measuring ------------------------------------------------------------------ */
-
-/* The compute share a profile measured: the mean SM use of the samples taken
- * while the process held at least half its peak memory. The first samples of a
- * process on a GPU are its start-up (a CUDA context, the model being built: on
- * an H200 a PyTorch trial showed 14 MiB and no SM use there), which says
- * nothing about what its training needs; the mean of all samples if none kept. */
-static double profiled_compute(const trial_t *t) {
-    double sum = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < t->nprof; i++)
-        if (2 * t->prof[i].mib >= t->peak_mib) sum += t->prof[i].sm, n++;
-    return n ? sum / (double)n / 100.0 : t->sm_sum / t->samples / 100.0;
-}
-
-/* A profiling attempt has seen enough (or ended): record its group's demand
- * and shrink its own reservation to it, so its GPU can be shared. */
-static void finish_profile(tp_run_t *r, trial_t *t) {
-    demand_group_t *g = &r->pl.groups[t->group];
-    t->profiling = 0;
-    g->profiler = -1;
-    double compute = t->samples ? profiled_compute(t) : 0;
-    drop_samples(t);
-    if (t->samples == 0) return; /* nothing measured: the next trial of the group profiles */
-    tp_profile_t p = {
-        .memory_mib = t->peak_mib, .compute = compute, .samples = t->samples, .at = tp__wall_s()};
-    if (p.compute < 0.05) p.compute = 0.05;
-    if (p.compute > 1.0) p.compute = 1.0;
-    if (t->seq > 1 && t->last_report > t->first_report)
-        p.step_s = (t->last_report - t->first_report) / (double)(t->seq - 1);
-    apply_profile(r, g, &p);
-    t->mem_mib = g->mem_mib;
-    t->compute = g->compute;
-    char detail[300];
-    snprintf(detail, sizeof detail,
-             "measured %llu MiB peak, compute %.2f, step %.3g s from %d samples; demand now "
-             "%llu MiB, compute %.2f",
-             (unsigned long long)p.memory_mib, p.compute, p.step_s, p.samples,
-             (unsigned long long)g->mem_mib, g->compute);
-    tp_store_t *s = tp__journal_tx(&r->journal);
-    tp__journal_ok(&r->journal,
-                   tp__store_profile_set(s, g->key, &p) ||
-                       tp__store_event(s, t->id, t->attempts, "profiled", detail, p.at),
-                   "recording a measured demand");
-}
 
 /* The GPU state as JSON, with our trials on each GPU, for `tunepack gpus`:
  * every node's last sample, each GPU naming its node on a cluster. The
@@ -628,10 +574,19 @@ static void save_snapshot(tp_run_t *r, int final) {
     json_decref(snap);
 }
 
+trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const json_t *e) {
+    trial_t *t = tp__trials_get(&r->trials, json_integer_value(json_object_get(e, "trial")));
+    if (!t || t->state != TP_TRIAL_RUNNING || t->where.node != n ||
+        t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
+        return NULL;
+    return t;
+}
+
 void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
     r->pl.blocked = 0; /* foreign use, health or a measurement may have changed */
     tp_node_state_t *ns = &r->pl.node[n];
     const json_t *gpus = json_object_get(m, "gpus"), *e;
+    double *busy = tp__xcalloc(r->pl.cluster.nodes[n].ngpus + 1, sizeof *busy);
     size_t i;
     json_array_foreach(gpus, i, e) {
         size_t pos;
@@ -639,6 +594,7 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
         tp_gpu_t *g = tp__placement_gpu(r, n, index, &pos);
         if (!g) continue;
         ns->foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
+        busy[pos] = (double)json_integer_value(json_object_get(e, "util"));
         int healthy = json_is_true(json_object_get(e, "healthy"));
         if (g->healthy && !healthy)
             tp__placement_note_unhealthy(r, n, g, json_string_value(json_object_get(e, "error")));
@@ -647,33 +603,21 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
     double now = tp__mono_s();
     const json_t *trials = json_object_get(m, "trials");
     json_array_foreach(trials, i, e) {
-        trial_t *t = tp__trials_get(&r->trials, json_integer_value(json_object_get(e, "trial")));
-        if (!t || t->state != TP_TRIAL_RUNNING || t->where.node != n ||
-            t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
-            continue;
+        trial_t *t = tp__placement_sampled(r, n, e);
+        if (!t) continue;
         uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
-        double sm = (double)json_integer_value(json_object_get(e, "sm_util"));
         if (used > t->peak_mib) t->peak_mib = used;
-        t->sm_sum += sm;
+        t->sm_sum += (double)json_integer_value(json_object_get(e, "sm_util"));
         t->samples++;
-        if (t->gpu_seen == 0) t->gpu_seen = now;
-        if (t->profiling && t->nprof < PROFILE_MAX_SAMPLES) {
-            if (!t->prof) t->prof = tp__xcalloc(PROFILE_MAX_SAMPLES, sizeof *t->prof);
-            t->prof[t->nprof++] = (tp_gpu_sample_t){.mib = used, .sm = sm};
-        }
         demand_group_t *g = t->group >= 0 ? &r->pl.groups[t->group] : NULL;
-        /* profile_time counts from the process's first sample on a GPU, not from
-         * its start: a PyTorch trial spends seconds importing before it has a GPU
-         * context (9 s on an H200 machine), and a profile taken then measured 14 MiB. */
-        if (t->profiling && now - t->gpu_seen >= r->x.res.profile_s &&
-            t->samples >= PROFILE_MIN_SAMPLES) {
-            finish_profile(r, t);
-        } else if (g && g->measured && r->x.res.gpu_memory_auto &&
-                   (double)t->peak_mib * PROFILE_HEADROOM > (double)g->mem_mib) {
+        if (!t->profiling && g && g->measured && r->x.res.gpu_memory_auto &&
+            (double)t->peak_mib * PROFILE_HEADROOM > (double)g->mem_mib) {
             /* Live refinement: the group's trials need more than measured. */
             g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
         }
     }
+    tp__profiling_usage(r, n, trials, busy, now); /* the profilers' samples (profiling.c) */
+    free(busy);
     json_decref(ns->last_gpus);
     ns->last_gpus = json_incref((json_t *)gpus);
     if (now - r->pl.saved_at >= SNAPSHOT_PERIOD_S) {
@@ -721,7 +665,7 @@ int tp__placement_ended(tp_run_t *r, trial_t *t) {
         return 0;
     }
     r->pl.blocked = 0; /* what it held is free again */
-    if (t->profiling) finish_profile(r, t);
+    if (t->profiling) tp__profiling_finish(r, t);
     t->where.placed = 0;
     tp__groups_gpu_changed(r, &t->where);
     free(t->more);
@@ -782,6 +726,7 @@ void tp__placement_free(tp_run_t *r) {
     for (size_t n = 0; r->pl.node && n < r->pl.cluster.nnodes; n++) {
         json_decref(r->pl.node[n].last_gpus);
         free(r->pl.node[n].foreign_mib);
+        free(r->pl.node[n].busy_base);
     }
     free(r->pl.node);
     for (size_t i = 0; i < r->pl.ngroups; i++)

@@ -153,7 +153,7 @@ void tp__trials_free(tp_trials_t *ts) {
         json_decref(t->gpu_env);
         json_decref(t->verdict);
         free(t->more);
-        free(t->prof);
+        tp__prof_reset(&t->prof);
         free(t->logs);
         tp__buf_free(&t->last);
         free(t);

@@ -25,6 +25,7 @@
 
 #include "place/place.h"
 #include "run/journal.h"
+#include "run/profile.h"
 #include "search/scaling.h"
 #include "util/util.h"
 
@@ -46,12 +47,6 @@ typedef enum tp_requeue {
     TP_REQUEUE_REGROW,      /* out of GPU memory: placed again with more */
     TP_REQUEUE_RESIZE,      /* paused to be placed again with gpus_want GPUs (elastic) */
 } tp_requeue_t;
-
-/* One NVML sample of a profiling attempt's process. */
-typedef struct tp_gpu_sample {
-    uint64_t mib; /* GPU memory it held */
-    double sm;    /* its SM use, percent */
-} tp_gpu_sample_t;
 
 typedef struct trial {
     int64_t id;              /* trial number, as the searcher numbered it */
@@ -86,9 +81,7 @@ typedef struct trial {
     uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
     double sm_sum;      /* sum of SM use samples (percent) in this attempt */
     int samples;        /* NVML samples of this attempt */
-    double gpu_seen; /* monotonic time of its first NVML sample (its process on a GPU), 0: none */
-    tp_gpu_sample_t *prof; /* a profiling attempt's samples, owned; NULL when not profiling */
-    size_t nprof;          /* of them */
+    tp_prof_t prof;     /* a profiling attempt's samples and what they showed (placement's) */
     double first_report, last_report; /* monotonic times of reports, for step time */
     double from_budget;               /* budget its current job starts from (0: a new trial) */
     int job_attempts;                 /* attempts at its current job */

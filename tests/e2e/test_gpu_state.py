@@ -19,31 +19,55 @@ from helpers import (GpuE2E, PY, children_of, cmdline, gpu_timeline, main, token
 GIB = 1024
 
 # The trial: optionally pretend to use a GPU (a process file of its own pid for the fake
-# NVML), wait until the release file exists (or sleep_s passes), report acc = x. With late_s,
-# it starts as a PyTorch trial does: nothing on the GPU for late_s seconds (imports), then a
-# bare CUDA context (14 MiB, no SM use) for 1.5 s, then its real use.
-TRIAL = r'''
+# NVML), wait until the release file exists (or sleep_s passes), report acc = x.
+TRIAL = r"""
 import json, os, sys, time
 x = int(sys.argv[1]); sleep_s = float(sys.argv[2]); release = sys.argv[3]
 proc_dir = sys.argv[4]; uuids = json.loads(sys.argv[5]); used_mib = int(sys.argv[6])
-sm_util = int(sys.argv[7]); late_s = float(sys.argv[8])
+sm_util = int(sys.argv[7])
 end = time.monotonic() + sleep_s
-def on_gpu(mib, sm):
+if used_mib:
     gpu = uuids.index(os.environ["CUDA_VISIBLE_DEVICES"])
     tmp = os.path.join(proc_dir, ".%d.tmp" % os.getpid())
     with open(tmp, "w") as f:
-        json.dump({"gpu": gpu, "used_mib": mib, "sm_util": sm}, f)
+        json.dump({"gpu": gpu, "used_mib": used_mib, "sm_util": sm_util}, f)
     os.rename(tmp, os.path.join(proc_dir, "%d.json" % os.getpid()))
-if used_mib and late_s:
-    time.sleep(late_s)
-    on_gpu(14, 0)
-    time.sleep(1.5)
-if used_mib:
-    on_gpu(used_mib, sm_util)
 while time.monotonic() < end and not (release and os.path.exists(release)):
     time.sleep(0.05)
 os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"acc": %d}\n' % x).encode())
-'''
+"""
+
+# A trial that starts as a PyTorch one does and then trains, until its release file exists:
+# nothing on the GPU for a second (imports); a CUDA context whose memory grows (300 MiB + 100
+# MiB a second) at SM 0 or 5% for startup_s seconds (the model built, data loaded); then
+# training at 1200 MiB and SM 39-41% (mean 40), reporting a step each half second from the
+# first. With mps it is an MPS client as NVML shows one: its own sm_util reads 0, and its use
+# shows in its GPU's utilisation instead (the fake NVML's gpu_busy).
+TRAINING = r"""
+import json, os, sys, time
+startup_s = float(sys.argv[1]); release = sys.argv[2]; proc_dir = sys.argv[3]
+gpu = json.loads(sys.argv[4]).index(os.environ["CUDA_VISIBLE_DEVICES"]); mps = sys.argv[5] == "1"
+def on_gpu(mib, sm):
+    tmp = os.path.join(proc_dir, ".%d.tmp" % os.getpid())
+    with open(tmp, "w") as f:
+        json.dump({"gpu": gpu, "used_mib": mib, "sm_util": 0 if mps else sm,
+                   "gpu_busy": sm if mps else 0}, f)
+    os.rename(tmp, os.path.join(proc_dir, "%d.json" % os.getpid()))
+time.sleep(1)
+start = time.monotonic()
+k = 0
+while time.monotonic() - start < startup_s:
+    on_gpu(300 + int(100 * (time.monotonic() - start)), 5 * (k % 2))
+    k += 1
+    time.sleep(0.2)
+step = 0
+while not os.path.exists(release) and time.monotonic() - start < 300:
+    on_gpu(1200, (39, 40, 41)[step % 3])
+    step += 1
+    os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": 1}\n' % step).encode())
+    time.sleep(0.5)
+"""
+STARTUP_S = 6
 
 
 class GpuState(GpuE2E):
@@ -51,13 +75,14 @@ class GpuState(GpuE2E):
     def setUp(self):
         super().setUp()
         self.trial_py = self.write("trial.py", TRIAL)
+        self.training_py = self.write("training.py", TRAINING)
         self.release = self.path("release")
 
     def exp(self, trials=6, sleep_s=1.0, resources="gpu_memory: 20G, gpu_compute: 0.3",
-            used_mib=0, sm_util=0, release=False, extra="", concurrency=None, late_s=0):
+            used_mib=0, sm_util=0, release=False, extra="", concurrency=None):
         argv = [PY, self.trial_py, "{x}", str(sleep_s), self.release if release else "",
                 self.proc_dir, json.dumps(self.uuids).replace("{", "{{").replace("}", "}}"),
-                str(used_mib), str(sm_util), str(late_s)]
+                str(used_mib), str(sm_util)]
         return self.experiment(
             "name: gpustate\n"
             "command: [%s]\n"
@@ -262,19 +287,105 @@ class GpuState(GpuE2E):
         self.assertTrue(any(len(v) > 1 for v in per_gpu.values()),
                         "the measured trials were not packed: %s" % per_gpu)
 
-    def test_a_profile_measures_the_trial_once_it_is_on_the_gpu_not_its_start_up(self):
-        # Seen on an H200: a PyTorch trial needs seconds of imports before NVML lists it, and
-        # its first sample is a bare context. profile_time counts from that first sample, and
-        # the share is the SM use while the trial holds at least half its peak memory. Before,
-        # this profile was taken at the first sample: 14 MiB, compute 0.05.
-        run_dir = self.run_auto(3, sleep_s=9, used_mib=5000, sm_util=40, late_s=3)
-        with self.store(run_dir) as s:
-            prof = s.q("SELECT * FROM profiles")[0]
-            profiled = s.events(kind="profiled")
-        self.assertEqual(prof["memory_mib"], 5000, prof)
-        self.assertAlmostEqual(prof["compute"], 0.40, delta=0.02, msg=prof)
-        self.assertGreaterEqual(prof["samples"], 3, prof)
-        self.assertEqual(len(profiled), 1, profiled)
+    # -- profiles of training, not start-up (issue 31) -------------------------------------
+
+    def training_run(self, tag, profile_time, mps=False, processes=()):
+        """Start a run of one TRAINING trial (auto demand, profile_time) on a fake 80 GB GPU of
+        its own (its own NVML file and process directory: runs side by side do not see each
+        other); return (Popen, run_dir, release file)."""
+        self.fake_gpus([(80 * GIB, None)], processes=processes, name="nvml-%s.json" % tag)
+        procs = self.path("procs-" + tag)
+        os.makedirs(procs)
+        with open(self.nvml_json) as f:
+            nvml = json.load(f)
+        nvml["process_dir"] = procs
+        self.write("nvml-%s.json" % tag, json.dumps(nvml))
+        release = self.path("release-" + tag)
+        argv = [PY, self.training_py, str(STARTUP_S), release, procs,
+                json.dumps(self.uuids).replace("{", "{{").replace("}", "}}"), "1" if mps else "0"]
+        exp = self.experiment(
+            "name: training\n"
+            "command: [%s]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space:\n"
+            "  model: small\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "profile_by: [model]\n"
+            "resources: {gpus: 1, gpu_memory: auto, gpu_compute: auto, profile_time: %s}\n"
+            % (", ".join(yaml_str(a) for a in argv), profile_time), name="exp-%s.yaml" % tag)
+        run_dir = self.path("run-" + tag)
+        return self.start_run(exp, run_dir, env=self.gpu_env()), run_dir, release
+
+    def profile_of(self, runs):
+        """Wait until each of runs (Popen, run_dir, release) has journaled its `profiled` event,
+        releasing its trial then (one trains until profiled, not for a time); wait for the runs
+        to end; return each one's (profiles row, events of the trial by kind)."""
+        released = set()
+
+        def all_profiled():
+            for i, (_, run_dir, release) in enumerate(runs):
+                if i not in released and self.poll_query(
+                        run_dir, "SELECT id FROM events WHERE kind = 'profiled'"):
+                    with open(release, "w"):
+                        pass
+                    released.add(i)
+            return len(released) == len(runs)
+        wait_for(all_profiled, 120, interval=0.2)
+        out = []
+        for i, (p, run_dir, release) in enumerate(runs):
+            if i not in released:
+                with open(release, "w"):
+                    pass
+            p.wait(timeout=90)
+            self.assertEqual(p.returncode, 0, p.stderr.read())
+            self.assertIn(i, released, "%s journaled no `profiled` event" % run_dir)
+            with self.store(run_dir) as s:
+                prof = s.q("SELECT * FROM profiles")
+                self.assertEqual(len(prof), 1, prof)
+                events = {}
+                for e in s.events(trial=0):
+                    events.setdefault(e["kind"], []).append(e)
+            out.append((prof[0], events))
+        return out
+
+    def test_a_3s_profile_waits_for_training_and_agrees_with_a_long_one(self):
+        # Seen on an H200: profile_time 3s measured a trial's start-up, a CUDA context and no SM
+        # use, and the 0.05 floor made that a 5% MPS cap. The trial here starts up for 6 s
+        # (memory growing, SM 0-5%), then trains at 1200 MiB and SM ~40%. The short profile is
+        # shorter than the start-up; the long one (12 s: 30 s scaled down) is not.
+        self.assertLess(3, STARTUP_S)
+        (short, short_ev), (long_, long_ev) = self.profile_of(
+            [self.training_run("short", "3s"), self.training_run("long", "12s")])
+        for prof in (short, long_):
+            # The training's demand: a floor of 0.05, or start-up's memory, cannot pass.
+            self.assertEqual(prof["memory_mib"], 1200, prof)
+            self.assertAlmostEqual(prof["compute"], 0.40, delta=0.03, msg=prof)
+            self.assertGreaterEqual(prof["samples"], 3, prof)
+        self.assertLessEqual(abs(short["compute"] - long_["compute"]), 0.10 * long_["compute"])
+        # The short one said that it waited for training, and why it stopped waiting.
+        extended = short_ev.get("profile-extended", [])
+        self.assertEqual(len(extended), 1, short_ev)
+        self.assertIn("not training yet", extended[0]["detail"])
+        profiled = short_ev["profiled"][0]
+        self.assertGreater(profiled["id"], extended[0]["id"])
+        self.assertIn("training seen", profiled["detail"])
+        self.assertIn("(a report)", profiled["detail"])
+        self.assertIn("its own SM use", profiled["detail"])
+        # The long one's window held the start-up and its training: nothing to extend.
+        self.assertNotIn("profile-extended", long_ev)
+
+    def test_a_profiler_beside_others_under_mps_is_measured_from_its_gpu(self):
+        # Under MPS, NVML gives a client no SM use of its own (all of it goes to the MPS server:
+        # measured on an H200), so its compute comes from its GPU's busy share over what the
+        # GPU showed before it came: here another process holding 2 GiB and 30% of the GPU.
+        other = subprocess.Popen(["sleep", "300"])
+        self.procs.append(other)
+        (prof, ev), = self.profile_of([self.training_run("mps", "3s", mps=True, processes=[
+            {"gpu": 0, "pid": other.pid, "used_mib": 2048, "sm_util": 0, "gpu_busy": 30}])])
+        self.assertEqual(prof["memory_mib"], 1200, prof)
+        self.assertAlmostEqual(prof["compute"], 0.40, delta=0.03, msg=prof)
+        detail = ev["profiled"][0]["detail"]
+        self.assertIn("the GPU's busy share over the 30%", detail)
 
     # -- no GPUs -------------------------------------------------------------------------------
 

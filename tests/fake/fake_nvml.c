@@ -16,7 +16,9 @@
  * NVML_ERROR_GPU_IS_LOST (15); "init_error": N makes nvmlInit return N.
  * process_dir holds <pid>.json files {"gpu": 0, "used_mib": 1200, "sm_util": 25},
  * each a process, ignored once that pid is dead. A device's used memory is
- * the sum of its processes'. Unreadable JSON: NVML_ERROR_UNKNOWN (999); no
+ * the sum of its processes'; its utilisation is its "util" plus each of its
+ * processes' "gpu_busy" (percent, at most 100 in all): how an MPS client,
+ * whose own sm_util NVML reads 0, shows on its GPU. Unreadable JSON: NVML_ERROR_UNKNOWN (999); no
  * $TUNEPACK_FAKE_NVML: NVML_ERROR_DRIVER_NOT_LOADED (9) from nvmlInit.
  *
  * For tests, fake_nvml_calls(name) says how often a symbol was called, so a
@@ -85,6 +87,7 @@ typedef struct fake_proc {
     unsigned pid;
     unsigned long long used_mib;
     unsigned sm_util;
+    unsigned gpu_busy; /* percent it adds to its device's utilisation */
 } fake_proc_t;
 
 typedef struct fake_state {
@@ -131,6 +134,7 @@ static void add_proc(fake_state_t *s, unsigned gpu, unsigned pid, json_t *o) {
     p->pid = pid;
     p->used_mib = (unsigned long long)json_integer_value(json_object_get(o, "used_mib"));
     p->sm_util = (unsigned)json_integer_value(json_object_get(o, "sm_util"));
+    p->gpu_busy = (unsigned)json_integer_value(json_object_get(o, "gpu_busy"));
 }
 
 static int pid_alive(unsigned pid) {
@@ -363,7 +367,10 @@ EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilizat
     nvmlReturn_t r = device_begin(&s, dev, &g, &index);
     if (r == NVML_SUCCESS && !u) r = NVML_ERROR_INVALID_ARGUMENT;
     if (r == NVML_SUCCESS) {
-        u->gpu = g->util;
+        unsigned busy = g->util;
+        for (size_t i = 0; i < s.nprocs; i++)
+            if (s.procs[i].gpu == index) busy += s.procs[i].gpu_busy;
+        u->gpu = busy < 100 ? busy : 100;
         u->memory = 0;
     }
     state_free(&s);
