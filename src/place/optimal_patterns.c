@@ -41,6 +41,9 @@ typedef struct cls {
 typedef struct state {
     uint64_t mem_free;
     double comp_free, used, speed;
+    int count;          /* trials on it now */
+    size_t nd;          /* its node (for its capacity: tp__place_capacity) */
+    int served;         /* the node's served flag: states of served and plain GPUs differ */
     int slots;          /* free slots, INT_MAX if unlimited */
     size_t first, npat; /* its patterns in the pattern arrays */
     int max_cpus;       /* the most cores one of its patterns takes */
@@ -91,8 +94,8 @@ typedef struct walk {
     const cls_t *cls;
     size_t ncls;
     const state_t *s;
-    double cap;  /* compute capacity of a GPU: 1 + oversubscribe */
-    size_t *cnt; /* the multiset being built */
+    const tp_cluster_t *c; /* for each GPU state's capacity */
+    size_t *cnt;           /* the multiset being built */
     patterns_t *P;
 } walk_t;
 
@@ -102,8 +105,10 @@ static void enumerate(walk_t *w, size_t from, uint64_t mem, double share, int sl
     for (size_t k = from; k < w->ncls; k++) {
         const cls_t *c = &w->cls[k];
         double s = c->compute / w->s->speed;
+        /* the capacity with this one counted (slots: those already in the pattern) */
+        double room = tp__place_capacity(w->c, w->s->nd, w->s->count + slots + 1) - w->s->used;
         if (w->cnt[k] >= c->count || mem + c->mem > w->s->mem_free ||
-            share + s > w->s->comp_free + TP_PLACE_EPS || slots >= w->s->slots)
+            share + s > room + TP_PLACE_EPS || slots >= w->s->slots)
             continue;
         w->cnt[k]++;
         uint64_t m2 = mem + c->mem;
@@ -155,7 +160,8 @@ static size_t classes_of(const tp_demand_t *t, size_t n, cls_t **out) {
 
 static int same_state(const state_t *a, const state_t *b) {
     return a->mem_free == b->mem_free && a->comp_free == b->comp_free && a->used == b->used &&
-           a->speed == b->speed && a->slots == b->slots;
+           a->speed == b->speed && a->slots == b->slots && a->count == b->count &&
+           a->served == b->served;
 }
 
 void tp__glpk_watch(void *t, tp__glpk_watch_t *w) {
@@ -200,8 +206,11 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
             if (!tp__place_gpu_open(c, u, nd, g)) continue;
             int lim = c->limits.sharing ? c->limits.max_per_gpu : 1;
             state_t s = {.mem_free = tp__place_mem_free(c, u, nd, g),
-                         .comp_free = tp__place_comp_free(c, u, gi),
+                         .comp_free = tp__place_comp_free(c, u, nd, g),
                          .used = u->compute_used[gi],
+                         .count = u->count[gi],
+                         .nd = nd,
+                         .served = c->nodes[nd].served,
                          .speed = c->nodes[nd].gpus[g].speed > 0 ? c->nodes[nd].gpus[g].speed : 1.0,
                          .slots = lim > 0 ? lim - u->count[gi] : INT_MAX};
             size_t k = 0;
@@ -214,7 +223,7 @@ int tp__place_patterns(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
     size_t *cnt = tp__xcalloc(ncls ? ncls : 1, sizeof *cnt);
     for (size_t k = 0; k < nst && !P.overflow; k++) {
         st[k].first = P.n;
-        walk_t w = {cls, ncls, &st[k], 1.0 + c->limits.oversubscribe, cnt, &P};
+        walk_t w = {cls, ncls, &st[k], c, cnt, &P};
         enumerate(&w, 0, 0, 0.0, 0, 0);
         st[k].npat = P.n - st[k].first;
         for (size_t p = st[k].first; p < P.n; p++)

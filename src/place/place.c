@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "place/fluid.h"
 #include "place/place_internal.h"
 
 const tp_placer_ops_t *const tp__placers[] = {
@@ -75,8 +76,14 @@ uint64_t tp__place_mem_free(const tp_cluster_t *c, const tp_usage_t *u, size_t n
     return total - reserve - used;
 }
 
-double tp__place_comp_free(const tp_cluster_t *c, const tp_usage_t *u, size_t gi) {
-    return 1.0 + c->limits.oversubscribe - u->compute_used[gi];
+double tp__place_capacity(const tp_cluster_t *c, size_t node, int k) {
+    double one = 1.0 + c->limits.oversubscribe;
+    return node < c->nnodes && c->nodes[node].served ? one * tp__fluid_served(NULL, k) : one;
+}
+
+double tp__place_comp_free(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g) {
+    size_t gi = u->gpu_base[n] + g;
+    return tp__place_capacity(c, n, u->count[gi] + 1) - u->compute_used[gi];
 }
 
 int tp__place_gpu_open(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g) {
@@ -98,9 +105,8 @@ int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu
     if (d->gpus <= 0) return 1; /* CPU only: the node's CPUs are all it needs */
     if (gpu >= c->nodes[node].ngpus || !tp__place_gpu_open(c, u, node, gpu)) return 0;
     if (d->memory_mib > tp__place_mem_free(c, u, node, gpu)) return 0;
-    size_t gi = u->gpu_base[node] + gpu;
-    return u->compute_used[gi] + tp__place_share(c, node, gpu, d->compute) <=
-           1.0 + c->limits.oversubscribe + TP_PLACE_EPS;
+    return tp__place_share(c, node, gpu, d->compute) <=
+           tp__place_comp_free(c, u, node, gpu) + TP_PLACE_EPS;
 }
 
 double tp__occupancy(const tp_cluster_t *c, const tp_usage_t *u) {
@@ -179,12 +185,12 @@ static double best_gpus_on(const tp_cluster_t *c, const tp_usage_t *u, size_t n,
     double sum = 0;
     for (size_t g = 0; g < c->nodes[n].ngpus; g++) {
         if (!tp__fits(c, u, n, g, &one)) continue;
-        double free_c = 1.0 + c->limits.oversubscribe - u->compute_used[u->gpu_base[n] + g];
+        double free_c = tp__place_comp_free(c, u, n, g);
         /* insertion into the best `want`, most free first */
         size_t pos = got < want ? got : want;
         while (pos > 0) {
             size_t prev = gpus[pos - 1];
-            double pf = 1.0 + c->limits.oversubscribe - u->compute_used[u->gpu_base[n] + prev];
+            double pf = tp__place_comp_free(c, u, n, prev);
             if (pf >= free_c) break;
             if (pos < want) gpus[pos] = prev;
             pos--;
@@ -196,7 +202,7 @@ static double best_gpus_on(const tp_cluster_t *c, const tp_usage_t *u, size_t n,
     }
     if (got < want) return -1;
     for (size_t i = 0; i < want; i++)
-        sum += 1.0 + c->limits.oversubscribe - u->compute_used[u->gpu_base[n] + gpus[i]];
+        sum += tp__place_comp_free(c, u, n, gpus[i]);
     return sum;
 }
 

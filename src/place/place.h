@@ -26,6 +26,9 @@ typedef struct tp_node {
     int cpus;       /* CPU cores for trials */
     tp_gpu_t *gpus; /* owned */
     size_t ngpus;
+    int served; /* 1: its GPUs are shared under MPS with no thread limit, so a GPU
+                   holding k trials serves C_k of busy share (tp__place_capacity);
+                   0: time-sliced or one trial each, capacity 1 */
 } tp_node_t;
 
 /* Limits that apply to every GPU. */
@@ -141,13 +144,25 @@ void tp__usage_free(tp_usage_t *u);
 /* src's figures into dst, both from tp__usage_init for c. O(G + nodes). */
 void tp__usage_copy(tp_usage_t *dst, const tp_usage_t *src, const tp_cluster_t *c);
 /* Whether trial d fits on GPU g of node n now (memory minus reserve,
- * compute capacity, count limit, and node CPUs). */
+ * compute capacity with d counted (tp__place_capacity), count limit, and
+ * node CPUs). */
 int tp__fits(const tp_cluster_t *c, const tp_usage_t *u, size_t node, size_t gpu,
              const tp_demand_t *d);
+/* The compute share GPU g of a node serves k trials at once, k counting
+ * one being added: (1 + oversubscribe) x C_k where the node is `served`
+ * (fluid.h's curve measured under MPS: C_2 = 1.14, C_3 = 1.36, C_4+ = 1.44),
+ * else 1 + oversubscribe. Nondecreasing in k. O(1). */
+double tp__place_capacity(const tp_cluster_t *c, size_t node, int k);
 /* The share of GPU g of node n that a demand of `compute` (in reference-GPU
  * units) takes: compute / speed, since a faster GPU is busy for less of the
  * time with the same work. */
 double tp__place_share(const tp_cluster_t *c, size_t node, size_t gpu, double compute);
+/* The GPU (global index) wf gives single-GPU demand d in u: of those it
+ * fits, the most free compute in reference units, then the most free
+ * memory, then the lowest index (placer_fit.c's key); SIZE_MAX if none. A
+ * linear scan, O(G), for callers that place one trial at a time (plan.c,
+ * the run's profilers). */
+size_t tp__place_wf_gpu(const tp_cluster_t *c, const tp_usage_t *u, const tp_demand_t *d);
 /* Record decision a for demand d in u (assumes it fits). */
 void tp__place_commit(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d,
                       const tp_assign_t *a);

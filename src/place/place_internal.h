@@ -11,16 +11,13 @@
 /* Memory a trial may still take on GPU g of node n (total - reserve - used,
  * 0 when negative). O(1). */
 uint64_t tp__place_mem_free(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g);
-/* Compute share still free on global GPU gi: 1 + oversubscribe - used. */
-double tp__place_comp_free(const tp_cluster_t *c, const tp_usage_t *u, size_t gi);
+/* Compute share still free for one more trial on GPU g of node n: its
+ * capacity with that trial counted (tp__place_capacity) less what is used.
+ * Several more may take more than this in all where the node is served. */
+double tp__place_comp_free(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g);
 /* Whether GPU g of node n may take one more trial by health, sharing and
  * max_per_gpu (memory, compute and CPUs aside). */
 int tp__place_gpu_open(const tp_cluster_t *c, const tp_usage_t *u, size_t n, size_t g);
-/* The GPU (global index) wf gives single-GPU demand d in u: of those it
- * fits, the most free compute in reference units, then the most free
- * memory, then the lowest index (placer_fit.c's key); SIZE_MAX if none. A
- * linear scan, O(G), for callers that place one trial at a time. */
-size_t tp__place_wf_gpu(const tp_cluster_t *c, const tp_usage_t *u, const tp_demand_t *d);
 /* Trial indexes in placement order: 0..n-1, or by expected duration,
  * longest first, stable (decreasing = 1). Caller frees. O(n log n). */
 size_t *tp__place_order(const tp_demand_t *trials, size_t n, int decreasing);

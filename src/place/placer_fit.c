@@ -28,6 +28,7 @@
  * orders GPUs the same as "remaining after" (same trial) without rounding
  * ties, then free memory, then cluster order. */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -90,7 +91,7 @@ static void leaf_set(gtree_t *t, size_t gi) {
         /* Free compute in reference-GPU units (free share x speed), the
          * units of a demand, so subtree bounds compare with demands as is. */
         double speed = t->c->nodes[n].gpus[g].speed > 0 ? t->c->nodes[n].gpus[g].speed : 1.0;
-        t->comp[i] = tp__place_comp_free(t->c, t->u, gi) * speed;
+        t->comp[i] = tp__place_comp_free(t->c, t->u, n, g) * speed;
         t->cpus[i] = t->c->nodes[n].cpus - t->u->cpus_used[n];
         for (size_t k = 0; k < NTHR; k++)
             t->cmem[i * NTHR + k] = t->mem[i] >= t->thr[k] ? t->comp[i] : -INFINITY;
@@ -171,7 +172,10 @@ static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, r
     for (size_t n = 0; n < c->nnodes; n++)
         for (size_t g = 0; g < c->nodes[n].ngpus; g++)
             if (c->nodes[n].gpus[g].speed > fastest) fastest = c->nodes[n].gpus[g].speed;
-    t->cstep = (1.0 + c->limits.oversubscribe) * fastest / NCOMP;
+    double most = 1.0 + c->limits.oversubscribe; /* the largest capacity, served or not */
+    for (size_t n = 0; n < c->nnodes; n++)
+        if (tp__place_capacity(c, n, INT_MAX) > most) most = tp__place_capacity(c, n, INT_MAX);
+    t->cstep = most * fastest / NCOMP;
     for (size_t i = t->size; i < m; i++) {
         size_t gi = i - t->size;
         if (gi < u->ngpus)
@@ -245,7 +249,7 @@ size_t tp__place_wf_gpu(const tp_cluster_t *c, const tp_usage_t *u, const tp_dem
             if (!tp__fits(c, u, n, g, d)) continue;
             size_t gi = u->gpu_base[n] + g;
             double speed = c->nodes[n].gpus[g].speed > 0 ? c->nodes[n].gpus[g].speed : 1.0;
-            double comp = tp__place_comp_free(c, u, gi) * speed; /* as leaf_set keys it */
+            double comp = tp__place_comp_free(c, u, n, g) * speed; /* as leaf_set keys it */
             int64_t mem = (int64_t)tp__place_mem_free(c, u, n, g);
             if (better(RULE_WORST, comp, mem, gi, &b)) b = (best_t){gi, comp, mem};
         }
@@ -343,8 +347,8 @@ static int place_wide(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *d
             size_t gi = u->gpu_base[n] + g;
             if (rule == RULE_WHOLE && u->count[gi] != 0) continue;
             if (!tp__fits(c, u, n, g, d)) continue;
-            cand[m++] =
-                (cand_t){g, tp__place_comp_free(c, u, gi), (int64_t)tp__place_mem_free(c, u, n, g)};
+            cand[m++] = (cand_t){g, tp__place_comp_free(c, u, n, g),
+                                 (int64_t)tp__place_mem_free(c, u, n, g)};
         }
         if (m < k) continue;
         if (rule == RULE_BEST || rule == RULE_WORST) {

@@ -226,8 +226,10 @@ int tp__place_optimal(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t
                 grow[gi] = glp_add_rows(P, 4);
                 size_t g = gi - u->gpu_base[nd];
                 glp_set_row_bnds(P, grow[gi], GLP_UP, 0.0, (double)tp__place_mem_free(c, u, nd, g));
+                /* the room for one more: on a served GPU more trials may hold
+                 * more (C_k), so this bound is safe for any number, if tight */
                 glp_set_row_bnds(P, grow[gi] + 1, GLP_UP, 0.0,
-                                 tp__place_comp_free(c, u, gi) + TP_PLACE_EPS);
+                                 tp__place_comp_free(c, u, nd, g) + TP_PLACE_EPS);
                 int room = c->limits.sharing ? c->limits.max_per_gpu : 1;
                 if (room > 0) {
                     room -= u->count[gi];

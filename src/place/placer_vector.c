@@ -83,7 +83,7 @@ static void weights(vp_t *v) {
         size_t nd = v->node_of[gi], g = v->local_of[gi];
         if (!tp__place_gpu_open(c, v->u, nd, g)) continue;
         double speed = c->nodes[nd].gpus[g].speed > 0 ? c->nodes[nd].gpus[g].speed : 1.0;
-        double fc = tp__place_comp_free(c, v->u, gi);
+        double fc = tp__place_comp_free(c, v->u, nd, g);
         cap[R_COMP] += (fc > 0 ? fc : 0) * speed;
         cap[R_MEM] += (double)tp__place_mem_free(c, v->u, nd, g);
         if (c->limits.max_per_gpu > 0) cap[R_SLOT] += c->limits.max_per_gpu - v->u->count[gi];

@@ -97,7 +97,7 @@ static void start_fitting(planner_t *P, const size_t *order, int at_now) {
             for (size_t gi = 0; gi < P->G; gi++) {
                 size_t nd = P->node_of[gi], g = gi - P->u.gpu_base[nd];
                 if (!tp__place_gpu_open(P->c, &P->u, nd, g)) continue;
-                double fr = tp__place_comp_free(P->c, &P->u, gi) * P->speed[gi];
+                double fr = tp__place_comp_free(P->c, &P->u, nd, g) * P->speed[gi];
                 uint64_t mf = tp__place_mem_free(P->c, &P->u, nd, g);
                 int cf = P->c->nodes[nd].cpus - P->u.cpus_used[nd];
                 if (fr > most) most = fr;

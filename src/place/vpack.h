@@ -52,7 +52,7 @@ static inline void vectors(const vp_t *v, size_t gi, const tp_demand_t *d, doubl
     gpu_caps(v, gi, cap);
     size_t nd = v->node_of[gi], g = v->local_of[gi];
     dem[R_COMP] = tp__place_share(v->c, nd, g, d->compute) / cap[R_COMP];
-    fr[R_COMP] = tp__place_comp_free(v->c, v->u, gi) / cap[R_COMP];
+    fr[R_COMP] = tp__place_comp_free(v->c, v->u, nd, g) / cap[R_COMP];
     dem[R_MEM] = (double)d->memory_mib / cap[R_MEM];
     fr[R_MEM] = (double)tp__place_mem_free(v->c, v->u, nd, g) / cap[R_MEM];
     if (cap[R_SLOT] > 0) {

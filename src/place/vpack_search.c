@@ -163,6 +163,7 @@ typedef struct fill {
     double best_val, cap; /* best value found; the most the GPU can add */
     double best_dur;      /* summed expected duration of the best subset */
     long long steps;      /* DFS steps left for this GPU */
+    int count;            /* trials on the GPU before the fill plus those taken */
 } fill_t;
 
 /* Depth-first over classes k >= from: add one more trial of class k while
@@ -190,9 +191,14 @@ static void fill_dfs(fill_t *f, const size_t *list, size_t from, uint64_t mem, d
         if (d->memory_mib > mem || s > comp + TP_PLACE_EPS || slots <= 0 || d->cpus > cpus)
             continue;
         f->take[k]++;
+        f->count++;
         double add = f->v->bonus > 0 ? s + bonus_of(f->v, t) : val + s < f->cap ? s : f->cap - val;
-        fill_dfs(f, list, k, mem - d->memory_mib, comp - s, slots - 1, cpus - d->cpus, val + add,
-                 dur + d->duration_s);
+        /* the room for the next: a served GPU's capacity grows with its count */
+        double grown = tp__place_capacity(f->v->c, f->nd, f->count + 1) -
+                       tp__place_capacity(f->v->c, f->nd, f->count);
+        fill_dfs(f, list, k, mem - d->memory_mib, comp - s + grown, slots - 1, cpus - d->cpus,
+                 val + add, dur + d->duration_s);
+        f->count--;
         f->take[k]--;
     }
 }
@@ -261,6 +267,7 @@ void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
         f.best_val = 0;
         f.best_dur = 0;
         f.steps = FILL_STEPS;
+        f.count = v->u->count[gi];
         memset(f.take, 0, f.ncls * sizeof *f.take);
         memset(f.best, 0, f.ncls * sizeof *f.best);
         int lim = v->c->limits.sharing ? v->c->limits.max_per_gpu : 1;
@@ -268,7 +275,7 @@ void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
         int cpus = v->c->nodes[nd].cpus - v->u->cpus_used[nd];
         if (fair_cpus && nodes_left > 1) cpus /= nodes_left;
         fill_dfs(&f, list, 0, tp__place_mem_free(v->c, v->u, nd, g),
-                 tp__place_comp_free(v->c, v->u, gi), slots, cpus, 0.0, 0.0);
+                 tp__place_comp_free(v->c, v->u, nd, g), slots, cpus, 0.0, 0.0);
         for (size_t k = 0; k < f.ncls; k++)
             for (size_t r = 0; r < f.best[k]; r++) {
                 size_t i = list[f.cls_first[k] + placed_of[k]];

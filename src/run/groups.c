@@ -238,7 +238,7 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
         for (size_t i = 0; i < n; i++)
             batch[i]->fluid_share = 0;
     for (size_t i = 0; i < n; i++) {
-        if (profiling[i]) continue; /* the profiler runs alone */
+        if (profiling[i]) continue; /* a profiler keeps its provisional demand */
         double share = share_of(r, batch[i], batch, n, u);
         if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
             batch[i]->gpus_want = (int)lround(share);

@@ -200,9 +200,12 @@ int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
     int control = json_is_true(json_object_get(hello, "mps_control"));
     const char *why = "";
     ns->mps = 0;
+    node->served = 0; /* until its MPS daemons run */
     if (r->x.res.gpus == 0) {
         ns->sharing = "cpu";
-    } else if (r->x.sharing == TP_SHARING_NONE) {
+    } else if (r->x.sharing == TP_SHARING_NONE || r->pl.placer == tp__placer_find("one-per-gpu")) {
+        /* A GPU each: the trial runs as it would outside tunepack (no MPS daemon,
+         * no MPS variables, CUDA_VISIBLE_DEVICES alone). */
         ns->sharing = "exclusive";
     } else if (control && r->x.sharing != TP_SHARING_TIMESLICE) {
         ns->sharing = "mps";
@@ -247,6 +250,7 @@ void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m) {
     const json_t *failed = json_object_get(m, "failed");
     if (json_array_size(failed) == 0) {
         ns->mps = 1;
+        r->pl.cluster.nodes[n].served = 1; /* uncapped under MPS: the served curve */
         return;
     }
     /* Without a daemon on every GPU, MPS settings would point trials at a
@@ -260,6 +264,7 @@ void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m) {
     tp__log(TP_LOG_WARN, "%s", text);
     ns->sharing = "time-slicing";
     ns->mps = 0;
+    r->pl.cluster.nodes[n].served = 0;
     tp__journal_ok(&r->journal, tp__store_meta_set(tp__journal_tx(&r->journal), "sharing", text),
                    "recording how GPUs are shared");
 }

@@ -18,6 +18,13 @@
 #define MPS_MEM_HEADROOM 0.10 /* CUDA_MPS_PINNED_DEVICE_MEM_LIMIT above the demand */
 #define PROFILE_HEADROOM 1.10 /* measured peak memory -> demand */
 #define SNAPSHOT_PERIOD_S 2.0 /* GPU state written to the store at most this often */
+/* What a profiler is placed with while its group's demand is unknown and
+ * nothing declared or measured says better (provisional_demand): the small
+ * PyTorch models of issue 31 measured 0.8-1.2 GiB and compute 0.13-0.28 on
+ * an H200, so 2 GiB and 0.25 hold them, and four such profilers still fit
+ * one GPU beside each other. */
+#define PROFILE_GUESS_MIB 2048
+#define PROFILE_GUESS_COMPUTE 0.25
 
 /* ---- demand groups ----------------------------------------------------------- */
 
@@ -96,9 +103,11 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             const tp_assign_t *a = tp__trial_shard(t, s);
             size_t base = u->gpu_base[a->node];
             u->cpus_used[a->node] += r->x.res.cpus;
+            /* a profiler holds what it was placed with, or what it uses if more */
+            uint64_t mib = t->profiling && t->peak_mib > t->mem_mib ? t->peak_mib : t->mem_mib;
             for (size_t k = 0; k < a->ngpus; k++) {
                 size_t g = base + a->gpu[k];
-                u->mem_used[g] += t->mem_mib;
+                u->mem_used[g] += mib;
                 u->compute_used[g] +=
                     tp__place_share(&r->pl.cluster, a->node, a->gpu[k], t->compute);
                 u->count[g]++;
@@ -205,6 +214,39 @@ void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards
 
 /* The decision proper (see tp__placement_place). */
 static size_t place(tp_run_t *r, trial_t **batch, size_t n);
+
+/* What a profiler of an unmeasured group is placed with: the declared
+ * figure where one is declared, else the most any measured group holds
+ * (memory) or a modest guess (PROFILE_GUESS_*). It runs under MPS beside
+ * others with no limit on its memory or threads; this only decides where
+ * there is room for it. O(groups). */
+static void provisional_demand(const tp_run_t *r, tp_demand_t *d) {
+    d->memory_mib = r->x.res.gpu_memory_auto ? 0 : r->x.res.gpu_memory_mib;
+    d->compute = r->x.res.gpu_compute_auto ? PROFILE_GUESS_COMPUTE : r->x.res.gpu_compute;
+    if (!r->x.res.gpu_memory_auto) return;
+    for (size_t i = 0; i < r->pl.ngroups; i++)
+        if (r->pl.groups[i].measured && r->pl.groups[i].mem_mib > d->memory_mib)
+            d->memory_mib = r->pl.groups[i].mem_mib;
+    if (!d->memory_mib) d->memory_mib = PROFILE_GUESS_MIB;
+}
+
+/* The profilers of one round (profiling[i], single-GPU), each to the GPU
+ * with the most free compute (worst fit) before the policy places the rest:
+ * several groups' profilers go to as many GPUs as there are, and beside
+ * trials running where one GPU is all there is. O(profilers x GPUs). */
+static void place_profilers(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, const int *profiling,
+                            size_t m, tp_assign_t *out) {
+    for (size_t i = 0; i < m; i++) {
+        if (!profiling[i] || d[i].gpus != 1) continue;
+        size_t gi = tp__place_wf_gpu(&r->pl.cluster, u, &d[i]);
+        if (gi == SIZE_MAX) continue;
+        size_t n = 0;
+        while (n + 1 < r->pl.cluster.nnodes && u->gpu_base[n + 1] <= gi)
+            n++;
+        out[i] = (tp_assign_t){.placed = 1, .node = n, .ngpus = 1, .gpu = {gi - u->gpu_base[n]}};
+        tp__place_commit(&r->pl.cluster, u, &d[i], &out[i]);
+    }
+}
 
 size_t tp__placement_place(tp_run_t *r, trial_t **batch, size_t n) {
     size_t placed = place(r, batch, n);
@@ -328,12 +370,12 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         if (t->fuse_mem_mib > d[m].memory_mib) /* a fused process: what its K uses */
             d[m].memory_mib = t->fuse_mem_mib;
         if (!g->measured) {
-            /* The profiler runs the trial alone: all of a GPU's compute, so
-             * nothing else joins it while it is measured. */
+            /* The profiler runs beside what runs (uncapped, under MPS where
+             * the node has it), placed where its provisional demand fits; the
+             * group's other trials wait for its measurement. */
             profiling[m] = 1;
             g->profiler = t->id;
-            d[m].memory_mib = 0;
-            d[m].compute = 1.0 + r->x.oversubscribe;
+            provisional_demand(r, &d[m]);
         }
         who[m++] = t;
     }
@@ -358,6 +400,7 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
                 }
             free(shards);
         } else {
+            place_profilers(r, &u, d, profiling, m, out);
             place_rounds(r, &u, load, d, m, out);
         }
         free(load);
@@ -414,18 +457,22 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
     const char *sharing = ns->sharing;
     if (a->ngpus) {
         json_object_set_new(genv, "CUDA_VISIBLE_DEVICES", json_string(visible));
-        if (t->profiling || strcmp(ns->sharing, "exclusive") == 0) {
-            sharing = "exclusive";
+        if (strcmp(ns->sharing, "exclusive") == 0) {
+            sharing = "exclusive"; /* CUDA_VISIBLE_DEVICES alone, as outside tunepack */
         } else if (ns->mps && a->ngpus == 1 && t->nranks == 1) {
-            /* One daemon per GPU; the client sees its one GPU as device 0. */
+            /* One daemon per GPU; the client sees its one GPU as device 0.
+             * No thread limit (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), for any
+             * trial: measured on H100s, caps never paid (four ViT-Ti at 25%
+             * each trained 16% less than uncapped, two at 50% 8% less, a
+             * launch-bound resnet18 gained nothing) and a cap binds a trial
+             * alone too (2.5-2.8x slower at 5%, issue 31). Who shares a GPU
+             * is decided by the served curve instead (tp__place_capacity).
+             * The memory limit stays: it protects the trials beside it; a
+             * profiler, whose memory is unknown, has none. */
             char pipe[4200], log[4200], vars[3][512];
             tp__placement_mps_dirs(r, a->node, node->gpus[a->gpu[0]].index, pipe, log, sizeof pipe);
-            /* A Fluid share has no thread limit: it decides who shares the GPU,
-             * and each takes what the others leave (groups.c). */
-            double share = tp__groups_member(r, t)
-                               ? 0
-                               : tp__place_share(&r->pl.cluster, a->node, a->gpu[0], t->compute);
-            int nv = tp__mps_env(pipe, "0", share, t->mem_mib, MPS_MEM_HEADROOM, vars);
+            int nv =
+                tp__mps_env(pipe, "0", 0, t->profiling ? 0 : t->mem_mib, MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');
                 if (!eq) continue;
@@ -688,6 +735,7 @@ void tp__placement_node_down(tp_run_t *r, size_t n) {
     for (size_t i = 0; i < node->ngpus; i++)
         node->gpus[i].healthy = 0;
     r->pl.node[n].mps = 0;
+    node->served = 0;
     json_decref(r->pl.node[n].last_gpus);
     r->pl.node[n].last_gpus = NULL;
 }

@@ -4,8 +4,10 @@
 Every check reads what happened from the store's placement records: each attempt's
 [start, end) interval (its 'running' event to its ending event) replayed with its placement
 row proves that no GPU ever held more than its memory (less the reserve), its compute
-(1 + oversubscribe) or max_per_gpu trials; and each trial writes the environment it really got
-to $TUNEPACK_TRIAL_DIR/env.<attempt>.json, compared with its placement row.
+((1 + oversubscribe) x C_k for k trials under MPS, the served curve; 1 + oversubscribe
+time-sliced) or max_per_gpu trials; and each trial writes the environment it really got
+to $TUNEPACK_TRIAL_DIR/env.<attempt>.json, compared with its placement row. No trial ever gets
+an MPS thread limit, and one-per-gpu and sharing: none trials get CUDA_VISIBLE_DEVICES alone.
 """
 
 import json
@@ -24,6 +26,13 @@ RESERVE_MIB = 512
 MPS_KEYS = ("CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
             "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT")
 GPU_KEYS = ("CUDA_VISIBLE_DEVICES",) + MPS_KEYS
+# C_k: the busy share a GPU serves k uncapped trials under MPS (src/place/fluid.h), k = 1..4+.
+SERVED = (1.0, 1.14, 1.36, 1.44)
+
+
+def capacity(k, oversubscribe, served):
+    """The compute k trials may hold on one GPU: (1 + oversubscribe) x C_k under MPS."""
+    return (1.0 + oversubscribe) * (SERVED[min(k, 4) - 1] if served else 1.0)
 
 # The trial: record the GPU environment it got, sleep, die of CUDA OOM on attempt 1 when x is
 # the OOM value, else report acc = x.
@@ -70,10 +79,11 @@ class GpuPacking(GpuE2E):
     # -- checks ------------------------------------------------------------------------------
 
     def check_capacity(self, run_dir, reserve_mib=RESERVE_MIB, oversubscribe=0.0,
-                       max_per_gpu=0):
+                       max_per_gpu=0, served=True):
         """Replay every attempt's placement over its interval; assert no GPU was ever over
-        memory - reserve, 1 + oversubscribe compute, or max_per_gpu trials. Returns (the most
-        trials any GPU held at once, the most compute any GPU held, the placement rows)."""
+        memory - reserve, its compute capacity (capacity(): the served curve under MPS when
+        served), or max_per_gpu trials. Returns (the most trials any GPU held at once, the most
+        compute any GPU held, the placement rows)."""
         with self.store(run_dir) as s:
             moments, rows = gpu_timeline(s)
         mem = {i: g_mib for i, g_mib in enumerate(self.gpu_mib)}
@@ -88,10 +98,11 @@ class GpuPacking(GpuE2E):
                     used, mem[g] - reserve_mib,
                     "GPU %d held %d MiB of demand (> %d - %d reserve) at once: %s"
                     % (g, used, mem[g], reserve_mib, who))
+                cap = capacity(len(there), oversubscribe, served)
                 self.assertLessEqual(
-                    compute, 1.0 + oversubscribe + 1e-9,
-                    "GPU %d held compute %.3f (> 1 + %.2f) at once: %s"
-                    % (g, compute, oversubscribe, who))
+                    compute, cap + 1e-9,
+                    "GPU %d held compute %.3f (> %.3f for %d trials, oversubscribe %.2f) at "
+                    "once: %s" % (g, compute, cap, len(there), oversubscribe, who))
                 if max_per_gpu:
                     self.assertLessEqual(len(there), max_per_gpu,
                                          "GPU %d held %d trials (max_per_gpu %d): %s"
@@ -119,8 +130,8 @@ class GpuPacking(GpuE2E):
                 self.assertEqual(p["sharing"], "mps", what)
                 self.assertEqual(got.get("CUDA_MPS_PIPE_DIRECTORY"),
                                  os.path.join(run_dir, "mps", "gpu%d" % g, "pipe"), what)
-                self.assertEqual(got.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"),
-                                 str(math.ceil(100 * p["compute"] - 1e-9)), what)
+                # No thread limit, alone or packed: a cap never paid (docs/gpus.md).
+                self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", got, what)
                 self.assertEqual(got.get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
                                  "0=%dM" % math.ceil(p["memory_mib"] * 1.1 - 1e-9), what)
             else:
@@ -229,7 +240,8 @@ class GpuPacking(GpuE2E):
 
     def test_oversubscribe_and_max_per_gpu_bound_what_shares_a_gpu(self):
         self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
-        # Compute 0.5 with oversubscribe 0.5: three to a GPU (1.5), not four.
+        # Compute 0.5 with oversubscribe 0.5 under MPS: four to a GPU (2.0 <= 1.5 x C_4 =
+        # 2.16), not five (2.5); time-sliced it would be three (1.5).
         exp = self.exp(trials=12, resources="gpu_memory: 4G, gpu_compute: 0.5",
                        placement="policy: ff, reserve: 512M, oversubscribe: 0.5")
         run_dir = self.path("over")
@@ -237,8 +249,10 @@ class GpuPacking(GpuE2E):
         self.assertExit(r, 0)
         most, most_compute, rows = self.check_capacity(run_dir, oversubscribe=0.5)
         self.assertEqual(len(rows), 12)
-        self.assertGreater(most_compute, 1.0 + 1e-9,
-                           "oversubscribe 0.5 was never used (most compute %.2f)" % most_compute)
+        self.assertGreater(most_compute, 1.5 + 1e-9,
+                           "the served curve over oversubscribe 0.5 was never used (most "
+                           "compute %.2f)" % most_compute)
+        self.assertEqual(most, 4, "expected four of 0.5 on a GPU under oversubscribe 0.5")
         self.check_env(run_dir, rows, mps=True)
         self.check_no_daemons(run_dir)
 
@@ -296,12 +310,49 @@ class GpuPacking(GpuE2E):
         most, _, rows = self.check_capacity(run_dir)
         self.assertEqual(len(rows), 8)
         self.assertEqual(most, 1, "sharing: none, yet a GPU held two trials at once")
-        for (trial, attempt), p in rows.items():
-            self.assertEqual(p["sharing"], "exclusive", p)
-            got = self.trial_env(run_dir, trial, attempt)
-            self.assertEqual(got.get("CUDA_VISIBLE_DEVICES"), self.uuids[p["gpus"][0]], p)
+        self.check_as_outside(run_dir, rows)
         with self.store(run_dir) as s:
             self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 8)
+        self.check_no_daemons(run_dir)
+
+    def check_as_outside(self, run_dir, rows):
+        """Each attempt ran as it would outside tunepack: its GPU named by
+        CUDA_VISIBLE_DEVICES and no CUDA variable else (no MPS pipe, thread or memory limit),
+        placed "exclusive", and no MPS daemon was started on any GPU."""
+        for (trial, attempt), p in rows.items():
+            self.assertEqual(p["sharing"], "exclusive", p)
+            got = self.trial_env(run_dir, trial, attempt)  # every CUDA_* variable it saw
+            self.assertEqual([k for k in got if k.startswith("CUDA_MPS_")], [], p)
+            self.assertEqual(got.get("CUDA_VISIBLE_DEVICES"), self.uuids[p["gpus"][0]], p)
+            self.assertEqual(p["env"], {"CUDA_VISIBLE_DEVICES": self.uuids[p["gpus"][0]]}, p)
+        for i in range(len(self.uuids)):
+            log = os.path.join(run_dir, "mps", "gpu%d" % i, "log", "control.log")
+            self.assertFalse(os.path.exists(log), "an MPS daemon was started for GPU %d" % i)
+
+    def test_one_per_gpu_trials_run_as_outside_tunepack(self):
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        exp = self.exp(trials=6, placement="policy: one-per-gpu, reserve: 512M")
+        run_dir = self.path("one")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir, served=False)
+        self.assertEqual(len(rows), 6)
+        self.assertEqual(most, 1, "one-per-gpu, yet a GPU held two trials at once")
+        self.check_as_outside(run_dir, rows)
+        self.check_no_daemons(run_dir)
+
+    def test_a_trial_alone_on_its_gpu_has_no_thread_limit(self):
+        self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
+        exp = self.exp(trials=1, resources="gpu_memory: 4G, gpu_compute: 0.05")
+        run_dir = self.path("alone")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir)
+        self.assertEqual((most, len(rows)), (1, 1))
+        self.check_env(run_dir, rows, mps=True)
+        got = self.trial_env(run_dir, *next(iter(rows)))
+        self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", got, got)
+        self.assertIn("CUDA_MPS_PIPE_DIRECTORY", got, got)
         self.check_no_daemons(run_dir)
 
     def test_without_mps_control_trials_time_slice_with_no_mps_variables(self):
@@ -310,7 +361,7 @@ class GpuPacking(GpuE2E):
         run_dir = self.path("ts")
         r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=False))
         self.assertExit(r, 0)
-        most, _, rows = self.check_capacity(run_dir)
+        most, _, rows = self.check_capacity(run_dir, served=False)
         self.assertEqual(len(rows), 10)
         self.assertGreater(most, 1, "time-slicing still packs: expected a shared GPU")
         for p in rows.values():

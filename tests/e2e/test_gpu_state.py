@@ -4,6 +4,7 @@ process, measured (`auto`) demand, the experiment's GPU view, a machine without 
 for, and MPS daemons left behind by a killed run."""
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -13,8 +14,8 @@ import time
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import (GpuE2E, PY, children_of, cmdline, gpu_timeline, main, token_pids,
-                     wait_for, yaml_str)
+from helpers import (GpuE2E, PY, attempt_intervals, children_of, cmdline, gpu_timeline, main,
+                     token_pids, wait_for, yaml_str)
 
 GIB = 1024
 
@@ -68,6 +69,33 @@ while not os.path.exists(release) and time.monotonic() - start < 300:
     time.sleep(0.5)
 """
 STARTUP_S = 6
+
+
+# A trial of four profile_by groups (issue 31, profiling does not serialise): a trial of model a
+# is on the GPU at once; one of b, c or d shows on the GPU only once the file `go` exists, so
+# their profiles cannot end before the test has seen them all running. Every trial then waits
+# for the file `end`, reporting acc = x as it goes.
+GROUPS_TRIAL = r'''
+import json, os, sys, time
+model = sys.argv[1]; x = int(sys.argv[2]); proc_dir = sys.argv[3]; uuids = json.loads(sys.argv[4])
+go = sys.argv[5]; end = sys.argv[6]
+def wait(path):
+    while not os.path.exists(path):
+        time.sleep(0.05)
+if model != "a":
+    wait(go)
+gpu = uuids.index(os.environ["CUDA_VISIBLE_DEVICES"])
+tmp = os.path.join(proc_dir, ".%d.tmp" % os.getpid())
+with open(tmp, "w") as f:
+    json.dump({"gpu": gpu, "used_mib": 3000 if model == "a" else 2000, "sm_util": 20}, f)
+os.rename(tmp, os.path.join(proc_dir, "%d.json" % os.getpid()))
+step = 0
+while not os.path.exists(end):  # training: a report now and then, as a trainer does
+    step += 1
+    os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": %d}\n' % (step, x)).encode())
+    time.sleep(0.2)
+os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": %d}\n' % (step + 1, x)).encode())
+'''
 
 
 class GpuState(GpuE2E):
@@ -271,11 +299,17 @@ class GpuState(GpuE2E):
             running = {(e["trial"], e["attempt"]): e["id"] for e in s.events(kind="running")}
         self.assertEqual(len(rows), 6)
         first = rows[(profiler, 1)]
-        self.assertEqual(first["sharing"], "exclusive", first)
-        self.assertEqual(first["compute"], 1.0, first)
+        # The profiler runs under MPS like any trial, placed with a provisional demand (2 GiB,
+        # compute 0.25: nothing declared or measured yet), with no thread limit and no memory
+        # limit (its memory is what it measures).
+        self.assertEqual(first["sharing"], "mps", first)
+        self.assertEqual((first["memory_mib"], first["compute"]), (2048, 0.25), first)
+        self.assertIn("CUDA_MPS_PIPE_DIRECTORY", first["env"], first)
+        self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", first["env"], first)
+        self.assertNotIn("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", first["env"], first)
         later = [p for k, p in rows.items() if k != (profiler, 1)]
         for p in later:
-            # The profiler ran alone: the others started only once it was measured.
+            # Its group's other trials started only once it was measured.
             self.assertGreater(running[(p["trial"], p["attempt"])], profiled[0]["id"],
                                "trial %d started before the profile was taken" % p["trial"])
             self.assertAlmostEqual(p["memory_mib"], 5500, delta=10, msg=p)
@@ -386,6 +420,105 @@ class GpuState(GpuE2E):
         self.assertAlmostEqual(prof["compute"], 0.40, delta=0.03, msg=prof)
         detail = ev["profiled"][0]["detail"]
         self.assertIn("the GPU's busy share over the 30%", detail)
+
+    def test_profilers_of_three_groups_run_at_once_beside_a_measured_trial(self):
+        # One GPU; four groups (model a, b, c, d), two trials each, all auto. Before, each
+        # group's profiler ran alone on an empty GPU, one group after another. Now all four
+        # profilers are placed at once under MPS; a is measured first and its second trial
+        # joins them while b, c and d are still being profiled.
+        self.fake_gpus([(80 * GIB, None)])
+        script = self.write("groups_trial.py", GROUPS_TRIAL)
+        go, end = self.path("go"), self.path("end")
+        argv = [PY, script, "{model}", "{x}", self.proc_dir,
+                json.dumps(self.uuids).replace("{", "{{").replace("}", "}}"), go, end]
+        exp = self.experiment(
+            "name: profilers\n"
+            "command: [%s]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space:\n"
+            "  model: {grid: [a, b, c, d]}\n"
+            "  x: {grid: [0, 1]}\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "concurrency: 8\n"
+            "profile_by: [model]\n"
+            "resources: {gpus: 1, gpu_memory: auto, gpu_compute: auto, profile_time: 2s}\n"
+            "placement: {policy: vpack, reserve: 512M}\n"
+            % ", ".join(yaml_str(a) for a in argv))
+        run_dir = self.path("run")
+        p = self.start_run(exp, run_dir, env=self.gpu_env())
+        model_of = {}
+
+        def running_by_model():
+            rows = self.poll_query(run_dir, "SELECT e.trial, t.params FROM events e JOIN trials t "
+                                            "ON t.id = e.trial WHERE e.kind = 'running'")
+            if rows is None:
+                return None
+            out = {}
+            for r in rows:
+                model_of[r["trial"]] = json.loads(r["params"])["model"]
+                out.setdefault(model_of[r["trial"]], set()).add(r["trial"])
+            return out
+
+        def a_measured_and_joined():
+            on = running_by_model()
+            return on if on and len(on.get("a", ())) == 2 and all(
+                len(on.get(m, ())) == 1 for m in "bcd") else None
+        on = wait_for(a_measured_and_joined, 60, interval=0.2)
+        try:
+            self.assertTrue(on, "never saw both a trials running beside the profilers of b, c "
+                                "and d: %s" % running_by_model())
+            with self.store(run_dir) as s:
+                profiled = [model_of.get(e["trial"]) for e in s.events(kind="profiled")]
+            self.assertEqual(profiled, ["a"], "only a can have been measured before `go`")
+        finally:
+            with open(go, "w"):
+                pass
+
+        def all_profiled():
+            rows = self.poll_query(run_dir, "SELECT trial FROM events WHERE kind = 'profiled'")
+            return rows if rows is not None and len(rows) == 4 else None
+        self.assertTrue(wait_for(all_profiled, 60, interval=0.2), "not every group was profiled")
+        with open(end, "w"):
+            pass
+        p.wait(timeout=90)
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+
+        with self.store(run_dir) as s:
+            self.assertEqual([t["state"] for t in s.trials()], ["completed"] * 8)
+            model_of = {t["id"]: t["params"]["model"] for t in s.trials()}
+            spans = attempt_intervals(s)
+            profiled = {model_of[e["trial"]]: e for e in s.events(kind="profiled")}
+            _, rows = gpu_timeline(s)
+        profilers = {model_of[e["trial"]]: (e["trial"], 1) for e in profiled.values()}
+        self.assertEqual(sorted(profilers), ["a", "b", "c", "d"])
+        # All four profilers were placed before any profile ended, on the one GPU, under MPS
+        # with no thread or memory limit.
+        first_profile = min(e["id"] for e in profiled.values())
+        for m, key in profilers.items():
+            self.assertLess(spans[key][0], first_profile, "%s's profiler started late" % m)
+            row = rows[key]
+            self.assertEqual((row["gpus"], row["sharing"]), ([0], "mps"), row)
+            self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", row["env"], row)
+            self.assertNotIn("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", row["env"], row)
+        # The profiles of b, c and d ran at the same time: each started before any of them
+        # ended, and a's measured second trial ran beside them (started before their profiles
+        # ended, ended after they started).
+        bcd = [spans[profilers[m]] for m in "bcd"]
+        self.assertLess(max(b[0] for b in bcd), min(profiled[m]["id"] for m in "bcd"))
+        second_a = [k for k in spans if model_of[k[0]] == "a" and k != profilers["a"]]
+        self.assertEqual(len(second_a), 1, second_a)
+        start, stop = spans[second_a[0]]
+        self.assertGreater(start, profiled["a"]["id"], "a's second trial did not wait for a's "
+                                                         "profile")
+        self.assertLess(start, min(profiled[m]["id"] for m in "bcd"))
+        self.assertGreater(stop, max(b[0] for b in bcd))
+        self.assertEqual(rows[second_a[0]]["gpus"], [0])
+        # The measured trial gets the MPS memory limit of its measured demand (3000 MiB +10%).
+        a2 = rows[second_a[0]]
+        self.assertAlmostEqual(a2["memory_mib"], 3300, delta=2, msg=a2)
+        self.assertEqual(a2["env"].get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+                         "0=%dM" % math.ceil(a2["memory_mib"] * 1.1 - 1e-9), a2)
+        self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", a2["env"], a2)
 
     # -- no GPUs -------------------------------------------------------------------------------
 

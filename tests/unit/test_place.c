@@ -20,6 +20,7 @@ typedef struct inst {
 /* nnodes nodes of up to maxg GPUs; n trials; multi: allow gpus 0..3.
  * mixed_speeds: GPUs of speed 0.6, 1 or 2 (set before the call). */
 static int mixed_speeds;
+static int served_nodes; /* 1: each node's GPUs shared under MPS (served) or not, at random */
 static void random_inst(inst_t *in, tp_rng_t *r, size_t nnodes, size_t maxg, size_t n, int multi) {
     memset(in, 0, sizeof *in);
     in->c.nnodes = nnodes;
@@ -32,6 +33,7 @@ static void random_inst(inst_t *in, tp_rng_t *r, size_t nnodes, size_t maxg, siz
         tp_node_t *nd = &in->c.nodes[k];
         snprintf(nd->name, sizeof nd->name, "n%zu", k);
         nd->cpus = 4 + (int)tp__rng_below(r, 12);
+        if (served_nodes) nd->served = tp__rng_below(r, 3) != 0;
         nd->ngpus = 1 + tp__rng_below(r, maxg);
         nd->gpus = tp__xcalloc(nd->ngpus, sizeof *nd->gpus);
         for (size_t g = 0; g < nd->ngpus; g++) {
@@ -60,6 +62,16 @@ static void random_inst(inst_t *in, tp_rng_t *r, size_t nnodes, size_t maxg, siz
 }
 
 /* ---- the checker: recompute usage from the decisions and test every rule --- */
+
+/* The compute a GPU of node nd may hold with k trials on it, written out
+ * apart from the code under test: 1 + oversubscribe, times the served
+ * curve measured under MPS (C_2 1.14, C_3 1.36, C_4 and beyond 1.44) on a
+ * served node. */
+static double capacity_of(const tp_cluster_t *c, size_t nd, int k) {
+    static const double curve[] = {1.0, 1.0, 1.14, 1.36, 1.44};
+    double one = 1.0 + c->limits.oversubscribe;
+    return c->nodes[nd].served ? one * curve[k < 4 ? k : 4] : one;
+}
 
 /* NULL when the decision respects every constraint, else what is violated. */
 static const char *violation(const tp_cluster_t *c, const tp_demand_t *t, size_t n,
@@ -103,7 +115,7 @@ static const char *violation(const tp_cluster_t *c, const tp_demand_t *t, size_t
                 bad = "trial on an unhealthy GPU";
             else if (u.mem_used[gi] + c->limits.reserve_mib > gpu->memory_mib)
                 bad = "GPU memory (with reserve) exceeded";
-            else if (u.compute_used[gi] > 1.0 + c->limits.oversubscribe + 1e-9)
+            else if (u.compute_used[gi] > capacity_of(c, nd, u.count[gi]) + 1e-9)
                 bad = "GPU compute exceeded";
             else if (!c->limits.sharing && u.count[gi] > 1)
                 bad = "shared with sharing off";
@@ -172,6 +184,21 @@ TP_TEST(test_every_policy_respects_every_constraint_with_mixed_speeds_and_tight_
     TP_CHECK(checked > 1500);
 }
 
+TP_TEST(test_every_policy_respects_every_constraint_on_served_gpus) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 9, 1);
+    served_nodes = 1;
+    int checked = 0;
+    for (int it = 0; it < 200; it++) {
+        inst_t in;
+        random_inst(&in, &r, 1 + tp__rng_below(&r, 3), 4, 1 + tp__rng_below(&r, 40), 1);
+        checked += check_every_policy(tp_failed_, &in, it);
+        tp__cluster_free(&in.c);
+    }
+    served_nodes = 0;
+    TP_CHECK(checked > 1500);
+}
+
 /* ---- the brute-force oracle ------------------------------------------------ */
 
 typedef struct oracle {
@@ -214,10 +241,12 @@ static double brute_force_optimum(const tp_cluster_t *c, const tp_demand_t *t, s
     return o.best;
 }
 
-TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
-    int vpack_hits = 0, wfd_hits = 0;
+/* optimal against the brute force on 120 random instances; how often vpack
+ * and wfd reach the optimum into *vpack_hits, *wfd_hits. */
+static void optimal_against_brute_force(int *tp_failed_, uint64_t seed, int *vpack_hits,
+                                        int *wfd_hits) {
     tp_rng_t r;
-    tp__rng_seed(&r, 11, 2);
+    tp__rng_seed(&r, seed, 2);
     for (int it = 0; it < 120; it++) {
         inst_t in;
         random_inst(&in, &r, 1 + tp__rng_below(&r, 2), 2, 1 + tp__rng_below(&r, 7), 0);
@@ -237,15 +266,30 @@ TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
         for (size_t p = 0; tp__placers[p]; p++) {
             double occ = run_policy(tp__placers[p], &in.c, in.t, in.n, out);
             TP_CHECK(occ <= truth + 1e-9);
-            if (strcmp(tp__placers[p]->name, "vpack") == 0) vpack_hits += occ > truth - 1e-9;
-            if (strcmp(tp__placers[p]->name, "wfd") == 0) wfd_hits += occ > truth - 1e-9;
+            if (strcmp(tp__placers[p]->name, "vpack") == 0) *vpack_hits += occ > truth - 1e-9;
+            if (strcmp(tp__placers[p]->name, "wfd") == 0) *wfd_hits += occ > truth - 1e-9;
         }
         tp__cluster_free(&in.c);
     }
+}
+
+TP_TEST(test_optimal_equals_brute_force_and_bounds_every_heuristic) {
+    int vpack_hits = 0, wfd_hits = 0;
+    optimal_against_brute_force(tp_failed_, 11, &vpack_hits, &wfd_hits);
     /* the default finds the optimum far more often than HyperSack's wfd */
     fprintf(stderr, "  optimum reached on 120 instances: vpack %d, wfd %d\n", vpack_hits, wfd_hits);
     TP_CHECK(vpack_hits >= 110);
     TP_CHECK(vpack_hits > wfd_hits);
+}
+
+TP_TEST(test_optimal_equals_brute_force_on_served_gpus) {
+    int vpack_hits = 0, wfd_hits = 0;
+    served_nodes = 1;
+    optimal_against_brute_force(tp_failed_, 12, &vpack_hits, &wfd_hits);
+    served_nodes = 0;
+    fprintf(stderr, "  served GPUs, optimum reached on 120 instances: vpack %d, wfd %d\n",
+            vpack_hits, wfd_hits);
+    TP_CHECK(vpack_hits >= 100);
 }
 
 /* optimal with effort on a fresh usage: the decisions in out, what it did
@@ -324,7 +368,7 @@ static void reference_place(const tp_cluster_t *c, const tp_demand_t *t, size_t 
             for (size_t g = 0; g < c->nodes[nd].ngpus; g++) {
                 if (!tp__fits(c, &u, nd, g, &t[i])) continue;
                 size_t gi = u.gpu_base[nd] + g;
-                double fc = 1.0 + c->limits.oversubscribe - u.compute_used[gi];
+                double fc = capacity_of(c, nd, u.count[gi] + 1) - u.compute_used[gi];
                 double fm = (double)(c->nodes[nd].gpus[g].memory_mib - c->limits.reserve_mib -
                                      u.mem_used[gi]);
                 int take = !found;
@@ -390,6 +434,19 @@ TP_TEST(test_fast_ff_bf_wf_decide_exactly_as_linear_scans) {
         TP_CHECK(greedy_as_references(&in, it));
         tp__cluster_free(&in.c);
     }
+}
+
+TP_TEST(test_fast_ff_bf_wf_decide_exactly_as_linear_scans_on_served_gpus) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 6, 3);
+    served_nodes = 1;
+    for (int it = 0; it < 300; it++) {
+        inst_t in;
+        random_inst(&in, &r, 1 + tp__rng_below(&r, 6), 8, 1 + tp__rng_below(&r, 64), 0);
+        TP_CHECK(greedy_as_references(&in, it));
+        tp__cluster_free(&in.c);
+    }
+    served_nodes = 0;
 }
 
 /* Overfull rounds (64 trials on 1-2 nodes): most trials fit nowhere, the case the tree's joint
@@ -531,6 +588,50 @@ TP_TEST(test_one_per_gpu_never_shares_and_sharing_off_forces_one_per_gpu) {
             placed += out[i].placed;
         TP_CHECK_INT(placed, 4);
     }
+    tp__cluster_free(&c);
+}
+
+/* Under MPS with no thread limit a GPU serves k trials C_k of busy share
+ * (1.14, 1.36, 1.44: docs/simulator.md), so k trials of compute 0.3 fit
+ * one GPU while 0.3 k <= C_k: four (1.2 <= 1.44) where the sum passes 1,
+ * not five (1.5 > 1.44); a time-sliced GPU keeps capacity 1 (three). */
+TP_TEST(test_served_gpu_admits_trials_while_their_sum_is_within_c_k) {
+    tp_cluster_t c = small_cluster(1, 1, 64);
+    tp_demand_t t[6];
+    for (int i = 0; i < 6; i++)
+        t[i] = (tp_demand_t){i, 1, 1000, 0.3, 1, 10};
+    for (int served = 0; served <= 1; served++) {
+        c.nodes[0].served = served;
+        for (size_t p = 0; tp__placers[p]; p++) {
+            tp_assign_t out[6];
+            run_policy(tp__placers[p], &c, t, 6, out);
+            int placed = 0;
+            for (int i = 0; i < 6; i++)
+                placed += out[i].placed;
+            int want = strcmp(tp__placers[p]->name, "one-per-gpu") == 0 ? 1 : served ? 4 : 3;
+            if (placed != want)
+                fprintf(stderr, "  %s, served %d: %d placed\n", tp__placers[p]->name, served,
+                        placed);
+            TP_CHECK_INT(placed, want);
+            TP_CHECK(violation(&c, t, 6, out) == NULL);
+        }
+    }
+    /* C_2 = 1.14: two of 0.55 (1.1) share a served GPU, two of 0.6 (1.2) do not */
+    TP_CHECK_NEAR(tp__place_capacity(&c, 0, 2), 1.14, 1e-12);
+    tp_usage_t u;
+    tp__usage_init(&u, &c);
+    tp_demand_t a = {0, 1, 1000, 0.55, 1, 10}, b = {1, 1, 1000, 0.6, 1, 10};
+    tp_assign_t on0 = {.placed = 1, .node = 0, .ngpus = 1};
+    tp__place_commit(&c, &u, &a, &on0);
+    TP_CHECK(tp__fits(&c, &u, 0, 0, &a));
+    TP_CHECK(!tp__fits(&c, &u, 0, 0, &b));
+    c.nodes[0].served = 0; /* time-sliced: 1 */
+    TP_CHECK(!tp__fits(&c, &u, 0, 0, &a));
+    /* oversubscribe scales the curve: 1.5 x 1.36 = 2.04 holds three of 0.68 */
+    c.nodes[0].served = 1;
+    c.limits.oversubscribe = 0.5;
+    TP_CHECK_NEAR(tp__place_capacity(&c, 0, 3), 2.04, 1e-12);
+    tp__usage_free(&u);
     tp__cluster_free(&c);
 }
 
