@@ -25,7 +25,7 @@ out=$(cd "$out" && pwd)
 exec > >(tee -a "$out/log.txt") 2>&1
 t0=$(date +%s)
 root=$(pwd)
-export PYTHONUNBUFFERED=1 TRUTH_EPOCHS=${TRUTH_EPOCHS:-8} TRUTH_K=${TRUTH_K:-6}
+export PYTHONUNBUFFERED=1 TRUTH_EPOCHS=${TRUTH_EPOCHS:-6} TRUTH_K=${TRUTH_K:-6}
 runs=$out/runs
 mkdir -p "$runs"
 python3 -c 'import sklearn' 2>/dev/null ||  # the fusion workload's data (bench/gpu/bundle.sh)
@@ -110,13 +110,13 @@ fusion_section() {
 export tp runs root out
 export -f env_section steps_file serial_section run_exp fusion_section
 section env 30 env_section
-section alone 90 python3 bench/gpu/colocate.py --jobs mlp:128,convnet:128,tinyformer:128 \
-    --ks "1,$TRUTH_K" --modes mps --seconds 3 --out "$out/colocate.jsonl"
+section alone 70 python3 bench/gpu/colocate.py --jobs mlp:128,convnet:128,tinyformer:128 \
+    --ks "1,$TRUTH_K" --modes mps --seconds "${TRUTH_WINDOW:-2}" --out "$out/colocate.jsonl"
 steps_file
-section serial 120 serial_section
-section onepergpu 120 run_exp onepergpu "placement: {policy: one-per-gpu}" 3s "$TRUTH_EPOCHS" "[0.01, 0.05]"
-section default 90 run_exp default "" 3s "$TRUTH_EPOCHS" "[0.01, 0.05]"
-section profile30 75 run_exp profile30 "" 30s 36 "[0.01]"
+section default 60 run_exp default "" 3s "$TRUTH_EPOCHS" "[0.01, 0.05]"
+section serial 90 serial_section
+section onepergpu 90 run_exp onepergpu "placement: {policy: one-per-gpu}" 3s "$TRUTH_EPOCHS" "[0.01, 0.05]"
+section profile30 60 run_exp profile30 "" 30s 34 "[0.01]"
 section fusion 110 fusion_section
 echo; echo "=== done at +$(($(date +%s) - t0))s"
 python3 bench/gpu/truth_table.py "$out" | tee "$out/truth.md"
