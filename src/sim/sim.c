@@ -9,10 +9,20 @@
  * nothing behind unless intervals are recorded.
  *
  * With opts.profile_s, demand groups (model, batch) are measured first, as a
- * run with auto demand does (docs/gpus.md): a group's first trial is offered
- * with all of a GPU's compute and no memory (so only an empty GPU takes it),
- * its group's other trials wait, and profile_s later (or at its end) its
- * reservation becomes its demand: a second kind of event on its GPU. */
+ * run with auto demand does (docs/gpus.md): a group's first trial is offered,
+ * its group's other trials wait, and profile_s later (or at its end) the
+ * group is measured: a second kind of event on its GPU. Served (the run with
+ * no thread caps) offers the profiler with its own demand, so the profilers
+ * of all groups start together beside trials already placed; capped offers
+ * it all of a GPU's compute and no memory (only an empty GPU takes it), and
+ * at the measurement that reservation becomes its demand.
+ *
+ * Served admission: the placers keep a GPU's compute within 1 + oversubscribe;
+ * the run admits a k-th trial while the GPU's compute stays within
+ * C_k (1 + oversubscribe). Each round shows the placer a GPU's compute less
+ * the headroom (C_{k+1} - 1)(1 + oversubscribe) of its next trial, and rounds
+ * repeat while they place, so a GPU that took a trial is offered again with
+ * the next step of the curve. */
 #include "sim/sim.h"
 
 #include <errno.h>
@@ -21,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "place/fluid.h"
 #include "search/search.h"
 #include "space/space.h"
 
@@ -79,6 +90,9 @@ typedef struct sim {
     uint64_t next_index, limit;
     int exhausted;
     double overhead;
+    int served;        /* TP_SIM_SERVED: uncapped, the served curve */
+    double ck[5];      /* C_k for k = 0..4 (C_0 = C_1 = 1); C_4 beyond; all 1 when capped */
+    double *admit_off; /* per GPU, during a round: the headroom taken off its compute */
     size_t ngpus;
     uint32_t *node_of; /* per GPU */
     double *speed;     /* per GPU */
@@ -171,6 +185,7 @@ static void recompute(sim_t *S, uint32_t gi) {
     gstate_t *g = &S->g[gi];
     double s = S->speed[gi], next = INFINITY;
     double m = 1.0 + S->overhead * (g->n ? (double)(g->n - 1) : 0.0), D = 0;
+    double ck = S->ck[g->n < 4 ? g->n : 4];
     for (size_t i = 0; i < g->n; i++) {
         rtrial_t *t = &S->run[g->slots[i]];
         t->gw = m * t->gpu_s / s;
@@ -178,7 +193,7 @@ static void recompute(sim_t *S, uint32_t gi) {
         t->rate = 1.0 / T;
         D += t->gw / T;
     }
-    double f = D > 1.0 ? 1.0 / D : 1.0;
+    double f = D > ck ? ck / D : 1.0;
     for (size_t i = 0; i < g->n; i++) {
         rtrial_t *t = &S->run[g->slots[i]];
         t->rate *= f;
@@ -195,7 +210,7 @@ static void recompute(sim_t *S, uint32_t gi) {
             g->next_shrink = 1;
         }
     }
-    g->busy = D < 1.0 ? D : 1.0;
+    g->busy = D < ck ? D / ck : 1.0;
     S->r->gpu_updates += g->n + 1;
     S->key[gi] = next;
     hfix(S, gi);
@@ -410,6 +425,23 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
 
 /* ---- placement rounds ---------------------------------------------------- */
 
+/* Served admission around a round (on = 1 before it, 0 after): each GPU's
+ * compute in use is shown less the headroom its next trial gets from the
+ * served curve, (C_{k+1} - 1)(1 + oversubscribe) with k trials on it, and
+ * restored after, the placer's own commits kept. With sharing off nothing
+ * changes. O(G). */
+static void admit_headroom(sim_t *S, int on) {
+    if (!S->c->limits.sharing) return;
+    double cap = 1.0 + S->c->limits.oversubscribe;
+    for (size_t gi = 0; gi < S->ngpus; gi++) {
+        if (on) {
+            int k = S->u.count[gi] + 1;
+            S->admit_off[gi] = (S->ck[k < 4 ? k : 4] - 1.0) * cap;
+        }
+        S->u.compute_used[gi] += on ? -S->admit_off[gi] : S->admit_off[gi];
+    }
+}
+
 /* Offer the first `window` pending trials to the placer over the whole
  * cluster (full) or the nodes freed since the last round (incremental);
  * start those placed. Returns how many were placed, or -errno. */
@@ -422,20 +454,26 @@ static long place_round(sim_t *S, double now, int whole) {
         S->dbuf[m] = S->pend[i].d;
         /* one that fits no GPU is offered as it is, and named by the loop's error */
         S->profiler[m] = gr->state == GROUP_UNMEASURED && S->pend[i].d.memory_mib <= S->most_mib;
-        if (S->profiler[m]) { /* this one measures it: alone on a GPU */
+        if (S->profiler[m]) { /* this one measures it */
             gr->state = GROUP_PROFILING;
-            S->dbuf[m].memory_mib = 0;
-            S->dbuf[m].compute = 1.0 + S->c->limits.oversubscribe; /* as the run asks */
+            if (!S->served) { /* alone on a GPU, as the run with caps asks */
+                S->dbuf[m].memory_mib = 0;
+                S->dbuf[m].compute = 1.0 + S->c->limits.oversubscribe;
+            }
         }
         S->offer[m++] = i;
     }
     memset(S->abuf, 0, m * sizeof *S->abuf);
+    if (S->served) admit_headroom(S, 1);
     const tp_cluster_t *c = S->c;
     tp_usage_t *u = &S->u;
     tp_cluster_t sub;
     int partial = !whole && S->ndirty < S->c->nnodes;
     if (partial) {
-        if (!S->ndirty) return 0;
+        if (!S->ndirty) {
+            if (S->served) admit_headroom(S, 0);
+            return 0;
+        }
         sub = (tp_cluster_t){.nodes = S->sub_nodes, .nnodes = S->ndirty, .limits = S->c->limits};
         size_t gb = 0;
         for (size_t k = 0; k < S->ndirty; k++) {
@@ -472,7 +510,7 @@ static long place_round(sim_t *S, double now, int whole) {
         effort.plan = &S->plan, effort.running = S->runbuf, effort.nrunning = k;
         effort.mps_overhead = S->overhead;
     }
-    if (m && S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) != 0) return -EINVAL;
+    int prc = m ? S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) : 0;
     if (partial) { /* the decisions' usage back into the whole cluster's */
         for (size_t k = 0; k < S->ndirty; k++) {
             size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd], ng = S->c->nodes[nd].ngpus;
@@ -484,6 +522,8 @@ static long place_round(sim_t *S, double now, int whole) {
             memcpy(S->u.count + base, S->sub_u.count + gb, ng * sizeof *S->u.count);
         }
     }
+    if (S->served) admit_headroom(S, 0);
+    if (prc != 0) return -EINVAL;
     long placed = 0;
     memset(S->taken, 0, n);
     for (size_t k = 0; k < m; k++) {
@@ -522,7 +562,8 @@ static int schedule(sim_t *S, double now, int whole) {
         uint64_t before = S->next_index;
         rc = refill(S);
         if (rc < 0) return rc;
-        if (S->next_index == before) break; /* nothing new to offer */
+        /* nothing new to offer; served: the GPUs that took a trial have more room */
+        if (S->next_index == before && !S->served) break;
     }
     for (size_t k = 0; k < S->ndirty; k++)
         S->dirty[S->dirty_list[k]] = 0;
@@ -610,6 +651,7 @@ static void sim_free(sim_t *S) {
     free(S->offer);
     free(S->taken);
     free(S->profiler);
+    free(S->admit_off);
     free(S->grp);
     free(S->dirty);
     free(S->dirty_list);
@@ -645,6 +687,9 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->searcher = tp__searcher_new(&S->space, &cfg, 1, S->err);
     if (!S->searcher) return -EINVAL;
     S->overhead = o->overhead < 0 ? 0.03 : o->overhead;
+    S->served = o->model == TP_SIM_SERVED;
+    for (int k = 0; k <= 4; k++)
+        S->ck[k] = S->served ? tp__fluid_served(o->served, k) : 1.0;
     if (tp__usage_init(&S->u, c) < 0) return tp__errorf(S->err, -ENOMEM, "out of memory");
     S->ngpus = S->u.ngpus;
     if (!S->ngpus) return tp__errorf(S->err, -EINVAL, "the cluster has no GPUs");
@@ -655,6 +700,7 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->heap = tp__xcalloc(S->ngpus, sizeof *S->heap);
     S->hpos = tp__xcalloc(S->ngpus, sizeof *S->hpos);
     S->key = tp__xcalloc(S->ngpus, sizeof *S->key);
+    S->admit_off = tp__xcalloc(S->ngpus, sizeof *S->admit_off);
     for (size_t n = 0; n < c->nnodes; n++)
         for (size_t k = 0; k < c->nodes[n].ngpus; k++) {
             size_t gi = S->u.gpu_base[n] + k;
@@ -717,9 +763,12 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
         rc = schedule(&S, t, 0);
     }
     if (rc == 0) {
-        /* lower bound: the work over the summed speed, or the longest trial
-         * alone on the fastest GPU */
-        double work = r->total_gpu_s / r->sum_speed;
+        /* lower bound: the work over the summed speed (times the most a GPU
+         * serves), or the longest trial alone on the fastest GPU */
+        double cmax = 1.0;
+        for (int k = 1; k <= 4; k++)
+            cmax = fmax(cmax, S.ck[k]);
+        double work = r->total_gpu_s / (r->sum_speed * cmax);
         r->lower_bound_s = r->trials ? fmax(work, S.longest) : 0;
         r->ratio = r->lower_bound_s > 0 ? r->makespan_s / r->lower_bound_s : 0;
         double busy = 0;
