@@ -11,11 +11,12 @@
  * With opts.profile_s, demand groups (model, batch) are measured first, as a
  * run with auto demand does (docs/gpus.md): a group's first trial is offered,
  * its group's other trials wait, and profile_s later (or at its end) the
- * group is measured: a second kind of event on its GPU. Served (the run with
- * no thread caps) offers the profiler with its own demand, so the profilers
- * of all groups start together beside trials already placed; capped offers
- * it all of a GPU's compute and no memory (only an empty GPU takes it), and
- * at the measurement that reservation becomes its demand.
+ * group is measured: a second kind of event on its GPU, where the profiler's
+ * reservation becomes its demand. Served (the run with no thread caps) places
+ * each profiler at once, before the policy's round, as the run does: worst
+ * fit with a provisional demand, beside trials already placed, so the
+ * profilers of all groups start together; capped offers it all of a GPU's
+ * compute and no memory (only an empty GPU takes it).
  *
  * Served admission: the placers keep a GPU's compute within 1 + oversubscribe;
  * the run admits a k-th trial while the GPU's compute stays within
@@ -32,6 +33,7 @@
 #include <string.h>
 
 #include "place/fluid.h"
+#include "place/place_internal.h"
 #include "search/search.h"
 #include "space/space.h"
 
@@ -78,6 +80,7 @@ typedef struct sgroup { /* a demand group: one model at one batch size */
     uint16_t model;
     int batch;
     uint8_t state;
+    uint64_t mem_mib; /* its memory, once measured */
 } sgroup_t;
 
 typedef struct sim {
@@ -91,6 +94,7 @@ typedef struct sim {
     int exhausted;
     double overhead;
     int served;        /* TP_SIM_SERVED: uncapped, the served curve */
+    int exclusive;     /* one-per-gpu: a profiler too is offered to the placer, alone */
     double ck[5];      /* C_k for k = 0..4 (C_0 = C_1 = 1); C_4 beyond; all 1 when capped */
     double *admit_off; /* per GPU, during a round: the headroom taken off its compute */
     size_t ngpus;
@@ -355,7 +359,10 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     size_t node = S->node_of[gi];
     tp_assign_t held = held_on(S, gi);
     tp__place_release(S->c, &S->u, &t->d, &held);
-    if (t->shrink_at < INFINITY) S->grp[t->group].state = GROUP_MEASURED; /* ended profiling */
+    if (t->shrink_at < INFINITY) { /* ended while profiling: measured */
+        S->grp[t->group].state = GROUP_MEASURED;
+        S->grp[t->group].mem_mib = t->real.memory_mib;
+    }
     g->lanes &= ~((uint64_t)1 << t->lane);
     if (S->o->record) {
         tp_sim_result_t *r = S->r;
@@ -394,6 +401,7 @@ static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t) {
     t->d = t->real;
     t->shrink_at = INFINITY;
     S->grp[t->group].state = GROUP_MEASURED;
+    S->grp[t->group].mem_mib = t->real.memory_mib;
     S->r->events++;
     mark_dirty(S, held.node);
 }
@@ -442,21 +450,60 @@ static void admit_headroom(sim_t *S, int on) {
     }
 }
 
+/* What the run places a profiler with while its group is unmeasured
+ * (src/run/placement.c, issue 31): compute 0.25 and 2 GiB unless a measured
+ * group holds more memory; here never less memory than the trial's own, since
+ * the run counts what a profiler uses once that is more. */
+#define PROFILE_GUESS_COMPUTE 0.25
+#define PROFILE_GUESS_MIB 2048
+
+/* Served: start pending trial i, its group's profiler, now, as the run does
+ * before the policy's round: on the GPU with the most free compute where its
+ * provisional demand fits (tp__place_wf_gpu), beside what runs there. Its
+ * group is measured profile_s later (end_profile: the demand becomes its
+ * own). Returns 1 if started, 0 if no GPU has room now (offered again in a
+ * later round). O(G). */
+static int start_profiler(sim_t *S, size_t i, double now) {
+    const pend_t *p = &S->pend[i];
+    tp_demand_t d = p->d;
+    d.compute = PROFILE_GUESS_COMPUTE;
+    d.memory_mib = p->d.memory_mib > PROFILE_GUESS_MIB ? p->d.memory_mib : PROFILE_GUESS_MIB;
+    for (size_t k = 0; k < S->ngrp; k++)
+        if (S->grp[k].state == GROUP_MEASURED && S->grp[k].mem_mib > d.memory_mib)
+            d.memory_mib = S->grp[k].mem_mib;
+    if (d.memory_mib > S->most_mib) d.memory_mib = p->d.memory_mib; /* the guess must fit */
+    size_t gi = tp__place_wf_gpu(S->c, &S->u, &d);
+    if (gi == SIZE_MAX) return 0;
+    tp_assign_t a = held_on(S, (uint32_t)gi);
+    tp__place_commit(S->c, &S->u, &d, &a);
+    S->grp[p->group].state = GROUP_PROFILING;
+    start_trial(S, p, &d, a.node, a.gpu[0], now);
+    S->taken[i] = 1;
+    return 1;
+}
+
 /* Offer the first `window` pending trials to the placer over the whole
  * cluster (full) or the nodes freed since the last round (incremental);
  * start those placed. Returns how many were placed, or -errno. */
 static long place_round(sim_t *S, double now, int whole) {
     size_t n = S->npend < S->window ? S->npend : S->window, m = 0;
     if (!n) return 0;
+    long placed = 0;
+    memset(S->taken, 0, n);
+    if (S->served) admit_headroom(S, 1);
     for (size_t i = 0; i < n; i++) { /* what is offered: all, less groups being measured */
         sgroup_t *gr = &S->grp[S->pend[i].group];
         if (gr->state == GROUP_PROFILING) continue; /* its profiler runs, or is offered */
         S->dbuf[m] = S->pend[i].d;
         /* one that fits no GPU is offered as it is, and named by the loop's error */
         S->profiler[m] = gr->state == GROUP_UNMEASURED && S->pend[i].d.memory_mib <= S->most_mib;
+        if (S->profiler[m] && S->served && !S->exclusive) { /* placed now, by the run's rule */
+            placed += start_profiler(S, i, now);
+            continue;
+        }
         if (S->profiler[m]) { /* this one measures it */
             gr->state = GROUP_PROFILING;
-            if (!S->served) { /* alone on a GPU, as the run with caps asks */
+            if (!S->served) { /* alone on a GPU, as the run with caps */
                 S->dbuf[m].memory_mib = 0;
                 S->dbuf[m].compute = 1.0 + S->c->limits.oversubscribe;
             }
@@ -464,7 +511,6 @@ static long place_round(sim_t *S, double now, int whole) {
         S->offer[m++] = i;
     }
     memset(S->abuf, 0, m * sizeof *S->abuf);
-    if (S->served) admit_headroom(S, 1);
     const tp_cluster_t *c = S->c;
     tp_usage_t *u = &S->u;
     tp_cluster_t sub;
@@ -524,8 +570,6 @@ static long place_round(sim_t *S, double now, int whole) {
     }
     if (S->served) admit_headroom(S, 0);
     if (prc != 0) return -EINVAL;
-    long placed = 0;
-    memset(S->taken, 0, n);
     for (size_t k = 0; k < m; k++) {
         const pend_t *p = &S->pend[S->offer[k]];
         if (!S->abuf[k].placed) {
@@ -688,6 +732,7 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     if (!S->searcher) return -EINVAL;
     S->overhead = o->overhead < 0 ? 0.03 : o->overhead;
     S->served = o->model == TP_SIM_SERVED;
+    S->exclusive = strcmp(S->placer->name, "one-per-gpu") == 0;
     for (int k = 0; k <= 4; k++)
         S->ck[k] = S->served ? tp__fluid_served(o->served, k) : 1.0;
     if (tp__usage_init(&S->u, c) < 0) return tp__errorf(S->err, -ENOMEM, "out of memory");

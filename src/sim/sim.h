@@ -57,8 +57,9 @@ typedef struct tp_sim_opts {
                                long after its start (its start-up plus profile_time of
                                training), or to its end, before the group's other trials are
                                placed; served: the profilers of all groups are placed at once,
-                               beside trials already placed, with their own demand; capped:
-                               each alone on an empty GPU. 0: every demand known at once */
+                               worst fit with the run's provisional demand, beside trials
+                               already placed; capped: each alone on an empty GPU. 0: every
+                               demand known at once */
     tp_sim_model_t model;   /* the contention and admission model (TP_SIM_SERVED: 0) */
     const double *served;   /* C_1..C_4 for TP_SIM_SERVED; NULL: TP_FLUID_SERVED */
 } tp_sim_opts_t;

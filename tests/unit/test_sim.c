@@ -282,7 +282,8 @@ TP_TEST(test_profilers_of_all_groups_run_together_and_their_groups_wait) {
     /* Three groups of two light trials on one GPU, profile 10 s. Served: the
      * three profilers start together at 0 beside each other (0.9 <= C_3);
      * each group's second trial waits for its group's measurement at 10.
-     * Capped: one profiler at a time, alone on the GPU. */
+     * Capped: one profiler at a time, alone on the GPU. Served profilers
+     * are placed as the run places them: worst fit, compute 0.25. */
     tp_workload_t w;
     TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r, capped;
@@ -323,6 +324,20 @@ TP_TEST(test_profilers_of_all_groups_run_together_and_their_groups_wait) {
     TP_CHECK(r.makespan_s < 0.7 * capped.makespan_s);
     tp__sim_result_free(&r);
     tp__sim_result_free(&capped);
+    /* on two GPUs the run's worst fit spreads them: all at 0, on both GPUs */
+    o.model = TP_SIM_SERVED;
+    TP_CHECK_INT(sim(&w, "P3", "two", "wfd", 0, &o, &r), 0);
+    int on[2] = {0, 0};
+    for (size_t i = 0; i < r.nintervals; i++)
+        if (r.intervals[i].start_s == 0) on[r.intervals[i].gpu]++;
+    TP_CHECK(on[0] + on[1] == 3 && on[0] >= 1 && on[1] >= 1);
+    tp__sim_result_free(&r);
+    /* one-per-gpu runs as outside tunepack: a profiler too has its GPU alone */
+    o.record = 0;
+    TP_CHECK_INT(sim(&w, "P3", "one", "one-per-gpu", 0, &o, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 1);
+    TP_CHECK_NEAR(r.makespan_s, 600, 1e-9);
+    tp__sim_result_free(&r);
     tp__workload_free(&w);
 }
 
