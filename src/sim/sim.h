@@ -107,6 +107,8 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
                 const tp_sim_opts_t *o, tp_sim_result_t *r, tp_error_t *err);
 void tp__sim_result_free(tp_sim_result_t *r);
 
+/* ---- spaces and made-up clusters (sim_space.c) ---------------------------- */
+
 /* The search space of a workload space: model, batch_size and lr as grid
  * domains (lr: lr_count log-spaced points, both ends included). */
 int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp_error_t *err);
