@@ -4,10 +4,13 @@
  * policy, with the published figures beside; then the scale figure: a
  * million trials of SP4's mix on 10,000 A100s.
  *
- * First, vpack (the default) against wfd on every space x cluster.
+ * First, vpack (the default) against wfd on every space x cluster, then the
+ * run with MPS thread caps (the capped model) against the run without them
+ * (served, the default) on every space x cluster and on the H200 packing
+ * check (bench/gpu/h200-packing.workload.yaml, beside what it measured).
  *
  *   simulate [sp.yaml] [--quick] [--compare]
- *     --quick: 100k trials for the scale run; --compare: the comparison only */
+ *     --quick: 100k trials for the scale run; --compare: the comparisons only */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,9 @@
 
 #ifndef TP_DATA_DIR
 #define TP_DATA_DIR "data"
+#endif
+#ifndef TP_BENCH_GPU_DIR
+#define TP_BENCH_GPU_DIR "bench/gpu"
 #endif
 
 typedef struct row {
@@ -46,8 +52,15 @@ static const row_t rows[] = {
 static const char *const policies[] = {"one-per-gpu", "ff", "ffd", "bf",
                                        "bfd",         "wf", "wfd", "vpack"};
 
-static int run(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
-               double oversub, tp_sim_result_t *r, size_t *ngpus) {
+/* How a compared run is simulated: the contention model and profiling. */
+typedef struct how {
+    tp_sim_model_t model; /* TP_SIM_SERVED (the run now) or TP_SIM_CAPPED */
+    double profile_s;     /* --profile: start-up + profile_time; 0: demands known */
+} how_t;
+
+static int run_how(const tp_workload_t *w, const char *space, const char *cluster,
+                   const char *policy, double oversub, how_t how, tp_sim_result_t *r,
+                   size_t *ngpus) {
     tp_cluster_t c;
     tp_error_t err = {0};
     if (tp__workload_cluster(w, cluster, &c, &err) < 0) {
@@ -60,11 +73,17 @@ static int run(const tp_workload_t *w, const char *space, const char *cluster, c
         for (size_t n = 0; n < c.nnodes; n++)
             *ngpus += c.nodes[n].ngpus;
     }
-    tp_sim_opts_t o = {.policy = policy, .overhead = 0.03};
+    tp_sim_opts_t o = {
+        .policy = policy, .overhead = 0.03, .model = how.model, .profile_s = how.profile_s};
     int rc = tp__sim_run(w, space, &c, &o, r, &err);
     if (rc < 0) fprintf(stderr, "simulate: %s on %s, %s: %s\n", space, cluster, policy, err.msg);
     tp__cluster_free(&c);
     return rc;
+}
+
+static int run(const tp_workload_t *w, const char *space, const char *cluster, const char *policy,
+               double oversub, tp_sim_result_t *r, size_t *ngpus) {
+    return run_how(w, space, cluster, policy, oversub, (how_t){0}, r, ngpus);
 }
 
 /* The default (vpack) against HyperSack's wfd on every space and every
@@ -95,6 +114,79 @@ static int compare(const tp_workload_t *w) {
         }
     printf("vpack's makespan is longer than wfd's on %d of %zu\n\n", worse,
            w->nspaces * w->nclusters);
+    return 0;
+}
+
+/* The makespans of one space x cluster under policy with caps (old) and
+ * without (new), demands known and profiled for profile_s, into ms[4]
+ * (old, new, old profiled, new profiled), the served run's ratio to its
+ * bound into *ratio. -1 on an error. */
+static int old_new(const tp_workload_t *w, const char *sp, const char *cl, const char *policy,
+                   double profile_s, double ms[4], double *ratio) {
+    for (int k = 0; k < 4; k++) {
+        how_t how = {.model = k % 2 ? TP_SIM_SERVED : TP_SIM_CAPPED,
+                     .profile_s = k >= 2 ? profile_s : 0};
+        tp_sim_result_t r;
+        if (run_how(w, sp, cl, policy, 0, how, &r, NULL) < 0) return -1;
+        ms[k] = r.makespan_s;
+        if (k == 1) *ratio = r.ratio;
+        tp__sim_result_free(&r);
+    }
+    return 0;
+}
+
+/* The run with MPS thread caps (capped: C_k = 1, compute within 1 per GPU,
+ * each profiler alone on an empty GPU) against the run without them
+ * (served: C_k, compute within C_k, all groups' profilers at once beside
+ * placed trials), vpack, on every space x cluster, demands known and with
+ * --profile 30s; then the H200 packing check against what it measured. */
+static int compare_caps(const tp_workload_t *w) {
+    printf("the run with MPS thread caps (old, capped model) against the run without them\n"
+           "(new, served model; the default), vpack; makespans in minutes; prof: --profile 30s;\n"
+           "new/LB: the new makespan over its bound (the work over C_4 = 1.44 per GPU):\n");
+    printf("%-4s %-13s %8s %8s %7s %8s %8s %7s %7s\n", "sp", "cluster", "old min", "new min",
+           "new/old", "old prof", "new prof", "new/old", "new/LB");
+    double logsum[2] = {0};
+    int n = 0;
+    for (size_t s = 0; s < w->nspaces; s++)
+        for (size_t k = 0; k < w->nclusters; k++) {
+            double ms[4], ratio;
+            const char *sp = w->spaces[s].name, *cl = w->clusters[k].name;
+            if (old_new(w, sp, cl, "vpack", 30, ms, &ratio) < 0) return -1;
+            printf("%-4s %-13s %8.1f %8.1f %7.3f %8.1f %8.1f %7.3f %7.3f\n", sp, cl, ms[0] / 60,
+                   ms[1] / 60, ms[1] / ms[0], ms[2] / 60, ms[3] / 60, ms[3] / ms[2], ratio);
+            logsum[0] += log(ms[1] / ms[0]);
+            logsum[1] += log(ms[3] / ms[2]);
+            n++;
+        }
+    printf("geometric mean of new/old: %.3f demands known, %.3f profiled\n\n", exp(logsum[0] / n),
+           exp(logsum[1] / n));
+    tp_workload_t h;
+    tp_error_t err = {0};
+    const char *path = TP_BENCH_GPU_DIR "/h200-packing.workload.yaml";
+    if (tp__workload_load(path, &h, &err) < 0) {
+        fprintf(stderr, "simulate: %s\n", err.msg);
+        return -1;
+    }
+    printf("the H200 packing check (%s; one GPU, 8 trials, --profile 12s:\n"
+           "3 s profile_time after a 9 s start-up), makespans in seconds:\n",
+           "bench/gpu/h200-packing.workload.yaml");
+    printf("%-12s %8s %8s %8s %8s %9s\n", "policy", "old", "new", "old prof", "new prof",
+           "measured");
+    static const struct {
+        const char *policy, *measured;
+    } hrows[] = {{"one-per-gpu", "106.1 s"}, {"wfd", "51.0 s (old, profiled)"}, {"vpack", ""}};
+    for (size_t i = 0; i < sizeof hrows / sizeof hrows[0]; i++) {
+        double ms[4], ratio;
+        if (old_new(&h, "packing", "one_h200", hrows[i].policy, 12, ms, &ratio) < 0) {
+            tp__workload_free(&h);
+            return -1;
+        }
+        printf("%-12s %8.1f %8.1f %8.1f %8.1f   %s\n", hrows[i].policy, ms[0], ms[1], ms[2], ms[3],
+               hrows[i].measured);
+    }
+    printf("\n");
+    tp__workload_free(&h);
     return 0;
 }
 
@@ -143,7 +235,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "simulate: %s\n", err.msg);
         return 1;
     }
-    if (compare(&w) < 0) return 1;
+    if (compare(&w) < 0 || compare_caps(&w) < 0) return 1;
     if (only_compare) {
         tp__workload_free(&w);
         return 0;

@@ -23,7 +23,8 @@ _tunepack_options() {
         place) echo "--json --policy --time-limit --node-limit --timings --help" ;;
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
-                       "--gpu-type --gpus-per-node --window --rounds --profile --help" ;;
+                       "--gpu-type --gpus-per-node --window --rounds --profile --contention" \
+                       "--help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
                    "--overhead --max-gpus --profile --json --help" ;;
         agent | resize) echo "--help" ;;
@@ -55,6 +56,7 @@ _tunepack() {
         --sort) COMPREPLY=($(compgen -W "$_tunepack_sort_keys" -- "$cur")); return 0 ;;
         --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
         --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;
+        --contention) COMPREPLY=($(compgen -W "served capped" -- "$cur")); return 0 ;;
         --dir | --fork) _tunepack_paths -d "$cur"; return 0 ;;
         --cluster)
             # run: where trials run; simulate and plan: a cluster of the workload file

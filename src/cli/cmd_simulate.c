@@ -57,11 +57,13 @@ static int simulate_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *cluster = NULL, *policy = NULL, *searcher = NULL,
                *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
                *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
-               *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL;
+               *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL, *contention_a = NULL;
     int as_json = 0;
     static const char *const searchers[] = {"grid", "random", NULL};
     /* in the order of tp_sim_rounds_t */
     static const char *const rounds[] = {"auto", "full", "incremental", NULL};
+    /* in the order of tp_sim_model_t */
+    static const char *const contention[] = {"served", "capped", NULL};
     const char *policies[TP_CLI_MAX_POLICIES];
     tp__cli_policy_names(policies, TP_ARRAY_LEN(policies));
     const tp_cli_opt_t opts[] = {{"--space", NULL, &space},
@@ -81,7 +83,8 @@ static int simulate_main(int argc, char **argv) {
                                  {"--gpu-type", NULL, &gtype},
                                  {"--gpus-per-node", NULL, &gpn_a},
                                  {"--oversubscribe", NULL, &oversub_a},
-                                 {"--profile", NULL, &profile_a}};
+                                 {"--profile", NULL, &profile_a},
+                                 {"--contention", NULL, &contention_a, contention, 0}};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
@@ -112,6 +115,8 @@ static int simulate_main(int argc, char **argv) {
         return TP_EXIT_USAGE;
     for (size_t i = 0; rounds_a && rounds[i]; i++)
         if (strcmp(rounds_a, rounds[i]) == 0) o.rounds = (tp_sim_rounds_t)i;
+    for (size_t i = 0; contention_a && contention[i]; i++)
+        if (strcmp(contention_a, contention[i]) == 0) o.model = (tp_sim_model_t)i;
     if (!!scale_trials != !!scale_gpus)
         return tp__cli_usage_error(&tp__cmd_simulate,
                                    "--scale-trials and --scale-gpus go together");
@@ -194,7 +199,7 @@ const tp_cmd_t tp__cmd_simulate = {
         "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
         "                          [--gpus-per-node 8]] [--window N] [--rounds "
         "auto|full|incremental]\n"
-        "                         [--profile TIME]\n\n"
+        "                         [--profile TIME] [--contention served|capped]\n\n"
         "Runs the real searcher and placement policy against a virtual clock and a\n"
         "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
         "bound (work over summed GPU speed, or the longest trial alone), their ratio\n"
@@ -214,8 +219,13 @@ const tp_cmd_t tp__cmd_simulate = {
         "  --oversubscribe X  the placer's compute capacity per GPU is 1 + X (default 0,\n"
         "                     as placement.oversubscribe)\n"
         "  --profile TIME     model a run with gpu_memory/gpu_compute auto: the first trial\n"
-        "                     of each model and batch size runs alone on an empty GPU for\n"
-        "                     TIME (or to its end) before the others of its group start\n"
+        "                     of each model and batch size is measured for TIME (its\n"
+        "                     start-up plus profile_time) or to its end, and the others of\n"
+        "                     its group start after; all groups at once beside the trials\n"
+        "                     placed (capped: each alone on an empty GPU)\n"
+        "  --contention C     served (default): the run without MPS thread caps, k trials\n"
+        "                     on a GPU served C_k = 1, 1.14, 1.36, 1.44 of it and admitted\n"
+        "                     up to C_k of compute; capped: the run with caps, C_k = 1\n"
         "  --csv FILE         per-GPU timelines, one row per trial\n"
         "  --svg FILE         a Gantt chart: a band per GPU, colour by model\n"
         "  --scale-trials N   with --scale-gpus: N trials of the space's job mix\n"

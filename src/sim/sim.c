@@ -9,10 +9,21 @@
  * nothing behind unless intervals are recorded.
  *
  * With opts.profile_s, demand groups (model, batch) are measured first, as a
- * run with auto demand does (docs/gpus.md): a group's first trial is offered
- * with all of a GPU's compute and no memory (so only an empty GPU takes it),
- * its group's other trials wait, and profile_s later (or at its end) its
- * reservation becomes its demand: a second kind of event on its GPU. */
+ * run with auto demand does (docs/gpus.md): a group's first trial is offered,
+ * its group's other trials wait, and profile_s later (or at its end) the
+ * group is measured: a second kind of event on its GPU, where the profiler's
+ * reservation becomes its demand. Served (the run with no thread caps) places
+ * each profiler at once, before the policy's round, as the run does: worst
+ * fit with a provisional demand, beside trials already placed, so the
+ * profilers of all groups start together; capped offers it all of a GPU's
+ * compute and no memory (only an empty GPU takes it).
+ *
+ * Served admission: the placers keep a GPU's compute within 1 + oversubscribe;
+ * the run admits a k-th trial while the GPU's compute stays within
+ * C_k (1 + oversubscribe). Each round shows the placer a GPU's compute less
+ * the headroom (C_{k+1} - 1)(1 + oversubscribe) of its next trial, and rounds
+ * repeat while they place, so a GPU that took a trial is offered again with
+ * the next step of the curve. */
 #include "sim/sim.h"
 
 #include <errno.h>
@@ -21,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "place/fluid.h"
+#include "place/place_internal.h"
 #include "search/search.h"
 #include "space/space.h"
 
@@ -67,6 +80,7 @@ typedef struct sgroup { /* a demand group: one model at one batch size */
     uint16_t model;
     int batch;
     uint8_t state;
+    uint64_t mem_mib; /* its memory, once measured */
 } sgroup_t;
 
 typedef struct sim {
@@ -79,6 +93,10 @@ typedef struct sim {
     uint64_t next_index, limit;
     int exhausted;
     double overhead;
+    int served;        /* TP_SIM_SERVED: uncapped, the served curve */
+    int exclusive;     /* one-per-gpu: a profiler too is offered to the placer, alone */
+    double ck[5];      /* C_k for k = 0..4 (C_0 = C_1 = 1); C_4 beyond; all 1 when capped */
+    double *admit_off; /* per GPU, during a round: the headroom taken off its compute */
     size_t ngpus;
     uint32_t *node_of; /* per GPU */
     double *speed;     /* per GPU */
@@ -171,6 +189,7 @@ static void recompute(sim_t *S, uint32_t gi) {
     gstate_t *g = &S->g[gi];
     double s = S->speed[gi], next = INFINITY;
     double m = 1.0 + S->overhead * (g->n ? (double)(g->n - 1) : 0.0), D = 0;
+    double ck = S->ck[g->n < 4 ? g->n : 4];
     for (size_t i = 0; i < g->n; i++) {
         rtrial_t *t = &S->run[g->slots[i]];
         t->gw = m * t->gpu_s / s;
@@ -178,7 +197,7 @@ static void recompute(sim_t *S, uint32_t gi) {
         t->rate = 1.0 / T;
         D += t->gw / T;
     }
-    double f = D > 1.0 ? 1.0 / D : 1.0;
+    double f = D > ck ? ck / D : 1.0;
     for (size_t i = 0; i < g->n; i++) {
         rtrial_t *t = &S->run[g->slots[i]];
         t->rate *= f;
@@ -195,7 +214,7 @@ static void recompute(sim_t *S, uint32_t gi) {
             g->next_shrink = 1;
         }
     }
-    g->busy = D < 1.0 ? D : 1.0;
+    g->busy = D < ck ? D / ck : 1.0;
     S->r->gpu_updates += g->n + 1;
     S->key[gi] = next;
     hfix(S, gi);
@@ -340,7 +359,10 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     size_t node = S->node_of[gi];
     tp_assign_t held = held_on(S, gi);
     tp__place_release(S->c, &S->u, &t->d, &held);
-    if (t->shrink_at < INFINITY) S->grp[t->group].state = GROUP_MEASURED; /* ended profiling */
+    if (t->shrink_at < INFINITY) { /* ended while profiling: measured */
+        S->grp[t->group].state = GROUP_MEASURED;
+        S->grp[t->group].mem_mib = t->real.memory_mib;
+    }
     g->lanes &= ~((uint64_t)1 << t->lane);
     if (S->o->record) {
         tp_sim_result_t *r = S->r;
@@ -379,6 +401,7 @@ static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t) {
     t->d = t->real;
     t->shrink_at = INFINITY;
     S->grp[t->group].state = GROUP_MEASURED;
+    S->grp[t->group].mem_mib = t->real.memory_mib;
     S->r->events++;
     mark_dirty(S, held.node);
 }
@@ -410,22 +433,80 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
 
 /* ---- placement rounds ---------------------------------------------------- */
 
+/* Served admission around a round (on = 1 before it, 0 after): each GPU's
+ * compute in use is shown less the headroom its next trial gets from the
+ * served curve, (C_{k+1} - 1)(1 + oversubscribe) with k trials on it, and
+ * restored after, the placer's own commits kept. With sharing off nothing
+ * changes. O(G). */
+static void admit_headroom(sim_t *S, int on) {
+    if (!S->c->limits.sharing) return;
+    double cap = 1.0 + S->c->limits.oversubscribe;
+    for (size_t gi = 0; gi < S->ngpus; gi++) {
+        if (on) {
+            int k = S->u.count[gi] + 1;
+            S->admit_off[gi] = (S->ck[k < 4 ? k : 4] - 1.0) * cap;
+        }
+        S->u.compute_used[gi] += on ? -S->admit_off[gi] : S->admit_off[gi];
+    }
+}
+
+/* What the run places a profiler with while its group is unmeasured
+ * (src/run/placement.c, issue 31): compute 0.25 and 2 GiB unless a measured
+ * group holds more memory; here never less memory than the trial's own, since
+ * the run counts what a profiler uses once that is more. */
+#define PROFILE_GUESS_COMPUTE 0.25
+#define PROFILE_GUESS_MIB 2048
+
+/* Served: start pending trial i, its group's profiler, now, as the run does
+ * before the policy's round: on the GPU with the most free compute where its
+ * provisional demand fits (tp__place_wf_gpu), beside what runs there. Its
+ * group is measured profile_s later (end_profile: the demand becomes its
+ * own). Returns 1 if started, 0 if no GPU has room now (offered again in a
+ * later round). O(G). */
+static int start_profiler(sim_t *S, size_t i, double now) {
+    const pend_t *p = &S->pend[i];
+    tp_demand_t d = p->d;
+    d.compute = PROFILE_GUESS_COMPUTE;
+    d.memory_mib = p->d.memory_mib > PROFILE_GUESS_MIB ? p->d.memory_mib : PROFILE_GUESS_MIB;
+    for (size_t k = 0; k < S->ngrp; k++)
+        if (S->grp[k].state == GROUP_MEASURED && S->grp[k].mem_mib > d.memory_mib)
+            d.memory_mib = S->grp[k].mem_mib;
+    if (d.memory_mib > S->most_mib) d.memory_mib = p->d.memory_mib; /* the guess must fit */
+    size_t gi = tp__place_wf_gpu(S->c, &S->u, &d);
+    if (gi == SIZE_MAX) return 0;
+    tp_assign_t a = held_on(S, (uint32_t)gi);
+    tp__place_commit(S->c, &S->u, &d, &a);
+    S->grp[p->group].state = GROUP_PROFILING;
+    start_trial(S, p, &d, a.node, a.gpu[0], now);
+    S->taken[i] = 1;
+    return 1;
+}
+
 /* Offer the first `window` pending trials to the placer over the whole
  * cluster (full) or the nodes freed since the last round (incremental);
  * start those placed. Returns how many were placed, or -errno. */
 static long place_round(sim_t *S, double now, int whole) {
     size_t n = S->npend < S->window ? S->npend : S->window, m = 0;
     if (!n) return 0;
+    long placed = 0;
+    memset(S->taken, 0, n);
+    if (S->served) admit_headroom(S, 1);
     for (size_t i = 0; i < n; i++) { /* what is offered: all, less groups being measured */
         sgroup_t *gr = &S->grp[S->pend[i].group];
         if (gr->state == GROUP_PROFILING) continue; /* its profiler runs, or is offered */
         S->dbuf[m] = S->pend[i].d;
         /* one that fits no GPU is offered as it is, and named by the loop's error */
         S->profiler[m] = gr->state == GROUP_UNMEASURED && S->pend[i].d.memory_mib <= S->most_mib;
-        if (S->profiler[m]) { /* this one measures it: alone on a GPU */
+        if (S->profiler[m] && S->served && !S->exclusive) { /* placed now, by the run's rule */
+            placed += start_profiler(S, i, now);
+            continue;
+        }
+        if (S->profiler[m]) { /* this one measures it */
             gr->state = GROUP_PROFILING;
-            S->dbuf[m].memory_mib = 0;
-            S->dbuf[m].compute = 1.0 + S->c->limits.oversubscribe; /* as the run asks */
+            if (!S->served) { /* alone on a GPU, as the run with caps */
+                S->dbuf[m].memory_mib = 0;
+                S->dbuf[m].compute = 1.0 + S->c->limits.oversubscribe;
+            }
         }
         S->offer[m++] = i;
     }
@@ -435,7 +516,10 @@ static long place_round(sim_t *S, double now, int whole) {
     tp_cluster_t sub;
     int partial = !whole && S->ndirty < S->c->nnodes;
     if (partial) {
-        if (!S->ndirty) return 0;
+        if (!S->ndirty) {
+            if (S->served) admit_headroom(S, 0);
+            return 0;
+        }
         sub = (tp_cluster_t){.nodes = S->sub_nodes, .nnodes = S->ndirty, .limits = S->c->limits};
         size_t gb = 0;
         for (size_t k = 0; k < S->ndirty; k++) {
@@ -472,7 +556,7 @@ static long place_round(sim_t *S, double now, int whole) {
         effort.plan = &S->plan, effort.running = S->runbuf, effort.nrunning = k;
         effort.mps_overhead = S->overhead;
     }
-    if (m && S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) != 0) return -EINVAL;
+    int prc = m ? S->placer->place(c, u, S->dbuf, m, S->abuf, &effort, S->err) : 0;
     if (partial) { /* the decisions' usage back into the whole cluster's */
         for (size_t k = 0; k < S->ndirty; k++) {
             size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd], ng = S->c->nodes[nd].ngpus;
@@ -484,8 +568,8 @@ static long place_round(sim_t *S, double now, int whole) {
             memcpy(S->u.count + base, S->sub_u.count + gb, ng * sizeof *S->u.count);
         }
     }
-    long placed = 0;
-    memset(S->taken, 0, n);
+    if (S->served) admit_headroom(S, 0);
+    if (prc != 0) return -EINVAL;
     for (size_t k = 0; k < m; k++) {
         const pend_t *p = &S->pend[S->offer[k]];
         if (!S->abuf[k].placed) {
@@ -522,7 +606,8 @@ static int schedule(sim_t *S, double now, int whole) {
         uint64_t before = S->next_index;
         rc = refill(S);
         if (rc < 0) return rc;
-        if (S->next_index == before) break; /* nothing new to offer */
+        /* nothing new to offer; served: the GPUs that took a trial have more room */
+        if (S->next_index == before && !S->served) break;
     }
     for (size_t k = 0; k < S->ndirty; k++)
         S->dirty[S->dirty_list[k]] = 0;
@@ -531,60 +616,6 @@ static int schedule(sim_t *S, double now, int whole) {
 }
 
 /* ---- setup and the loop --------------------------------------------------- */
-
-int tp__sim_space(const tp_workload_t *w, const char *space, tp_space_t *out, tp_error_t *err) {
-    tp__space_init(out);
-    const tp_wl_space_t *s = tp__workload_find_space(w, space);
-    if (!s) {
-        const char *names[64];
-        size_t n = 0;
-        for (; n < w->nspaces && n < 64; n++)
-            names[n] = w->spaces[n].name;
-        return tp__workload_no_such(err, "space", space, names, n);
-    }
-    tp_param_t p = {.name = tp__strdup("model"), .kind = TP_DOM_GRID, .nvalues = s->nmodels};
-    p.values = tp__xcalloc(s->nmodels ? s->nmodels : 1, sizeof *p.values);
-    for (size_t i = 0; i < s->nmodels; i++)
-        p.values[i] = json_string(w->models[s->models[i]].name);
-    tp__space_add(out, &p);
-    p = (tp_param_t){.name = tp__strdup("batch_size"), .kind = TP_DOM_GRID, .nvalues = s->nbatch};
-    p.values = tp__xcalloc(s->nbatch ? s->nbatch : 1, sizeof *p.values);
-    for (size_t i = 0; i < s->nbatch; i++)
-        p.values[i] = json_integer(s->batch_sizes[i]);
-    tp__space_add(out, &p);
-    size_t nlr = s->lr_count > 0 ? (size_t)s->lr_count : 1;
-    p = (tp_param_t){.name = tp__strdup("lr"), .kind = TP_DOM_GRID, .nvalues = nlr};
-    p.values = tp__xcalloc(nlr, sizeof *p.values);
-    for (size_t i = 0; i < nlr; i++)
-        p.values[i] = json_real(tp__workload_lr(s, i));
-    tp__space_add(out, &p);
-    return 0;
-}
-
-int tp__sim_cluster(const tp_workload_t *w, const char *gpu_type, size_t ngpus, int gpus_per_node,
-                    int cpus_per_node, tp_cluster_t *out, tp_error_t *err) {
-    memset(out, 0, sizeof *out);
-    const tp_wl_gpu_type_t *t = NULL;
-    const char *names[64] = {0};
-    size_t nn = 0;
-    for (size_t i = 0; i < w->ngpu_types; i++) {
-        if (strcmp(w->gpu_types[i].name, gpu_type) == 0) t = &w->gpu_types[i];
-        if (nn < 64) names[nn++] = w->gpu_types[i].name;
-    }
-    if (!t) return tp__workload_no_such(err, "GPU type", gpu_type, names, nn);
-    if (gpus_per_node <= 0 || ngpus == 0)
-        return tp__errorf(err, -EINVAL, "a cluster needs at least one GPU and one GPU per node");
-    size_t per = (size_t)gpus_per_node, nnodes = (ngpus + per - 1) / per;
-    out->nodes = tp__xcalloc(nnodes, sizeof *out->nodes);
-    out->nnodes = nnodes;
-    out->limits = (tp_place_limits_t){.reserve_mib = 512, .sharing = 1};
-    for (size_t n = 0; n < nnodes; n++) {
-        size_t k = n + 1 < nnodes ? per : ngpus - per * (nnodes - 1);
-        tp__workload_node(&out->nodes[n], n, k,
-                          cpus_per_node > 0 ? cpus_per_node : 32 * gpus_per_node, t);
-    }
-    return 0;
-}
 
 static void sim_free(sim_t *S) {
     tp__place_plan_free(&S->plan);
@@ -610,6 +641,7 @@ static void sim_free(sim_t *S) {
     free(S->offer);
     free(S->taken);
     free(S->profiler);
+    free(S->admit_off);
     free(S->grp);
     free(S->dirty);
     free(S->dirty_list);
@@ -645,6 +677,10 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->searcher = tp__searcher_new(&S->space, &cfg, 1, S->err);
     if (!S->searcher) return -EINVAL;
     S->overhead = o->overhead < 0 ? 0.03 : o->overhead;
+    S->served = o->model == TP_SIM_SERVED;
+    S->exclusive = strcmp(S->placer->name, "one-per-gpu") == 0;
+    for (int k = 0; k <= 4; k++)
+        S->ck[k] = S->served ? tp__fluid_served(o->served, k) : 1.0;
     if (tp__usage_init(&S->u, c) < 0) return tp__errorf(S->err, -ENOMEM, "out of memory");
     S->ngpus = S->u.ngpus;
     if (!S->ngpus) return tp__errorf(S->err, -EINVAL, "the cluster has no GPUs");
@@ -655,6 +691,7 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->heap = tp__xcalloc(S->ngpus, sizeof *S->heap);
     S->hpos = tp__xcalloc(S->ngpus, sizeof *S->hpos);
     S->key = tp__xcalloc(S->ngpus, sizeof *S->key);
+    S->admit_off = tp__xcalloc(S->ngpus, sizeof *S->admit_off);
     for (size_t n = 0; n < c->nnodes; n++)
         for (size_t k = 0; k < c->nodes[n].ngpus; k++) {
             size_t gi = S->u.gpu_base[n] + k;
@@ -717,9 +754,12 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
         rc = schedule(&S, t, 0);
     }
     if (rc == 0) {
-        /* lower bound: the work over the summed speed, or the longest trial
-         * alone on the fastest GPU */
-        double work = r->total_gpu_s / r->sum_speed;
+        /* lower bound: the work over the summed speed (times the most a GPU
+         * serves), or the longest trial alone on the fastest GPU */
+        double cmax = 1.0;
+        for (int k = 1; k <= 4; k++)
+            cmax = fmax(cmax, S.ck[k]);
+        double work = r->total_gpu_s / (r->sum_speed * cmax);
         r->lower_bound_s = r->trials ? fmax(work, S.longest) : 0;
         r->ratio = r->lower_bound_s > 0 ? r->makespan_s / r->lower_bound_s : 0;
         double busy = 0;

@@ -8,7 +8,14 @@
  *     T_i = host_s + m gpu_s / s                its time at the GPU's pace
  *     d_i = (m gpu_s / s) / T_i                 its busy intensity
  *     D   = sum_i d_i                           the GPU's demand
- *     rate_i = 1 / (T_i max(1, D))              fraction of the trial per second
+ *     rate_i = 1 / (T_i max(1, D / C_k))        fraction of the trial per second
+ *
+ * C_k is the busy share a GPU serves k uncapped trials under MPS (the served
+ * curve, tp__fluid_served: 1, 1.14, 1.36, 1.44), and the placer is offered a
+ * GPU's compute up to C_k (1 + oversubscribe) for its k-th trial; that is the
+ * run with no MPS thread caps (TP_SIM_SERVED, the default). TP_SIM_CAPPED is
+ * the model of the run with caps: C_k = 1 (saturation at D = 1), compute up
+ * to 1 + oversubscribe, and a profiler alone on an empty GPU.
  *
  * Events live in a min-heap keyed by GPU (each GPU's next finish), so an
  * event costs O(log G + trials on that GPU), whatever has finished before.
@@ -30,6 +37,11 @@ typedef enum tp_sim_rounds {
     TP_SIM_ROUNDS_INCREMENTAL, /* a round offers the nodes freed since the last one */
 } tp_sim_rounds_t;
 
+typedef enum tp_sim_model {
+    TP_SIM_SERVED = 0, /* uncapped MPS: the served curve C_k; profilers beside placed trials */
+    TP_SIM_CAPPED,     /* MPS thread caps: C_k = 1; each profiler alone on an empty GPU */
+} tp_sim_model_t;
+
 typedef struct tp_sim_opts {
     const char *policy;   /* placer name; NULL: TP_PLACE_DEFAULT_POLICY */
     const char *searcher; /* "grid" (NULL) or "random" */
@@ -41,9 +53,15 @@ typedef struct tp_sim_opts {
     tp_sim_rounds_t rounds; /* how much of the cluster a round offers */
     int record;             /* keep every trial's interval (for CSV, SVG, tests) */
     double profile_s;       /* > 0: a run's profiling (gpu_memory/gpu_compute auto): the
-                               first trial of each (model, batch) group runs alone on an
-                               empty GPU for this long (or to its end) before the group's
-                               other trials are placed; 0: every demand known at once */
+                               first trial of each (model, batch) group is measured for this
+                               long after its start (its start-up plus profile_time of
+                               training), or to its end, before the group's other trials are
+                               placed; served: the profilers of all groups are placed at once,
+                               worst fit with the run's provisional demand, beside trials
+                               already placed; capped: each alone on an empty GPU. 0: every
+                               demand known at once */
+    tp_sim_model_t model;   /* the contention and admission model (TP_SIM_SERVED: 0) */
+    const double *served;   /* C_1..C_4 for TP_SIM_SERVED; NULL: TP_FLUID_SERVED */
 } tp_sim_opts_t;
 
 /* One trial's stay on a GPU. */
@@ -59,18 +77,19 @@ typedef struct tp_sim_interval {
 } tp_sim_interval_t;
 
 typedef struct tp_sim_result {
-    double makespan_s;    /* last finish */
-    double lower_bound_s; /* max(sum gpu_s / sum speed, longest trial alone on the fastest GPU) */
-    double ratio;         /* makespan / lower bound */
-    double busy_share;    /* mean over GPUs of the time-average of min(1, D) over the makespan */
-    double total_gpu_s;   /* sum of gpu_s at speed 1 */
-    double sum_speed;     /* the cluster's summed speed */
-    uint64_t trials;      /* trials run to the end */
-    uint64_t events;      /* arrivals + finishes */
-    uint64_t rounds;      /* placer calls */
-    uint64_t gpu_updates; /* trial-rate recomputations (work per event, for tests) */
-    int max_colocated;    /* most trials seen on one GPU */
-    double wall_s;        /* wall time of the simulation */
+    double makespan_s;            /* last finish */
+    double lower_bound_s;         /* max(sum gpu_s / (sum speed C_max), longest trial alone on the
+                                     fastest GPU); C_max the most a GPU serves (1 when capped) */
+    double ratio;                 /* makespan / lower bound */
+    double busy_share;            /* mean over GPUs of the time-average of min(1, D / C_k) */
+    double total_gpu_s;           /* sum of gpu_s at speed 1 */
+    double sum_speed;             /* the cluster's summed speed */
+    uint64_t trials;              /* trials run to the end */
+    uint64_t events;              /* arrivals + finishes */
+    uint64_t rounds;              /* placer calls */
+    uint64_t gpu_updates;         /* trial-rate recomputations (work per event, for tests) */
+    int max_colocated;            /* most trials seen on one GPU */
+    double wall_s;                /* wall time of the simulation */
     tp_sim_rounds_t rounds_mode;  /* the mode used (auto resolved) */
     char policy[32];              /* placer used */
     tp_sim_interval_t *intervals; /* owned; record only, in finish order */
@@ -87,6 +106,8 @@ typedef struct tp_sim_result {
 int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c,
                 const tp_sim_opts_t *o, tp_sim_result_t *r, tp_error_t *err);
 void tp__sim_result_free(tp_sim_result_t *r);
+
+/* ---- spaces and made-up clusters (sim_space.c) ---------------------------- */
 
 /* The search space of a workload space: model, batch_size and lr as grid
  * domains (lr: lr_count log-spaced points, both ends included). */

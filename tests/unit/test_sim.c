@@ -1,4 +1,6 @@
-/* sim: the contention model's hand-computed cases, the lower bound, the
+/* sim: the contention model's hand-computed cases (served: uncapped MPS on
+ * the served curve, the default; capped: the run with MPS thread caps), the
+ * lower bound, the
  * one-per-gpu baseline against list scheduling, the real placer's
  * constraints, determinism, per-event work, and the CSV/SVG outputs. */
 #include <math.h>
@@ -31,13 +33,18 @@ static const char *tiny_yaml =
     "0.3, cpus: 1, source: assumed}\n"
     "  light2: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: "
     "0.3, cpus: 1, source: assumed}\n"
+    "  light3: {b_ref: 64, mem_base_mib: 1000, mem_per_sample_mib: 0, time_ref_s: 100, util_ref: "
+    "0.3, cpus: 1, source: assumed}\n"
     "spaces:\n"
     "  L1: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 1}}\n"
     "  L2: {models: [light], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
     "  H2: {models: [heavy], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
+    "  H3: {models: [heavy], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 3}}\n"
     "  B2: {models: [big], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: 2}}\n"
     "  P: {models: [light, light2], batch_sizes: [64], lr: {loguniform: [1.0e-3, 1.0e-2], count: "
-    "2}}\n";
+    "2}}\n"
+    "  P3: {models: [light, light2, light3], batch_sizes: [64], lr: {loguniform: [1.0e-3, "
+    "1.0e-2], count: 2}}\n";
 
 static int load_tiny(tp_workload_t *w) {
     char path[] = "/tmp/tp_test_sim_XXXXXX";
@@ -136,9 +143,9 @@ static int by_start(const void *a, const void *b) {
     return (x->start_s > y->start_s) - (x->start_s < y->start_s);
 }
 
-TP_TEST(test_profiling_runs_each_groups_first_trial_alone_before_the_rest) {
-    /* Two light trials of each of two demand groups on one GPU, profile 10 s.
-     * The first group's profiler runs alone from 0; at 10 its reservation
+TP_TEST(test_capped_profiling_runs_each_groups_first_trial_alone_before_the_rest) {
+    /* The run with MPS thread caps (TP_SIM_CAPPED). Two light trials of each of two demand groups
+     * on one GPU, profile 10 s. The first group's profiler runs alone from 0; at 10 its reservation
      * shrinks to 0.3 and its sibling joins (m = 1.03: T = 100.9); the first
      * ends at 10 + 0.9 * 100.9 = 100.81, the sibling alone 0.1 * 100 later at
      * 110.81. Only then is the GPU empty for the other group's profiler
@@ -146,7 +153,7 @@ TP_TEST(test_profiling_runs_each_groups_first_trial_alone_before_the_rest) {
     tp_workload_t w;
     TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
-    tp_sim_opts_t o = {.overhead = 0.03, .record = 1, .profile_s = 10};
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1, .profile_s = 10, .model = TP_SIM_CAPPED};
     TP_CHECK_INT(sim(&w, "P", "one", "wfd", 0, &o, &r), 0);
     TP_REQUIRE(r.nintervals == 4);
     qsort(r.intervals, r.nintervals, sizeof *r.intervals, by_start);
@@ -169,19 +176,167 @@ TP_TEST(test_profiling_runs_each_groups_first_trial_alone_before_the_rest) {
     tp__workload_free(&w);
 }
 
-TP_TEST(test_two_saturating_trials_share_the_gpu_busy_time) {
+TP_TEST(test_two_saturating_capped_trials_share_the_gpu_busy_time) {
     tp_workload_t w;
     TP_REQUIRE(load_tiny(&w) == 0);
     tp_sim_result_t r;
-    /* util 0.8 each: the placer needs oversubscription to put both on one GPU.
-     * m = 1.03: GPU part 82.4, T = 102.4, d = 0.8047, D = 1.609375 > 1, so
-     * each runs at 1 / (102.4 * 1.609375): both end at 164.8 = 2 * 82.4, the
-     * GPU busy all along. */
-    TP_CHECK_INT(sim(&w, "H2", "one", "wfd", 1.0, NULL, &r), 0);
+    /* Capped (C_k = 1). util 0.8 each: the placer needs oversubscription to
+     * put both on one GPU. m = 1.03: GPU part 82.4, T = 102.4, d = 0.8047,
+     * D = 1.609375 > 1, so each runs at 1 / (102.4 * 1.609375): both end at
+     * 164.8 = 2 * 82.4, the GPU busy all along. */
+    tp_sim_opts_t o = {.overhead = 0.03, .model = TP_SIM_CAPPED};
+    TP_CHECK_INT(sim(&w, "H2", "one", "wfd", 1.0, &o, &r), 0);
     TP_CHECK_INT(r.max_colocated, 2);
     TP_CHECK_NEAR(r.makespan_s, 164.8, 1e-9);
     TP_CHECK_NEAR(r.busy_share, 1.0, 1e-9);
     TP_CHECK_NEAR(r.lower_bound_s, 160, 1e-9); /* 2 * 80 GPU-s on speed 1 */
+    tp__sim_result_free(&r);
+    tp__workload_free(&w);
+}
+
+/* Simulate space on cluster with wfd under o and check the most trials seen
+ * on one GPU and the makespan (colocated < 0: not checked); a failure marks
+ * the calling test's tp_failed_. */
+static void check_wfd(int *tp_failed_, const tp_workload_t *w, const char *space,
+                      const char *cluster, double oversub, tp_sim_opts_t *o, int colocated,
+                      double makespan_s) {
+    tp_sim_result_t r;
+    TP_CHECK_INT(sim(w, space, cluster, "wfd", oversub, o, &r), 0);
+    if (colocated >= 0) TP_CHECK_INT(r.max_colocated, colocated);
+    TP_CHECK_NEAR(r.makespan_s, makespan_s, 1e-9);
+    tp__sim_result_free(&r);
+}
+
+TP_TEST(test_an_uncapped_trial_alone_runs_at_full_speed) {
+    /* Served: a heavy trial (80 GPU-s + 20 host-s) alone takes its alone
+     * time: no cap slows it, whatever its demand (a light one on a faster
+     * GPU: test_faster_gpu_shrinks_only_the_gpu_part) */
+    tp_workload_t w;
+    TP_REQUIRE(load_tiny(&w) == 0);
+    tp_sim_result_t r;
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1};
+    TP_CHECK_INT(sim(&w, "H2", "one", "wfd", 0, &o, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 1); /* 0.8 + 0.8 > C_2 = 1.14: one at a time */
+    TP_CHECK_NEAR(r.makespan_s, 200, 1e-9);
+    for (size_t i = 0; i < r.nintervals; i++)
+        TP_CHECK_NEAR(r.intervals[i].end_s - r.intervals[i].start_s, 100, 1e-9);
+    TP_CHECK_NEAR(r.busy_share, 0.8, 1e-9);
+    tp__sim_result_free(&r);
+    /* on a GPU twice as fast the two share it (0.4 + 0.4): GPU part 41.2
+     * each, D = 2 * 41.2 / 61.2 > C_2, both end at 2 * 41.2 / 1.14 */
+    check_wfd(tp_failed_, &w, "H2", "onefast", 0, &o, 2, 2 * 41.2 / 1.14);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_k_uncapped_trials_are_served_c_k_of_the_gpu) {
+    /* Served, heavy trials (util 0.8) with oversubscribe 1: admitted while
+     * their compute is within C_k * 2. Two: m = 1.03, GPU part 82.4,
+     * T = 102.4, D = 1.609375 > C_2 = 1.14, both end at 2 * 82.4 / 1.14.
+     * Three: m = 1.06, GPU part 84.8, D = 3 * 84.8 / 104.8 > C_3 = 1.36, all
+     * end at 3 * 84.8 / 1.36. Capped (C_k = 1), two end at 2 * 82.4. */
+    tp_workload_t w;
+    TP_REQUIRE(load_tiny(&w) == 0);
+    tp_sim_result_t r;
+    tp_sim_opts_t o = {.overhead = 0.03};
+    TP_CHECK_INT(sim(&w, "H2", "one", "wfd", 1.0, &o, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 2);
+    TP_CHECK_NEAR(r.makespan_s, 2 * 82.4 / 1.14, 1e-9);
+    TP_CHECK_NEAR(r.busy_share, 1.0, 1e-9);
+    TP_CHECK_NEAR(r.lower_bound_s, 2 * 80 / 1.44, 1e-9); /* a GPU serves 1.44 at most */
+    tp__sim_result_free(&r);
+    check_wfd(tp_failed_, &w, "H3", "one", 1.0, &o, 3, 3 * 84.8 / 1.36);
+    const double flat[] = {1, 1, 1, 1}; /* a curve of its own: saturation at D = 1 */
+    o.served = flat;
+    check_wfd(tp_failed_, &w, "H2", "one", 1.0, &o, 2, 2 * 82.4);
+    o = (tp_sim_opts_t){.overhead = 0.03, .model = TP_SIM_CAPPED};
+    check_wfd(tp_failed_, &w, "H2", "one", 1.0, &o, 2, 2 * 82.4);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_uncapped_admission_follows_the_served_curve) {
+    /* Four light trials (compute 0.3) on one GPU, no oversubscription:
+     * served admits the fourth (1.2 <= C_4 = 1.44; m = 1.09, all end at
+     * 70 + 32.7, D = 1.27 < C_4); capped stops at 1.0, three trials */
+    tp_workload_t w;
+    TP_REQUIRE(load_tiny(&w) == 0);
+    tp_sim_result_t r;
+    tp_sim_opts_t o = {.overhead = 0.03};
+    check_wfd(tp_failed_, &w, "P", "one", 0, &o, 4, 102.7);
+    o.model = TP_SIM_CAPPED;
+    check_wfd(tp_failed_, &w, "P", "one", 0, &o, 3, 101.8 + 100);
+    /* sharing: none is one trial per GPU, each at its alone time */
+    tp_cluster_t c;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__workload_cluster(&w, "one", &c, &err) == 0);
+    c.limits.sharing = 0;
+    o = (tp_sim_opts_t){.policy = "wfd", .overhead = 0.03};
+    TP_CHECK_INT(tp__sim_run(&w, "P", &c, &o, &r, &err), 0);
+    TP_CHECK_INT(r.max_colocated, 1);
+    TP_CHECK_NEAR(r.makespan_s, 400, 1e-9);
+    tp__sim_result_free(&r);
+    tp__cluster_free(&c);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_profilers_of_all_groups_run_together_and_their_groups_wait) {
+    /* Three groups of two light trials on one GPU, profile 10 s. Served: the
+     * three profilers start together at 0 beside each other (0.9 <= C_3);
+     * each group's second trial waits for its group's measurement at 10.
+     * Capped: one profiler at a time, alone on the GPU. Served profilers
+     * are placed as the run places them: worst fit, compute 0.25. */
+    tp_workload_t w;
+    TP_REQUIRE(load_tiny(&w) == 0);
+    tp_sim_result_t r, capped;
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1, .profile_s = 10};
+    TP_CHECK_INT(sim(&w, "P3", "one", "wfd", 0, &o, &r), 0);
+    TP_REQUIRE(r.nintervals == 6);
+    /* a group's profiler is its lowest trial index; light, light2 and light3
+     * are models 0, 3 and 4 of the file */
+    double first[3] = {INFINITY, INFINITY, INFINITY}, second[3] = {0}, earliest_second = INFINITY;
+    int64_t first_id[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
+    for (size_t i = 0; i < r.nintervals; i++) {
+        const tp_sim_interval_t *iv = &r.intervals[i];
+        size_t gk = iv->model == 0 ? 0 : iv->model == 3 ? 1 : 2;
+        if (iv->trial < first_id[gk]) first_id[gk] = iv->trial;
+    }
+    for (size_t i = 0; i < r.nintervals; i++) {
+        const tp_sim_interval_t *iv = &r.intervals[i];
+        size_t gk = iv->model == 0 ? 0 : iv->model == 3 ? 1 : 2;
+        if (iv->trial == first_id[gk]) {
+            first[gk] = iv->start_s;
+        } else {
+            second[gk] = iv->start_s;
+            earliest_second = fmin(earliest_second, iv->start_s);
+        }
+    }
+    for (size_t k = 0; k < 3; k++) {
+        TP_CHECK_NEAR(first[k], 0, 1e-12); /* all profilers at once */
+        TP_CHECK(second[k] >= 10 - 1e-9);  /* the rest after the measurement */
+    }
+    TP_CHECK_NEAR(earliest_second, 10, 1e-9); /* measured 10 s after the start, not before */
+    TP_CHECK_INT(r.max_colocated, 4);         /* 1.2 <= C_4: one more joins at 10 */
+    o.model = TP_SIM_CAPPED;
+    TP_CHECK_INT(sim(&w, "P3", "one", "wfd", 0, &o, &capped), 0);
+    size_t at_zero = 0;
+    for (size_t i = 0; i < capped.nintervals; i++)
+        at_zero += capped.intervals[i].start_s == 0;
+    TP_CHECK_INT(at_zero, 1); /* capped: one profiler, alone */
+    TP_CHECK(r.makespan_s < 0.7 * capped.makespan_s);
+    tp__sim_result_free(&r);
+    tp__sim_result_free(&capped);
+    /* on two GPUs the run's worst fit spreads them: all at 0, on both GPUs */
+    o.model = TP_SIM_SERVED;
+    TP_CHECK_INT(sim(&w, "P3", "two", "wfd", 0, &o, &r), 0);
+    int on[2] = {0, 0};
+    for (size_t i = 0; i < r.nintervals; i++)
+        if (r.intervals[i].start_s == 0) on[r.intervals[i].gpu]++;
+    TP_CHECK(on[0] + on[1] == 3 && on[0] >= 1 && on[1] >= 1);
+    tp__sim_result_free(&r);
+    /* one-per-gpu runs as outside tunepack: a profiler too has its GPU alone */
+    o.record = 0;
+    TP_CHECK_INT(sim(&w, "P3", "one", "one-per-gpu", 0, &o, &r), 0);
+    TP_CHECK_INT(r.max_colocated, 1);
+    TP_CHECK_NEAR(r.makespan_s, 600, 1e-9);
     tp__sim_result_free(&r);
     tp__workload_free(&w);
 }
@@ -297,9 +452,11 @@ TP_TEST(test_same_inputs_give_identical_outputs) {
 
 TP_TEST(test_vpack_plans_a_runs_rounds_and_is_never_slower_than_wfd) {
     /* vpack's plan (place/plan.c) starts from wfd's order and keeps only
-     * plans no worse, with the simulator's own model: no makespan above
-     * wfd's, on identical and mixed GPUs, grid and random searchers, with
-     * and without MPS overhead; and the same answer twice */
+     * plans no worse, with the simulator's capped model (C_k = 1, what the
+     * plan simulates): no makespan above wfd's, on identical and mixed GPUs,
+     * grid and random searchers, with and without MPS overhead; and the same
+     * answer twice. Under the served model the plan's forecast is not the
+     * simulator's, so the guarantee is only as good as that forecast. */
     tp_workload_t w;
     TP_REQUIRE(load_sp(&w) == 0);
     const char *spaces[] = {"SP1", "SP3"};
@@ -307,8 +464,10 @@ TP_TEST(test_vpack_plans_a_runs_rounds_and_is_never_slower_than_wfd) {
     double best = INFINITY; /* vpack / wfd at its lowest */
     for (size_t s = 0; s < TP_ARRAY_LEN(spaces); s++)
         for (size_t k = 0; k < TP_ARRAY_LEN(clusters); k++) {
-            tp_sim_opts_t o = {.overhead = 0.03};
-            if (k == 1) o = (tp_sim_opts_t){.searcher = "random", .trials = 60, .seed = 3 + s};
+            tp_sim_opts_t o = {.overhead = 0.03, .model = TP_SIM_CAPPED};
+            if (k == 1)
+                o = (tp_sim_opts_t){
+                    .searcher = "random", .trials = 60, .seed = 3 + s, .model = TP_SIM_CAPPED};
             tp_sim_result_t vp, wf, again;
             TP_REQUIRE(sim(&w, spaces[s], clusters[k], "vpack", 0, &o, &vp) == 0);
             TP_REQUIRE(sim(&w, spaces[s], clusters[k], "wfd", 0, &o, &wf) == 0);
@@ -329,12 +488,14 @@ TP_TEST(test_vpack_plan_moves_classes_so_identical_gpus_improve_together) {
      * learning rate), every GPU running the same schedule. A swap of two
      * trials betters one GPU and shortens nothing; the plan swaps classes of
      * identical trials, every GPU at once: within 1.10 of the lower bound
-     * (issue 10; 1.116 by swaps of two trials, wfd 1.130) */
+     * (issue 10; 1.116 by swaps of two trials, wfd 1.130), under the capped
+     * model the plan simulates */
     tp_workload_t w;
     TP_REQUIRE(load_sp(&w) == 0);
     tp_sim_result_t vp, wf;
-    TP_REQUIRE(sim(&w, "SP4", "homog_16", "vpack", 0, NULL, &vp) == 0);
-    TP_REQUIRE(sim(&w, "SP4", "homog_16", "wfd", 0, NULL, &wf) == 0);
+    tp_sim_opts_t o = {.overhead = 0.03, .model = TP_SIM_CAPPED};
+    TP_REQUIRE(sim(&w, "SP4", "homog_16", "vpack", 0, &o, &vp) == 0);
+    TP_REQUIRE(sim(&w, "SP4", "homog_16", "wfd", 0, &o, &wf) == 0);
     TP_CHECK(vp.ratio <= 1.10);
     TP_CHECK(wf.ratio > 1.12);
     tp__sim_result_free(&vp);
