@@ -361,7 +361,7 @@ class SlurmCluster3(E2E):
         exp = self.experiment(
             "name: gpus\ncommand: [%s, %s]\nmetric: {name: v, mode: max}\n"
             "search: {algorithm: random, trials: 12}\nconcurrency: 12\n"
-            "resources: {gpus: 1, gpu_memory: 10G, gpu_compute: 0.4}\n"
+            "resources: {gpus: 1, gpu_memory: 10G, gpu_compute: 0.5}\n"
             % (yaml_str(PY), yaml_str(trial)), name="gpus.yaml")
         d = self.path("run")
         self.run_dirs.append(d)
@@ -385,7 +385,8 @@ class SlurmCluster3(E2E):
             self.assertEqual(node, row["node"])
             self.assertEqual(visible, "GPU-%s-%d" % (node, gpu[0]))
             self.assertEqual(pipe, os.path.join(d, "mps", node, "gpu%d" % gpu[0], "pipe"))
-        # 12 trials at 0.4 of a GPU each: two on every GPU of the three nodes, never three.
+        # 12 trials at 0.5 of a GPU each: two on every GPU of the three nodes (1.0 <= C_2 =
+        # 1.14 under MPS), never three (1.5 > C_3 = 1.36).
         self.assertEqual(len(per_gpu), 6, per_gpu)
         self.assertTrue(all(len(t) == 2 for t in per_gpu.values()), per_gpu)
 
