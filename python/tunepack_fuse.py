@@ -4,9 +4,10 @@ With ``fuse: {max: K}`` in the experiment, tunepack runs up to K configurations 
 shape (the parameters of ``fuse.shape``) in one process and gives them in
 TUNEPACK_CONFIGS_JSON (also the command's ``{configs_json}`` placeholder). This helper
 builds one model per configuration, steps all of them on the same batch from one shared
-data loader, each with its own lr, weight decay, momentum, ... and optimizer state, reports each one's metrics with its index, keeps each one's
-checkpoint in its own checkpoint directory, and stops training a configuration that
-tunepack drops (an early stop of that one) while the others go on. Outside tunepack (no
+data loader, each with its own lr, weight decay, momentum, ... and optimizer state, reports
+each one's metrics with its index, keeps each one's checkpoint in its own checkpoint
+directory, and stops training a configuration that tunepack drops (an early stop of that one)
+while the others go on. Outside tunepack (no
 TUNEPACK_CONFIGS_JSON) it runs one model from params() or the defaults given, so the same
 script runs from a terminal.
 
@@ -26,13 +27,14 @@ Example (examples/fuse/train.py is a complete one)::
             break
 
 Horizontal fusion: where the K models can be batched, their parameters are stacked into one
-[K, P] tensor and the K models step as one batched model (vmap over functional_call: one
-forward, one backward and one optimizer update in one set of kernels for all K, with per-model
-hyperparameters as [K] tensors). Where they cannot (BatchNorm running statistics or other
-buffers changed in forward, a model vmap rejects, a custom optimizer, one configuration) the
-models step one after the other; ``mode`` says which ("horizontal" or "sequential") and
-``why`` why not horizontal (also said once on stderr). Both give the same numbers, within
-floating-point rounding, and the same checkpoints.
+[K, P] tensor and the K models step as one batched model (grouped matmuls for an MLP, vmap
+over functional_call for other models: one forward, one backward and one optimizer update in
+one set of kernels for all K, with per-model hyperparameters as [K] tensors). Where they
+cannot (BatchNorm running statistics or other buffers changed in forward, a model vmap
+rejects, a custom optimizer, one configuration) the models step one after the other.
+``mode`` says which ("horizontal" or "sequential") and ``why`` why not horizontal (also said
+once on stderr). Both give the same numbers, within floating-point rounding, and the same
+checkpoints.
 
 Needs torch (Debian's python3-torch; run the script with /usr/bin/python3).
 """
@@ -43,18 +45,39 @@ import os
 import sys
 
 import torch
+import torch.nn.functional as nn_f
 
 import tunepack_report
 
-try:  # PyTorch >= 2.0
-    from torch.func import functional_call as _functional_call
-    from torch.func import vmap as _vmap
-except ImportError:  # PyTorch 1.13 (Debian's): functorch is a package of its own
-    try:
-        from functorch import vmap as _vmap
-        from torch.nn.utils.stateless import functional_call as _functional_call
-    except ImportError:
-        _vmap = _functional_call = None
+_FUNC = []  # (vmap, functional_call), once imported
+
+
+def _vmap(*args, **kwargs):
+    return _func()[0](*args, **kwargs)
+
+
+def _functional_call(*args, **kwargs):
+    return _func()[1](*args, **kwargs)
+
+
+def _func():
+    """torch.func's vmap and functional_call (PyTorch >= 2), or functorch's and torch.nn.utils
+    .stateless's (Debian's 1.13), imported on first use: functorch takes 0.7 CPU s to import
+    on 1.13, which an MLP with cross-entropy (grouped matmuls) and an unfused trial never
+    need. Raises RuntimeError where there are neither (a model that needs vmap then steps
+    one after the other)."""
+    if not _FUNC:
+        try:  # PyTorch >= 2.0
+            from torch.func import functional_call, vmap
+        except ImportError:
+            try:  # PyTorch 1.13: functorch is a package of its own
+                from functorch import vmap
+                from torch.nn.utils.stateless import functional_call
+            except ImportError:
+                raise RuntimeError("this PyTorch (%s) has neither torch.func nor functorch"
+                                   % torch.__version__) from None
+        _FUNC.append((vmap, functional_call))
+    return _FUNC[0]
 
 __all__ = ["Fused"]
 
@@ -147,8 +170,6 @@ class Fused:
         if custom is not None:
             return "a custom optimizer (%s): only sgd, adam and adamw are batched" \
                 % getattr(custom, "__name__", type(custom).__name__)
-        if _vmap is None:
-            return "this PyTorch (%s) has neither torch.func nor functorch" % torch.__version__
 
         def signature(m):
             return ([(n, p.shape, p.dtype, p.requires_grad) for n, p in m.named_parameters()] +
@@ -336,6 +357,23 @@ class Fused:
         return _vmap(one, in_dims=(0, 0, None), randomness="different")(
             self._views, self._fixed, x)
 
+    @staticmethod
+    def _losses(loss_fn, out, y):
+        """loss_fn of each model's outputs out[k] against y: [K]. Cross-entropy (the
+        function, or nn.CrossEntropyLoss without class weights) over [K, N, C] outputs is one
+        call over the K*N rows; any other loss is vmapped."""
+        ce = nn_f.cross_entropy
+        if (loss_fn is ce or (type(loss_fn) is torch.nn.CrossEntropyLoss and
+                              loss_fn.weight is None and loss_fn.reduction == "mean")) \
+                and out.dim() == 3 and y.dim() == 1 and not y.is_floating_point():
+            ignore = getattr(loss_fn, "ignore_index", -100)
+            k, n = out.shape[0], out.shape[1]
+            each = ce(out.reshape(k * n, -1), y.repeat(k), reduction="none",
+                      ignore_index=ignore, label_smoothing=getattr(loss_fn, "label_smoothing", 0.0))
+            # the mean over the targets not ignored, as reduction="mean" takes it
+            return each.view(k, n).sum(1) / (y != ignore).sum()
+        return _vmap(loss_fn, in_dims=(0, None), randomness="different")(out, y)
+
     def _step_horizontal(self, x, y, loss_fn, which):
         k, members = len(self._members), self._members
         active = [row for row, i in enumerate(members) if i in which]
@@ -344,7 +382,7 @@ class Fused:
             saved = {n: t.clone() for n, t in self._fixed.items()}
         try:
             out = self._forward(x)
-            losses = _vmap(loss_fn, in_dims=(0, None), randomness="different")(out, y)
+            losses = self._losses(loss_fn, out, y)
             if len(active) < k:
                 mask = torch.zeros(k, dtype=losses.dtype, device=losses.device)
                 mask[active] = 1
