@@ -22,6 +22,7 @@ python3-sklearn (run it with /usr/bin/python3).
 import argparse
 import pathlib
 import sys
+import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "python"))
 from tunepack_fuse import Fused  # noqa: E402
@@ -63,6 +64,8 @@ def main():
     p.add_argument("--epochs", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu", help="cpu, or cuda for the first visible GPU")
+    p.add_argument("--sequential", action="store_true",
+                   help="step the models one after the other, not batched (to compare)")
     p.add_argument("--lr", type=float, default=0.1, help="unfused only")
     p.add_argument("--momentum", type=float, default=0.9, help="unfused only")
     p.add_argument("--weight-decay", type=float, default=0.0, help="unfused only")
@@ -72,11 +75,12 @@ def main():
 
     x, y, xv, yv = (t.to(args.device) for t in load_data())  # on the GPU once, not per batch
     fused = Fused(lambda params: make_model(args.hidden, args.seed), optimizer="sgd",
-                  configs=args.configs, device=args.device,
+                  configs=args.configs, device=args.device, horizontal=not args.sequential,
                   defaults={"lr": args.lr, "momentum": args.momentum,
                             "weight_decay": args.weight_decay})
     first = fused.load_checkpoints(epochs)
     loss = torch.nn.functional.cross_entropy
+    began = time.time()  # training starts (imports, data and models are done)
     for epoch in range(first + 1, epochs + 1):
         order = torch.randperm(len(y), generator=torch.Generator().manual_seed(
             args.seed * 100003 + epoch))
@@ -90,8 +94,10 @@ def main():
         fused.save_checkpoints(epoch)
         if fused.poll() or not fused.live:
             break
-    print("train.py: %d configuration(s), hidden %d, batch %d: epochs %d..%d"
-          % (len(fused.configs), args.hidden, args.batch, first + 1, epochs), file=sys.stderr)
+    # every step copied its losses to the host, so the GPU's work is done by now
+    print("train.py: %d configuration(s), hidden %d, batch %d: epochs %d..%d, %s, trained "
+          "from %.3f to %.3f" % (len(fused.configs), args.hidden, args.batch, first + 1, epochs,
+                                 fused.mode, began, time.time()), file=sys.stderr)
 
 
 if __name__ == "__main__":
