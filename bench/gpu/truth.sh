@@ -15,7 +15,8 @@
 #   default   the same with tunepack's defaults, profile_time 3 s
 #   profile30 one trial per model, long enough to be profiled for 30 s: the demand a 30 s
 #             profile measures, against the 3 s profile of `default`
-#   fusion    bench/fuse/throughput.py on the GPU: fused K = 1, 2, 4, 8 against K processes
+#   fusion    bench/fuse/throughput.py on the GPU, 150 epochs: fused K = 1, 2, 4, 8 (horizontal)
+#             against 8 separate processes
 # then bench/gpu/truth_table.py writes OUTDIR/truth.md (the table) from what they left.
 set -u
 out=${1:?usage: truth.sh OUTDIR [SECONDS]}
@@ -101,10 +102,12 @@ run_exp() { # run_exp NAME POLICY PROFILE EPOCHS LRS
     "$tp" trials "$dir" | head -12
 }
 
-fusion_section() {
-    # shellcheck disable=SC2086 # TRUTH_FUSION_ARGS: several words on purpose
-    python3 bench/fuse/throughput.py --device cuda --python python3 ${TRUTH_FUSION_ARGS:-} \
-        --out "$out/fusion.jsonl"
+fusion_section() { # K = 1, 2, 4, 8 fused (horizontal), and K = 8 as separate processes
+    python3 bench/fuse/throughput.py --device cuda --python python3 --json --hidden 256 \
+        --epochs "${TRUTH_FUSION_EPOCHS:-150}" --ks 1,2,4,8 --mode horizontal |
+        tee -a "$out/fusion.jsonl"
+    python3 bench/fuse/throughput.py --device cuda --python python3 --json --hidden 256 \
+        --epochs "${TRUTH_FUSION_EPOCHS:-150}" --ks 8 --mode separate | tee -a "$out/fusion.jsonl"
 }
 
 export tp runs root out

@@ -341,6 +341,22 @@ class GpuPacking(GpuE2E):
         self.check_as_outside(run_dir, rows)
         self.check_no_daemons(run_dir)
 
+    def test_one_per_gpu_profilers_take_a_gpu_each_too(self):
+        # Found on an H200: the profilers of three groups were put beside each other on the one
+        # GPU whatever the policy, so one-per-gpu time-sliced them.
+        self.gpu_mib = [80 * GIB]
+        self.fake_gpus([(80 * GIB, None)])
+        exp = self.exp(trials=3, placement="policy: one-per-gpu, reserve: 512M",
+                       resources="gpu_memory: auto, gpu_compute: auto, profile_time: 1s",
+                       extra="profile_by: [x]\n")
+        run_dir = self.path("one-prof")
+        r = self.run_exp(exp, run_dir, env=self.gpu_env(mps=True))
+        self.assertExit(r, 0)
+        most, _, rows = self.check_capacity(run_dir, served=False)
+        self.assertEqual(len(rows), 3)
+        self.assertEqual(most, 1, "one-per-gpu, yet profilers shared the GPU")
+        self.check_as_outside(run_dir, rows)
+
     def test_a_trial_alone_on_its_gpu_has_no_thread_limit(self):
         self.gpu_mib = [80 * GIB, 80 * GIB, 40 * GIB, 40 * GIB]
         exp = self.exp(trials=1, resources="gpu_memory: 4G, gpu_compute: 0.05")
