@@ -405,6 +405,25 @@ TP_TEST(test_fast_bf_wf_decide_as_linear_scans_on_overfull_rounds) {
     }
 }
 
+/* The joint bounds are kept from 128 GPUs on (below, the plain maxima): 40 nodes of small GPUs
+ * (1-2.5 GiB) and trials of 0.25-3.75 GiB, most of which fit on few GPUs or none; the decisions
+ * stay the linear scans'. */
+TP_TEST(test_fast_bf_wf_decide_as_linear_scans_on_128_gpus_and_more) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 13, 5);
+    for (int it = 0; it < 60; it++) {
+        inst_t in;
+        random_inst(&in, &r, 40, 8, 64, 0);
+        size_t G = 0;
+        for (size_t k = 0; k < in.c.nnodes; k++)
+            for (size_t g = 0; g < in.c.nodes[k].ngpus; g++, G++)
+                in.c.nodes[k].gpus[g].memory_mib = 1024 + 512 * tp__rng_below(&r, 4);
+        TP_CHECK(G >= 128);
+        TP_CHECK(greedy_as_references(&in, it));
+        tp__cluster_free(&in.c);
+    }
+}
+
 /* A deliberately broken placer: wfd that forgets the memory reserve. */
 static int broken_ignores_reserve(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *t,
                                   size_t n, tp_assign_t *out, const tp_place_effort_t *lim,
