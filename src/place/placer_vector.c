@@ -25,11 +25,15 @@
  *    GPU by GPU gives the first GPUs the trials that use their memory best
  *    and leaves the last ones a worse mix, where wf's spread lets the local
  *    search reach the mix the optimum has (bench/placement's memory-2).
+ *    Where the nodes' free cores per unit of GPU speed differ, one more
+ *    fill takes the nodes short of cores first (FILL_TIGHT).
  * 3. Local search on each answer, moves that strictly raise the occupancy:
  *    insert an unplaced trial where it fits; eject one or two trials of a
  *    GPU so that it fits there, the ejected ones moved elsewhere where they
- *    fit and the room left refilled from the unplaced. A budget of fit tests
- *    fixed by the instance (5000 + 20 n + n G) bounds it: no clock.
+ *    fit and the room left refilled from the unplaced; on mixed speeds, move
+ *    a placed trial to a slower GPU with room. A budget of fit tests fixed
+ *    by the instance (5000 + 20 n + n G, twice that where the nodes' cores
+ *    per speed differ) bounds it: no clock.
  * 4. The best answer is committed: the most occupancy; within VP_TIE per GPU
  *    of it, the longest summed expected duration placed (long trials first
  *    shortens the makespan), then the least crowded GPUs (sum of trials^2:
