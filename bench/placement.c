@@ -3,9 +3,9 @@
  * known for each, with decision times, in ONE table. Prints figures; not a
  * test.
  *
- *   placement [--limit S] [--quick] [--verbose] [path/to/sp.yaml]
+ *   placement [--limit S] [--quick] [--verbose] [--only NAME] [--seed S] [path/to/sp.yaml]
  *
- * The family (deterministic seeds, built here): six classes of six instances,
+ * The family (deterministic seeds, built here): seven classes of six instances,
  * 1-16 nodes, 1-8 GPUs per node, 3-8 trials per GPU, the trials drawn from a
  * few demand profiles per instance (the trials of one model and batch size
  * declare the same demand, as in a real search):
@@ -15,6 +15,10 @@
  *   big      multi-GPU trials (2-4 GPUs on one node) among big single ones
  *   hetero   mixed GPU types and speeds (V100 0.6, A100 1.0, H100 2.0)
  *   mixed    all of the above at once, each resource near its limit
+ *   cpuspeed node cores bind on some nodes (3-8 cores per GPU there, 10-24
+ *            on the others; 1-6 cores a trial) and the GPUs run at two
+ *            speeds, half of them 2x the others: within each node (even k)
+ *            or node by node (odd k)
  * Best known = the larger of `optimal`'s value (with --limit, default 10 s)
  * and every policy's; "proved" counts the instances where `optimal` proved
  * its answer optimal. Occupancy = sum over GPUs of min(1, compute share) /
@@ -32,8 +36,9 @@
 #define TP_DATA_DIR "data"
 #endif
 
-enum { C_COMPUTE, C_MEMORY, C_CPU, C_BIG, C_HETERO, C_MIXED, NCLASS, C_SP = NCLASS };
-static const char *const class_name[] = {"compute", "memory", "cpu", "big", "hetero", "mixed"};
+enum { C_COMPUTE, C_MEMORY, C_CPU, C_BIG, C_HETERO, C_MIXED, C_CPUSPEED, NCLASS, C_SP = NCLASS };
+static const char *const class_name[] = {"compute", "memory", "cpu",     "big",
+                                         "hetero",  "mixed",  "cpuspeed"};
 #define PER_CLASS 6
 #define MAXPOL 16
 
@@ -65,10 +70,11 @@ static size_t below(tp_rng_t *r, size_t n) {
     return (size_t)tp__rng_below(r, n);
 }
 
-/* Instance k of class cls, from seed 1000 * cls + k. */
-static void generate(instance_t *in, int cls, int k) {
+/* Instance k of class cls, from seed 1000 * cls + k + seed (--seed, 0 for the
+ * table kept in docs/gpus.md; other seeds give held-out families). */
+static void generate(instance_t *in, int cls, int k, uint64_t seed) {
     tp_rng_t r;
-    tp__rng_seed(&r, 1000 * (uint64_t)cls + (uint64_t)k, 17);
+    tp__rng_seed(&r, 1000 * (uint64_t)cls + (uint64_t)k + seed, 17);
     memset(in, 0, sizeof *in);
     in->cls = cls;
     static const size_t node_counts[] = {1, 2, 3, 4, 8, 16};
@@ -76,6 +82,7 @@ static void generate(instance_t *in, int cls, int k) {
     size_t gpn = 1 + below(&r, 8);
     if (nnodes >= 8 && gpn > 4) gpn = 2 + below(&r, 3); /* <= 64 GPUs in all */
     if (cls == C_BIG && gpn < 4) gpn = 4;
+    if (cls == C_CPUSPEED && gpn < 2) gpn = 2; /* two speeds on a node */
     size_t per_gpu = 3 + below(&r, 6);
     snprintf(in->name, sizeof in->name, "%s-%d", class_name[cls], k);
     in->c = (tp_cluster_t){.nnodes = nnodes, .limits = {.reserve_mib = 512, .sharing = 1}};
@@ -85,8 +92,13 @@ static void generate(instance_t *in, int cls, int k) {
         size_t type = type0;
         if (cls == C_HETERO || cls == C_MIXED) type = below(&r, TP_ARRAY_LEN(gpu_types));
         double cores_per_gpu = cls == C_CPU || cls == C_MIXED ? pick(&r, 6, 16) : 32;
+        if (cls == C_CPUSPEED)
+            cores_per_gpu = tp__rng_below(&r, 2) ? pick(&r, 3, 8) : pick(&r, 10, 24);
         tp__workload_node(&in->c.nodes[nd], nd, gpn, (int)(cores_per_gpu * (double)gpn),
                           &gpu_types[type]);
+        if (cls == C_CPUSPEED) /* a100_80g, half of them 2x (an h100_80g's speed) */
+            for (size_t g = 0; g < gpn; g++)
+                if (k % 2 == 0 ? g % 2 == 1 : nd % 2 == 1) in->c.nodes[nd].gpus[g].speed = 2.0;
     }
     /* demand profiles */
     size_t nprof = 2 + below(&r, 5);
@@ -115,6 +127,11 @@ static void generate(instance_t *in, int cls, int k) {
         case C_HETERO:
             d->compute = pick(&r, 0.1, 0.5);
             d->memory_mib = 2048 + below(&r, 14 * 1024);
+            break;
+        case C_CPUSPEED:
+            d->compute = pick(&r, 0.1, 0.45);
+            d->memory_mib = 2048 + below(&r, 10 * 1024);
+            d->cpus = 1 + (int)below(&r, 6);
             break;
         case C_MIXED:
             d->compute = pick(&r, 0.1, 0.5);
@@ -247,11 +264,22 @@ typedef struct row {
     double scale_cpu_s; /* its CPU time */
 } row_t;
 
+/* A time of us microseconds as "743 us", "1.06 ms" or "2.10 s". */
+static void fmt_us(char *buf, size_t len, double us) {
+    if (us >= 1e6)
+        snprintf(buf, len, "%.2f s", us / 1e6);
+    else if (us >= 1e3)
+        snprintf(buf, len, "%.2f ms", us / 1e3);
+    else
+        snprintf(buf, len, "%.0f us", us);
+}
+
 int main(int argc, char **argv) {
     const char *path = TP_DATA_DIR "/workloads/sp.yaml";
     double limit = 10;
     int quick = 0, verbose = 0;
     const char *only = NULL;
+    uint64_t seed = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
@@ -261,6 +289,8 @@ int main(int argc, char **argv) {
             limit = atof(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
             only = argv[++i];
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
         else
             path = argv[i];
     }
@@ -275,7 +305,7 @@ int main(int argc, char **argv) {
     instance_t *ins = tp__xcalloc(nins, sizeof *ins);
     for (int c = 0; c < NCLASS; c++)
         for (int k = 0; k < PER_CLASS; k++)
-            generate(&ins[c * PER_CLASS + k], c, k);
+            generate(&ins[c * PER_CLASS + k], c, k, seed);
     if (study_instance(&ins[nfam], &w, "SP3", "homog_4") < 0 ||
         study_instance(&ins[nfam + 1], &w, "SP4", "homog_16") < 0 ||
         study_instance(&ins[nfam + 2], &w, "SP1", "hetero_4h6a") < 0)
@@ -310,7 +340,7 @@ int main(int argc, char **argv) {
                    in->proved ? "proved " : "unproved", in->opt_s);
             for (size_t p = 0; p < np; p++)
                 printf(" %s %.1f", pols[p]->name, 100 * occ[k * np + p] / in->best);
-            printf("\n");
+            printf("  %s %.2f points below\n", pols[0]->name, 100 * (in->best - occ[k * np]));
         }
     }
 
@@ -351,27 +381,14 @@ int main(int argc, char **argv) {
            nfam, NCLASS, PER_CLASS, proved, nins, limit);
     printf("%-11s %6s %6s %6s |", "policy", "mean%", "min%", "worst");
     for (int c = 0; c < NCLASS; c++)
-        printf(" %7s", class_name[c]);
+        printf(" %8s", class_name[c]);
     printf(" | %7s %7s %7s | %10s %10s %10s\n", "SP3/4", "SP4/16", "SP1/h", "SP4/16 t", "family t",
            "1Mx10k t");
     for (size_t p = 0; p < np; p++) {
         row_t *r = &rows[p];
         char t1[32], t2[32], t3[32];
-        double a = r->sp_us[1], b = r->fam_us[nfam / 2];
-        snprintf(t1, sizeof t1,
-                 a >= 1e6   ? "%.2f s"
-                 : a >= 1e3 ? "%.2f ms"
-                            : "%.0f us",
-                 a >= 1e6   ? a / 1e6
-                 : a >= 1e3 ? a / 1e3
-                            : a);
-        snprintf(t2, sizeof t2,
-                 b >= 1e6   ? "%.2f s"
-                 : b >= 1e3 ? "%.2f ms"
-                            : "%.0f us",
-                 b >= 1e6   ? b / 1e6
-                 : b >= 1e3 ? b / 1e3
-                            : b);
+        fmt_us(t1, sizeof t1, r->sp_us[1]);
+        fmt_us(t2, sizeof t2, r->fam_us[nfam / 2]);
         if (r->scale_s < 0)
             snprintf(t3, sizeof t3, "-");
         else
@@ -379,7 +396,7 @@ int main(int argc, char **argv) {
         printf("%-11s %6.2f %6.2f %6.2f |", pols[p]->name, r->sum / (double)nfam, r->min,
                r->worst_pts);
         for (int c = 0; c < NCLASS; c++)
-            printf(" %7.2f", r->cls_sum[c] / PER_CLASS);
+            printf(" %8.2f", r->cls_sum[c] / PER_CLASS);
         printf(" | %7.2f %7.2f %7.2f | %10s %10s %10s\n", r->sp[0], r->sp[1], r->sp[2], t1, t2, t3);
     }
     printf(

@@ -41,6 +41,10 @@ typedef enum rule { RULE_FIRST, RULE_BEST, RULE_WORST, RULE_WHOLE } rule_t;
 #define SLACK 1e-6 /* pruning slack: never prunes a GPU that tp__fits accepts */
 #define NTHR 16    /* memory thresholds of the joint bound, a factor 1.5 apart */
 #define NCOMP 32   /* compute levels of bf's bound */
+/* GPUs from which the joint bound is kept: below, the plain maxima prune
+ * enough, and keeping NTHR bounds per tree node costs more than it saves
+ * (wfd on SP4 over 16 GPUs decided 7% slower with it). */
+#define JOINT_MIN_GPUS 128
 
 typedef struct gtree {
     const tp_cluster_t *c;
@@ -55,7 +59,7 @@ typedef struct gtree {
      * NTHR per tree node (cmem[i * NTHR + k]); -INFINITY when none. The
      * plain maxima above come from different leaves, so once GPUs fill up a
      * trial that fits nowhere passes them in most subtrees; this joint bound
-     * prunes those. */
+     * prunes those. NULL below JOINT_MIN_GPUS GPUs (k is then NTHR). */
     double *cmem;
     int64_t thr[NTHR]; /* decreasing */
     size_t k;          /* the current trial's threshold: thr[k] <= its memory; NTHR if none */
@@ -75,8 +79,9 @@ static void leaf_close(gtree_t *t, size_t i) {
     t->minmem[i] = INT64_MAX;
     t->comp[i] = -INFINITY;
     t->cpus[i] = -1;
-    for (size_t k = 0; k < NTHR; k++)
-        t->cmem[i * NTHR + k] = -INFINITY;
+    if (t->cmem)
+        for (size_t k = 0; k < NTHR; k++)
+            t->cmem[i * NTHR + k] = -INFINITY;
     if (t->cmin)
         for (size_t j = 0; j < NCOMP; j++)
             t->cmin[i * NCOMP + j] = INFINITY;
@@ -93,8 +98,9 @@ static void leaf_set(gtree_t *t, size_t gi) {
         double speed = t->c->nodes[n].gpus[g].speed > 0 ? t->c->nodes[n].gpus[g].speed : 1.0;
         t->comp[i] = tp__place_comp_free(t->c, t->u, n, g) * speed;
         t->cpus[i] = t->c->nodes[n].cpus - t->u->cpus_used[n];
-        for (size_t k = 0; k < NTHR; k++)
-            t->cmem[i * NTHR + k] = t->mem[i] >= t->thr[k] ? t->comp[i] : -INFINITY;
+        if (t->cmem)
+            for (size_t k = 0; k < NTHR; k++)
+                t->cmem[i * NTHR + k] = t->mem[i] >= t->thr[k] ? t->comp[i] : -INFINITY;
         if (t->cmin)
             for (size_t j = 0; j < NCOMP; j++)
                 t->cmin[i * NCOMP + j] = t->comp[i] >= t->cstep * (double)j ? t->comp[i] : INFINITY;
@@ -109,9 +115,11 @@ static void pull(gtree_t *t, size_t i) {
     t->minmem[i] = t->minmem[l] < t->minmem[r] ? t->minmem[l] : t->minmem[r];
     t->comp[i] = t->comp[l] > t->comp[r] ? t->comp[l] : t->comp[r];
     t->cpus[i] = t->cpus[l] > t->cpus[r] ? t->cpus[l] : t->cpus[r];
-    double *ci = &t->cmem[i * NTHR], *cl = &t->cmem[l * NTHR], *cr = &t->cmem[r * NTHR];
-    for (size_t k = 0; k < NTHR; k++)
-        ci[k] = cl[k] > cr[k] ? cl[k] : cr[k];
+    if (t->cmem) {
+        double *ci = &t->cmem[i * NTHR], *cl = &t->cmem[l * NTHR], *cr = &t->cmem[r * NTHR];
+        for (size_t k = 0; k < NTHR; k++)
+            ci[k] = cl[k] > cr[k] ? cl[k] : cr[k];
+    }
     if (t->cmin) {
         double *mi = &t->cmin[i * NCOMP], *ml = &t->cmin[l * NCOMP], *mr = &t->cmin[r * NCOMP];
         for (size_t j = 0; j < NCOMP; j++)
@@ -152,7 +160,7 @@ static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, r
     t->minmem = tp__xmalloc(m * sizeof *t->minmem);
     t->comp = tp__xmalloc(m * sizeof *t->comp);
     t->cpus = tp__xmalloc(m * sizeof *t->cpus);
-    t->cmem = tp__xmalloc(m * NTHR * sizeof *t->cmem);
+    if (u->ngpus >= JOINT_MIN_GPUS) t->cmem = tp__xmalloc(m * NTHR * sizeof *t->cmem);
     if (rule == RULE_BEST) t->cmin = tp__xmalloc(m * NCOMP * sizeof *t->cmin);
     t->node_of = tp__xmalloc((u->ngpus ? u->ngpus : 1) * sizeof *t->node_of);
     t->local_of = tp__xmalloc((u->ngpus ? u->ngpus : 1) * sizeof *t->local_of);
@@ -166,7 +174,7 @@ static void gtree_init(gtree_t *t, const tp_cluster_t *c, const tp_usage_t *u, r
         for (size_t g = 0; g < c->nodes[n].ngpus; g++)
             if ((int64_t)c->nodes[n].gpus[g].memory_mib > top)
                 top = (int64_t)c->nodes[n].gpus[g].memory_mib;
-    for (size_t k = 0; k < NTHR; k++)
+    for (size_t k = 0; k < NTHR && t->cmem; k++)
         t->thr[k] = (int64_t)((double)top / pow(1.5, (double)k));
     double fastest = 1; /* free compute in reference units is at most (1 + over) x speed */
     for (size_t n = 0; n < c->nnodes; n++)
@@ -207,7 +215,7 @@ static int may_fit(const gtree_t *t, size_t i, const tp_demand_t *d) {
 
 /* The largest threshold at or below d's memory into t->k (NTHR if none). */
 static void set_query(gtree_t *t, const tp_demand_t *d) {
-    t->k = 0;
+    t->k = t->cmem ? 0 : NTHR;
     while (t->k < NTHR && t->thr[t->k] > (int64_t)d->memory_mib)
         t->k++;
     double lv = (d->compute - SLACK) / t->cstep;

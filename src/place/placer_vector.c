@@ -25,11 +25,15 @@
  *    GPU by GPU gives the first GPUs the trials that use their memory best
  *    and leaves the last ones a worse mix, where wf's spread lets the local
  *    search reach the mix the optimum has (bench/placement's memory-2).
+ *    Where the nodes' free cores per unit of GPU speed differ, one more
+ *    fill takes the nodes short of cores first (FILL_TIGHT).
  * 3. Local search on each answer, moves that strictly raise the occupancy:
  *    insert an unplaced trial where it fits; eject one or two trials of a
  *    GPU so that it fits there, the ejected ones moved elsewhere where they
- *    fit and the room left refilled from the unplaced. A budget of fit tests
- *    fixed by the instance (5000 + 20 n + n G) bounds it: no clock.
+ *    fit and the room left refilled from the unplaced; on mixed speeds, move
+ *    a placed trial to a slower GPU with room. A budget of fit tests fixed
+ *    by the instance (5000 + 20 n + n G, twice that where the nodes' cores
+ *    per speed differ) bounds it: no clock.
  * 4. The best answer is committed: the most occupancy; within VP_TIE per GPU
  *    of it, the longest summed expected duration placed (long trials first
  *    shortens the makespan), then the least crowded GPUs (sum of trials^2:
@@ -73,6 +77,7 @@
 #define VP_MS_GAP 0.1 /* their answer is kept within this much occupancy per GPU of the bound */
 #define VP_MS_RUNS 3  /* the first runs of the portfolio, run again with the bonus */
 #define VP_MIN_WEIGHT 0.05 /* a resource nobody is short of still breaks ties */
+#define VP_CORES_BUDGET 2  /* the search's budget times this where nodes' cores differ */
 
 /* ---- the weights and the orders ------------------------------------------ */
 
@@ -198,6 +203,29 @@ static void place_wide(vp_t *v, size_t i, tp_assign_t *a) {
     if (a->placed) tp__place_commit(c, v->u, d, a);
 }
 
+/* Whether the nodes' free cores per unit of GPU speed differ (by more than
+ * 10%) while the trials want cores: then filling the nodes short of cores
+ * first is one more construction (FILL_TIGHT). O(G + nodes). */
+static int cores_per_speed_differ(const vp_t *v) {
+    const tp_cluster_t *c = v->c;
+    int wanted = 0;
+    for (size_t i = 0; i < v->n && !wanted; i++)
+        wanted = v->t[i].cpus > 0;
+    if (!wanted || c->nnodes < 2) return 0;
+    double lo = INFINITY, hi = 0;
+    for (size_t nd = 0; nd < c->nnodes; nd++) {
+        double speed = 0;
+        for (size_t g = 0; g < c->nodes[nd].ngpus; g++)
+            if (tp__place_gpu_open(c, v->u, nd, g))
+                speed += c->nodes[nd].gpus[g].speed > 0 ? c->nodes[nd].gpus[g].speed : 1.0;
+        if (speed <= 0) continue;
+        double per = (c->nodes[nd].cpus - v->u->cpus_used[nd]) / speed;
+        if (per < lo) lo = per;
+        if (per > hi) hi = per;
+    }
+    return hi > 1.1 * lo;
+}
+
 /* ---- one portfolio run and the whole policy -------------------------------- */
 
 static double placed_value(const vp_t *v, const size_t *single, size_t m, double *dur) {
@@ -211,7 +239,7 @@ static double placed_value(const vp_t *v, const size_t *single, size_t m, double
 }
 
 /* One portfolio run: how the first answer is built, then local search. */
-typedef enum build { GREEDY, FILL_FAIR, FILL_NODE, SEED_WF } build_t;
+typedef enum build { GREEDY, FILL_FAIR, FILL_NODE, FILL_TIGHT, SEED_WF } build_t;
 typedef enum wide_mode { WIDE_FIRST, WIDE_LAST, WIDE_IN_ORDER } wide_mode_t;
 typedef struct run_spec {
     order_t order;    /* the single-GPU trials' order (all trials' for WIDE_IN_ORDER) */
@@ -234,6 +262,7 @@ static const run_spec_t runs[] = {
     {BY_DURATION, GREEDY, WIDE_IN_ORDER, CHOOSE_BEST_FIT},
     {AS_GIVEN, GREEDY, WIDE_IN_ORDER, CHOOSE_ALIGN},
     {AS_GIVEN, SEED_WF, WIDE_IN_ORDER, CHOOSE_BEST_FIT},
+    {BY_SIZE, FILL_TIGHT, WIDE_FIRST, CHOOSE_BEST_FIT},
 };
 
 /* Run r: all[0..na) is every trial the run places, single[0..m) the
@@ -262,7 +291,7 @@ static void run_once(vp_t *v, const run_spec_t *r, size_t *all, size_t na, size_
         }
         free(o);
     } else if (r->build != GREEDY) {
-        tp__vp_fill(v, single, m, r->build == FILL_FAIR);
+        tp__vp_fill(v, single, m, r->build != FILL_NODE, r->build == FILL_TIGHT);
     } else {
         size_t *order = r->wide == WIDE_IN_ORDER ? all : single;
         size_t k = r->wide == WIDE_IN_ORDER ? na : m;
@@ -418,6 +447,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
         /* wf's answer is a start also when memory is scarcer than compute:
          * spreading in the given order leaves each GPU memory for the rest */
         int memory_binds = v.w[R_MEM] > v.w[R_COMP];
+        int cores_differ = cores_per_speed_differ(&v);
         /* an answer this close to the bound is not worth more search */
         double bound = upper_bound(&v) - 1e-4 * (double)v.G;
         /* every construction alone first (cheap: on compute-bound rounds such as
@@ -427,6 +457,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                 const run_spec_t *spec = &runs[r];
                 if (spec->wide != WIDE_FIRST && !nw && !(spec->build == SEED_WF && memory_binds))
                     continue; /* the same as a wide-first run */
+                if (spec->build == FILL_TIGHT && !cores_differ) continue;
                 tp__usage_copy(&work, &start, c);
                 v.u = &work;
                 for (size_t j = 0; j < m; j++)
@@ -438,6 +469,7 @@ static int place_vpack(const tp_cluster_t *c, tp_usage_t *u, const tp_demand_t *
                     all[na++] = wide[j];
                 memset(wide_out, 0, n1 * sizeof *wide_out);
                 v.budget = 5000 + 20 * (long long)m + (long long)m * (long long)v.G;
+                if (cores_differ) v.budget *= VP_CORES_BUDGET;
                 run_once(&v, spec, all, na, idx, m, wide, nw, search ? bound : -INFINITY, wide_out);
                 double dur, occ = placed_value(&v, idx, m, &dur);
                 for (size_t j = 0; j < nw; j++)

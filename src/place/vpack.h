@@ -152,7 +152,7 @@ void tp__vp_sort(const vp_t *v, size_t *idx, size_t m, order_t by);
 void tp__vp_local_search(vp_t *v, size_t *single, size_t m, choice_t how);
 /* Each open GPU in turn takes the subset of the unplaced single-GPU trials
  * that adds the most (vpack_search.c; fair_cpus: its share of the node's
- * free cores at most). */
-void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus);
+ * free cores at most; tight_first: nodes of fewest cores per speed first). */
+void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus, int tight_first);
 
 #endif

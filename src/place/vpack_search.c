@@ -1,5 +1,6 @@
 /* vpack's search (vpack.h): the bounded local search and the GPU-by-GPU
  * fill, over the state placer_vector.c builds. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,37 @@ static void rotate(vp_t *v) {
     }
 }
 
+static double capped(double x) {
+    return x < 1 ? x : 1;
+}
+
+/* Mixed GPU speeds: each placed trial of single[0..m) moves to the GPU where
+ * occupancy rises most by the move (a slower GPU, where its share is larger,
+ * with room for it), if any. Where cores bind, a trial on a fast GPU buys
+ * half the occupancy of the same trial, on the same cores, on a GPU half as
+ * fast; insert() never moves a placed trial unless an unplaced one takes its
+ * room. 1 if a trial moved. O(m G) fit tests. */
+static int relocate(vp_t *v, const size_t *single, size_t m) {
+    int moved = 0;
+    for (size_t j = 0; j < m && v->budget > 0; j++) {
+        size_t i = single[j], g = v->where[i];
+        if (g == NONE) continue;
+        double s = share_on(v, i, g), best_gain = TP_PLACE_EPS;
+        size_t best = NONE;
+        take(v, i);
+        double lose = capped(v->u->compute_used[g] + s) - capped(v->u->compute_used[g]);
+        for (size_t h = 0; h < v->G; h++) {
+            double sh = share_on(v, i, h);
+            if (h == g || sh <= s + TP_PLACE_EPS) continue; /* only to a slower GPU */
+            double gain = capped(v->u->compute_used[h] + sh) - capped(v->u->compute_used[h]) - lose;
+            if (gain > best_gain && fits(v, i, h)) best = h, best_gain = gain;
+        }
+        put(v, i, best != NONE ? best : g);
+        moved |= best != NONE;
+    }
+    return moved;
+}
+
 /* Passes over the unplaced trials, densest first, until a pass changes
  * nothing, the residents have all had a turn, or the budget is spent. A trial
  * identical to one that just failed is skipped while nothing changed. */
@@ -127,12 +159,19 @@ void tp__vp_local_search(vp_t *v, size_t *single, size_t m, choice_t how) {
         int k = v->u->count[g];
         if (k > max_per) max_per = k;
     }
+    double slow = INFINITY, fast = 0;
+    for (size_t g = 0; g < v->G; g++) {
+        double sp = v->c->nodes[v->node_of[g]].gpus[v->local_of[g]].speed;
+        sp = sp > 0 ? sp : 1.0;
+        if (sp < slow) slow = sp;
+        if (sp > fast) fast = sp;
+    }
     for (int pass = 0; pass < max_per + 1 && v->budget > 0; pass++) {
+        int changed = fast > slow && relocate(v, single, m);
         size_t k = 0;
         for (size_t j = 0; j < m; j++)
             if (v->where[single[j]] == NONE) todo[k++] = single[j];
         tp__vp_sort(v, todo, k, BY_DENSITY);
-        int changed = 0;
         size_t failed = NONE;
         for (size_t j = 0; j < k && v->budget > 0; j++) {
             size_t i = todo[j];
@@ -212,14 +251,24 @@ static int by_demand_then_duration(const void *a, const void *b, void *arg) {
     return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
+static double gpu_speed(const vp_t *v, size_t gi) {
+    double s = v->c->nodes[v->node_of[gi]].gpus[v->local_of[gi]].speed;
+    return s > 0 ? s : 1.0;
+}
+
 /* Each open GPU in turn (slowest first: a trial adds most occupancy there)
  * takes the subset of the unplaced single-GPU trials that adds the most, over
  * classes of identical demand (longest trials of a class first). fair_cpus:
- * a GPU may take only its share of its node's free cores (free cores / GPUs
- * of the node not yet filled), so the first GPU does not starve the others.
+ * a GPU may take only its share of its node's free cores (free cores x its
+ * speed / the summed speed of the node's GPUs not yet filled: a GPU twice as
+ * fast holds twice the trials), so the first GPU does not starve the others.
+ * tight_first: the nodes with the fewest free cores per unit of GPU speed
+ * first (then slowest first): their GPUs, held to their share of few cores,
+ * take the trials of most compute per core before the nodes that have cores
+ * to spare take the rest (bench/placement's cpuspeed class).
  * O(G x FILL_STEPS + m log m). */
 #define FILL_STEPS 4000
-void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
+void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus, int tight_first) {
     size_t *list = tp__xmalloc((m ? m : 1) * sizeof *list), nl = 0;
     for (size_t j = 0; j < m; j++)
         if (v->where[single[j]] == NONE) list[nl++] = single[j];
@@ -240,25 +289,38 @@ void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
     f.take = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *f.take);
     f.best = tp__xcalloc(f.ncls ? f.ncls : 1, sizeof *f.best);
     size_t *gpus = tp__xmalloc((v->G ? v->G : 1) * sizeof *gpus);
-    int *left_on_node = tp__xcalloc(v->c->nnodes ? v->c->nnodes : 1, sizeof *left_on_node);
+    /* per node: the summed speed of its GPUs not yet filled */
+    double *left_on_node = tp__xcalloc(v->c->nnodes ? v->c->nnodes : 1, sizeof *left_on_node);
     for (size_t g = 0; g < v->G; g++) {
         gpus[g] = g;
-        left_on_node[v->node_of[g]]++;
+        left_on_node[v->node_of[g]] += gpu_speed(v, g);
     }
-    /* slowest first, then cluster order (insertion sort: G is small here) */
+    /* slowest first (tight_first: fewest cores per speed first), then cluster
+     * order (insertion sort: G is small here) */
+    double *cores_per = tp__xcalloc(v->c->nnodes ? v->c->nnodes : 1, sizeof *cores_per);
+    for (size_t nd = 0; nd < v->c->nnodes; nd++)
+        cores_per[nd] = left_on_node[nd] > 0
+                            ? (v->c->nodes[nd].cpus - v->u->cpus_used[nd]) / left_on_node[nd]
+                            : 0;
     for (size_t a = 1; a < v->G; a++)
         for (size_t b = a; b > 0; b--) {
             const tp_gpu_t *x = &v->c->nodes[v->node_of[gpus[b]]].gpus[v->local_of[gpus[b]]];
             const tp_gpu_t *y =
                 &v->c->nodes[v->node_of[gpus[b - 1]]].gpus[v->local_of[gpus[b - 1]]];
-            if (!(x->speed < y->speed)) break;
+            double cx = cores_per[v->node_of[gpus[b]]], cy = cores_per[v->node_of[gpus[b - 1]]];
+            if (tight_first && cx != cy) {
+                if (!(cx < cy)) break;
+            } else if (!(x->speed < y->speed)) {
+                break;
+            }
             size_t tmp = gpus[b];
             gpus[b] = gpus[b - 1];
             gpus[b - 1] = tmp;
         }
     for (size_t q = 0; q < v->G; q++) {
         size_t gi = gpus[q], nd = v->node_of[gi], g = v->local_of[gi];
-        int nodes_left = left_on_node[nd]--;
+        double speed = gpu_speed(v, gi), speed_left = left_on_node[nd];
+        left_on_node[nd] -= speed;
         if (!tp__place_gpu_open(v->c, v->u, nd, g)) continue;
         f.gi = gi;
         f.nd = nd;
@@ -273,7 +335,8 @@ void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
         int lim = v->c->limits.sharing ? v->c->limits.max_per_gpu : 1;
         int slots = lim > 0 ? lim - v->u->count[gi] : INT32_MAX;
         int cpus = v->c->nodes[nd].cpus - v->u->cpus_used[nd];
-        if (fair_cpus && nodes_left > 1) cpus /= nodes_left;
+        if (fair_cpus && speed_left > speed * (1 + 1e-9))
+            cpus = (int)((double)cpus * speed / speed_left);
         fill_dfs(&f, list, 0, tp__place_mem_free(v->c, v->u, nd, g),
                  tp__place_comp_free(v->c, v->u, nd, g), slots, cpus, 0.0, 0.0);
         for (size_t k = 0; k < f.ncls; k++)
@@ -298,4 +361,5 @@ void tp__vp_fill(vp_t *v, size_t *single, size_t m, int fair_cpus) {
     free(f.best);
     free(gpus);
     free(left_on_node);
+    free(cores_per);
 }
