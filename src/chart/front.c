@@ -9,10 +9,10 @@
 #include "chart/chart.h"
 #include "chart/chart_internal.h"
 
-/* Beyond THIN_ABOVE points of a kind, one dominated or infeasible point per
- * DOT_PX square of a plot, one front point per FRONT_PX square; every point
- * when fewer (equal ones too). */
-enum { THIN_ABOVE = 1000, DOT_PX = 6, FRONT_PX = 2 };
+/* Beyond THIN_ABOVE points of a kind in all the plots, one per square of a plot: the
+ * front's FRONT_PX wide, the others' as wide as keeps all the plots together
+ * under about DRAWN_MAX of them; every point when fewer (equal ones too). */
+enum { THIN_ABOVE = 1000, DRAWN_MAX = 2000, FRONT_PX = 2 };
 
 typedef struct cell {
     double x0, y0, w, h; /* the plot's box */
@@ -115,19 +115,10 @@ static void point(tp_buf_t *out, const tp_front_chart_t *p, size_t i, int kind, 
         tp__buf_printf(out, "<g class=\"%s\" data-trial=\"%lld\">", KIND_CLASS[kind], p->id[i]);
     }
     if (kind == INFEASIBLE)
-        tp__buf_printf(
-            out, "<path d=\"M%.1f %.1fl6 6m0 -6l-6 6\" stroke=\"#888\" stroke-width=\"1.5\"/>",
-            x - 3, y - 3);
-    else if (kind == FRONT)
-        tp__buf_printf(out,
-                       "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\" stroke=\"#222\" "
-                       "stroke-width=\"0.8\"/>",
-                       x, y, tp__chart_colour(2));
+        tp__buf_printf(out, "<path d=\"M%.1f %.1fl6 6m0 -6l-6 6\"/>", x - 3, y - 3);
     else
-        tp__buf_printf(out,
-                       "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.8\" fill=\"%s\" "
-                       "fill-opacity=\"0.6\"/>",
-                       x, y, tp__chart_colour(0));
+        tp__buf_printf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"/>", x, y,
+                       kind == FRONT ? "4.5" : "2.8");
     tp__buf_printf(out, "<title>trial %lld:", p->id[i]);
     for (size_t j = 0; j < p->m; j++) {
         tp__buf_puts(out, " ");
@@ -182,22 +173,31 @@ static void front_line(tp_buf_t *out, const tp_front_chart_t *p, const cell_t *c
 /* One plot: its frame, then the dominated, infeasible and front points,
  * each kind thinned to its squares. */
 static void plot(tp_buf_t *out, const tp_front_chart_t *p, const cell_t *c, const ranges_t *r,
-                 int x_ticks, int y_ticks) {
+                 size_t nplots, int x_ticks, int y_ticks) {
     frame(out, p, c, r, x_ticks, y_ticks);
     if (p->m == 2) front_line(out, p, c, r);
     size_t of_kind[FRONT + 1] = {0};
     for (size_t i = 0; i < p->n; i++)
         of_kind[kind_of(p, i)]++;
     for (int kind = DOMINATED; kind <= FRONT; kind++) {
-        double side = kind == FRONT ? FRONT_PX : DOT_PX;
-        int thin = of_kind[kind] > THIN_ABOVE;
+        double side =
+            kind == FRONT ? FRONT_PX : fmax(4, sqrt(c->w * c->h * (double)nplots / DRAWN_MAX));
+        int thin = of_kind[kind] * nplots > THIN_ABOVE;
         size_t gw = (size_t)(c->w / side) + 1, gh = (size_t)(c->h / side) + 1;
         unsigned char *grid = tp__xcalloc(gw * gh, 1);
+        if (kind == INFEASIBLE)
+            tp__buf_puts(out, "<g fill=\"none\" stroke=\"#888\" stroke-width=\"1.5\">\n");
+        else if (kind == FRONT)
+            tp__buf_printf(out, "<g fill=\"%s\" stroke=\"#222\" stroke-width=\"0.8\">\n",
+                           tp__chart_colour(2));
+        else
+            tp__buf_printf(out, "<g fill=\"%s\" fill-opacity=\"0.6\">\n", tp__chart_colour(0));
         for (size_t i = 0; i < p->n; i++) {
             if (kind_of(p, i) != kind) continue;
             double x = px(c, r, p->v[i * p->m + c->cx]), y = py(c, r, p->v[i * p->m + c->cy]);
             if (!thin || take(grid, gw, gh, c, x, y, side)) point(out, p, i, kind, x, y);
         }
+        tp__buf_puts(out, "</g>\n");
         free(grid);
     }
 }
@@ -253,7 +253,7 @@ void tp__chart_front(tp_buf_t *out, const tp_front_chart_t *p) {
                         .h = h,
                         .cx = col,
                         .cy = row};
-            plot(out, p, &c, &r, row == m - 1, col == 0);
+            plot(out, p, &c, &r, m * (m - 1) / 2, row == m - 1, col == 0);
         }
     if (m <= 2)
         legend(out, p, left, top + h + 52);

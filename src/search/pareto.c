@@ -71,6 +71,19 @@ size_t tp__pareto_front(const double *y, size_t n, size_t m, unsigned char *on_f
         order[i] = i, on_front[i] = 0;
     lex_t l = {y, m};
     qsort_r(order, n, sizeof *order, cmp_lex, &l);
+    if (m == 2) { /* a sweep: dominated when an earlier point, not equal, is as low in y */
+        double low = INFINITY; /* the lowest y before the run of equal points that k is in */
+        for (size_t k = 0, run = 0; k < n; k++) {
+            const double *p = y + order[k] * 2, *q = k ? y + order[k - 1] * 2 : NULL;
+            if (q && (p[0] != q[0] || p[1] != q[1])) /* a new run: the last one is earlier */
+                for (; run < k; run++)
+                    low = fmin(low, y[order[run] * 2 + 1]);
+            on_front[order[k]] = !(low <= p[1]);
+            nf += on_front[order[k]];
+        }
+        free(order), free(front);
+        return nf;
+    }
     for (size_t k = 0; k < n; k++) {
         size_t i = order[k], a = 0;
         while (a < nf && !tp__pareto_dominates(y + front[a] * m, y + i * m, m))

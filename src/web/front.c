@@ -98,23 +98,37 @@ void tp__web_front_free(tp_web_front_t *f) {
     memset(f, 0, sizeof *f);
 }
 
-json_t *tp__web_front(tp_store_t *s) {
+/* Front indices ordered by the first objective, best first, then by id. */
+static int by_first(const void *a, const void *b, void *ctx) {
+    const tp_web_front_t *f = ctx;
+    size_t i = *(const size_t *)a, k = *(const size_t *)b;
+    double x = f->v[i * f->m], z = f->v[k * f->m];
+    if (x != z) return (x < z) == !f->maximize[0] ? -1 : 1;
+    return (f->id[i] > f->id[k]) - (f->id[i] < f->id[k]);
+}
+
+json_t *tp__web_front(tp_store_t *s, size_t limit) {
     tp_web_front_t f;
     if (!tp__web_front_load(s, &f)) return NULL;
     json_t *objs = json_array(), *front = json_array();
     for (size_t j = 0; j < f.m; j++)
         json_array_append_new(objs, json_pack("{s:s, s:s}", "name", f.name[j], "mode",
                                               f.maximize[j] ? "max" : "min"));
-    for (size_t i = 0; i < f.n; i++) {
-        if (!f.on_front[i]) continue;
+    size_t *at = tp__xmalloc((f.nfront ? f.nfront : 1) * sizeof *at), k = 0;
+    for (size_t i = 0; i < f.n; i++)
+        if (f.on_front[i]) at[k++] = i;
+    qsort_r(at, k, sizeof *at, by_first, &f);
+    for (size_t a = 0; a < k && (!limit || a < limit); a++) {
         json_t *values = json_object();
         for (size_t j = 0; j < f.m; j++)
-            json_object_set_new(values, f.name[j], json_real(f.v[i * f.m + j]));
+            json_object_set_new(values, f.name[j], json_real(f.v[at[a] * f.m + j]));
         json_array_append_new(
-            front, json_pack("{s:I, s:o}", "trial", (json_int_t)f.id[i], "values", values));
+            front, json_pack("{s:I, s:o}", "trial", (json_int_t)f.id[at[a]], "values", values));
     }
-    json_t *o = json_pack("{s:o, s:I, s:I, s:o}", "objectives", objs, "finished", (json_int_t)f.n,
-                          "infeasible", (json_int_t)f.ninfeasible, "front", front);
+    json_t *o = json_pack("{s:o, s:I, s:I, s:I, s:o}", "objectives", objs, "finished",
+                          (json_int_t)f.n, "infeasible", (json_int_t)f.ninfeasible, "on_front",
+                          (json_int_t)f.nfront, "front", front);
+    free(at);
     tp__web_front_free(&f);
     return o;
 }

@@ -327,11 +327,13 @@ static void packing_svg(req_t *q, tp_buf_t *b) {
     tp__web_svg_packing(q->s, tp__wall_s(), b);
 }
 
-/* Several objectives: the front as JSON, or its chart with each point a
- * link to its trial's page; 404 on an experiment with one objective. */
+/* Several objectives: the front as JSON (?limit=N: its first N by the
+ * first objective), or its chart with each point a link to its trial's
+ * page; 404 on an experiment with one objective. */
 static const char ONE_OBJECTIVE[] = "this experiment has one objective: no Pareto front";
 static enum MHD_Result r_front(req_t *q) {
-    json_t *o = tp__web_front(q->s);
+    long long limit = arg_ll(q->c, "limit", 0);
+    json_t *o = tp__web_front(q->s, limit > 0 ? (size_t)limit : 0);
     return o ? send_json(q->c, MHD_HTTP_OK, o)
              : send_error(q->c, MHD_HTTP_NOT_FOUND, ONE_OBJECTIVE);
 }

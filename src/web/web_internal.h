@@ -89,10 +89,11 @@ typedef struct tp_web_front {
  * see docs/dashboard.md). */
 int tp__web_front_load(tp_store_t *s, tp_web_front_t *f);
 void tp__web_front_free(tp_web_front_t *f);
-/* {objectives: [{name, mode}], finished, infeasible, front: [{trial,
- * values: {NAME: v}}]} (the front as `best --json` lists it), or NULL with
+/* {objectives: [{name, mode}], finished, infeasible, on_front, front:
+ * [{trial, values: {NAME: v}}]} (the points as `best --json` lists them),
+ * by the first objective, best first, the first `limit` (0: all); NULL with
  * one objective. */
-json_t *tp__web_front(tp_store_t *s);
+json_t *tp__web_front(tp_store_t *s, size_t limit);
 /* The front's chart (chart.h: tp__chart_front), each point a link to
  * href_prefix and its id; 0 (nothing drawn) with one objective. */
 int tp__web_svg_front(tp_store_t *s, const char *href_prefix, tp_buf_t *out);

@@ -338,19 +338,24 @@ TP_TEST(test_front_is_the_nondominated_set_with_min_and_max_mixed) {
         "[{\"name\": \"acc\", \"mode\": \"max\"}, {\"name\": \"cost\", \"mode\": \"min\"}]", t,
         TP_ARRAY_LEN(t), &s);
     TP_REQUIRE(dir != NULL);
-    json_t *o = tp__web_front(s);
+    json_t *o = tp__web_front(s, 0);
     TP_REQUIRE(o != NULL);
     TP_CHECK_INT(json_integer_value(json_object_get(o, "finished")), 8);
     TP_CHECK_INT(json_integer_value(json_object_get(o, "infeasible")), 0);
-    const long long want[] = {0, 1, 3, 6, 9};
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "on_front")), 5);
+    const long long want[] = {6, 0, 1, 9, 3}; /* by acc, the larger first, then by id */
     json_t *front = json_object_get(o, "front");
     TP_REQUIRE(json_array_size(front) == TP_ARRAY_LEN(want));
     for (size_t i = 0; i < TP_ARRAY_LEN(want); i++)
         TP_CHECK_INT(json_integer_value(json_object_get(json_array_get(front, i), "trial")),
                      want[i]);
     TP_CHECK_NEAR(json_real_value(
-                      json_object_get(json_object_get(json_array_get(front, 3), "values"), "cost")),
+                      json_object_get(json_object_get(json_array_get(front, 0), "values"), "cost")),
                   9, 1e-12);
+    json_decref(o);
+    o = tp__web_front(s, 2); /* the first two alone, and how many there are */
+    TP_CHECK_INT(json_array_size(json_object_get(o, "front")), 2);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "on_front")), 5);
     json_decref(o);
     tp_buf_t b;
     tp__buf_init(&b);
@@ -407,7 +412,7 @@ TP_TEST(test_front_of_three_objectives_is_drawn_per_pair_and_one_objective_has_n
     const mo_trial_t one[] = {{"completed", "{\"acc\": 0.5}"}};
     dir = store_with_objectives("[{\"name\": \"acc\", \"mode\": \"max\"}]", one, 1, &s);
     TP_REQUIRE(dir != NULL);
-    TP_CHECK(tp__web_front(s) == NULL);
+    TP_CHECK(tp__web_front(s, 0) == NULL);
     tp__buf_init(&b);
     TP_CHECK_INT(tp__web_svg_front(s, "#/e/0/trial/", &b), 0);
     tp__buf_free(&b);

@@ -322,6 +322,7 @@ function importanceView(id) {
 
 // Several objectives: the front drawn by the server (every point a link to its trial), and
 // the trials on it. An experiment with one objective has none, and the page says so.
+const FRONT_ROWS = 100;  // the front's table: its first rows (the chart has every point)
 function frontView(id) {
   const note = el("p", {class: "muted", id: "front-note"});
   const box = el("div", {class: "chart", id: "chart"});
@@ -330,7 +331,7 @@ function frontView(id) {
   const frame = experimentFrame(id, "front", el("div", {}, note, box, listTitle, list));
   let shown = null;  // the SVG in the box: redrawn only when it changes (hover keeps its tooltip)
   return async () => {
-    const r = await fetch("/api/e/" + id + "/front", {credentials: "same-origin"});
+    const r = await fetch("/api/e/" + id + "/front?limit=" + FRONT_ROWS, {credentials: "same-origin"});
     const f = await r.json();
     await frame();
     if (!r.ok) {
@@ -343,12 +344,14 @@ function frontView(id) {
     }
     const svg = await getText("/api/e/" + id + "/front.svg");
     const names = f.objectives.map(o => o.name);
-    note.textContent = count(f.front.length, "trial") + " of " + f.finished + " finished on the Pareto front of " +
+    note.textContent = count(f.on_front, "trial") + " of " + f.finished + " finished on the Pareto front of " +
       f.objectives.map(o => o.name + " (" + o.mode + ")").join(", ") + ": no other trial is better in every objective. " +
       "Point at a trial for its values; click it for its page." + (f.infeasible ? " " + f.infeasible + " infeasible (x) are on no front." : "");
     if (svg !== shown) { box.innerHTML = svg; shown = svg; }
     listTitle.hidden = false;
-    const rows = f.front.slice().sort((a, b) => a.values[names[0]] - b.values[names[0]]);
+    listTitle.textContent = "Trials on the front, by " + names[0] + " (best first)" +
+      (f.on_front > f.front.length ? ": the first " + f.front.length + " of " + f.on_front : "");
+    const rows = f.front;
     list.replaceChildren(el("tr", {}, el("th", {text: "trial"}), ...names.map(n => el("th", {class: "num", text: n}))),
       ...rows.map(p => el("tr", {"data-trial": p.trial},
         el("td", {}, el("a", {href: "#/e/" + id + "/trial/" + p.trial, text: "trial " + p.trial})),
