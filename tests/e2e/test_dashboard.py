@@ -69,12 +69,14 @@ for step in (1, 2):
 '''
 
 
-# Two objectives at odds: acc (max) rises with x, cost (min) too; y only makes both worse.
+# Objectives at odds: acc (max) rises with x, cost (min) too; lat (min, a third objective) is
+# least at x = 0.5; y makes every one worse.
 TWO_OBJECTIVES = r'''
 import json, os, sys
 x, y = float(sys.argv[1]), float(sys.argv[2])
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
-rep.write(json.dumps({"acc": round(x - y, 6), "cost": round(x * x + y, 6)}) + "\n")
+rep.write(json.dumps({"acc": round(x - y, 6), "cost": round(x * x + y, 6),
+                      "lat": round(abs(x - 0.5) + 0.1 * y, 6)}) + "\n")
 '''
 
 
@@ -436,7 +438,7 @@ class Dashboard(GpuE2E):
 
     def test_a_pareto_front_of_a_real_run_links_each_point_to_its_trial(self):
         trial = self.write("two.py", TWO_OBJECTIVES)
-        mo, one = self.path("run-mo"), self.path("run-one")
+        mo, one, three = self.path("run-mo"), self.path("run-one"), self.path("run-three")
         exp = ("name: %s\ncommand: [%s, %s, \"{x}\", \"{y}\"]\nmetric: %s\n"
                "space:\n  x: {uniform: [0.0, 1.0]}\n  y: {uniform: [0.0, 0.3]}\n"
                "search: {algorithm: random, trials: 16, seed: 4}\nconcurrency: 4\n")
@@ -447,6 +449,10 @@ class Dashboard(GpuE2E):
             self.assertExit(self.run_exp(self.experiment(exp % (
                 "one-objective", yaml_str(PY), yaml_str(trial), "{name: acc, mode: max}"),
                 name="one.yaml"), one), 0)
+            self.assertExit(self.run_exp(self.experiment(exp % (
+                "three-objectives", yaml_str(PY), yaml_str(trial),
+                "[{name: acc, mode: max}, {name: cost, mode: min}, {name: lat, mode: min}]"),
+                name="three.yaml"), three), 0)
             r = self.tp("best", mo, "--json")
             self.assertExit(r, 0)
             best = {f["trial"]: f["values"] for f in json.loads(r.stdout)}
@@ -454,7 +460,7 @@ class Dashboard(GpuE2E):
                 finished = s.q("SELECT count(*) AS n FROM trials WHERE state = 'completed'")[0]["n"]
             self.assertEqual(finished, 16)
             self.assertGreaterEqual(len(best), 2)
-            _, printed = self.start_dashboard(mo, one, "--listen", "127.0.0.1:0")
+            _, printed = self.start_dashboard(mo, one, three, "--listen", "127.0.0.1:0")
             url, _ = split_url(printed)
             # The API's front is `best`'s; one objective has none.
             status, body = api(printed, "api/e/0/front")
@@ -494,6 +500,23 @@ class Dashboard(GpuE2E):
                        "document.getElementById('trial-info').textContent.includes('completed')")
             self.assertEqual(b.eval("document.querySelector('#view h2').textContent"),
                              "Trial %d" % pick)
+
+            # Three objectives: a plot for each pair, every trial of `best`'s front in each.
+            r = self.tp("best", three, "--json")
+            self.assertExit(r, 0)
+            best3 = sorted(f["trial"] for f in json.loads(r.stdout))
+            self.assertLess(len(best3), 16)
+            b.goto(url + "#/e/2/front")
+            b.wait_for("document.querySelectorAll('#chart svg a.front').length > 0")
+            drawn = b.eval("[...document.querySelectorAll('#chart svg a.front')]"
+                           ".map(a => +a.dataset.trial).sort((x, y) => x - y)")
+            self.assertEqual(drawn, sorted(best3 * 3))
+            self.assertEqual(b.eval("document.querySelectorAll('#chart svg a.dominated').length"),
+                             3 * (16 - len(best3)))
+            axes = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => t.textContent)")
+            for name in ("acc (max)", "cost (min)", "lat (min)"):
+                self.assertIn(name, axes)
+            self.shot(b, "front-three")
 
             # One objective: no front tab, and the page, opened by hand, says why.
             b.goto(url + "#/e/1/trials")
