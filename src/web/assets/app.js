@@ -330,6 +330,7 @@ function frontView(id) {
   const listTitle = el("h2", {text: "Trials on the front"});
   const frame = experimentFrame(id, "front", el("div", {}, note, box, listTitle, list));
   let shown = null;  // the SVG in the box: redrawn only when it changes (hover keeps its tooltip)
+  let asked = {key: "", at: 0};  // the chart is asked for again when the counts change, or after 10 s
   return async () => {
     const r = await fetch("/api/e/" + id + "/front?limit=" + FRONT_ROWS, {credentials: "same-origin"});
     const f = await r.json();
@@ -342,7 +343,12 @@ function frontView(id) {
       shown = null;
       return;
     }
-    const svg = await getText("/api/e/" + id + "/front.svg");
+    const key = [f.finished, f.on_front, f.infeasible].join("/");
+    let svg = shown;
+    if (shown === null || key !== asked.key || Date.now() - asked.at > 10000) {
+      svg = await getText("/api/e/" + id + "/front.svg");
+      asked = {key, at: Date.now()};
+    }
     const names = f.objectives.map(o => o.name);
     note.textContent = count(f.on_front, "trial") + " of " + f.finished + " finished on the Pareto front of " +
       f.objectives.map(o => o.name + " (" + o.mode + ")").join(", ") + ": no other trial is better in every objective. " +
