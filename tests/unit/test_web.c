@@ -419,6 +419,37 @@ TP_TEST(test_front_of_three_objectives_is_drawn_per_pair_and_one_objective_has_n
     TP_CHECK_INT(remove_store(s, dir), 0);
 }
 
+/* The chart marks a trial its caller calls infeasible (the constraints'
+ * hook: none exist yet) apart, and escapes the names it is given. */
+TP_TEST(test_front_chart_marks_infeasible_trials_apart) {
+    const char *names[] = {"a<1>", "b"};
+    const int maximize[] = {0, 1};
+    const double v[] = {1, 1, 2, 2, 0, 3};
+    const long long id[] = {4, 5, 6};
+    const unsigned char on[] = {0, 1, 0}, feasible[] = {1, 1, 0};
+    tp_front_chart_t p = {.title = "t",
+                          .m = 2,
+                          .name = names,
+                          .maximize = maximize,
+                          .n = 3,
+                          .v = v,
+                          .id = id,
+                          .on_front = on,
+                          .feasible = feasible,
+                          .href_prefix = NULL};
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__chart_front(&b, &p);
+    TP_REQUIRE(b.data != NULL);
+    TP_CHECK_INT(count(b.data, "class=\"infeasible\" data-trial=\"6\""), 1);
+    TP_CHECK_INT(count(b.data, "class=\"front\" data-trial=\"5\""), 1);
+    TP_CHECK_INT(count(b.data, "class=\"dominated\" data-trial=\"4\""), 1);
+    TP_CHECK(strstr(b.data, "infeasible (breaks a constraint") != NULL);
+    TP_CHECK(strstr(b.data, "<a ") == NULL); /* no links without a prefix */
+    TP_CHECK(strstr(b.data, "a&lt;1&gt; (min)") != NULL && strstr(b.data, "a<1>") == NULL);
+    tp__buf_free(&b);
+}
+
 int main(void) {
     return tp_test_main();
 }
