@@ -4,6 +4,7 @@
   python3 bench/dashboard.py [BUILD_DIR]             (default: build)
   python3 bench/dashboard.py [BUILD_DIR] --table     the trials table alone, on a store made in
                                                       seconds (below)
+  python3 bench/dashboard.py [BUILD_DIR] --front     the Pareto front alone, likewise
 
 1. scale: a real store of 10,000 trials and 1,000,000 metric rows (10,000 runs of
    bench/report_flood writing 100 lines each, packed four to a GPU on eight stand-in GPUs, the
@@ -18,6 +19,10 @@
 3. --table: the trials table's routes (sort by a parameter or a metric, filters by state, range
    and text, a deep page) on a store of 10,000 trials and 1,000,000 metric rows written by SQL
    in seconds (one real trial copied, with its schema and meta), not by a real run.
+4. --front: the Pareto front's routes (its JSON and its chart) on stores of 10,000 finished
+   trials with two objectives (acc max, loss min; at odds with noise, then every trial on it, the
+   worst case) and three (time min added), written by SQL likewise; and the page's first
+   render in Chromium.
 """
 import json
 import os
@@ -98,6 +103,13 @@ def fetch(url):
     with urllib.request.urlopen(url, timeout=60) as r:
         body = r.read()
     return time.monotonic() - t0, len(body)
+
+
+def timed(url, r):
+    """A route's line: the first request's time, the median of five more, the answer's size."""
+    first, size = fetch(url + r)
+    med = statistics.median(fetch(url + r)[0] for _ in range(5))
+    print(f"{r:70s} {first * 1000:6.0f}ms {med * 1000:6.0f}ms {size / 1000:7.1f}KB")
 
 
 def experiment(name, trials):
@@ -188,9 +200,7 @@ def table(tmp):
     try:
         print(f"{'route':70s} {'first':>8s} {'median':>8s} {'size':>9s}")
         for r in ["api/e/0/trials", "api/e/0/trials?sort=value&desc=1", *TABLE_ROUTES]:
-            first, size = fetch(url + r)
-            med = statistics.median(fetch(url + r)[0] for _ in range(5))
-            print(f"{r:70s} {first * 1000:6.0f}ms {med * 1000:6.0f}ms {size / 1000:7.1f}KB")
+            timed(url, r)
         with Browser() as b:
             b.goto(url + "#/")
             b.wait_for("document.body.dataset.loaded")
@@ -200,6 +210,63 @@ def table(tmp):
                 b.goto(url + frag)
                 b.wait_for("document.querySelectorAll('#trials tbody tr').length == 100", timeout=60)
                 print(f"{'page ' + frag + ' (first render in Chromium)':70s} "
+                      f"{(time.monotonic() - t0) * 1000:6.0f}ms")
+    finally:
+        p.terminate()
+        p.wait()
+
+
+def front_store(tmp, name, every_one_on_it=False, three=False):
+    """10,000 finished trials of a real two-objective experiment's store (its schema and meta):
+    acc (max) and loss (min) at odds, noisy or exactly (every trial on it);
+    with three, a third objective (time, min) too."""
+    import random
+    import sqlite3
+    body = experiment(name, 1).replace("metric: {name: acc, mode: max}",
+                                       "metric: [{name: acc, mode: max}, {name: loss, mode: min}]")
+    d, _ = run(tmp, name, body)
+    rnd = random.Random(2)
+    db = sqlite3.connect(os.path.join(d, "tunepack.db"))
+    if three:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'objectives'", (json.dumps(
+            [{"name": "acc", "mode": "max"}, {"name": "loss", "mode": "min"},
+             {"name": "time", "mode": "min"}]),))
+    rows = []
+    for i in range(1, 10000):
+        x = rnd.random()
+        last = {"step": 99, "acc": x, "loss": x if every_one_on_it else
+                x * x + rnd.uniform(0, 0.3), "time": rnd.uniform(1, 100)}
+        rows.append((i, json.dumps({"x": x}), "completed", 1, 0, x, 99, json.dumps(last),
+                     1000.0 + i, 1.0))
+    db.executemany("INSERT INTO trials(id, params, state, attempts, failures, value, step, metrics, "
+                   "created_at, run_s) VALUES(?,?,?,?,?,?,?,?,?,?)", rows)
+    db.commit()
+    db.close()
+    return d
+
+
+def front(tmp):
+    stores = [("two objectives at odds, noisy", front_store(tmp, "front2")),
+              ("two objectives, every trial on the front", front_store(tmp, "front2all", True)),
+              ("three objectives", front_store(tmp, "front3", three=True))]
+    p, url = serve([d for _, d in stores])
+    try:
+        print(f"{'route':70s} {'first':>8s} {'median':>8s} {'size':>9s}")
+        for e, (what, _) in enumerate(stores):
+            status = json.loads(urllib.request.urlopen(url + "api/e/%d/front" % e).read())
+            print(f"{e}: {what}: {status['finished']} finished, {status['on_front']} on the front")
+            for r in ("api/e/%d/front" % e, "api/e/%d/front.svg" % e):
+                timed(url, r)
+        with Browser() as b:
+            b.goto(url + "#/")
+            b.wait_for("document.body.dataset.loaded")
+            for e in range(len(stores)):
+                b.goto("about:blank")
+                t0 = time.monotonic()
+                b.goto(url + "#/e/%d/front" % e)
+                b.wait_for("document.querySelectorAll('#front tr[data-trial]').length > 0 && "
+                           "document.querySelector('#chart svg a.front')", timeout=60)
+                print(f"{'page #/e/%d/front (first render in Chromium)' % e:70s} "
                       f"{(time.monotonic() - t0) * 1000:6.0f}ms")
     finally:
         p.terminate()
@@ -260,6 +327,8 @@ def main():
         print(f"tunepack dashboard benchmark ({BIN})")
         if "--table" in sys.argv:
             return table(tmp)
+        if "--front" in sys.argv:
+            return front(tmp)
         scale(tmp)
         for with_dashboard in (False, True, False, True):
             ingest(tmp, with_dashboard)

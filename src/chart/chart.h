@@ -96,4 +96,29 @@ typedef struct tp_hbars {
 } tp_hbars_t;
 void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p);
 
+/* ---- several objectives: the Pareto front ------------------------------------
+ * Two objectives: one scatter, the front's points joined by the line that
+ * bounds what they dominate. More: a scatter of each pair (the lower
+ * triangle of a scatter matrix), the front's points highlighted. Each point
+ * is a link (href_prefix and its id) with a tooltip (its id and values),
+ * of class "front", "dominated" or "infeasible" and with data-trial=ID.
+ * Beyond a thousand points of a kind, they are thinned per plot to one per
+ * few pixels (the front's finer), so that the SVG stays bounded whatever n
+ * is; the caller's subtitle says so. */
+enum { TP_FRONT_MAX = 8 }; /* objectives drawn at most */
+typedef struct tp_front_chart {
+    const char *title, *subtitle;
+    size_t m;                      /* objectives, 2 to TP_FRONT_MAX */
+    const char *const *name;       /* m names */
+    const int *maximize;           /* m directions */
+    size_t n;                      /* points */
+    const double *v;               /* n x m values, as reported (finite) */
+    const long long *id;           /* n ids */
+    const unsigned char *on_front; /* per point: on the front */
+    const unsigned char *feasible; /* per point, or NULL: every one feasible */
+    const char *href_prefix;       /* a point's link is this and its id; NULL: none */
+} tp_front_chart_t;
+/* O(n m^2) for the points, O(f log f) for the front's line. */
+void tp__chart_front(tp_buf_t *out, const tp_front_chart_t *p);
+
 #endif

@@ -11,4 +11,9 @@ void tp__chart_open(tp_buf_t *out, double width, double height);
 /* The bold title and the grey subtitle (NULL: none) at x = left. */
 void tp__chart_titles(tp_buf_t *out, double left, const char *title, const char *subtitle);
 
+/* A finite [lo, hi] that covers the data, widened when flat. */
+void tp__chart_fit_range(double *lo, double *hi);
+/* An axis tick label: %g with few digits. */
+void tp__chart_tick_text(tp_buf_t *out, double v);
+
 #endif

@@ -7,8 +7,8 @@
 #include "chart/chart.h"
 #include "chart/chart_internal.h"
 
-/* A finite [lo, hi] that covers the data, widened when flat. */
-static void fit_range(double *lo, double *hi) {
+/* See chart_internal.h. */
+void tp__chart_fit_range(double *lo, double *hi) {
     if (!isfinite(*lo) || !isfinite(*hi)) *lo = 0, *hi = 1;
     if (*hi - *lo < 1e-12) {
         double pad = fabs(*lo) > 1e-12 ? fabs(*lo) * 0.05 : 0.5;
@@ -17,8 +17,8 @@ static void fit_range(double *lo, double *hi) {
     }
 }
 
-/* Axis tick labels: %g with few digits. */
-static void tick_text(tp_buf_t *out, double v) {
+/* See chart_internal.h. */
+void tp__chart_tick_text(tp_buf_t *out, double v) {
     char t[32];
     snprintf(t, sizeof t, "%.4g", fabs(v) < 1e-12 ? 0.0 : v);
     tp__buf_puts(out, t);
@@ -39,8 +39,8 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
     }
     for (size_t i = 0; i < p->nvlines; i++)
         if (isfinite(p->vlines[i])) xlo = fmin(xlo, p->vlines[i]), xhi = fmax(xhi, p->vlines[i]);
-    fit_range(&xlo, &xhi);
-    fit_range(&ylo, &yhi);
+    tp__chart_fit_range(&xlo, &xhi);
+    tp__chart_fit_range(&ylo, &yhi);
     double legend_h = p->legend && named ? 22.0 * (double)((named + 3) / 4) : 0;
     double width = left + plot_w + right, height = top + plot_h + 44 + legend_h + 6;
     tp__chart_open(out, width, height);
@@ -58,7 +58,7 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
     tp__buf_puts(out, "</g>\n<g fill=\"#222\" text-anchor=\"middle\">\n");
     for (double v = ceil(xlo / xs) * xs; v <= xhi + 1e-9 * xs; v += xs) {
         tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", PX(v), top + plot_h + 14);
-        tick_text(out, v);
+        tp__chart_tick_text(out, v);
         tp__buf_puts(out, "</text>\n");
     }
     tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", left + plot_w / 2, top + plot_h + 32);
@@ -66,7 +66,7 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
     tp__buf_puts(out, "</text>\n</g>\n<g fill=\"#222\" text-anchor=\"end\">\n");
     for (double v = ceil(ylo / ys) * ys; v <= yhi + 1e-9 * ys; v += ys) {
         tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", left - 6, PY(v) + 4);
-        tick_text(out, v);
+        tp__chart_tick_text(out, v);
         tp__buf_puts(out, "</text>\n");
     }
     tp__buf_printf(out,
@@ -183,9 +183,9 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
             }
         } else {
             tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\">", x, top + plot_h + 14);
-            tick_text(out, p->lo[a]);
+            tp__chart_tick_text(out, p->lo[a]);
             tp__buf_printf(out, "</text>\n<text x=\"%.1f\" y=\"%.1f\">", x, top - 6);
-            tick_text(out, p->hi[a]);
+            tp__chart_tick_text(out, p->hi[a]);
             tp__buf_puts(out, "</text>\n");
         }
     }

@@ -55,11 +55,11 @@ json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char
                      .trials = json_array(),
                      .dir = dir};
     tp__store_trials(s, collect, &a);
-    size_t *rank = tp__xmalloc((a.n ? a.n : 1) * sizeof *rank);
-    tp__pareto_rank(a.loss, a.n, a.m, rank);
+    unsigned char *on_front = tp__xmalloc(a.n ? a.n : 1);
+    tp__pareto_front(a.loss, a.n, a.m, on_front); /* the dashboard's front too */
     json_t *front = json_array();
     for (size_t i = 0; i < a.n; i++) {
-        if (rank[i] != 0) continue;
+        if (!on_front[i]) continue;
         json_t *t = json_array_get(a.trials, i), *values = json_object();
         for (size_t j = 0; j < a.m; j++) {
             const char *name =
@@ -72,7 +72,7 @@ json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char
                                         "metrics", json_object_get(t, "metrics")));
     }
     if (nfinished) *nfinished = a.n;
-    free(rank);
+    free(on_front);
     json_decref(a.trials);
     free(a.loss);
     return front;

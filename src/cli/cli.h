@@ -97,11 +97,12 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir);
 /* best_front.c: `best` for several objectives (objectives: the store's meta
  * [{"name", "mode"}]): prints the Pareto front of the finished trials, one
  * line per trial, or with as_json one JSON list [{"trial", "values",
- * "params", "metrics"}]. Returns TP_EXIT_OK or TP_EXIT_NO_TRIAL. O(m n^2). */
+ * "params", "metrics"}]. Returns TP_EXIT_OK or TP_EXIT_NO_TRIAL. */
 int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, const char *dir);
 /* The Pareto front of the finished trials as that JSON list (caller owns);
  * *nfinished (may be NULL) gets how many finished trials have every
- * objective. Shared by `best` and `status`. O(m n^2). */
+ * objective. Shared by `best` and `status`; the front is tp__pareto_front's,
+ * the dashboard's too. O(n log n + n f m) for a front of f trials. */
 json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char *dir,
                              size_t *nfinished);
 /* That list in words, one point a line: indent "trial 7: err=0.1 cost=3.2"

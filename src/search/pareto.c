@@ -49,6 +49,53 @@ size_t tp__pareto_rank(const double *y, size_t n, size_t m, size_t *rank) {
     return fronts;
 }
 
+typedef struct lex {
+    const double *y;
+    size_t m;
+} lex_t;
+
+static int cmp_lex(const void *pa, const void *pb, void *ctx) {
+    const lex_t *l = ctx;
+    size_t a = *(const size_t *)pa, b = *(const size_t *)pb;
+    for (size_t j = 0; j < l->m; j++) {
+        double x = l->y[a * l->m + j], z = l->y[b * l->m + j];
+        if (x != z) return x < z ? -1 : 1;
+    }
+    return (a > b) - (a < b);
+}
+
+size_t tp__pareto_front(const double *y, size_t n, size_t m, unsigned char *on_front) {
+    size_t *order = tp__xmalloc((n ? n : 1) * sizeof *order);
+    size_t *front = tp__xmalloc((n ? n : 1) * sizeof *front), nf = 0;
+    for (size_t i = 0; i < n; i++)
+        order[i] = i, on_front[i] = 0;
+    lex_t l = {y, m};
+    qsort_r(order, n, sizeof *order, cmp_lex, &l);
+    if (m == 2) { /* a sweep: dominated when an earlier point, not equal, is as low in y */
+        double low = INFINITY; /* the lowest y before the run of equal points that k is in */
+        for (size_t k = 0, run = 0; k < n; k++) {
+            const double *p = y + order[k] * 2, *q = k ? y + order[k - 1] * 2 : NULL;
+            if (q && (p[0] != q[0] || p[1] != q[1])) /* a new run: the last one is earlier */
+                for (; run < k; run++)
+                    low = fmin(low, y[order[run] * 2 + 1]);
+            on_front[order[k]] = !(low <= p[1]);
+            nf += on_front[order[k]];
+        }
+        free(order), free(front);
+        return nf;
+    }
+    for (size_t k = 0; k < n; k++) {
+        size_t i = order[k], a = 0;
+        while (a < nf && !tp__pareto_dominates(y + front[a] * m, y + i * m, m))
+            a++;
+        if (a < nf) continue;
+        front[nf++] = i;
+        on_front[i] = 1;
+    }
+    free(order), free(front);
+    return nf;
+}
+
 typedef struct key_idx {
     double key;
     size_t i;

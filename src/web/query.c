@@ -176,6 +176,12 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
                           "metric", m.name, "mode", m.maximize ? "max" : "min", "counts", counts,
                           "total", total, "best", best);
     if (created) json_object_set_new(o, "created_at", json_real(atof(created)));
+    /* Several objectives: their names and modes (the page offers the front). */
+    char *objs = tp__store_meta_get(s, "objectives");
+    json_t *list = objs ? json_loads(objs, 0, NULL) : NULL;
+    json_object_set_new(o, "objectives", json_is_array(list) ? list : json_array());
+    if (list && !json_is_array(list)) json_decref(list);
+    free(objs);
     free(name);
     free(state);
     free(created);

@@ -327,6 +327,26 @@ static void packing_svg(req_t *q, tp_buf_t *b) {
     tp__web_svg_packing(q->s, tp__wall_s(), b);
 }
 
+/* Several objectives: the front as JSON (?limit=N: its first N by the
+ * first objective), or its chart with each point a link to its trial's
+ * page; 404 on an experiment with one objective. */
+static const char ONE_OBJECTIVE[] = "this experiment has one objective: no Pareto front";
+static enum MHD_Result r_front(req_t *q) {
+    long long limit = arg_ll(q->c, "limit", 0);
+    json_t *o = tp__web_front(q->s, limit > 0 ? (size_t)limit : 0);
+    return o ? send_json(q->c, MHD_HTTP_OK, o)
+             : send_error(q->c, MHD_HTTP_NOT_FOUND, ONE_OBJECTIVE);
+}
+static enum MHD_Result r_front_svg(req_t *q) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "#/e/%zu/trial/", q->id);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    if (tp__web_svg_front(q->s, prefix, &b)) return send_svg(q->c, &b);
+    tp__buf_free(&b);
+    return send_error(q->c, MHD_HTTP_NOT_FOUND, ONE_OBJECTIVE);
+}
+
 /* A route answers either itself (fn) or with a chart drawn into a buffer (svg). */
 static const struct {
     const char *what;
@@ -341,6 +361,8 @@ static const struct {
     {"log", 1, r_log, NULL},
     {"nodes", 0, r_nodes, NULL},
     {"importance", 0, r_importance, NULL},
+    {"front", 0, r_front, NULL},
+    {"front.svg", 0, r_front_svg, NULL},
     {"history.svg", 0, NULL, history_svg},
     {"curves.svg", 0, NULL, curves_svg},
     {"parcoords.svg", 0, NULL, parcoords_svg},

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "chart/chart.h"
 #include "store/store.h"
 #include "util/util.h"
 #include "web/web.h"
@@ -17,8 +18,9 @@ enum { TP_WEB_PAGE_MAX = 500, TP_WEB_PAGE_DEFAULT = 100 };
 struct sqlite3_stmt;
 struct sqlite3_stmt *tp__web_prepare(tp_store_t *s, const char *sql);
 
-/* One experiment's summary: name, state, metric, counts per state, and the
- * best trial by rank (NULL: the best completed or stopped value). */
+/* One experiment's summary: name, state, metric, counts per state, the
+ * best trial by rank (NULL: the best completed or stopped value) and the
+ * objectives ([{name, mode}]; several: the page offers the Pareto front). */
 json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank);
 
 /* A range filter on one column of the trials table: lo <= value <= hi. */
@@ -66,6 +68,35 @@ typedef struct tp_web_metric {
     int maximize;
 } tp_web_metric_t;
 void tp__web_metric(tp_store_t *s, tp_web_metric_t *m);
+
+/* Several objectives (front.c): the finished trials `tunepack best` ranks
+ * (completed or stopped early, every objective a finite number in the last
+ * report), each objective's value, whether it is feasible (a hook: no
+ * constraints exist yet, so every trial is) and on the Pareto front of the
+ * feasible ones (tp__pareto_front, as `best`). */
+typedef struct tp_web_front {
+    size_t m; /* objectives */
+    char name[TP_FRONT_MAX][128];
+    int maximize[TP_FRONT_MAX];
+    size_t n;                           /* trials */
+    long long *id;                      /* n */
+    double *v;                          /* n x m, as reported */
+    unsigned char *on_front, *feasible; /* n */
+    size_t nfront, ninfeasible;
+} tp_web_front_t;
+/* 1 with f filled (free it), or 0 when the experiment has one objective.
+ * O(n log n + n f m) after reading the n trials' last reports (10k trials:
+ * see docs/dashboard.md). */
+int tp__web_front_load(tp_store_t *s, tp_web_front_t *f);
+void tp__web_front_free(tp_web_front_t *f);
+/* {objectives: [{name, mode}], finished, infeasible, on_front, front:
+ * [{trial, values: {NAME: v}}]} (the points as `best --json` lists them),
+ * by the first objective, best first, the first `limit` (0: all); NULL with
+ * one objective. */
+json_t *tp__web_front(tp_store_t *s, size_t limit);
+/* The front's chart (chart.h: tp__chart_front), each point a link to
+ * href_prefix and its id; 0 (nothing drawn) with one objective. */
+int tp__web_svg_front(tp_store_t *s, const char *href_prefix, tp_buf_t *out);
 
 /* Charts (SVG documents appended to out). */
 void tp__web_svg_history(tp_store_t *s, tp_buf_t *out);

@@ -150,6 +150,19 @@ class Browser:
                                    % (expression, self.console[-10:]))
             time.sleep(0.1)
 
+    def click(self, selector):
+        """Click the middle of the first element the selector finds as a user does: scrolled
+        into view, then the mouse pressed and released there (an SVG link too)."""
+        box = self.eval("(() => { const e = document.querySelector(%s); if (!e) return null; "
+                        "e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
+                        "return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+                        % json.dumps(selector))
+        if box is None:
+            raise BrowserError("nothing to click: %s" % selector)
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", session=True, type=kind, x=box[0], y=box[1],
+                      button="left", clickCount=1)
+
     def screenshot(self, path, full_page=True):
         params = {"format": "png"}
         if full_page:

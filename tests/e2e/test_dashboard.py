@@ -69,6 +69,17 @@ for step in (1, 2):
 '''
 
 
+# Objectives at odds: acc (max) rises with x, cost (min) too; lat (min, a third objective) is
+# least at x = 0.5; y makes every one worse.
+TWO_OBJECTIVES = r'''
+import json, os, sys
+x, y = float(sys.argv[1]), float(sys.argv[2])
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"acc": round(x - y, 6), "cost": round(x * x + y, 6),
+                      "lat": round(abs(x - 0.5) + 0.1 * y, 6)}) + "\n")
+'''
+
+
 def get(url, headers=None):
     """(status, body text) of a GET."""
     req = urllib.request.Request(url, headers=headers or {})
@@ -424,6 +435,98 @@ class Dashboard(GpuE2E):
                    "s.dispatchEvent(new Event('change'))")
             b.wait_for("document.getElementById('log-path').textContent.endsWith('(empty)')")
             self.assertEqual(b.eval("document.getElementById('log').textContent"), "")
+
+    def test_a_pareto_front_of_a_real_run_links_each_point_to_its_trial(self):
+        trial = self.write("two.py", TWO_OBJECTIVES)
+        mo, one, three = self.path("run-mo"), self.path("run-one"), self.path("run-three")
+        exp = ("name: %s\ncommand: [%s, %s, \"{x}\", \"{y}\"]\nmetric: %s\n"
+               "space:\n  x: {uniform: [0.0, 1.0]}\n  y: {uniform: [0.0, 0.3]}\n"
+               "search: {algorithm: random, trials: 16, seed: 4}\nconcurrency: 4\n")
+        with Browser() as b:
+            self.assertExit(self.run_exp(self.experiment(exp % (
+                "two-objectives", yaml_str(PY), yaml_str(trial),
+                "[{name: acc, mode: max}, {name: cost, mode: min}]"), name="mo.yaml"), mo), 0)
+            self.assertExit(self.run_exp(self.experiment(exp % (
+                "one-objective", yaml_str(PY), yaml_str(trial), "{name: acc, mode: max}"),
+                name="one.yaml"), one), 0)
+            self.assertExit(self.run_exp(self.experiment(exp % (
+                "three-objectives", yaml_str(PY), yaml_str(trial),
+                "[{name: acc, mode: max}, {name: cost, mode: min}, {name: lat, mode: min}]"),
+                name="three.yaml"), three), 0)
+            r = self.tp("best", mo, "--json")
+            self.assertExit(r, 0)
+            best = {f["trial"]: f["values"] for f in json.loads(r.stdout)}
+            with self.store(mo) as s:
+                finished = s.q("SELECT count(*) AS n FROM trials WHERE state = 'completed'")[0]["n"]
+            self.assertEqual(finished, 16)
+            self.assertGreaterEqual(len(best), 2)
+            _, printed = self.start_dashboard(mo, one, three, "--listen", "127.0.0.1:0")
+            url, _ = split_url(printed)
+            # The API's front is `best`'s; one objective has none.
+            status, body = api(printed, "api/e/0/front")
+            self.assertEqual(status, 200, body)
+            front = json.loads(body)
+            self.assertEqual({f["trial"]: f["values"] for f in front["front"]}, best)
+            self.assertEqual(front["finished"], 16)
+            for path in ("api/e/1/front", "api/e/1/front.svg"):
+                status, body = api(printed, path)
+                self.assertEqual(status, 404, body)
+                self.assertIn("one objective", body)
+
+            b.goto(printed + "#/e/0/front")
+            b.wait_for("document.querySelectorAll('#chart svg a.front').length > 0")
+            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            self.assertIn("Pareto front", tabs)
+            drawn = b.eval("[...document.querySelectorAll('#chart svg a.front')]"
+                           ".map(a => +a.dataset.trial).sort((x, y) => x - y)")
+            self.assertEqual(drawn, sorted(best))
+            self.assertEqual(b.eval("document.querySelectorAll('#chart svg a.dominated').length"),
+                             16 - len(best))
+            self.assertEqual(b.eval("document.querySelectorAll('#front tr[data-trial]').length"),
+                             len(best))
+            axes = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => t.textContent)")
+            self.assertIn("acc (max)", axes)
+            self.assertIn("cost (min)", axes)
+            self.shot(b, "front")
+            # A front point's tooltip has its values, and its link opens its trial's page.
+            pick = sorted(best)[len(best) // 2]
+            sel = "#chart svg a.front[data-trial='%d']" % pick
+            tip = b.eval("document.querySelector(\"%s title\").textContent" % sel)
+            self.assertTrue(tip.startswith("trial %d: acc=" % pick), tip)
+            self.assertIn("cost=%g" % best[pick]["cost"], tip)
+            b.click(sel)
+            b.wait_for("location.hash === '#/e/0/trial/%d'" % pick)
+            b.wait_for("document.getElementById('trial-info') && "
+                       "document.getElementById('trial-info').textContent.includes('completed')")
+            self.assertEqual(b.eval("document.querySelector('#view h2').textContent"),
+                             "Trial %d" % pick)
+
+            # Three objectives: a plot for each pair, every trial of `best`'s front in each.
+            r = self.tp("best", three, "--json")
+            self.assertExit(r, 0)
+            best3 = sorted(f["trial"] for f in json.loads(r.stdout))
+            self.assertLess(len(best3), 16)
+            b.goto(url + "#/e/2/front")
+            b.wait_for("document.querySelectorAll('#chart svg a.front').length > 0")
+            drawn = b.eval("[...document.querySelectorAll('#chart svg a.front')]"
+                           ".map(a => +a.dataset.trial).sort((x, y) => x - y)")
+            self.assertEqual(drawn, sorted(best3 * 3))
+            self.assertEqual(b.eval("document.querySelectorAll('#chart svg a.dominated').length"),
+                             3 * (16 - len(best3)))
+            axes = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => t.textContent)")
+            for name in ("acc (max)", "cost (min)", "lat (min)"):
+                self.assertIn(name, axes)
+            self.shot(b, "front-three")
+
+            # One objective: no front tab, and the page, opened by hand, says why.
+            b.goto(url + "#/e/1/trials")
+            b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
+            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            self.assertIn("Trials", tabs)
+            self.assertNotIn("Pareto front", tabs)
+            b.goto(url + "#/e/1/front")
+            b.wait_for("document.getElementById('front-note').textContent.includes('one objective')")
+            self.assertEqual(b.eval("document.querySelectorAll('#chart svg').length"), 0)
 
     def test_a_machine_without_gpus_says_so_in_the_singular(self):
         self.fake_gpus([])

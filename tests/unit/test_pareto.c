@@ -53,6 +53,28 @@ TP_TEST(test_nondominated_sort_matches_the_oracle) {
     }
 }
 
+/* The first front alone (what `best` and the dashboard draw) is the
+ * oracle's rank 0, ties and duplicates included, and says how many. */
+TP_TEST(test_first_front_is_the_oracles_rank_zero) {
+    tp_rng_t r;
+    tp__rng_seed(&r, 11, 0);
+    for (int round = 0; round < 60; round++) {
+        size_t n = tp__rng_below(&r, 80), m = 2 + tp__rng_below(&r, 3);
+        double *y = malloc((n * m + 1) * sizeof *y);
+        for (size_t k = 0; k < n * m; k++)
+            y[k] = (double)tp__rng_below(&r, 7) - 3; /* ties and duplicates too */
+        size_t *b = malloc((n + 1) * sizeof *b), want = 0;
+        unsigned char *on = malloc(n + 1);
+        rank_oracle(y, n, m, b);
+        for (size_t i = 0; i < n; i++)
+            want += b[i] == 0;
+        TP_CHECK_INT(tp__pareto_front(y, n, m, on), want);
+        for (size_t i = 0; i < n; i++)
+            TP_CHECK_INT(on[i], b[i] == 0);
+        free(y), free(b), free(on);
+    }
+}
+
 /* Oracle for integer points in [0, 8)^m with ref 8: count the unit cells
  * some point dominates (cell c is covered when p <= c in every axis). */
 static double hv_oracle(const double *y, size_t n, size_t m) {

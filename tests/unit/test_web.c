@@ -260,6 +260,196 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     free(dir);
 }
 
+/* A store of finished trials with the given objectives (meta) and last
+ * reports; state NULL: added and never ended (pending). */
+typedef struct mo_trial {
+    const char *state, *metrics;
+} mo_trial_t;
+static char *store_with_objectives(const char *objectives, const mo_trial_t *t, size_t n,
+                                   tp_store_t **out) {
+    char tmpl[] = "/tmp/tp-web-XXXXXX";
+    char *dir = mkdtemp(tmpl) ? strdup(tmpl) : NULL;
+    tp_error_t err = {0};
+    if (!dir || tp__store_open(dir, TP_STORE_WRITE, out, &err) != 0) return NULL;
+    tp__store_begin(*out);
+    tp__store_meta_set(*out, "metric", "acc");
+    tp__store_meta_set(*out, "mode", "max");
+    tp__store_meta_set(*out, "objectives", objectives);
+    for (size_t i = 0; i < n; i++) {
+        tp__store_trial_add(*out, (int64_t)i, "{}", 1.0);
+        if (!t[i].state) continue;
+        tp_trial_end_t end = {.state = t[i].state,
+                              .attempt = 1,
+                              .has_value = 1,
+                              .value = 0,
+                              .best = 0,
+                              .step = TP_STORE_NO_STEP,
+                              .metrics = t[i].metrics,
+                              .at = 2.0};
+        tp__store_trial_end(*out, (int64_t)i, &end);
+    }
+    tp__store_commit(*out);
+    return dir;
+}
+
+/* Closes and removes the store; 0 when it is gone. */
+static int remove_store(tp_store_t *s, char *dir) {
+    tp__store_close(s);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    free(dir);
+    return system(cmd);
+}
+
+/* The points of the first polyline of class c, as pixel pairs. */
+static size_t polyline_points(const char *svg, const char *c, double *xy, size_t max) {
+    char want[64];
+    snprintf(want, sizeof want, "<polyline class=\"%s\"", c);
+    const char *p = strstr(svg, want);
+    if (!p || !(p = strstr(p, "points=\""))) return 0;
+    p += 8;
+    size_t n = 0;
+    for (int used = 0; n < max && sscanf(p, "%lf,%lf %n", &xy[2 * n], &xy[2 * n + 1], &used) == 2;
+         p += used)
+        n++;
+    return n;
+}
+
+/* acc is maximized and cost minimized: the front is the trials no other
+ * finished one beats in both, worked out by hand below; a failed trial, an
+ * unfinished one and one without cost are no points. */
+TP_TEST(test_front_is_the_nondominated_set_with_min_and_max_mixed) {
+    const mo_trial_t t[] = {
+        {"completed", "{\"acc\": 0.9, \"cost\": 5}"}, /* 0: front */
+        {"completed", "{\"acc\": 0.8, \"cost\": 3}"}, /* 1: front */
+        {"completed", "{\"acc\": 0.7, \"cost\": 3}"}, /* 2: 1 beats it */
+        {"completed", "{\"acc\": 0.6, \"cost\": 1}"}, /* 3: front */
+        {"completed", "{\"acc\": 0.9, \"cost\": 6}"}, /* 4: 0 beats it */
+        {"completed",
+         "{\"acc\": 0.5, \"cost\": 1}"}, /* 5: 3 beats it (on the front were acc min) */
+        {"completed", "{\"acc\": 0.95, \"cost\": 9}"}, /* 6: front */
+        {"failed", "{\"acc\": 0.99, \"cost\": 0.1}"},  /* 7: failed: no point */
+        {"completed", "{\"acc\": 0.99}"},              /* 8: no cost: no point */
+        {"stopped", "{\"acc\": 0.8, \"cost\": 3}"},    /* 9: equal to 1: front too */
+        {NULL, NULL},                                  /* 10: pending */
+    };
+    tp_store_t *s = NULL;
+    char *dir = store_with_objectives(
+        "[{\"name\": \"acc\", \"mode\": \"max\"}, {\"name\": \"cost\", \"mode\": \"min\"}]", t,
+        TP_ARRAY_LEN(t), &s);
+    TP_REQUIRE(dir != NULL);
+    json_t *o = tp__web_front(s, 0);
+    TP_REQUIRE(o != NULL);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "finished")), 8);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "infeasible")), 0);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "on_front")), 5);
+    const long long want[] = {6, 0, 1, 9, 3}; /* by acc, the larger first, then by id */
+    json_t *front = json_object_get(o, "front");
+    TP_REQUIRE(json_array_size(front) == TP_ARRAY_LEN(want));
+    for (size_t i = 0; i < TP_ARRAY_LEN(want); i++)
+        TP_CHECK_INT(json_integer_value(json_object_get(json_array_get(front, i), "trial")),
+                     want[i]);
+    TP_CHECK_NEAR(json_real_value(
+                      json_object_get(json_object_get(json_array_get(front, 0), "values"), "cost")),
+                  9, 1e-12);
+    json_decref(o);
+    o = tp__web_front(s, 2); /* the first two alone, and how many there are */
+    TP_CHECK_INT(json_array_size(json_object_get(o, "front")), 2);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "on_front")), 5);
+    json_decref(o);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    TP_REQUIRE(tp__web_svg_front(s, "#/e/0/trial/", &b) == 1);
+    TP_CHECK_INT(count(b.data, "class=\"front\""), 5);
+    TP_CHECK_INT(count(b.data, "class=\"dominated\""), 3);
+    TP_CHECK_INT(count(b.data, "class=\"infeasible\""), 0);
+    TP_CHECK(strstr(b.data, "<a href=\"#/e/0/trial/6\" class=\"front\" data-trial=\"6\">") != NULL);
+    TP_CHECK(strstr(b.data, "<title>trial 6: acc=0.95 cost=9 (on the Pareto front)</title>") !=
+             NULL);
+    TP_CHECK(strstr(b.data, "data-trial=\"2\"") != NULL);
+    TP_CHECK(strstr(b.data, "data-trial=\"7\"") == NULL);
+    TP_CHECK(strstr(b.data, "data-trial=\"8\"") == NULL);
+    TP_CHECK(strstr(b.data, "data-trial=\"10\"") == NULL);
+    TP_CHECK(strstr(b.data, ">acc (max)<") != NULL && strstr(b.data, ">cost (min)<") != NULL);
+    /* The line: the five points by acc (3, 1, 9, 0, 6) and between two the
+     * corner worse in both: the smaller acc (the left one's x) and the larger
+     * cost (the right one's y, higher on the axis). */
+    double xy[40];
+    size_t n = polyline_points(b.data, "front-line", xy, 20);
+    TP_REQUIRE(n == 9);
+    for (size_t k = 1; k < n; k += 2) {
+        TP_CHECK_NEAR(xy[2 * k], xy[2 * (k - 1)], 1e-9);
+        TP_CHECK_NEAR(xy[2 * k + 1], xy[2 * (k + 1) + 1], 1e-9);
+    }
+    for (size_t k = 2; k < n; k += 2) /* acc rises, cost rises (y falls) */
+        TP_CHECK(xy[2 * k] >= xy[2 * (k - 2)] && xy[2 * k + 1] <= xy[2 * (k - 2) + 1]);
+    tp__buf_free(&b);
+    TP_CHECK_INT(remove_store(s, dir), 0);
+}
+
+/* Three objectives: a plot for each pair, the front's points in each; no
+ * line (a front of three is no front of two). One objective: no front. */
+TP_TEST(test_front_of_three_objectives_is_drawn_per_pair_and_one_objective_has_none) {
+    const mo_trial_t t[] = {
+        {"completed", "{\"a\": 1, \"b\": 2, \"c\": 3}"}, /* front */
+        {"completed", "{\"a\": 2, \"b\": 1, \"c\": 3}"}, /* front */
+        {"completed", "{\"a\": 3, \"b\": 3, \"c\": 3}"}, /* 0 beats it */
+        {"completed", "{\"a\": 0, \"b\": 5, \"c\": 5}"}, /* front */
+    };
+    tp_store_t *s = NULL;
+    char *dir = store_with_objectives("[{\"name\": \"a\", \"mode\": \"min\"}, {\"name\": \"b\", "
+                                      "\"mode\": \"min\"}, {\"name\": \"c\", \"mode\": \"min\"}]",
+                                      t, TP_ARRAY_LEN(t), &s);
+    TP_REQUIRE(dir != NULL);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    TP_REQUIRE(tp__web_svg_front(s, "#/e/1/trial/", &b) == 1);
+    TP_CHECK_INT(count(b.data, "class=\"front\""), 3 * 3);
+    TP_CHECK_INT(count(b.data, "class=\"dominated\" data-trial=\"2\""), 3);
+    TP_CHECK(strstr(b.data, "front-line") == NULL);
+    tp__buf_free(&b);
+    TP_CHECK_INT(remove_store(s, dir), 0);
+    const mo_trial_t one[] = {{"completed", "{\"acc\": 0.5}"}};
+    dir = store_with_objectives("[{\"name\": \"acc\", \"mode\": \"max\"}]", one, 1, &s);
+    TP_REQUIRE(dir != NULL);
+    TP_CHECK(tp__web_front(s, 0) == NULL);
+    tp__buf_init(&b);
+    TP_CHECK_INT(tp__web_svg_front(s, "#/e/0/trial/", &b), 0);
+    tp__buf_free(&b);
+    TP_CHECK_INT(remove_store(s, dir), 0);
+}
+
+/* The chart marks a trial its caller calls infeasible (the constraints'
+ * hook: none exist yet) apart, and escapes the names it is given. */
+TP_TEST(test_front_chart_marks_infeasible_trials_apart) {
+    const char *names[] = {"a<1>", "b"};
+    const int maximize[] = {0, 1};
+    const double v[] = {1, 1, 2, 2, 0, 3};
+    const long long id[] = {4, 5, 6};
+    const unsigned char on[] = {0, 1, 0}, feasible[] = {1, 1, 0};
+    tp_front_chart_t p = {.title = "t",
+                          .m = 2,
+                          .name = names,
+                          .maximize = maximize,
+                          .n = 3,
+                          .v = v,
+                          .id = id,
+                          .on_front = on,
+                          .feasible = feasible,
+                          .href_prefix = NULL};
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp__chart_front(&b, &p);
+    TP_REQUIRE(b.data != NULL);
+    TP_CHECK_INT(count(b.data, "class=\"infeasible\" data-trial=\"6\""), 1);
+    TP_CHECK_INT(count(b.data, "class=\"front\" data-trial=\"5\""), 1);
+    TP_CHECK_INT(count(b.data, "class=\"dominated\" data-trial=\"4\""), 1);
+    TP_CHECK(strstr(b.data, "infeasible (breaks a constraint") != NULL);
+    TP_CHECK(strstr(b.data, "<a ") == NULL); /* no links without a prefix */
+    TP_CHECK(strstr(b.data, "a&lt;1&gt; (min)") != NULL && strstr(b.data, "a<1>") == NULL);
+    tp__buf_free(&b);
+}
+
 int main(void) {
     return tp_test_main();
 }

@@ -100,8 +100,10 @@ function experimentsView() {
 const PAGES = [
   ["trials", "Trials"], ["history", "History"], ["curves", "Learning curves"],
   ["parallel", "Parallel coordinates"], ["importance", "Importance"],
-  ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"],
+  ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"], ["front", "Pareto front"],
 ];
+// Experiments with several objectives (known from their summaries): only they get a front tab.
+const multiObjective = {};
 
 // Trials that ended (completed, stopped early or failed), and the same words for it on every
 // page: "21 of 32 trials ended", where 32 is every trial the store holds.
@@ -116,7 +118,11 @@ function summaryLine(s) {
   const parts = [s.state, progress(s)];
   for (const k of ["running", "paused", "pending", "completed", "stopped", "failed"])
     if (c[k]) parts.push(c[k] + " " + (k === "stopped" ? "stopped early" : k));
-  parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial +
+  // Several objectives have no one best: the front is (its own page).
+  if ((s.objectives || []).length > 1)
+    parts.push(s.objectives.length + " objectives, " + s.objectives.map(o => o.name + " (" + o.mode + ")").join(", ") +
+               ": no one best trial, see the Pareto front");
+  else parts.push(s.best ? "best " + s.metric + " " + fmt(s.best.value) + " (trial " + s.best.trial +
                       (s.best.state === "paused" || s.best.state === "running" ?
                        ", " + s.best.state + ", rung " + fmt(s.best.rung) + (s.best.budget ? ", budget " + fmt(s.best.budget) : "") : "") + ")"
                     : s.state === "running" ? "no value yet" : "no value");
@@ -127,10 +133,13 @@ function experimentFrame(id, page, body) {
   const title = el("h1", {id: "title"});
   const summary = el("p", {id: "summary", class: "muted"});
   view.replaceChildren(title, summary, body);
-  tabs.replaceChildren(...PAGES.map(([k, label]) =>
-    el("a", {href: "#/e/" + id + "/" + k, class: k === page ? "on" : "", text: label})));
+  const pageTabs = () => tabs.replaceChildren(...PAGES.filter(([k]) => k !== "front" || multiObjective[id])
+    .map(([k, label]) => el("a", {href: "#/e/" + id + "/" + k, class: k === page ? "on" : "", text: label})));
+  pageTabs();
   return async () => {
     const s = await getJSON("/api/e/" + id + "/summary");
+    const multi = (s.objectives || []).length > 1;
+    if (multi !== !!multiObjective[id]) { multiObjective[id] = multi; pageTabs(); }
     title.textContent = s.name;
     summary.textContent = summaryLine(s);
     summary.dataset.total = s.total;
@@ -311,6 +320,51 @@ function importanceView(id) {
   };
 }
 
+// Several objectives: the front drawn by the server (every point a link to its trial), and
+// the trials on it. An experiment with one objective has none, and the page says so.
+const FRONT_ROWS = 100;  // the front's table: its first rows (the chart has every point)
+function frontView(id) {
+  const note = el("p", {class: "muted", id: "front-note"});
+  const box = el("div", {class: "chart", id: "chart"});
+  const list = el("table", {id: "front"});
+  const listTitle = el("h2", {text: "Trials on the front"});
+  const frame = experimentFrame(id, "front", el("div", {}, note, box, listTitle, list));
+  let shown = null;  // the SVG in the box: redrawn only when it changes (hover keeps its tooltip)
+  let asked = {key: "", at: 0};  // the chart is asked for again when the counts change, or after 10 s
+  return async () => {
+    const r = await fetch("/api/e/" + id + "/front?limit=" + FRONT_ROWS, {credentials: "same-origin"});
+    const f = await r.json();
+    await frame();
+    if (!r.ok) {
+      note.textContent = f.error || r.statusText;
+      box.replaceChildren();
+      list.replaceChildren();
+      listTitle.hidden = true;
+      shown = null;
+      return;
+    }
+    const key = [f.finished, f.on_front, f.infeasible].join("/");
+    let svg = shown;
+    if (shown === null || key !== asked.key || Date.now() - asked.at > 10000) {
+      svg = await getText("/api/e/" + id + "/front.svg");
+      asked = {key, at: Date.now()};
+    }
+    const names = f.objectives.map(o => o.name);
+    note.textContent = count(f.on_front, "trial") + " of " + f.finished + " finished on the Pareto front of " +
+      f.objectives.map(o => o.name + " (" + o.mode + ")").join(", ") + ": no other trial is better in every objective. " +
+      "Point at a trial for its values; click it for its page." + (f.infeasible ? " " + f.infeasible + " infeasible (x) are on no front." : "");
+    if (svg !== shown) { box.innerHTML = svg; shown = svg; }
+    listTitle.hidden = false;
+    listTitle.textContent = "Trials on the front, by " + names[0] + " (best first)" +
+      (f.on_front > f.front.length ? ": the first " + f.front.length + " of " + f.on_front : "");
+    const rows = f.front;
+    list.replaceChildren(el("tr", {}, el("th", {text: "trial"}), ...names.map(n => el("th", {class: "num", text: n}))),
+      ...rows.map(p => el("tr", {"data-trial": p.trial},
+        el("td", {}, el("a", {href: "#/e/" + id + "/trial/" + p.trial, text: "trial " + p.trial})),
+        ...names.map(n => el("td", {class: "num", text: fmt(p.values[n])})))));
+  };
+}
+
 function nodesView(id) {
   const nodes = el("table", {id: "nodes"}), gpus = el("table", {id: "gpus"});
   const sharing = el("p", {class: "muted", id: "sharing"});
@@ -421,6 +475,7 @@ function route() {
     case "importance": return importanceView(id);
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
+    case "front": return frontView(id);
     default: return trialsView(id, query);
   }
 }
