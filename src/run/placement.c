@@ -26,7 +26,10 @@
 #define PROFILE_GUESS_MIB 2048
 #define PROFILE_GUESS_COMPUTE 0.25
 /* A group's other trials start beside its profiler holding its provisional
- * memory times this: a guess wrong by half still does not overfill the GPU. */
+ * memory times this (a guess wrong by half still does not overfill the
+ * GPU) and its provisional compute over this: too little compute costs
+ * speed until the profile lands, too much keeps them waiting for it (six
+ * trials of 0.25 pass C_6 = 1.44; issue 31's truth run). */
 #define GUESS_MARGIN 2
 
 /* ---- demand groups ----------------------------------------------------------- */
@@ -383,10 +386,12 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
              * the node has it), placed where its provisional demand fits.
              * The group's other trials start beside it, also with no limit
              * (a limit needs a measurement), where the provisional memory
-             * times GUESS_MARGIN fits; with profile_wait they wait. */
+             * times GUESS_MARGIN (compute over it) fits; with profile_wait
+             * they wait. */
             provisional_demand(r, &d[m]);
             if (guessed[m]) {
                 d[m].memory_mib *= GUESS_MARGIN;
+                d[m].compute /= GUESS_MARGIN;
             } else {
                 profiling[m] = 1;
                 g->profiler = t->id;

@@ -18,8 +18,8 @@
  * fit with a provisional demand, beside trials already placed, so the
  * profilers of all groups start together; the group's other trials are
  * offered to the policy beside it on a guess (the provisional demand, its
- * memory x GUESS_MARGIN) and hold their own demand once the profile ends
- * (settle_guesses). Capped offers the profiler all of a GPU's compute and no
+ * memory x GUESS_MARGIN, compute / GUESS_MARGIN) and hold their own demand
+ * once the profile ends (settle_guesses). Capped offers the profiler all of a GPU's compute and no
  * memory (only an empty GPU takes it), and there the others wait.
  *
  * Served admission: the placers keep a GPU's compute within 1 + oversubscribe;
@@ -492,7 +492,7 @@ static void admit_headroom(sim_t *S, int on) {
  * the run counts what a profiler uses once that is more. */
 #define PROFILE_GUESS_COMPUTE 0.25
 #define PROFILE_GUESS_MIB 2048
-#define GUESS_MARGIN 2 /* a sibling on a guess holds the provisional memory x this */
+#define GUESS_MARGIN 2 /* a sibling on a guess: provisional memory x this, compute / this */
 
 /* The provisional demand of pending trial p's group, as the run's
  * provisional_demand. O(groups). */
@@ -543,6 +543,7 @@ static long place_round(sim_t *S, double now, int whole) {
             /* served: its profiler runs; this one is offered beside it on a guess */
             S->dbuf[m] = provisional(S, &S->pend[i]);
             S->dbuf[m].memory_mib *= GUESS_MARGIN;
+            S->dbuf[m].compute /= GUESS_MARGIN;
             if (S->dbuf[m].memory_mib > S->most_mib) continue; /* no GPU takes the guess */
             S->profiler[m] = 0, S->guessed[m] = 1;
             S->offer[m++] = i;

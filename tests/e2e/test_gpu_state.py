@@ -710,11 +710,8 @@ class Siblings(GpuE2E):
 
     def test_a_groups_other_trials_start_beside_its_profiler(self):
         # One 80 GB GPU; three groups, trials x = 0, 1 of each at first (concurrency 6), and x
-        # = 2 of each once two have ended. Six trials of compute 0.25 (the provisional guess)
-        # need 1.5 of the GPU; MPS serves six clients 1.44 (the served curve), so the GPU is
-        # oversubscribed by 5% to let all six start.
-        p, run_dir, go, end = self.start(80, [0, 1, 2], 6,
-                                         "{policy: vpack, reserve: 512M, oversubscribe: 0.05}")
+        # = 2 of each once those of x = 0 have ended.
+        p, run_dir, go, end = self.start(80, [0, 1, 2], 6, "{policy: vpack, reserve: 512M}")
         try:
             self.count(run_dir, "running", 6)
             self.assertEqual(self.poll_query(run_dir, "SELECT id FROM events WHERE kind = "
@@ -739,9 +736,10 @@ class Siblings(GpuE2E):
             self.assertEqual((row["gpus"], row["sharing"]), ([0], "mps"), row)
             self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", row["env"], row)
             self.assertNotIn("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", row["env"], row)
-            # the profiler with the provisional 2 GiB, its sibling with twice that
-            want = 2048 if key in profilers else 4096
-            self.assertEqual((row["memory_mib"], row["compute"]), (want, 0.25), row)
+            # the profiler with the provisional 2 GiB and 0.25, its sibling on a guess with twice
+            # the memory and half the compute
+            want = (2048, 0.25) if key in profilers else (4096, 0.125)
+            self.assertEqual((row["memory_mib"], row["compute"]), want, row)
         # The trials placed after the profiles hold the measured demand (2000 MiB + 10%) and
         # its MPS memory limit.
         late = [k for k in spans if k not in early]
