@@ -107,6 +107,8 @@ typedef struct tp_resources {
     int gpu_compute_auto;    /* `gpu_compute: auto` */
     int cpus;                /* CPU cores per trial; default 0 = not counted */
     double profile_s;        /* `profile_time`: the profiler's bounded run, default 30s */
+    int profile_wait;        /* `profile_wait: true`: a group's other trials wait for its
+                                measurement instead of starting beside its profiler */
 } tp_resources_t;
 
 /* `fuse:` several configurations of the same shape in one process (docs/fusion.md). */

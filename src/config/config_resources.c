@@ -131,11 +131,23 @@ static int res_profile_time(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return tp__cfg_get_duration(c, key, v, &c->x->res.profile_s);
 }
 
+/* profile_wait: whether a group's other trials wait for its measurement
+ * (true) or start beside its profiler where a guess with margin fits. */
+static int res_profile_wait(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    if (tp__cfg_node_bool(v, &c->x->res.profile_wait) == 0) return 0;
+    char got[256];
+    return fail(c, v,
+                "\"%s\" must be true (a group's other trials wait for its profile) or false "
+                "(they start beside its profiler where a guess fits), got %s",
+                key, tp__cfg_describe(v, got, sizeof got));
+}
+
 static const key_spec_t resource_keys[] = {
     {"gpus", res_gpus, 0, NULL, &elastic_table},   {"gpu_memory", res_gpu_memory, 0, NULL},
     {"gpu_compute", res_gpu_compute, 0, NULL},     {"cpus", res_cpus, 0, NULL},
     {"profile_time", res_profile_time, 0, NULL},   {"nodes", res_nodes, 0, NULL},
     {"gpus_per_node", res_gpus_per_node, 0, NULL}, {"procs_per_node", res_procs_per_node, 0, NULL},
+    {"profile_wait", res_profile_wait, 0, NULL},
 };
 const key_table_t tp__cfg_resources_table = KEY_TABLE(resource_keys);
 

@@ -25,6 +25,12 @@
  * one GPU beside each other. */
 #define PROFILE_GUESS_MIB 2048
 #define PROFILE_GUESS_COMPUTE 0.25
+/* A group's other trials start beside its profiler holding its provisional
+ * memory times this (a guess wrong by half still does not overfill the
+ * GPU) and its provisional compute over this: too little compute costs
+ * speed until the profile lands, too much keeps them waiting for it (six
+ * trials of 0.25 pass C_6 = 1.44; issue 31's truth run). */
+#define GUESS_MARGIN 2
 
 /* ---- demand groups ----------------------------------------------------------- */
 
@@ -103,8 +109,10 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             const tp_assign_t *a = tp__trial_shard(t, s);
             size_t base = u->gpu_base[a->node];
             u->cpus_used[a->node] += r->x.res.cpus;
-            /* a profiler holds what it was placed with, or what it uses if more */
-            uint64_t mib = t->profiling && t->peak_mib > t->mem_mib ? t->peak_mib : t->mem_mib;
+            /* a profiler, or a trial placed on a guess beside it, holds what
+             * it was placed with, or what it uses if more */
+            uint64_t mib =
+                (t->profiling || t->guessed) && t->peak_mib > t->mem_mib ? t->peak_mib : t->mem_mib;
             for (size_t k = 0; k < a->ngpus; k++) {
                 size_t g = base + a->gpu[k];
                 u->mem_used[g] += mib;
@@ -354,18 +362,22 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
         memset(&batch[i]->where, 0, sizeof batch[i]->where);
         free(batch[i]->more);
         batch[i]->more = NULL;
+        batch[i]->guessed = 0;
     }
     if (!r->pl.placing) return place_by_load(r, batch, n);
     tp_demand_t *d = tp__xcalloc(n, sizeof *d);
     tp_assign_t *out = tp__xcalloc(n, sizeof *out);
     trial_t **who = tp__xcalloc(n, sizeof *who);
     int *profiling = tp__xcalloc(n, sizeof *profiling);
+    int *guessed = tp__xcalloc(n, sizeof *guessed);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         trial_t *t = batch[i];
         demand_group_t *g = group_of(r, t);
-        if (!g->measured && g->profiler >= 0 && g->profiler != t->id)
-            continue; /* wait for its group's measurement */
+        if (!g->measured && g->profiler >= 0 && g->profiler != t->id) {
+            if (r->x.res.profile_wait) continue; /* wait for its group's measurement */
+            guessed[m] = 1;
+        }
         d[m] = (tp_demand_t){.id = t->id,
                              .gpus = tp__elastic_gpus(r, t),
                              .memory_mib = g->mem_mib,
@@ -376,11 +388,19 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
             d[m].memory_mib = t->fuse_mem_mib;
         if (!g->measured) {
             /* The profiler runs beside what runs (uncapped, under MPS where
-             * the node has it), placed where its provisional demand fits; the
-             * group's other trials wait for its measurement. */
-            profiling[m] = 1;
-            g->profiler = t->id;
+             * the node has it), placed where its provisional demand fits.
+             * The group's other trials start beside it, also with no limit
+             * (a limit needs a measurement), where the provisional memory
+             * times GUESS_MARGIN (compute over it) fits; with profile_wait
+             * they wait. */
             provisional_demand(r, &d[m]);
+            if (guessed[m]) {
+                d[m].memory_mib *= GUESS_MARGIN;
+                d[m].compute /= GUESS_MARGIN;
+            } else {
+                profiling[m] = 1;
+                g->profiler = t->id;
+            }
         }
         who[m++] = t;
     }
@@ -414,14 +434,17 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     for (size_t i = 0; i < m; i++) {
         trial_t *t = who[i];
         demand_group_t *g = &r->pl.groups[t->group];
-        if (!out[i].placed) {
+        if (!out[i].placed || (guessed[i] && g->profiler < 0)) {
+            /* no profiler: nor its guessed siblings (one of them profiles next) */
             if (profiling[i]) g->profiler = -1;
+            out[i].placed = 0;
             continue;
         }
         t->where = out[i];
         t->mem_mib = d[i].memory_mib;
         t->compute = d[i].compute;
         t->profiling = profiling[i];
+        t->guessed = guessed[i];
         placed++;
     }
     for (size_t i = 0; i < m; i++) /* once all are placed: the loads they make */
@@ -430,6 +453,7 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     free(out);
     free(who);
     free(profiling);
+    free(guessed);
     return placed;
 }
 
@@ -473,11 +497,12 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
              * alone too (2.5-2.8x slower at 5%, issue 31). Who shares a GPU
              * is decided by the served curve instead (tp__place_capacity).
              * The memory limit stays: it protects the trials beside it; a
-             * profiler, whose memory is unknown, has none. */
+             * profiler, or a trial placed on a guess beside it, whose memory
+             * is unknown, has none. */
             char pipe[4200], log[4200], vars[3][512];
             tp__placement_mps_dirs(r, a->node, node->gpus[a->gpu[0]].index, pipe, log, sizeof pipe);
-            int nv =
-                tp__mps_env(pipe, "0", 0, t->profiling ? 0 : t->mem_mib, MPS_MEM_HEADROOM, vars);
+            int nv = tp__mps_env(pipe, "0", 0, t->profiling || t->guessed ? 0 : t->mem_mib,
+                                 MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');
                 if (!eq) continue;

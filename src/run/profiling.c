@@ -4,9 +4,9 @@
  * seen enough), with what its GPU shows: the GPU's busy share, and the base
  * it had before a profiler came, kept here per GPU. Once enough of its
  * training is seen, or when it ends first, the group's demand is recorded
- * (table `profiles`, event `profiled`) and the trial's own reservation
- * shrinks to it. A profile that waits for training past profile_time says
- * so (event `profile-extended`). */
+ * (table `profiles`, event `profiled`) and the reservations of the trial
+ * and of its group's others that started beside it on a guess become it. A profile that waits for
+ * training past profile_time says so (event `profile-extended`). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +66,14 @@ void tp__profiling_finish(tp_run_t *r, trial_t *t) {
     tp__placement_apply_profile(r, g, &p);
     t->mem_mib = g->mem_mib;
     t->compute = g->compute;
+    for (size_t i = 0; i < r->trials.n; i++) { /* the siblings placed on a guess, likewise */
+        trial_t *o = r->trials.by_id[i];
+        if (!o || !o->guessed || o->group != t->group || o->state != TP_TRIAL_RUNNING) continue;
+        o->guessed = 0;
+        o->mem_mib = g->mem_mib;
+        o->compute = g->compute;
+    }
+    r->pl.blocked = 0; /* what the guesses held is free again */
     char detail[900];
     snprintf(detail, sizeof detail,
              "measured %llu MiB peak, compute %.2f (%s), step %.3g s from %d samples; %s; demand "

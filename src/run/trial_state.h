@@ -78,6 +78,7 @@ typedef struct trial {
     uint64_t mem_mib;   /* demand it was placed with, per GPU */
     double compute;     /* compute share it was placed with, per GPU */
     int profiling;      /* this attempt measures its group's demand */
+    int guessed;        /* placed beside its group's profiler on a guess (placement.c) */
     uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
     double sm_sum;      /* sum of SM use samples (percent) in this attempt */
     int samples;        /* NVML samples of this attempt */

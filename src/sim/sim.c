@@ -10,13 +10,17 @@
  *
  * With opts.profile_s, demand groups (model, batch) are measured first, as a
  * run with auto demand does (docs/gpus.md): a group's first trial is offered,
- * its group's other trials wait, and profile_s later (or at its end) the
+ * its group's other trials start beside it on a guess or wait (below), and
+ * profile_s later (or at its end) the
  * group is measured: a second kind of event on its GPU, where the profiler's
  * reservation becomes its demand. Served (the run with no thread caps) places
  * each profiler at once, before the policy's round, as the run does: worst
  * fit with a provisional demand, beside trials already placed, so the
- * profilers of all groups start together; capped offers it all of a GPU's
- * compute and no memory (only an empty GPU takes it).
+ * profilers of all groups start together; the group's other trials are
+ * offered to the policy beside it on a guess (the provisional demand, its
+ * memory x GUESS_MARGIN, compute / GUESS_MARGIN) and hold their own demand
+ * once the profile ends (settle_guesses). Capped offers the profiler all of a GPU's compute and no
+ * memory (only an empty GPU takes it), and there the others wait.
  *
  * Served admission: the placers keep a GPU's compute within 1 + oversubscribe;
  * the run admits a k-th trial while the GPU's compute stays within
@@ -53,6 +57,7 @@ typedef struct rtrial {   /* a running trial */
     double shrink_at;     /* profiling: when d becomes real (INFINITY: not profiling) */
     tp_demand_t real;     /* its demand, once measured */
     uint32_t group;       /* its (model, batch) group */
+    uint8_t guessed;      /* started beside its group's profiler on a guess: d is the guess */
 } rtrial_t;
 
 typedef struct gstate { /* one GPU */
@@ -115,6 +120,7 @@ typedef struct sim {
     size_t *offer;     /* per offered demand: its index in pend */
     uint8_t *taken;    /* per pending trial of a round: placed */
     uint8_t *profiler; /* per offered demand: it measures its group */
+    uint8_t *guessed;  /* per offered demand: beside its group's profiler, on a guess */
     sgroup_t *grp;
     size_t ngrp, capgrp;
     int incremental;
@@ -290,9 +296,10 @@ static int refill(sim_t *S) {
 }
 
 /* Start pending trial p on GPU gpu of node, holding d (its demand, or a
- * profiler's whole GPU: then profiling). */
+ * profiler's provisional one or whole GPU: then profiling; or a guess
+ * beside its group's profiler: guessed). */
 static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t node, size_t gpu,
-                        double now) {
+                        int guessed, double now) {
     uint32_t gi = (uint32_t)(S->u.gpu_base[node] + gpu);
     uint32_t slot;
     if (S->nfree) {
@@ -311,7 +318,7 @@ static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t 
     while (lane < 63 && (g->lanes >> lane & 1))
         lane++;
     g->lanes |= (uint64_t)1 << lane;
-    int profiling = S->grp[p->group].state == GROUP_PROFILING;
+    int profiling = !guessed && S->grp[p->group].state == GROUP_PROFILING;
     S->run[slot] = (rtrial_t){.id = p->d.id,
                               .gpu = gi,
                               .lane = lane,
@@ -324,6 +331,7 @@ static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t 
                               .start = now,
                               .real = p->d,
                               .group = p->group,
+                              .guessed = (uint8_t)guessed,
                               .shrink_at = profiling ? now + S->o->profile_s : INFINITY};
     if (g->n == g->cap) {
         g->cap = g->cap ? 2 * g->cap : 4;
@@ -350,6 +358,31 @@ static tp_assign_t held_on(const sim_t *S, uint32_t gi) {
     return (tp_assign_t){.placed = 1, .node = node, .ngpus = 1, .gpu = {gi - S->u.gpu_base[node]}};
 }
 
+/* Group k is measured at time now: each trial of it running on a guess
+ * holds its own demand from now on, as the run's do (src/run/profiling.c).
+ * GPU gi (whose event this is) is advanced and recomputed by its caller.
+ * O(running). */
+static void settle_guesses(sim_t *S, uint32_t k, uint32_t gi, double now) {
+    for (uint32_t gj = 0; gj < S->ngpus; gj++) {
+        gstate_t *g = &S->g[gj];
+        int changed = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            rtrial_t *t = &S->run[g->slots[i]];
+            if (!t->guessed || t->group != k) continue;
+            if (!changed && gj != gi) advance(S, gj, now);
+            tp_assign_t held = held_on(S, gj);
+            tp__place_release(S->c, &S->u, &t->d, &held);
+            tp__place_commit(S->c, &S->u, &t->real, &held);
+            t->d = t->real;
+            t->guessed = 0;
+            changed = 1;
+        }
+        if (!changed) continue;
+        mark_dirty(S, S->node_of[gj]);
+        if (gj != gi) recompute(S, gj);
+    }
+}
+
 /* Trial at position i of GPU gi's list ends at time now: give back what it
  * held, record it, free its slot. */
 static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
@@ -362,6 +395,7 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     if (t->shrink_at < INFINITY) { /* ended while profiling: measured */
         S->grp[t->group].state = GROUP_MEASURED;
         S->grp[t->group].mem_mib = t->real.memory_mib;
+        settle_guesses(S, t->group, gi, now);
     }
     g->lanes &= ~((uint64_t)1 << t->lane);
     if (S->o->record) {
@@ -392,9 +426,10 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     mark_dirty(S, node);
 }
 
-/* A profiling trial's measurement is done: its reservation (all of the GPU's
- * compute) becomes its demand, and its group's trials may be placed. */
-static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t) {
+/* A profiling trial's measurement is done at time now: its reservation
+ * becomes its demand, and so do those of its group's trials started on a
+ * guess; its group's trials are placed by their demand from now on. */
+static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t, double now) {
     tp_assign_t held = held_on(S, gi);
     tp__place_release(S->c, &S->u, &t->d, &held);
     tp__place_commit(S->c, &S->u, &t->real, &held);
@@ -402,6 +437,7 @@ static void end_profile(sim_t *S, uint32_t gi, rtrial_t *t) {
     t->shrink_at = INFINITY;
     S->grp[t->group].state = GROUP_MEASURED;
     S->grp[t->group].mem_mib = t->real.memory_mib;
+    settle_guesses(S, t->group, gi, now);
     S->r->events++;
     mark_dirty(S, held.node);
 }
@@ -415,7 +451,7 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
         double tol = 1e-9 * (t > 1 ? t : 1);
         for (size_t i = 0; i < g->n; i++) {
             rtrial_t *tr = &S->run[g->slots[i]];
-            if (g->slots[i] == first || tr->shrink_at <= t + tol) end_profile(S, gi, tr);
+            if (g->slots[i] == first || tr->shrink_at <= t + tol) end_profile(S, gi, tr, t);
         }
         first = UINT32_MAX; /* no trial is forced to finish */
     }
@@ -456,6 +492,20 @@ static void admit_headroom(sim_t *S, int on) {
  * the run counts what a profiler uses once that is more. */
 #define PROFILE_GUESS_COMPUTE 0.25
 #define PROFILE_GUESS_MIB 2048
+#define GUESS_MARGIN 2 /* a sibling on a guess: provisional memory x this, compute / this */
+
+/* The provisional demand of pending trial p's group, as the run's
+ * provisional_demand. O(groups). */
+static tp_demand_t provisional(const sim_t *S, const pend_t *p) {
+    tp_demand_t d = p->d;
+    d.compute = PROFILE_GUESS_COMPUTE;
+    d.memory_mib = p->d.memory_mib > PROFILE_GUESS_MIB ? p->d.memory_mib : PROFILE_GUESS_MIB;
+    for (size_t k = 0; k < S->ngrp; k++)
+        if (S->grp[k].state == GROUP_MEASURED && S->grp[k].mem_mib > d.memory_mib)
+            d.memory_mib = S->grp[k].mem_mib;
+    if (d.memory_mib > S->most_mib) d.memory_mib = p->d.memory_mib; /* the guess must fit */
+    return d;
+}
 
 /* Served: start pending trial i, its group's profiler, now, as the run does
  * before the policy's round: on the GPU with the most free compute where its
@@ -465,19 +515,13 @@ static void admit_headroom(sim_t *S, int on) {
  * later round). O(G). */
 static int start_profiler(sim_t *S, size_t i, double now) {
     const pend_t *p = &S->pend[i];
-    tp_demand_t d = p->d;
-    d.compute = PROFILE_GUESS_COMPUTE;
-    d.memory_mib = p->d.memory_mib > PROFILE_GUESS_MIB ? p->d.memory_mib : PROFILE_GUESS_MIB;
-    for (size_t k = 0; k < S->ngrp; k++)
-        if (S->grp[k].state == GROUP_MEASURED && S->grp[k].mem_mib > d.memory_mib)
-            d.memory_mib = S->grp[k].mem_mib;
-    if (d.memory_mib > S->most_mib) d.memory_mib = p->d.memory_mib; /* the guess must fit */
+    tp_demand_t d = provisional(S, p);
     size_t gi = tp__place_wf_gpu(S->c, &S->u, &d);
     if (gi == SIZE_MAX) return 0;
     tp_assign_t a = held_on(S, (uint32_t)gi);
     tp__place_commit(S->c, &S->u, &d, &a);
     S->grp[p->group].state = GROUP_PROFILING;
-    start_trial(S, p, &d, a.node, a.gpu[0], now);
+    start_trial(S, p, &d, a.node, a.gpu[0], 0, now);
     S->taken[i] = 1;
     return 1;
 }
@@ -493,7 +537,18 @@ static long place_round(sim_t *S, double now, int whole) {
     if (S->served) admit_headroom(S, 1);
     for (size_t i = 0; i < n; i++) { /* what is offered: all, less groups being measured */
         sgroup_t *gr = &S->grp[S->pend[i].group];
-        if (gr->state == GROUP_PROFILING) continue; /* its profiler runs, or is offered */
+        S->guessed[m] = 0;
+        if (gr->state == GROUP_PROFILING) { /* its profiler runs, or is offered */
+            if (!S->served || S->exclusive || S->o->profile_wait) continue;
+            /* served: its profiler runs; this one is offered beside it on a guess */
+            S->dbuf[m] = provisional(S, &S->pend[i]);
+            S->dbuf[m].memory_mib *= GUESS_MARGIN;
+            S->dbuf[m].compute /= GUESS_MARGIN;
+            if (S->dbuf[m].memory_mib > S->most_mib) continue; /* no GPU takes the guess */
+            S->profiler[m] = 0, S->guessed[m] = 1;
+            S->offer[m++] = i;
+            continue;
+        }
         S->dbuf[m] = S->pend[i].d;
         /* one that fits no GPU is offered as it is, and named by the loop's error */
         S->profiler[m] = gr->state == GROUP_UNMEASURED && S->pend[i].d.memory_mib <= S->most_mib;
@@ -582,7 +637,7 @@ static long place_round(sim_t *S, double now, int whole) {
                               "simulator models single-GPU trials only",
                               (long long)p->d.id, S->abuf[k].ngpus);
         size_t node = partial ? S->dirty_list[S->abuf[k].node] : S->abuf[k].node;
-        start_trial(S, p, &S->dbuf[k], node, S->abuf[k].gpu[0], now);
+        start_trial(S, p, &S->dbuf[k], node, S->abuf[k].gpu[0], S->guessed[k], now);
         S->taken[S->offer[k]] = 1;
         placed++;
     }
@@ -641,6 +696,7 @@ static void sim_free(sim_t *S) {
     free(S->offer);
     free(S->taken);
     free(S->profiler);
+    free(S->guessed);
     free(S->admit_off);
     free(S->grp);
     free(S->dirty);
@@ -718,6 +774,7 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
     S->offer = tp__xcalloc(S->window, sizeof *S->offer);
     S->taken = tp__xcalloc(S->window, 1);
     S->profiler = tp__xcalloc(S->window, 1);
+    S->guessed = tp__xcalloc(S->window, 1);
     S->dirty = tp__xcalloc(c->nnodes, 1);
     S->dirty_list = tp__xcalloc(c->nnodes, sizeof *S->dirty_list);
     S->sub_nodes = tp__xcalloc(c->nnodes, sizeof *S->sub_nodes);

@@ -58,8 +58,12 @@ typedef struct tp_sim_opts {
                                training), or to its end, before the group's other trials are
                                placed; served: the profilers of all groups are placed at once,
                                worst fit with the run's provisional demand, beside trials
-                               already placed; capped: each alone on an empty GPU. 0: every
+                               already placed, and their groups' other trials are offered
+                               beside them on a guess (the provisional demand, memory x2) until
+                               measured; capped: each alone on an empty GPU. 0: every
                                demand known at once */
+    int profile_wait;       /* served: a group's other trials wait for its profile instead
+                               (the run's resources.profile_wait) */
     tp_sim_model_t model;   /* the contention and admission model (TP_SIM_SERVED: 0) */
     const double *served;   /* C_1..C_4 for TP_SIM_SERVED; NULL: TP_FLUID_SERVED */
 } tp_sim_opts_t;

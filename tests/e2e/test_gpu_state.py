@@ -97,6 +97,28 @@ while not os.path.exists(end):  # training: a report now and then, as a trainer 
 os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": %d}\n' % (step + 1, x)).encode())
 '''
 
+# A trial of a profile_by group (issue 31, a group's other trials start beside its profiler):
+# nothing on the GPU until the file `go` exists (so no profile can end before the test lets it),
+# then `mib` MiB at SM 20% on its GPU, reporting steps until the file `end-<x>` exists.
+SIBLINGS_TRIAL = r'''
+import json, os, sys, time
+model = sys.argv[1]; x = int(sys.argv[2]); proc_dir = sys.argv[3]; uuids = json.loads(sys.argv[4])
+go = sys.argv[5]; end = sys.argv[6] + "-%d" % x; mib = int(sys.argv[7])
+while not os.path.exists(go):
+    time.sleep(0.05)
+gpu = uuids.index(os.environ["CUDA_VISIBLE_DEVICES"])
+tmp = os.path.join(proc_dir, ".%d.tmp" % os.getpid())
+with open(tmp, "w") as f:
+    json.dump({"gpu": gpu, "used_mib": mib, "sm_util": 20}, f)
+os.rename(tmp, os.path.join(proc_dir, "%d.json" % os.getpid()))
+step = 0
+while not os.path.exists(end):
+    step += 1
+    os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": %d}\n' % (step, x)).encode())
+    time.sleep(0.2)
+os.write(int(os.environ["TUNEPACK_REPORT_FD"]), ('{"step": %d, "acc": %d}\n' % (step + 1, x)).encode())
+'''
+
 
 class GpuState(GpuE2E):
 
@@ -270,10 +292,12 @@ class GpuState(GpuE2E):
 
     def run_auto(self, trials, **kw):
         """Run `trials` trials of one profile_by group on two 80 GB GPUs with gpu_memory and
-        gpu_compute auto (profile_time 2s); assert all completed; return the run directory."""
+        gpu_compute auto (profile_time 2s, profile_wait: the group's other trials wait for its
+        profile); assert all completed; return the run directory."""
         self.fake_gpus([(80 * GIB, None), (80 * GIB, None)])
         exp = self.exp(trials=trials, extra="profile_by: [model]\n",
-                       resources="gpu_memory: auto, gpu_compute: auto, profile_time: 2s", **kw)
+                       resources="gpu_memory: auto, gpu_compute: auto, profile_time: 2s, "
+                                 "profile_wait: true", **kw)
         run_dir = self.path("run")
         r = self.run_exp(exp, run_dir, env=self.gpu_env())
         self.assertExit(r, 0)
@@ -424,8 +448,9 @@ class GpuState(GpuE2E):
     def test_profilers_of_three_groups_run_at_once_beside_a_measured_trial(self):
         # One GPU; four groups (model a, b, c, d), two trials each, all auto. Before, each
         # group's profiler ran alone on an empty GPU, one group after another. Now all four
-        # profilers are placed at once under MPS; a is measured first and its second trial
-        # joins them while b, c and d are still being profiled.
+        # profilers are placed at once under MPS; with profile_wait a group's second trial
+        # waits for its profile: a is measured first and its second trial joins them while b,
+        # c and d are still being profiled.
         self.fake_gpus([(80 * GIB, None)])
         script = self.write("groups_trial.py", GROUPS_TRIAL)
         go, end = self.path("go"), self.path("end")
@@ -441,7 +466,8 @@ class GpuState(GpuE2E):
             "search: {algorithm: grid, trials: 1}\n"
             "concurrency: 8\n"
             "profile_by: [model]\n"
-            "resources: {gpus: 1, gpu_memory: auto, gpu_compute: auto, profile_time: 2s}\n"
+            "resources: {gpus: 1, gpu_memory: auto, gpu_compute: auto, profile_time: 2s,\n"
+            "            profile_wait: true}\n"
             "placement: {policy: vpack, reserve: 512M}\n"
             % ", ".join(yaml_str(a) for a in argv))
         run_dir = self.path("run")
@@ -626,6 +652,125 @@ class GpuState(GpuE2E):
             self.assertEqual(len(starts), 2, lines)
             self.assertNotIn("pid=%d" % stale[i], starts[1])
             self.assertTrue(lines[-1].endswith("] quit"), lines)
+
+
+
+class Siblings(GpuE2E):
+    """A group's other trials start beside its profiler on a guess (its provisional demand,
+    memory x2, no MPS limit) where that fits, and hold the measured demand once it is taken."""
+
+    def start(self, gib, xs, concurrency, placement, mib=2000):
+        """Start a run of models a, b, c x `xs` (SIBLINGS_TRIAL, `mib` MiB each, auto demand) on
+        one fake GPU of `gib` GiB; return (Popen, run_dir, go file, end prefix)."""
+        self.fake_gpus([(gib * GIB, None)])
+        script = self.write("siblings_trial.py", SIBLINGS_TRIAL)
+        go, end = self.path("go"), self.path("end")
+        argv = [PY, script, "{model}", "{x}", self.proc_dir,
+                json.dumps(self.uuids).replace("{", "{{").replace("}", "}}"), go, end, str(mib)]
+        exp = self.experiment(
+            "name: siblings\n"
+            "command: [%s]\n"
+            "metric: {name: acc, mode: max}\n"
+            "space:\n"
+            "  x: {grid: [%s]}\n"
+            "  model: {grid: [a, b, c]}\n"
+            "search: {algorithm: grid, trials: 1}\n"
+            "concurrency: %d\n"
+            "profile_by: [model]\n"
+            "resources: {gpus: 1, gpu_memory: auto, gpu_compute: auto, profile_time: 1s}\n"
+            "placement: %s\n"
+            % (", ".join(yaml_str(a) for a in argv), ", ".join(map(str, xs)), concurrency,
+               placement))
+        run_dir = self.path("run")
+        return self.start_run(exp, run_dir, env=self.gpu_env()), run_dir, go, end
+
+    def count(self, run_dir, kind, n):
+        """Wait until run_dir has journaled n events of kind; return them."""
+        def enough():
+            rows = self.poll_query(run_dir, "SELECT * FROM events WHERE kind = ?", kind)
+            return rows if rows is not None and len(rows) >= n else None
+        rows = wait_for(enough, 60, interval=0.2)
+        self.assertTrue(rows, "fewer than %d `%s` events" % (n, kind))
+        return rows
+
+    def finish(self, p, run_dir, end, xs):
+        for x in xs:
+            with open("%s-%d" % (end, x), "w"):
+                pass
+        p.wait(timeout=90)
+        self.assertEqual(p.returncode, 0, p.stderr.read())
+        with self.store(run_dir) as s:
+            self.assertEqual({t["state"] for t in s.trials()}, {"completed"})
+            model_of = {t["id"]: t["params"]["model"] for t in s.trials()}
+            profiled = {model_of[e["trial"]]: e for e in s.events(kind="profiled")}
+            spans = attempt_intervals(s)
+            _, rows = gpu_timeline(s)
+        self.assertEqual(sorted(profiled), ["a", "b", "c"])
+        return model_of, profiled, spans, rows
+
+    def test_a_groups_other_trials_start_beside_its_profiler(self):
+        # One 80 GB GPU; three groups, trials x = 0, 1 of each at first (concurrency 6), and x
+        # = 2 of each once those of x = 0 have ended.
+        p, run_dir, go, end = self.start(80, [0, 1, 2], 6, "{policy: vpack, reserve: 512M}")
+        try:
+            self.count(run_dir, "running", 6)
+            self.assertEqual(self.poll_query(run_dir, "SELECT id FROM events WHERE kind = "
+                                                      "'profiled'"), [])
+        finally:
+            with open(go, "w"):
+                pass
+        self.count(run_dir, "profiled", 3)
+        with open(end + "-0", "w"):
+            pass
+        self.count(run_dir, "running", 9)
+        model_of, profiled, spans, rows = self.finish(p, run_dir, end, [1, 2])
+        first = min(e["id"] for e in profiled.values())
+        profilers = {(e["trial"], 1) for e in profiled.values()}
+        early = sorted(k for k, (start, _) in spans.items() if start < first)
+        # All six attempts of the first wave, two of each group, ran before any profile ended.
+        self.assertEqual(len(early), 6, spans)
+        self.assertEqual(sorted(model_of[t] for t, _ in early), sorted("aabbcc"))
+        self.assertTrue(profilers <= set(early), (profilers, early))
+        for key in early:
+            row = rows[key]
+            self.assertEqual((row["gpus"], row["sharing"]), ([0], "mps"), row)
+            self.assertNotIn("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", row["env"], row)
+            self.assertNotIn("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", row["env"], row)
+            # the profiler with the provisional 2 GiB and 0.25, its sibling on a guess with twice
+            # the memory and half the compute
+            want = (2048, 0.25) if key in profilers else (4096, 0.125)
+            self.assertEqual((row["memory_mib"], row["compute"]), want, row)
+        # The trials placed after the profiles hold the measured demand (2000 MiB + 10%) and
+        # its MPS memory limit.
+        late = [k for k in spans if k not in early]
+        self.assertEqual(len(late), 3, spans)
+        for key in late:
+            row = rows[key]
+            self.assertGreater(spans[key][0], profiled[model_of[key[0]]]["id"])
+            self.assertEqual(row["memory_mib"], 2200, row)
+            self.assertEqual(row["env"].get("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+                             "0=%dM" % math.ceil(2200 * 1.1 - 1e-9), row)
+
+    def test_on_a_small_gpu_a_groups_other_trials_wait_for_its_profile(self):
+        # One 8 GB GPU (7.5 GiB after the reserve): the three profilers take 2 GiB each and a
+        # sibling on a guess would take 4 GiB more: none fits, so they wait for the profiles.
+        # Measured (1000 MiB + 10%), all six fit.
+        p, run_dir, go, end = self.start(8, [0, 1], 6, "{policy: vpack, reserve: 512M}",
+                                         mib=1000)
+        try:
+            self.count(run_dir, "running", 3)
+        finally:
+            with open(go, "w"):
+                pass
+        self.count(run_dir, "running", 6)
+        model_of, profiled, spans, rows = self.finish(p, run_dir, end, [0, 1])
+        profilers = {(e["trial"], 1) for e in profiled.values()}
+        for key, (start, _) in spans.items():
+            if key in profilers:
+                continue
+            self.assertGreater(start, profiled[model_of[key[0]]]["id"],
+                               "trial %d started before its group's profile" % key[0])
+            self.assertEqual(rows[key]["memory_mib"], 1100, rows[key])
 
 
 if __name__ == "__main__":

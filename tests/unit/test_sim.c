@@ -278,29 +278,20 @@ TP_TEST(test_uncapped_admission_follows_the_served_curve) {
     tp__workload_free(&w);
 }
 
-TP_TEST(test_profilers_of_all_groups_run_together_and_their_groups_wait) {
-    /* Three groups of two light trials on one GPU, profile 10 s. Served: the
-     * three profilers start together at 0 beside each other (0.9 <= C_3);
-     * each group's second trial waits for its group's measurement at 10.
-     * Capped: one profiler at a time, alone on the GPU. Served profilers
-     * are placed as the run places them: worst fit, compute 0.25. */
-    tp_workload_t w;
-    TP_REQUIRE(load_tiny(&w) == 0);
-    tp_sim_result_t r, capped;
-    tp_sim_opts_t o = {.overhead = 0.03, .record = 1, .profile_s = 10};
-    TP_CHECK_INT(sim(&w, "P3", "one", "wfd", 0, &o, &r), 0);
-    TP_REQUIRE(r.nintervals == 6);
-    /* a group's profiler is its lowest trial index; light, light2 and light3
-     * are models 0, 3 and 4 of the file */
-    double first[3] = {INFINITY, INFINITY, INFINITY}, second[3] = {0}, earliest_second = INFINITY;
+/* Of r's six trials of P3 (a group's profiler is its lowest trial index;
+ * light, light2 and light3 are models 0, 3 and 4 of the file): per group
+ * when its profiler started (first) and its other trial (second), and the
+ * earliest of the others. */
+static double group_starts(const tp_sim_result_t *r, double first[3], double second[3]) {
     int64_t first_id[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
-    for (size_t i = 0; i < r.nintervals; i++) {
-        const tp_sim_interval_t *iv = &r.intervals[i];
+    double earliest_second = INFINITY;
+    for (size_t i = 0; i < r->nintervals; i++) {
+        const tp_sim_interval_t *iv = &r->intervals[i];
         size_t gk = iv->model == 0 ? 0 : iv->model == 3 ? 1 : 2;
         if (iv->trial < first_id[gk]) first_id[gk] = iv->trial;
     }
-    for (size_t i = 0; i < r.nintervals; i++) {
-        const tp_sim_interval_t *iv = &r.intervals[i];
+    for (size_t i = 0; i < r->nintervals; i++) {
+        const tp_sim_interval_t *iv = &r->intervals[i];
         size_t gk = iv->model == 0 ? 0 : iv->model == 3 ? 1 : 2;
         if (iv->trial == first_id[gk]) {
             first[gk] = iv->start_s;
@@ -309,28 +300,63 @@ TP_TEST(test_profilers_of_all_groups_run_together_and_their_groups_wait) {
             earliest_second = fmin(earliest_second, iv->start_s);
         }
     }
+    return earliest_second;
+}
+
+TP_TEST(test_profilers_of_all_groups_run_together_and_their_groups_join_them_on_a_guess) {
+    /* Three groups of two light trials (compute 0.3) on one GPU, profile
+     * 10 s. Served: the three profilers start together at 0 beside each
+     * other (worst fit, compute 0.25, as the run places them), and their
+     * groups' other trials join them at 0 on a guess (compute 0.125, memory
+     * x2): 1.125 <= C_4 = 1.44. With profile_wait each
+     * group's second trial waits for its group's measurement at 10, as
+     * before. Capped: one profiler at a time, alone on the GPU. */
+    tp_workload_t w;
+    TP_REQUIRE(load_tiny(&w) == 0);
+    tp_sim_result_t r, waited, capped;
+    tp_sim_opts_t o = {.overhead = 0.03, .record = 1, .profile_s = 10};
+    TP_CHECK_INT(sim(&w, "P3", "one", "wfd", 0, &o, &r), 0);
+    TP_REQUIRE(r.nintervals == 6);
+    double first[3] = {INFINITY, INFINITY, INFINITY}, second[3] = {0};
+    group_starts(&r, first, second);
+    size_t at_zero = 0;
     for (size_t k = 0; k < 3; k++) {
         TP_CHECK_NEAR(first[k], 0, 1e-12); /* all profilers at once */
-        TP_CHECK(second[k] >= 10 - 1e-9);  /* the rest after the measurement */
+        at_zero += second[k] == 0;
+    }
+    TP_CHECK_INT(at_zero, 3); /* siblings beside them on a guess */
+    TP_CHECK_INT(r.max_colocated, 6);
+    o.profile_wait = 1;
+    TP_CHECK_INT(sim(&w, "P3", "one", "wfd", 0, &o, &waited), 0);
+    TP_REQUIRE(waited.nintervals == 6);
+    double earliest_second = group_starts(&waited, first, second);
+    for (size_t k = 0; k < 3; k++) {
+        TP_CHECK_NEAR(first[k], 0, 1e-12);
+        TP_CHECK(second[k] >= 10 - 1e-9); /* the rest after the measurement */
     }
     TP_CHECK_NEAR(earliest_second, 10, 1e-9); /* measured 10 s after the start, not before */
-    TP_CHECK_INT(r.max_colocated, 4);         /* 1.2 <= C_4: one more joins at 10 */
+    TP_CHECK_INT(waited.max_colocated, 4);    /* 1.2 <= C_4: one more joins at 10 */
+    /* six at once (143.8 s) against four and then two (203.6 s) */
+    TP_CHECK(r.makespan_s < 0.75 * waited.makespan_s);
+    o.profile_wait = 0;
     o.model = TP_SIM_CAPPED;
     TP_CHECK_INT(sim(&w, "P3", "one", "wfd", 0, &o, &capped), 0);
-    size_t at_zero = 0;
+    at_zero = 0;
     for (size_t i = 0; i < capped.nintervals; i++)
         at_zero += capped.intervals[i].start_s == 0;
     TP_CHECK_INT(at_zero, 1); /* capped: one profiler, alone */
-    TP_CHECK(r.makespan_s < 0.7 * capped.makespan_s);
+    TP_CHECK(waited.makespan_s < 0.7 * capped.makespan_s);
     tp__sim_result_free(&r);
+    tp__sim_result_free(&waited);
     tp__sim_result_free(&capped);
-    /* on two GPUs the run's worst fit spreads them: all at 0, on both GPUs */
+    /* on two GPUs the run's worst fit spreads them: all at 0, on both GPUs,
+     * and the siblings with them */
     o.model = TP_SIM_SERVED;
     TP_CHECK_INT(sim(&w, "P3", "two", "wfd", 0, &o, &r), 0);
     int on[2] = {0, 0};
     for (size_t i = 0; i < r.nintervals; i++)
         if (r.intervals[i].start_s == 0) on[r.intervals[i].gpu]++;
-    TP_CHECK(on[0] + on[1] == 3 && on[0] >= 1 && on[1] >= 1);
+    TP_CHECK(on[0] + on[1] == 6 && on[0] >= 1 && on[1] >= 1);
     tp__sim_result_free(&r);
     /* one-per-gpu runs as outside tunepack: a profiler too has its GPU alone */
     o.record = 0;
