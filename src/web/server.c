@@ -526,12 +526,20 @@ static int make_token(char out[33], tp_error_t *err) {
 
 /* The served URL, for tests and `run --dashboard`: the owner's alone, since
  * it carries the token. */
+/* The URL into path, whole or not at all: written to a temporary name and
+ * renamed, so a reader that waits for the file to appear never reads it
+ * empty (a test did, under load, and opened "" as the dashboard's URL). */
 static void write_ready_file(const char *path, const char *url) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    char tmp[4200];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) return;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return;
-    if (fchmod(fd, 0600) != 0 || write(fd, url, strlen(url)) != (ssize_t)strlen(url))
-        tp__log(TP_LOG_WARN, "dashboard: cannot write %s: %s", path, strerror(errno));
+    int ok = fchmod(fd, 0600) == 0 && write(fd, url, strlen(url)) == (ssize_t)strlen(url);
     close(fd);
+    if (!ok || rename(tmp, path) != 0) {
+        tp__log(TP_LOG_WARN, "dashboard: cannot write %s: %s", path, strerror(errno));
+        unlink(tmp);
+    }
 }
 
 /* A listening TCP socket on host:port (0: any free one); *bound gets the
