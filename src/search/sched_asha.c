@@ -136,7 +136,7 @@ void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, 
     }
     if (!ok || isnan(value)) {
         tr->failed = 1;
-        s->sampler->ops->tell(s->sampler, (uint64_t)trial, tr->config, NAN, now);
+        tp__searcher_tell(s->sampler, (uint64_t)trial, tr->config, NAN, st->budgets[rung], now);
         return;
     }
     tp_asha_rung_t *r = &st->rungs[rung];
@@ -151,7 +151,7 @@ void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, 
         r->n++;
     }
     r->res[i] = (tp_asha_result_t){.trial = trial, .value = value};
-    s->sampler->ops->tell(s->sampler, (uint64_t)trial, tr->config, value, now);
+    tp__searcher_tell(s->sampler, (uint64_t)trial, tr->config, value, st->budgets[rung], now);
 }
 
 void tp__asha_retry(tp_asha_t *st, int64_t t, int k) {

@@ -213,7 +213,8 @@ static void hb_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, double
     } else {
         t->value = value;
     }
-    s->sampler->ops->tell(s->sampler, (uint64_t)trial, t->config, t->value, now);
+    tp__searcher_tell(s->sampler, (uint64_t)trial, t->config, t->value, rung_budget(st, t->s, rung),
+                      now);
     if (rung == t->s) t->final = 1;
     if (st->active && rung == st->i) {
         st->done++;

@@ -8,9 +8,11 @@
 static const struct tp_searcher_ops *const searcher_table[] = {
     &tp__searcher_grid_ops,  &tp__searcher_random_ops, &tp__searcher_tpe_ops,
     &tp__searcher_nsga2_ops, &tp__searcher_gp_ops,     &tp__searcher_cmaes_ops,
+    &tp__searcher_bohb_ops,
 };
 
-const char *const tp__searcher_names[] = {"grid", "random", "tpe", "nsga2", "gp", "cmaes", NULL};
+const char *const tp__searcher_names[] = {"grid", "random", "tpe",  "nsga2",
+                                          "gp",   "cmaes",  "bohb", NULL};
 
 size_t tp__search_nobj(const tp_search_cfg_t *cfg) {
     return cfg->nobj > 1 ? cfg->nobj : 1;
@@ -81,6 +83,14 @@ void tp__searcher_free(tp_searcher_t *s) {
     if (!s) return;
     if (s->ops && s->ops->destroy) s->ops->destroy(s);
     free(s);
+}
+
+void tp__searcher_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
+                       double budget, double now) {
+    if (s->ops->tell_budget)
+        s->ops->tell_budget(s, index, config, value, budget, now);
+    else
+        s->ops->tell(s, index, config, value, now);
 }
 
 int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {

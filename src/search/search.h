@@ -10,7 +10,7 @@
 #include "util/util.h"
 
 typedef struct tp_search_cfg {
-    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" | "gp" | "cmaes" */
+    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" | "gp" | "cmaes" | "bohb" */
     uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid
                                (0 or 1: one pass) */
     uint64_t seed;          /* base seed */
@@ -18,6 +18,8 @@ typedef struct tp_search_cfg {
     unsigned maximize_mask; /* several objectives: bit j set when objective j is maximized */
     const json_t *enqueue;  /* configurations for the first trials (objects, maybe partial),
                                borrowed; NULL: none (see tp__searcher_ask) */
+    size_t startup;         /* tpe: told trials before the model (0: Optuna's 10); bohb sets it
+                               for the TPE it fits per budget */
 } tp_search_cfg_t;
 
 #define TP_MAX_OBJECTIVES 8 /* objectives a search may have */
@@ -38,6 +40,10 @@ struct tp_searcher_ops {
      * searcher that optimizes one objective only; tp__searcher_new refuses it then. */
     void (*tell_values)(tp_searcher_t *s, uint64_t index, const json_t *config,
                         const double *values, double now);
+    /* A result at a budget (the scheduler's rung budget): samplers that model each budget
+     * apart (bohb) keep it with that budget. NULL: tell() is used (see tp__searcher_tell). */
+    void (*tell_budget)(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
+                        double budget, double now);
     /* A prior observation (warm start: a completed trial of an earlier experiment), values[0..
      * nobj) as reported; told before the first ask, never asked for. NULL for a searcher that
      * does not learn (grid, random). */
@@ -68,6 +74,10 @@ void tp__searcher_free(tp_searcher_t *s);
  * the parameters that become inactive are removed. Every caller that asks
  * a sampler goes through here. Returns as ops->ask. */
 int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out);
+/* A job's result at a budget (0: none) for a sampler: ops->tell_budget when it has
+ * one, else ops->tell. Every scheduler with rungs tells through here. */
+void tp__searcher_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
+                       double budget, double now);
 /* The number of objectives of cfg (nobj, at least 1). */
 size_t tp__search_nobj(const tp_search_cfg_t *cfg);
 /* values as losses: maximized objectives negated, so smaller is better in
@@ -81,5 +91,6 @@ extern const struct tp_searcher_ops tp__searcher_tpe_ops;
 extern const struct tp_searcher_ops tp__searcher_nsga2_ops;
 extern const struct tp_searcher_ops tp__searcher_gp_ops;
 extern const struct tp_searcher_ops tp__searcher_cmaes_ops;
+extern const struct tp_searcher_ops tp__searcher_bohb_ops;
 
 #endif

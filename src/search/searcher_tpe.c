@@ -673,7 +673,7 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
         else if (o->state == OBS_PENDING && j != self)
             npend++;
     }
-    if (ntold >= TPE_STARTUP) {
+    if (ntold >= (s->cfg.startup ? s->cfg.startup : TPE_STARTUP)) {
         double *rank = tp__xmalloc(2 * ntold * sizeof *rank);
         size_t *ids = tp__xmalloc((ntold + npend) * sizeof *ids), r = 0, q = ntold;
         for (size_t j = 0; j < st->nobs; j++) {

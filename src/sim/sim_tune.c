@@ -349,14 +349,15 @@ static int make_scheduler(sim_t *m, tp_error_t *err) {
         tp_param_t p = {.name = tp__strdup(names[i]), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
         tp__space_add(&m->space, &p);
     }
-    tp_scheduler_cfg_t sc = {
-        .scheduler = m->c->scheduler,
-        .sampler = {.algorithm = "random", .trials = m->c->trials, .seed = m->c->seed},
-        .budget = {.name = "epochs",
-                   .min = m->c->budget_min,
-                   .max = m->c->budget_max,
-                   .eta = m->c->eta},
-        .maximize = 1};
+    tp_scheduler_cfg_t sc = {.scheduler = m->c->scheduler,
+                             .sampler = {.algorithm = m->c->sampler ? m->c->sampler : "random",
+                                         .trials = m->c->trials,
+                                         .seed = m->c->seed},
+                             .budget = {.name = "epochs",
+                                        .min = m->c->budget_min,
+                                        .max = m->c->budget_max,
+                                        .eta = m->c->eta},
+                             .maximize = 1};
     m->s = tp__scheduler_new(&m->space, &sc, err);
     if (!m->s) return -EINVAL;
     if (m->c->deadline_s > 0 && m->s->ops->deadline) m->s->ops->deadline(m->s, m->c->deadline_s);

@@ -3,7 +3,8 @@
  * reallocation policy (search/realloc.h) the real run uses.
  *
  * The workload is a synthetic family of learning curves over a space of two
- * parameters x, y in [0, 1] (sampled by the real `random` sampler):
+ * parameters x, y in [0, 1] (sampled by the real `random` sampler, or the
+ * one `sampler` names):
  *
  *   final quality   q(x, y)  = 0.92 - 0.35 (x - 0.65)^2 - 0.08 y
  *   learning time   tau      = 1.5 + 10 y (1 - x) + 3 x      (budget units)
@@ -37,6 +38,7 @@
 
 typedef struct tp_simtune_cfg {
     const char *scheduler;              /* asha | hypersched | hyperband | fifo | median */
+    const char *sampler;                /* search algorithm (NULL: random), e.g. tpe, bohb */
     int gpus;                           /* G, 1..TP_SCALING_MAX_GPUS */
     uint64_t trials;                    /* configurations the sampler proposes */
     uint64_t seed;                      /* sampler and noise */

@@ -156,19 +156,20 @@ TP_TEST(test_unknown_algorithm_suggests_the_closest_name) {
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
     TP_CHECK_INT(errno, EINVAL);
     TP_CHECK_STR(err.msg, "unknown search algorithm \"rnd\"; did you mean \"random\"? (known: "
-                          "grid, random, tpe, nsga2, gp, cmaes)");
+                          "grid, random, tpe, nsga2, gp, cmaes, bohb)");
     cfg.algorithm = "bayesian";
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
     TP_CHECK_STR(
         err.msg,
-        "unknown search algorithm \"bayesian\"; known: grid, random, tpe, nsga2, gp, cmaes");
+        "unknown search algorithm \"bayesian\"; known: grid, random, tpe, nsga2, gp, cmaes, bohb");
     TP_CHECK_STR(tp__searcher_names[0], "grid");
     TP_CHECK_STR(tp__searcher_names[1], "random");
     TP_CHECK_STR(tp__searcher_names[2], "tpe");
     TP_CHECK_STR(tp__searcher_names[3], "nsga2");
     TP_CHECK_STR(tp__searcher_names[4], "gp");
     TP_CHECK_STR(tp__searcher_names[5], "cmaes");
-    TP_CHECK(tp__searcher_names[6] == NULL);
+    TP_CHECK_STR(tp__searcher_names[6], "bohb");
+    TP_CHECK(tp__searcher_names[7] == NULL);
     cfg.algorithm = "cma-es";
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
     TP_CHECK_CONTAINS(err.msg, "did you mean \"cmaes\"?");

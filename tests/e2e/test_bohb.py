@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""search: {algorithm: bohb} end to end: it runs in hyperband's brackets when no scheduler is
+named (and in asha's rungs at concurrency 4) to the end, a run SIGKILLed at several points
+resumes into the same trials and decisions, and without a budget it is refused saying what it
+needs."""
+
+import sys
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import E2E, PY, main, yaml_str
+
+# loss falls with the epochs; its floor is (x - 0.3)^2 + (y - 0.6)^2
+TRIAL = r'''
+import json, os, sys
+x, y, epochs = float(sys.argv[1]), float(sys.argv[2]), int(float(sys.argv[3]))
+fd = int(os.environ["TUNEPACK_REPORT_FD"])
+for s in range(1, epochs + 1):
+    loss = (x - 0.3) ** 2 + (y - 0.6) ** 2 + 1.0 / s
+    os.write(fd, (json.dumps({"step": s, "loss": loss}) + "\n").encode())
+'''
+
+N = 24  # (1, 9, 3): brackets of 9, 5 and 3 configurations, then 9 again (cut at 7)
+
+
+class BohbTest(E2E):
+    def exp(self, concurrency, scheduler=None, budget=True, name="exp.yaml"):
+        script = self.write("trial.py", TRIAL)
+        sched = ", scheduler: %s" % scheduler if scheduler else ""
+        return self.experiment(
+            "name: bohb\n"
+            "command: [%s, %s, \"{x}\", \"{y}\", \"{epochs}\"]\n"
+            "metric: {name: loss, mode: min}\n"
+            "space:\n"
+            "  x: {uniform: [0, 1]}\n"
+            "  y: {uniform: [0, 1]}\n"
+            "search: {algorithm: bohb, trials: %d, seed: 5%s}\n"
+            "%s"
+            "concurrency: %d\n"
+            % (yaml_str(PY), yaml_str(script), N, sched,
+               "budget: {name: epochs, min: 1, max: 9, eta: 3}\n" if budget else "",
+               concurrency), name=name)
+
+    def decisions(self, run_dir):
+        with self.store(run_dir) as s:
+            return [tuple(r.values()) for r in
+                    s.q("SELECT kind, trial, rung, ok, value FROM decisions ORDER BY seq")]
+
+    def trials(self, run_dir):
+        with self.store(run_dir) as s:
+            return [(t["id"], t["params"], t["state"]) for t in s.trials()]
+
+    def whys(self, run_dir):
+        with self.store(run_dir) as s:
+            return [r["detail"] or "" for r in s.q("SELECT detail FROM decisions WHERE kind = 'job'")]
+
+    def test_runs_in_hyperband_brackets_by_default_and_in_asha_at_concurrency_4(self):
+        for sched, conc in ((None, 2), ("asha", 4)):
+            with self.subTest(scheduler=sched):
+                run_dir = self.path("run-%s" % sched)
+                self.assertExit(self.run_exp(self.exp(conc, sched, name="%s.yaml" % sched),
+                                             run_dir), 0)
+                ts = self.trials(run_dir)
+                self.assertEqual([t[0] for t in ts], list(range(N)))
+                self.assertEqual([t for t in ts if t[2] not in ("completed", "stopped")], [])
+                whys = self.whys(run_dir)
+                if sched is None:  # hyperband's brackets
+                    self.assertTrue(any("bracket s=2" in w for w in whys), whys[:3])
+                else:
+                    self.assertTrue(any(w.startswith("promoted to rung") for w in whys), whys)
+
+    def test_killed_at_any_moment_resumes_into_the_same_trials(self):
+        plain = self.path("plain")
+        exp = self.exp(1)
+        self.assertExit(self.run_exp(exp, plain), 0)
+        want, want_trials = self.decisions(plain), self.trials(plain)
+        killed = self.path("killed")
+        self.kill_at(exp, killed, [len(want) * k // 4 for k in (1, 2, 3)])
+        q = self.run_exp(exp, killed)
+        self.assertExit(q, 0)
+        self.assertNotIn("diverged", q.stderr)
+        self.assertEqual(self.decisions(killed), want)
+        self.assertEqual(self.trials(killed), want_trials)
+
+    def test_without_a_budget_it_is_refused_saying_what_it_needs(self):
+        r = self.run_exp(self.exp(1, budget=False), self.path("none"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("bohb", r.stderr)
+        self.assertIn("needs a budget", r.stderr)
+        r = self.run_exp(self.exp(1, scheduler="fifo", name="fifo.yaml"), self.path("fifo"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("needs a scheduler with rungs", r.stderr)
+
+
+if __name__ == "__main__":
+    main()
