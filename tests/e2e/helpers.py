@@ -380,6 +380,21 @@ class E2E(unittest.TestCase):
         for n in counts:
             self.kill_after(exp_path, run_dir, n)
 
+    def assert_kills_resume_the_same(self, exp_path, decisions, parts=4):
+        """Run exp_path to the end once (DIR plain); then run it again in DIR killed, SIGKILLed
+        at each of parts - 1 even shares of the plain run's decisions and resumed to the end;
+        assert it exits 0, never says "diverged", and decisions(run_dir) (the test's own view
+        of the decisions) is the same for both. Returns (plain, killed) for further checks."""
+        plain, killed = self.path("plain"), self.path("killed")
+        self.assertExit(self.run_exp(exp_path, plain), 0)
+        want = decisions(plain)
+        self.kill_at(exp_path, killed, [len(want) * k // parts for k in range(1, parts)])
+        q = self.run_exp(exp_path, killed)
+        self.assertExit(q, 0)
+        self.assertNotIn("diverged", q.stderr)
+        self.assertEqual(decisions(killed), want)
+        return plain, killed
+
     def lock_pid(self, run_dir):
         """The orchestrator's pid, as written in DIR/lock (None while there is none)."""
         try:

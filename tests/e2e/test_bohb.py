@@ -70,17 +70,8 @@ class BohbTest(E2E):
                     self.assertTrue(any(w.startswith("promoted to rung") for w in whys), whys)
 
     def test_killed_at_any_moment_resumes_into_the_same_trials(self):
-        plain = self.path("plain")
-        exp = self.exp(1)
-        self.assertExit(self.run_exp(exp, plain), 0)
-        want, want_trials = self.decisions(plain), self.trials(plain)
-        killed = self.path("killed")
-        self.kill_at(exp, killed, [len(want) * k // 4 for k in (1, 2, 3)])
-        q = self.run_exp(exp, killed)
-        self.assertExit(q, 0)
-        self.assertNotIn("diverged", q.stderr)
-        self.assertEqual(self.decisions(killed), want)
-        self.assertEqual(self.trials(killed), want_trials)
+        plain, killed = self.assert_kills_resume_the_same(self.exp(1), self.decisions)
+        self.assertEqual(self.trials(killed), self.trials(plain))
 
     def test_without_a_budget_it_is_refused_saying_what_it_needs(self):
         r = self.run_exp(self.exp(1, budget=False), self.path("none"))

@@ -68,16 +68,7 @@ class CmaesTest(E2E):
         self.assertLess(last, 0.25 * first)
 
     def test_killed_at_any_moment_resumes_into_the_same_trials(self):
-        plain = self.path("plain")
-        exp = self.exp(1)
-        self.assertExit(self.run_exp(exp, plain), 0)
-        want = self.decisions(plain)
-        killed = self.path("killed")
-        self.kill_at(exp, killed, [len(want) * k // 4 for k in (1, 2, 3)])
-        q = self.run_exp(exp, killed)
-        self.assertExit(q, 0)
-        self.assertNotIn("diverged", q.stderr)
-        self.assertEqual(self.decisions(killed), want)
+        plain, killed = self.assert_kills_resume_the_same(self.exp(1), self.decisions)
         self.assertEqual([t[:2] for t in self.trials(killed)], [t[:2] for t in self.trials(plain)])
 
 
