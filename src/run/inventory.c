@@ -203,7 +203,7 @@ int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
     node->served = 0; /* until its MPS daemons run */
     if (r->x.res.gpus == 0) {
         ns->sharing = "cpu";
-    } else if (r->x.sharing == TP_SHARING_NONE || r->pl.placer == tp__placer_find("one-per-gpu")) {
+    } else if (tp__placement_exclusive(r)) {
         /* A GPU each: the trial runs as it would outside tunepack (no MPS daemon,
          * no MPS variables, CUDA_VISIBLE_DEVICES alone). */
         ns->sharing = "exclusive";

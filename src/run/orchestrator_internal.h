@@ -212,6 +212,10 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);
 /* The trial a `usage` entry e of node n is about, if its attempt runs
  * there; else NULL. O(1). */
 trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const json_t *e);
+/* Whether every trial gets a GPU of its own, as outside tunepack (`sharing:
+ * none` or `placement: {policy: one-per-gpu}`): no MPS daemon, no MPS
+ * variables, and profilers placed by the policy like any trial. O(1). */
+int tp__placement_exclusive(const tp_run_t *r);
 /* Record measurement p as g's demand (the parts that are `auto`). */
 void tp__placement_apply_profile(tp_run_t *r, demand_group_t *g, const tp_profile_t *p);
 /* An attempt that ran out of GPU memory: grow its group's demand. Returns 1

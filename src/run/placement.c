@@ -242,13 +242,17 @@ static void provisional_demand(const tp_run_t *r, tp_demand_t *d) {
  * with the most free compute (worst fit) before the policy places the rest:
  * several groups' profilers go to as many GPUs as there are, and beside
  * trials running where one GPU is all there is. Where GPUs are not shared
- * (`one-per-gpu`, `sharing: none`: every node "exclusive") the policy places
+ * (tp__placement_exclusive: `one-per-gpu`, `sharing: none`) the policy places
  * them like any trial, a GPU each: on an H200 three profilers put beside each
  * other under one-per-gpu time-sliced and took 1.14-1.25x their time alone.
  * O(profilers x GPUs). */
+int tp__placement_exclusive(const tp_run_t *r) {
+    return r->x.sharing == TP_SHARING_NONE || r->pl.placer == tp__placer_find("one-per-gpu");
+}
+
 static void place_profilers(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, const int *profiling,
                             size_t m, tp_assign_t *out) {
-    if (r->pl.cluster.nnodes && strcmp(r->pl.node[0].sharing, "exclusive") == 0) return;
+    if (tp__placement_exclusive(r)) return;
     for (size_t i = 0; i < m; i++) {
         if (!profiling[i] || d[i].gpus != 1) continue;
         size_t gi = tp__place_wf_gpu(&r->pl.cluster, u, &d[i]);
