@@ -72,6 +72,15 @@ static const char *const SQL_TABLE_METRICS =
 static const char *const SQL_PARAM_AT = "json_extract(t.params, ?%d)";
 static const char *const SQL_METRIC_AT =
     "(SELECT json_extract(r, ?%d) FROM (SELECT " LAST_REPORT " AS r) WHERE json_valid(r))";
+/* Whether a parameter or a metric a request names is one of the
+ * experiment's (?1 its JSON path): a trial has it (a metric: a number in a
+ * last report). The first trial that has it ends the look (one row when the
+ * name is right); a name that is none reads every trial once. */
+static const char *const SQL_HAS_PARAM =
+    "SELECT 1 FROM trials t WHERE json_type(t.params, ?1) IS NOT NULL LIMIT 1";
+static const char *const SQL_HAS_METRIC =
+    "SELECT 1 FROM (SELECT " LAST_REPORT " AS r FROM trials t) WHERE json_valid(r) AND "
+    "json_type(r, ?1) IN ('integer', 'real') LIMIT 1";
 /* One range condition: %s the column (twice), ?N its bound. A range holds
  * numbers only (SQLite orders any text above every number). */
 static const char *const SQL_AT_LEAST = " AND typeof(%s) IN ('integer', 'real') AND %s >= ?%d";
@@ -272,8 +281,9 @@ static int has_string(const json_t *a, const char *v) {
     return 0;
 }
 
-json_t *tp__web_table_columns(tp_store_t *s) {
-    json_t *found = names(s, SQL_TABLE_METRICS), *objectives = json_array();
+/* The objectives' names (the meta's, or the one metric), as an array. */
+static json_t *objectives_of(tp_store_t *s) {
+    json_t *objectives = json_array();
     char *text = tp__store_meta_get(s, "objectives");
     json_t *objs = text ? json_loads(text, 0, NULL) : NULL, *e;
     size_t i;
@@ -286,6 +296,14 @@ json_t *tp__web_table_columns(tp_store_t *s) {
         tp__web_metric(s, &m);
         json_array_append_new(objectives, json_string(m.name));
     }
+    free(text);
+    json_decref(objs);
+    return objectives;
+}
+
+json_t *tp__web_table_columns(tp_store_t *s) {
+    json_t *found = names(s, SQL_TABLE_METRICS), *objectives = objectives_of(s), *e;
+    size_t i;
     json_t *metrics = json_array();
     json_array_foreach(objectives, i, e) {
         if (has_string(found, json_string_value(e))) json_array_append(metrics, e);
@@ -293,11 +311,51 @@ json_t *tp__web_table_columns(tp_store_t *s) {
     json_array_foreach(found, i, e) {
         if (!has_string(objectives, json_string_value(e))) json_array_append(metrics, e);
     }
-    free(text);
-    json_decref(objs);
     json_decref(found);
     return json_pack("{s:o, s:o, s:o}", "params", names(s, SQL_TABLE_PARAMS), "metrics", metrics,
                      "objectives", objectives);
+}
+
+/* The names in a JSON array of strings, joined by ", " into out ("none"). */
+static void joined(const json_t *a, char *out, size_t n) {
+    size_t i, len = 0;
+    json_t *e;
+    out[0] = 0;
+    json_array_foreach(a, i, e) {
+        if (len < n)
+            len +=
+                (size_t)snprintf(out + len, n - len, "%s%s", i ? ", " : "", json_string_value(e));
+    }
+    if (!json_array_size(a)) snprintf(out, n, "none");
+}
+
+/* Whether key ("p:NAME" or "m:NAME", path its JSON path) names one of the
+ * experiment's parameters or metrics (an objective always does): 0, or
+ * -EINVAL with err naming the ones there are. Only a name that is none
+ * costs a read of every trial (and of the columns, for the message). */
+static int column_known(tp_store_t *s, const char *key, const char *path, tp_error_t *err) {
+    int param = key[0] == 'p', found = 0;
+    if (!param) {
+        json_t *objectives = objectives_of(s);
+        found = has_string(objectives, key + 2);
+        json_decref(objectives);
+    }
+    sqlite3_stmt *st = found ? NULL : tp__web_prepare(s, param ? SQL_HAS_PARAM : SQL_HAS_METRIC);
+    if (st) {
+        sqlite3_bind_text(st, 1, path, -1, SQLITE_STATIC);
+        found = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    if (found) return 0;
+    json_t *cols = tp__web_table_columns(s);
+    char params[600], metrics[600];
+    joined(json_object_get(cols, "params"), params, sizeof params);
+    joined(json_object_get(cols, "metrics"), metrics, sizeof metrics);
+    json_decref(cols);
+    return tp__errorf(err, -EINVAL,
+                      "no column \"%s\": the experiment's parameters (p:NAME) are %s; its "
+                      "metrics (m:NAME) %s",
+                      key, params, metrics);
 }
 
 /* One row of the table: the trial (trial_row), its retries as `tunepack
@@ -358,7 +416,8 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
     const char *sort = q->sort && *q->sort ? q->sort : "id";
     if (q->nranges > TP_WEB_RANGES_MAX)
         return tp__errorf(err, -EINVAL, "at most %d ranges", TP_WEB_RANGES_MAX), NULL;
-    if (column_sql(sort, 5, expr, sizeof expr, b.sort_path, sizeof b.sort_path, err) != 0)
+    if (column_sql(sort, 5, expr, sizeof expr, b.sort_path, sizeof b.sort_path, err) != 0 ||
+        (b.sort_path[0] && column_known(s, sort, b.sort_path, err) != 0))
         return NULL;
     int join = strcmp(sort, "promotions") == 0;
     /* Trials without the value last either way, then by id. */
@@ -367,7 +426,8 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
     for (size_t i = 0; i < q->nranges; i++) {
         const tp_web_range_t *r = &q->ranges[i];
         int at = 6 + 3 * (int)i;
-        if (column_sql(r->key, at, expr, sizeof expr, b.paths[i], sizeof b.paths[i], err) != 0)
+        if (column_sql(r->key, at, expr, sizeof expr, b.paths[i], sizeof b.paths[i], err) != 0 ||
+            (b.paths[i][0] && column_known(s, r->key, b.paths[i], err) != 0))
             return NULL;
         join |= strcmp(r->key, "promotions") == 0;
         if (!isnan(r->lo))

@@ -351,6 +351,20 @@ class Dashboard(GpuE2E):
             # Attempts apart from promotions, as `tunepack trials` counts them.
             for key in ("failures", "retries", "promotions", "attempts"):
                 self.assertEqual([int(c) for c in cells(key)], [cli[i][key] for i in want[:4]], key)
+            # A link per page: the last one's click shows its rows and puts it in the URL.
+            npages = (len(want) + 3) // 4
+            links = b.eval("[...document.querySelectorAll('#pages a, #pages b')].map(a => +a.dataset.page)")
+            self.assertEqual(links[0], 1)
+            self.assertEqual(links[-1], npages)
+            self.assertEqual(b.eval("document.querySelector('#pages b').textContent"), "1")
+            last = json.dumps(want[4 * (npages - 1):]).replace(" ", "")
+            b.eval("document.querySelector('#pages a[data-page=\"%d\"]').click()" % npages)
+            b.wait_for("JSON.stringify(%s) == '%s'" % (rows, last))
+            self.assertIn("offset=%d" % (4 * (npages - 1)), b.eval("location.hash"))
+            self.assertEqual(b.eval("document.querySelector('#pages b').textContent"), str(npages))
+            b.eval("document.querySelector('#pages a[data-page=\"1\"]').click()")
+            b.wait_for("JSON.stringify(%s) == '%s'" % (rows, page1))
+            self.assertNotIn("offset=", b.eval("location.hash"))
             # Page forward.
             page2 = json.dumps(want[4:8]).replace(" ", "")
             b.eval("document.getElementById('next-page').click()")
@@ -365,6 +379,17 @@ class Dashboard(GpuE2E):
             self.assertEqual(b.eval("document.getElementById('state-filter').value"), "completed")
             self.assertEqual(b.eval("document.querySelector('input[data-range=\"min.p:x\"]').value"), str(lo))
             self.assertIn("▴", b.eval("document.querySelector('#trials th[data-key=\"p:x\"]').textContent"))
+            # A column's label is a link to the view sorted by it: opened on its own (a new tab,
+            # a bookmark), it shows the same filtered rows by dropout, from the first page.
+            href = b.eval("document.querySelector('#trials th[data-key=\"p:dropout\"] a')"
+                          ".getAttribute('href')")
+            self.assertIn("sort=p%3Adropout", href)
+            self.assertNotIn("offset=", href)
+            dropout = {t["id"]: t["params"]["dropout"] for t in trials}
+            by_dropout = sorted(want, key=lambda i: dropout[i])
+            b.goto("about:blank")
+            b.goto(url + href)
+            b.wait_for("JSON.stringify(%s) == '%s'" % (rows, json.dumps(by_dropout[:4]).replace(" ", "")))
             # Sorting by a metric, descending; and a text match on a choice.
             b.goto(url + "#/e/0/trials?limit=50")
             b.wait_for("document.querySelectorAll('#trials tbody tr').length == 24")
@@ -388,6 +413,13 @@ class Dashboard(GpuE2E):
             status, body = api(printed, "api/e/0/trials?sort=p%3Ax%22")
             self.assertEqual(status, 400)
             self.assertIn("no column", body)
+            # Only the experiment's own parameters and metrics are columns; the error names them.
+            for bad in ("sort=p%3Amomentum", "min.m%3Aaccuracy=0"):
+                status, body = api(printed, "api/e/0/trials?" + bad)
+                self.assertEqual(status, 400, bad)
+                self.assertIn("no column", body)
+                for name in ("x", "opt", "dropout", "score", "loss"):
+                    self.assertIn(name, json.loads(body)["error"])
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")

@@ -249,6 +249,23 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     TP_CHECK(strstr(err.msg, "no column") != NULL);
     bad.sort = "lr";
     TP_CHECK(tp__web_trials(s, &bad, &err) == NULL);
+    /* Names are whitelisted against the experiment's: a parameter or a metric
+     * no trial has is refused, and the error names the ones there are. */
+    bad.sort = "p:momentum";
+    TP_CHECK(tp__web_trials(s, &bad, &err) == NULL);
+    TP_CHECK(strstr(err.msg, "no column \"p:momentum\"") != NULL);
+    TP_CHECK(strstr(err.msg, "are lr, noise") != NULL);
+    bad.sort = "m:accuracy";
+    TP_CHECK(tp__web_trials(s, &bad, &err) == NULL);
+    tp_web_trials_q_t bad_range = {.nranges = 1};
+    bad_range.ranges[0] = (tp_web_range_t){.key = "p:lr2", .lo = 0, .hi = NAN};
+    TP_CHECK(tp__web_trials(s, &bad_range, &err) == NULL);
+    TP_CHECK(strstr(err.msg, "p:lr2") != NULL);
+    /* The objective is a column even before any trial reports it. */
+    tp_web_trials_q_t by_val = {.sort = "m:val", .limit = 1};
+    page = tp__web_trials(s, &by_val, &err);
+    TP_CHECK(page != NULL);
+    json_decref(page);
     json_t *cols = tp__web_table_columns(s);
     TP_CHECK_INT(json_array_size(json_object_get(cols, "params")), 2);
     TP_CHECK_STR(json_string_value(json_array_get(json_object_get(cols, "objectives"), 0)), "val");

@@ -155,6 +155,14 @@ function experimentFrame(id, page, body) {
 
 const STATES = ["", "pending", "running", "paused", "completed", "stopped", "failed"];
 
+// A plain click on a link of the table's view: changed in place (a modified click opens the
+// link, say in a new tab, as the browser does).
+function inPlace(e) {
+  if (e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return false;
+  e.preventDefault();
+  return true;
+}
+
 // The columns of a page: key (what the server sorts and filters by), label, the cell.
 function tableColumns(cols) {
   const num = (key, label, cell, title) => ({key, label, cell, title, num: true, range: true});
@@ -190,12 +198,23 @@ function trialsView(id, query) {
   const offset = () => Math.max(0, +v.get("offset") || 0);
   const put = (k, val) => { if (val === "" || val === null || val === undefined) v.delete(k); else v.set(k, val); };
   let seq = 0, shownKey = "", columns = [], lastPage = null, colsSeen = null, refreshes = 0;
+  const hashOf = w => "#/e/" + id + "/trials" + (String(w) ? "?" + w : "");
   // A change of view: into the URL (without a new history entry or a hashchange), then a refresh.
   function changed(keepOffset) {
     if (!keepOffset) v.delete("offset");
-    history.replaceState(null, "", "#/e/" + id + "/trials" + (String(v) ? "?" + v : ""));
+    history.replaceState(null, "", hashOf(v));
     refresh().catch(e => { live.textContent = "not updating: " + e.message; live.className = "stale"; });
   }
+  // The view with some of its arguments changed, as a link: what a click on it shows, so that
+  // a sort or a page opens in a new tab too (a plain click changes the view in place).
+  function linkTo(changes) {
+    const w = new URLSearchParams(v);
+    for (const [k, val] of Object.entries(changes)) if (val === "" || val === null) w.delete(k); else w.set(k, val);
+    return hashOf(w);
+  }
+  // The sort a click on a column's label asks for: ascending, then descending.
+  const sortBy = key => ({sort: key === "id" ? "" : key,
+                          desc: (v.get("sort") || "id") === key && v.get("desc") !== "1" ? "1" : "", offset: ""});
   const search = el("input", {id: "text-filter", placeholder: "filter: parameter, decision or error",
                               value: v.get("q") || ""});
   search.addEventListener("input", () => { put("q", search.value); changed(); });
@@ -206,6 +225,7 @@ function trialsView(id, query) {
     changed();
   }});
   const pager = el("span", {class: "muted", id: "pager"});
+  const pages = el("span", {id: "pages"});
   const prev = el("button", {id: "prev-page", text: "‹ previous", onclick: () => {
     put("offset", Math.max(0, offset() - limit()) || ""); changed(true); }});
   const next = el("button", {id: "next-page", text: "next ›", onclick: () => {
@@ -213,7 +233,7 @@ function trialsView(id, query) {
   const table = el("table", {id: "trials"});
   const thead = el("thead"), tbody = el("tbody");
   table.append(thead, tbody);
-  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager),
+  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager, pages),
                   table);
   const frame = experimentFrame(id, "trials", body);
 
@@ -222,12 +242,14 @@ function trialsView(id, query) {
     const labels = el("tr", {}), filters = el("tr", {class: "filters"});
     for (const c of columns) {
       const th = el("th", {class: (c.key ? "sort" : "") + (c.num === true ? " num" : ""),
-                           title: c.title || "", text: c.label});
+                           title: c.title || ""}, c.key ? el("a", {text: c.label}) : c.label);
       if (c.key) {
         th.dataset.key = c.key;
-        th.addEventListener("click", () => {
-          put("desc", v.get("sort") === c.key && v.get("desc") !== "1" ? "1" : "");
-          put("sort", c.key === "id" ? "" : c.key);
+        th.addEventListener("click", e => {
+          if (!inPlace(e)) return;
+          const to = sortBy(c.key);
+          put("desc", to.desc);
+          put("sort", to.sort);
           changed();
         });
       }
@@ -258,10 +280,31 @@ function trialsView(id, query) {
   }
   function markSort(page) {
     for (const th of thead.querySelectorAll("th[data-key]")) {
-      const c = columns.find(x => x.key === th.dataset.key);
-      th.textContent = c.label + (th.dataset.key === page.sort ? (page.desc ? " ▾" : " ▴") : "");
+      const c = columns.find(x => x.key === th.dataset.key), a = th.firstChild;
+      a.textContent = c.label + (th.dataset.key === page.sort ? (page.desc ? " ▾" : " ▴") : "");
+      a.setAttribute("href", linkTo(sortBy(c.key)));
       th.classList.toggle("sorted", th.dataset.key === page.sort);
     }
+  }
+  // Links to the first and last pages and the two either side of this one: "1 … 4 5 6 7 8 … 40".
+  function pageLinks(page) {
+    const n = Math.ceil(page.matched / limit()), at = Math.floor(page.offset / limit());
+    const kids = [];
+    let gap = false;
+    for (let i = 0; i < n; i++) {
+      if (i !== 0 && i !== n - 1 && Math.abs(i - at) > 2) { gap = true; continue; }
+      if (gap) kids.push(el("span", {class: "muted", text: "…"}));
+      gap = false;
+      if (i === at) { kids.push(el("b", {"data-page": i + 1, text: String(i + 1)})); continue; }
+      const off = i * limit();
+      kids.push(el("a", {href: linkTo({offset: off || ""}), "data-page": i + 1, text: String(i + 1),
+                         onclick: e => {
+                           if (!inPlace(e)) return;
+                           put("offset", off || "");
+                           changed(true);
+                         }}));
+    }
+    pages.replaceChildren(...(n > 1 ? kids : []));
   }
 
   async function refresh() {
@@ -284,6 +327,7 @@ function trialsView(id, query) {
     markSort(page);
     pager.textContent = page.matched ? (page.offset + 1) + "–" + (page.offset + page.rows.length) +
       " of " + page.matched + (page.matched !== page.total ? " matching (" + page.total + " in all)" : "") : "no trial matches";
+    pageLinks(page);
     prev.disabled = page.offset === 0;
     next.disabled = page.offset + page.rows.length >= page.matched;
     table.dataset.total = page.total;
