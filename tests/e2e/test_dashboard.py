@@ -391,9 +391,14 @@ class Dashboard(GpuE2E):
             b.goto(url + href)
             b.wait_for("JSON.stringify(%s) == '%s'" % (rows, json.dumps(by_dropout[:4]).replace(" ", "")))
             # Sorting by a metric, descending; and a text match on a choice.
+            # The screenshot: sorted by x, filtered by state and a range, three pages of rows.
+            b.goto("about:blank")
+            b.goto(url + "#/e/0/trials?limit=%d&sort=p%%3Ax&state=completed&min.p%%3Ax=%s"
+                   "&max.p%%3Ax=%s" % ((len(want) + 2) // 3, lo, hi))
+            b.wait_for("document.querySelectorAll('#pages a').length == 2")
+            self.shot(b, "trials-table")
             b.goto(url + "#/e/0/trials?limit=50")
             b.wait_for("document.querySelectorAll('#trials tbody tr').length == 24")
-            self.shot(b, "trials-table")
             for _ in range(2):
                 b.eval("document.querySelector('#trials th[data-key=\"m:loss\"]').click()")
             b.wait_for("location.hash.includes('desc=1') && document.querySelector("
