@@ -235,12 +235,13 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
 /* ---- parameters: parallel coordinates and importance ---------------------- */
 
 /* The completed trials' values and parameters, as columns per parameter:
- * numeric (num[] finite) or categorical (cat[] as JSON text). */
+ * numeric (num[] finite) or categorical (cat[]: a string's text, any other
+ * value as JSON text). */
 typedef struct {
     char *name;
     int numeric; /* every present value is a number */
     double *num; /* per trial, NaN when absent or not a number */
-    char **cat;  /* per trial: the value as JSON text, or NULL when absent */
+    char **cat;  /* per trial: the value as above, or NULL when absent */
 } pcol_t;
 typedef struct {
     size_t n;      /* trials */
@@ -282,7 +283,9 @@ static void ptable_load(tp_store_t *s, ptable_t *t) {
                 c->num[i] = json_number_value(v);
             else
                 c->numeric = 0;
-            c->cat[i] = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            /* A choice's text as it is (adam, not "adam"), as the table shows it. */
+            c->cat[i] = json_is_string(v) ? tp__strdup(json_string_value(v))
+                                          : json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
         }
         json_decref(params);
     }

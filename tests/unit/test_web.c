@@ -208,6 +208,15 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     TP_CHECK(lr > 0.95); /* ten bins of a value that is a function of lr */
     TP_CHECK(noise >= 0 && noise < 0.05);
     json_decref(o);
+    /* Parallel coordinates label a choice as it is: a, not "a". */
+    tp_buf_t svg;
+    tp__buf_init(&svg);
+    tp__web_svg_parcoords(s, &svg);
+    TP_REQUIRE(svg.data != NULL);
+    TP_CHECK(strstr(svg.data, ">a</text>") != NULL);
+    TP_CHECK(strstr(svg.data, ">b</text>") != NULL);
+    TP_CHECK(strstr(svg.data, "&quot;a&quot;") == NULL);
+    tp__buf_free(&svg);
     /* The trials page sorts by value with the best first and counts the rest. */
     tp_web_trials_q_t q = {.sort = "value", .desc = 1, .limit = 5};
     tp_error_t err = {0};
