@@ -197,13 +197,16 @@ function trialsView(id, query) {
   const limit = () => Math.min(500, Math.max(1, +v.get("limit") || 100));
   const offset = () => Math.max(0, +v.get("offset") || 0);
   const put = (k, val) => { if (val === "" || val === null || val === undefined) v.delete(k); else v.set(k, val); };
+  // seq counts the changes of view: an answer to a view since changed is not drawn (one to the
+  // same view is, whether the click or the second's refresh asked for it, whichever comes first).
   let seq = 0, shownKey = "", columns = [], lastPage = null, colsSeen = null, refreshes = 0;
   const hashOf = w => "#/e/" + id + "/trials" + (String(w) ? "?" + w : "");
   // A change of view: into the URL (without a new history entry or a hashchange), then a refresh.
   function changed(keepOffset) {
     if (!keepOffset) v.delete("offset");
+    seq++;
     history.replaceState(null, "", hashOf(v));
-    refresh().catch(e => { live.textContent = "not updating: " + e.message; live.className = "stale"; });
+    refresh(true).catch(e => { live.textContent = "not updating: " + e.message; live.className = "stale"; });
   }
   // The view with some of its arguments changed, as a link: what a click on it shows, so that
   // a sort or a page opens in a new tab too (a plain click changes the view in place).
@@ -307,15 +310,17 @@ function trialsView(id, query) {
     pages.replaceChildren(...(n > 1 ? kids : []));
   }
 
-  async function refresh() {
-    const mine = ++seq;
+  // clicked: a change of view, whose rows are drawn as soon as they come (the summary and the
+  // columns wait for the next second's refresh).
+  async function refresh(clicked) {
+    const mine = seq;
     const q = new URLSearchParams(v);
     q.set("limit", limit());
     // The columns take a read of every trial: asked for at first, then every ten refreshes.
-    const askCols = !colsSeen || refreshes++ % 10 === 0;
+    const askCols = !colsSeen || (!clicked && refreshes++ % 10 === 0);
     const [page, cols] = await Promise.all([getJSON("/api/e/" + id + "/trials?" + q),
-      askCols ? getJSON("/api/e/" + id + "/columns") : colsSeen, frame()]);
-    if (mine !== seq) return;  // a later change is on its way
+      askCols ? getJSON("/api/e/" + id + "/columns") : colsSeen, clicked ? null : frame()]);
+    if (mine !== seq) return;  // the view changed since: its own answer is on its way
     lastPage = page;
     colsSeen = cols;
     const key = JSON.stringify(cols);
