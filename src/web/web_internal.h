@@ -42,9 +42,11 @@ typedef struct tp_web_trials_q {
 /* A page of the trials table, sorted and filtered by SQLite: {total,
  * matched, offset, limit, sort, desc, rows: [...]}, each row the trial with
  * its retries, promotions, last report (metrics) and latest placement (node,
- * gpus). NULL with err filled when a column named is none. O(n log n) in the
- * trials matched when sorted by other than id, O(page) reads after that
- * (10k trials, 1M metric rows: tens of ms, see bench/dashboard.py --table). */
+ * gpus). NULL with err filled when a column named is none (a p:NAME or
+ * m:NAME must be one of the experiment's: a trial has it, or an objective;
+ * the error lists them). O(n log n) in the trials matched when sorted by
+ * other than id, O(page) reads after that (10k trials, 1M metric rows: tens
+ * of ms, see bench/dashboard.py --table). */
 json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err);
 /* The trials table's columns: {params, metrics, objectives}: every
  * parameter a trial has, every number in the trials' last report lines (the
