@@ -22,7 +22,8 @@ typedef struct tp_search_cfg {
     size_t startup;         /* tpe: told trials before the model (0: Optuna's 10); bohb sets it
                                for the TPE it fits per budget */
     double budget_min;      /* the scheduler's budget (0: none), set by tp__scheduler_new: */
-    double budget_max;      /* dehb sizes its subpopulation of each budget b as max / b */
+    double budget_max;      /* dehb sizes its subpopulation of each budget b as max / b, */
+    double budget_eta;      /* and weighs each budget as a Hyperband iteration does */
 } tp_search_cfg_t;
 
 #define TP_MAX_OBJECTIVES 8 /* objectives a search may have */

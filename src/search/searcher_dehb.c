@@ -15,7 +15,9 @@
  *   searcher's draw from (seed, index): the lowest budget's population,
  *   seeded at random;
  *   else a budget b is drawn among those with members, with probability
- *   proportional to N_b (how often DEHB evolves each budget in that bracket),
+ *   proportional to how many configurations one Hyperband iteration (all its
+ *   brackets) evaluates at b, as often as DEHB evolves b's subpopulation
+ *   (81, 61, 35, 19, 10 for budgets 1..81, eta 3; N_b without a budget);
  *   its next member in turn is the target (DEHB's round robin), and the
  *   parents r1, r2, r3 come from the parent pool: for the lowest budget, P_b
  *   itself; for a higher one, the best N_b members of the next lower budget's
@@ -26,10 +28,14 @@
  *   are: DEHB's asynchronous variant, at any concurrency.
  *
  * tell at budget b: the result joins P_b while it has fewer than N_b
- * members; else a trial generated for b replaces its target if as good or
- * better (DE's selection), and any other (a trial promoted into b by the
- * scheduler, or one generated for another budget) replaces P_b's worst
- * member if better. A trial's later result at a budget where it is a member
+ * members. Once P_b is full, a trial generated for b replaces its target if
+ * as good or better (DE's selection); any other result (a trial the
+ * scheduler promoted into b, or one generated for another budget) replaces
+ * the worst member of a higher budget's P_b if better (DEHB fills the higher
+ * subpopulations with promoted configurations), and leaves the lowest
+ * budget's as it is: that one changes by DE's selection only (bench/
+ * mf_search found the lowest population chasing the first epochs' leaders
+ * otherwise). A trial's later result at a budget where it is a member
  * updates its fitness. Failed results (NaN) never join.
  *
  * Where this departs from DEHB: the scheduler, not the sampler, runs the
@@ -240,20 +246,40 @@ static size_t parent_pool(const dehb_state_t *st, size_t k, ranked_t *pool) {
     return n;
 }
 
-/* A level with members drawn with probability proportional to N_b; SIZE_MAX
- * when none has any. */
-static size_t draw_level(const dehb_state_t *st, tp_rng_t *rng) {
+/* How many configurations one Hyperband iteration (brackets s = s_max..0,
+ * bracket s starting ceil((s_max + 1) / (s + 1) eta^s) of them eta^s budget
+ * steps below max) evaluates at budget b: DEHB evolves b's subpopulation that
+ * often. N_b without a scheduler's budget. */
+static double weight(const tp_searcher_t *s, const dehb_level_t *e) {
+    double eta = s->cfg.budget_eta, max = s->cfg.budget_max, min = s->cfg.budget_min;
+    if (!(eta > 1 && max > 0 && min > 0)) return (double)e->cap;
+    int smax = (int)floor(log(max / min) / log(eta) + 1e-9);
+    int j = isinf(e->budget) ? 0 : (int)lround(log(max / e->budget) / log(eta)); /* steps down */
+    int i = smax - (j < 0 ? 0 : j > smax ? smax : j);
+    double w = 0;
+    for (int b = smax; b >= smax - i; b--) { /* bracket b: base level smax - b, its n_b */
+        double n = ceil((double)(smax + 1) / (double)(b + 1) * pow(eta, b) - 1e-9);
+        w += floor(n / pow(eta, i - (smax - b)) + 1e-9);
+    }
+    return w > 0 ? w : 1;
+}
+
+/* A level with members drawn with probability proportional to its weight;
+ * SIZE_MAX when none has any. */
+static size_t draw_level(const tp_searcher_t *s, tp_rng_t *rng) {
+    const dehb_state_t *st = s->impl;
     double total = 0;
     for (size_t k = 0; k < st->nl; k++)
-        total += st->l[k].n ? (double)st->l[k].cap : 0;
+        total += st->l[k].n ? weight(s, &st->l[k]) : 0;
     if (total <= 0) return SIZE_MAX;
     double r = tp__rng_uniform(rng) * total;
     size_t last = SIZE_MAX;
     for (size_t k = 0; k < st->nl; k++) {
         if (!st->l[k].n) continue;
+        double w = weight(s, &st->l[k]);
         last = k;
-        if (r < (double)st->l[k].cap) return k;
-        r -= (double)st->l[k].cap;
+        if (r < w) return k;
+        r -= w;
     }
     return last;
 }
@@ -264,7 +290,7 @@ static int evolve(tp_searcher_t *s, uint64_t index, double *u, dehb_asked_t *rec
     dehb_state_t *st = s->impl;
     tp_rng_t rng;
     tp__rng_seed(&rng, s->cfg.seed ^ DEHB_STREAM, index);
-    size_t k = draw_level(st, &rng);
+    size_t k = draw_level(s, &rng);
     if (k == SIZE_MAX) return 0;
     size_t all = 0;
     for (size_t j = 0; j < st->nl; j++)
@@ -366,7 +392,7 @@ static void dehb_tell_budget(tp_searcher_t *s, uint64_t index, const json_t *con
         set_member(e, e->n++, index, fit, u, st->d);
     } else if (a && a->homed && same_budget(a->home, e->budget) && a->slot < e->n) {
         if (fit <= e->m[a->slot].fit) set_member(e, a->slot, index, fit, u, st->d);
-    } else {
+    } else if (e != st->l) { /* promoted into a higher budget: in place of the worst */
         size_t w = 0;
         for (size_t j = 1; j < e->n; j++)
             if (e->m[j].fit > e->m[w].fit) w = j;
