@@ -10,7 +10,9 @@
  *                           + 0.08 (dropout - 0.3)^2 + {0.03, 0, 0.015}[opt]
  *   speed        k(theta) = (0.05 + 0.6 x) / (1 + w)   (large lr learns fast, wide slowly)
  *   error at epoch t: e + (0.9 - e) exp(-k t) + N(0, 0.01)   (noise fixed per trial, epoch)
- * so rankings at small budgets favour fast learners that end worse.
+ * so rankings at small budgets favour fast learners that end worse. With
+ * `mild` as the third argument the speed is k = (0.1 + 0.2 x) / (1 + 0.3 w):
+ * early rankings then mostly hold.
  *
  * Each method runs `trials` configurations at concurrency 4; a job's length
  * is the epochs it trains (a promoted trial continues from its checkpoint:
@@ -21,7 +23,7 @@
  * epochs asha + random spent in all. Medians over the seeds (a seed that
  * never reaches the target counts as the largest).
  *
- *   mf_search [seeds [trials]]   (default 10 seeds, 243 trials) */
+ *   mf_search [seeds [trials [mild]]]   (default 10 seeds, 243 trials) */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -54,15 +56,16 @@ static double num(const json_t *c, const char *k) {
     return json_number_value(json_object_get(c, k));
 }
 
-/* The curve's error for configuration c at epoch t, with noise from (seed, trial, t). */
-static double curve(const json_t *c, double t, uint64_t seed, int64_t trial) {
+/* The curve's error for configuration c at epoch t, with noise from (seed, trial, t);
+ * mild: the milder speed. */
+static double curve(const json_t *c, double t, uint64_t seed, int64_t trial, int mild) {
     double x = (log10(num(c, "lr")) + 4) / 4, w = log(num(c, "width") / 16) / log(16);
     double d = num(c, "dropout");
     const char *opt = json_string_value(json_object_get(c, "opt"));
     double off = !strcmp(opt, "sgd") ? 0.03 : !strcmp(opt, "adam") ? 0 : 0.015;
     double e = 0.05 + 0.3 * (x - 0.55) * (x - 0.55) + 0.1 * (w - 0.7) * (w - 0.7) +
                0.08 * (d - 0.3) * (d - 0.3) + off;
-    double k = (0.05 + 0.6 * x) / (1 + w);
+    double k = mild ? (0.1 + 0.2 * x) / (1 + 0.3 * w) : (0.05 + 0.6 * x) / (1 + w);
     tp_rng_t r;
     tp__rng_seed(&r, seed * 7919 + (uint64_t)trial, (uint64_t)llround(t));
     return e + (0.9 - e) * exp(-k * t) + 0.01 * tp__rng_normal(&r);
@@ -75,7 +78,7 @@ typedef struct outcome {
     size_t n;
 } outcome_t;
 
-static outcome_t run(const method_t *m, uint64_t seed, uint64_t trials) {
+static outcome_t run(const method_t *m, uint64_t seed, uint64_t trials, int mild) {
     tp_space_t sp;
     tp__space_init(&sp);
     add(&sp, "lr", TP_DOM_LOGUNIFORM, 1e-4, 1, 0);
@@ -122,7 +125,7 @@ static outcome_t run(const method_t *m, uint64_t seed, uint64_t trials) {
         now = running[first].end;
         running[first] = running[--nrun];
         reached[done.trial] = done.budget;
-        double v = curve(conf[done.trial], done.budget, seed, done.trial);
+        double v = curve(conf[done.trial], done.budget, seed, done.trial, mild);
         s->ops->result(s, done.trial, done.rung, 1, v, now);
         if (v < out.best) out.best = v;
         if (out.n + 2 > cap) {
@@ -160,8 +163,10 @@ static double median(double *v, size_t n) {
 int main(int argc, char **argv) {
     int seeds = argc > 1 ? atoi(argv[1]) : 10;
     uint64_t trials = argc > 2 ? strtoull(argv[2], NULL, 10) : 243;
+    int mild = argc > 3 && !strcmp(argv[3], "mild");
     if (seeds < 1 || seeds > 100 || trials < 1 || trials >= MAX_TRIALS) {
-        fprintf(stderr, "usage: mf_search [seeds (1..100) [trials (1..%d)]]\n", MAX_TRIALS - 1);
+        fprintf(stderr, "usage: mf_search [seeds (1..100) [trials (1..%d) [mild]]]\n",
+                MAX_TRIALS - 1);
         return 2;
     }
     double best[NMETHODS][100], ep[NMETHODS][100], to[NMETHODS][100], ratio[NMETHODS][100];
@@ -169,7 +174,7 @@ int main(int argc, char **argv) {
     for (int k = 0; k < seeds; k++) {
         outcome_t o[NMETHODS];
         for (size_t m = 0; m < NMETHODS; m++)
-            o[m] = run(&methods[m], (uint64_t)k + 1, trials);
+            o[m] = run(&methods[m], (uint64_t)k + 1, trials, mild);
         double target = o[0].best; /* asha + random's final best */
         for (size_t m = 0; m < NMETHODS; m++) {
             best[m][k] = o[m].best, ep[m][k] = o[m].epochs;
@@ -179,8 +184,9 @@ int main(int argc, char **argv) {
             free(o[m].trace);
         }
     }
-    printf("%d seeds, %llu trials, budget 1..81 eta 3, concurrency 4; medians over seeds\n", seeds,
-           (unsigned long long)trials);
+    printf("%s curves, %d seeds, %llu trials, budget 1..81 eta 3, concurrency 4; medians over "
+           "seeds\n",
+           mild ? "mild" : "misleading", seeds, (unsigned long long)trials);
     printf("%-20s %8s %8s %17s %13s %8s\n", "method", "best", "epochs", "epochs to target",
            "of asha+rnd's", "reached");
     for (size_t m = 0; m < NMETHODS; m++) {
