@@ -213,18 +213,19 @@ int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
-/* `search: {algorithm: bohb}` models the results of each budget apart: it
- * runs inside rungs, hyperband's unless search.scheduler names another with
- * rungs. */
-static int bohb_scheduler(cfgctx_t *c, yaml_node_t *root) {
+/* `search: {algorithm: bohb}` and `dehb` learn from the results of each
+ * budget apart: they run inside rungs, hyperband's unless search.scheduler
+ * names another with rungs. what says what the algorithm does per budget. */
+static int per_budget_scheduler(cfgctx_t *c, yaml_node_t *root, const char *what) {
     tp_experiment_t *x = c->x;
+    const char *algo = x->search.algorithm;
     if (!c->scheduler) {
         if (!x->budget_name && !c->budget)
             return fail(c, c->algorithm ? c->algorithm : root,
-                        "search algorithm bohb fits a model per budget and needs a budget to "
-                        "grow; add e.g. budget: {name: epochs, min: 1, max: 81, eta: 3} and pass "
-                        "{epochs} to the command (it runs in hyperband's brackets, or name "
-                        "scheduler: asha)");
+                        "search algorithm %s %s and needs a budget to grow; add e.g. budget: "
+                        "{name: epochs, min: 1, max: 81, eta: 3} and pass {epochs} to the "
+                        "command (it runs in hyperband's brackets, or name scheduler: asha)",
+                        algo, what);
         for (size_t i = 0; tp__scheduler_names[i]; i++)
             if (!strcmp(tp__scheduler_names[i], "hyperband")) x->scheduler = tp__scheduler_names[i];
         return 0;
@@ -232,17 +233,20 @@ static int bohb_scheduler(cfgctx_t *c, yaml_node_t *root) {
     if (strcmp(x->scheduler, "asha") && strcmp(x->scheduler, "hyperband") &&
         strcmp(x->scheduler, "hypersched"))
         return fail(c, c->scheduler,
-                    "search algorithm bohb fits a model per budget and needs a scheduler with "
-                    "rungs: hyperband (its default), asha or hypersched; %s runs every trial at "
-                    "one budget",
-                    x->scheduler);
+                    "search algorithm %s %s and needs a scheduler with rungs: hyperband (its "
+                    "default), asha or hypersched; %s runs every trial at one budget",
+                    algo, what, x->scheduler);
     return 0;
 }
 
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
     tp_experiment_t *x = c->x;
-    if (!strcmp(x->search.algorithm, "bohb") && !tp__cfg_failed_within(c, c->algorithm)) {
-        int rc = bohb_scheduler(c, root);
+    if (!tp__cfg_failed_within(c, c->algorithm)) {
+        int rc = 0;
+        if (!strcmp(x->search.algorithm, "bohb"))
+            rc = per_budget_scheduler(c, root, "fits a model per budget");
+        else if (!strcmp(x->search.algorithm, "dehb"))
+            rc = per_budget_scheduler(c, root, "evolves a population per budget");
         if (rc < 0) return rc;
     }
     int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband") ||

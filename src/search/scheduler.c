@@ -107,7 +107,12 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
         errno = EINVAL;
         return NULL;
     }
-    tp_searcher_t *sampler = tp__searcher_new(space, &cfg->sampler, cfg->maximize, err);
+    tp_search_cfg_t sc = cfg->sampler;
+    if (cfg->budget.name) {
+        sc.budget_min = cfg->budget.min, sc.budget_max = cfg->budget.max;
+        sc.budget_eta = cfg->budget.eta == 0 ? DEFAULT_ETA : cfg->budget.eta;
+    }
+    tp_searcher_t *sampler = tp__searcher_new(space, &sc, cfg->maximize, err);
     if (!sampler) return NULL; /* errno set */
     tp_scheduler_t *s = tp__xcalloc(1, sizeof *s);
     s->ops = ops;

@@ -8,11 +8,11 @@
 static const struct tp_searcher_ops *const searcher_table[] = {
     &tp__searcher_grid_ops,  &tp__searcher_random_ops, &tp__searcher_tpe_ops,
     &tp__searcher_nsga2_ops, &tp__searcher_gp_ops,     &tp__searcher_cmaes_ops,
-    &tp__searcher_bohb_ops,
+    &tp__searcher_bohb_ops,  &tp__searcher_dehb_ops,
 };
 
-const char *const tp__searcher_names[] = {"grid", "random", "tpe",  "nsga2",
-                                          "gp",   "cmaes",  "bohb", NULL};
+const char *const tp__searcher_names[] = {"grid",  "random", "tpe",  "nsga2", "gp",
+                                          "cmaes", "bohb",   "dehb", NULL};
 
 size_t tp__search_nobj(const tp_search_cfg_t *cfg) {
     return cfg->nobj > 1 ? cfg->nobj : 1;

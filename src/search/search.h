@@ -10,7 +10,8 @@
 #include "util/util.h"
 
 typedef struct tp_search_cfg {
-    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" | "gp" | "cmaes" | "bohb" */
+    const char *algorithm;  /* "grid" | "random" | "tpe" | "nsga2" | "gp" | "cmaes" | "bohb" |
+                               "dehb" */
     uint64_t trials;        /* random, tpe: trials (0: unbounded); grid: repeats of the full grid
                                (0 or 1: one pass) */
     uint64_t seed;          /* base seed */
@@ -20,6 +21,9 @@ typedef struct tp_search_cfg {
                                borrowed; NULL: none (see tp__searcher_ask) */
     size_t startup;         /* tpe: told trials before the model (0: Optuna's 10); bohb sets it
                                for the TPE it fits per budget */
+    double budget_min;      /* the scheduler's budget (0: none), set by tp__scheduler_new: */
+    double budget_max;      /* dehb sizes its subpopulation of each budget b as max / b, */
+    double budget_eta;      /* and weighs each budget as a Hyperband iteration does */
 } tp_search_cfg_t;
 
 #define TP_MAX_OBJECTIVES 8 /* objectives a search may have */
@@ -41,7 +45,7 @@ struct tp_searcher_ops {
     void (*tell_values)(tp_searcher_t *s, uint64_t index, const json_t *config,
                         const double *values, double now);
     /* A result at a budget (the scheduler's rung budget): samplers that model each budget
-     * apart (bohb) keep it with that budget. NULL: tell() is used (see tp__searcher_tell). */
+     * apart (bohb, dehb) keep it with that budget. NULL: tell() is used (see tp__searcher_tell). */
     void (*tell_budget)(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
                         double budget, double now);
     /* A prior observation (warm start: a completed trial of an earlier experiment), values[0..
@@ -92,5 +96,6 @@ extern const struct tp_searcher_ops tp__searcher_nsga2_ops;
 extern const struct tp_searcher_ops tp__searcher_gp_ops;
 extern const struct tp_searcher_ops tp__searcher_cmaes_ops;
 extern const struct tp_searcher_ops tp__searcher_bohb_ops;
+extern const struct tp_searcher_ops tp__searcher_dehb_ops;
 
 #endif

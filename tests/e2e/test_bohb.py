@@ -24,20 +24,22 @@ N = 24  # (1, 9, 3): brackets of 9, 5 and 3 configurations, then 9 again (cut at
 
 
 class BohbTest(E2E):
+    ALGO = "bohb"  # test_dehb.py runs these tests again with dehb
+
     def exp(self, concurrency, scheduler=None, budget=True, name="exp.yaml"):
         script = self.write("trial.py", TRIAL)
         sched = ", scheduler: %s" % scheduler if scheduler else ""
         return self.experiment(
-            "name: bohb\n"
+            "name: %s\n"
             "command: [%s, %s, \"{x}\", \"{y}\", \"{epochs}\"]\n"
             "metric: {name: loss, mode: min}\n"
             "space:\n"
             "  x: {uniform: [0, 1]}\n"
             "  y: {uniform: [0, 1]}\n"
-            "search: {algorithm: bohb, trials: %d, seed: 5%s}\n"
+            "search: {algorithm: %s, trials: %d, seed: 5%s}\n"
             "%s"
             "concurrency: %d\n"
-            % (yaml_str(PY), yaml_str(script), N, sched,
+            % (self.ALGO, yaml_str(PY), yaml_str(script), self.ALGO, N, sched,
                "budget: {name: epochs, min: 1, max: 9, eta: 3}\n" if budget else "",
                concurrency), name=name)
 
@@ -76,7 +78,7 @@ class BohbTest(E2E):
     def test_without_a_budget_it_is_refused_saying_what_it_needs(self):
         r = self.run_exp(self.exp(1, budget=False), self.path("none"))
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("bohb", r.stderr)
+        self.assertIn(self.ALGO, r.stderr)
         self.assertIn("needs a budget", r.stderr)
         r = self.run_exp(self.exp(1, scheduler="fifo", name="fifo.yaml"), self.path("fifo"))
         self.assertNotEqual(r.returncode, 0)

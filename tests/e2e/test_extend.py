@@ -180,9 +180,9 @@ class Extend(E2E):
                     self.assertGreater(len(after["decisions"]), len(before["decisions"]), what)
 
     def test_the_other_samplers_extend_a_finished_experiment_under_asha(self):
-        # grid, nsga2, gp, cmaes and bohb as random and tpe above, under the scheduler whose
+        # grid, nsga2, gp, cmaes, bohb and dehb as random and tpe above, under the scheduler whose
         # promotions made extending hang (one scheduler: the matrix above covers the rest).
-        for sampler in ("grid", "nsga2", "gp", "cmaes", "bohb"):
+        for sampler in ("grid", "nsga2", "gp", "cmaes", "bohb", "dehb"):
             with self.subTest(sampler=sampler):
                 run_dir, what = self.path("run-%s" % sampler), "asha + %s" % sampler
                 r = self.run_to_end(self.exp("asha", sampler, 9, 3), run_dir, what)

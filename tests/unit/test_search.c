@@ -156,12 +156,11 @@ TP_TEST(test_unknown_algorithm_suggests_the_closest_name) {
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
     TP_CHECK_INT(errno, EINVAL);
     TP_CHECK_STR(err.msg, "unknown search algorithm \"rnd\"; did you mean \"random\"? (known: "
-                          "grid, random, tpe, nsga2, gp, cmaes, bohb)");
+                          "grid, random, tpe, nsga2, gp, cmaes, bohb, dehb)");
     cfg.algorithm = "bayesian";
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
-    TP_CHECK_STR(
-        err.msg,
-        "unknown search algorithm \"bayesian\"; known: grid, random, tpe, nsga2, gp, cmaes, bohb");
+    TP_CHECK_STR(err.msg, "unknown search algorithm \"bayesian\"; known: grid, random, tpe, nsga2, "
+                          "gp, cmaes, bohb, dehb");
     TP_CHECK_STR(tp__searcher_names[0], "grid");
     TP_CHECK_STR(tp__searcher_names[1], "random");
     TP_CHECK_STR(tp__searcher_names[2], "tpe");
@@ -169,7 +168,8 @@ TP_TEST(test_unknown_algorithm_suggests_the_closest_name) {
     TP_CHECK_STR(tp__searcher_names[4], "gp");
     TP_CHECK_STR(tp__searcher_names[5], "cmaes");
     TP_CHECK_STR(tp__searcher_names[6], "bohb");
-    TP_CHECK(tp__searcher_names[7] == NULL);
+    TP_CHECK_STR(tp__searcher_names[7], "dehb");
+    TP_CHECK(tp__searcher_names[8] == NULL);
     cfg.algorithm = "cma-es";
     TP_CHECK(tp__searcher_new(&sp, &cfg, 1, &err) == NULL);
     TP_CHECK_CONTAINS(err.msg, "did you mean \"cmaes\"?");
