@@ -277,15 +277,18 @@ static int start_link(tp_agent_link_t *l);
 
 /* A message from the link's agent, decoded once (proto) and handed on to
  * the one handler table (messages.c). A malformed one (a member missing or
- * of the wrong type) is logged with the kind and member and dropped: the
- * agent is ours, so it is a bug, and a guess at its meaning would be worse. */
+ * of the wrong type) is a protocol error, as a bad frame is: the agent is
+ * taken for lost (on_lost: its trials run again), for a guess at what it
+ * meant (an `exited` without its code) would be worse. */
 static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
     tp_agent_link_t *l = c->data;
     l->heard_at = tp__mono_s();
     tp_agent_msg_t am;
     tp_error_t err = {0};
     if (tp__proto_decode(m, &am, &err) != 0) {
-        tp__log(TP_LOG_ERROR, "agent of %s: %s; message dropped", l->name, err.msg);
+        char why[sizeof err.msg + 32];
+        snprintf(why, sizeof why, "protocol error from the agent: %s", err.msg);
+        tp__conn_kill(c, why);
         return;
     }
     if (am.kind == TP_MSG_PONG && am.pong.has_t)
