@@ -151,170 +151,180 @@ static int decode_array(const json_t *head, const char *kind, const char *name, 
 #define F(st, name, type, req)                                                                     \
     { #name, type, req, offsetof(st, name) }
 
-static int decode_hello(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {
-        F(tp_msg_hello_t, protocol, F_INT, 1),     F(tp_msg_hello_t, node, F_STR, 1),
-        F(tp_msg_hello_t, cpus, F_INT, 1),         F(tp_msg_hello_t, memory_mib, F_U64, 0),
-        F(tp_msg_hello_t, pid, F_I64, 0),          F(tp_msg_hello_t, version, F_STR, 0),
-        F(tp_msg_hello_t, reaped, F_I64, 0),       F(tp_msg_hello_t, nvml, F_STR, 0),
-        F(tp_msg_hello_t, mps_control, F_BOOL, 0),
-    };
-    static const field_t gpu[] = {
-        F(tp_msg_hello_gpu_t, index, F_INT, 1),
-        F(tp_msg_hello_gpu_t, name, F_STR, 0),
-        F(tp_msg_hello_gpu_t, uuid, F_STR, 0),
-        F(tp_msg_hello_gpu_t, memory_mib, F_U64, 0),
-        F(tp_msg_hello_gpu_t, memory_used_mib, F_U64, 0),
-        F(tp_msg_hello_gpu_t, util, F_INT, 0),
-        F(tp_msg_hello_gpu_t, healthy, F_BOOL, 0),
-        F(tp_msg_hello_gpu_t, error, F_STR, 0),
-    };
+static const field_t hello_fields[] = {
+    F(tp_msg_hello_t, protocol, F_INT, 1),     F(tp_msg_hello_t, node, F_STR, 1),
+    F(tp_msg_hello_t, cpus, F_INT, 1),         F(tp_msg_hello_t, memory_mib, F_U64, 0),
+    F(tp_msg_hello_t, pid, F_I64, 0),          F(tp_msg_hello_t, version, F_STR, 0),
+    F(tp_msg_hello_t, reaped, F_I64, 0),       F(tp_msg_hello_t, nvml, F_STR, 0),
+    F(tp_msg_hello_t, mps_control, F_BOOL, 0),
+};
+static const field_t hello_gpu_fields[] = {
+    F(tp_msg_hello_gpu_t, index, F_INT, 1),
+    F(tp_msg_hello_gpu_t, name, F_STR, 0),
+    F(tp_msg_hello_gpu_t, uuid, F_STR, 0),
+    F(tp_msg_hello_gpu_t, memory_mib, F_U64, 0),
+    F(tp_msg_hello_gpu_t, memory_used_mib, F_U64, 0),
+    F(tp_msg_hello_gpu_t, util, F_INT, 0),
+    F(tp_msg_hello_gpu_t, healthy, F_BOOL, 0),
+    F(tp_msg_hello_gpu_t, error, F_STR, 0),
+};
+static const field_t mps_failure_fields[] = {
+    F(tp_msg_mps_failure_t, index, F_INT, 1),
+    F(tp_msg_mps_failure_t, error, F_STR, 1),
+};
+static const field_t usage_gpu_fields[] = {
+    F(tp_msg_usage_gpu_t, index, F_INT, 1), F(tp_msg_usage_gpu_t, foreign_mib, F_U64, 1),
+    F(tp_msg_usage_gpu_t, util, F_INT, 1),  F(tp_msg_usage_gpu_t, healthy, F_BOOL, 1),
+    F(tp_msg_usage_gpu_t, error, F_STR, 0),
+};
+static const field_t usage_trial_fields[] = {
+    F(tp_msg_usage_trial_t, trial, F_I64, 1),   F(tp_msg_usage_trial_t, attempt, F_I64, 1),
+    F(tp_msg_usage_trial_t, gpu, F_INT, 1),     F(tp_msg_usage_trial_t, used_mib, F_U64, 1),
+    F(tp_msg_usage_trial_t, sm_util, F_INT, 1),
+};
+static const field_t error_fields[] = {F(tp_msg_error_t, message, F_STR, 1)};
+static const field_t pong_fields[] = {F(tp_msg_pong_t, t, F_NUM, 0)};
+static const field_t report_fields[] = {F(tp_msg_report_t, channel, F_STR, 1)};
+static const field_t garbage_fields[] = {
+    F(tp_msg_garbage_t, channel, F_STR, 1),
+    F(tp_msg_garbage_t, what, F_STR, 1),
+};
+static const field_t log_fields[] = {F(tp_msg_log_t, stream, F_STR, 1)};
+static const field_t started_fields[] = {
+    F(tp_msg_started_t, pid, F_I64, 1),
+    F(tp_msg_started_t, master_port, F_INT, 0),
+};
+static const field_t exited_fields[] = {
+    F(tp_exited_t, status, F_STR, 0),     F(tp_exited_t, code, F_INT, 0),
+    F(tp_exited_t, signal, F_INT, 0),     F(tp_exited_t, error, F_STR, 0),
+    F(tp_exited_t, duration_s, F_NUM, 0), F(tp_exited_t, oom, F_BOOL, 0),
+    F(tp_exited_t, maxrss_mib, F_NUM, 0), F(tp_exited_t, cpu_s, F_NUM, 0),
+};
+static const field_t about_fields[] = {
+    F(tp_msg_about_t, trial, F_I64, 1),
+    F(tp_msg_about_t, attempt, F_I64, 1),
+    F(tp_msg_about_t, rank, F_INT, 0),
+};
+
+/* What a kind has beyond its flat members: arrays, and members derived
+ * from the decoded ones. Each returns 0 or -EPROTO (err filled). */
+static int hello_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
     static const tp_msg_hello_gpu_t gpu0 = {.util = -1};
     tp_msg_hello_t *o = &am->hello;
-    int rc = decode_fields(h, "hello", "", top, NFIELDS(top), o, err);
-    if (rc == 0)
-        rc = decode_array(h, "hello", "gpus", 0, gpu, NFIELDS(gpu), sizeof *o->gpus, &gpu0,
-                          (void **)&o->gpus, &o->ngpus, err);
-    return rc;
+    return decode_array(h, "hello", "gpus", 0, hello_gpu_fields, NFIELDS(hello_gpu_fields),
+                        sizeof *o->gpus, &gpu0, (void **)&o->gpus, &o->ngpus, err);
 }
 
-static int decode_mps(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t failure[] = {
-        F(tp_msg_mps_failure_t, index, F_INT, 1),
-        F(tp_msg_mps_failure_t, error, F_STR, 1),
-    };
+static int mps_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
     static const tp_msg_mps_failure_t failure0 = {0};
     tp_msg_mps_t *o = &am->mps;
-    return decode_array(h, "mps", "failed", 0, failure, NFIELDS(failure), sizeof *o->failed,
-                        &failure0, (void **)&o->failed, &o->nfailed, err);
+    return decode_array(h, "mps", "failed", 0, mps_failure_fields, NFIELDS(mps_failure_fields),
+                        sizeof *o->failed, &failure0, (void **)&o->failed, &o->nfailed, err);
 }
 
-static int decode_usage(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t gpu[] = {
-        F(tp_msg_usage_gpu_t, index, F_INT, 1), F(tp_msg_usage_gpu_t, foreign_mib, F_U64, 1),
-        F(tp_msg_usage_gpu_t, util, F_INT, 1),  F(tp_msg_usage_gpu_t, healthy, F_BOOL, 1),
-        F(tp_msg_usage_gpu_t, error, F_STR, 0),
-    };
-    static const field_t trial[] = {
-        F(tp_msg_usage_trial_t, trial, F_I64, 1),   F(tp_msg_usage_trial_t, attempt, F_I64, 1),
-        F(tp_msg_usage_trial_t, gpu, F_INT, 1),     F(tp_msg_usage_trial_t, used_mib, F_U64, 1),
-        F(tp_msg_usage_trial_t, sm_util, F_INT, 1),
-    };
+static int usage_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
     static const tp_msg_usage_gpu_t gpu0 = {0};
     static const tp_msg_usage_trial_t trial0 = {0};
     tp_msg_usage_t *o = &am->usage;
-    int rc = decode_array(h, "usage", "gpus", 1, gpu, NFIELDS(gpu), sizeof *o->gpus, &gpu0,
-                          (void **)&o->gpus, &o->ngpus, err);
+    int rc = decode_array(h, "usage", "gpus", 1, usage_gpu_fields, NFIELDS(usage_gpu_fields),
+                          sizeof *o->gpus, &gpu0, (void **)&o->gpus, &o->ngpus, err);
     if (rc == 0)
-        rc = decode_array(h, "usage", "trials", 1, trial, NFIELDS(trial), sizeof *o->trials,
-                          &trial0, (void **)&o->trials, &o->ntrials, err);
+        rc = decode_array(h, "usage", "trials", 1, usage_trial_fields, NFIELDS(usage_trial_fields),
+                          sizeof *o->trials, &trial0, (void **)&o->trials, &o->ntrials, err);
     if (rc == 0) o->gpus_json = json_object_get(h, "gpus");
     return rc;
 }
 
-static int decode_error(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {F(tp_msg_error_t, message, F_STR, 1)};
-    return decode_fields(h, "error", "", top, NFIELDS(top), &am->error, err);
-}
-
-static int decode_pong(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {F(tp_msg_pong_t, t, F_NUM, 0)};
+static int pong_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
+    (void)err;
     am->pong.has_t = json_object_get(h, "t") != NULL;
-    return decode_fields(h, "pong", "", top, NFIELDS(top), &am->pong, err);
+    return 0;
 }
 
-static int decode_report(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {F(tp_msg_report_t, channel, F_STR, 1)};
-    int rc = decode_fields(h, "report", "", top, NFIELDS(top), &am->report, err);
-    if (rc == 0) am->report.kv = strcmp(am->report.channel, "stdout") == 0;
-    return rc;
+static int report_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
+    (void)h, (void)err;
+    am->report.kv = strcmp(am->report.channel, "stdout") == 0;
+    return 0;
 }
 
-static int decode_garbage(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {
-        F(tp_msg_garbage_t, channel, F_STR, 1),
-        F(tp_msg_garbage_t, what, F_STR, 1),
-    };
-    return decode_fields(h, "garbage", "", top, NFIELDS(top), &am->garbage, err);
+static int log_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
+    (void)h, (void)err;
+    am->log.is_stderr = strcmp(am->log.stream, "stderr") == 0;
+    return 0;
 }
 
-static int decode_log(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {F(tp_msg_log_t, stream, F_STR, 1)};
-    int rc = decode_fields(h, "log", "", top, NFIELDS(top), &am->log, err);
-    if (rc == 0) am->log.is_stderr = strcmp(am->log.stream, "stderr") == 0;
-    return rc;
-}
-
-static int decode_started(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    static const field_t top[] = {
-        F(tp_msg_started_t, pid, F_I64, 1),
-        F(tp_msg_started_t, master_port, F_INT, 0),
-    };
-    return decode_fields(h, "started", "", top, NFIELDS(top), &am->started, err);
-}
-
-int tp__proto_exited(const json_t *head, tp_exited_t *e, tp_error_t *err) {
-    static const field_t top[] = {
-        F(tp_exited_t, status, F_STR, 0),     F(tp_exited_t, code, F_INT, 0),
-        F(tp_exited_t, signal, F_INT, 0),     F(tp_exited_t, error, F_STR, 0),
-        F(tp_exited_t, duration_s, F_NUM, 0), F(tp_exited_t, oom, F_BOOL, 0),
-        F(tp_exited_t, maxrss_mib, F_NUM, 0), F(tp_exited_t, cpu_s, F_NUM, 0),
-    };
+/* The status as a tp_ended_t (TP_ENDED_UNKNOWN for one not listed). */
+static void exited_ended(tp_exited_t *e) {
     static const char *const names[] = {
         [TP_ENDED_EXITED] = "exited",   [TP_ENDED_SIGNALED] = "signaled",
         [TP_ENDED_TIMEOUT] = "timeout", [TP_ENDED_STOPPED] = "stopped",
         [TP_ENDED_PAUSED] = "paused",   [TP_ENDED_SPAWN_FAILED] = "spawn_failed",
     };
-    tp_exited_t d = {.status = "exited", .code = -1, .error = ""};
-    int rc = decode_fields(head, "exited", "", top, NFIELDS(top), &d, err);
-    if (rc != 0) return rc;
-    d.ended = TP_ENDED_UNKNOWN;
+    e->ended = TP_ENDED_UNKNOWN;
     for (int i = 0; i < TP_ENDED_UNKNOWN; i++)
-        if (strcmp(d.status, names[i]) == 0) d.ended = (tp_ended_t)i;
+        if (strcmp(e->status, names[i]) == 0) e->ended = (tp_ended_t)i;
+}
+
+static const tp_exited_t exited0 = {.status = "exited", .code = -1, .error = ""};
+
+static int exited_more(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
+    (void)h, (void)err;
+    exited_ended(&am->exited);
+    return 0;
+}
+
+int tp__proto_exited(const json_t *head, tp_exited_t *e, tp_error_t *err) {
+    tp_exited_t d = exited0;
+    int rc = decode_fields(head, "exited", "", exited_fields, NFIELDS(exited_fields), &d, err);
+    if (rc != 0) return rc;
+    exited_ended(&d);
     *e = d;
     return 0;
 }
 
-static int decode_exited(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    return tp__proto_exited(h, &am->exited, err);
-}
-
-static int decode_nothing(const json_t *h, tp_agent_msg_t *am, tp_error_t *err) {
-    (void)h, (void)am, (void)err;
-    return 0;
-}
-
-/* The kinds an agent sends (docs/protocol.md, "Agent to orchestrator"). */
+/* The kinds an agent sends (docs/protocol.md, "Agent to orchestrator"):
+ * the flat members of each go into its struct in tp_agent_msg_t's union,
+ * then `more` decodes the rest. */
+#define KIND(name, k, about, fields, more)                                                         \
+    { name, k, about, fields, NFIELDS(fields), more }
 static const struct kind {
-    const char *type;   /* the message's "type" */
-    tp_msg_kind_t kind; /* what it decodes to */
-    int about;          /* about an attempt: trial, attempt, rank */
-    int (*decode)(const json_t *h, tp_agent_msg_t *am, tp_error_t *err);
+    const char *type;      /* the message's "type" */
+    tp_msg_kind_t kind;    /* what it decodes to */
+    int about;             /* about an attempt: trial, attempt, rank */
+    const field_t *fields; /* its flat members; NULL for none */
+    size_t nfields;        /* entries of fields */
+    int (*more)(const json_t *h, tp_agent_msg_t *am, tp_error_t *err); /* NULL: none */
 } kinds[] = {
-    {"hello", TP_MSG_HELLO, 0, decode_hello},    {"mps", TP_MSG_MPS, 0, decode_mps},
-    {"usage", TP_MSG_USAGE, 0, decode_usage},    {"error", TP_MSG_ERROR, 0, decode_error},
-    {"bye", TP_MSG_BYE, 0, decode_nothing},      {"pong", TP_MSG_PONG, 0, decode_pong},
-    {"report", TP_MSG_REPORT, 1, decode_report}, {"garbage", TP_MSG_GARBAGE, 1, decode_garbage},
-    {"log", TP_MSG_LOG, 1, decode_log},          {"started", TP_MSG_STARTED, 1, decode_started},
-    {"exited", TP_MSG_EXITED, 1, decode_exited},
+    KIND("hello", TP_MSG_HELLO, 0, hello_fields, hello_more),
+    {"mps", TP_MSG_MPS, 0, NULL, 0, mps_more},
+    {"usage", TP_MSG_USAGE, 0, NULL, 0, usage_more},
+    KIND("error", TP_MSG_ERROR, 0, error_fields, NULL),
+    {"bye", TP_MSG_BYE, 0, NULL, 0, NULL},
+    KIND("pong", TP_MSG_PONG, 0, pong_fields, pong_more),
+    KIND("report", TP_MSG_REPORT, 1, report_fields, report_more),
+    KIND("garbage", TP_MSG_GARBAGE, 1, garbage_fields, NULL),
+    KIND("log", TP_MSG_LOG, 1, log_fields, log_more),
+    KIND("started", TP_MSG_STARTED, 1, started_fields, NULL),
+    KIND("exited", TP_MSG_EXITED, 1, exited_fields, exited_more),
 };
 
 int tp__proto_decode(const tp_msg_t *m, tp_agent_msg_t *out, tp_error_t *err) {
-    static const field_t about[] = {
-        F(tp_msg_about_t, trial, F_I64, 1),
-        F(tp_msg_about_t, attempt, F_I64, 1),
-        F(tp_msg_about_t, rank, F_INT, 0),
-    };
     memset(out, 0, sizeof *out);
     out->raw = m;
     for (size_t i = 0; i < TP_ARRAY_LEN(kinds); i++) {
         const struct kind *k = &kinds[i];
         if (strcmp(m->type, k->type) != 0) continue;
-        int rc = k->about
-                     ? decode_fields(m->head, k->type, "", about, NFIELDS(about), &out->about, err)
-                     : 0;
         out->kind = k->kind; /* what to free if a later member is wrong */
-        if (rc == 0) rc = k->decode(m->head, out, err);
+        if (k->kind == TP_MSG_EXITED) out->exited = exited0;
+        /* every struct of the union starts where the union does */
+        void *body = (char *)out + offsetof(tp_agent_msg_t, hello);
+        int rc = 0;
+        if (k->about)
+            rc = decode_fields(m->head, k->type, "", about_fields, NFIELDS(about_fields),
+                               &out->about, err);
+        if (rc == 0 && k->fields)
+            rc = decode_fields(m->head, k->type, "", k->fields, k->nfields, body, err);
+        if (rc == 0 && k->more) rc = k->more(m->head, out, err);
         if (rc != 0) {
             tp__proto_agent_msg_free(out);
             memset(out, 0, sizeof *out);
