@@ -114,20 +114,3 @@ int tp__proto_next(tp_proto_decoder_t *d, tp_msg_t *msg, tp_error_t *err) {
     d->used += 4 + (size_t)body_len;
     return 1;
 }
-
-void tp__proto_exited(const json_t *head, tp_exited_t *e) {
-    static const char *const names[] = {
-        [TP_ENDED_EXITED] = "exited",   [TP_ENDED_SIGNALED] = "signaled",
-        [TP_ENDED_TIMEOUT] = "timeout", [TP_ENDED_STOPPED] = "stopped",
-        [TP_ENDED_PAUSED] = "paused",   [TP_ENDED_SPAWN_FAILED] = "spawn_failed",
-    };
-    *e = (tp_exited_t){.status = "exited", .code = -1, .error = ""};
-    int oom = 0;
-    json_unpack((json_t *)head, "{s?s, s?i, s?i, s?s, s?F, s?b, s?F, s?F}", "status", &e->status,
-                "code", &e->code, "signal", &e->signal, "error", &e->error, "duration_s",
-                &e->duration_s, "oom", &oom, "maxrss_mib", &e->maxrss_mib, "cpu_s", &e->cpu_s);
-    e->oom = oom;
-    e->ended = TP_ENDED_UNKNOWN;
-    for (int i = 0; i < TP_ENDED_UNKNOWN; i++)
-        if (strcmp(e->status, names[i]) == 0) e->ended = (tp_ended_t)i;
-}

@@ -275,18 +275,28 @@ static int plan(tp_run_t *r) {
 /* ---- links ---------------------------------------------------------------------- */
 static int start_link(tp_agent_link_t *l);
 
+/* A message from the link's agent, decoded once (proto) and handed on to
+ * the one handler table (messages.c). A malformed one (a member missing or
+ * of the wrong type) is a protocol error, as a bad frame is: the agent is
+ * taken for lost (on_lost: its trials run again), for a guess at what it
+ * meant (an `exited` without its code) would be worse. */
 static void on_msg(tp_agent_conn_t *c, const tp_msg_t *m) {
     tp_agent_link_t *l = c->data;
     l->heard_at = tp__mono_s();
-    if (strcmp(m->type, "pong") == 0) {
-        json_t *sent = json_object_get(m->head, "t");
-        if (json_is_number(sent))
-            tp__samples_add(&l->run->rtt_ms, (l->heard_at - json_number_value(sent)) * 1000.0);
+    tp_agent_msg_t am;
+    tp_error_t err = {0};
+    if (tp__proto_decode(m, &am, &err) != 0) {
+        char why[sizeof err.msg + 32];
+        snprintf(why, sizeof why, "protocol error from the agent: %s", err.msg);
+        tp__conn_kill(c, why);
         return;
     }
-    if (strcmp(m->type, "hello") == 0) l->restarts = 0;
-    if (strcmp(m->type, "bye") == 0) l->said_bye = 1; /* it ends as asked: given back */
-    tp__orchestrator_on_msg(l->run, l->node, m);
+    if (am.kind == TP_MSG_PONG && am.pong.has_t)
+        tp__samples_add(&l->run->rtt_ms, (l->heard_at - am.pong.t) * 1000.0);
+    if (am.kind == TP_MSG_HELLO) l->restarts = 0;
+    if (am.kind == TP_MSG_BYE) l->said_bye = 1; /* it ends as asked: given back */
+    if (am.kind != TP_MSG_PONG) tp__orchestrator_on_msg(l->run, l->node, &am);
+    tp__proto_agent_msg_free(&am);
 }
 
 static int links_up(const tp_run_t *r) {

@@ -64,28 +64,22 @@ void tp__placement_add_node(tp_run_t *r, const char *name) {
 
 /* Node n as its agent described it, with the GPUs the experiment may use;
  * what they use at hello is foreign (the agent has just reaped leftovers). */
-static void build_node(tp_run_t *r, size_t n, const json_t *hello) {
+static void build_node(tp_run_t *r, size_t n, const tp_msg_hello_t *hello) {
     tp_node_t *node = &r->pl.cluster.nodes[n];
     tp_node_state_t *ns = &r->pl.node[n];
     free(node->gpus);
     node->gpus = NULL;
     node->ngpus = 0;
-    const char *host = json_string_value(json_object_get(hello, "node"));
     if (r->x.cluster.kind == TP_CLUSTER_LOCAL) /* remote nodes keep the name they were given */
-        snprintf(node->name, sizeof node->name, "%s", host ? host : "local");
-    node->cpus = (int)json_integer_value(json_object_get(hello, "cpus"));
-    const json_t *list = json_object_get(hello, "gpus");
-    size_t found = json_array_size(list);
+        snprintf(node->name, sizeof node->name, "%s", hello->node);
+    node->cpus = hello->cpus;
+    size_t found = hello->ngpus;
     node->gpus = tp__xcalloc(found + r->x.ngpus + 1, sizeof *node->gpus);
     for (size_t i = 0; i < found; i++) {
-        const json_t *e = json_array_get(list, i);
-        int index = (int)json_integer_value(json_object_get(e, "index"));
-        const tp_gpu_decl_t *d = declared(r, index);
+        const tp_msg_hello_gpu_t *e = &hello->gpus[i];
+        const tp_gpu_decl_t *d = declared(r, e->index);
         if (r->x.ngpus && !d) continue; /* `gpus:` restricts the run to the ones it names */
-        add_gpu(node, index, json_string_value(json_object_get(e, "name")),
-                json_string_value(json_object_get(e, "uuid")),
-                (uint64_t)json_integer_value(json_object_get(e, "memory_mib")),
-                json_is_true(json_object_get(e, "healthy")), d);
+        add_gpu(node, e->index, e->name, e->uuid, e->memory_mib, e->healthy, d);
     }
     if (found == 0) /* no NVML here: the declared GPUs describe what there is */
         for (size_t i = 0; i < r->x.ngpus; i++)
@@ -97,15 +91,12 @@ static void build_node(tp_run_t *r, size_t n, const json_t *hello) {
     for (size_t k = 0; k < node->ngpus; k++)
         ns->busy_base[k] = NAN;
     for (size_t i = 0; i < found; i++) {
-        const json_t *e = json_array_get(list, i);
-        int index = (int)json_integer_value(json_object_get(e, "index"));
+        const tp_msg_hello_gpu_t *e = &hello->gpus[i];
         for (size_t k = 0; k < node->ngpus; k++)
-            if (node->gpus[k].index == index) {
-                ns->foreign_mib[k] =
-                    (uint64_t)json_integer_value(json_object_get(e, "memory_used_mib"));
+            if (node->gpus[k].index == e->index) {
+                ns->foreign_mib[k] = e->memory_used_mib;
                 /* its busy share before any trial of ours: the first base of a profile */
-                const json_t *util = json_object_get(e, "util");
-                if (json_is_integer(util)) ns->busy_base[k] = (double)json_integer_value(util);
+                if (e->util >= 0) ns->busy_base[k] = (double)e->util;
             }
     }
 }
@@ -168,20 +159,16 @@ static int unusable(tp_run_t *r, size_t n, const char *what) {
     return 0;
 }
 
-int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
+int tp__placement_hello(tp_run_t *r, size_t n, const tp_msg_hello_t *hello, int *wait) {
     build_node(r, n, hello);
     r->pl.blocked = 0;
     tp_node_t *node = &r->pl.cluster.nodes[n];
     tp_node_state_t *ns = &r->pl.node[n];
-    const json_t *found = json_object_get(hello, "gpus"), *e;
-    size_t k;
-    json_array_foreach(found, k, e) {
-        const tp_gpu_t *g =
-            tp__placement_gpu(r, n, (int)json_integer_value(json_object_get(e, "index")), NULL);
-        if (g && !g->healthy)
-            tp__placement_note_unhealthy(r, n, g, json_string_value(json_object_get(e, "error")));
+    for (size_t k = 0; k < hello->ngpus; k++) {
+        const tp_gpu_t *g = tp__placement_gpu(r, n, hello->gpus[k].index, NULL);
+        if (g && !g->healthy) tp__placement_note_unhealthy(r, n, g, hello->gpus[k].error);
     }
-    const char *nvml = json_string_value(json_object_get(hello, "nvml"));
+    const char *nvml = hello->nvml;
     char what[600];
     if (r->x.res.gpus > 0 && (size_t)r->x.res.gpus > node->ngpus) {
         snprintf(what, sizeof what,
@@ -197,7 +184,7 @@ int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
                  node->name, nvml ? nvml : "?");
         return unusable(r, n, what);
     }
-    int control = json_is_true(json_object_get(hello, "mps_control"));
+    int control = hello->mps_control;
     const char *why = "";
     ns->mps = 0;
     node->served = 0; /* until its MPS daemons run */
@@ -244,23 +231,20 @@ int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait) {
     return 0;
 }
 
-void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m) {
+void tp__placement_on_mps(tp_run_t *r, size_t n, const tp_msg_mps_t *m) {
     tp_node_state_t *ns = &r->pl.node[n];
     ns->mps_pending = 0;
-    const json_t *failed = json_object_get(m, "failed");
-    if (json_array_size(failed) == 0) {
+    if (m->nfailed == 0) {
         ns->mps = 1;
         r->pl.cluster.nodes[n].served = 1; /* uncapped under MPS: the served curve */
         return;
     }
     /* Without a daemon on every GPU, MPS settings would point trials at a
      * missing pipe: share by time-slicing instead, and say why. */
-    const json_t *e = json_array_get(failed, 0);
-    const char *err = json_string_value(json_object_get(e, "error"));
+    const tp_msg_mps_failure_t *e = &m->failed[0];
     char text[600];
-    snprintf(text, sizeof text, "time-slicing (MPS failed on GPU %lld of %s: %s)",
-             (long long)json_integer_value(json_object_get(e, "index")),
-             r->pl.cluster.nodes[n].name, err ? err : "?");
+    snprintf(text, sizeof text, "time-slicing (MPS failed on GPU %d of %s: %s)", e->index,
+             r->pl.cluster.nodes[n].name, e->error);
     tp__log(TP_LOG_WARN, "%s", text);
     ns->sharing = "time-slicing";
     ns->mps = 0;

@@ -17,11 +17,10 @@ typedef struct about {
     int rank;      /* which process of a multi-process attempt */
 } about_t;
 
-/* Fill *a for m's "trial", "attempt" and "rank". 0 when the message is about
- * no live attempt (stale: a later attempt runs, or none). */
-static int about(tp_run_t *r, const tp_msg_t *m, about_t *a) {
-    json_int_t id = -1, attempt = -1, rk = 0;
-    json_unpack(m->head, "{s:I, s:I, s?I}", "trial", &id, "attempt", &attempt, "rank", &rk);
+/* Fill *a for the attempt m is about (its trial, attempt and rank). 0 when
+ * that is no live attempt (stale: a later attempt runs, or none). */
+static int about(tp_run_t *r, const tp_msg_about_t *m, about_t *a) {
+    int64_t id = m->trial, attempt = m->attempt, rk = m->rank;
     *a = (about_t){0};
     if (r->x.fuse.max && (a->f = tp__fuse_find(r, id, attempt)) != NULL) {
         a->t = tp__trials_get(&r->trials, a->f->proc);
@@ -37,8 +36,8 @@ static int about(tp_run_t *r, const tp_msg_t *m, about_t *a) {
 
 /* Rank 0 of a multi-process attempt started with its MASTER_PORT: the
  * others start now. */
-static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
-    t->master_port = (int)json_integer_value(json_object_get(m->head, "master_port"));
+static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_started_t *m) {
+    t->master_port = m->master_port;
     for (int k = 1; k < t->nranks; k++)
         if (tp__run_send_launch(r, t, k) != 0) {
             tp__log(TP_LOG_WARN, "trial %lld: rank %d could not be launched; stopping the attempt",
@@ -51,37 +50,37 @@ static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_t *m) {
 /* One process of a multi-process attempt ended. The attempt is judged when
  * the last one has: by the first that failed (the others are stopped at
  * once: the processes of a trial stop as one), else by rank 0. */
-static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m,
-                        const tp_exited_t *e) {
+static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_agent_msg_t *m) {
+    const tp_exited_t *e = &m->exited;
     int failed = !tp__exited_ok(e) && e->ended != TP_ENDED_PAUSED;
     if (!t->verdict && (failed || rank == 0)) {
-        t->verdict = json_deep_copy(m->head);
+        t->verdict = json_deep_copy(m->raw->head); /* kept: its strings outlive the message */
         if (failed && t->ranks_live > 1) tp__run_send_control(r, t, "stop", "another rank failed");
     }
     if (--t->ranks_live > 0) return;
-    tp_exited_t judged;
-    tp__proto_exited(t->verdict ? t->verdict : m->head, &judged);
+    tp_exited_t judged = *e; /* the verdict was decoded once already: it cannot fail now */
+    if (t->verdict) tp__proto_exited(t->verdict, &judged, NULL);
     tp__run_on_exited(r, t, &judged);
 }
 
 /* ---- a running attempt's messages (a trial's, or a fused process's) ---------- */
-static void on_report(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
-    if (a->rank == 0) tp__run_on_report(r, a->t, a->f, m); /* rank 0 speaks for the trial */
+static void on_report(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
+    if (a->rank == 0) /* rank 0 speaks for the trial */
+        tp__run_on_report(r, a->t, a->f, m->report.kv, m->raw->payload, m->raw->payload_len);
 }
 
-static void on_garbage(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
-    const char *what = json_string_value(json_object_get(m->head, "what"));
+static void on_garbage(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
     trial_t *g = a->rank == 0 ? tp__run_garbage_owner(r, a->t, a->f) : NULL;
-    if (g) tp__run_garbage(r, g, what ? what : "garbage");
+    if (g) tp__run_garbage(r, g, m->garbage.what);
 }
 
-static void on_log(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
-    if (a->t) tp__run_on_log(r, a->t, a->rank, m);
+static void on_log(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
+    if (a->t)
+        tp__run_on_log(r, a->t, a->rank, m->log.is_stderr, m->raw->payload, m->raw->payload_len);
 }
 
-static void on_started(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
-    json_int_t pid = 0;
-    json_unpack(m->head, "{s?I}", "pid", &pid);
+static void on_started(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
+    int64_t pid = m->started.pid;
     if (a->rank != 0) return;
     for (int i = 0; a->f && i < a->f->n; i++) { /* every configuration runs in that process */
         trial_t *u = tp__fuse_member(r, a->f, i);
@@ -91,31 +90,28 @@ static void on_started(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
     double now = tp__mono_s();
     if (a->t) tp__samples_add(&r->start_ms, (now - a->t->launch_sent) * 1000.0);
     if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
-    if (!a->f && a->t->nranks > 1) launch_other_ranks(r, a->t, m);
+    if (!a->f && a->t->nranks > 1) launch_other_ranks(r, a->t, &m->started);
 }
 
-static void on_exited(tp_run_t *r, const about_t *a, const tp_msg_t *m) {
-    tp_exited_t e;
-    tp__proto_exited(m->head, &e);
+static void on_exited(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
     if (a->f) /* its end mapped to every configuration still in it */
-        tp__fuse_on_exited(r, a->f, &e);
+        tp__fuse_on_exited(r, a->f, &m->exited);
     else if (a->t->nranks > 1)
-        rank_exited(r, a->t, a->rank, m, &e);
+        rank_exited(r, a->t, a->rank, m);
     else
-        tp__run_on_exited(r, a->t, &e);
+        tp__run_on_exited(r, a->t, &m->exited);
 }
 
-static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
-    int proto = 0;
-    json_unpack(m->head, "{s?i}", "protocol", &proto);
+/* ---- a node's own messages ------------------------------------------------------ */
+static void on_hello(tp_run_t *r, int node, const tp_agent_msg_t *m) {
+    int proto = m->hello.protocol;
     if (proto != TP_PROTO_VERSION) {
         tp__log(TP_LOG_ERROR, "the agent speaks protocol %d, this is %d", proto, TP_PROTO_VERSION);
         r->exit_code = TP_EXIT_AGENT;
         r->stopping = 1;
         return;
     }
-    json_int_t reaped = 0;
-    json_unpack(m->head, "{s?I}", "reaped", &reaped);
+    int64_t reaped = m->hello.reaped;
     if (reaped > 0) {
         char d[80];
         snprintf(d, sizeof d, "the agent killed %lld process(es) left by an earlier run",
@@ -126,7 +122,7 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
             "recording reaped processes");
     }
     int wait = 0;
-    int rc = tp__placement_hello(r, (size_t)node, m->head, &wait);
+    int rc = tp__placement_hello(r, (size_t)node, &m->hello, &wait);
     if (rc != 0) {
         r->exit_code = rc;
         r->stopping = 1;
@@ -136,52 +132,48 @@ static void on_hello(tp_run_t *r, int node, const tp_msg_t *m) {
     if (!wait) tp__agents_mark_ready(r, node);
 }
 
-/* ---- a node's own messages ------------------------------------------------------ */
-static void on_mps(tp_run_t *r, int node, const tp_msg_t *m) {
-    tp__placement_on_mps(r, (size_t)node, m->head);
+static void on_mps(tp_run_t *r, int node, const tp_agent_msg_t *m) {
+    tp__placement_on_mps(r, (size_t)node, &m->mps);
     tp__agents_mark_ready(r, node);
 }
 
-static void on_usage(tp_run_t *r, int node, const tp_msg_t *m) {
-    tp__placement_on_usage(r, (size_t)node, m->head);
+static void on_usage(tp_run_t *r, int node, const tp_agent_msg_t *m) {
+    tp__placement_on_usage(r, (size_t)node, &m->usage);
 }
 
-static void on_error(tp_run_t *r, int node, const tp_msg_t *m) {
+static void on_error(tp_run_t *r, int node, const tp_agent_msg_t *m) {
     (void)r, (void)node;
-    const char *msg = json_string_value(json_object_get(m->head, "message"));
-    tp__log(TP_LOG_ERROR, "agent: %s", msg ? msg : "(no message)");
+    tp__log(TP_LOG_ERROR, "agent: %s", m->error.message);
 }
 
 /* What the orchestrator does with each message kind an agent sends
- * (docs/protocol.md): a node's own, or one about a running attempt, a
- * trial's or a fused process's alike. A kind not listed is ignored. */
+ * (docs/protocol.md), decoded once by proto (tp__proto_decode): a node's
+ * own, or one about a running attempt, a trial's or a fused process's alike
+ * (about() finds which). A kind with neither handler is only counted. */
 static const struct msg_kind {
-    const char *type;
-    void (*node)(tp_run_t *r, int node, const tp_msg_t *m);            /* about the node */
-    void (*attempt)(tp_run_t *r, const about_t *a, const tp_msg_t *m); /* about an attempt */
+    void (*node)(tp_run_t *r, int node, const tp_agent_msg_t *m);            /* about the node */
+    void (*attempt)(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m); /* an attempt's */
 } msg_kinds[] = {
-    {"hello", .node = on_hello},
-    {"mps", .node = on_mps},
-    {"usage", .node = on_usage},
-    {"error", .node = on_error},
-    {"bye"},
-    {"report", .attempt = on_report},
-    {"garbage", .attempt = on_garbage},
-    {"log", .attempt = on_log},
-    {"started", .attempt = on_started},
-    {"exited", .attempt = on_exited},
+    [TP_MSG_HELLO] = {.node = on_hello},
+    [TP_MSG_MPS] = {.node = on_mps},
+    [TP_MSG_USAGE] = {.node = on_usage},
+    [TP_MSG_ERROR] = {.node = on_error},
+    [TP_MSG_BYE] = {0},  /* the link notes it (agents.c) */
+    [TP_MSG_PONG] = {0}, /* the link times it (agents.c) */
+    [TP_MSG_REPORT] = {.attempt = on_report},
+    [TP_MSG_GARBAGE] = {.attempt = on_garbage},
+    [TP_MSG_LOG] = {.attempt = on_log},
+    [TP_MSG_STARTED] = {.attempt = on_started},
+    [TP_MSG_EXITED] = {.attempt = on_exited},
 };
 
-void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m) {
+void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_agent_msg_t *m) {
     r->messages++;
-    for (size_t i = 0; i < TP_ARRAY_LEN(msg_kinds); i++) {
-        const struct msg_kind *k = &msg_kinds[i];
-        if (strcmp(m->type, k->type) != 0) continue;
-        about_t a;
-        if (k->node)
-            k->node(r, node, m);
-        else if (k->attempt && about(r, m, &a))
-            k->attempt(r, &a, m);
-        return;
-    }
+    if ((size_t)m->kind >= TP_ARRAY_LEN(msg_kinds)) return;
+    const struct msg_kind *k = &msg_kinds[m->kind];
+    about_t a;
+    if (k->node)
+        k->node(r, node, m);
+    else if (k->attempt && about(r, &m->about, &a))
+        k->attempt(r, &a, m);
 }

@@ -170,9 +170,9 @@ void tp__placement_add_node(tp_run_t *r, const char *name);
 /* From node n's hello: its capacity; decide MPS there. 0, or an exit code
  * (printed) when the experiment cannot run at all. *wait set when the
  * agent must first answer an mps_start. */
-int tp__placement_hello(tp_run_t *r, size_t n, const json_t *hello, int *wait);
+int tp__placement_hello(tp_run_t *r, size_t n, const tp_msg_hello_t *hello, int *wait);
 /* `mps` answer: MPS on node n, or time-slicing and why. */
-void tp__placement_on_mps(tp_run_t *r, size_t n, const json_t *m);
+void tp__placement_on_mps(tp_run_t *r, size_t n, const tp_msg_mps_t *m);
 /* GPU `index` of node n (and its position there), NULL if it has none. */
 tp_gpu_t *tp__placement_gpu(tp_run_t *r, size_t node, int index, size_t *pos);
 /* Journal (and log) that GPU g of node n is unhealthy, with NVML's error. */
@@ -208,10 +208,10 @@ void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards
 /* The host name of node n for MASTER_ADDR (its agent's own word). */
 const char *tp__placement_host(const tp_run_t *r, size_t node);
 /* `usage` samples. */
-void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m);
+void tp__placement_on_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *m);
 /* The trial a `usage` entry e of node n is about, if its attempt runs
  * there; else NULL. O(1). */
-trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const json_t *e);
+trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const tp_msg_usage_trial_t *e);
 /* Whether every trial gets a GPU of its own, as outside tunepack (`sharing:
  * none` or `placement: {policy: one-per-gpu}`): no MPS daemon, no MPS
  * variables, and profilers placed by the policy like any trial. O(1). */
@@ -242,7 +242,7 @@ void tp__placement_free(tp_run_t *r);
  * (run/profile.h), and records the demand of the profiles that have seen
  * enough. Call after the entries updated the trials' peak memory.
  * O(entries + GPUs). */
-void tp__profiling_usage(tp_run_t *r, size_t n, const json_t *trials, const double *busy,
+void tp__profiling_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *u, const double *busy,
                          double now);
 /* t's profile ends (it has seen enough, or t's attempt ended): its group's
  * demand recorded from what it measured (event `profiled`), t's placement
@@ -525,8 +525,8 @@ int tp__run_describe_programs(const tp_experiment_t *x, const char *workdir, tp_
 /* Run the event loop until the experiment ends or stops; TP_EXIT_* code. */
 int tp__orchestrator_loop(tp_run_t *r);
 void tp__orchestrator_finish(tp_run_t *r);
-/* A message from the agent of node `node`. */
-void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_msg_t *m);
+/* A message from the agent of node `node`, decoded (tp__proto_decode). */
+void tp__orchestrator_on_msg(tp_run_t *r, int node, const tp_agent_msg_t *m);
 /* The agent of node `node` is gone: its attempts are interrupted. */
 void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why);
 /* The best trial so far (a trial of the table or a seeded one), NULL if none. */
@@ -620,12 +620,13 @@ void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char 
 int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank);
 
 /* outcome.c: a running attempt's `report` and `exited` messages. f: the fused process the
- * report came from (each line goes to the configuration it names), NULL otherwise. */
-void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m);
+ * report came from (each line goes to the configuration it names), NULL otherwise; kv: the
+ * lines are name=value (channel stdout); the report's payload, lines[0..n). */
+void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, int kv, const char *lines, size_t n);
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e);
 /* A chunk of a trial's stdout or stderr streamed back from a node that does
  * not share the experiment directory: appended to DIR/trials/<id>[/rank<k>]. */
-void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m);
+void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, int is_stderr, const char *data, size_t n);
 void tp__run_logs_close(trial_t *t);
 /* Something on a report channel that is no report: an event (the first 20). */
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what);

@@ -96,10 +96,9 @@ trial_t *tp__run_garbage_owner(const tp_run_t *r, trial_t *t, const tp_fused_t *
     return f ? tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1) : t;
 }
 
-void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m) {
-    const char *channel = json_string_value(json_object_get(m->head, "channel"));
-    int kv = channel && strcmp(channel, "stdout") == 0;
-    const char *p = m->payload, *end = m->payload + m->payload_len;
+void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, int kv, const char *lines,
+                       size_t n) {
+    const char *p = lines, *end = lines + n;
     char why[300];
     trial_t *blame = tp__run_garbage_owner(r, t, f);
     while (p < end) {
@@ -136,9 +135,8 @@ static void rank_dir(const tp_run_t *r, const trial_t *t, int rank, char *out, s
     tp__trial_path(out, n, r->dir, (long long)t->id, tail);
 }
 
-void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
-    const char *stream = json_string_value(json_object_get(m->head, "stream"));
-    int which = stream && strcmp(stream, "stderr") == 0;
+void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, int is_stderr, const char *data, size_t n) {
+    int which = is_stderr != 0;
     int nlogs = 2 * (t->nranks > 0 ? t->nranks : 1);
     if (!t->logs) {
         t->logs = tp__xcalloc((size_t)nlogs, sizeof *t->logs);
@@ -159,7 +157,7 @@ void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, const tp_msg_t *m) {
             return;
         }
     }
-    tp__logfile_write(f, m->payload, m->payload_len);
+    tp__logfile_write(f, data, n);
 }
 
 void tp__run_logs_close(trial_t *t) {

@@ -655,40 +655,34 @@ static void save_snapshot(tp_run_t *r, int final) {
     json_decref(snap);
 }
 
-trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const json_t *e) {
-    trial_t *t = tp__trials_get(&r->trials, json_integer_value(json_object_get(e, "trial")));
-    if (!t || t->state != TP_TRIAL_RUNNING || t->where.node != n ||
-        t->attempts != (int)json_integer_value(json_object_get(e, "attempt")))
+trial_t *tp__placement_sampled(tp_run_t *r, size_t n, const tp_msg_usage_trial_t *e) {
+    trial_t *t = tp__trials_get(&r->trials, e->trial);
+    if (!t || t->state != TP_TRIAL_RUNNING || t->where.node != n || t->attempts != e->attempt)
         return NULL;
     return t;
 }
 
-void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
+void tp__placement_on_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *m) {
     r->pl.blocked = 0; /* foreign use, health or a measurement may have changed */
     tp_node_state_t *ns = &r->pl.node[n];
-    const json_t *gpus = json_object_get(m, "gpus"), *e;
     double *busy = tp__xcalloc(r->pl.cluster.nodes[n].ngpus + 1, sizeof *busy);
-    size_t i;
-    json_array_foreach(gpus, i, e) {
+    for (size_t i = 0; i < m->ngpus; i++) {
+        const tp_msg_usage_gpu_t *e = &m->gpus[i];
         size_t pos;
-        int index = (int)json_integer_value(json_object_get(e, "index"));
-        tp_gpu_t *g = tp__placement_gpu(r, n, index, &pos);
+        tp_gpu_t *g = tp__placement_gpu(r, n, e->index, &pos);
         if (!g) continue;
-        ns->foreign_mib[pos] = (uint64_t)json_integer_value(json_object_get(e, "foreign_mib"));
-        busy[pos] = (double)json_integer_value(json_object_get(e, "util"));
-        int healthy = json_is_true(json_object_get(e, "healthy"));
-        if (g->healthy && !healthy)
-            tp__placement_note_unhealthy(r, n, g, json_string_value(json_object_get(e, "error")));
-        g->healthy = healthy;
+        ns->foreign_mib[pos] = e->foreign_mib;
+        busy[pos] = (double)e->util;
+        if (g->healthy && !e->healthy) tp__placement_note_unhealthy(r, n, g, e->error);
+        g->healthy = e->healthy;
     }
     double now = tp__mono_s();
-    const json_t *trials = json_object_get(m, "trials");
-    json_array_foreach(trials, i, e) {
+    for (size_t i = 0; i < m->ntrials; i++) {
+        const tp_msg_usage_trial_t *e = &m->trials[i];
         trial_t *t = tp__placement_sampled(r, n, e);
         if (!t) continue;
-        uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
-        if (used > t->peak_mib) t->peak_mib = used;
-        t->sm_sum += (double)json_integer_value(json_object_get(e, "sm_util"));
+        if (e->used_mib > t->peak_mib) t->peak_mib = e->used_mib;
+        t->sm_sum += (double)e->sm_util;
         t->samples++;
         demand_group_t *g = t->group >= 0 ? &r->pl.groups[t->group] : NULL;
         if (!t->profiling && g && g->measured && r->x.res.gpu_memory_auto &&
@@ -697,10 +691,10 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const json_t *m) {
             g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
         }
     }
-    tp__profiling_usage(r, n, trials, busy, now); /* the profilers' samples (profiling.c) */
+    tp__profiling_usage(r, n, m, busy, now); /* the profilers' samples (profiling.c) */
     free(busy);
-    json_decref(ns->last_gpus);
-    ns->last_gpus = json_incref((json_t *)gpus);
+    json_decref(ns->last_gpus); /* the sample as sent, for `tunepack gpus` */
+    ns->last_gpus = json_incref((json_t *)m->gpus_json);
     if (now - r->pl.saved_at >= SNAPSHOT_PERIOD_S) {
         r->pl.saved_at = now;
         save_snapshot(r, 0);

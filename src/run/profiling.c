@@ -89,10 +89,9 @@ void tp__profiling_finish(tp_run_t *r, trial_t *t) {
 }
 
 /* The position on node n of the GPU a `usage` entry names; SIZE_MAX if none. */
-static size_t entry_gpu(tp_run_t *r, size_t n, const json_t *e) {
+static size_t entry_gpu(tp_run_t *r, size_t n, const tp_msg_usage_trial_t *e) {
     size_t pos;
-    int index = (int)json_integer_value(json_object_get(e, "gpu"));
-    return tp__placement_gpu(r, n, index, &pos) ? pos : SIZE_MAX;
+    return tp__placement_gpu(r, n, e->gpu, &pos) ? pos : SIZE_MAX;
 }
 
 static int trains(const trial_t *t) {
@@ -103,11 +102,11 @@ static int trains(const trial_t *t) {
  * busy share (busy[pos]) goes into its base, the mean of this sample and
  * the base before. A profiler's GPU keeps the base it had when the profiler
  * came, what the others there use. O(entries + GPUs). */
-static void keep_baselines(tp_run_t *r, size_t n, const json_t *trials, const double *busy) {
-    size_t ngpus = r->pl.cluster.nodes[n].ngpus, i, pos;
+static void keep_baselines(tp_run_t *r, size_t n, const tp_msg_usage_t *u, const double *busy) {
+    size_t ngpus = r->pl.cluster.nodes[n].ngpus, pos;
     unsigned char *profiled = tp__xcalloc(ngpus + 1, 1);
-    const json_t *e;
-    json_array_foreach(trials, i, e) {
+    for (size_t i = 0; i < u->ntrials; i++) {
+        const tp_msg_usage_trial_t *e = &u->trials[i];
         trial_t *t = tp__placement_sampled(r, n, e);
         if (t && t->profiling && (pos = entry_gpu(r, n, e)) != SIZE_MAX) profiled[pos] = 1;
     }
@@ -120,10 +119,10 @@ static void keep_baselines(tp_run_t *r, size_t n, const json_t *trials, const do
 /* A profiling attempt's sample, node n's `usage` entry e, into its profile;
  * says when profile_time passed before its training began (event
  * `profile-extended`). */
-static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const json_t *e, const double *busy,
-                           double now) {
-    uint64_t used = (uint64_t)json_integer_value(json_object_get(e, "used_mib"));
-    double sm = (double)json_integer_value(json_object_get(e, "sm_util"));
+static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const tp_msg_usage_trial_t *e,
+                           const double *busy, double now) {
+    uint64_t used = e->used_mib;
+    double sm = (double)e->sm_util;
     size_t pos = entry_gpu(r, n, e);
     tp_prof_sample_t s = {.at = now, .mib = used, .sm = sm, .base = NAN};
     if (pos != SIZE_MAX && r->pl.node[n].busy_base)
@@ -135,8 +134,7 @@ static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const json_t *e, c
              "profile_time %g s has passed since its process appeared on GPU %d, but it is not "
              "training yet (%llu MiB, SM %.0f%%, GPU %.0f%% busy, %s): the profile waits for "
              "its training (at most %.0f s)",
-             r->x.res.profile_s, (int)json_integer_value(json_object_get(e, "gpu")),
-             (unsigned long long)used, sm, s.busy,
+             r->x.res.profile_s, e->gpu, (unsigned long long)used, sm, s.busy,
              t->seq ? "its reports came before it was on the GPU" : "no report yet",
              wait > TP_PROF_WAIT_MIN_S ? wait : TP_PROF_WAIT_MIN_S);
     tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
@@ -146,13 +144,13 @@ static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const json_t *e, c
                    "recording a profile extended");
 }
 
-void tp__profiling_usage(tp_run_t *r, size_t n, const json_t *trials, const double *busy,
+void tp__profiling_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *u, const double *busy,
                          double now) {
-    size_t ngpus = r->pl.cluster.nodes[n].ngpus, i, pos;
-    const json_t *e;
+    size_t ngpus = r->pl.cluster.nodes[n].ngpus, pos;
+    const tp_msg_usage_trial_t *e, *end = u->trials ? u->trials + u->ntrials : NULL;
     int any = 0;
-    keep_baselines(r, n, trials, busy);
-    json_array_foreach(trials, i, e) {
+    keep_baselines(r, n, u, busy);
+    for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
         if (t && t->profiling) profile_sample(r, t, n, e, busy, now), any = 1;
     }
@@ -161,18 +159,18 @@ void tp__profiling_usage(tp_run_t *r, size_t n, const json_t *trials, const doub
      * (a GPU-level reading is split among them); then the profiles that
      * have seen enough are recorded. */
     int *training = tp__xcalloc(ngpus + 1, sizeof *training);
-    json_array_foreach(trials, i, e) {
+    for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
         if (t && t->profiling && trains(t) && (pos = entry_gpu(r, n, e)) != SIZE_MAX)
             training[pos]++;
     }
-    json_array_foreach(trials, i, e) {
+    for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
         if (!t || !t->profiling || t->prof.n == 0) continue;
         if ((pos = entry_gpu(r, n, e)) != SIZE_MAX)
             t->prof.s[t->prof.n - 1].sharers = training[pos] + !trains(t);
     }
-    json_array_foreach(trials, i, e) {
+    for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
         if (t && t->profiling && t->prof.done) tp__profiling_finish(r, t);
     }

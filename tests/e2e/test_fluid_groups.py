@@ -36,36 +36,49 @@ def served():
 
 
 TRAINER = r'''
-import atexit, json, os, sys, time
+import json, os, sqlite3, sys, time
 x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
 delay = 0.3 if x == 9 else 0.1
 free_first = False  # True: epoch 1 is reported at once (nothing trained yet)
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
-# the processes on this GPU: one file each, named by pid, under a directory per GPU
-gpu = os.environ["CUDA_VISIBLE_DEVICES"].split(",")[int(os.environ.get("LOCAL_RANK", "0"))]
-here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "on-gpu", gpu)
-os.makedirs(here, exist_ok=True)
-me = os.path.join(here, str(os.getpid()))
-open(me, "w").close()
-atexit.register(os.unlink, me)
+# the trials on this GPU as the run counts them: those it has recorded as running with their
+# attempt placed there, read from its store (a directory above the trial's). A
+# neighbour slows this one from its placement until the run has recorded its end, so a loaded
+# machine (Python starting late, an end noticed late) changes how long a step takes but not
+# the load the run counts for it: only the lag of a report or of the store's commit is left.
+run_dir = os.environ["TUNEPACK_TRIAL_DIR"]  # DIR/trials/NNNNNN[/rankK]
+while not os.path.exists(os.path.join(run_dir, "tunepack.db")):
+    run_dir = os.path.dirname(run_dir)
+db = sqlite3.connect("file:%s?mode=ro" % os.path.join(run_dir, "tunepack.db"), uri=True,
+                     timeout=10)
+def query(sql, *args):
+    while True:
+        try:
+            return db.execute(sql, args).fetchall()
+        except sqlite3.OperationalError:  # busy: the run is writing
+            time.sleep(0.01)
+me = (int(os.environ["TUNEPACK_TRIAL_ID"]), int(os.environ["TUNEPACK_ATTEMPT"]))
+while not query("SELECT 1 FROM placements WHERE trial = ? AND attempt = ?", *me):
+    time.sleep(0.01)  # placed before it was launched; committed a moment later at most
+gpu = json.loads(query("SELECT gpus FROM placements WHERE trial = ? AND attempt = ?",
+                       *me)[0][0])[int(os.environ.get("LOCAL_RANK", "0"))]
+ON_GPU = ("SELECT count(*) FROM trials t JOIN placements p ON p.trial = t.id "
+          "AND p.attempt = t.attempts WHERE t.state = 'running' "
+          "AND EXISTS (SELECT 1 FROM json_each(p.gpus) WHERE value = ?)")
 SERVED = None  # C_k, k = 1..4 and more under MPS (TP_FLUID_SERVED); time-sliced: 1
 if "CUDA_MPS_PIPE_DIRECTORY" not in os.environ:
     SERVED = [1.0] * 4
 def sharing():
-    n = 0
-    for f in os.listdir(here):
-        try:
-            os.kill(int(f), 0)
-            n += 1
-        except (OSError, ValueError):
-            pass
+    n = query(ON_GPU, gpu)[0][0]
     return max(1.0, n / SERVED[min(max(n, 1), 4) - 1])
-def step():  # one step of `delay` on a GPU of its own, slowed by the others as a real one is
-    done = 0.0
+def step():  # one step of `delay` on a GPU of its own, slowed by the others as a real one is:
+    done, t = 0.0, time.monotonic()  # the time that passed counts, however long a wait took
     while done < 1:
         time.sleep(0.01)
-        done += 0.01 / (delay * sharing())
+        now = time.monotonic()
+        done += (now - t) / (delay * sharing())
+        t = now
 lead = os.environ.get("RANK", "0") == "0"  # elastic: one process per GPU, rank 0 reports
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1) if lead else None
 if not lead:
@@ -178,7 +191,10 @@ class FluidGroups(GpuE2E):
         # would get 0.45 (then the GPU's leftover still lifts it to 1/2); with the load not
         # noted when the others end (L throughout: 0.26 s) 0.40, and 1/3; with the load counted
         # as processor sharing, 9 and not 9 / C_9 (every step counted light, its own least), 0.66.
-        # A late notice of the others' end only lowers it.
+        # The trainers slow down by the load the run counts (its store says who runs), so a
+        # late start or a late notice of an end changes how long steps take, not what the run
+        # measures; the lag left (a report's, a commit's) is counted alone and only lifts it
+        # a little (100 ms: 0.64).
         self.step_load_case(mps=True)
 
     def test_a_time_sliced_step_counts_no_mps_gain(self):
@@ -188,11 +204,11 @@ class FluidGroups(GpuE2E):
         self.step_load_case(mps=False)
 
     def step_load_case(self, mps):
-        self.trainer = self.write("trainer.py", trainer().replace(
-            "free_first = False", "free_first = True").replace(
-            "delay = 0.3 if x == 9 else 0.1", "delay = 0.6 if x == 9 else 0.2"))
-        with open(self.trainer) as f:
-            self.assertIn("delay = 0.6", f.read())
+        text = trainer().replace("free_first = False", "free_first = True").replace(
+            "delay = 0.3 if x == 9 else 0.1", "delay = 0.6 if x == 9 else 0.2")
+        self.trainer = self.write("trainer.py", text)
+        for part in ("delay = 0.6", "free_first = True"):
+            self.assertIn(part, text)
         run_dir = self.path("run-free-first")
         exp = self.experiment(hyperband_nine(
             "fluid", self.trainer, "gpus: 1, gpu_memory: 1G, gpu_compute: 1.0",

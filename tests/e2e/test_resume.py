@@ -3,8 +3,8 @@
 
 import json
 import os
+import shlex
 import signal
-import time
 import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
@@ -22,12 +22,15 @@ SPACE = ("space:\n"
 
 class Resume(E2E):
 
-    def slow_exp(self, name="exp.yaml", sleep="0.5"):
-        # Every execution appends a line to $TUNEPACK_TRIAL_DIR/runs, so re-runs show.
+    def slow_exp(self, name="exp.yaml", sleep="0.5", gate=None):
+        # Every execution appends a line to $TUNEPACK_TRIAL_DIR/runs, so re-runs show. With a
+        # gate (a path), every trial waits for that file to exist instead of sleeping.
+        wait = "sleep %s\n" % sleep if gate is None else \
+            "while [ ! -e %s ]; do sleep 0.05; done\n" % shlex.quote(gate)
         script = self.write("trial.sh",
-                            "echo \"$TUNEPACK_ATTEMPT\" >> \"$TUNEPACK_TRIAL_DIR/runs\"\n"
-                            "sleep %s\n"
-                            "echo \"{\\\"acc\\\": $1}\" >&3\n" % sleep)
+                            "echo \"$TUNEPACK_ATTEMPT\" >> \"$TUNEPACK_TRIAL_DIR/runs\"\n" +
+                            wait +
+                            "echo \"{\\\"acc\\\": $1}\" >&3\n")
         return self.experiment(
             "name: resume\n"
             "command: [sh, %s, \"{x}\", \"{k}\", \"{n}\"]\n"
@@ -137,22 +140,36 @@ class Resume(E2E):
                 return pid
         return None
 
+    def runs_of(self, run_dir, trial):
+        """The attempts trial's executions wrote to its runs file, in order."""
+        try:
+            with open(os.path.join(run_dir, "trials", "%06d" % trial, "runs")) as f:
+                return f.read().split()
+        except OSError:
+            return []
+
     def test_killed_agent_is_restarted_and_interrupted_trials_run_again(self):
-        exp = self.slow_exp(sleep="1")
+        # The trials wait for a gate the test opens only after the kill: the three that run
+        # when the agent is killed are certain, and each has begun (its runs file says so).
+        gate = self.path("go")
+        exp = self.slow_exp(gate=gate)
         run_dir = self.path("run")
         p = self.start_run(exp, run_dir)
 
         def running_ids():
             rows = self.poll_query(run_dir, "SELECT id FROM trials WHERE state='running'")
             ids = [r["id"] for r in rows or []]
-            return ids if len(ids) == 3 else None
-        self.assertTrue(wait_for(running_ids, 30), "three trials should be running")
+            if len(ids) != 3 or not all(self.runs_of(run_dir, i) for i in ids):
+                return None
+            return ids
+        interrupted = wait_for(running_ids, 60)
+        self.assertTrue(interrupted, "three trials should be running")
         agent = wait_for(lambda: self.find_agent(p.pid), 10)
         self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
-        # Let the trials get going, then kill the agent under them.
-        time.sleep(0.3)
-        interrupted = running_ids() or []
+        self.assertEqual(running_ids(), interrupted)  # none can end before the gate opens
         os.kill(agent, signal.SIGKILL)
+        with open(gate, "w"):
+            pass
         try:
             p.wait(timeout=120)
         except Exception:
@@ -199,9 +216,15 @@ class Resume(E2E):
             os.kill(p.pid, signal.SIGKILL)  # the orchestrator this test started
             p.wait(timeout=30)
             q = self.start_run(exp, run_dir)
-            # The resumed run starts the three interrupted trials again.
+            # The resumed run starts the three interrupted trials again, and they run (each
+            # has written its attempt to its runs file) before the old agent goes on.
             self.assertTrue(wait_for(lambda: running(6), 30), "the resumed run runs no trial")
-            time.sleep(0.3)
+            rows = (self.poll_query(run_dir, "SELECT trial, attempt FROM events "
+                                             "WHERE kind = 'running' ORDER BY id") or [])[3:]
+            self.assertTrue(wait_for(lambda: all(str(r["attempt"]) in
+                                                 self.runs_of(run_dir, r["trial"])
+                                                 for r in rows), 60),
+                            "the resumed run's trials never began: %s" % rows)
         finally:
             os.kill(agent, signal.SIGCONT)
         self.assertTrue(wait_for(lambda: not os.path.exists("/proc/%d" % agent)

@@ -1,6 +1,7 @@
 /* Tests for the agent: each test runs tp__agent_main in a forked child wired
  * to the test by two pipes and speaks the protocol to it, with real trials
  * (/bin/sh, sleep, seq). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -248,6 +249,39 @@ static int wait_exec_env(pid_t pid, const char *entry) {
     return 0;
 }
 
+/* Processes in process group pgid now, as /proc shows them. O(processes). */
+static int group_size(pid_t pgid) {
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    int n = 0;
+    while (d && (e = readdir(d)) != NULL) {
+        char path[300], buf[1024];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = e->d_name[0] >= '1' && e->d_name[0] <= '9' ? fopen(path, "r") : NULL;
+        size_t len = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[len] = 0;
+        const char *after = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+        char state;
+        long ppid, pgrp;
+        if (after && sscanf(after + 1, " %c %ld %ld", &state, &ppid, &pgrp) == 3 &&
+            pgrp == (long)pgid && state != 'Z')
+            n++;
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* Wait for an event, not a time: process group pgid holds at least n
+ * processes. 1 once it does, 0 if it never does (about a minute). */
+static int wait_group_size(pid_t pgid, int n) {
+    for (int i = 0; i < 6000; i++) {
+        if (group_size(pgid) >= n) return 1;
+        usleep(10000);
+    }
+    return 0;
+}
+
 /* ---- tests ---------------------------------------------------------------------- */
 
 TP_TEST(test_hello_answers_protocol_1_and_shutdown_says_bye) {
@@ -421,7 +455,9 @@ TP_TEST(test_stop_leaves_no_process_of_the_group) {
     TP_CHECK(peer_expect(&p, "started", 5, &r));
     pid_t pgid = (pid_t)mint(&r, "pid");
     tmsg_free(&r);
-    usleep(100 * 1000);
+    /* both sleeps run (the shell may have become the second), so the stop has a
+     * background process of the group to end too */
+    TP_CHECK(wait_group_size(pgid, 2));
     TP_CHECK(!group_gone(pgid));
     peer_send(&p, json_pack("{s:s, s:i, s:i, s:s}", "type", "stop", "trial", 6, "attempt", 1,
                             "reason", "test"));

@@ -34,7 +34,7 @@ static void reported(trial_t *t, const char *last) {
 static tp_exited_t exited(const char *json, json_t **head) {
     *head = json_loads(json, 0, NULL);
     tp_exited_t e;
-    tp__proto_exited(*head, &e);
+    if (tp__proto_exited(*head, &e, NULL) != 0) e = (tp_exited_t){.status = "(malformed)"};
     return e;
 }
 
