@@ -166,6 +166,18 @@ static int replay_report(int64_t step, double value, void *ud) {
     return 0;
 }
 
+/* A journaled result's constraint values, told to the scheduler before the result. */
+static void tell_constraints(tp_run_t *r, const tp_decision_row_t *d) {
+    double v[TP_MAX_CONSTRAINTS];
+    json_t *a = d->constraints ? json_loads(d->constraints, 0, NULL) : NULL;
+    for (size_t k = 0; k < TP_MAX_CONSTRAINTS; k++) {
+        json_t *x = json_array_get(a, k);
+        v[k] = json_is_number(x) ? json_number_value(x) : NAN;
+    }
+    json_decref(a);
+    tp__scheduler_constrain(r->sched, d->trial, v);
+}
+
 static int replay_one(const tp_decision_row_t *d, void *ud) {
     replay_t *rp = ud;
     tp_scheduler_t *s = rp->r->sched;
@@ -211,6 +223,8 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         if (t && ok) t->results++;
         if (ok)
             tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
+        if (ok && rp->r->x.nconstraints) /* the values told with it, as journaled */
+            tell_constraints(rp->r, d);
         if (s->ops->result_values && tp__search_nobj(&s->cfg.sampler) > 1) {
             double v[TP_MAX_OBJECTIVES];
             json_t *a = d->objectives ? json_loads(d->objectives, 0, NULL) : NULL;
@@ -477,6 +491,9 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
                                               r->x.objectives[j].maximize ? "max" : "min"));
     char *objs_text = json_dumps(objs, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(objs);
+    json_t *cons = tp__constraints_to_json(r->x.constraints, r->x.nconstraints);
+    char *cons_text = json_dumps(cons, JSON_COMPACT | JSON_PRESERVE_ORDER); /* best, dashboard */
+    json_decref(cons);
     rc = tp__store_begin(s) || tp__store_meta_set(s, "name", r->x.name) ||
          tp__store_meta_set(s, "experiment_path", r->x.path) ||
          tp__store_meta_set(s, "experiment_text", r->x.text) ||
@@ -485,8 +502,10 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
          tp__store_meta_set(s, "objectives", objs_text) ||
          tp__store_meta_set(s, "workdir", r->workdir) || tp__store_meta_set(s, "token", r->token) ||
          tp__store_meta_set(s, "spool", r->spool) || tp__store_meta_set(s, "created_at", at) ||
-         tp__store_meta_set(s, "experiment_id", r->experiment_id);
+         tp__store_meta_set(s, "experiment_id", r->experiment_id) ||
+         (r->x.nconstraints && tp__store_meta_set(s, "constraints", cons_text));
     free(objs_text);
+    free(cons_text);
     if (rc || tp__store_commit(s) != 0)
         return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
     return 0;

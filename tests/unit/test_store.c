@@ -60,7 +60,7 @@ TP_TEST(test_new_store_has_current_schema_version_and_wal) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "7");
+    TP_CHECK_STR(v, "8");
     pragma(dir, "journal_mode", v, sizeof v);
     TP_CHECK_STR(v, "wal");
     free(dir);
@@ -199,6 +199,7 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     sqlite3 *db;
     sqlite3_open(path, &db);
     TP_CHECK_INT(sqlite3_exec(db,
+                              "ALTER TABLE decisions DROP COLUMN constraints; "
                               "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
                               "ALTER TABLE trials DROP COLUMN kind; "
                               "ALTER TABLE trials DROP COLUMN source; "
@@ -229,13 +230,49 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "7");
+    TP_CHECK_STR(v, "8");
     TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
     TP_CHECK_INT(tp__store_trial_kind(s, 0, "target", 3), 0); /* and keeps kinds from now on */
     tp__store_close(s);
     TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
     TP_CHECK_INT(tp__store_trial(s, 0, trial_kind, &kind), 0);
     TP_CHECK_STR(kind, "target<-3");
+    tp__store_close(s);
+    free(dir);
+}
+
+static int decision_constraints(const tp_decision_row_t *d, void *ud) {
+    *(const char **)ud = d->constraints ? "kept" : "none";
+    return 0;
+}
+
+/* Schema 8 keeps a result's constraint values; a reader of a schema 7 store (written before)
+ * reads its decisions all the same, with none. */
+TP_TEST(test_decisions_keep_constraint_values_and_a_schema_7_reader_reads_them_without) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
+    tp_decision_row_t d = {.at = 1, .kind = "result", .ok = 1, .constraints = "[7.5,null]"};
+    TP_CHECK_INT(tp__store_decision(s, &d), 0);
+    const char *seen = NULL;
+    TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
+    TP_CHECK_STR(seen, "kept");
+    tp__store_close(s);
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    TP_CHECK_INT(sqlite3_exec(db,
+                              "ALTER TABLE decisions DROP COLUMN constraints; "
+                              "PRAGMA user_version = 7",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    sqlite3_close(db);
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
+    seen = NULL;
+    TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
+    TP_CHECK_STR(seen, "none");
     tp__store_close(s);
     free(dir);
 }
