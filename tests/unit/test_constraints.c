@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "config/config.h"
 #include "search/constraint.h"
 #include "search/search.h"
 #include "tp_test.h"
@@ -183,6 +184,59 @@ TP_TEST(test_constrained_nsga2_and_motpe_favour_the_feasible_region) {
     TP_CHECK(cn > 2 * rnd);
     TP_CHECK(cn > n);
     TP_CHECK(cm > 150 / 2);
+}
+
+/* ---- the experiment key ------------------------------------------------------------------ */
+
+#define HEAD "name: a\ncommand: [x]\nmetric: {name: v, mode: max}\n"
+
+/* Parse text; NULL when it parses (x filled, caller frees), else the message. */
+static const char *parse(const char *text, tp_experiment_t *x) {
+    static tp_error_t err;
+    memset(&err, 0, sizeof err);
+    return tp__experiment_parse("exp.yaml", text, strlen(text), x, &err) == 0 ? NULL : err.msg;
+}
+
+TP_TEST(test_constraints_key_parses_bounds_into_the_search) {
+    tp_experiment_t x;
+    const char *e = parse(HEAD "constraints: [{metric: mem_gb, max: 8}, "
+                               "{metric: latency_ms, min: 1, max: 20}, {metric: acc, min: 0.5}]\n",
+                          &x);
+    TP_REQUIRE(e == NULL);
+    TP_CHECK_INT(x.nconstraints, 3);
+    TP_CHECK_INT(x.search.nconstraints, 3);
+    TP_CHECK(x.search.constraints == x.constraints);
+    TP_CHECK_STR(x.constraints[0].metric, "mem_gb");
+    TP_CHECK(isinf(x.constraints[0].min) && x.constraints[0].max == 8);
+    TP_CHECK(x.constraints[1].min == 1 && x.constraints[1].max == 20);
+    TP_CHECK(x.constraints[2].min == 0.5 && isinf(x.constraints[2].max));
+    tp__experiment_free(&x);
+    TP_REQUIRE(parse(HEAD, &x) == NULL);
+    TP_CHECK_INT(x.nconstraints, 0); /* none: every trial feasible */
+    tp__experiment_free(&x);
+}
+
+TP_TEST(test_constraints_mistakes_say_what_and_where) {
+    tp_experiment_t x;
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: {metric: m, max: 1}\n", &x),
+                      "exp.yaml:4:14: \"constraints\" must be a list of bounds on reported "
+                      "metrics, e.g. constraints: [{metric: mem_gb, max: 8}");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{max: 8}]\n", &x),
+                      "exp.yaml:4:15: missing required key \"metric\"; add e.g. metric: mem_gb");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m}]\n", &x),
+                      "exp.yaml:4:15: constraint on \"m\" has no bound; give max, min or both");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, min: 9, max: 8}]\n", &x),
+                      "exp.yaml:4:15: constraint on \"m\": min 9 is above max 8; write min <= max");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, max: big}]\n", &x),
+                      "exp.yaml:4:32: constraint \"max\" must be a finite number, got \"big\"");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, mx: 8}]\n", &x), "exp.yaml:4:27:");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, max: 1}, {metric: m, min: 0}]\n", &x),
+                      "exp.yaml:4:45: metric \"m\" is constrained twice");
+    TP_CHECK_CONTAINS(parse(HEAD "space:\n  x: {uniform: [0, 1]}\n"
+                                 "surrogate: {param: x, value: 0.5}\n"
+                                 "constraints: [{metric: m, max: 1}]\n",
+                            &x),
+                      "constraints with surrogate are not supported");
 }
 
 int main(void) {
