@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "place/place.h"
 #include "run/run.h"
+#include "search/search.h"
 
 /* `--list-options`: the verb's option table as one JSON line on stdout. */
 static int list_options(const tp_cmd_t *cmd, const tp_cli_opt_t *opts, size_t nopts) {
@@ -199,12 +200,7 @@ static int note_result(const tp_decision_row_t *d, void *ud) {
         a->nlast = n;
     }
     double v[TP_MAX_CONSTRAINTS];
-    json_t *cv = a->ncons && d->constraints ? json_loads(d->constraints, 0, NULL) : NULL;
-    for (size_t k = 0; k < a->ncons; k++) {
-        json_t *x = json_array_get(cv, k);
-        v[k] = json_is_number(x) ? json_number_value(x) : NAN;
-    }
-    json_decref(cv);
+    tp__search_json_numbers(d->constraints, v, a->ncons);
     a->last[d->trial] =
         (job_result_t){.have = 1,
                        .rung = d->rung,

@@ -166,18 +166,6 @@ static int replay_report(int64_t step, double value, void *ud) {
     return 0;
 }
 
-/* A journaled result's constraint values, told to the scheduler before the result. */
-static void tell_constraints(tp_run_t *r, const tp_decision_row_t *d) {
-    double v[TP_MAX_CONSTRAINTS];
-    json_t *a = d->constraints ? json_loads(d->constraints, 0, NULL) : NULL;
-    for (size_t k = 0; k < TP_MAX_CONSTRAINTS; k++) {
-        json_t *x = json_array_get(a, k);
-        v[k] = json_is_number(x) ? json_number_value(x) : NAN;
-    }
-    json_decref(a);
-    tp__scheduler_constrain(r->sched, d->trial, v);
-}
-
 static int replay_one(const tp_decision_row_t *d, void *ud) {
     replay_t *rp = ud;
     tp_scheduler_t *s = rp->r->sched;
@@ -223,16 +211,14 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         if (t && ok) t->results++;
         if (ok)
             tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
-        if (ok && rp->r->x.nconstraints) /* the values told with it, as journaled */
-            tell_constraints(rp->r, d);
+        if (ok && rp->r->x.nconstraints) { /* the values told with it, as journaled */
+            double c[TP_MAX_CONSTRAINTS];
+            tp__search_json_numbers(d->constraints, c, TP_MAX_CONSTRAINTS);
+            tp__scheduler_constrain(s, d->trial, c);
+        }
         if (s->ops->result_values && tp__search_nobj(&s->cfg.sampler) > 1) {
             double v[TP_MAX_OBJECTIVES];
-            json_t *a = d->objectives ? json_loads(d->objectives, 0, NULL) : NULL;
-            for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++) {
-                json_t *x = json_array_get(a, j);
-                v[j] = json_is_number(x) ? json_number_value(x) : NAN;
-            }
-            json_decref(a);
+            tp__search_json_numbers(d->objectives, v, TP_MAX_OBJECTIVES);
             s->ops->result_values(s, d->trial, d->rung, ok, v, d->at);
             size_t m = rp->r->x.nobjectives, j = 0;
             while (j < m && isfinite(v[j]))

@@ -15,6 +15,15 @@ static const struct tp_searcher_ops *const searcher_table[] = {
 const char *const tp__searcher_names[] = {"grid", "random", "tpe",  "nsga2",
                                           "gp",   "cmaes",  "bohb", NULL};
 
+void tp__search_json_numbers(const char *text, double *out, size_t n) {
+    json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+    for (size_t k = 0; k < n; k++) {
+        json_t *x = json_array_get(a, k);
+        out[k] = json_is_number(x) ? json_number_value(x) : NAN;
+    }
+    json_decref(a);
+}
+
 size_t tp__search_nobj(const tp_search_cfg_t *cfg) {
     return cfg->nobj > 1 ? cfg->nobj : 1;
 }

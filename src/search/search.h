@@ -97,6 +97,9 @@ void tp__searcher_constrain(tp_searcher_t *s, uint64_t index, const double *valu
 double tp__searcher_violation(const tp_searcher_t *s, uint64_t index);
 /* Index's constraint values (cfg.nconstraints of them), or NULL when never given. */
 const double *tp__searcher_constraint_values(const tp_searcher_t *s, uint64_t index);
+/* The numbers of a journaled JSON array (a result's objectives or constraint values) into
+ * out[0..n): NaN for null, a non-number or past its end (text NULL: all NaN). O(text). */
+void tp__search_json_numbers(const char *text, double *out, size_t n);
 /* The number of objectives of cfg (nobj, at least 1). */
 size_t tp__search_nobj(const tp_search_cfg_t *cfg);
 /* values as losses: maximized objectives negated, so smaller is better in
