@@ -167,6 +167,15 @@ TP_TEST(test_constrained_gp_favours_the_feasible_region) {
     TP_CHECK(f[0] > 5 * f[2]);
 }
 
+/* BOHB hands each result's constraint values on to the TPE of its budget: with them it
+ * proposes more feasible configurations than without (a third of its proposals are random
+ * draws either way). */
+TP_TEST(test_bohb_tells_its_tpe_the_constraint_values) {
+    int f[3];
+    feasible_rates("bohb", 100, 50, 5, f);
+    TP_CHECK(f[0] > 2 * f[2]);
+}
+
 /* NSGA-II with constrained domination, two objectives: generation 3's children (trials
  * 150..199) are mostly feasible; multi-objective TPE with constraints too. */
 TP_TEST(test_constrained_nsga2_and_motpe_favour_the_feasible_region) {
