@@ -249,6 +249,19 @@ TP_TEST(test_constraints_mistakes_say_what_and_where) {
                       "constraints with surrogate are not supported");
 }
 
+/* Constraints say what a recorded trial's result means: a change on an existing experiment
+ * is refused, as a changed metric is. */
+TP_TEST(test_changing_constraints_of_an_experiment_is_refused) {
+    tp_buf_t ok, refused;
+    tp__buf_init(&ok);
+    tp__buf_init(&refused);
+    TP_CHECK_INT(
+        tp__config_changes(HEAD, HEAD "constraints: [{metric: m, max: 1}]\n", 0, &ok, &refused), 1);
+    TP_CHECK(refused.data && strstr(refused.data, "constraints"));
+    tp__buf_free(&ok);
+    tp__buf_free(&refused);
+}
+
 int main(void) {
     return tp_test_main();
 }
