@@ -172,6 +172,17 @@ static int count_priors(const tp_prior_row_t *p, void *ud) {
     return 0;
 }
 
+/* Run sql on DIR's store directly (taking it back to an older schema); SQLite's code. */
+static int exec_sql(const char *dir, const char *sql) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
 static int count_decisions(const tp_decision_row_t *d, void *ud) {
     (void)d;
     (*(size_t *)ud)++;
@@ -194,19 +205,12 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     TP_CHECK_INT(tp__store_trial_add(s, 0, "{\"x\":1}", 1), 0);
     tp__store_close(s);
     /* back to what tunepack wrote before several objectives, warm starts and surrogates */
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
-    sqlite3 *db;
-    sqlite3_open(path, &db);
-    TP_CHECK_INT(sqlite3_exec(db,
-                              "ALTER TABLE decisions DROP COLUMN constraints; "
-                              "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
-                              "ALTER TABLE trials DROP COLUMN kind; "
-                              "ALTER TABLE trials DROP COLUMN source; "
-                              "PRAGMA user_version = 4",
-                              NULL, NULL, NULL),
+    TP_CHECK_INT(exec_sql(dir, "ALTER TABLE decisions DROP COLUMN constraints; "
+                               "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
+                               "ALTER TABLE trials DROP COLUMN kind; "
+                               "ALTER TABLE trials DROP COLUMN source; "
+                               "PRAGMA user_version = 4"),
                  SQLITE_OK);
-    sqlite3_close(db);
     /* a reader (best, export, a warm start) opens it as it is */
     TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
     size_t n = 0;
@@ -259,16 +263,9 @@ TP_TEST(test_decisions_keep_constraint_values_and_a_schema_7_reader_reads_them_w
     TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
     TP_CHECK_STR(seen, "kept");
     tp__store_close(s);
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
-    sqlite3 *db;
-    sqlite3_open(path, &db);
-    TP_CHECK_INT(sqlite3_exec(db,
-                              "ALTER TABLE decisions DROP COLUMN constraints; "
-                              "PRAGMA user_version = 7",
-                              NULL, NULL, NULL),
-                 SQLITE_OK);
-    sqlite3_close(db);
+    TP_CHECK_INT(
+        exec_sql(dir, "ALTER TABLE decisions DROP COLUMN constraints; PRAGMA user_version = 7"),
+        SQLITE_OK);
     TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
     seen = NULL;
     TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
