@@ -112,6 +112,28 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
     return 1;
 }
 
+json_t *tp__web_feasibility(tp_store_t *s) {
+    bounds_t b;
+    bounds_load(s, &b);
+    if (!b.n) {
+        json_decref(b.keep);
+        return NULL;
+    }
+    json_int_t finished = 0, infeasible = 0;
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_FINISHED);
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        finished++;
+        infeasible += !trial_feasible(&b, metrics);
+        json_decref(metrics);
+    }
+    sqlite3_finalize(st);
+    json_t *o = json_pack("{s:o, s:I, s:I}", "constraints", tp__constraints_to_json(b.c, b.n),
+                          "finished", finished, "infeasible", infeasible);
+    json_decref(b.keep);
+    return o;
+}
+
 void tp__web_front_free(tp_web_front_t *f) {
     free(f->id), free(f->v), free(f->on_front), free(f->feasible);
     memset(f, 0, sizeof *f);

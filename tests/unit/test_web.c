@@ -478,6 +478,14 @@ TP_TEST(test_front_leaves_infeasible_trials_off_and_counts_them) {
         ids[i] = json_integer_value(json_object_get(json_array_get(front, i), "trial"));
     TP_CHECK((ids[0] == 0 && ids[1] == 3) || (ids[0] == 3 && ids[1] == 0));
     json_decref(o);
+    o = tp__web_summary(s, dir, 0, NULL); /* the front page says how many broke one */
+    json_t *f = json_object_get(o, "feasibility");
+    TP_CHECK_INT(json_integer_value(json_object_get(f, "finished")), 4);
+    TP_CHECK_INT(json_integer_value(json_object_get(f, "infeasible")), 2);
+    TP_CHECK_STR(json_string_value(json_object_get(
+                     json_array_get(json_object_get(f, "constraints"), 0), "metric")),
+                 "mem");
+    json_decref(o);
     TP_CHECK_INT(remove_store(s, dir), 0);
 }
 
