@@ -17,7 +17,10 @@ typedef struct front_acc {
     json_t *trials;           /* candidate trials' JSON, owned */
     double *loss;             /* m losses per candidate */
     size_t n, cap;
-    const char *dir; /* the experiment directory */
+    const char *dir;                          /* the experiment directory */
+    tp_constraint_t cons[TP_MAX_CONSTRAINTS]; /* the store's constraints */
+    size_t ncons;
+    size_t infeasible; /* finished with every objective, but infeasible */
 } front_acc_t;
 
 /* Keep finished trials whose last report has every objective. */
@@ -37,6 +40,11 @@ static int collect(const tp_trial_row_t *row, void *ud) {
         int max = !strcmp(json_string_value(json_object_get(o, "mode")), "max");
         loss[j] = max ? -json_number_value(v) : json_number_value(v);
     }
+    if (!tp__rank_feasible_of(a->cons, a->ncons, row->metrics)) {
+        a->infeasible++;
+        json_decref(t);
+        return 0;
+    }
     if (a->n == a->cap) {
         a->cap = a->cap ? 2 * a->cap : 64;
         a->loss = tp__xrealloc(a->loss, a->cap * a->m * sizeof *a->loss);
@@ -50,11 +58,22 @@ static int collect(const tp_trial_row_t *row, void *ud) {
 /* See cli.h. */
 json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char *dir,
                              size_t *nfinished) {
+    return tp__cli_pareto_front_feasible(s, objectives, dir, nfinished, NULL);
+}
+
+json_t *tp__cli_pareto_front_feasible(tp_store_t *s, const json_t *objectives, const char *dir,
+                                      size_t *nfinished, size_t *infeasible) {
     front_acc_t a = {.objectives = objectives,
                      .m = json_array_size(objectives),
                      .trials = json_array(),
                      .dir = dir};
+    json_t *keep;
+    char *cons = tp__store_meta_get(s, "constraints");
+    a.ncons = tp__constraints_from_json(cons, a.cons, TP_MAX_CONSTRAINTS, &keep);
+    free(cons);
     tp__store_trials(s, collect, &a);
+    json_decref(keep);
+    if (infeasible) *infeasible = a.infeasible;
     unsigned char *on_front = tp__xmalloc(a.n ? a.n : 1);
     tp__pareto_front(a.loss, a.n, a.m, on_front); /* the dashboard's front too */
     json_t *front = json_array();
@@ -103,11 +122,13 @@ void tp__cli_front_print(const json_t *front, size_t limit, const char *indent, 
 
 /* See cli.h. */
 int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, const char *dir) {
-    size_t nfinished = 0;
-    json_t *front = tp__cli_pareto_front(s, objectives, dir, &nfinished);
+    size_t nfinished = 0, infeasible = 0;
+    json_t *front = tp__cli_pareto_front_feasible(s, objectives, dir, &nfinished, &infeasible);
     int code = TP_EXIT_OK;
     if (nfinished == 0) {
-        fprintf(stderr, "tunepack: no completed trial with every objective in %s yet\n", dir);
+        fprintf(stderr, "tunepack: no %scompleted trial with every objective in %s yet%s\n",
+                infeasible ? "feasible " : "", dir,
+                infeasible ? " (every finished one broke a constraint)" : "");
         code = TP_EXIT_NO_TRIAL;
     } else if (as_json) {
         char *text = json_dumps(front, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -117,6 +138,7 @@ int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, con
         printf("Pareto front: %zu of %zu finished trials (no other is better in every "
                "objective)\n",
                json_array_size(front), nfinished);
+        if (infeasible) tp__cli_infeasible_line(infeasible);
         tp__cli_front_print(front, SIZE_MAX, "", 1);
     }
     json_decref(front);

@@ -87,6 +87,13 @@ const char *tp__cli_state(const tp_trial_row_t *row, int owned);
  * larger budget first, then the better value by the metric's mode). A
  * ranking by several objectives extends this one function. O(trials x top). */
 json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top);
+/* As tp__cli_ranking; under `constraints:` only feasible trials rank (tp__rank_feasible_of:
+ * the values journaled with the job result it ranks by, else its last report), and
+ * *infeasible (may be NULL) gets how many would rank but are infeasible. */
+json_t *tp__cli_ranking_feasible(tp_store_t *s, const char *dir, int maximize, size_t top,
+                                 size_t *infeasible);
+/* Under constraints: "3 infeasible trials left out (...)" on stdout, for best and status. */
+void tp__cli_infeasible_line(size_t infeasible);
 /* "trial 7", "trial 7, paused, rung 1, budget 3": a ranked trial (its JSON)
  * in words, as `best` and `status` say it. */
 void tp__cli_ranked_text(const json_t *t, char *out, size_t n);
@@ -105,6 +112,10 @@ int tp__cli_best_front(tp_store_t *s, const json_t *objectives, int as_json, con
  * the dashboard's too. O(n log n + n f m) for a front of f trials. */
 json_t *tp__cli_pareto_front(tp_store_t *s, const json_t *objectives, const char *dir,
                              size_t *nfinished);
+/* As tp__cli_pareto_front, of the feasible trials only under `constraints:`; *infeasible
+ * (may be NULL) gets how many finished trials with every objective were infeasible. */
+json_t *tp__cli_pareto_front_feasible(tp_store_t *s, const json_t *objectives, const char *dir,
+                                      size_t *nfinished, size_t *infeasible);
 /* That list in words, one point a line: indent "trial 7: err=0.1 cost=3.2"
  * (with_params: then its parameters), the first `limit` points and a
  * "... N more" line. */

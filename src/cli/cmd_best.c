@@ -85,6 +85,13 @@ static void print_text(tp_store_t *s, const char *dir, json_t *t, const char *me
     }
 }
 
+/* The experiment has `constraints:` (its store says so). */
+static int has_constraints(tp_store_t *s) {
+    char *c = tp__store_meta_get(s, "constraints");
+    free(c);
+    return c != NULL;
+}
+
 static int best_main(int argc, char **argv) {
     const char *dir_arg = NULL, *top_arg = NULL;
     int as_json = 0;
@@ -109,11 +116,19 @@ static int best_main(int argc, char **argv) {
     }
     json_decref(objectives);
     char *mode = tp__store_meta_get(s, "mode"), *metric = tp__store_meta_get(s, "metric");
-    json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, (size_t)top);
+    size_t infeasible = 0;
+    json_t *ranked = tp__cli_ranking_feasible(s, dir, mode && strcmp(mode, "max") == 0, (size_t)top,
+                                              &infeasible);
     int code = TP_EXIT_OK;
     size_t i;
     json_t *t;
-    if (json_array_size(ranked) == 0) {
+    if (json_array_size(ranked) == 0 && infeasible) {
+        fprintf(stderr,
+                "tunepack: no feasible trial in %s yet: all %zu that reported %s broke a "
+                "constraint (or never reported a constrained metric)\n",
+                dir, infeasible, metric ? metric : "its objective");
+        code = TP_EXIT_NO_TRIAL;
+    } else if (json_array_size(ranked) == 0) {
         fprintf(stderr, "tunepack: no trial in %s has reported %s at the end of a job yet\n", dir,
                 metric ? metric : "its objective");
         code = TP_EXIT_NO_TRIAL;
@@ -122,12 +137,15 @@ static int best_main(int argc, char **argv) {
         json_t *out = top_arg ? json_array() : best_object(s, dir, json_array_get(ranked, 0));
         if (top_arg)
             json_array_foreach(ranked, i, t) json_array_append_new(out, best_object(s, dir, t));
+        else if (has_constraints(s))
+            json_object_set_new(out, "infeasible", json_integer((json_int_t)infeasible));
         char *text = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
         free(text);
         json_decref(out);
     } else {
         json_array_foreach(ranked, i, t) print_text(s, dir, t, metric ? metric : "value");
+        if (infeasible) tp__cli_infeasible_line(infeasible);
     }
     json_decref(ranked);
     free(mode);
@@ -140,29 +158,33 @@ static int best_main(int argc, char **argv) {
 const tp_cmd_t tp__cmd_best = {
     .name = "best",
     .summary = "print the best trial so far (several objectives: the Pareto front)",
-    .usage = "usage: tunepack best [DIR] [--json] [--top N]\n\n"
-             "Prints the best trial of the experiment in DIR (default: the latest under ./runs),\n"
-             "while it runs or after. It ranks every trial that ended a job with the objective,\n"
-             "by the last job it ended so: completed, stopped early by the scheduler, paused at\n"
-             "a rung waiting for a promotion, or promoted and running its next rung (trials\n"
-             "that never finished a job are not ranked; after a deadline, trials stopped there\n"
-             "rank by their last report and show the checkpoint their model is in). A trial that\n"
-             "reached a larger budget ranks first (a value after 9 epochs is not weighed against\n"
-             "one after 1), then the better objective by the metric's mode. `tunepack status`\n"
-             "shows the same trial. Under `surrogate:` a target trial (a configuration run\n"
-             "again at full size) ranks above every surrogate trial, and is shown with the\n"
-             "surrogate trial it came from and how that one ranked among the surrogates.\n\n"
-             "  --top N   the N best, best first\n"
-             "  --json    one object (with --top, an array of them, best first):\n"
-             "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"
-             "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}, \"dir\": its\n"
-             "            folder}, and \"checkpoint\": \"/path\": the model a deadline run named,\n"
-             "            else the folder's checkpoint/ when it holds one on this machine\n\n"
-             "With several objectives (metric: [{name, mode}, ...]) it prints the Pareto front:\n"
-             "every finished trial that no other beats in every objective (--top does not\n"
-             "apply); --json gives it as a list: [{\"trial\": 7, \"values\": {\"err\": 0.1,\n"
-             "\"cost\": 3}, \"params\": {...}, \"metrics\": {...}}, ...].\n"
-             "Exit code 5 when no trial is ranked yet.\n\n"
-             "example:\n  tunepack best runs/mlp-demo --top 3\n",
+    .usage =
+        "usage: tunepack best [DIR] [--json] [--top N]\n\n"
+        "Prints the best trial of the experiment in DIR (default: the latest under ./runs),\n"
+        "while it runs or after. It ranks every trial that ended a job with the objective,\n"
+        "by the last job it ended so: completed, stopped early by the scheduler, paused at\n"
+        "a rung waiting for a promotion, or promoted and running its next rung (trials\n"
+        "that never finished a job are not ranked; after a deadline, trials stopped there\n"
+        "rank by their last report and show the checkpoint their model is in). A trial that\n"
+        "reached a larger budget ranks first (a value after 9 epochs is not weighed against\n"
+        "one after 1), then the better objective by the metric's mode. Under `constraints:`\n"
+        "only feasible trials rank (every constrained metric of the job's last report\n"
+        "inside its bounds; one never reported is a broken constraint) and a line says how\n"
+        "many were left out (--json: \"infeasible\": N). `tunepack status`\n"
+        "shows the same trial. Under `surrogate:` a target trial (a configuration run\n"
+        "again at full size) ranks above every surrogate trial, and is shown with the\n"
+        "surrogate trial it came from and how that one ranked among the surrogates.\n\n"
+        "  --top N   the N best, best first\n"
+        "  --json    one object (with --top, an array of them, best first):\n"
+        "            {\"trial\": 7, \"value\": 0.96, \"state\": \"completed\", \"rung\": 2,\n"
+        "             \"budget\": 9, \"params\": {...}, \"metrics\": {...}, \"dir\": its\n"
+        "            folder}, and \"checkpoint\": \"/path\": the model a deadline run named,\n"
+        "            else the folder's checkpoint/ when it holds one on this machine\n\n"
+        "With several objectives (metric: [{name, mode}, ...]) it prints the Pareto front:\n"
+        "every finished feasible trial that no other beats in every objective (--top does not\n"
+        "apply); --json gives it as a list: [{\"trial\": 7, \"values\": {\"err\": 0.1,\n"
+        "\"cost\": 3}, \"params\": {...}, \"metrics\": {...}}, ...].\n"
+        "Exit code 5 when no trial is ranked yet.\n\n"
+        "example:\n  tunepack best runs/mlp-demo --top 3\n",
     .main = best_main,
 };

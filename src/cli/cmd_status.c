@@ -19,6 +19,7 @@ typedef struct status_acc {
     int owned;                    /* an orchestrator runs it now */
     int stopped_pending;          /* pending trials a stop interrupted (meta "interrupted") */
     double first_start, last_end; /* wall times */
+    size_t infeasible;            /* under constraints: trials left out of best or the front */
 } status_acc_t;
 
 static int count_row(const tp_trial_row_t *row, void *ud) {
@@ -70,6 +71,9 @@ static void print_text(const char *name, const char *path, const char *dir, cons
     } else {
         printf("best        none yet\n");
     }
+    if (a->infeasible)
+        printf("infeasible  %zu trial%s broke a constraint: not ranked\n", a->infeasible,
+               a->infeasible == 1 ? "" : "s");
     if (elapsed >= 0) {
         char d[32];
         tp__format_duration(elapsed, d, sizeof d);
@@ -119,13 +123,15 @@ static int status_main(int argc, char **argv) {
     a.stopped_pending = nint ? atoi(nint) : 0;
     free(nint);
     tp__store_trials(s, count_row, &a);
-    json_t *ranked = tp__cli_ranking(s, dir, mode && strcmp(mode, "max") == 0, 1);
+    json_t *ranked =
+        tp__cli_ranking_feasible(s, dir, mode && strcmp(mode, "max") == 0, 1, &a.infeasible);
     json_t *best = json_array_get(ranked, 0), *front = NULL;
     char *objs = tp__store_meta_get(s, "objectives");
     json_t *objectives = objs ? json_loads(objs, 0, NULL) : NULL;
     size_t nfinished = 0;
     if (json_array_size(objectives) > 1) /* several objectives: the front, not one best */
-        front = tp__cli_pareto_front(s, objectives, dir, &nfinished), best = NULL;
+        front = tp__cli_pareto_front_feasible(s, objectives, dir, &nfinished, &a.infeasible),
+        best = NULL;
     free(objs);
     json_decref(objectives);
     char st[64];
@@ -154,6 +160,9 @@ static int status_main(int argc, char **argv) {
                       counts, "metric", metric, "mode", mode, "best", best ? best : json_null(),
                       "elapsed_s", elapsed >= 0 ? json_real(elapsed) : json_null());
         if (front) json_object_set(o, "front", front);
+        char *cons = tp__store_meta_get(s, "constraints");
+        if (cons) json_object_set_new(o, "infeasible", json_integer((json_int_t)a.infeasible));
+        free(cons);
         if (fusion) json_object_set(o, "fusion", fusion);
         char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         printf("%s\n", text);
@@ -196,7 +205,9 @@ const tp_cmd_t tp__cmd_status = {
         "           trials a stop interrupted}, \"metric\", \"mode\", \"best\": {trial}\n"
         "           or null, \"elapsed_s\"}; several objectives: \"best\" null and\n"
         "           \"front\": [{\"trial\", \"values\", \"params\", \"metrics\"}] as best --json;\n"
-        "           with fuse: \"fusion\": {shape: {K: {runs, rate, mem_mib, cpu_s}}}\n\n"
+        "           with fuse: \"fusion\": {shape: {K: {runs, rate, mem_mib, cpu_s}}};\n"
+        "           under constraints: \"infeasible\": trials not ranked for a broken\n"
+        "           constraint (best and the front hold feasible trials only)\n\n"
         "example:\n  tunepack status runs/mlp-demo\n",
     .main = status_main,
 };

@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "place/place.h"
 #include "run/run.h"
+#include "search/search.h"
 
 /* `--list-options`: the verb's option table as one JSON line on stdout. */
 static int list_options(const tp_cmd_t *cmd, const tp_cli_opt_t *opts, size_t nopts) {
@@ -172,6 +173,7 @@ typedef struct job_result {
     int have;
     int rung;
     tp_rank_key_t key;
+    int feasible; /* under constraints: the values journaled with it satisfy every bound */
 } job_result_t;
 
 typedef struct ranking {
@@ -181,8 +183,11 @@ typedef struct ranking {
     const char *dir;
     job_result_t *last; /* by trial id, owned */
     size_t nlast;
-    int only_surrogates; /* rank the surrogate trials only */
-    size_t rows;         /* trials seen */
+    int only_surrogates;                      /* rank the surrogate trials only */
+    size_t rows;                              /* trials seen */
+    tp_constraint_t cons[TP_MAX_CONSTRAINTS]; /* the store's constraints */
+    size_t ncons;
+    size_t infeasible; /* trials that would rank but are infeasible */
 } ranking_t;
 
 static int note_result(const tp_decision_row_t *d, void *ud) {
@@ -194,8 +199,13 @@ static int note_result(const tp_decision_row_t *d, void *ud) {
         memset(a->last + a->nlast, 0, (n - a->nlast) * sizeof *a->last);
         a->nlast = n;
     }
+    double v[TP_MAX_CONSTRAINTS];
+    tp__search_json_numbers(d->constraints, v, a->ncons);
     a->last[d->trial] =
-        (job_result_t){.have = 1, .rung = d->rung, .key = {.budget = d->budget, .value = d->value}};
+        (job_result_t){.have = 1,
+                       .rung = d->rung,
+                       .key = {.budget = d->budget, .value = d->value},
+                       .feasible = tp__constraint_violation(a->cons, a->ncons, v) == 0};
     return 0;
 }
 
@@ -211,6 +221,10 @@ static int rank_row(const tp_trial_row_t *row, void *ud) {
                                  ? &a->last[row->id]
                                  : NULL;
     if (!jr && !tp__rank_competes(row->state, row->has_value)) return 0;
+    if (jr ? !jr->feasible : !tp__rank_feasible_of(a->cons, a->ncons, row->metrics)) {
+        a->infeasible++;
+        return 0;
+    }
     tp_rank_key_t k = jr ? jr->key : (tp_rank_key_t){.budget = row->budget, .value = row->value};
     int target = row->kind && strcmp(row->kind, "target") == 0;
     size_t at = a->n;
@@ -236,12 +250,16 @@ static int rank_row(const tp_trial_row_t *row, void *ud) {
 /* The best `top` trials (only_surrogates: of the surrogate trials), best
  * first; *rows: the trials seen. */
 static json_t *rank_trials(tp_store_t *s, const char *dir, int maximize, size_t top,
-                           int only_surrogates, size_t *rows) {
+                           int only_surrogates, size_t *rows, size_t *infeasible) {
     ranking_t a = {.best = tp__xcalloc(top ? top : 1, sizeof *a.best),
                    .top = top,
                    .maximize = maximize,
                    .dir = dir,
                    .only_surrogates = only_surrogates};
+    json_t *keep;
+    char *cons = tp__store_meta_get(s, "constraints");
+    a.ncons = tp__constraints_from_json(cons, a.cons, TP_MAX_CONSTRAINTS, &keep);
+    free(cons);
     json_t *out = json_array();
     if (top) {
         tp__store_decisions(s, note_result, &a);
@@ -251,7 +269,9 @@ static json_t *rank_trials(tp_store_t *s, const char *dir, int maximize, size_t 
         json_array_append_new(out, a.best[i].trial);
     free(a.best);
     free(a.last);
+    json_decref(keep);
     *rows = a.rows;
+    if (infeasible) *infeasible = a.infeasible;
     return out;
 }
 
@@ -265,7 +285,7 @@ static void note_surrogate_ranks(tp_store_t *s, const char *dir, int maximize, j
     json_array_foreach(ranked, i, t) any |= json_is_integer(json_object_get(t, "source"));
     if (!any) return;
     size_t seen;
-    json_t *surr = rank_trials(s, dir, maximize, rows, 1, &seen);
+    json_t *surr = rank_trials(s, dir, maximize, rows, 1, &seen, NULL);
     json_array_foreach(ranked, i, t) {
         const json_t *src = json_object_get(t, "source");
         if (!json_is_integer(src)) continue;
@@ -284,8 +304,13 @@ static void note_surrogate_ranks(tp_store_t *s, const char *dir, int maximize, j
 /* See cli.h. Under `surrogate:` a target trial ranks above every surrogate
  * (the surrogates' values measure a smaller model). */
 json_t *tp__cli_ranking(tp_store_t *s, const char *dir, int maximize, size_t top) {
+    return tp__cli_ranking_feasible(s, dir, maximize, top, NULL);
+}
+
+json_t *tp__cli_ranking_feasible(tp_store_t *s, const char *dir, int maximize, size_t top,
+                                 size_t *infeasible) {
     size_t rows;
-    json_t *out = rank_trials(s, dir, maximize, top, 0, &rows);
+    json_t *out = rank_trials(s, dir, maximize, top, 0, &rows, infeasible);
     note_surrogate_ranks(s, dir, maximize, out, rows);
     return out;
 }
@@ -341,6 +366,12 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     tp__trial_path(logs, sizeof logs, dir, (long long)row->id, NULL);
     json_object_set_new(o, "logs", row->id >= 0 ? json_string(logs) : json_null());
     return o;
+}
+
+void tp__cli_infeasible_line(size_t infeasible) {
+    printf("%zu infeasible trial%s left out (a constraint broken, or a constrained metric never "
+           "reported)\n",
+           infeasible, infeasible == 1 ? "" : "s");
 }
 
 void tp__cli_ranked_text(const json_t *t, char *out, size_t n) {

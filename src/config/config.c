@@ -519,6 +519,7 @@ static const key_spec_t top_keys[] = {
     {"reallocation", tp__cfg_key_reallocation, 0, NULL, &tp__cfg_reallocation_table},
     {"surrogate", tp__cfg_key_surrogate, 0, NULL, &tp__cfg_surrogate_table},
     {"fuse", tp__cfg_key_fuse, 0, NULL, &tp__cfg_fuse_table},
+    {"constraints", tp__cfg_key_constraints, 0, NULL, &tp__cfg_constraints_table},
 };
 static const key_table_t top_table = KEY_TABLE(top_keys);
 
@@ -659,6 +660,7 @@ static int parse(const char *path, const char *text, size_t len, tp_experiment_t
         bad |= tp__cfg_check_budget(&c, root) < 0;
         bad |= tp__cfg_check_enqueue(&c) < 0;
         bad |= tp__cfg_check_surrogate(&c) < 0;
+        bad |= tp__cfg_check_constraints(&c) < 0;
         bad |= tp__cfg_check_fuse(&c) < 0;
         rc = bad || c.nerrors ? -EINVAL : 0;
         if (rc == 0 && !out->policy)
@@ -735,5 +737,6 @@ void tp__experiment_free(tp_experiment_t *x) {
     for (size_t i = 0; i < x->nwarm_start; i++)
         free(x->warm_start[i]);
     free(x->warm_start);
+    tp__cfg_constraints_free(x);
     memset(x, 0, sizeof *x);
 }

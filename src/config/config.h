@@ -209,6 +209,10 @@ typedef struct tp_experiment {
     tp_surrogate_cfg_t surrogate; /* `surrogate`: param (owned; NULL: none), value, promote
                                      (default 3), eager (default 0.5) */
     tp_fuse_cfg_t fuse;           /* `fuse`: fused trials; fuse.max 0 when off */
+    tp_constraint_t *constraints; /* `constraints`: bounds on reported metrics (metric names
+                                     owned), TP_MAX_CONSTRAINTS entries, owned; NULL: none.
+                                     search.constraints points here */
+    size_t nconstraints;          /* how many (also search.nconstraints) */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */

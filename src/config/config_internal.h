@@ -34,6 +34,7 @@ typedef struct cfgctx {
     yaml_node_t *fuse_min;          /* `fuse.min` value, for messages */
     int trials_given;               /* `search.trials` was written (else a per-sampler default) */
     yaml_node_t *surrogate;         /* `surrogate` mapping, for messages */
+    yaml_node_t *constraints;       /* `constraints` list, for messages */
 } cfgctx_t;
 
 typedef struct key_table key_table_t;
@@ -70,7 +71,7 @@ struct key_table {
 extern const key_table_t tp__cfg_metric_table, tp__cfg_budget_table, tp__cfg_checkpoint_table,
     tp__cfg_resources_table, tp__cfg_placement_table, tp__cfg_gpus_table, tp__cfg_groups_table,
     tp__cfg_cluster_table, tp__cfg_reallocation_table, tp__cfg_space_table, tp__cfg_surrogate_table,
-    tp__cfg_fuse_table;
+    tp__cfg_fuse_table, tp__cfg_constraints_table;
 /* The names a key's value may be, for tp__config_keys. */
 extern const key_table_t tp__cfg_sharing_values;
 
@@ -143,6 +144,11 @@ int tp__cfg_key_budget(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_key_checkpoint(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v);
+/* config_constraints.c: `constraints` (bounds on reported metrics); after the whole file,
+ * refused with surrogate; freed with the experiment. */
+int tp__cfg_key_constraints(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_constraints(cfgctx_t *c);
+void tp__cfg_constraints_free(tp_experiment_t *x);
 /* After the whole file: a scheduler with rungs has a budget; the budget's
  * name is no parameter; several objectives run under fifo. */
 int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root);

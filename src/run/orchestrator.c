@@ -38,6 +38,9 @@ const trial_t *tp__run_best_trial(const tp_run_t *r) {
 
 void tp__note_best(tp_run_t *r, const trial_t *t) {
     if (!tp__rank_competes(tp__trial_state_name(t->state), t->has_value)) return;
+    if (!tp__rank_feasible_of(r->x.constraints, r->x.nconstraints,
+                              t->last.len ? t->last.data : NULL))
+        return;
     tp_rank_key_t k = {.budget = t->budget, .value = t->value};
     int64_t source; /* under surrogate: a target ranks above every surrogate */
     int target = tp__surrogate_kind(r->sched, t->id, &source) == TP_KIND_TARGET;
@@ -270,6 +273,12 @@ void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, d
 
 void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
                          double value, const char *detail, const char *objectives) {
+    tp__run_result_decision(r, at, kind, t, ok, value, detail, objectives, NULL);
+}
+
+void tp__run_result_decision(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
+                             double value, const char *detail, const char *objectives,
+                             const char *constraints) {
     tp_decision_row_t d = {.at = at,
                            .kind = kind,
                            .trial = t->id,
@@ -280,7 +289,8 @@ void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t
                            .has_value = !isnan(value),
                            .value = value,
                            .detail = detail,
-                           .objectives = objectives};
+                           .objectives = objectives,
+                           .constraints = constraints};
     tp_store_t *s = tp__journal_tx(&r->journal);
     if (tp__journal_ok(&r->journal, tp__store_decision(s, &d), "recording a decision") == 0)
         tp__journal_ok(&r->journal, tp__store_trial_progress(s, t->id, t->rung, t->budget, detail),

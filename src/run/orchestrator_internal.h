@@ -564,6 +564,10 @@ void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, d
 /* As tp__run_decision, at wall time `at` (the `now` the scheduler was given). */
 void tp__run_decision_at(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
                          double value, const char *detail, const char *objectives);
+/* As tp__run_decision_at, with a result's constraint values (JSON array text, or NULL). */
+void tp__run_result_decision(tp_run_t *r, double at, const char *kind, const trial_t *t, int ok,
+                             double value, const char *detail, const char *objectives,
+                             const char *constraints);
 /* A paused trial that will never be promoted ends as stopped; why says why. */
 void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why);
 

@@ -233,8 +233,11 @@ static void run_hooks(tp_run_t *r, trial_t *t, const tp_exited_t *e, tp_verdict_
 }
 
 /* The scheduler hears that t's job ended: ok with its value (values, with
- * several objectives), or out of the search (ok 0). */
-static void tell_result(tp_run_t *r, const trial_t *t, int ok, const double *values, double at) {
+ * several objectives; the constrained metrics' values first, under
+ * constraints), or out of the search (ok 0). */
+static void tell_result(tp_run_t *r, const trial_t *t, int ok, const tp_verdict_t *v, double at) {
+    const double *values = v->values;
+    if (ok && r->x.nconstraints) tp__scheduler_constrain(r->sched, t->id, v->cvalues);
     if (r->x.nobjectives > 1)
         r->sched->ops->result_values(r->sched, t->id, t->rung, ok, values, at);
     else
@@ -248,7 +251,7 @@ static void tell_result(tp_run_t *r, const trial_t *t, int ok, const double *val
 static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v, double at,
                                  char *note, size_t n, const char **decided) {
     tp__deadline_timing(r, t, at);
-    tell_result(r, t, 1, v->values, at);
+    tell_result(r, t, 1, v, at);
     if (t->early_stopped) {
         *decided = t->why;
         return TP_TRIAL_STOPPED;
@@ -297,7 +300,7 @@ static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v, tp_
                        "recording a failure");
         return TP_TRIAL_PENDING;
     }
-    tell_result(r, t, 0, v->values, how->at);
+    tell_result(r, t, 0, v, how->at);
     *decided = v->why;
     return TP_TRIAL_FAILED;
 }
@@ -309,8 +312,9 @@ static void attempt_ended(tp_run_t *r, trial_t *t, const tp_verdict_t *v, const 
                           double ran_s) {
     int ok = v->kind == TP_VERDICT_DONE;
     if (decided)
-        tp__run_decision(r, "result", t, ok, ok && t->has_value ? t->value : NAN, decided,
-                         ok ? v->objectives : NULL);
+        tp__run_result_decision(r, tp__wall_s(), "result", t, ok,
+                                ok && t->has_value ? t->value : NAN, decided,
+                                ok ? v->objectives : NULL, ok ? v->constraints : NULL);
     /* A trial the deadline stopped mid-job competes with its last job's
      * result when it has one (as `best` ranks it), else with what it reported. */
     if (!*end->at_deadline || !t->results) tp__note_best(r, t);
@@ -356,7 +360,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
          * extended past the deadline does not wait for that job. */
         tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN, end->at_deadline,
                          NULL);
-        tell_result(r, t, 0, v->values, how->at);
+        tell_result(r, t, 0, v, how->at);
         return TP_TRIAL_STOPPED;
     }
     if (end->interrupted) {

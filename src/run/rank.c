@@ -14,6 +14,10 @@ int tp__rank_competes(const char *state, int has_value) {
     return 0;
 }
 
+int tp__rank_feasible_of(const tp_constraint_t *c, size_t n, const char *metrics) {
+    return n == 0 || tp__constraint_violation_of(c, n, metrics) == 0;
+}
+
 int tp__rank_beats(const tp_rank_key_t *a, const tp_rank_key_t *b, int maximize) {
     if (isnan(a->value)) return 0;
     if (isnan(b->value)) return 1;

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "search/constraint.h"
 #include "util/util.h"
 
 /* Exit codes of `tunepack` (docs/exit-codes.md). */
@@ -80,6 +81,10 @@ typedef struct tp_rank_key {
 int tp__rank_competes(const char *state, int has_value);
 /* Whether a ranks before b. O(1). */
 int tp__rank_beats(const tp_rank_key_t *a, const tp_rank_key_t *b, int maximize);
+/* Under constraints only a feasible trial competes: one whose last report (metrics, JSON
+ * text; NULL: none) has every constrained metric inside its bounds (a metric it never
+ * reported makes it infeasible). Always 1 without constraints. O(the report). */
+int tp__rank_feasible_of(const tp_constraint_t *c, size_t n, const char *metrics);
 
 /* Experiment directory helpers shared by the CLI verbs (rundir.c). */
 /* The directory a command should look at: dir if given, else the most

@@ -211,14 +211,14 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         if (t && ok) t->results++;
         if (ok)
             tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
+        if (ok && rp->r->x.nconstraints) { /* the values told with it, as journaled */
+            double c[TP_MAX_CONSTRAINTS];
+            tp__search_json_numbers(d->constraints, c, TP_MAX_CONSTRAINTS);
+            tp__scheduler_constrain(s, d->trial, c);
+        }
         if (s->ops->result_values && tp__search_nobj(&s->cfg.sampler) > 1) {
             double v[TP_MAX_OBJECTIVES];
-            json_t *a = d->objectives ? json_loads(d->objectives, 0, NULL) : NULL;
-            for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++) {
-                json_t *x = json_array_get(a, j);
-                v[j] = json_is_number(x) ? json_number_value(x) : NAN;
-            }
-            json_decref(a);
+            tp__search_json_numbers(d->objectives, v, TP_MAX_OBJECTIVES);
             s->ops->result_values(s, d->trial, d->rung, ok, v, d->at);
             size_t m = rp->r->x.nobjectives, j = 0;
             while (j < m && isfinite(v[j]))
@@ -477,6 +477,9 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
                                               r->x.objectives[j].maximize ? "max" : "min"));
     char *objs_text = json_dumps(objs, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(objs);
+    json_t *cons = tp__constraints_to_json(r->x.constraints, r->x.nconstraints);
+    char *cons_text = json_dumps(cons, JSON_COMPACT | JSON_PRESERVE_ORDER); /* best, dashboard */
+    json_decref(cons);
     rc = tp__store_begin(s) || tp__store_meta_set(s, "name", r->x.name) ||
          tp__store_meta_set(s, "experiment_path", r->x.path) ||
          tp__store_meta_set(s, "experiment_text", r->x.text) ||
@@ -485,8 +488,10 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
          tp__store_meta_set(s, "objectives", objs_text) ||
          tp__store_meta_set(s, "workdir", r->workdir) || tp__store_meta_set(s, "token", r->token) ||
          tp__store_meta_set(s, "spool", r->spool) || tp__store_meta_set(s, "created_at", at) ||
-         tp__store_meta_set(s, "experiment_id", r->experiment_id);
+         tp__store_meta_set(s, "experiment_id", r->experiment_id) ||
+         (r->x.nconstraints && tp__store_meta_set(s, "constraints", cons_text));
     free(objs_text);
+    free(cons_text);
     if (rc || tp__store_commit(s) != 0)
         return tp__errorf(err, -EIO, "cannot record the experiment in %s", r->dir);
     return 0;

@@ -38,6 +38,20 @@ static const char *objective_values(const trial_t *t, const tp_experiment_t *x, 
     return missing;
 }
 
+/* Constraints: each constrained metric's value in t's last report into
+ * v->cvalues, and as a JSON array into v->constraints. */
+static void constraint_values(const trial_t *t, const tp_experiment_t *x, tp_verdict_t *v) {
+    if (!x->nconstraints) return;
+    json_t *last = t->last.len ? json_loadb(t->last.data, t->last.len, 0, NULL) : NULL;
+    tp__constraint_values(x->constraints, x->nconstraints, last, v->cvalues);
+    json_t *arr = json_array();
+    for (size_t k = 0; k < x->nconstraints; k++)
+        json_array_append_new(arr, isnan(v->cvalues[k]) ? json_null() : json_real(v->cvalues[k]));
+    v->constraints = json_dumps(arr, JSON_COMPACT);
+    json_decref(arr);
+    json_decref(last);
+}
+
 /* Exited 0: done when it reported the objective(s), else failed with why. */
 static void judge_exit_0(const trial_t *t, const tp_experiment_t *x, tp_verdict_t *v) {
     const char *missing = x->nobjectives > 1 ? objective_values(t, x, v) : NULL;
@@ -66,6 +80,8 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
     memset(v, 0, sizeof *v);
     for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++)
         v->values[j] = NAN;
+    for (size_t k = 0; k < TP_MAX_CONSTRAINTS; k++)
+        v->cvalues[k] = NAN;
     const tp_experiment_t *x = f->x;
     int asked_to_stop =
         e->ended == TP_ENDED_STOPPED && (f->stopping || t->resize_to || f->deadline_hit);
@@ -95,6 +111,7 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
         snprintf(v->why, sizeof v->why, "could not start: %s", *e->error ? e->error : e->status);
     }
     if (v->kind == TP_VERDICT_FAILED) tp__verdict_add_garbage(t, v->why, sizeof v->why);
+    if (v->kind == TP_VERDICT_DONE) constraint_values(t, x, v);
 }
 
 void tp__verdict_add_garbage(const trial_t *t, char *why, size_t size) {
@@ -106,4 +123,6 @@ void tp__verdict_add_garbage(const trial_t *t, char *why, size_t size) {
 void tp__verdict_free(tp_verdict_t *v) {
     free(v->objectives);
     v->objectives = NULL;
+    free(v->constraints);
+    v->constraints = NULL;
 }

@@ -27,12 +27,16 @@ typedef struct tp_judge_facts {
 
 typedef struct tp_verdict {
     tp_verdict_kind_t kind;
-    char why[1200];                   /* FAILED: why, in words (the stderr tail is the
-                                         caller's: it is I/O); "" otherwise */
-    double values[TP_MAX_OBJECTIVES]; /* several objectives: each one's value in the last
-                                         report, NaN where missing */
-    char *objectives;                 /* several objectives: values as a JSON array (owned:
-                                         tp__verdict_free); NULL with one */
+    char why[1200];                     /* FAILED: why, in words (the stderr tail is the
+                                           caller's: it is I/O); "" otherwise */
+    double values[TP_MAX_OBJECTIVES];   /* several objectives: each one's value in the last
+                                           report, NaN where missing */
+    char *objectives;                   /* several objectives: values as a JSON array (owned:
+                                           tp__verdict_free); NULL with one */
+    double cvalues[TP_MAX_CONSTRAINTS]; /* DONE under constraints: each constrained metric's
+                                           value in the last report, NaN where missing */
+    char *constraints; /* DONE under constraints: cvalues as a JSON array (null: missing),
+                          owned (tp__verdict_free); NULL otherwise */
 } tp_verdict_t;
 
 /* Judge t's attempt, which ended as e says. O(the last report's size). */

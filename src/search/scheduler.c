@@ -155,6 +155,10 @@ void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n) {
     if (s->ops->trials) s->ops->trials(s);
 }
 
+void tp__scheduler_constrain(tp_scheduler_t *s, int64_t trial, const double *values) {
+    if (s->sampler && trial >= 0) tp__searcher_constrain(s->sampler, (uint64_t)trial, values);
+}
+
 double tp__scheduler_work(const tp_scheduler_t *s) {
     if (!s->cfg.budget.name) return 0;
     if (s->ops->work) return s->ops->work(s);

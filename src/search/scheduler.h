@@ -134,6 +134,12 @@ void tp__scheduler_free(tp_scheduler_t *s);
  * changed the number (a journaled call, as deadline and timing are). The
  * decisions made under the old number stand; the next ones see n. O(1). */
 void tp__scheduler_set_trials(tp_scheduler_t *s, uint64_t n);
+/* Constraints: trial's next result (result / result_values) reported these values of the
+ * constrained metrics (values[0..cfg.sampler.nconstraints), NaN: missing); call it before
+ * that result, live and on replay alike. The sampler keeps them with the trial
+ * (tp__searcher_constrain: the trial numbers are the sampler's, so not under surrogate,
+ * which the config refuses). O(nconstraints). */
+void tp__scheduler_constrain(tp_scheduler_t *s, int64_t trial, const double *values);
 /* Budget units the search is expected to run in all (ops->work, else
  * total() x budget.max); 0 without a budget or a known total. O(rungs),
  * hyperband O(brackets x rungs). */

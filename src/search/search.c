@@ -1,5 +1,6 @@
 /* search: the table of searchers, chosen by name. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,15 @@ static const struct tp_searcher_ops *const searcher_table[] = {
 
 const char *const tp__searcher_names[] = {"grid",  "random", "tpe",  "nsga2", "gp",
                                           "cmaes", "bohb",   "dehb", NULL};
+
+void tp__search_json_numbers(const char *text, double *out, size_t n) {
+    json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+    for (size_t k = 0; k < n; k++) {
+        json_t *x = json_array_get(a, k);
+        out[k] = json_is_number(x) ? json_number_value(x) : NAN;
+    }
+    json_decref(a);
+}
 
 size_t tp__search_nobj(const tp_search_cfg_t *cfg) {
     return cfg->nobj > 1 ? cfg->nobj : 1;
@@ -82,7 +92,38 @@ tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *
 void tp__searcher_free(tp_searcher_t *s) {
     if (!s) return;
     if (s->ops && s->ops->destroy) s->ops->destroy(s);
+    free(s->cvals);
     free(s);
+}
+
+#define CONSTRAINED_MAX_INDEX (1u << 26) /* larger trial numbers keep no constraint values */
+
+void tp__searcher_constrain(tp_searcher_t *s, uint64_t index, const double *values) {
+    size_t k = s->cfg.nconstraints;
+    if (k == 0 || index >= CONSTRAINED_MAX_INDEX) return;
+    if (index >= s->ncvals) {
+        size_t n = s->ncvals ? s->ncvals : 64;
+        while (n <= index)
+            n *= 2;
+        s->cvals = tp__xrealloc(s->cvals, n * k * sizeof *s->cvals);
+        for (size_t i = s->ncvals * k; i < n * k; i++)
+            s->cvals[i] = NAN;
+        s->ncvals = n;
+    }
+    memcpy(s->cvals + index * k, values, k * sizeof *values);
+}
+
+const double *tp__searcher_constraint_values(const tp_searcher_t *s, uint64_t index) {
+    size_t k = s->cfg.nconstraints;
+    if (k == 0 || index >= s->ncvals) return NULL;
+    return s->cvals + index * k; /* every NaN when never given: missing, as none reported */
+}
+
+double tp__searcher_violation(const tp_searcher_t *s, uint64_t index) {
+    size_t k = s->cfg.nconstraints;
+    if (k == 0) return 0;
+    const double *v = tp__searcher_constraint_values(s, index);
+    return v ? tp__constraint_violation(s->cfg.constraints, k, v) : INFINITY;
 }
 
 void tp__searcher_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,

@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "search/constraint.h"
 #include "space/space.h"
 #include "util/util.h"
 
@@ -24,6 +25,9 @@ typedef struct tp_search_cfg {
     double budget_min;      /* the scheduler's budget (0: none), set by tp__scheduler_new: */
     double budget_max;      /* dehb sizes its subpopulation of each budget b as max / b, */
     double budget_eta;      /* and weighs each budget as a Hyperband iteration does */
+    const tp_constraint_t *constraints; /* `constraints:` bounds on reported metrics, borrowed
+                                           (outlives the searcher); NULL: none */
+    size_t nconstraints;                /* how many (<= TP_MAX_CONSTRAINTS) */
 } tp_search_cfg_t;
 
 #define TP_MAX_OBJECTIVES 8 /* objectives a search may have */
@@ -63,6 +67,10 @@ struct tp_searcher {
     tp_search_cfg_t cfg;               /* copy; algorithm points at a static name */
     int maximize;                      /* 1 if the metric is maximized */
     void *impl;                        /* searcher's own state */
+    double *cvals;                     /* constraints: each told index's values (cfg.nconstraints
+                                          per index, NaN: not reported), owned; see
+                                          tp__searcher_constrain */
+    size_t ncvals;                     /* indices cvals holds */
 };
 
 /* Names of the known searchers, NULL-terminated (for did-you-mean). */
@@ -82,6 +90,20 @@ int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out)
  * one, else ops->tell. Every scheduler with rungs tells through here. */
 void tp__searcher_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
                        double budget, double now);
+/* Constraints: the values of cfg.constraints' metrics that trial index's result reported
+ * (values[0..cfg.nconstraints), NaN where one is missing), given before that result is told
+ * (the run calls it through tp__scheduler_constrain, live and on replay). The sampler keeps
+ * the last values of each index; a sampler that heeds constraints reads them when told, with
+ * tp__searcher_violation. O(nconstraints), amortized. */
+void tp__searcher_constrain(tp_searcher_t *s, uint64_t index, const double *values);
+/* Index's total violation (tp__constraint_violation): 0 when feasible or when the search has
+ * no constraints, INFINITY when values were never given for it. O(nconstraints). */
+double tp__searcher_violation(const tp_searcher_t *s, uint64_t index);
+/* Index's constraint values (cfg.nconstraints of them), or NULL when never given. */
+const double *tp__searcher_constraint_values(const tp_searcher_t *s, uint64_t index);
+/* The numbers of a journaled JSON array (a result's objectives or constraint values) into
+ * out[0..n): NaN for null, a non-number or past its end (text NULL: all NaN). O(text). */
+void tp__search_json_numbers(const char *text, double *out, size_t n);
 /* The number of objectives of cfg (nobj, at least 1). */
 size_t tp__search_nobj(const tp_search_cfg_t *cfg);
 /* values as losses: maximized objectives negated, so smaller is better in

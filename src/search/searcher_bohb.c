@@ -4,7 +4,8 @@
  *
  * The scheduler tells each job's result with its budget (tp__searcher_tell);
  * the sampler keeps the observations D_b of each budget b apart, in a TPE of
- * its own (searcher_tpe, told only that budget's results). ask(index):
+ * its own (searcher_tpe, told only that budget's results, with their constraint
+ * values under `constraints:`, so each TPE ranks infeasible results last). ask(index):
  *
  *   with probability rho = 1/3 (hpbandster's random_fraction), or when no
  *   budget has |D_b| >= N_min + 2 finite results (N_min = d + 1 for d
@@ -164,6 +165,8 @@ static void bohb_tell_budget(tp_searcher_t *s, uint64_t index, const json_t *con
     if (!config || index >= BOHB_MAX_INDEX) return;
     bohb_budget_t *e = budget_at(s, budget > 0 ? budget : INFINITY);
     if (!e) return;
+    const double *cv = tp__searcher_constraint_values(s, index); /* constraints: its TPE's */
+    if (cv) tp__searcher_constrain(e->tpe, index, cv);
     e->tpe->ops->tell(e->tpe, index, config, value, now);
     mark(e, index, !isnan(value));
 }

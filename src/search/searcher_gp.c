@@ -24,6 +24,17 @@
  *                  parallel asks spread out. Hyperparameters are fitted on
  *                  told trials only.
  *
+ * Constraints (cfg.constraints): constrained EI (Gardner et al. 2014, Gelbart
+ * et al. 2014, as Optuna's GPSampler does with constraints_func): one more
+ * GP per constraint, fitted the same way on the told trials that reported
+ * its metric, and the acquisition is log EI plus, for each constraint, the
+ * log of the posterior probability that the metric lies inside its bounds.
+ * The objective's GP is fitted on every told trial; EI's incumbent is the
+ * best feasible told trial, and while none is feasible the acquisition is
+ * the log probability of feasibility alone (local candidates then centre
+ * on the least violating trial). Pending asks are liars for the objective
+ * only.
+ *
  * Integers and quantized values are continuous in the model and rounded on
  * output; a told configuration is read back at its rounded value.
  *
@@ -67,10 +78,22 @@ typedef struct gp_dim {
 } gp_dim_t;
 
 typedef struct gp_obs {
-    double *u;    /* ncols coordinates, owned */
-    double value; /* told value (NaN: failed) */
+    double *u;                     /* ncols coordinates, owned */
+    double value;                  /* told value (NaN: failed) */
+    double cv[TP_MAX_CONSTRAINTS]; /* constraints: the told values (NaN: not reported) */
+    double violation;              /* constraints: their total violation (0: feasible) */
     int state;
 } gp_obs_t;
+
+/* What the acquisition needs: the objective's GP and EI's incumbent, and a GP per
+ * constraint with its bounds in the GP's standardised units. */
+typedef struct acq {
+    tp_gp_t g;                      /* the objective (standardised losses) */
+    double best;                    /* best feasible standardised loss; NaN: none feasible */
+    size_t nc;                      /* constraints */
+    tp_gp_t cg[TP_MAX_CONSTRAINTS]; /* each constraint's GP; n 0: too few values to fit */
+    double lo[TP_MAX_CONSTRAINTS], hi[TP_MAX_CONSTRAINTS]; /* standardised bounds */
+} acq_t;
 
 typedef struct gp_state {
     gp_dim_t *dims; /* one per param */
@@ -192,15 +215,73 @@ static void draw_uniform(const tp_space_t *sp, const gp_state_t *st, tp_rng_t *r
 
 /* ---- acquisition --------------------------------------------------------------------- */
 
-static double acq(const tp_gp_t *g, const double *u, double best) {
-    double m, v;
-    tp__gp_predict(g, u, &m, &v);
-    return tp__gp_log_ei(m, sqrt(v), best);
+/* log Phi(z), floored far in the lower tail. */
+static double log_phi(double z) {
+    double p = 0.5 * erfc(-z / M_SQRT2);
+    return p > 1e-300 ? log(p) : -690.8;
+}
+
+/* log EI (when a trial is feasible) plus each constraint's log probability of feasibility. */
+static double acq(const acq_t *a, const double *u) {
+    double m, v, f = 0;
+    if (!isnan(a->best)) {
+        tp__gp_predict(&a->g, u, &m, &v);
+        f = tp__gp_log_ei(m, sqrt(v), a->best);
+    }
+    for (size_t k = 0; k < a->nc; k++) {
+        if (!a->cg[k].n) continue;
+        tp__gp_predict(&a->cg[k], u, &m, &v);
+        double sd = sqrt(v > 1e-12 ? v : 1e-12);
+        if (isfinite(a->hi[k])) f += log_phi((a->hi[k] - m) / sd);
+        if (isfinite(a->lo[k])) f += log_phi((m - a->lo[k]) / sd);
+    }
+    return f;
+}
+
+/* Constraint k's GP on the told trials that reported it (at most GP_FIT_MAX of them, evenly
+ * spread, for the fit); left empty with fewer than 2. */
+static void fit_constraint(tp_searcher_t *s, const size_t *told, size_t ntold, size_t k, acq_t *a) {
+    gp_state_t *st = s->impl;
+    size_t c = st->ncols, n = 0;
+    double *x = tp__xmalloc((ntold + 1) * c * sizeof *x), *y = tp__xmalloc((ntold + 1) * sizeof *y);
+    double mean = 0, var = 0;
+    for (size_t j = 0; j < ntold; j++) {
+        const gp_obs_t *o = &st->obs[told[j]];
+        if (isnan(o->cv[k])) continue;
+        memcpy(&x[n * c], o->u, c * sizeof *x);
+        y[n++] = o->cv[k];
+        mean += o->cv[k];
+    }
+    if (n >= 2) {
+        mean /= (double)n;
+        for (size_t j = 0; j < n; j++)
+            var += (y[j] - mean) * (y[j] - mean);
+        double sd = sqrt(var / (double)n);
+        if (!(sd > 1e-12)) sd = 1;
+        for (size_t j = 0; j < n; j++)
+            y[j] = (y[j] - mean) / sd;
+        const tp_constraint_t *con = &s->cfg.constraints[k];
+        a->lo[k] = (con->min - mean) / sd, a->hi[k] = (con->max - mean) / sd;
+        size_t nfit = n < GP_FIT_MAX ? n : GP_FIT_MAX;
+        double *fx = tp__xmalloc(nfit * c * sizeof *fx), *fy = tp__xmalloc(nfit * sizeof *fy);
+        for (size_t j = 0; j < nfit; j++) {
+            size_t r = j * n / nfit;
+            memcpy(&fx[j * c], &x[r * c], c * sizeof *fx), fy[j] = y[r];
+        }
+        double *ls = tp__xmalloc(c * sizeof *ls), amp = 1, noise = 1e-4;
+        if (tp__gp_fit_hyper(fx, fy, nfit, c, ls, &amp, &noise) != 0 ||
+            tp__gp_condition(&a->cg[k], x, y, n, c, ls, amp, noise) != 0) {
+            tp__gp_free(&a->cg[k]);
+            memset(&a->cg[k], 0, sizeof a->cg[k]);
+        }
+        free(fx), free(fy), free(ls);
+    }
+    free(x), free(y);
 }
 
 /* Coordinate search from u (in place): each number +- each step while it
  * improves, then each other value of each choice. Returns the value. */
-static double refine(const tp_searcher_t *s, const tp_gp_t *g, double best, double *u, double f) {
+static double refine(const tp_searcher_t *s, const acq_t *a, double *u, double f) {
     const gp_state_t *st = s->impl;
     static const double steps[] = {0.05, 0.01, 0.002};
     for (size_t k = 0; k < TP_ARRAY_LEN(steps); k++)
@@ -213,7 +294,7 @@ static double refine(const tp_searcher_t *s, const tp_gp_t *g, double best, doub
                     double nu = clampd(u[d->col] + dir * steps[k], 0, 1);
                     if (nu == u[d->col]) break;
                     u[d->col] = nu;
-                    double fn = acq(g, u, best);
+                    double fn = acq(a, u);
                     if (!(fn > f)) {
                         u[d->col] = old;
                         break;
@@ -231,7 +312,7 @@ static double refine(const tp_searcher_t *s, const tp_gp_t *g, double best, doub
         for (size_t c = 0; c < nv; c++) {
             if (c == cur) continue;
             u[d->col + cur] = 0, u[d->col + c] = 1;
-            double fn = acq(g, u, best);
+            double fn = acq(a, u);
             if (fn > f)
                 f = fn, cur = c;
             else
@@ -282,16 +363,21 @@ static int propose(tp_searcher_t *s, const size_t *told, size_t ntold, const siz
         var += (y[k] - mean) * (y[k] - mean);
     double sd = sqrt(var / (double)ntold);
     if (!(sd > 1e-12)) sd = 1;
-    double best = INFINITY;
+    acq_t a = {.best = NAN, .nc = s->cfg.nconstraints};
+    double least = INFINITY, lowest = INFINITY; /* the least violation, the lowest loss */
     size_t ibest = 0;
     for (size_t k = 0; k < ntold; k++) {
+        const gp_obs_t *o = &st->obs[told[k]];
         y[k] = (y[k] - mean) / sd;
         rank[2 * k] = y[k], rank[2 * k + 1] = (double)k;
-        if (y[k] < best) best = y[k], ibest = k;
+        lowest = fmin(lowest, y[k]);
+        if (o->violation < least || (o->violation == least && y[k] < y[ibest]))
+            least = o->violation, ibest = k;
     }
+    if (least == 0) a.best = y[ibest];
     for (size_t k = 0; k < npend; k++) {
         memcpy(&x[(ntold + k) * c], st->obs[pend[k]].u, c * sizeof *x);
-        y[ntold + k] = best;
+        y[ntold + k] = isnan(a.best) ? lowest : a.best;
     }
     qsort(rank, ntold, 2 * sizeof *rank, cmp_pair);
     size_t *pick = tp__xmalloc(ntold * sizeof *pick), nfit = fit_rows(rank, ntold, pick);
@@ -300,8 +386,9 @@ static int propose(tp_searcher_t *s, const size_t *told, size_t ntold, const siz
         memcpy(&fx[k * c], &x[pick[k] * c], c * sizeof *fx), fy[k] = y[pick[k]];
     double *ls = tp__xmalloc(c * sizeof *ls), amp = 1, noise = 1e-4;
     int rc = tp__gp_fit_hyper(fx, fy, nfit, c, ls, &amp, &noise);
-    tp_gp_t g = {0};
-    if (rc == 0) rc = tp__gp_condition(&g, x, y, n, c, ls, amp, noise);
+    if (rc == 0) rc = tp__gp_condition(&a.g, x, y, n, c, ls, amp, noise);
+    for (size_t k = 0; rc == 0 && k < a.nc; k++)
+        fit_constraint(s, told, ntold, k, &a);
     if (rc == 0) {
         size_t ncand = GP_CANDIDATES + GP_LOCAL;
         double *cand = tp__xmalloc(ncand * c * sizeof *cand);
@@ -316,18 +403,20 @@ static int propose(tp_searcher_t *s, const size_t *told, size_t ntold, const siz
                         v[d->col] =
                             clampd(x[ibest * c + d->col] + GP_LOCAL_SD * tp__rng_normal(rng), 0, 1);
                 }
-            score[2 * k] = -acq(&g, v, best), score[2 * k + 1] = (double)k;
+            score[2 * k] = -acq(&a, v), score[2 * k + 1] = (double)k;
         }
         qsort(score, ncand, 2 * sizeof *score, cmp_pair);
         double fbest = -INFINITY, *tryu = tp__xmalloc(c * sizeof *tryu);
         for (size_t k = 0; k < GP_STARTS; k++) {
             memcpy(tryu, &cand[(size_t)score[2 * k + 1] * c], c * sizeof *tryu);
-            double f = refine(s, &g, best, tryu, -score[2 * k]);
+            double f = refine(s, &a, tryu, -score[2 * k]);
             if (f > fbest) fbest = f, memcpy(u, tryu, c * sizeof *u);
         }
         free(cand), free(score), free(tryu);
     }
-    tp__gp_free(&g);
+    for (size_t k = 0; k < a.nc; k++)
+        tp__gp_free(&a.cg[k]);
+    tp__gp_free(&a.g);
     free(x), free(y), free(rank), free(pick), free(fx), free(fy), free(ls);
     return rc;
 }
@@ -397,6 +486,10 @@ static void gp_tell(tp_searcher_t *s, uint64_t index, const json_t *config, doub
     if (!o) return;
     if (config) decode_config(s->space, st, config, o->u);
     o->value = value;
+    const double *cv = tp__searcher_constraint_values(s, index);
+    for (size_t k = 0; k < s->cfg.nconstraints; k++)
+        o->cv[k] = cv ? cv[k] : NAN;
+    o->violation = tp__searcher_violation(s, index);
     o->state = OBS_TOLD;
 }
 

@@ -12,6 +12,14 @@
  * distance. Works with one objective too (then it is a plain GA). Prior
  * observations (warm start) join the candidates for generation 1's parents.
  *
+ * Constraints (cfg.constraints): constrained domination (Deb et al. 2002,
+ * section VI, as Optuna's NSGAIISampler with constraints_func): a feasible
+ * trial beats an infeasible one, of two infeasible ones the smaller total
+ * violation wins, of two feasible ones Pareto dominance decides. So the
+ * elites are the feasible trials' fronts first, then the infeasible ones,
+ * a front per violation level (least first); the tournament likewise.
+ * Priors count as feasible.
+ *
  * Determinism: ask(i) depends on (seed, i) and the tells of earlier
  * generations only; a generation's parents are computed once, at the
  * first ask that needs them, when all their inputs are told.
@@ -32,6 +40,7 @@
 typedef struct nsga_obs {
     json_t *config;                 /* told configuration, owned; NULL: not told */
     double loss[TP_MAX_OBJECTIVES]; /* its values as losses; NaN: failed */
+    double violation;               /* constraints: total violation when told (0: feasible) */
 } nsga_obs_t;
 
 typedef struct nsga_state {
@@ -78,6 +87,48 @@ static int cmp_crowd(const void *pa, const void *pb) {
     return (a->id > b->id) - (a->id < b->id);
 }
 
+static int cmp_violation(const void *pa, const void *pb) {
+    const double *a = pa, *b = pb;
+    return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* Fronts under constrained domination: the feasible trials of cand[] by non-dominated
+ * sorting of y (their losses), then the infeasible ones, a front per violation level,
+ * least first. Returns the number of fronts. O(m n^2). */
+static size_t constrained_rank(const tp_searcher_t *s, const size_t *cand, const double *y,
+                               size_t n, size_t m, size_t *rank) {
+    const nsga_state_t *st = s->impl;
+    double *yf = tp__xmalloc(n * m * sizeof *yf), *inf = tp__xmalloc(2 * n * sizeof *inf);
+    size_t *pos = tp__xmalloc(n * sizeof *pos), *rf = tp__xmalloc(n * sizeof *rf), nf = 0, ni = 0;
+    for (size_t k = 0; k < n; k++) {
+        double v = obs_of(st, cand[k])->violation;
+        if (v == 0) {
+            memcpy(yf + nf * m, y + k * m, m * sizeof *yf);
+            pos[nf++] = k;
+        } else {
+            inf[2 * ni] = v, inf[2 * ni + 1] = (double)k;
+            ni++;
+        }
+    }
+    size_t fronts = nf ? tp__pareto_rank(yf, nf, m, rf) : 0;
+    for (size_t k = 0; k < nf; k++)
+        rank[pos[k]] = rf[k];
+    qsort(inf, ni, 2 * sizeof *inf, cmp_violation);
+    for (size_t k = 0; k < ni; k++) {
+        if (k == 0 || inf[2 * k] != inf[2 * k - 2]) fronts++;
+        rank[(size_t)inf[2 * k + 1]] = fronts - 1;
+    }
+    free(yf), free(inf), free(pos), free(rf);
+    return fronts;
+}
+
+/* a beats b under constrained domination (see the file comment). */
+static int constrained_dominates(const tp_searcher_t *s, const nsga_obs_t *a, const nsga_obs_t *b) {
+    if (a->violation != b->violation && (a->violation == 0 || b->violation > 0))
+        return a->violation < b->violation;
+    return a->violation == 0 && tp__pareto_dominates(a->loss, b->loss, nobj(s));
+}
+
 /* The P elites of the n trials cand[] into out; returns how many (<= P). */
 static size_t elites(const tp_searcher_t *s, const size_t *cand, size_t n, size_t *out) {
     const nsga_state_t *st = s->impl;
@@ -90,7 +141,7 @@ static size_t elites(const tp_searcher_t *s, const size_t *cand, size_t n, size_
     for (size_t k = 0; k < n; k++)
         memcpy(y + k * m, obs_of(st, cand[k])->loss, m * sizeof *y);
     size_t *rank = tp__xmalloc(n * sizeof *rank), *front = tp__xmalloc(n * sizeof *front);
-    size_t fronts = tp__pareto_rank(y, n, m, rank), got = 0;
+    size_t fronts = constrained_rank(s, cand, y, n, m, rank), got = 0;
     for (size_t f = 0; f < fronts && got < NSGA_POP; f++) {
         size_t nf = 0;
         for (size_t k = 0; k < n; k++)
@@ -145,7 +196,7 @@ static void ensure_parents(tp_searcher_t *s, size_t g) {
 static size_t tournament(const tp_searcher_t *s, const size_t *par, size_t n, tp_rng_t *rng) {
     const nsga_state_t *st = s->impl;
     size_t a = par[tp__rng_below(rng, n)], b = par[tp__rng_below(rng, n)];
-    return tp__pareto_dominates(obs_of(st, a)->loss, obs_of(st, b)->loss, nobj(s)) ? a : b;
+    return constrained_dominates(s, obs_of(st, a), obs_of(st, b)) ? a : b;
 }
 
 static int nsga_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
@@ -202,6 +253,7 @@ static void nsga_tell_values(tp_searcher_t *s, uint64_t index, const json_t *con
     json_decref(o->config);
     o->config = json_deep_copy(config);
     tp__search_losses(&s->cfg, values, o->loss);
+    o->violation = tp__searcher_violation(s, index);
 }
 
 /* One objective: as tell_values with the one value. */
@@ -218,6 +270,7 @@ static void nsga_tell_prior(tp_searcher_t *s, const json_t *config, const double
     st->prior = tp__xrealloc(st->prior, (st->nprior + 1) * sizeof *st->prior);
     nsga_obs_t *o = &st->prior[st->nprior++];
     o->config = json_deep_copy(config);
+    o->violation = 0; /* its constraint values were not kept */
     tp__search_losses(&s->cfg, values, o->loss);
 }
 

@@ -57,6 +57,17 @@
  * Warm start (tell_prior): earlier results are observations like told
  * trials, numbered before trial 0, so the weights' ramp counts them oldest.
  *
+ * Constraints (cfg.constraints): Optuna's constrained TPE (constraints_func,
+ * after Watanabe & Hutter 2023's c-TPE in spirit, not its per-constraint
+ * density ratios): each told trial's total violation is read when it is
+ * told (tp__searcher_violation); the ranking puts every feasible trial
+ * (violation 0) before every infeasible one, the feasible by value, the
+ * infeasible by violation (a trial that never reported a constrained
+ * metric has violation infinity: last). So "below" holds feasible trials
+ * while there are enough of them, else every feasible one and the least
+ * violating. Several objectives: the non-dominated fronts of the feasible
+ * trials, topped up with the least violating. Priors count as feasible.
+ *
  * Failed trials (told NaN) are excluded, as Optuna excludes FAIL trials; they
  * do not count toward the startup trials either. A later tell for the same
  * index replaces the value (a trial promoted to a higher rung).
@@ -110,10 +121,11 @@ typedef struct tpe_dim {
 } tpe_dim_t;
 
 typedef struct tpe_obs {
-    double *x;    /* internal value per param (NaN: missing), owned */
-    double value; /* latest told value, NaN: failed (several objectives: the first) */
-    double *loss; /* several objectives: the told values as losses, owned; else NULL */
-    int state;    /* OBS_NONE, OBS_PENDING, OBS_TOLD */
+    double *x;        /* internal value per param (NaN: missing), owned */
+    double value;     /* latest told value, NaN: failed (several objectives: the first) */
+    double *loss;     /* several objectives: the told values as losses, owned; else NULL */
+    double violation; /* constraints: total violation when told (0: feasible) */
+    int state;        /* OBS_NONE, OBS_PENDING, OBS_TOLD */
 } tpe_obs_t;
 
 typedef struct tpe_state {
@@ -301,6 +313,14 @@ static double log_ndtr_diff(double a, double b) {
 static int cmp_double_idx(const void *pa, const void *pb) {
     const double *a = pa, *b = pb;
     return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* Ranking rows (feasible first, then by value or violation, then index). */
+static int cmp_rank(const void *pa, const void *pb) {
+    const double *a = pa, *b = pb;
+    int fa = a[0] == 0, fb = b[0] == 0;
+    if (fa != fb) return fb - fa;
+    return cmp_double_idx(a + 1, b + 1);
 }
 
 static void parzen_free(parzen_t *e) {
@@ -579,8 +599,11 @@ static size_t split_for(const tp_searcher_t *s, size_t i, const size_t *ranked, 
     int multi = tp__search_nobj(&s->cfg) > 1;
     size_t nb = (size_t)ceil((multi ? TPE_MO_GAMMA : 0.1) * (double)n); /* Optuna: 0.1 n */
     if (nb > TPE_GAMMA_MAX) nb = TPE_GAMMA_MAX;
-    if (multi)
-        mo_below(s, above, n, nb, below);
+    size_t nfeas = 0; /* the ranked list's feasible head */
+    while (nfeas < n && st->obs[above[nfeas]].violation == 0)
+        nfeas++;
+    if (multi && nb <= nfeas)
+        mo_below(s, above, nfeas, nb, below);
     else
         memcpy(below, above, nb * sizeof *below);
     qsort(below, nb, sizeof *below, cmp_size);
@@ -674,21 +697,24 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
             npend++;
     }
     if (ntold >= (s->cfg.startup ? s->cfg.startup : TPE_STARTUP)) {
-        double *rank = tp__xmalloc(2 * ntold * sizeof *rank);
+        double *rank = tp__xmalloc(3 * ntold * sizeof *rank);
         size_t *ids = tp__xmalloc((ntold + npend) * sizeof *ids), r = 0, q = ntold;
         for (size_t j = 0; j < st->nobs; j++) {
             const tpe_obs_t *o = &st->obs[j];
             if (told_ok(s, o)) {
-                rank[2 * r] = s->maximize ? -o->value : o->value;
-                rank[2 * r + 1] = (double)j;
+                rank[3 * r] = o->violation;
+                rank[3 * r + 1] = o->violation > 0 ? o->violation
+                                  : s->maximize    ? -o->value
+                                                   : o->value;
+                rank[3 * r + 2] = (double)j;
                 r++;
             } else if (o->state == OBS_PENDING && j != self) {
                 ids[q++] = j;
             }
         }
-        qsort(rank, ntold, 2 * sizeof *rank, cmp_double_idx);
+        qsort(rank, ntold, 3 * sizeof *rank, cmp_rank);
         for (size_t k = 0; k < ntold; k++)
-            ids[k] = (size_t)rank[2 * k + 1];
+            ids[k] = (size_t)rank[3 * k + 2];
         free(rank);
         tpe_propose(s, ids, ntold, ids + ntold, npend, &rng, cfg);
         free(ids);
@@ -715,6 +741,7 @@ static void tpe_tell(tp_searcher_t *s, uint64_t index, const json_t *config, dou
     if (!o) return;
     if (config) decode_config(s->space, st->dims, config, o->x);
     o->value = value;
+    o->violation = tp__searcher_violation(s, index);
     o->state = OBS_TOLD;
 }
 

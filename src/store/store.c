@@ -76,6 +76,9 @@ static const char *const migrations[] = {
     /* 6 -> 7: surrogates: a trial's kind (surrogate | target; NULL: plain), and for a
      * target the id of the surrogate trial it promotes. */
     "ALTER TABLE trials ADD COLUMN kind TEXT; ALTER TABLE trials ADD COLUMN source INTEGER;",
+    /* 7 -> 8: constraints: the values of the constrained metrics a result reported, a JSON
+     * array in the order of `constraints:` (null for a missing one), told to the sampler. */
+    "ALTER TABLE decisions ADD COLUMN constraints TEXT;",
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -118,6 +121,9 @@ enum {
 #define TRIAL_COLUMNS TRIAL_COLUMNS_WITH("kind, source")
 /* A reader of a store from before schema 7 reads every trial as plain. */
 #define TRIAL_COLUMNS_V6 TRIAL_COLUMNS_WITH("NULL, NULL")
+#define DECISION_COLUMNS_WITH(constraints)                                                         \
+    "SELECT seq, at, kind, trial, rung, budget, ok, value, detail, attempt, "                      \
+    "objectives, " constraints " FROM decisions ORDER BY seq"
 
 static const char *const statements[ST_COUNT] = {
     [ST_META_SET] = "INSERT INTO meta(key, value) VALUES(?1, ?2) "
@@ -151,10 +157,10 @@ static const char *const statements[ST_COUNT] = {
                        "memory_mib = excluded.memory_mib, compute = excluded.compute, "
                        "step_s = excluded.step_s, samples = excluded.samples, at = excluded.at",
     [ST_PROFILE_GET] = "SELECT memory_mib, compute, step_s, samples FROM profiles WHERE key = ?1",
-    [ST_DECISION_ADD] = "INSERT INTO decisions(at, kind, trial, rung, budget, ok, value, detail, "
-                        "attempt, objectives) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-    [ST_DECISIONS] = "SELECT seq, at, kind, trial, rung, budget, ok, value, detail, attempt, "
-                     "objectives FROM decisions ORDER BY seq",
+    [ST_DECISION_ADD] =
+        "INSERT INTO decisions(at, kind, trial, rung, budget, ok, value, detail, "
+        "attempt, objectives, constraints) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [ST_DECISIONS] = DECISION_COLUMNS_WITH("constraints"),
     [ST_METRIC_VALUES] = "SELECT step, value FROM metrics WHERE trial = ?1 AND attempt = ?2 "
                          "AND step IS NOT NULL AND value IS NOT NULL ORDER BY seq",
     [ST_TRIAL_PROGRESS] = "UPDATE trials SET rung = ?2, budget = ?3, decision = ?4 WHERE id = ?1",
@@ -350,6 +356,10 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
                                i == ST_TRIALS ? TRIAL_COLUMNS_V6 "FROM trials ORDER BY id"
                                               : TRIAL_COLUMNS_V6 "FROM trials WHERE id = ?1",
                                -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i], NULL) == SQLITE_OK)
+            continue;
+        if (s->readonly && i == ST_DECISIONS && /* before schema 8: no constraint values */
+            sqlite3_prepare_v3(s->db, DECISION_COLUMNS_WITH("NULL"), -1, SQLITE_PREPARE_PERSISTENT,
+                               &s->stmt[i], NULL) == SQLITE_OK)
             continue;
         /* A reader of a store written by an older tunepack (no migration when reading):
          * what later migrations added reads as empty. */
@@ -696,6 +706,7 @@ int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d) {
     bind_text_or_null(st, 8, d->detail);
     sqlite3_bind_int(st, 9, d->attempt);
     bind_text_or_null(st, 10, d->objectives);
+    bind_text_or_null(st, 11, d->constraints);
     return exec_stmt(s, st);
 }
 
@@ -717,6 +728,7 @@ int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, voi
             .detail = (const char *)sqlite3_column_text(st, 8),
             .attempt = sqlite3_column_int(st, 9),
             .objectives = (const char *)sqlite3_column_text(st, 10),
+            .constraints = (const char *)sqlite3_column_text(st, 11),
         };
         if ((rc = cb(&d, ud)) != 0) break;
     }

@@ -174,10 +174,13 @@ typedef struct tp_decision_row {
     double budget; /* 0: none */
     int ok;        /* result: the job succeeded */
     int has_value;
-    double value;           /* result / stop: the objective */
-    const char *detail;     /* the decision in words */
-    const char *objectives; /* result with several objectives: their values, a JSON array in
-                               metric order (null for a missing one); NULL otherwise */
+    double value;            /* result / stop: the objective */
+    const char *detail;      /* the decision in words */
+    const char *objectives;  /* result with several objectives: their values, a JSON array in
+                                metric order (null for a missing one); NULL otherwise */
+    const char *constraints; /* ok result under constraints: the constrained metrics' values,
+                                a JSON array in their order (null: missing); NULL otherwise
+                                (schema 8) */
 } tp_decision_row_t;
 int tp__store_decision(tp_store_t *s, const tp_decision_row_t *d);
 int tp__store_decisions(tp_store_t *s, int (*cb)(const tp_decision_row_t *d, void *ud), void *ud);

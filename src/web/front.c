@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/constraint.h"
 #include "search/pareto.h"
 #include "web/web_internal.h"
 
@@ -16,14 +17,29 @@ static const char *const SQL_FINISHED =
     "SELECT id, metrics FROM trials WHERE state IN ('completed', 'stopped') AND metrics IS NOT "
     "NULL ORDER BY id";
 
-/* HOOK for constraints: whether a finished trial is feasible. tunepack has
- * no constraints yet (no experiment key declares one), so every trial is.
- * When they come, this reads the trial's verdict on them (metrics: its last
- * report, as a JSON object); the front leaves an infeasible trial off, and
- * the chart marks it (a grey cross) apart from the dominated ones. */
-static int trial_feasible(const json_t *metrics) {
-    (void)metrics;
-    return 1;
+/* The store's `constraints:` (meta "constraints", search/constraint.h): the
+ * bounds a finished trial's last report must meet. */
+typedef struct bounds {
+    tp_constraint_t c[TP_MAX_CONSTRAINTS];
+    size_t n;
+    json_t *keep; /* owns the metric names */
+} bounds_t;
+
+static void bounds_load(tp_store_t *s, bounds_t *b) {
+    char *text = tp__store_meta_get(s, "constraints");
+    b->n = tp__constraints_from_json(text, b->c, TP_MAX_CONSTRAINTS, &b->keep);
+    free(text);
+}
+
+/* Whether a finished trial is feasible: every constrained metric of its last
+ * report (metrics, a JSON object) inside its bounds, as `best` rules
+ * (tp__constraint_violation: one never reported is a broken constraint); the
+ * front leaves an infeasible trial off, and the chart marks it (a grey cross)
+ * apart from the dominated ones. */
+static int trial_feasible(const bounds_t *b, const json_t *metrics) {
+    double v[TP_MAX_CONSTRAINTS];
+    tp__constraint_values(b->c, b->n, metrics, v);
+    return tp__constraint_violation(b->c, b->n, v) == 0;
 }
 
 /* The store's objectives (meta "objectives": [{"name", "mode"}]) into f;
@@ -49,6 +65,8 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
     f->m = objectives(s, f);
     if (f->m < 2) return 0;
     size_t cap = 0, m = f->m;
+    bounds_t b;
+    bounds_load(s, &b);
     sqlite3_stmt *st = tp__web_prepare(s, SQL_FINISHED);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
@@ -68,13 +86,14 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
             }
             f->id[f->n] = sqlite3_column_int64(st, 0);
             memcpy(f->v + f->n * m, v, m * sizeof *v);
-            f->feasible[f->n] = (unsigned char)trial_feasible(metrics);
+            f->feasible[f->n] = (unsigned char)trial_feasible(&b, metrics);
             f->ninfeasible += !f->feasible[f->n];
             f->n++;
         }
         json_decref(metrics);
     }
     sqlite3_finalize(st);
+    json_decref(b.keep);
     /* The front of the feasible trials, every objective minimized. */
     size_t nf = 0, *at = tp__xmalloc((f->n ? f->n : 1) * sizeof *at);
     double *loss = tp__xmalloc((f->n ? f->n : 1) * m * sizeof *loss);
@@ -91,6 +110,28 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
         f->on_front[at[k]] = on[k];
     free(at), free(loss), free(on);
     return 1;
+}
+
+json_t *tp__web_feasibility(tp_store_t *s) {
+    bounds_t b;
+    bounds_load(s, &b);
+    if (!b.n) {
+        json_decref(b.keep);
+        return NULL;
+    }
+    json_int_t finished = 0, infeasible = 0;
+    sqlite3_stmt *st = tp__web_prepare(s, SQL_FINISHED);
+    while (st && sqlite3_step(st) == SQLITE_ROW) {
+        json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        finished++;
+        infeasible += !trial_feasible(&b, metrics);
+        json_decref(metrics);
+    }
+    sqlite3_finalize(st);
+    json_t *o = json_pack("{s:o, s:I, s:I}", "constraints", tp__constraints_to_json(b.c, b.n),
+                          "finished", finished, "infeasible", infeasible);
+    json_decref(b.keep);
+    return o;
 }
 
 void tp__web_front_free(tp_web_front_t *f) {

@@ -185,6 +185,8 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
                           "metric", m.name, "mode", m.maximize ? "max" : "min", "counts", counts,
                           "total", total, "best", best);
     if (created) json_object_set_new(o, "created_at", json_real(atof(created)));
+    json_t *feasibility = tp__web_feasibility(s); /* under constraints: how many broke one */
+    if (feasibility) json_object_set_new(o, "feasibility", feasibility);
     /* Several objectives: their names and modes (the page offers the front). */
     char *objs = tp__store_meta_get(s, "objectives");
     json_t *list = objs ? json_loads(objs, 0, NULL) : NULL;

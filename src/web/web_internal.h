@@ -96,6 +96,10 @@ void tp__web_front_free(tp_web_front_t *f);
  * by the first objective, best first, the first `limit` (0: all); NULL with
  * one objective. */
 json_t *tp__web_front(tp_store_t *s, size_t limit);
+/* Under `constraints:` (front.c): {"constraints": [{metric, min, max}], "finished": N,
+ * "infeasible": N} over the finished trials (completed or stopped early, by their last
+ * report, as `best` rules); NULL without constraints. O(trials). */
+json_t *tp__web_feasibility(tp_store_t *s);
 /* The front's chart (chart.h: tp__chart_front), each point a link to
  * href_prefix and its id; 0 (nothing drawn) with one objective. */
 int tp__web_svg_front(tp_store_t *s, const char *href_prefix, tp_buf_t *out);

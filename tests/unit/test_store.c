@@ -60,7 +60,7 @@ TP_TEST(test_new_store_has_current_schema_version_and_wal) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "7");
+    TP_CHECK_STR(v, "8");
     pragma(dir, "journal_mode", v, sizeof v);
     TP_CHECK_STR(v, "wal");
     free(dir);
@@ -172,6 +172,17 @@ static int count_priors(const tp_prior_row_t *p, void *ud) {
     return 0;
 }
 
+/* Run sql on DIR's store directly (taking it back to an older schema); SQLite's code. */
+static int exec_sql(const char *dir, const char *sql) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
+    sqlite3 *db;
+    sqlite3_open(path, &db);
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+    sqlite3_close(db);
+    return rc;
+}
+
 static int count_decisions(const tp_decision_row_t *d, void *ud) {
     (void)d;
     (*(size_t *)ud)++;
@@ -194,18 +205,12 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     TP_CHECK_INT(tp__store_trial_add(s, 0, "{\"x\":1}", 1), 0);
     tp__store_close(s);
     /* back to what tunepack wrote before several objectives, warm starts and surrogates */
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, TP_STORE_FILE);
-    sqlite3 *db;
-    sqlite3_open(path, &db);
-    TP_CHECK_INT(sqlite3_exec(db,
-                              "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
-                              "ALTER TABLE trials DROP COLUMN kind; "
-                              "ALTER TABLE trials DROP COLUMN source; "
-                              "PRAGMA user_version = 4",
-                              NULL, NULL, NULL),
+    TP_CHECK_INT(exec_sql(dir, "ALTER TABLE decisions DROP COLUMN constraints; "
+                               "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
+                               "ALTER TABLE trials DROP COLUMN kind; "
+                               "ALTER TABLE trials DROP COLUMN source; "
+                               "PRAGMA user_version = 4"),
                  SQLITE_OK);
-    sqlite3_close(db);
     /* a reader (best, export, a warm start) opens it as it is */
     TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
     size_t n = 0;
@@ -229,13 +234,42 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "7");
+    TP_CHECK_STR(v, "8");
     TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
     TP_CHECK_INT(tp__store_trial_kind(s, 0, "target", 3), 0); /* and keeps kinds from now on */
     tp__store_close(s);
     TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
     TP_CHECK_INT(tp__store_trial(s, 0, trial_kind, &kind), 0);
     TP_CHECK_STR(kind, "target<-3");
+    tp__store_close(s);
+    free(dir);
+}
+
+static int decision_constraints(const tp_decision_row_t *d, void *ud) {
+    *(const char **)ud = d->constraints ? "kept" : "none";
+    return 0;
+}
+
+/* Schema 8 keeps a result's constraint values; a reader of a schema 7 store (written before)
+ * reads its decisions all the same, with none. */
+TP_TEST(test_decisions_keep_constraint_values_and_a_schema_7_reader_reads_them_without) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
+    tp_decision_row_t d = {.at = 1, .kind = "result", .ok = 1, .constraints = "[7.5,null]"};
+    TP_CHECK_INT(tp__store_decision(s, &d), 0);
+    const char *seen = NULL;
+    TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
+    TP_CHECK_STR(seen, "kept");
+    tp__store_close(s);
+    TP_CHECK_INT(
+        exec_sql(dir, "ALTER TABLE decisions DROP COLUMN constraints; PRAGMA user_version = 7"),
+        SQLITE_OK);
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
+    seen = NULL;
+    TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
+    TP_CHECK_STR(seen, "none");
     tp__store_close(s);
     free(dir);
 }

@@ -476,6 +476,45 @@ TP_TEST(test_front_chart_marks_infeasible_trials_apart) {
     tp__buf_free(&b);
 }
 
+/* Under constraints (meta "constraints") the front holds feasible trials only: one past a
+ * bound and one that never reported the constrained metric are counted infeasible, and a
+ * trial they dominated is on the front. */
+TP_TEST(test_front_leaves_infeasible_trials_off_and_counts_them) {
+    const mo_trial_t t[] = {
+        {"completed", "{\"acc\": 0.9, \"cost\": 5, \"mem\": 4}"},  /* 0: front */
+        {"completed", "{\"acc\": 0.95, \"cost\": 4, \"mem\": 9}"}, /* 1: infeasible */
+        {"completed", "{\"acc\": 0.99, \"cost\": 1}"},             /* 2: no mem: infeasible */
+        {"completed", "{\"acc\": 0.8, \"cost\": 3, \"mem\": 5}"},  /* 3: front (bound held) */
+    };
+    tp_store_t *s = NULL;
+    char *dir = store_with_objectives(
+        "[{\"name\": \"acc\", \"mode\": \"max\"}, {\"name\": \"cost\", \"mode\": \"min\"}]", t,
+        TP_ARRAY_LEN(t), &s);
+    TP_REQUIRE(dir != NULL);
+    TP_CHECK_INT(tp__store_meta_set(s, "constraints", "[{\"metric\": \"mem\", \"max\": 5}]"), 0);
+    json_t *o = tp__web_front(s, 0);
+    TP_REQUIRE(o != NULL);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "finished")), 4);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "infeasible")), 2);
+    TP_CHECK_INT(json_integer_value(json_object_get(o, "on_front")), 2);
+    json_t *front = json_object_get(o, "front");
+    TP_REQUIRE(json_array_size(front) == 2);
+    int64_t ids[2];
+    for (size_t i = 0; i < 2; i++)
+        ids[i] = json_integer_value(json_object_get(json_array_get(front, i), "trial"));
+    TP_CHECK((ids[0] == 0 && ids[1] == 3) || (ids[0] == 3 && ids[1] == 0));
+    json_decref(o);
+    o = tp__web_summary(s, dir, 0, NULL); /* the front page says how many broke one */
+    json_t *f = json_object_get(o, "feasibility");
+    TP_CHECK_INT(json_integer_value(json_object_get(f, "finished")), 4);
+    TP_CHECK_INT(json_integer_value(json_object_get(f, "infeasible")), 2);
+    TP_CHECK_STR(json_string_value(json_object_get(
+                     json_array_get(json_object_get(f, "constraints"), 0), "metric")),
+                 "mem");
+    json_decref(o);
+    TP_CHECK_INT(remove_store(s, dir), 0);
+}
+
 int main(void) {
     return tp_test_main();
 }

@@ -126,6 +126,10 @@ function summaryLine(s) {
                       (s.best.state === "paused" || s.best.state === "running" ?
                        ", " + s.best.state + ", rung " + fmt(s.best.rung) + (s.best.budget ? ", budget " + fmt(s.best.budget) : "") : "") + ")"
                     : s.state === "running" ? "no value yet" : "no value");
+  if (s.feasibility && s.feasibility.infeasible)  // constraints: only feasible trials rank
+    parts.push(s.feasibility.infeasible + " of " + s.feasibility.finished + " finished infeasible (" +
+               s.feasibility.constraints.map(c => c.metric + ("min" in c ? " ≥ " + fmt(c.min) : "") +
+                                              ("max" in c ? " ≤ " + fmt(c.max) : "")).join(", ") + "), not ranked");
   return parts.join(" · ");
 }
 
