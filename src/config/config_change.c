@@ -55,6 +55,7 @@ static const struct {
     {"budget", 0},
     {"checkpoint_root", 0},
     {"surrogate", 0},
+    {"pbt", 0},
 };
 
 static int may_change(const char *key) {
