@@ -101,6 +101,13 @@ void tp__cli_ranked_text(const json_t *t, char *out, size_t n);
  * its running time, its stderr's tail, its logs' folder under dir, ... (for
  * export, trials --json, status --json and best). Caller owns. */
 json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir);
+/* lineage.c: under scheduler pbt (the store holds `exploit` decisions),
+ * each trial of `trials` (JSON objects with "id") gets segment (0: the
+ * configuration it was created with), parent and parent_step (the trial and
+ * step its latest segment was copied from; null for segment 0) and lineage
+ * (each exploit: segment, parent, parent_step, params). Returns 1 when it
+ * added them, 0 when the experiment has no exploit. O(decisions + trials). */
+int tp__cli_add_lineage(tp_store_t *s, json_t *trials);
 /* best_front.c: `best` for several objectives (objectives: the store's meta
  * [{"name", "mode"}]): prints the Pareto front of the finished trials, one
  * line per trial, or with as_json one JSON list [{"trial", "values",

@@ -69,6 +69,8 @@ static void write_table(json_t *trials, char sep) {
     static const char *const fixed[] = {
         "id",    "state",     "attempts", "interrupted", "value", "step", "duration_s",
         "where", "exit_code", "error",    "stderr_tail", "logs",  "kind", "source"};
+    static const char *const pbt[] = {"segment", "parent", "parent_step"};
+    int lineage = json_object_get(json_array_get(trials, 0), "segment") != NULL;
     json_t *pcols = column_names(trials, "params"), *mcols = column_names(trials, "metrics");
     const char *key;
     json_t *v;
@@ -77,6 +79,8 @@ static void write_table(json_t *trials, char sep) {
         if (!first) putchar(sep);
         fputs(fixed[k], stdout);
     }
+    for (size_t k = 0; lineage && k < TP_ARRAY_LEN(pbt); k++)
+        printf("%c%s", sep, pbt[k]);
     json_object_foreach(pcols, key, v) {
         putchar(sep);
         cell(key, sep);
@@ -96,6 +100,10 @@ static void write_table(json_t *trials, char sep) {
         for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++) {
             if (k) putchar(sep);
             cell_value(json_object_get(t, fixed[k]), sep);
+        }
+        for (size_t k = 0; lineage && k < TP_ARRAY_LEN(pbt); k++) {
+            putchar(sep);
+            cell_value(json_object_get(t, pbt[k]), sep);
         }
         json_object_foreach(pcols, key, v) {
             putchar(sep);
@@ -123,6 +131,7 @@ static int export_main(int argc, char **argv) {
     if (!s) return TP_EXIT_STORE;
     export_acc_t a = {.trials = json_array(), .dir = dir};
     tp__store_trials(s, collect, &a);
+    tp__cli_add_lineage(s, a.trials);
     if (strcmp(format, "json") == 0) {
         /* An array, one trial object per line. */
         size_t i;
@@ -155,7 +164,10 @@ const tp_cmd_t tp__cmd_export = {
         "stderr_tail = the last lines of a failed attempt's stderr, logs = its folder,\n"
         "where = node:GPUs of its last attempt, duration_s = time spent running, times;\n"
         "under surrogate:, kind = surrogate or target and source = a target's surrogate\n"
-        "trial). csv: one row per trial with those columns, a column per parameter and\n"
+        "trial; under scheduler pbt, segment = how many times it exploited another,\n"
+        "parent and parent_step = the trial and budget its latest segment was copied\n"
+        "from, lineage = each exploit with its new params). csv: one row per trial with\n"
+        "those columns (lineage apart), a column per parameter and\n"
         "per final metric (metric.<name>); tsv: the same, separated by tabs.\n"
         "In csv and tsv a control character in a cell is shown, not sent (ESC as \\x1b;\n"
         "tsv shows line breaks and tabs as \\n and \\t), and a cell that a spreadsheet\n"

@@ -141,6 +141,14 @@ static void print_row(const json_t *t, const char *dir) {
                                                     (long long)json_integer_value(src))
             : kind                       ? snprintf(params, sizeof params, "%s  ", kind)
                                          : 0;
+    /* under pbt: the segment and where it was copied from ("seg 2<-5@4": trial 5 at 4) */
+    const json_t *seg = json_object_get(t, "segment"), *par = json_object_get(t, "parent");
+    if (json_is_integer(seg) && json_is_integer(par)) {
+        char at[32];
+        tp__fmt_sig(json_number_value(json_object_get(t, "parent_step")), at);
+        k += snprintf(params + k, sizeof params - (size_t)k, "seg %lld<-%lld@%s  ",
+                      (long long)json_integer_value(seg), (long long)json_integer_value(par), at);
+    }
     tp__params_text(json_object_get(t, "params"), params + k, sizeof params - (size_t)k);
     if (json_is_number(b)) {
         char bt[32];
@@ -200,6 +208,7 @@ static int trials_main(int argc, char **argv) {
     trials_acc_t a = {.trials = json_array(), .dir = dir, .owned = tp__rundir_owner(dir) != 0};
     tp__store_trials(s, collect, &a);
     add_promotions(s, &a);
+    tp__cli_add_lineage(s, a.trials);
     int code = TP_EXIT_OK;
     if (sort && sort_trials(a.trials, sort, mode && strcmp(mode, "max") == 0) != 0) {
         code = tp__cli_usage_error(&tp__cmd_trials,
@@ -240,7 +249,10 @@ const tp_cmd_t tp__cmd_trials = {
              "(node:GPUs), parameters, and the scheduler's last decision about it (why it was\n"
              "promoted or stopped) or why it failed. Under `surrogate:` the parameters\n"
              "start with the trial's kind: surrogate, or target<-N for the full-size run of\n"
-             "surrogate trial N's configuration. Under a failed trial, the path of its\n"
+             "surrogate trial N's configuration. Under `scheduler: pbt` a trial that\n"
+             "exploited another starts with its segment: seg S<-P@B, its current parameters\n"
+             "continue trial P's checkpoint from budget B (--json adds segment, parent,\n"
+             "parent_step and the whole lineage). Under a failed trial, the path of its\n"
              "logs and the last lines of its stderr. A trial left running by a run that ended\n"
              "shows as interrupted (`tunepack status` counts it the same way).\n\n"
              "  --json       an array of trial objects (as export writes them in JSON, with\n"

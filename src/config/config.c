@@ -520,6 +520,7 @@ static const key_spec_t top_keys[] = {
     {"surrogate", tp__cfg_key_surrogate, 0, NULL, &tp__cfg_surrogate_table},
     {"fuse", tp__cfg_key_fuse, 0, NULL, &tp__cfg_fuse_table},
     {"constraints", tp__cfg_key_constraints, 0, NULL, &tp__cfg_constraints_table},
+    {"pbt", tp__cfg_key_pbt, 0, NULL, &tp__cfg_pbt_table},
 };
 static const key_table_t top_table = KEY_TABLE(top_keys);
 
@@ -662,6 +663,7 @@ static int parse(const char *path, const char *text, size_t len, tp_experiment_t
         bad |= tp__cfg_check_surrogate(&c) < 0;
         bad |= tp__cfg_check_constraints(&c) < 0;
         bad |= tp__cfg_check_fuse(&c) < 0;
+        bad |= tp__cfg_check_pbt(&c) < 0;
         rc = bad || c.nerrors ? -EINVAL : 0;
         if (rc == 0 && !out->policy)
             out->policy = tp__strdup(out->groups != TP_FLUID_OFF ? TP_PLACE_GROUPS_POLICY
@@ -732,6 +734,9 @@ void tp__experiment_free(tp_experiment_t *x) {
     free(x->profile_by);
     free(x->budget_name);
     free((char *)x->surrogate.param);
+    for (size_t i = 0; i < x->pbt.nexplore; i++)
+        free((char *)x->pbt_explore[i].param);
+    free(x->pbt_explore);
     tp__cluster_cfg_free(&x->cluster);
     json_decref(x->enqueue);
     for (size_t i = 0; i < x->nwarm_start; i++)

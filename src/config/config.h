@@ -9,6 +9,7 @@
 
 #include "place/fluid.h"
 #include "search/realloc.h"
+#include "search/scheduler.h"
 #include "search/search.h"
 #include "search/surrogate.h"
 #include "space/space.h"
@@ -188,7 +189,8 @@ typedef struct tp_experiment {
     size_t ngpus;
     char **profile_by; /* `profile_by`: parameters that shape demand, owned */
     size_t nprofile_by;
-    const char *scheduler; /* `search.scheduler`: fifo (default), asha, hyperband, median */
+    const char *scheduler; /* `search.scheduler`: fifo (default), asha, hyperband, median,
+                              hypersched, pbt */
     char *budget_name; /* `budget.name`: the growing resource's placeholder, owned; NULL: none */
     double budget_min; /* `budget.min` (> 0) */
     double budget_max; /* `budget.max` (>= min) */
@@ -206,13 +208,16 @@ typedef struct tp_experiment {
     tp_realloc_opts_t realloc; /* `reallocation`: how free GPUs go to leading trials (defaults:
                                   uniform, min_gain 1.1, cooldown 60s, temperature 1, probe) */
     int realloc_given;         /* `reallocation` was written */
-    tp_surrogate_cfg_t surrogate; /* `surrogate`: param (owned; NULL: none), value, promote
-                                     (default 3), eager (default 0.5) */
-    tp_fuse_cfg_t fuse;           /* `fuse`: fused trials; fuse.max 0 when off */
-    tp_constraint_t *constraints; /* `constraints`: bounds on reported metrics (metric names
-                                     owned), TP_MAX_CONSTRAINTS entries, owned; NULL: none.
-                                     search.constraints points here */
-    size_t nconstraints;          /* how many (also search.nconstraints) */
+    tp_surrogate_cfg_t surrogate;  /* `surrogate`: param (owned; NULL: none), value, promote
+                                      (default 3), eager (default 0.5) */
+    tp_fuse_cfg_t fuse;            /* `fuse`: fused trials; fuse.max 0 when off */
+    tp_constraint_t *constraints;  /* `constraints`: bounds on reported metrics (metric names
+                                      owned), TP_MAX_CONSTRAINTS entries, owned; NULL: none.
+                                      search.constraints points here */
+    size_t nconstraints;           /* how many (also search.nconstraints) */
+    tp_pbt_cfg_t pbt;              /* `pbt`: scheduler pbt's settings (explore points into
+                                      pbt_explore); interval 0 when not given */
+    tp_pbt_explore_t *pbt_explore; /* `pbt.explore`, owned (each param name owned too) */
 } tp_experiment_t;
 
 /* Name of a sharing mode as written in the file. */

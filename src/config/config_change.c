@@ -56,6 +56,7 @@ static const struct {
     {"checkpoint_root", 0},
     {"surrogate", 0},
     {"constraints", 0},
+    {"pbt", 0},
 };
 
 static int may_change(const char *key) {

@@ -35,6 +35,8 @@ typedef struct cfgctx {
     int trials_given;               /* `search.trials` was written (else a per-sampler default) */
     yaml_node_t *surrogate;         /* `surrogate` mapping, for messages */
     yaml_node_t *constraints;       /* `constraints` list, for messages */
+    yaml_node_t *pbt;               /* `pbt` mapping, for messages */
+    yaml_node_t *pbt_explore;       /* `pbt.explore` mapping, for messages */
 } cfgctx_t;
 
 typedef struct key_table key_table_t;
@@ -71,7 +73,7 @@ struct key_table {
 extern const key_table_t tp__cfg_metric_table, tp__cfg_budget_table, tp__cfg_checkpoint_table,
     tp__cfg_resources_table, tp__cfg_placement_table, tp__cfg_gpus_table, tp__cfg_groups_table,
     tp__cfg_cluster_table, tp__cfg_reallocation_table, tp__cfg_space_table, tp__cfg_surrogate_table,
-    tp__cfg_fuse_table, tp__cfg_constraints_table;
+    tp__cfg_fuse_table, tp__cfg_constraints_table, tp__cfg_pbt_table;
 /* The names a key's value may be, for tp__config_keys. */
 extern const key_table_t tp__cfg_sharing_values;
 
@@ -172,6 +174,10 @@ int tp__cfg_key_env_passthrough(cfgctx_t *c, const char *key, yaml_node_t *v);
  * checked against the space, the budget and the objectives. */
 int tp__cfg_key_surrogate(cfgctx_t *c, const char *key, yaml_node_t *v);
 int tp__cfg_check_surrogate(cfgctx_t *c);
+/* config_pbt.c: `pbt`, and after the whole file: pbt and scheduler pbt come
+ * together, with search.trials, and every explored parameter is in space. */
+int tp__cfg_key_pbt(cfgctx_t *c, const char *key, yaml_node_t *v);
+int tp__cfg_check_pbt(cfgctx_t *c);
 /* config_fuse.c: `fuse`; after the whole file, its shape names are parameters and the
  * command names no other parameter ({configs_json} carries those). */
 int tp__cfg_key_fuse(cfgctx_t *c, const char *key, yaml_node_t *v);

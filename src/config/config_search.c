@@ -187,8 +187,8 @@ int tp__cfg_search_scheduler(cfgctx_t *c, const char *key, yaml_node_t *v) {
         }
     const char *guess = tp__did_you_mean(s, tp__scheduler_names, n);
     if (guess) return fail(c, v, "unknown scheduler \"%s\"; did you mean \"%s\"?", s, guess);
-    return fail(c, v, "unknown scheduler \"%s\"; use fifo, asha, hyperband, median or hypersched",
-                s);
+    return fail(
+        c, v, "unknown scheduler \"%s\"; use fifo, asha, hyperband, median, hypersched or pbt", s);
 }
 
 /* `search.warm_start: [DIR, ...]`: earlier experiments whose completed
@@ -250,7 +250,7 @@ int tp__cfg_check_budget(cfgctx_t *c, yaml_node_t *root) {
         if (rc < 0) return rc;
     }
     int rungs = !strcmp(x->scheduler, "asha") || !strcmp(x->scheduler, "hyperband") ||
-                !strcmp(x->scheduler, "hypersched");
+                !strcmp(x->scheduler, "hypersched") || !strcmp(x->scheduler, "pbt");
     if (rungs && !x->budget_name && !c->budget) /* a budget with a mistake is said already */
         return fail(c, c->scheduler ? c->scheduler : root,
                     "scheduler %s needs a budget to grow; add e.g. budget: {name: epochs, min: 1, "

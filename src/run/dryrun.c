@@ -24,7 +24,8 @@ tp_scheduler_t *tp__run_scheduler_new(const tp_experiment_t *x, tp_error_t *err)
                                           .min = x->budget_min,
                                           .max = x->budget_max,
                                           .eta = x->budget_eta},
-                               .maximize = x->maximize};
+                               .maximize = x->maximize,
+                               .pbt = x->pbt};
     tp_scheduler_t *s = tp__scheduler_new(&x->space, &scfg, err);
     if (s && x->surrogate.param) s = tp__surrogate_wrap(s, &x->surrogate, err);
     return s;

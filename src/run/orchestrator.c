@@ -337,11 +337,15 @@ trial_t *tp__run_next_candidate(tp_run_t *r) {
                                                 tp__trial_kind_name(kind), source),
                            "recording a trial's kind");
     } else if (!t || t->state != TP_TRIAL_PAUSED) {
+        json_decref(job.config);
         tp__log(TP_LOG_ERROR, "bug: the scheduler promoted trial %lld, which is not waiting",
                 (long long)job.trial);
         return NULL;
+    } else if (job.exploit) { /* pbt: a new segment from the donor's checkpoint */
+        tp__lineage_exploit(r, t, &job, now);
+        json_decref(job.config);
     }
-    t->from_budget = job.is_new ? 0 : t->budget;
+    t->from_budget = job.is_new ? 0 : job.exploit ? job.from : t->budget;
     t->rung = job.rung;
     t->budget = job.budget;
     t->fluid_group = job.group;

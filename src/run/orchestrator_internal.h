@@ -544,6 +544,14 @@ int tp__run_retry_failed(tp_run_t *r);
 /* A journaled "retry" decision replayed: 1 if d is one (told to the
  * scheduler), else 0. */
 int tp__retry_replay(tp_run_t *r, const tp_decision_row_t *d);
+/* lineage.c: scheduler pbt's exploit job for paused trial t: the donor's
+ * checkpoint copied over t's, t's params from now on job->config (also in
+ * the store), and the `exploit` decision journaled. Journal it before the
+ * job's own decision. */
+void tp__lineage_exploit(tp_run_t *r, trial_t *t, const tp_job_t *job, double now);
+/* The configuration a trial was created with, from its first `exploit`
+ * decision's detail ("old" of segment 1); NULL for any other. New ref. */
+json_t *tp__lineage_first_params(const char *detail);
 /* fork.c: seed the new experiment (its store just created) with the results
  * of the one in `from` that the new space holds. 0, or an error (err). */
 int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err);

@@ -157,7 +157,33 @@ typedef struct replay {
     unsigned char *job; /* by trial id (r->trials.n): how its last journaled job ended */
     int limit_known;    /* a "trials" decision was replayed */
     uint64_t limit;     /* the last one's number of trials (0: no bound) */
+    json_t *first;      /* pbt: the configuration each exploited trial was created with, by
+                           trial id (its store row holds its latest) */
+    int64_t ex_trial;   /* pbt: the trial of the `exploit` decision just read, -1 if none */
+    int64_t ex_donor;   /* its donor */
+    json_t *ex_new;     /* its new configuration */
 } replay_t;
+
+/* Pass one over the decisions: each exploited trial's first configuration. */
+static int first_params(const tp_decision_row_t *d, void *ud) {
+    replay_t *rp = ud;
+    if (strcmp(d->kind, "exploit") != 0) return 0;
+    json_t *old = tp__lineage_first_params(d->detail);
+    if (old) {
+        char key[32];
+        snprintf(key, sizeof key, "%lld", (long long)d->trial);
+        json_object_set_new(rp->first, key, old);
+    }
+    return 0;
+}
+
+/* The configuration trial t was created with. */
+static const json_t *created_with(const replay_t *rp, const trial_t *t) {
+    char key[32];
+    snprintf(key, sizeof key, "%lld", (long long)t->id);
+    const json_t *old = json_object_get(rp->first, key);
+    return old ? old : t->params;
+}
 
 static int replay_report(int64_t step, double value, void *ud) {
     replay_t *rp = ud;
@@ -181,6 +207,15 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
             *ended = 0;
     }
     if (tp__deadline_replay(rp->r, d) || tp__retry_replay(rp->r, d)) return 0;
+    if (strcmp(d->kind, "exploit") == 0) { /* its job's decision follows: compared there */
+        json_t *o = d->detail ? json_loads(d->detail, 0, NULL) : NULL;
+        rp->ex_trial = d->trial;
+        rp->ex_donor = json_integer_value(json_object_get(o, "donor"));
+        json_decref(rp->ex_new);
+        rp->ex_new = json_incref(json_object_get(o, "new"));
+        json_decref(o);
+        return 0;
+    }
     if (strcmp(d->kind, "trials") == 0) { /* the decisions that follow saw this many */
         rp->limit_known = 1;
         rp->limit = d->has_value && d->value > 0 ? (uint64_t)d->value : 0;
@@ -196,9 +231,19 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
                    (job.refused || job.rung == d->rung);
         if (rc == 1 && job.is_new) {
             const trial_t *t = tp__trials_get(&rp->r->trials, d->trial);
-            same = same && t && t->params && json_equal(t->params, job.config);
+            same = same && t && t->params && json_equal(created_with(rp, t), job.config);
             json_decref(job.config);
         }
+        /* an exploit: the one journaled just before, the same donor and configuration */
+        int journaled = rp->ex_trial >= 0 && rp->ex_trial == d->trial;
+        if (rc == 1 && job.exploit) {
+            same = same && journaled && job.donor == rp->ex_donor && rp->ex_new &&
+                   json_equal(rp->ex_new, job.config);
+            json_decref(job.config);
+        } else if (journaled) {
+            same = 0;
+        }
+        rp->ex_trial = -1;
         if (!same && rp->diverged < 0) rp->diverged = d->seq;
         trial_t *jt = same ? tp__trials_get(&rp->r->trials, d->trial) : NULL;
         if (jt) jt->fluid_group = job.group;
@@ -277,9 +322,17 @@ static void reopen_closed(tp_run_t *r, const unsigned char *job) {
  * their pending trials. */
 static void replay_decisions(tp_run_t *r) {
     uint64_t want = r->sched->cfg.sampler.trials; /* this run's file */
-    replay_t rp = {.r = r, .diverged = -1, .job = tp__xcalloc(r->trials.n + 1, 1)};
+    replay_t rp = {.r = r,
+                   .diverged = -1,
+                   .job = tp__xcalloc(r->trials.n + 1, 1),
+                   .first = json_object(),
+                   .ex_trial = -1};
+    tp__journal_ok(&r->journal, tp__store_decisions(r->journal.store, first_params, &rp),
+                   "reading the search's decisions");
     tp__journal_ok(&r->journal, tp__store_decisions(r->journal.store, replay_one, &rp),
                    "reading the search's decisions");
+    json_decref(rp.first);
+    json_decref(rp.ex_new);
     if (rp.diverged >= 0)
         tp__log(TP_LOG_WARN,
                 "replaying the search's %lld decisions diverged at decision %lld; it goes on "

@@ -15,11 +15,11 @@
 
 static const struct tp_scheduler_ops *const scheduler_table[] = {
     &tp__sched_fifo_ops,   &tp__sched_asha_ops,       &tp__sched_hyperband_ops,
-    &tp__sched_median_ops, &tp__sched_hypersched_ops,
+    &tp__sched_median_ops, &tp__sched_hypersched_ops, &tp__sched_pbt_ops,
 };
 
-const char *const tp__scheduler_names[] = {"fifo",   "asha",       "hyperband",
-                                           "median", "hypersched", NULL};
+const char *const tp__scheduler_names[] = {"fifo",       "asha", "hyperband", "median",
+                                           "hypersched", "pbt",  NULL};
 
 /* Rungs min * eta^k while below max (within 1e-9 relative), then max itself:
  * (1, 81, 3) -> 1 3 9 27 81; (1, 100, 3) -> 1 3 9 27 81 100 (the last rung
@@ -46,7 +46,7 @@ size_t tp__budget_rungs(const tp_budget_t *b, double *out, size_t cap) {
 static int check_budget(const tp_scheduler_cfg_t *cfg, const char *name, tp_error_t *err) {
     const tp_budget_t *b = &cfg->budget;
     int needs = strcmp(name, "asha") == 0 || strcmp(name, "hyperband") == 0 ||
-                strcmp(name, "hypersched") == 0;
+                strcmp(name, "hypersched") == 0 || strcmp(name, "pbt") == 0;
     if (!b->name) {
         if (needs)
             return tp__errorf(err, -EINVAL,
@@ -87,12 +87,12 @@ tp_scheduler_t *tp__scheduler_new(const tp_space_t *space, const tp_scheduler_cf
         if (guess)
             tp__errorf(err, -EINVAL,
                        "unknown scheduler \"%s\"; did you mean \"%s\"? (known: fifo, asha, "
-                       "hyperband, median, hypersched)",
+                       "hyperband, median, hypersched, pbt)",
                        name, guess);
         else
             tp__errorf(err, -EINVAL,
                        "unknown scheduler \"%s\"; known: fifo, asha, hyperband, median, "
-                       "hypersched",
+                       "hypersched, pbt",
                        name);
         errno = EINVAL;
         return NULL;
@@ -140,6 +140,8 @@ const char *tp__sched_single_objective_msg(const char *name) {
                       "objectives use scheduler: fifo"},
         {"hypersched", "scheduler hypersched promotes by one number per rung; with several "
                        "objectives use scheduler: fifo"},
+        {"pbt", "scheduler pbt ranks its population by one number; with several objectives "
+                "use scheduler: fifo"},
         {"median", "scheduler median compares one number with the median; with several "
                    "objectives use scheduler: fifo"},
     };

@@ -21,18 +21,43 @@ typedef struct tp_budget {
     double eta;       /* reduction factor, > 1 (default 3) */
 } tp_budget_t;
 
+/* How pbt explores one parameter (`pbt: {explore: {lr: {factors: [0.8, 1.2]}}}`). */
+typedef struct tp_pbt_explore {
+    const char *param; /* the space parameter, borrowed */
+    double resample;   /* probability of a fresh draw from the space, in [0, 1] */
+    double factors[8]; /* else the donor's value times one of these, drawn uniformly */
+    size_t nfactors;   /* 0: no factors (the donor's value is kept unless resampled) */
+} tp_pbt_explore_t;
+
+/* `pbt: {perturbation_interval: 2, quantile: 0.25, explore: {...}}`. */
+typedef struct tp_pbt_cfg {
+    double interval;                 /* budget units between exploit/explore steps, > 0 */
+    double quantile;                 /* bottom and top share of the population; 0: 0.25 */
+    const tp_pbt_explore_t *explore; /* borrowed; NULL (nexplore 0): every numeric parameter
+                                        {resample: 0.25, factors: [0.8, 1.2]}, every choice
+                                        {resample: 0.25} (Ray Tune's defaults) */
+    size_t nexplore;
+} tp_pbt_cfg_t;
+
 typedef struct tp_scheduler_cfg {
-    const char *scheduler; /* fifo | asha | hyperband | median | hypersched (NULL: fifo) */
+    const char *scheduler; /* fifo | asha | hyperband | median | hypersched | pbt (NULL: fifo) */
     tp_search_cfg_t
         sampler;        /* sampler name (grid | random | tpe | nsga2), trials, seed, objectives */
     tp_budget_t budget; /* budget, or name NULL */
     int maximize;       /* the metric is maximized */
+    tp_pbt_cfg_t pbt;   /* scheduler pbt's settings */
 } tp_scheduler_cfg_t;
 
 typedef struct tp_job {
     int64_t trial;  /* trial number; new trials are numbered 0, 1, 2, ... in creation order */
     int is_new;     /* a new trial: config is set */
-    json_t *config; /* is_new: its configuration (caller owns) */
+    json_t *config; /* is_new or exploit: its configuration (caller owns) */
+    int exploit;    /* pbt: an existing trial goes on from trial `donor`'s checkpoint (the
+                       caller copies it over the trial's own before the job runs) with the
+                       new configuration `config`, as segment `segment` of its lineage */
+    int64_t donor;  /* exploit: whose checkpoint */
+    double from;    /* exploit: the budget that checkpoint reached (the job starts there) */
+    int segment;    /* exploit: the trial's segment from now on (1, 2, ...) */
     int rung;       /* rung of this job, 0-based (0 without rungs) */
     double budget;  /* resource to reach, 0 when there is no budget */
     int64_t group;  /* its trial group (Fluid: a searcher's batch, whose jobs share the
@@ -165,5 +190,6 @@ extern const struct tp_scheduler_ops tp__sched_asha_ops;
 extern const struct tp_scheduler_ops tp__sched_hyperband_ops;
 extern const struct tp_scheduler_ops tp__sched_median_ops;
 extern const struct tp_scheduler_ops tp__sched_hypersched_ops;
+extern const struct tp_scheduler_ops tp__sched_pbt_ops;
 
 #endif

@@ -93,6 +93,8 @@ static void timeline(sim_t *m, const char *event, int64_t trial, int gpus, int r
     tp__buf_printf(b, "\"\n");
 }
 
+static void set_curve(sim_t *m, st_trial_t *t, const json_t *cfg);
+
 static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
     if ((size_t)id >= m->cap) {
         size_t cap = m->cap ? m->cap : 64;
@@ -104,18 +106,23 @@ static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
     while (m->n <= (size_t)id)
         memset(&m->t[m->n++], 0, sizeof *m->t);
     st_trial_t *t = &m->t[id];
+    t->id = id;
+    set_curve(m, t, cfg);
+    tp__scaling_init(&t->sc);
+    t->restart_s = t->last_resize = t->value = NAN;
+    m->out->trials++;
+    return t;
+}
+
+/* t's learning curve and speed from its configuration (x, y). */
+static void set_curve(sim_t *m, st_trial_t *t, const json_t *cfg) {
     double x = json_number_value(json_object_get(cfg, "x"));
     double y = json_number_value(json_object_get(cfg, "y"));
-    t->id = id;
     t->q = 0.92 - 0.35 * (x - 0.65) * (x - 0.65) - 0.08 * y;
     t->tau = 1.5 + 10 * y * (1 - x) + 3 * x;
     t->t1 = m->c->unit_s * (0.6 + 0.8 * x);
     t->f = 0.05 + 0.45 * y;
     t->up = m->c->startup_s * (0.8 + 0.4 * y);
-    tp__scaling_init(&t->sc);
-    t->restart_s = t->last_resize = t->value = NAN;
-    m->out->trials++;
-    return t;
 }
 
 static void take_gpus(sim_t *m, st_trial_t *t, int k) {
@@ -166,7 +173,11 @@ static void start_job(sim_t *m, st_trial_t *t, const tp_job_t *job) {
     take_gpus(m, t, 1);
     start_attempt(m, t);
     m->out->jobs++;
-    timeline(m, job->is_new ? "new" : "promoted", t->id, t->gpus, t->rung, NAN, job->why);
+    timeline(m,
+             job->is_new    ? "new"
+             : job->exploit ? "exploit"
+                            : "promoted",
+             t->id, t->gpus, t->rung, NAN, job->why);
 }
 
 static void begin_unit(sim_t *m, st_trial_t *t) {
@@ -232,6 +243,11 @@ static void fill(sim_t *m) {
             continue;
         }
         st_trial_t *t = job.is_new ? new_trial(m, job.trial, job.config) : &m->t[job.trial];
+        if (job.exploit) { /* pbt: the donor's checkpoint, the new configuration's curve */
+            set_curve(m, t, job.config);
+            t->progress = m->t[job.donor].progress;
+            m->out->exploits++;
+        }
         json_decref(job.config);
         start_job(m, t, &job);
     }
@@ -349,15 +365,17 @@ static int make_scheduler(sim_t *m, tp_error_t *err) {
         tp_param_t p = {.name = tp__strdup(names[i]), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
         tp__space_add(&m->space, &p);
     }
-    tp_scheduler_cfg_t sc = {.scheduler = m->c->scheduler,
-                             .sampler = {.algorithm = m->c->sampler ? m->c->sampler : "random",
-                                         .trials = m->c->trials,
-                                         .seed = m->c->seed},
-                             .budget = {.name = "epochs",
-                                        .min = m->c->budget_min,
-                                        .max = m->c->budget_max,
-                                        .eta = m->c->eta},
-                             .maximize = 1};
+    tp_scheduler_cfg_t sc = {
+        .scheduler = m->c->scheduler,
+        .sampler = {.algorithm = m->c->sampler ? m->c->sampler : "random",
+                    .trials = m->c->trials,
+                    .seed = m->c->seed},
+        .budget = {.name = "epochs",
+                   .min = m->c->budget_min,
+                   .max = m->c->budget_max,
+                   .eta = m->c->eta},
+        .maximize = 1,
+        .pbt = {.interval = m->c->pbt_interval > 0 ? m->c->pbt_interval : m->c->budget_min}};
     m->s = tp__scheduler_new(&m->space, &sc, err);
     if (!m->s) return -EINVAL;
     if (m->c->deadline_s > 0 && m->s->ops->deadline) m->s->ops->deadline(m->s, m->c->deadline_s);

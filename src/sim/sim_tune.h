@@ -37,21 +37,24 @@
 #include "util/util.h"
 
 typedef struct tp_simtune_cfg {
-    const char *scheduler;              /* asha | hypersched | hyperband | fifo | median */
+    const char *scheduler;              /* asha | hypersched | hyperband | fifo | median | pbt */
     const char *sampler;                /* search algorithm (NULL: random), e.g. tpe, bohb */
     int gpus;                           /* G, 1..TP_SCALING_MAX_GPUS */
     uint64_t trials;                    /* configurations the sampler proposes */
     uint64_t seed;                      /* sampler and noise */
     double budget_min, budget_max, eta; /* the budget's rungs */
     double deadline_s;                  /* 0: none (run to the end) */
-    int realloc;                        /* free GPUs go to running trials (tp__realloc_plan) */
-    tp_realloc_opts_t ropts;            /* its options */
-    int gpus_max;                       /* per trial (0: G) */
-    double unit_s;      /* seconds per budget unit at x = 0.5 on 1 GPU (default 60) */
-    double startup_s;   /* mean start-up of an attempt (default 20) */
-    double noise;       /* sd of the reported metric (default 0.005) */
-    tp_buf_t *timeline; /* CSV of events (t_s,event,trial,gpus,rung,value,why), or NULL */
-    tp_buf_t *svg;      /* a Gantt of GPUs over time, or NULL */
+    double pbt_interval;     /* pbt's perturbation_interval (0: budget_min); it explores x and y by
+                                its defaults; an exploit takes the donor's progress and the new
+                                configuration's learning curve from there on */
+    int realloc;             /* free GPUs go to running trials (tp__realloc_plan) */
+    tp_realloc_opts_t ropts; /* its options */
+    int gpus_max;            /* per trial (0: G) */
+    double unit_s;           /* seconds per budget unit at x = 0.5 on 1 GPU (default 60) */
+    double startup_s;        /* mean start-up of an attempt (default 20) */
+    double noise;            /* sd of the reported metric (default 0.005) */
+    tp_buf_t *timeline;      /* CSV of events (t_s,event,trial,gpus,rung,value,why), or NULL */
+    tp_buf_t *svg;           /* a Gantt of GPUs over time, or NULL */
 } tp_simtune_cfg_t;
 
 typedef struct tp_simtune_result {
@@ -61,6 +64,7 @@ typedef struct tp_simtune_result {
     double end_s;       /* when it ended: the last job's end, or the deadline */
     size_t trials;      /* trials started */
     size_t jobs;        /* jobs started */
+    size_t exploits;    /* of them, pbt's exploits */
     size_t refused;     /* admissions refused */
     size_t resizes;     /* resizes done */
     double gpu_busy;    /* GPU-seconds held by trials / (G x end_s) */

@@ -107,6 +107,7 @@ enum {
     ST_PRIOR_ADD,
     ST_PRIORS,
     ST_TRIAL_KIND,
+    ST_TRIAL_PARAMS,
     ST_COUNT
 };
 
@@ -145,6 +146,7 @@ static const char *const statements[ST_COUNT] = {
     [ST_TRIALS] = TRIAL_COLUMNS "FROM trials ORDER BY id",
     [ST_TRIAL_ONE] = TRIAL_COLUMNS "FROM trials WHERE id = ?1",
     [ST_TRIAL_KIND] = "UPDATE trials SET kind = ?2, source = ?3 WHERE id = ?1",
+    [ST_TRIAL_PARAMS] = "UPDATE trials SET params = ?2 WHERE id = ?1",
     [ST_METRIC_COUNT] = "SELECT count(*) FROM metrics WHERE trial = ?1",
     [ST_EVENTS] = "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id",
     [ST_PLACEMENT_ADD] =
@@ -754,6 +756,13 @@ int tp__store_trial_kind(tp_store_t *s, int64_t id, const char *kind, int64_t so
         sqlite3_bind_int64(st, 3, source);
     else
         sqlite3_bind_null(st, 3);
+    return exec_stmt(s, st);
+}
+
+int tp__store_trial_params(tp_store_t *s, int64_t id, const char *params_json) {
+    sqlite3_stmt *st = s->stmt[ST_TRIAL_PARAMS];
+    sqlite3_bind_int64(st, 1, id);
+    bind_text_or_null(st, 2, params_json);
     return exec_stmt(s, st);
 }
 

@@ -167,7 +167,8 @@ int tp__store_profile_get(tp_store_t *s, const char *key, tp_profile_t *p); /* 0
 typedef struct tp_decision_row {
     int64_t seq; /* order (set by the store) */
     double at;
-    const char *kind; /* job | result | stop */
+    const char *kind; /* job | result | stop | exploit (pbt: detail is a JSON object
+                         {segment, donor, donor_step, old, new}, journaled before its job) | ... */
     int64_t trial;
     int attempt; /* the attempt that ran the job / ended it */
     int rung;
@@ -190,6 +191,9 @@ int tp__store_metric_values(tp_store_t *s, int64_t trial, int attempt,
 /* A trial's kind under `surrogate:` ("surrogate", "target"; NULL: plain) and,
  * for a target, the surrogate trial it promotes (source; -1: none). */
 int tp__store_trial_kind(tp_store_t *s, int64_t id, const char *kind, int64_t source);
+/* A trial's configuration from now on (scheduler pbt's explore: a new
+ * segment of its lineage; its earlier ones are in its `exploit` decisions). */
+int tp__store_trial_params(tp_store_t *s, int64_t id, const char *params_json);
 /* A trial's rung, budget and the last decision about it. */
 int tp__store_trial_progress(tp_store_t *s, int64_t id, int rung, double budget,
                              const char *decision);

@@ -94,6 +94,13 @@ void tp__trial_path(char *out, size_t n, const char *dir, long long id, const ch
 /* mkdir -p with mode 0755, or the given mode (less the umask). */
 int tp__mkdir_p(const char *path, tp_error_t *err);
 int tp__mkdir_p_mode(const char *path, int mode, tp_error_t *err);
+/* Copy directory `from` whole over directory `to` (tree.c): into
+ * "<to>.copying", then renamed over `to` once complete, so `to` holds the
+ * old tree or the new one, never part of one; links are copied as links.
+ * 0, or a negative errno with err filled. O(bytes copied). */
+int tp__replace_tree(const char *from, const char *to, tp_error_t *err);
+/* Remove path and all below it (rm -r, no shell); 0 when gone. */
+int tp__remove_tree(const char *path);
 
 /* ---- random numbers: xoshiro256** seeded through splitmix64 ------------- */
 typedef struct tp_rng {

@@ -143,5 +143,35 @@ class PytorchExample(E2E):
         self.assertTrue(0.5 < acc < 1.0, whole)
 
 
+    def test_pbt_example_shortened_exploits_from_a_copied_checkpoint(self):
+        """examples/pbt: 4 trials, 4 epochs in jobs of 2: one generation at epoch 2 where the
+        worst trial takes the best's checkpoint and goes on from epoch 3 with a perturbed lr."""
+        with open(os.path.join(SRC, "examples", "pbt", "experiment.yaml")) as f:
+            text = f.read()
+        for old, new in (("examples/pbt/train.py",
+                          yaml_str(os.path.join(SRC, "examples", "pbt", "train.py"))),
+                         ("trials: 8", "trials: 4"),
+                         ("max: 8", "max: 4")):
+            self.assertEqual(text.count(old), 1, "examples/pbt/experiment.yaml changed: %r" % old)
+            text = text.replace(old, new)
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(self.experiment(text), run_dir, timeout=RUN_TIMEOUT), 0)
+        with self.store(run_dir) as s:
+            trials = s.trials()
+            ex = [(r["trial"], json.loads(r["detail"])) for r in
+                  s.q("SELECT trial, detail FROM decisions WHERE kind = 'exploit'")]
+            metrics = [(m["trial"], json.loads(m["data"])) for m in s.metrics()]
+        self.assertEqual(len(trials), 4)
+        for t in trials:
+            self.assertEqual(t["state"], "completed", t)
+            self.assertEqual(t["step"], 4)
+            self.assertGreater(t["value"], 0.3, t)  # far above chance (0.1)
+        self.assertEqual(len(ex), 1)  # ceil(4 x 0.25): the worst at epoch 2
+        trial, d = ex[0]
+        self.assertEqual(d["donor_step"], 2)
+        steps = [m for t, m in metrics if t == trial and m["step"] == 3]
+        self.assertTrue(steps)  # it went on from epoch 3: the donor's epoch 2 checkpoint
+        self.assertEqual(steps[-1]["lr"], d["new"]["lr"])
+
 if __name__ == "__main__":
     main()

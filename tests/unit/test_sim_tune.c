@@ -109,6 +109,23 @@ TP_TEST(test_bohb_runs_in_the_simulator_under_asha_and_hyperband) {
     }
 }
 
+TP_TEST(test_pbt_runs_in_the_simulator_and_exploits_each_generation) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.scheduler = "pbt";
+    c.trials = 8;
+    c.gpus = 4; /* the population takes turns */
+    c.budget_min = 3;
+    c.budget_max = 12;
+    c.seed = 6;
+    tp_simtune_result_t a = run(&c), b = run(&c);
+    TP_CHECK_INT(a.trials, 8);
+    TP_CHECK_INT(a.jobs, 32);    /* 8 trials x 4 jobs of 3 units */
+    TP_CHECK_INT(a.exploits, 6); /* generations at 3, 6, 9: ceil(8 x 0.25) each */
+    TP_CHECK(a.best > 0.5 && a.best < 1);
+    TP_CHECK(a.best == b.best && a.end_s == b.end_s && a.exploits == b.exploits);
+}
+
 int main(void) {
     return tp_test_main();
 }

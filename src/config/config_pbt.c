@@ -1,0 +1,172 @@
+/* config_pbt: `pbt: {perturbation_interval: 2, quantile: 0.25, explore:
+ * {lr: {factors: [0.8, 1.2]}, wd: {resample: 0.25}}}`, the settings of
+ * scheduler pbt (search/sched_pbt.c); after the whole file, pbt and the
+ * scheduler agree and every explored parameter is in the space. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config_internal.h"
+
+#define EXPLORE_EG "explore: {lr: {factors: [0.8, 1.2]}, dropout: {resample: 0.25}}"
+
+static int pbt_interval(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    double d;
+    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && isfinite(d)) {
+        c->x->pbt.interval = d;
+        return 0;
+    }
+    char got[256];
+    return fail(c, v,
+                "\"%s\" must be a number > 0 of budget units between exploit/explore steps, e.g. "
+                "2; got %s",
+                key, tp__cfg_describe(v, got, sizeof got));
+}
+
+static int pbt_quantile(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    double d;
+    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && d <= 0.5) {
+        c->x->pbt.quantile = d;
+        return 0;
+    }
+    char got[256];
+    return fail(c, v,
+                "\"%s\" must be a share in (0, 0.5]: the bottom share copies the top share, "
+                "e.g. 0.25; got %s",
+                key, tp__cfg_describe(v, got, sizeof got));
+}
+
+static const char *const explore_keys[] = {"resample", "factors"};
+static const key_table_t explore_table = KEY_NAMES(explore_keys, "NAME");
+
+/* One parameter's `{resample: P, factors: [...]}` into e. */
+static int explore_one(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v, tp_pbt_explore_t *e) {
+    if (v->type != YAML_MAPPING_NODE)
+        return fail(c, v, "pbt explore of \"%s\" must be a mapping, e.g. {factors: [0.8, 1.2]}",
+                    stext(k));
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *pk = tp__cfg_node_at(c, p->key), *pv = tp__cfg_node_at(c, p->value);
+        const char *name = pk->type == YAML_SCALAR_NODE ? stext(pk) : "";
+        char got[256];
+        if (!strcmp(name, "resample")) {
+            double d;
+            if (tp__cfg_node_number(pv, &d) < 0 || !(d >= 0 && d <= 1))
+                return fail(c, pv, "resample must be a probability in [0, 1], e.g. 0.25; got %s",
+                            tp__cfg_describe(pv, got, sizeof got));
+            e->resample = d;
+        } else if (!strcmp(name, "factors")) {
+            size_t n = pv->type == YAML_SEQUENCE_NODE ? seq_len(pv) : 0;
+            if (n == 0 || n > TP_ARRAY_LEN(e->factors))
+                return fail(c, pv,
+                            "factors must be a list of 1 to %zu numbers > 0, e.g. [0.8, 1.2]",
+                            TP_ARRAY_LEN(e->factors));
+            for (size_t i = 0; i < n; i++) {
+                yaml_node_t *f = tp__cfg_node_at(c, pv->data.sequence.items.start[i]);
+                double d;
+                if (tp__cfg_node_number(f, &d) < 0 || !(d > 0) || !isfinite(d))
+                    return fail(c, f, "factors must be numbers > 0, e.g. [0.8, 1.2]; got %s",
+                                tp__cfg_describe(f, got, sizeof got));
+                e->factors[i] = d;
+            }
+            e->nfactors = n;
+        } else {
+            return tp__cfg_unknown_key(c, pk, explore_keys, TP_ARRAY_LEN(explore_keys));
+        }
+    }
+    if (!e->nfactors && !(e->resample > 0))
+        return fail(c, v,
+                    "pbt explore of \"%s\" changes nothing; give factors, a resample probability "
+                    "> 0, or both, e.g. {resample: 0.25, factors: [0.8, 1.2]}",
+                    stext(k));
+    return 0;
+}
+
+static int pbt_explore(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    (void)key;
+    if (v->type != YAML_MAPPING_NODE)
+        return fail(c, v, "pbt explore must be a mapping of parameters, e.g. " EXPLORE_EG);
+    size_t n = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
+    tp_experiment_t *x = c->x;
+    x->pbt_explore = tp__xcalloc(n ? n : 1, sizeof *x->pbt_explore);
+    x->pbt.explore = x->pbt_explore;
+    x->pbt.nexplore = 0;
+    int rc = 0;
+    for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = tp__cfg_node_at(c, p->key), *pv = tp__cfg_node_at(c, p->value);
+        if (k->type != YAML_SCALAR_NODE) {
+            rc = fail(c, k, "pbt explore's keys must be parameter names");
+            continue;
+        }
+        tp_pbt_explore_t *e = &x->pbt_explore[x->pbt.nexplore];
+        memset(e, 0, sizeof *e);
+        e->param = tp__strdup(stext(k));
+        x->pbt.nexplore++;
+        if (explore_one(c, k, pv, e) < 0) rc = -1;
+    }
+    c->pbt_explore = v;
+    return rc < 0 ? -EINVAL : 0;
+}
+
+static const key_spec_t pbt_keys[] = {
+    {"perturbation_interval", pbt_interval, 1, "perturbation_interval: 2"},
+    {"quantile", pbt_quantile, 0, NULL},
+    {"explore", pbt_explore, 0, NULL, &explore_table},
+};
+const key_table_t tp__cfg_pbt_table = KEY_TABLE(pbt_keys);
+
+/* See config_internal.h. */
+int tp__cfg_key_pbt(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    c->pbt = v;
+    return tp__cfg_walk_mapping(c, key, v, pbt_keys, TP_ARRAY_LEN(pbt_keys),
+                                "pbt: {perturbation_interval: 2, quantile: 0.25, " EXPLORE_EG "}");
+}
+
+/* See config_internal.h. */
+int tp__cfg_check_pbt(cfgctx_t *c) {
+    const tp_experiment_t *x = c->x;
+    int is_pbt = x->scheduler && !strcmp(x->scheduler, "pbt");
+    if (c->pbt && !is_pbt)
+        return fail(c, c->pbt,
+                    "pbt settings are read by scheduler pbt only; add search: {scheduler: pbt} "
+                    "or remove pbt");
+    if (!is_pbt) return 0;
+    if (!c->pbt)
+        return fail(c, c->scheduler,
+                    "scheduler pbt needs its settings; add e.g. pbt: {perturbation_interval: 2}");
+    if (!c->trials_given)
+        return fail(c, c->scheduler,
+                    "scheduler pbt trains a population of search.trials configurations; give "
+                    "it, e.g. search: {scheduler: pbt, trials: 8}");
+    if (x->surrogate.param)
+        return fail(c, c->surrogate,
+                    "scheduler pbt trains one population; it does not run under surrogate: "
+                    "remove surrogate");
+    if (x->fuse.max)
+        return fail(c, c->fuse,
+                    "scheduler pbt copies one trial's checkpoint into another's, which fused "
+                    "processes do not keep apart; remove fuse");
+    if (x->cluster.kind != TP_CLUSTER_LOCAL && !x->cluster.shared && !x->checkpoint_root)
+        return fail(c, c->scheduler,
+                    "scheduler pbt copies checkpoints between trials, which needs them where "
+                    "the orchestrator reads them: set checkpoint_root to shared storage, or "
+                    "cluster.shared: true");
+    for (size_t i = 0; i < x->pbt.nexplore; i++) {
+        const char *name = x->pbt_explore[i].param;
+        const tp_param_t *p = tp__space_find(&x->space, name);
+        if (!p && !tp__cfg_param_failed(c, name)) {
+            const char *guess = tp__space_did_you_mean(&x->space, name);
+            return fail(c, c->pbt_explore,
+                        "pbt explores \"%s\", which is no parameter in space%s%s%s", name,
+                        guess ? "; did you mean \"" : "", guess ? guess : "", guess ? "\"?" : "");
+        }
+        if (p && x->pbt_explore[i].nfactors && p->kind != TP_DOM_UNIFORM &&
+            p->kind != TP_DOM_LOGUNIFORM && p->kind != TP_DOM_INT && p->kind != TP_DOM_NORMAL)
+            return fail(c, c->pbt_explore,
+                        "pbt explores \"%s\" by factors, but it is not a numeric range; write "
+                        "{resample: 0.25} for it",
+                        name);
+    }
+    return 0;
+}
