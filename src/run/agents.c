@@ -458,7 +458,7 @@ void tp__agents_running(const tp_run_t *r, int *counts, int processes) {
     for (size_t i = 0; i < r->trials.n; i++) {
         const trial_t *t = r->trials.by_id[i];
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
-        if (processes && t->fused && tp__fuse_member(r, t->fused, -1) != t) continue;
+        if (processes && t->fusion.fused && tp__fuse_member(r, t->fusion.fused, -1) != t) continue;
         for (size_t k = 0; k < tp__trial_nshards(r, t); k++) {
             size_t node = tp__trial_shard(t, k)->node;
             if (node < r->agents.n) counts[node]++;

@@ -111,7 +111,7 @@ void tp__deadline_finish(tp_run_t *r) {
     const char *note = local && stat(path, &st) != 0 ? " (the trial saved none there)" : "";
     snprintf(line, n, "best model at the deadline: trial %lld, checkpoint %s%s", (long long)b->id,
              path, note);
-    if (b->state != TP_TRIAL_STOPPED || !strstr(b->why, "deadline"))
+    if (b->state != TP_TRIAL_STOPPED || !strstr(b->job.why, "deadline"))
         journal_checkpoint(r, b, "the best model at the deadline"); /* `best` names it too */
     json_t *o = json_pack("{s:I, s:s}", "trial", (json_int_t)b->id, "checkpoint", path);
     char *text = json_dumps(o, JSON_COMPACT);
@@ -130,9 +130,9 @@ static int realloc_view(const tp_run_t *r, const trial_t *t, double now, tp_real
     double left;
     int64_t step = t->step == TP_STORE_NO_STEP ? 0 : t->step;
     int q;
-    double per = tp__scaling_step_s(&t->scaling, t->gpus, &q);
-    if (t->budget > 0)
-        left = t->budget - (double)step;
+    double per = tp__scaling_step_s(&t->elastic.scaling, t->gpus, &q);
+    if (t->job.budget > 0)
+        left = t->job.budget - (double)step;
     else if (tp__deadline_on(r) && per > 0)
         left = (r->deadline_at - now) / per; /* it would run to the deadline */
     else
@@ -146,9 +146,10 @@ static int realloc_view(const tp_run_t *r, const trial_t *t, double now, tp_real
                               .gpus_max = r->x.res.gpus_max,
                               .remaining_steps = left > 0 ? left : 0,
                               .score = score,
-                              .scaling = &t->scaling,
-                              .restart_s = t->restart_s,
-                              .last_resize_s = t->last_resize > 0 ? t->last_resize : NAN};
+                              .scaling = &t->elastic.scaling,
+                              .restart_s = t->elastic.restart_s,
+                              .last_resize_s =
+                                  t->elastic.last_resize > 0 ? t->elastic.last_resize : NAN};
     return 0;
 }
 
@@ -159,7 +160,7 @@ static void plan_node(tp_run_t *r, size_t node, int free_gpus, double now,
     for (size_t i = 0; i < r->trials.n; i++) {
         trial_t *t = r->trials.by_id[i];
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed || t->where.node != node ||
-            t->stop_sent || t->resize_to)
+            t->current.stop_sent || t->elastic.resize_to)
             continue;
         if (realloc_view(r, t, now, &view[m]) == 0) m++;
     }

@@ -61,13 +61,13 @@ static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_sta
     t->state = state;
     t->step = TP_STORE_NO_STEP;
     t->value = t->best = NAN;
-    t->group = -1;
-    t->fluid_group = -1;
-    t->step_done = -1;
-    t->first_step = TP_STORE_NO_STEP;
-    t->restart_s = NAN;
-    tp__scaling_init(&t->scaling);
-    t->mark_step = TP_STORE_NO_STEP;
+    t->demand.group = -1;
+    t->fluid.group = -1;
+    t->job.step_done = -1;
+    t->pace.first_step = TP_STORE_NO_STEP;
+    t->elastic.restart_s = NAN;
+    tp__scaling_init(&t->elastic.scaling);
+    t->elastic.mark_step = TP_STORE_NO_STEP;
     ts->by_id[id] = t;
     if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;
     ts->count[state]++;
@@ -92,11 +92,11 @@ trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id) {
 
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     if (!(step_s > 0)) return;
-    double before = t->step_s > 0 ? t->step_s : 0;
+    double before = t->pace.step_s > 0 ? t->pace.step_s : 0;
     ts->step_sum += step_s - before;
     ts->step_n += before == 0;
-    if (t->group >= 0) {
-        size_t g = (size_t)t->group;
+    if (t->demand.group >= 0) {
+        size_t g = (size_t)t->demand.group;
         if (g >= ts->ngroups) {
             size_t n = 2 * g + 8;
             ts->group_step_sum = tp__xrealloc(ts->group_step_sum, n * sizeof *ts->group_step_sum);
@@ -108,31 +108,32 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
         ts->group_step_sum[g] += step_s - before;
         ts->group_step_n[g] += before == 0;
     }
-    t->step_s = step_s;
-    t->step_gpus = t->gpus;
-    t->step_load = t->load_alone > 0 ? t->load_span / t->load_alone : 0;
+    t->pace.step_s = step_s;
+    t->pace.step_gpus = t->gpus;
+    t->fluid.step_load = t->fluid.load_alone > 0 ? t->fluid.load_span / t->fluid.load_alone : 0;
 }
 
 void tp__trial_load_reset(trial_t *t, double now, double load) {
-    t->load_alone = t->load_span = 0;
-    t->load_d = load, t->load_at = now;
+    t->fluid.load_alone = t->fluid.load_span = 0;
+    t->fluid.load_d = load, t->fluid.load_at = now;
 }
 
 void tp__trial_load_note(trial_t *t, double now, double load) {
-    if (isfinite(t->load_d) && t->load_d > 0 && now > t->load_at) {
-        t->load_alone += (now - t->load_at) / t->load_d;
-        t->load_span += now - t->load_at;
+    if (isfinite(t->fluid.load_d) && t->fluid.load_d > 0 && now > t->fluid.load_at) {
+        t->fluid.load_alone += (now - t->fluid.load_at) / t->fluid.load_d;
+        t->fluid.load_span += now - t->fluid.load_at;
     }
-    t->load_d = load, t->load_at = now;
+    t->fluid.load_d = load, t->fluid.load_at = now;
 }
 
 double tp__trial_steps_left(const trial_t *t) {
-    return t->budget > 0 ? t->budget - (t->step_done > 0 ? (double)t->step_done : 0) : 0;
+    return t->job.budget > 0 ? t->job.budget - (t->job.step_done > 0 ? (double)t->job.step_done : 0)
+                             : 0;
 }
 
 double tp__trial_expected_s(const tp_trials_t *ts, const trial_t *t) {
-    double step = t->step_s;
-    size_t g = t->group >= 0 ? (size_t)t->group : SIZE_MAX;
+    double step = t->pace.step_s;
+    size_t g = t->demand.group >= 0 ? (size_t)t->demand.group : SIZE_MAX;
     if (!(step > 0) && g < ts->ngroups && ts->group_step_n[g])
         step = ts->group_step_sum[g] / (double)ts->group_step_n[g];
     if (!(step > 0) && ts->step_n) step = ts->step_sum / (double)ts->step_n;
@@ -151,10 +152,10 @@ void tp__trials_free(tp_trials_t *ts) {
         if (!t) continue;
         json_decref(t->params);
         json_decref(t->gpu_env);
-        json_decref(t->verdict);
-        free(t->more);
-        tp__prof_reset(&t->prof);
-        free(t->logs);
+        json_decref(t->ranks.verdict);
+        free(t->demand.more);
+        tp__prof_reset(&t->demand.prof);
+        free(t->ranks.logs);
         tp__buf_free(&t->last);
         free(t);
     }
@@ -220,7 +221,7 @@ static int journal_change(tp_trials_t *ts, const trial_t *t, tp_trial_state_t to
                             .at = at,
                             /* Running time only: a trial read back from the store (a crash)
                                has no start of ours, and its lost attempt counts nothing. */
-                            .ran_s = t->started > 0 ? tp__mono_s() - t->started : 0,
+                            .ran_s = t->current.started > 0 ? tp__mono_s() - t->current.started : 0,
                             .interrupted = how->requeue == TP_REQUEUE_INTERRUPTED,
                             .stderr_tail = how->stderr_tail};
         rc = tp__store_trial_end(s, t->id, &e);
