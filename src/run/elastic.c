@@ -29,6 +29,31 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
+void tp__elastic_trial_init(trial_t *t) {
+    t->elastic.restart_s = NAN;
+    tp__scaling_init(&t->elastic.scaling);
+    t->elastic.mark_step = TP_STORE_NO_STEP;
+}
+
+int tp__elastic_want(const trial_t *t) {
+    return t->elastic.gpus_want;
+}
+void tp__elastic_set_want(trial_t *t, int gpus) {
+    t->elastic.gpus_want = gpus;
+}
+int tp__elastic_resize_to(const trial_t *t) {
+    return t->elastic.resize_to;
+}
+double tp__elastic_restart_s(const trial_t *t) {
+    return t->elastic.restart_s;
+}
+double tp__elastic_last_resize(const trial_t *t) {
+    return t->elastic.last_resize;
+}
+const tp_scaling_t *tp__elastic_scaling(const trial_t *t) {
+    return &t->elastic.scaling;
+}
+
 int tp__elastic_on(const tp_run_t *r) {
     return r->x.res.gpus_max > 0;
 }
@@ -145,7 +170,7 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
     if (step == TP_STORE_NO_STEP) return;
     /* A Fluid fraction shares its GPU with its group's others: its step is
      * what they leave it, no point of its GPU curve (groups.c scales it). */
-    int shared = tp__groups_member(r, t) && t->demand.compute < 1 - 1e-9;
+    int shared = tp__groups_member(r, t) && tp__placement_compute(t) < 1 - 1e-9;
     if (t->elastic.mark_step != TP_STORE_NO_STEP && step > t->elastic.mark_step && t->gpus > 0 &&
         !shared) {
         uint32_t steps = (uint32_t)(step - t->elastic.mark_step);
@@ -257,7 +282,7 @@ size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {
 void tp__elastic_resume(tp_run_t *r) {
     if (!tp__elastic_on(r)) return;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         char *curve;
         if (!t) continue;
         tp__journal_ok(&r->journal,

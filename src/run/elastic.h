@@ -29,7 +29,6 @@ typedef struct tp_trial_elastic {
 
 /* A new trial's part: no resize, no restart cost, an empty curve. */
 void tp__elastic_trial_init(struct trial *t);
-void tp__elastic_trial_free(struct trial *t);
 /* What the others may know of it. O(1). */
 int tp__elastic_want(const struct trial *t); /* gpus_want */
 void tp__elastic_set_want(struct trial *t, int gpus);

@@ -26,6 +26,23 @@ _Static_assert(TP_FUSE_MAX <= TP_FUSE_K_MAX, "a fused process's K must fit the K
  * (Linux caps each at 128 KiB), with room to spare. */
 #define CONFIGS_JSON_MAX 120000
 
+tp_fused_t *tp__fuse_of(const trial_t *t) {
+    return t->fusion.fused;
+}
+int tp__fuse_index(const trial_t *t) {
+    return t->fusion.index;
+}
+uint64_t tp__fuse_mem_mib(const trial_t *t) {
+    return t->fusion.mem_mib;
+}
+int64_t tp__fuse_proc(const trial_t *t) {
+    return t->fusion.proc;
+}
+
+void tp__fuse_alone(trial_t *t) {
+    if (!t->fusion.fused) t->fusion.proc = t->id;
+}
+
 int tp__fuse_slots_used(const tp_run_t *r) {
     return r->trials.count[TP_TRIAL_RUNNING] - r->fuse.extra;
 }
@@ -89,7 +106,7 @@ static size_t shape_of(tp_run_t *r, const char *key) {
  * processes. 0: unknown (no limit). */
 static double memory_limit(const tp_run_t *r) {
     if (r->x.fuse.memory_mib) return (double)r->x.fuse.memory_mib;
-    const tp_cluster_t *c = &r->pl.cluster;
+    const tp_cluster_t *c = tp__placement_cluster(r);
     double least = 0;
     if (r->x.res.gpus > 0) {
         for (size_t n = 0; n < c->nnodes; n++)
@@ -99,8 +116,8 @@ static double memory_limit(const tp_run_t *r) {
             }
         return least;
     }
-    if (c->nnodes && r->pl.node[0].memory_mib > 0)
-        return (double)r->pl.node[0].memory_mib / r->x.concurrency;
+    if (c->nnodes && tp__placement_node(r, 0)->memory_mib > 0)
+        return (double)tp__placement_node(r, 0)->memory_mib / r->x.concurrency;
     return 0;
 }
 
@@ -215,9 +232,7 @@ static void start_process(tp_run_t *r, group_t *g) {
         u->fusion.proc = lead->id;
         if (i > 0) { /* where the process runs, for the log line and agent losses; the
                         placement itself is held by the first */
-            u->where = lead->where;
-            free(u->demand.more);
-            u->demand.more = NULL;
+            tp__placement_run_beside(u, lead);
         }
         tp__run_start_attempt(r, u, i == 0);
         if (i > 0) u->where.placed = 0;
@@ -348,20 +363,7 @@ int tp__fuse_left(tp_run_t *r, trial_t *t) {
         for (int i = 0; i < f->n && !handed; i++) {
             trial_t *u = tp__fuse_member(r, f, i);
             if (!u || u == t) continue;
-            u->where = t->where;
-            u->demand.more = t->demand.more;
-            t->demand.more = NULL;
-            u->demand.mem_mib = t->demand.mem_mib;
-            u->demand.compute = t->demand.compute;
-            u->demand.profiling = t->demand.profiling;
-            u->demand.peak_mib =
-                t->demand.peak_mib > u->demand.peak_mib ? t->demand.peak_mib : u->demand.peak_mib;
-            t->demand.profiling = 0;
-            /* the process's samples so far measure it whichever trial holds it */
-            tp__prof_reset(&u->demand.prof);
-            u->demand.prof = t->demand.prof;
-            memset(&t->demand.prof, 0, sizeof t->demand.prof);
-            u->demand.sm_sum = t->demand.sm_sum, u->demand.samples = t->demand.samples;
+            tp__placement_hand_over(u, t);
             handed = 1;
         }
     }
@@ -399,7 +401,8 @@ static void measure(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
         mem = 0;
         for (int i = 0; i < f->n; i++) {
             const trial_t *u = tp__trials_get(&r->trials, f->ids[i]);
-            if (u && (double)u->demand.peak_mib > mem) mem = (double)u->demand.peak_mib;
+            if (u && (double)tp__placement_peak_mib(u) > mem)
+                mem = (double)tp__placement_peak_mib(u);
         }
     }
     double cpu_step = cpu > 0 && steps > 0 ? cpu / steps : 0;

@@ -29,14 +29,11 @@ typedef struct tp_trial_fluid {
 
 /* A new trial's part: no group yet. */
 void tp__groups_trial_init(struct trial *t);
-/* Its job's trial group (-1: none yet) and the share last given, set when a
- * job is handed out. O(1). */
-int64_t tp__groups_of(const struct trial *t);
-void tp__groups_set_job(struct trial *t, int64_t group);
-/* The Fluid share its job was given (0: none yet), and the one its last
- * `fluid-share` event gave. O(1). */
-double tp__groups_share(const struct trial *t);
-double tp__groups_noted(const struct trial *t);
+/* The trial group of the job handed out to t (tp_job_t.group): a new job,
+ * with no share yet (new_job), or a replayed job's group only (set_group).
+ * O(1). */
+void tp__groups_new_job(struct trial *t, int64_t group);
+void tp__groups_set_group(struct trial *t, int64_t group);
 /* The load on t's GPU (load_d) starts over at `now` (its attempt's first
  * report with a step), or changes at `now` after the old one held since
  * load_at (counted only when known). O(1). */

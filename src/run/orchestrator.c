@@ -140,7 +140,7 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
         .trial_id = id, .trial_dir = home, .budget_name = r->x.budget_name, .budget_value = budget};
     /* A fused process gets its configurations as JSON, and only the shape parameters,
      * which they share, as parameters of its own. */
-    char *configs = t->fusion.fused ? tp__fuse_configs_json(r, t) : NULL;
+    char *configs = tp__fuse_of(t) ? tp__fuse_configs_json(r, t) : NULL;
     json_t *params = t->params;
     if (configs) {
         extra.configs_json = configs;
@@ -219,14 +219,15 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
 
 /* See orchestrator_internal.h. The agent ends it after its grace either way. */
 void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason) {
-    if (t->current.stop_sent || (t->fusion.fused && t->fusion.fused->stop_sent)) return;
+    tp_fused_t *f = tp__fuse_of(t);
+    if (t->current.stop_sent || (f && f->stop_sent)) return;
     t->current.stop_sent = 1;
     int64_t id = t->id;
     int attempt = t->attempts;
-    if (t->fusion.fused) {
-        t->fusion.fused->stop_sent = 1;
-        id = t->fusion.fused->proc;
-        attempt = t->fusion.fused->attempt;
+    if (f) {
+        f->stop_sent = 1;
+        id = f->proc;
+        attempt = f->attempt;
     }
     json_t *m =
         json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)id, "attempt", attempt);
@@ -240,7 +241,7 @@ void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char 
  * one; they end as stopped at the rung they reached. */
 static void close_paused(tp_run_t *r) {
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_PAUSED) continue;
         char why[200];
         snprintf(why, sizeof why, "not promoted past rung %d (budget %g)", t->job.rung,
@@ -336,8 +337,7 @@ trial_t *tp__run_next_candidate(tp_run_t *r) {
     t->job.from_budget = job.is_new ? 0 : t->job.budget;
     t->job.rung = job.rung;
     t->job.budget = job.budget;
-    t->fluid.group = job.group;
-    t->fluid.share = t->fluid.noted = 0;
+    tp__groups_new_job(t, job.group);
     t->job.fresh = 1;
     t->job.attempts = 0;
     if (job.why[0])
@@ -389,7 +389,7 @@ void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch) {
     json_decref(t->ranks.verdict);
     t->ranks.verdict = NULL;
     t->current.started = tp__mono_s();
-    if (!t->fusion.fused) t->fusion.proc = t->id;
+    tp__fuse_alone(t);
     tp__buf_reset(&t->last);
     if (tp__trial_set_state(&r->trials, t, TP_TRIAL_RUNNING, NULL) != 0) return;
     tp__placement_attempt(r, t);
@@ -468,7 +468,7 @@ static void pump(uv_prepare_t *h) {
         r->stopping = 1;
         r->exit_code = TP_EXIT_STORE;
         for (size_t i = 0; i < r->trials.n; i++) {
-            trial_t *t = r->trials.by_id[i];
+            trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
             if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
         }
     }
@@ -481,7 +481,7 @@ static void pump(uv_prepare_t *h) {
     tp__elastic_act(r);
     for (size_t i = 0; i < r->nstops; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->stops[i]);
-        if (t && t->state == TP_TRIAL_RUNNING && t->fusion.fused)
+        if (t && t->state == TP_TRIAL_RUNNING && tp__fuse_of(t))
             tp__fuse_drop(r, t); /* the others of its process go on */
         else if (t && t->state == TP_TRIAL_RUNNING)
             tp__run_send_control(r, t, "stop", "early stop");
@@ -522,7 +522,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
     char detail[300];
     snprintf(detail, sizeof detail, "interrupted: agent lost (%s)", why);
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         int there = 0;
         for (size_t k = 0; k < tp__trial_nshards(r, t); k++)
@@ -539,7 +539,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
     }
     tp__placement_node_down(r, (size_t)node);
     char what[400];
-    snprintf(what, sizeof what, "%s: %s", r->agents.links[node]->name, why);
+    snprintf(what, sizeof what, "%s: %s", tp__agents_link(r, node)->name, why);
     tp__journal_ok(
         &r->journal,
         tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", what, tp__wall_s()),
@@ -553,7 +553,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
 static void stop_run(tp_run_t *r) {
     r->stopping = 1;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
     }
 }
@@ -654,7 +654,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
     /* Attempts interrupted and not yet run again: the next run says so. */
     int waiting = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         waiting += t && t->state == TP_TRIAL_PENDING && t->requeued == TP_REQUEUE_INTERRUPTED;
     }
     char nint[16];

@@ -56,8 +56,8 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         t->step = rep->step;
         if (rep->step > t->job.step_done) t->job.step_done = rep->step;
     }
-    if (t->fusion.fused && rep->step != TP_STORE_NO_STEP)
-        tp__fuse_seen(t->fusion.fused, t, rep->step);
+    if (tp__fuse_of(t) && rep->step != TP_STORE_NO_STEP)
+        tp__fuse_seen(tp__fuse_of(t), t, rep->step);
     tp__buf_reset(&t->last);
     tp__buf_append(&t->last, data, len);
     if (rep->has_value) {
@@ -97,7 +97,7 @@ static trial_t *fused_target(tp_run_t *r, tp_fused_t *f, const tp_report_t *rep,
 }
 
 trial_t *tp__run_garbage_owner(const tp_run_t *r, trial_t *t, const tp_fused_t *f) {
-    return f ? tp__fuse_member(r, f, t && t->fusion.fused == f ? t->fusion.index : -1) : t;
+    return f ? tp__fuse_member(r, f, t && tp__fuse_of(t) == f ? tp__fuse_index(t) : -1) : t;
 }
 
 void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, const tp_msg_t *m) {
@@ -179,7 +179,7 @@ void tp__run_logs_close(trial_t *t) {
  * last. O(TAIL_BYTES). */
 static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
     char path[4300];
-    tp__trial_path(path, sizeof path, r->dir, (long long)t->fusion.proc, "/stderr.log");
+    tp__trial_path(path, sizeof path, r->dir, (long long)tp__fuse_proc(t), "/stderr.log");
     out[0] = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return;

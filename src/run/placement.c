@@ -34,6 +34,55 @@
 
 /* ---- demand groups ----------------------------------------------------------- */
 
+void tp__placement_trial_init(trial_t *t) {
+    t->demand.group = -1;
+}
+
+void tp__placement_trial_free(trial_t *t) {
+    free(t->demand.more);
+    tp__prof_reset(&t->demand.prof);
+}
+
+int tp__placement_group_of(const trial_t *t) {
+    return t->demand.group;
+}
+uint64_t tp__placement_mem_mib(const trial_t *t) {
+    return t->demand.mem_mib;
+}
+double tp__placement_compute(const trial_t *t) {
+    return t->demand.compute;
+}
+uint64_t tp__placement_peak_mib(const trial_t *t) {
+    return t->demand.peak_mib;
+}
+
+const demand_group_t *tp__placement_group(const tp_run_t *r, const trial_t *t) {
+    return t->demand.group >= 0 ? &r->pl.groups[t->demand.group] : NULL;
+}
+
+void tp__placement_run_beside(trial_t *to, const trial_t *from) {
+    to->where = from->where;
+    free(to->demand.more);
+    to->demand.more = NULL;
+}
+
+void tp__placement_hand_over(trial_t *u, trial_t *t) {
+    u->where = t->where;
+    u->demand.more = t->demand.more;
+    t->demand.more = NULL;
+    u->demand.mem_mib = t->demand.mem_mib;
+    u->demand.compute = t->demand.compute;
+    u->demand.profiling = t->demand.profiling;
+    u->demand.peak_mib =
+        t->demand.peak_mib > u->demand.peak_mib ? t->demand.peak_mib : u->demand.peak_mib;
+    t->demand.profiling = 0;
+    /* the process's samples so far measure it whichever trial holds it */
+    tp__prof_reset(&u->demand.prof);
+    u->demand.prof = t->demand.prof;
+    memset(&t->demand.prof, 0, sizeof t->demand.prof);
+    u->demand.sm_sum = t->demand.sm_sum, u->demand.samples = t->demand.samples;
+}
+
 int tp__placement_needs_profile(const tp_run_t *r) {
     return r->x.res.gpu_memory_auto || r->x.res.gpu_compute_auto;
 }
@@ -103,7 +152,7 @@ static void close_node(const tp_run_t *r, tp_usage_t *u, size_t n) {
 static void current_usage(tp_run_t *r, tp_usage_t *u) {
     tp__usage_init(u, &r->pl.cluster);
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
             const tp_assign_t *a = tp__trial_shard(t, s);
@@ -125,7 +174,7 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
         }
     }
     for (size_t n = 0; n < r->pl.cluster.nnodes; n++) {
-        const tp_agent_link_t *l = n < r->agents.n ? r->agents.links[n] : NULL;
+        const tp_agent_link_t *l = n < r->agents.n ? tp__agents_link(r, n) : NULL;
         for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
             u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
         if (!l || !l->ready || l->draining) close_node(r, u, n);
@@ -193,7 +242,7 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
         for (; got < k && got < TP_ARRAY_LEN(shards); got++) {
             size_t best = nn;
             for (size_t j = 0; j < nn; j++)
-                if (r->agents.links[j]->ready && !r->agents.links[j]->draining && !taken[j] &&
+                if (tp__agents_link(r, j)->ready && !tp__agents_link(r, j)->draining && !taken[j] &&
                     load[j] < cap && (best == nn || load[j] < load[best]))
                     best = j;
             if (best == nn) break;
@@ -307,7 +356,7 @@ static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t *
     size_t k = 0, cap = (size_t)r->trials.count[TP_TRIAL_RUNNING] + 1;
     tp_place_running_t *run = tp__xcalloc(cap, sizeof *run);
     for (size_t i = 0; i < r->trials.n && k < cap; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         if (t->where.ngpus != 1 || t->demand.more) {
             free(run);
@@ -390,8 +439,8 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
                              .compute = g->compute,
                              .cpus = r->x.res.cpus,
                              .duration_s = tp__trial_expected_s(&r->trials, t)};
-        if (t->fusion.mem_mib > d[m].memory_mib) /* a fused process: what its K uses */
-            d[m].memory_mib = t->fusion.mem_mib;
+        if (tp__fuse_mem_mib(t) > d[m].memory_mib) /* a fused process: what its K uses */
+            d[m].memory_mib = tp__fuse_mem_mib(t);
         if (!g->measured) {
             /* The profiler runs beside what runs (uncapped, under MPS where
              * the node has it), placed where its provisional demand fits.
@@ -619,7 +668,7 @@ static void save_snapshot(tp_run_t *r, int final) {
     for (size_t k = 0; k < base[nn]; k++)
         on[k] = json_array();
     for (size_t k = 0; k < r->trials.n; k++) {
-        trial_t *t = r->trials.by_id[k];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)k);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t sh = 0; sh < tp__trial_nshards(r, t); sh++) {
             const tp_assign_t *a = tp__trial_shard(t, sh);
@@ -788,13 +837,13 @@ void tp__placement_finish(tp_run_t *r) {
 }
 
 int tp__placement_free_gpus(const tp_run_t *r, size_t node) {
-    if (node >= r->pl.cluster.nnodes || node >= r->agents.n || !r->agents.links[node]->ready ||
-        r->agents.links[node]->draining)
+    if (node >= r->pl.cluster.nnodes || node >= r->agents.n || !tp__agents_link(r, node)->ready ||
+        tp__agents_link(r, node)->draining)
         return 0;
     const tp_node_t *nd = &r->pl.cluster.nodes[node];
     unsigned char used[TP_PLACE_MAX_GPUS * 16] = {0};
     for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
             const tp_assign_t *a = tp__trial_shard(t, s);

@@ -28,7 +28,19 @@ typedef struct tp_trial_demand {
 /* A new trial's part: no group yet; freed with the trial. */
 void tp__placement_trial_init(struct trial *t);
 void tp__placement_trial_free(struct trial *t);
-/* Its demand group's index, -1 before one. O(1). */
+/* Its demand group's index, -1 before one; the memory and compute share
+ * per GPU it was placed with; the most GPU memory its attempt was seen to
+ * use. O(1). */
 int tp__placement_group_of(const struct trial *t);
+uint64_t tp__placement_mem_mib(const struct trial *t);
+double tp__placement_compute(const struct trial *t);
+uint64_t tp__placement_peak_mib(const struct trial *t);
+/* A configuration of a fused process (to) runs where the process's first
+ * (from) does, on its first node only: placed there by the first. */
+void tp__placement_run_beside(struct trial *to, const struct trial *from);
+/* A fused process's placement moves from `from` (its attempt ends) to `to`
+ * (runs on in the process): where it runs, its demand, what was measured
+ * of it, the profile in progress. O(1). */
+void tp__placement_hand_over(struct trial *to, struct trial *from);
 
 #endif

@@ -67,7 +67,7 @@ void tp__profiling_finish(tp_run_t *r, trial_t *t) {
     t->demand.mem_mib = g->mem_mib;
     t->demand.compute = g->compute;
     for (size_t i = 0; i < r->trials.n; i++) { /* the siblings placed on a guess, likewise */
-        trial_t *o = r->trials.by_id[i];
+        trial_t *o = tp__trials_get(&r->trials, (int64_t)i);
         if (!o || !o->demand.guessed || o->demand.group != t->demand.group ||
             o->state != TP_TRIAL_RUNNING)
             continue;

@@ -27,7 +27,7 @@ int tp__run_retry_failed(tp_run_t *r) {
     tp__buf_init(&ids);
     int n = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_FAILED) continue;
         char why[sizeof t->job.why];
         snprintf(why, sizeof why,

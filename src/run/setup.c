@@ -107,7 +107,7 @@ static int resume_trials(tp_run_t *r) {
     int interrupted = before ? atoi(before) : 0;
     free(before);
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t) continue;
         if (t->state == TP_TRIAL_RUNNING) {
             /* What its job reported before the crash still counts. */
@@ -201,7 +201,7 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         }
         if (!same && rp->diverged < 0) rp->diverged = d->seq;
         trial_t *jt = same ? tp__trials_get(&rp->r->trials, d->trial) : NULL;
-        if (jt) jt->fluid.group = job.group;
+        if (jt) tp__groups_set_group(jt, job.group);
     } else if (strcmp(d->kind, "result") == 0 || strcmp(d->kind, "deadline-stop") == 0) {
         /* The reports of the job, then its result: what the scheduler saw (a
          * job the deadline stopped took the trial out of the search). */
@@ -264,7 +264,7 @@ static void journal_trials(tp_run_t *r, uint64_t n) {
  * the scheduler, which counts it as running, waited for it forever. */
 static void reopen_closed(tp_run_t *r, const unsigned char *job) {
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_STOPPED && job[i] == WAITS &&
             !r->sched->ops->final(r->sched, t->id, t->job.rung))
             tp__trial_set_closed(&r->trials, t, 0);

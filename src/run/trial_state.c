@@ -61,13 +61,11 @@ static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_sta
     t->state = state;
     t->step = TP_STORE_NO_STEP;
     t->value = t->best = NAN;
-    t->demand.group = -1;
-    t->fluid.group = -1;
+    tp__placement_trial_init(t);
+    tp__groups_trial_init(t);
     t->job.step_done = -1;
     t->pace.first_step = TP_STORE_NO_STEP;
-    t->elastic.restart_s = NAN;
-    tp__scaling_init(&t->elastic.scaling);
-    t->elastic.mark_step = TP_STORE_NO_STEP;
+    tp__elastic_trial_init(t);
     ts->by_id[id] = t;
     if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;
     ts->count[state]++;
@@ -95,8 +93,9 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     double before = t->pace.step_s > 0 ? t->pace.step_s : 0;
     ts->step_sum += step_s - before;
     ts->step_n += before == 0;
-    if (t->demand.group >= 0) {
-        size_t g = (size_t)t->demand.group;
+    int group = tp__placement_group_of(t);
+    if (group >= 0) {
+        size_t g = (size_t)group;
         if (g >= ts->ngroups) {
             size_t n = 2 * g + 8;
             ts->group_step_sum = tp__xrealloc(ts->group_step_sum, n * sizeof *ts->group_step_sum);
@@ -110,20 +109,7 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     }
     t->pace.step_s = step_s;
     t->pace.step_gpus = t->gpus;
-    t->fluid.step_load = t->fluid.load_alone > 0 ? t->fluid.load_span / t->fluid.load_alone : 0;
-}
-
-void tp__trial_load_reset(trial_t *t, double now, double load) {
-    t->fluid.load_alone = t->fluid.load_span = 0;
-    t->fluid.load_d = load, t->fluid.load_at = now;
-}
-
-void tp__trial_load_note(trial_t *t, double now, double load) {
-    if (isfinite(t->fluid.load_d) && t->fluid.load_d > 0 && now > t->fluid.load_at) {
-        t->fluid.load_alone += (now - t->fluid.load_at) / t->fluid.load_d;
-        t->fluid.load_span += now - t->fluid.load_at;
-    }
-    t->fluid.load_d = load, t->fluid.load_at = now;
+    tp__groups_load_measured(t);
 }
 
 double tp__trial_steps_left(const trial_t *t) {
@@ -133,7 +119,8 @@ double tp__trial_steps_left(const trial_t *t) {
 
 double tp__trial_expected_s(const tp_trials_t *ts, const trial_t *t) {
     double step = t->pace.step_s;
-    size_t g = t->demand.group >= 0 ? (size_t)t->demand.group : SIZE_MAX;
+    int group = tp__placement_group_of(t);
+    size_t g = group >= 0 ? (size_t)group : SIZE_MAX;
     if (!(step > 0) && g < ts->ngroups && ts->group_step_n[g])
         step = ts->group_step_sum[g] / (double)ts->group_step_n[g];
     if (!(step > 0) && ts->step_n) step = ts->step_sum / (double)ts->step_n;
@@ -153,8 +140,7 @@ void tp__trials_free(tp_trials_t *ts) {
         json_decref(t->params);
         json_decref(t->gpu_env);
         json_decref(t->ranks.verdict);
-        free(t->demand.more);
-        tp__prof_reset(&t->demand.prof);
+        tp__placement_trial_free(t);
         free(t->ranks.logs);
         tp__buf_free(&t->last);
         free(t);

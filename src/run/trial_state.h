@@ -191,11 +191,6 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
  * never promoted has nothing new to record. Counts kept. O(1). */
 void tp__trial_set_closed(tp_trials_t *ts, trial_t *t, int closed);
 
-/* The load on t's GPU (trial_t.load_d) starts over at `now` (its attempt's
- * first report with a step), or changes at `now` after the old one held
- * since load_at (counted only when known). O(1). */
-void tp__trial_load_reset(trial_t *t, double now, double load);
-void tp__trial_load_note(trial_t *t, double now, double load);
 /* Record t's measured seconds per step (> 0), at the GPU count it holds
  * now (t->gpus) and under the (harmonic) mean load noted since its
  * attempt's first report with a step (step_load); the one way step_s changes,

@@ -67,8 +67,8 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
     for (size_t j = 0; j < TP_MAX_OBJECTIVES; j++)
         v->values[j] = NAN;
     const tp_experiment_t *x = f->x;
-    int asked_to_stop =
-        e->ended == TP_ENDED_STOPPED && (f->stopping || t->elastic.resize_to || f->deadline_hit);
+    int asked_to_stop = e->ended == TP_ENDED_STOPPED &&
+                        (f->stopping || tp__elastic_resize_to(t) || f->deadline_hit);
     char sig[32];
     v->kind = TP_VERDICT_FAILED;
     if (t->job.early_stopped && (e->ended == TP_ENDED_STOPPED || e->ended == TP_ENDED_EXITED ||

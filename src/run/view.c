@@ -171,7 +171,7 @@ static void running_table(tp_run_t *r, int cols, int room, double now) {
              r->x.budget_name ? "rung/bdgt" : "", "step", r->x.metric, "elapsed", "where");
     int rows = running > room - 1 ? room - 2 : running;
     for (size_t i = 0; i < r->trials.n && shown < rows; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         char params[512], rb[40] = "", step[24] = "", v[32] = "", el[32];
         tp__params_text(t->params, params, sizeof params);
@@ -215,7 +215,7 @@ static void progress(const tp_run_t *r, double elapsed, progress_t *p) {
     if (planned > 0) {
         double units = 0;
         for (size_t i = 0; i < r->trials.n; i++) {
-            const trial_t *t = r->trials.by_id[i];
+            const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
             if (t && t->job.step_done > 0) units += (double)t->job.step_done;
         }
         if (units > planned) planned = units; /* more promotions than expected */

@@ -226,29 +226,29 @@ TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
     setup(&f);
     trial_t *a = tp__trials_add(&f.trials, 0, json_object(), 1.0);
     a->gpus = 1;
-    tp__trial_load_reset(a, 10, 4); /* its first step: four on its GPU */
-    tp__trial_load_note(a, 11, 1);  /* a second later the others end */
-    tp__trial_load_note(a, 12, 1);  /* its next report */
+    tp__groups_load_reset(a, 10, 4); /* its first step: four on its GPU */
+    tp__groups_load_note(a, 11, 1);  /* a second later the others end */
+    tp__groups_load_note(a, 12, 1);  /* its next report */
     tp__trial_set_step_s(&f.trials, a, 2);
     /* 4 for 1 s, then 1 for 1 s: 0.25 + 1 s of work alone, not 2 / 2.5 */
-    TP_CHECK_NEAR(a->fluid.step_load, 2 / 1.25, 1e-12);
-    TP_CHECK_NEAR(a->pace.step_s / a->fluid.step_load, 1.25, 1e-12);
-    tp__trial_load_note(a, 14, 2);           /* one joins at 14 */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 2 / 1.25, 1e-12);
+    TP_CHECK_NEAR(a->pace.step_s / tp__groups_step_load(a), 1.25, 1e-12);
+    tp__groups_load_note(a, 14, 2);          /* one joins at 14 */
     tp__trial_set_step_s(&f.trials, a, 0.4); /* measured from 10 to 14 */
-    TP_CHECK_NEAR(a->fluid.step_load, 4 / (0.25 + 1 + 2), 1e-12);
+    TP_CHECK_NEAR(tp__groups_step_load(a), 4 / (0.25 + 1 + 2), 1e-12);
 
-    tp__trial_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
-    TP_CHECK_NEAR(a->fluid.step_load, 4 / 3.25,
-                  1e-12);          /* the last step keeps its load until replaced */
-    tp__trial_load_note(a, 21, 3); /* known from 21 */
-    tp__trial_load_note(a, 23, 3);
+    tp__groups_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 4 / 3.25,
+                  1e-12);           /* the last step keeps its load until replaced */
+    tp__groups_load_note(a, 21, 3); /* known from 21 */
+    tp__groups_load_note(a, 23, 3);
     tp__trial_set_step_s(&f.trials, a, 0.6);
-    TP_CHECK_NEAR(a->fluid.step_load, 3, 1e-12); /* only the time the load was known counts */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 3, 1e-12); /* only the time the load was known counts */
 
-    tp__trial_load_reset(a, 30, NAN);
-    tp__trial_load_note(a, 31, NAN);
+    tp__groups_load_reset(a, 30, NAN);
+    tp__groups_load_note(a, 31, NAN);
     tp__trial_set_step_s(&f.trials, a, 0.7);
-    TP_CHECK_NEAR(a->fluid.step_load, 0, 1e-12); /* never known: none (the step as measured) */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 0, 1e-12); /* never known: none (the step as measured) */
     teardown(&f);
 }
 
