@@ -7,7 +7,7 @@
  *   journal       journal.c        the store, transactions, write failures
  *   agents        agents.c         one link per agent: transport, readiness, loss
  *   pl            placement.c      demand groups, placing, GPU state
- *                 profiling.c      profiles of training: each GPU's busy base, trial_t.prof
+ *                 profiling.c      profiles of training: each GPU's busy base, trial_t.demand.prof
  *                                  (profile.c decides, purely, on the samples)
  *                 inventory.c      the cluster from the agents' hellos, MPS per node
  *   view          view.c           the live terminal view or log lines
@@ -268,7 +268,7 @@ int tp__groups_member(const tp_run_t *r, const trial_t *t);
 /* A report of t's with a step (first: the attempt's first, which starts
  * its step time): under groups, the load on its GPU is noted (its mean
  * since the first is kept with the step time measured over the same span:
- * trial_t.step_load), so that its work on a GPU of its own can be told.
+ * trial_t.fluid.step_load), so that its work on a GPU of its own can be told.
  * Call before tp__trial_set_step_s. O(trials) at the first step of a
  * member holding a fraction, or while a demand on its GPU is not known;
  * else O(1) (tp__groups_gpu_changed keeps the load). */

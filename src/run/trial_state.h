@@ -155,7 +155,8 @@ typedef struct tp_trials {
     int bugs;                    /* illegal transitions refused */
     double step_sum;             /* sum of the trials' measured step_s (tp__trial_set_step_s) */
     size_t step_n;               /* trials with one */
-    double *group_step_sum;      /* the same per demand group (trial_t.group), grown as needed */
+    double *group_step_sum;      /* the same per demand group (trial_t.demand.group),
+                                    grown as needed */
     size_t *group_step_n;
     size_t ngroups;
     tp_journal_t *journal; /* where changes are journaled; borrowed */
