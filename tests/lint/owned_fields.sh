@@ -24,8 +24,8 @@ printf "%s\n" "$rules" | while read -r part owners; do
     # an access: the part after -> or after a name's `.`
     re="(->|[]A-Za-z0-9_)]\\.)$part"
     skip=$(for o in $owners; do printf '|/src/run/%s:' "$o"; done)
-    # comments are not accesses: drop /* ... */ on a line, and comment-only lines
-    hits=$(grep -nHE "$re" $files | sed -e 's#/\*.*\*/##g' | grep -E "^[^:]+:[0-9]+:.*$re" |
+    # comments are not accesses: drop /* ... */ on a line, a comment opened at its end, and comment-only lines
+    hits=$(grep -nHE "$re" $files | sed -e 's#/\*.*\*/##g' -e 's#/\*.*##' | grep -E "^[^:]+:[0-9]+:.*$re" |
         grep -vE ":[0-9]+: *(\*|/\*)" | grep -vE "^[^:]*(${skip#|})")
     if [ -n "$hits" ]; then
         printf '%s\n' "$hits" | sed "s#^$src/##"
