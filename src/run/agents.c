@@ -8,6 +8,7 @@
  * again elsewhere) and the agent is started again: at once for the local
  * agent, up to MAX_RESTARTS times in a row; after a growing delay for a
  * remote node, for as long as another node keeps the run going. */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -466,9 +467,9 @@ static void on_heartbeat(uv_timer_t *h) {
 void tp__agents_running(const tp_run_t *r, int *counts, int processes) {
     memset(counts, 0, r->agents.n * sizeof *counts);
     for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
-        if (processes && t->fused && tp__fuse_member(r, t->fused, -1) != t) continue;
+        if (processes && tp__fuse_of(t) && tp__fuse_member(r, tp__fuse_of(t), -1) != t) continue;
         for (size_t k = 0; k < tp__trial_nshards(r, t); k++) {
             size_t node = tp__trial_shard(t, k)->node;
             if (node < r->agents.n) counts[node]++;
@@ -535,6 +536,11 @@ int tp__agents_open(const tp_run_t *r) {
     for (size_t i = 0; i < r->agents.n; i++)
         open += r->agents.links[i]->ready && !r->agents.links[i]->draining;
     return open;
+}
+
+tp_agent_link_t *tp__agents_link(const tp_run_t *r, size_t node) {
+    assert(node < r->agents.n);
+    return r->agents.links[node];
 }
 
 int tp__agents_ready(const tp_run_t *r) {

@@ -59,22 +59,25 @@ void tp__deadline_start(tp_run_t *r) {
 
 /* See orchestrator_internal.h. */
 void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now) {
-    if (!r->sched->ops->timing || t->job_attempts != 1 || t->seq == 0 || !(t->budget > 0)) return;
+    if (!r->sched->ops->timing || t->job.attempts != 1 || t->current.seq == 0 ||
+        !(t->job.budget > 0))
+        return;
     tp_timing_t tm = {.trial = t->id,
-                      .rung = t->rung,
-                      .units = t->budget - t->from_budget,
-                      .run_s = t->last_report - t->started,
+                      .rung = t->job.rung,
+                      .units = t->job.budget - t->job.from_budget,
+                      .run_s = t->pace.last_report - t->current.started,
                       .unit_s = NAN};
     /* seconds per step between this attempt's first report with a step and its last */
-    if (t->first_step != TP_STORE_NO_STEP && t->step != TP_STORE_NO_STEP &&
-        t->step > t->first_step && t->last_report > t->first_step_at)
-        tm.unit_s = (t->last_report - t->first_step_at) / (double)(t->step - t->first_step);
+    if (t->pace.first_step != TP_STORE_NO_STEP && t->step != TP_STORE_NO_STEP &&
+        t->step > t->pace.first_step && t->pace.last_report > t->pace.first_step_at)
+        tm.unit_s =
+            (t->pace.last_report - t->pace.first_step_at) / (double)(t->step - t->pace.first_step);
     if (!(tm.units > 0) || !(tm.run_s >= 0)) return;
     json_t *j = json_pack("{s:f, s:f, s:o}", "units", tm.units, "run_s", tm.run_s, "unit_s",
                           isnan(tm.unit_s) ? json_null() : json_real(tm.unit_s));
     char *detail = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
     json_decref(j);
-    journal_row(r, now, "timing", t->id, t->attempts, t->rung, NAN, detail);
+    journal_row(r, now, "timing", t->id, t->attempts, t->job.rung, NAN, detail);
     free(detail);
     r->sched->ops->timing(r->sched, &tm, now);
 }
@@ -82,7 +85,8 @@ void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now) {
 /* See orchestrator_internal.h. */
 void tp__deadline_refused(tp_run_t *r, const tp_job_t *job, double now) {
     trial_t *t = job->trial >= 0 ? tp__trials_get(&r->trials, job->trial) : NULL;
-    journal_row(r, now, "refused", job->trial, t ? t->attempts : 0, t ? t->rung : 0, NAN, job->why);
+    journal_row(r, now, "refused", job->trial, t ? t->attempts : 0, t ? t->job.rung : 0, NAN,
+                job->why);
     if (t && t->state == TP_TRIAL_PAUSED) {
         tp__run_stop_paused(r, t, job->why);
     } else {

@@ -29,13 +29,38 @@
 #include "run/orchestrator_internal.h"
 #include "run/run.h"
 
+void tp__elastic_trial_init(trial_t *t) {
+    t->elastic.restart_s = NAN;
+    tp__scaling_init(&t->elastic.scaling);
+    t->elastic.mark_step = TP_STORE_NO_STEP;
+}
+
+int tp__elastic_want(const trial_t *t) {
+    return t->elastic.gpus_want;
+}
+void tp__elastic_set_want(trial_t *t, int gpus) {
+    t->elastic.gpus_want = gpus;
+}
+int tp__elastic_resize_to(const trial_t *t) {
+    return t->elastic.resize_to;
+}
+double tp__elastic_restart_s(const trial_t *t) {
+    return t->elastic.restart_s;
+}
+double tp__elastic_last_resize(const trial_t *t) {
+    return t->elastic.last_resize;
+}
+const tp_scaling_t *tp__elastic_scaling(const trial_t *t) {
+    return &t->elastic.scaling;
+}
+
 int tp__elastic_on(const tp_run_t *r) {
     return r->x.res.gpus_max > 0;
 }
 
 int tp__elastic_gpus(const tp_run_t *r, const trial_t *t) {
-    if (!tp__elastic_on(r) || t->gpus_want <= 0) return r->x.res.gpus;
-    return t->gpus_want;
+    if (!tp__elastic_on(r) || t->elastic.gpus_want <= 0) return r->x.res.gpus;
+    return t->elastic.gpus_want;
 }
 
 /* ---- the measured curve --------------------------------------------------------- */
@@ -47,18 +72,19 @@ int tp__elastic_gpus(const tp_run_t *r, const trial_t *t) {
 static json_t *snapshot_json(const trial_t *t) {
     json_t *step = json_object(), *samples = json_object();
     for (int k = 1; k <= TP_SCALING_MAX_GPUS; k++) {
-        if (!t->scaling.samples[k]) continue;
+        if (!t->elastic.scaling.samples[k]) continue;
         char key[8];
         snprintf(key, sizeof key, "%d", k);
-        json_object_set_new(step, key, json_real(t->scaling.step_s[k]));
-        json_object_set_new(samples, key, json_integer(t->scaling.samples[k]));
+        json_object_set_new(step, key, json_real(t->elastic.scaling.step_s[k]));
+        json_object_set_new(samples, key, json_integer(t->elastic.scaling.samples[k]));
     }
-    json_t *o = json_pack("{s:i, s:i, s:o, s:o}", "gpus", t->gpus, "want", t->gpus_want, "step_s",
-                          step, "samples", samples);
+    json_t *o = json_pack("{s:i, s:i, s:o, s:o}", "gpus", t->gpus, "want", t->elastic.gpus_want,
+                          "step_s", step, "samples", samples);
     json_object_set_new(o, "restart_s",
-                        isnan(t->restart_s) ? json_null() : json_real(t->restart_s));
-    json_object_set_new(o, "last_resize", json_real(t->last_resize));
-    if (t->restart_rough) json_object_set_new(o, "restart_rough", json_true());
+                        isnan(t->elastic.restart_s) ? json_null()
+                                                    : json_real(t->elastic.restart_s));
+    json_object_set_new(o, "last_resize", json_real(t->elastic.last_resize));
+    if (t->elastic.restart_rough) json_object_set_new(o, "restart_rough", json_true());
     return o;
 }
 
@@ -84,31 +110,32 @@ static int crossed_power_of_two(uint32_t before, uint32_t after) {
 void tp__elastic_attempt(tp_run_t *r, trial_t *t) {
     t->gpus = (int)t->where.ngpus;
     t->procs = tp__elastic_on(r) ? (t->gpus > 0 ? t->gpus : 1) : r->x.res.procs_per_node;
-    t->nranks = r->x.res.nodes * t->procs;
-    t->mark_step = TP_STORE_NO_STEP;
-    t->mark_at = 0;
+    t->ranks.n = r->x.res.nodes * t->procs;
+    t->elastic.mark_step = TP_STORE_NO_STEP;
+    t->elastic.mark_at = 0;
 }
 
 /* The restart cost being measured is known: restart_raw less `less` seconds
  * (the steps its first report had made, at step_s each; 0: none known). A
  * resize's is journaled (`resize-done`, and the curve). */
 static void restart_measured(tp_run_t *r, trial_t *t, double step_s) {
-    double less = step_s > 0 ? (double)t->restart_ahead * step_s : 0;
-    t->restart_s = t->restart_raw - less > 0 ? t->restart_raw - less : 0;
-    t->restart_rough = !(step_s > 0) && t->restart_ahead > 0;
-    t->restart_pending = 0;
-    if (!t->restart_resized) return;
-    t->restart_resized = 0;
+    double less = step_s > 0 ? (double)t->elastic.restart_ahead * step_s : 0;
+    t->elastic.restart_s = t->elastic.restart_raw - less > 0 ? t->elastic.restart_raw - less : 0;
+    t->elastic.restart_rough = !(step_s > 0) && t->elastic.restart_ahead > 0;
+    t->elastic.restart_pending = 0;
+    if (!t->elastic.restart_resized) return;
+    t->elastic.restart_resized = 0;
     char detail[300];
     if (step_s > 0)
         snprintf(detail, sizeof detail,
                  "now on %d GPU(s); restart cost %.3f s (pause asked -> first report %.3f s, "
                  "%lld step(s) past the checkpoint at %.3f s each taken off)",
-                 t->gpus, t->restart_s, t->restart_raw, (long long)t->restart_ahead, step_s);
+                 t->gpus, t->elastic.restart_s, t->elastic.restart_raw,
+                 (long long)t->elastic.restart_ahead, step_s);
     else
         snprintf(detail, sizeof detail,
                  "now on %d GPU(s); restart cost %.3f s (pause asked -> first report)", t->gpus,
-                 t->restart_s);
+                 t->elastic.restart_s);
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "resize-done",
                                    detail, tp__wall_s()),
@@ -118,42 +145,46 @@ static void restart_measured(tp_run_t *r, trial_t *t, double step_s) {
 
 void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
     double now = tp__mono_s();
-    int resized = t->resize_asked > 0 && !t->resize_to; /* the relaunch's first report */
+    int resized =
+        t->elastic.resize_asked > 0 && !t->elastic.resize_to; /* the relaunch's first report */
     if (resized ||
-        (t->seq == 1 && (isnan(t->restart_s) || t->restart_rough) && t->launch_sent > 0)) {
+        (t->current.seq == 1 && (isnan(t->elastic.restart_s) || t->elastic.restart_rough) &&
+         t->current.launch_sent > 0)) {
         /* Its first report came after the restart and the steps it made since the
          * step it resumed from (its checkpoint's): those steps are work, not cost,
          * taken off once the next report measures their time. Until a resize has
          * measured one, the restart cost is an attempt's start-up (measured again
          * by the next attempt while it is rough: an attempt of one report). */
-        t->restart_raw = resized ? tp__wall_s() - t->resize_asked : now - t->launch_sent;
-        t->restart_resized = resized;
-        t->resize_asked = 0;
-        int64_t from = t->step != TP_STORE_NO_STEP ? t->step : (int64_t)t->from_budget;
-        t->restart_ahead = step != TP_STORE_NO_STEP ? step - from : 0;
-        t->restart_pending = 1;
+        t->elastic.restart_raw =
+            resized ? tp__wall_s() - t->elastic.resize_asked : now - t->current.launch_sent;
+        t->elastic.restart_resized = resized;
+        t->elastic.resize_asked = 0;
+        int64_t from = t->step != TP_STORE_NO_STEP ? t->step : (int64_t)t->job.from_budget;
+        t->elastic.restart_ahead = step != TP_STORE_NO_STEP ? step - from : 0;
+        t->elastic.restart_pending = 1;
         if (step == TP_STORE_NO_STEP) restart_measured(r, t, 0);
-    } else if (t->restart_pending && step != TP_STORE_NO_STEP && t->mark_step != TP_STORE_NO_STEP &&
-               step > t->mark_step) {
-        restart_measured(r, t, (now - t->mark_at) / (double)(step - t->mark_step));
+    } else if (t->elastic.restart_pending && step != TP_STORE_NO_STEP &&
+               t->elastic.mark_step != TP_STORE_NO_STEP && step > t->elastic.mark_step) {
+        restart_measured(r, t, (now - t->elastic.mark_at) / (double)(step - t->elastic.mark_step));
     }
     if (step == TP_STORE_NO_STEP) return;
     /* A Fluid fraction shares its GPU with its group's others: its step is
      * what they leave it, no point of its GPU curve (groups.c scales it). */
-    int shared = tp__groups_member(r, t) && t->compute < 1 - 1e-9;
-    if (t->mark_step != TP_STORE_NO_STEP && step > t->mark_step && t->gpus > 0 && !shared) {
-        uint32_t steps = (uint32_t)(step - t->mark_step);
-        uint32_t before = t->gpus <= TP_SCALING_MAX_GPUS ? t->scaling.samples[t->gpus] : 0;
+    int shared = tp__groups_member(r, t) && tp__placement_compute(t) < 1 - 1e-9;
+    if (t->elastic.mark_step != TP_STORE_NO_STEP && step > t->elastic.mark_step && t->gpus > 0 &&
+        !shared) {
+        uint32_t steps = (uint32_t)(step - t->elastic.mark_step);
+        uint32_t before = t->gpus <= TP_SCALING_MAX_GPUS ? t->elastic.scaling.samples[t->gpus] : 0;
         /* One sample per step: reports every k steps weigh k steps. */
         for (uint32_t i = 0; i < steps && i < MAX_STEPS_ADDED; i++)
-            tp__scaling_add(&t->scaling, t->gpus, (now - t->mark_at) / steps);
+            tp__scaling_add(&t->elastic.scaling, t->gpus, (now - t->elastic.mark_at) / steps);
         /* Journaled as it firms up (after 1, 2, 4, 8, ... steps at this count)
          * and at the attempt's end: a crash loses little, the rows stay few. */
         if (tp__elastic_on(r) && crossed_power_of_two(before, before + steps)) journal_curve(r, t);
     }
-    if (t->mark_step == TP_STORE_NO_STEP || step > t->mark_step) {
-        t->mark_step = step;
-        t->mark_at = now;
+    if (t->elastic.mark_step == TP_STORE_NO_STEP || step > t->elastic.mark_step) {
+        t->elastic.mark_step = step;
+        t->elastic.mark_at = now;
     }
 }
 
@@ -163,8 +194,8 @@ void tp__elastic_on_report(tp_run_t *r, trial_t *t, int64_t step) {
  * committed: its next attempt runs on gpus GPUs. */
 static void ask_restart(tp_run_t *r, trial_t *t, int gpus, const char *detail) {
     tp__run_decision(r, "resize", t, 1, NAN, detail, NULL);
-    t->resize_to = gpus;
-    t->resize_asked = tp__wall_s();
+    t->elastic.resize_to = gpus;
+    t->elastic.resize_asked = tp__wall_s();
     r->el.resizing++;
     if (r->el.npauses == r->el.cappauses) {
         r->el.cappauses = r->el.cappauses ? 2 * r->el.cappauses : 8;
@@ -187,7 +218,7 @@ int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char 
         return snprintf(msg, n, "trial %lld may have %d to %d GPUs, not %d", (long long)t->id,
                         r->x.res.gpus, r->x.res.gpus_max, gpus),
                -ERANGE;
-    if (t->resize_to || t->stop_sent)
+    if (t->elastic.resize_to || t->current.stop_sent)
         return snprintf(msg, n, "trial %lld is already being paused or resized", (long long)t->id),
                -EBUSY;
     if (gpus == t->gpus)
@@ -204,7 +235,7 @@ int tp__elastic_resize(tp_run_t *r, trial_t *t, int gpus, const char *why, char 
 void tp__elastic_act(tp_run_t *r) {
     for (size_t i = 0; i < r->el.npauses; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->el.pauses[i]);
-        if (t && t->state == TP_TRIAL_RUNNING && t->resize_to)
+        if (t && t->state == TP_TRIAL_RUNNING && t->elastic.resize_to)
             tp__run_send_control(r, t, "pause", "resize");
     }
     r->el.npauses = 0;
@@ -212,19 +243,19 @@ void tp__elastic_act(tp_run_t *r) {
 
 tp_requeue_t tp__elastic_ended(tp_run_t *r, trial_t *t, int interrupted, char *detail, size_t n) {
     tp_requeue_t how = TP_REQUEUE_INTERRUPTED;
-    if (t->restart_pending) restart_measured(r, t, 0); /* no second report: as measured */
-    if (t->resize_to) {
+    if (t->elastic.restart_pending) restart_measured(r, t, 0); /* no second report: as measured */
+    if (t->elastic.resize_to) {
         r->el.resizing--;
         if (interrupted) {
             snprintf(detail, n, "resize: checkpointed on %d GPU(s), runs again on %d", t->gpus,
-                     t->resize_to);
-            t->gpus_want = t->resize_to;
-            t->last_resize = tp__wall_s();
+                     t->elastic.resize_to);
+            t->elastic.gpus_want = t->elastic.resize_to;
+            t->elastic.last_resize = tp__wall_s();
             how = TP_REQUEUE_RESIZE;
         } else {
-            t->resize_asked = 0; /* it ended before it could pause: no resize */
+            t->elastic.resize_asked = 0; /* it ended before it could pause: no resize */
         }
-        t->resize_to = 0;
+        t->elastic.resize_to = 0;
     }
     /* With its new count: a crash before the relaunch still resumes the resize. */
     if (tp__elastic_on(r)) journal_curve(r, t);
@@ -239,7 +270,7 @@ size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {
         if (t->where.placed || t->state == TP_TRIAL_PAUSED) continue;
         int want = tp__elastic_gpus(r, t);
         while (!t->where.placed && want > r->x.res.gpus) {
-            t->gpus_want = --want;
+            t->elastic.gpus_want = --want;
             placed += tp__placement_place(r, &t, 1);
         }
     }
@@ -251,7 +282,7 @@ size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {
 void tp__elastic_resume(tp_run_t *r) {
     if (!tp__elastic_on(r)) return;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         char *curve;
         if (!t) continue;
         tp__journal_ok(&r->journal,
@@ -266,15 +297,15 @@ void tp__elastic_resume(tp_run_t *r) {
             int k = atoi(key);
             json_t *s = json_object_get(json_object_get(o, "samples"), key);
             if (k < 1 || k > TP_SCALING_MAX_GPUS || !json_is_integer(s)) continue;
-            t->scaling.step_s[k] = json_number_value(v);
-            t->scaling.samples[k] = (uint32_t)json_integer_value(s);
+            t->elastic.scaling.step_s[k] = json_number_value(v);
+            t->elastic.scaling.samples[k] = (uint32_t)json_integer_value(s);
         }
         t->gpus = (int)json_integer_value(json_object_get(o, "gpus"));
-        t->gpus_want = (int)json_integer_value(json_object_get(o, "want"));
+        t->elastic.gpus_want = (int)json_integer_value(json_object_get(o, "want"));
         json_t *rs = json_object_get(o, "restart_s");
-        t->restart_s = json_is_number(rs) ? json_number_value(rs) : NAN;
-        t->restart_rough = json_is_true(json_object_get(o, "restart_rough"));
-        t->last_resize = json_number_value(json_object_get(o, "last_resize"));
+        t->elastic.restart_s = json_is_number(rs) ? json_number_value(rs) : NAN;
+        t->elastic.restart_rough = json_is_true(json_object_get(o, "restart_rough"));
+        t->elastic.last_resize = json_number_value(json_object_get(o, "last_resize"));
         json_decref(o);
     }
 }

@@ -32,8 +32,8 @@ void tp__run_load_seeded(tp_run_t *r, const tp_trial_row_t *row, json_t *params)
     t->state = strcmp(row->state, "completed") == 0 ? TP_TRIAL_COMPLETED : TP_TRIAL_STOPPED;
     t->has_value = row->has_value;
     t->value = row->value;
-    t->rung = row->rung > 0 ? row->rung : 0;
-    t->budget = row->budget;
+    t->job.rung = row->rung > 0 ? row->rung : 0;
+    t->job.budget = row->budget;
     r->seeded = tp__xrealloc(r->seeded, (r->nseeded + 1) * sizeof *r->seeded);
     r->seeded[r->nseeded++] = t;
 }

@@ -26,6 +26,23 @@ _Static_assert(TP_FUSE_MAX <= TP_FUSE_K_MAX, "a fused process's K must fit the K
  * (Linux caps each at 128 KiB), with room to spare. */
 #define CONFIGS_JSON_MAX 120000
 
+tp_fused_t *tp__fuse_of(const trial_t *t) {
+    return t->fusion.fused;
+}
+int tp__fuse_index(const trial_t *t) {
+    return t->fusion.index;
+}
+uint64_t tp__fuse_mem_mib(const trial_t *t) {
+    return t->fusion.mem_mib;
+}
+int64_t tp__fuse_proc(const trial_t *t) {
+    return t->fusion.proc;
+}
+
+void tp__fuse_alone(trial_t *t) {
+    if (!t->fusion.fused) t->fusion.proc = t->id;
+}
+
 int tp__fuse_slots_used(const tp_run_t *r) {
     return r->trials.count[TP_TRIAL_RUNNING] - r->fuse.extra;
 }
@@ -48,16 +65,16 @@ trial_t *tp__fuse_member(const tp_run_t *r, const tp_fused_t *f, int config) {
     }
     if (config >= f->n) return NULL;
     trial_t *u = tp__trials_get(&r->trials, f->ids[config]);
-    return u && u->state == TP_TRIAL_RUNNING && u->fused == f ? u : NULL;
+    return u && u->state == TP_TRIAL_RUNNING && u->fusion.fused == f ? u : NULL;
 }
 
 void tp__fuse_seen(tp_fused_t *f, const trial_t *t, int64_t step) {
-    int i = t->fuse_index;
+    int i = t->fusion.index;
     /* The first report counts one step done since the start (a resumed or promoted job
      * starts past step 0). */
     if (f->last_at[i] <= 0) f->base[i] = step - 1;
     f->last_step[i] = step;
-    f->last_at[i] = t->last_report;
+    f->last_at[i] = t->pace.last_report;
 }
 
 /* ---- shapes and their measurements ------------------------------------------------- */
@@ -89,7 +106,7 @@ static size_t shape_of(tp_run_t *r, const char *key) {
  * processes. 0: unknown (no limit). */
 static double memory_limit(const tp_run_t *r) {
     if (r->x.fuse.memory_mib) return (double)r->x.fuse.memory_mib;
-    const tp_cluster_t *c = &r->pl.cluster;
+    const tp_cluster_t *c = tp__placement_cluster(r);
     double least = 0;
     if (r->x.res.gpus > 0) {
         for (size_t n = 0; n < c->nnodes; n++)
@@ -99,8 +116,8 @@ static double memory_limit(const tp_run_t *r) {
             }
         return least;
     }
-    if (c->nnodes && r->pl.node[0].memory_mib > 0)
-        return (double)r->pl.node[0].memory_mib / r->x.concurrency;
+    if (c->nnodes && tp__placement_node(r, 0)->memory_mib > 0)
+        return (double)tp__placement_node(r, 0)->memory_mib / r->x.concurrency;
     return 0;
 }
 
@@ -210,14 +227,12 @@ static void start_process(tp_run_t *r, group_t *g) {
     for (int i = 0; i < g->n; i++) {
         trial_t *u = g->members[i];
         f->ids[i] = u->id;
-        u->fused = f;
-        u->fuse_index = i;
-        u->proc = lead->id;
+        u->fusion.fused = f;
+        u->fusion.index = i;
+        u->fusion.proc = lead->id;
         if (i > 0) { /* where the process runs, for the log line and agent losses; the
                         placement itself is held by the first */
-            u->where = lead->where;
-            free(u->more);
-            u->more = NULL;
+            tp__placement_run_beside(u, lead);
         }
         tp__run_start_attempt(r, u, i == 0);
         if (i > 0) u->where.placed = 0;
@@ -244,7 +259,7 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
     trial_t *t;
     while ((t = tp__run_next_candidate(r)) != NULL) {
         char *shape = shape_key(r, t->params), budget[32];
-        tp__fmt_double(t->budget, budget);
+        tp__fmt_double(t->job.budget, budget);
         size_t plen = strlen(shape) + strlen(budget) + 2;
         char *key = tp__xmalloc(plen);
         snprintf(key, plen, "%s|%s", shape, budget);
@@ -285,10 +300,10 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
             lead[i] = groups[i].members[0];
             /* On GPUs a process of K configurations is placed with what K measured (or
              * extrapolates to), where that is more than its group's demand. */
-            lead[i]->fuse_mem_mib = r->x.res.gpus > 0
-                                        ? (uint64_t)tp__fuse_memory_at(
-                                              &r->fuse.shapes[groups[i].shape].table, groups[i].k)
-                                        : 0;
+            lead[i]->fusion.mem_mib = r->x.res.gpus > 0
+                                          ? (uint64_t)tp__fuse_memory_at(
+                                                &r->fuse.shapes[groups[i].shape].table, groups[i].k)
+                                          : 0;
         }
         tp__placement_place(r, lead, ng);
         for (size_t i = 0; i < ng; i++) {
@@ -310,7 +325,7 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots) {
 }
 
 char *tp__fuse_configs_json(const tp_run_t *r, const trial_t *t) {
-    const tp_fused_t *f = t->fused;
+    const tp_fused_t *f = t->fusion.fused;
     json_t *a = json_array();
     for (int i = 0; i < f->n; i++) {
         const trial_t *u = tp__trials_get(&r->trials, f->ids[i]);
@@ -338,9 +353,9 @@ static void unlink_live(tp_run_t *r, tp_fused_t *f) {
 }
 
 int tp__fuse_left(tp_run_t *r, trial_t *t) {
-    tp_fused_t *f = t->fused;
+    tp_fused_t *f = t->fusion.fused;
     if (!f) return 0;
-    t->fused = NULL;
+    t->fusion.fused = NULL;
     if (f->running > 1) r->fuse.extra--;
     f->running--;
     int handed = 0;
@@ -348,19 +363,7 @@ int tp__fuse_left(tp_run_t *r, trial_t *t) {
         for (int i = 0; i < f->n && !handed; i++) {
             trial_t *u = tp__fuse_member(r, f, i);
             if (!u || u == t) continue;
-            u->where = t->where;
-            u->more = t->more;
-            t->more = NULL;
-            u->mem_mib = t->mem_mib;
-            u->compute = t->compute;
-            u->profiling = t->profiling;
-            u->peak_mib = t->peak_mib > u->peak_mib ? t->peak_mib : u->peak_mib;
-            t->profiling = 0;
-            /* the process's samples so far measure it whichever trial holds it */
-            tp__prof_reset(&u->prof);
-            u->prof = t->prof;
-            memset(&t->prof, 0, sizeof t->prof);
-            u->sm_sum = t->sm_sum, u->samples = t->samples;
+            tp__placement_hand_over(u, t);
             handed = 1;
         }
     }
@@ -398,7 +401,8 @@ static void measure(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
         mem = 0;
         for (int i = 0; i < f->n; i++) {
             const trial_t *u = tp__trials_get(&r->trials, f->ids[i]);
-            if (u && (double)u->peak_mib > mem) mem = (double)u->peak_mib;
+            if (u && (double)tp__placement_peak_mib(u) > mem)
+                mem = (double)tp__placement_peak_mib(u);
         }
     }
     double cpu_step = cpu > 0 && steps > 0 ? cpu / steps : 0;
@@ -429,10 +433,10 @@ void tp__fuse_on_exited(tp_run_t *r, tp_fused_t *f, const tp_exited_t *e) {
 }
 
 void tp__fuse_drop(tp_run_t *r, trial_t *t) {
-    tp_fused_t *f = t->fused;
+    tp_fused_t *f = t->fusion.fused;
     if (f->running > 1) {
         json_t *m = json_pack("{s:s, s:I, s:i, s:i}", "type", "drop", "trial", (json_int_t)f->proc,
-                              "attempt", f->attempt, "config", t->fuse_index);
+                              "attempt", f->attempt, "config", t->fusion.index);
         tp__agents_send(r, (int)t->where.node, m);
         json_decref(m);
     } else {

@@ -32,8 +32,42 @@
 #define GROUPS_PACK_DEFAULT 4 /* fractions down to 1/4 when placement.max_per_gpu is not set */
 #define GROUPS_MIN_GAIN 1.1   /* a resize must pay for its restart by this much */
 
+void tp__groups_trial_init(trial_t *t) {
+    t->fluid.group = -1;
+}
+
+void tp__groups_new_job(trial_t *t, int64_t group) {
+    t->fluid.group = group;
+    t->fluid.share = t->fluid.noted = 0;
+}
+
+void tp__groups_set_group(trial_t *t, int64_t group) {
+    t->fluid.group = group;
+}
+
+void tp__groups_load_reset(trial_t *t, double now, double load) {
+    t->fluid.load_alone = t->fluid.load_span = 0;
+    t->fluid.load_d = load, t->fluid.load_at = now;
+}
+
+void tp__groups_load_note(trial_t *t, double now, double load) {
+    if (isfinite(t->fluid.load_d) && t->fluid.load_d > 0 && now > t->fluid.load_at) {
+        t->fluid.load_alone += (now - t->fluid.load_at) / t->fluid.load_d;
+        t->fluid.load_span += now - t->fluid.load_at;
+    }
+    t->fluid.load_d = load, t->fluid.load_at = now;
+}
+
+void tp__groups_load_measured(trial_t *t) {
+    t->fluid.step_load = t->fluid.load_alone > 0 ? t->fluid.load_span / t->fluid.load_alone : 0;
+}
+
+double tp__groups_step_load(const trial_t *t) {
+    return t->fluid.step_load;
+}
+
 int tp__groups_member(const tp_run_t *r, const trial_t *t) {
-    return r->x.groups != TP_FLUID_OFF && t->fluid_group >= 0;
+    return r->x.groups != TP_FLUID_OFF && t->fluid.group >= 0;
 }
 
 /* Whole GPUs a trial of this run may take. */
@@ -47,17 +81,18 @@ static size_t members(tp_run_t *r, int64_t g, trial_t **batch, size_t n, const t
                       trial_t **out, size_t cap) {
     size_t m = 0;
     for (size_t i = 0; i < n && m < cap; i++)
-        if (batch[i]->fluid_group == g && batch[i] != skip) out[m++] = batch[i];
+        if (batch[i]->fluid.group == g && batch[i] != skip) out[m++] = batch[i];
     for (size_t i = 0; i < r->trials.n && m < cap; i++) {
-        trial_t *t = r->trials.by_id[i];
-        if (t && t != skip && t->fluid_group == g && t->state == TP_TRIAL_RUNNING) out[m++] = t;
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
+        if (t && t != skip && t->fluid.group == g && t->state == TP_TRIAL_RUNNING) out[m++] = t;
     }
     return m;
 }
 
 static uint64_t member_mib(const tp_run_t *r, const trial_t *t) {
-    if (t->state == TP_TRIAL_RUNNING && t->mem_mib) return t->mem_mib;
-    return t->group >= 0 ? r->pl.groups[t->group].mem_mib : r->x.res.gpu_memory_mib;
+    if (t->state == TP_TRIAL_RUNNING && tp__placement_mem_mib(t)) return tp__placement_mem_mib(t);
+    const demand_group_t *g = tp__placement_group(r, t);
+    return g ? g->mem_mib : r->x.res.gpu_memory_mib;
 }
 
 /* The options every share computation of this run uses; capacity: the
@@ -67,7 +102,7 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
     tp_fluid_opts_t o = {.min = r->x.groups_min,
                          .max = r->x.groups_max > most ? most : r->x.groups_max,
                          .pack_max = r->x.max_per_gpu > 0 ? r->x.max_per_gpu : GROUPS_PACK_DEFAULT};
-    const tp_cluster_t *c = &r->pl.cluster;
+    const tp_cluster_t *c = tp__placement_cluster(r);
     size_t gi = 0;
     for (size_t n = 0; n < c->nnodes; n++)
         for (size_t g = 0; g < c->nodes[n].ngpus; g++, gi++) {
@@ -81,7 +116,7 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
         }
     for (size_t i = 0; i < k; i++)
         if (m[i]->state == TP_TRIAL_RUNNING)
-            o.capacity += m[i]->compute * (m[i]->gpus > 1 ? m[i]->gpus : 1);
+            o.capacity += tp__placement_compute(m[i]) * (m[i]->gpus > 1 ? m[i]->gpus : 1);
     if (o.capacity < o.min) o.capacity = o.min;
     return o;
 }
@@ -90,7 +125,8 @@ static tp_fluid_opts_t opts(tp_run_t *r, const tp_usage_t *u, trial_t **m, size_
  * declared), else the experiment's declared one; NaN while `gpu_compute:
  * auto` has measured nothing (then a fraction's step counts as measured). */
 static double demand_of(const tp_run_t *r, const trial_t *t) {
-    if (t->group >= 0 && r->pl.groups[t->group].measured) return r->pl.groups[t->group].compute;
+    const demand_group_t *g = tp__placement_group(r, t);
+    if (g && g->measured) return g->compute;
     if (r->x.res.gpu_compute_auto) return NAN;
     double d = r->x.res.gpu_compute;
     return d > 0 && d <= 1 ? d : 1;
@@ -117,19 +153,19 @@ static double load_on(const tp_run_t *r, size_t node, size_t gpu) {
     double D = 0;
     int k = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *q = r->trials.by_id[i];
+        const trial_t *q = tp__trials_get(&r->trials, (int64_t)i);
         if (!q || !q->where.placed || !holds_gpu(&q->where, node, gpu)) continue;
         D += demand_of(r, q);
-        k += q->where.ngpus == 1 && q->nranks == 1;
+        k += q->where.ngpus == 1 && q->ranks.n == 1;
     }
-    double load = r->pl.node[node].mps ? D / tp__fluid_served(NULL, k) : D;
+    double load = tp__placement_node(r, node)->mps ? D / tp__fluid_served(NULL, k) : D;
     return load > 1 ? load : isnan(load) ? NAN : 1;
 }
 
 /* The load t steps under: its GPU's (load_on) for a fraction, 1 on whole
  * GPUs. O(trials). */
 static double gpu_load(const tp_run_t *r, const trial_t *t) {
-    if (!t->where.placed || t->where.ngpus != 1 || !(t->compute < 1)) return 1;
+    if (!t->where.placed || t->where.ngpus != 1 || !(tp__placement_compute(t) < 1)) return 1;
     return load_on(r, t->where.node, t->where.gpu[0]);
 }
 
@@ -139,9 +175,10 @@ static double gpu_load(const tp_run_t *r, const trial_t *t) {
 void tp__groups_on_step(tp_run_t *r, trial_t *t, int first) {
     if (!tp__groups_member(r, t)) return;
     if (first)
-        tp__trial_load_reset(t, t->last_report, gpu_load(r, t));
+        tp__groups_load_reset(t, t->pace.last_report, gpu_load(r, t));
     else
-        tp__trial_load_note(t, t->last_report, isnan(t->load_d) ? gpu_load(r, t) : t->load_d);
+        tp__groups_load_note(t, t->pace.last_report,
+                             isnan(t->fluid.load_d) ? gpu_load(r, t) : t->fluid.load_d);
 }
 
 void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
@@ -151,16 +188,16 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
         int counted = 0;
         double D = 1;
         for (size_t i = 0; i < r->trials.n; i++) {
-            trial_t *q = r->trials.by_id[i];
+            trial_t *q = tp__trials_get(&r->trials, (int64_t)i);
             if (!q || !q->where.placed || q->where.ngpus != 1 ||
                 !holds_gpu(&q->where, where->node, where->gpu[k]) ||
-                q->first_step == TP_STORE_NO_STEP || !tp__groups_member(r, q))
+                q->pace.first_step == TP_STORE_NO_STEP || !tp__groups_member(r, q))
                 continue;
-            if (q->compute < 1 && !counted) {
+            if (tp__placement_compute(q) < 1 && !counted) {
                 D = load_on(r, where->node, where->gpu[k]);
                 counted = 1;
             }
-            tp__trial_load_note(q, now, q->compute < 1 ? D : 1);
+            tp__groups_load_note(q, now, tp__placement_compute(q) < 1 ? D : 1);
         }
     }
 }
@@ -173,9 +210,9 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
  * its own, one left alone on it its own. As measured while a demand of its GPU is not known
  * (then step_load is 0); 0 when nothing is. */
 static double step_whole(const trial_t *t) {
-    if (!(t->step_s > 0)) return 0;
-    if (t->step_gpus > 1) return t->step_s * t->step_gpus;
-    return t->step_load > 1 ? t->step_s / t->step_load : t->step_s;
+    if (!(t->pace.step_s > 0)) return 0;
+    if (t->pace.step_gpus > 1) return t->pace.step_s * t->pace.step_gpus;
+    return t->fluid.step_load > 1 ? t->pace.step_s / t->fluid.step_load : t->pace.step_s;
 }
 
 /* Shares of members m[0..k) into s. */
@@ -184,7 +221,7 @@ static void compute(tp_run_t *r, trial_t **m, size_t k, const tp_fluid_opts_t *o
     tp_fluid_trial_t *ft = tp__xcalloc(k ? k : 1, sizeof *ft);
     for (size_t i = 0; i < k; i++) {
         const trial_t *t = m[i];
-        double left = t->budget > 0 ? tp__trial_steps_left(t) : 1;
+        double left = t->job.budget > 0 ? tp__trial_steps_left(t) : 1;
         ft[i] = (tp_fluid_trial_t){.id = t->id,
                                    .step_s = step_whole(t),
                                    .remaining_steps = left,
@@ -206,27 +243,27 @@ static void note(tp_run_t *r, const trial_t *t, const char *kind, const char *de
  * computed afresh for its whole group once per placement round (the round
  * clears the batch's shares first). */
 static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const tp_usage_t *u) {
-    if (t->fluid_share > 0) return t->fluid_share;
+    if (t->fluid.share > 0) return t->fluid.share;
     size_t cap = n + r->trials.n + 1;
     trial_t **m = tp__xcalloc(cap, sizeof *m);
-    size_t k = members(r, t->fluid_group, batch, n, NULL, m, cap);
+    size_t k = members(r, t->fluid.group, batch, n, NULL, m, cap);
     tp_fluid_share_t *s = tp__xcalloc(k ? k : 1, sizeof *s);
     tp_fluid_opts_t o = opts(r, u, m, k);
     compute(r, m, k, &o, s);
     double share = 1;
     for (size_t i = 0; i < k; i++) {
         if (m[i]->state == TP_TRIAL_RUNNING) continue; /* never resized while it runs */
-        if (m[i]->fluid_share > 0 || s[i].share <= 0) continue;
-        m[i]->fluid_share = s[i].share;
+        if (m[i]->fluid.share > 0 || s[i].share <= 0) continue;
+        m[i]->fluid.share = s[i].share;
         /* dynamic shares are computed each round: journaled when they change */
-        if (fabs(s[i].share - m[i]->fluid_noted) < 1e-9) continue;
-        m[i]->fluid_noted = s[i].share;
+        if (fabs(s[i].share - m[i]->fluid.noted) < 1e-9) continue;
+        m[i]->fluid.noted = s[i].share;
         char detail[400];
-        snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid_group,
+        snprintf(detail, sizeof detail, "group %lld (%s): %s", (long long)m[i]->fluid.group,
                  tp__fluid_mode_name(r->x.groups), s[i].why);
         note(r, m[i], "fluid-share", detail);
     }
-    if (t->fluid_share > 0) share = t->fluid_share;
+    if (t->fluid.share > 0) share = t->fluid.share;
     free(s);
     free(m);
     return share;
@@ -236,15 +273,15 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
                        const tp_usage_t *u) {
     if (r->x.groups == TP_FLUID_DYNAMIC)
         for (size_t i = 0; i < n; i++)
-            batch[i]->fluid_share = 0;
+            batch[i]->fluid.share = 0;
     for (size_t i = 0; i < n; i++) {
         if (profiling[i]) continue; /* a profiler keeps its provisional demand */
         double share = share_of(r, batch[i], batch, n, u);
         if (share >= 1 && tp__elastic_on(r)) { /* k whole GPUs: an elastic trial of k */
-            batch[i]->gpus_want = (int)lround(share);
-            d[i].gpus = batch[i]->gpus_want, d[i].compute = 1.0;
+            tp__elastic_set_want(batch[i], (int)lround(share));
+            d[i].gpus = tp__elastic_want(batch[i]), d[i].compute = 1.0;
         } else {
-            if (tp__elastic_on(r)) batch[i]->gpus_want = 1, d[i].gpus = 1;
+            if (tp__elastic_on(r)) tp__elastic_set_want(batch[i], 1), d[i].gpus = 1;
             d[i].compute = share;
         }
     }
@@ -254,21 +291,22 @@ void tp__groups_demand(tp_run_t *r, trial_t **batch, tp_demand_t *d, const int *
  * count it runs on, else from its last measured step (optimistic: the
  * resize then measures it). NaN if none. */
 static double step_at(const trial_t *t, int g) {
-    if (g <= TP_SCALING_MAX_GPUS && t->scaling.samples[g]) return t->scaling.step_s[g];
+    if (g <= TP_SCALING_MAX_GPUS && tp__elastic_scaling(t)->samples[g])
+        return tp__elastic_scaling(t)->step_s[g];
     int now = t->gpus > 0 ? t->gpus : 1;
-    if (now <= TP_SCALING_MAX_GPUS && t->scaling.samples[now])
-        return t->scaling.step_s[now] * now / g;
-    return t->step_s > 0 ? step_whole(t) / g : NAN;
+    if (now <= TP_SCALING_MAX_GPUS && tp__elastic_scaling(t)->samples[now])
+        return tp__elastic_scaling(t)->step_s[now] * now / g;
+    return t->pace.step_s > 0 ? step_whole(t) / g : NAN;
 }
 
 /* The GPUs t holds alone in u (not one it shares as a fraction). O(its
  * GPUs). */
 static int held_alone(const tp_run_t *r, const trial_t *t, const tp_usage_t *u) {
     size_t n = t->where.node;
-    if (!t->where.placed || n >= r->pl.cluster.nnodes) return 0;
+    if (!t->where.placed || n >= tp__placement_cluster(r)->nnodes) return 0;
     int alone = 0;
     for (size_t k = 0; k < t->where.ngpus; k++)
-        alone += t->where.gpu[k] < r->pl.cluster.nodes[n].ngpus &&
+        alone += t->where.gpu[k] < tp__placement_cluster(r)->nodes[n].ngpus &&
                  u->count[u->gpu_base[n] + t->where.gpu[k]] == 1;
     return alone;
 }
@@ -279,8 +317,8 @@ static int held_alone(const tp_run_t *r, const trial_t *t, const tp_usage_t *u) 
  * node). */
 static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const int *claimed) {
     size_t n = t->where.node;
-    if (!t->where.placed || n >= r->pl.cluster.nnodes) return 0;
-    const tp_node_t *node = &r->pl.cluster.nodes[n];
+    if (!t->where.placed || n >= tp__placement_cluster(r)->nnodes) return 0;
+    const tp_node_t *node = &tp__placement_cluster(r)->nodes[n];
     int idle = 0;
     for (size_t g = 0; g < node->ngpus; g++)
         idle += node->gpus[g].healthy && u->count[u->gpu_base[n] + g] == 0;
@@ -295,32 +333,32 @@ static int room(const tp_run_t *r, const trial_t *t, const tp_usage_t *u, const 
  * 1 if asked. O(GPUs of its node). */
 static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usage_t *u,
                 int *claimed) {
-    if (!r->x.groups_restart || !(t->restart_s >= 0) || !tp__elastic_on(r)) return 0;
+    if (!r->x.groups_restart || !(tp__elastic_restart_s(t) >= 0) || !tp__elastic_on(r)) return 0;
     if (!(s->share >= 2 - 1e-9) || s->gpus <= t->gpus || room(r, t, u, claimed) < s->gpus) return 0;
     double now = step_at(t, t->gpus > 0 ? t->gpus : 1), then = step_at(t, s->gpus);
     double left = tp__trial_steps_left(t);
     if (!(left > 0) || !isfinite(now) || !isfinite(then) || !(now > 0)) return 0;
-    double gain = left * now / (t->restart_s + left * then);
+    double gain = left * now / (tp__elastic_restart_s(t) + left * then);
     if (!(gain > GROUPS_MIN_GAIN)) return 0;
     char why[200], msg[300];
     snprintf(why, sizeof why,
              "Fluid share of group %lld grew to %d GPUs: gain %.2f > %.2f "
              "(%.1f s left -> restart %.1f s + %.1f s)",
-             (long long)t->fluid_group, s->gpus, gain, GROUPS_MIN_GAIN, left * now, t->restart_s,
-             left * then);
+             (long long)t->fluid.group, s->gpus, gain, GROUPS_MIN_GAIN, left * now,
+             tp__elastic_restart_s(t), left * then);
     if (tp__elastic_resize(r, t, s->gpus, why, msg, sizeof msg) != 0) return 0;
     claimed[t->where.node] += s->gpus - held_alone(r, t, u);
-    t->fluid_share = s->share;
+    t->fluid.share = s->share;
     return 1;
 }
 
 void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
-    if (r->x.groups != TP_FLUID_DYNAMIC || t->fluid_group < 0) return;
+    if (r->x.groups != TP_FLUID_DYNAMIC || t->fluid.group < 0) return;
     size_t cap = r->trials.n + 1, k = 0;
     trial_t **m = tp__xcalloc(cap, sizeof *m);
     for (size_t i = 0; i < r->trials.n; i++) { /* the rest of the group, running or pending */
-        trial_t *o = r->trials.by_id[i];
-        if (o && o != t && o->fluid_group == t->fluid_group &&
+        trial_t *o = tp__trials_get(&r->trials, (int64_t)i);
+        if (o && o != t && o->fluid.group == t->fluid.group &&
             (o->state == TP_TRIAL_RUNNING || o->state == TP_TRIAL_PENDING))
             m[k++] = o;
     }
@@ -328,10 +366,10 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
         tp_fluid_share_t *s = tp__xcalloc(k, sizeof *s);
         tp_fluid_opts_t o = opts(r, u, m, k);
         compute(r, m, k, &o, s);
-        int *claimed = tp__xcalloc(r->pl.cluster.nnodes + 1, sizeof *claimed);
+        int *claimed = tp__xcalloc(tp__placement_cluster(r)->nnodes + 1, sizeof *claimed);
         tp_buf_t b = {0};
         tp__buf_printf(&b, "trial %lld of group %lld ended; shares of the %zu left over %g GPUs:",
-                       (long long)t->id, (long long)t->fluid_group, k, o.capacity);
+                       (long long)t->id, (long long)t->fluid.group, k, o.capacity);
         for (size_t i = 0; i < k; i++) {
             int running = m[i]->state == TP_TRIAL_RUNNING;
             if (running && grow(r, m[i], &s[i], u, claimed)) {
@@ -341,7 +379,7 @@ void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
             }
             tp__buf_printf(&b, "%s trial %lld: %.3g%s", i ? ";" : "", (long long)m[i]->id,
                            s[i].share, running ? " (running: from its next attempt)" : "");
-            if (!running && s[i].share > 0) m[i]->fluid_share = s[i].share;
+            if (!running && s[i].share > 0) m[i]->fluid.share = s[i].share;
         }
         note(r, t, "fluid-shares", b.data ? b.data : "");
         tp__buf_free(&b);

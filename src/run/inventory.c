@@ -42,13 +42,21 @@ void tp__placement_init(tp_run_t *r) {
     pl->node = tp__xcalloc(r->agents.n + 1, sizeof *pl->node);
     for (size_t i = 0; i < r->agents.n; i++) {
         snprintf(pl->cluster.nodes[i].name, sizeof pl->cluster.nodes[i].name, "%.63s",
-                 r->agents.links[i]->name);
+                 tp__agents_link(r, i)->name);
         pl->node[i].sharing = "none yet";
     }
     pl->cluster.limits = (tp_place_limits_t){.reserve_mib = r->x.reserve_mib,
                                              .oversubscribe = r->x.oversubscribe,
                                              .max_per_gpu = r->x.max_per_gpu,
                                              .sharing = r->x.sharing != TP_SHARING_NONE};
+}
+
+const tp_cluster_t *tp__placement_cluster(const tp_run_t *r) {
+    return &r->pl.cluster;
+}
+
+const tp_node_state_t *tp__placement_node(const tp_run_t *r, size_t n) {
+    return &r->pl.node[n];
 }
 
 void tp__placement_add_node(tp_run_t *r, const char *name) {

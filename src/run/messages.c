@@ -28,7 +28,7 @@ static int about(tp_run_t *r, const tp_msg_about_t *m, about_t *a) {
     }
     trial_t *t = tp__trials_get(&r->trials, id);
     if (!t || t->state != TP_TRIAL_RUNNING || t->attempts != attempt) return 0;
-    if (rk < 0 || rk >= (t->nranks > 0 ? t->nranks : 1)) return 0;
+    if (rk < 0 || rk >= (t->ranks.n > 0 ? t->ranks.n : 1)) return 0;
     a->t = t;
     a->rank = (int)rk;
     return 1;
@@ -37,8 +37,8 @@ static int about(tp_run_t *r, const tp_msg_about_t *m, about_t *a) {
 /* Rank 0 of a multi-process attempt started with its MASTER_PORT: the
  * others start now. */
 static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_started_t *m) {
-    t->master_port = m->master_port;
-    for (int k = 1; k < t->nranks; k++)
+    t->ranks.master_port = m->master_port;
+    for (int k = 1; k < t->ranks.n; k++)
         if (tp__run_send_launch(r, t, k) != 0) {
             tp__log(TP_LOG_WARN, "trial %lld: rank %d could not be launched; stopping the attempt",
                     (long long)t->id, k);
@@ -53,13 +53,13 @@ static void launch_other_ranks(tp_run_t *r, trial_t *t, const tp_msg_started_t *
 static void rank_exited(tp_run_t *r, trial_t *t, int rank, const tp_agent_msg_t *m) {
     const tp_exited_t *e = &m->exited;
     int failed = !tp__exited_ok(e) && e->ended != TP_ENDED_PAUSED;
-    if (!t->verdict && (failed || rank == 0)) {
-        t->verdict = json_deep_copy(m->raw->head); /* kept: its strings outlive the message */
-        if (failed && t->ranks_live > 1) tp__run_send_control(r, t, "stop", "another rank failed");
+    if (!t->ranks.verdict && (failed || rank == 0)) {
+        t->ranks.verdict = json_deep_copy(m->raw->head); /* kept: its strings outlive the message */
+        if (failed && t->ranks.live > 1) tp__run_send_control(r, t, "stop", "another rank failed");
     }
-    if (--t->ranks_live > 0) return;
+    if (--t->ranks.live > 0) return;
     tp_exited_t judged = *e; /* the verdict was decoded once already: it cannot fail now */
-    if (t->verdict) tp__proto_exited(t->verdict, &judged, NULL);
+    if (t->ranks.verdict) tp__proto_exited(t->ranks.verdict, &judged, NULL);
     tp__run_on_exited(r, t, &judged);
 }
 
@@ -84,19 +84,19 @@ static void on_started(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
     if (a->rank != 0) return;
     for (int i = 0; a->f && i < a->f->n; i++) { /* every configuration runs in that process */
         trial_t *u = tp__fuse_member(r, a->f, i);
-        if (u) u->pid = (int)pid;
+        if (u) u->current.pid = (int)pid;
     }
-    if (!a->f) a->t->pid = (int)pid;
+    if (!a->f) a->t->current.pid = (int)pid;
     double now = tp__mono_s();
-    if (a->t) tp__samples_add(&r->start_ms, (now - a->t->launch_sent) * 1000.0);
+    if (a->t) tp__samples_add(&r->start_ms, (now - a->t->current.launch_sent) * 1000.0);
     if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
-    if (!a->f && a->t->nranks > 1) launch_other_ranks(r, a->t, &m->started);
+    if (!a->f && a->t->ranks.n > 1) launch_other_ranks(r, a->t, &m->started);
 }
 
 static void on_exited(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
     if (a->f) /* its end mapped to every configuration still in it */
         tp__fuse_on_exited(r, a->f, &m->exited);
-    else if (a->t->nranks > 1)
+    else if (a->t->ranks.n > 1)
         rank_exited(r, a->t, a->rank, m);
     else
         tp__run_on_exited(r, a->t, &m->exited);

@@ -43,14 +43,16 @@ void tp__nodes_journal(tp_run_t *r) {
     int *running = running_counts(r);
     json_t *list = json_array();
     for (size_t i = 0; i < r->agents.n; i++) {
-        const tp_agent_link_t *l = r->agents.links[i];
-        const tp_node_t *n = i < r->pl.cluster.nnodes ? &r->pl.cluster.nodes[i] : NULL;
+        const tp_agent_link_t *l = tp__agents_link(r, i);
+        const tp_node_t *n =
+            i < tp__placement_cluster(r)->nnodes ? &tp__placement_cluster(r)->nodes[i] : NULL;
         json_t *o = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i}", "name", l->name, "state",
                               node_state(l), "cpus", n ? n->cpus : 0, "gpus", n ? (int)n->ngpus : 0,
                               "running", running[i], "restarts", l->restarts);
         if (l->job[0]) json_object_set_new(o, "slurm_job", json_string(l->job));
-        if (i < r->pl.cluster.nnodes)
-            json_object_set_new(o, "memory_mib", json_integer(r->pl.node[i].memory_mib));
+        if (i < tp__placement_cluster(r)->nnodes)
+            json_object_set_new(o, "memory_mib",
+                                json_integer(tp__placement_node(r, i)->memory_mib));
         json_array_append_new(list, o);
     }
     free(running);
@@ -78,7 +80,7 @@ static void event(tp_run_t *r, const char *kind, const char *fmt, ...) {
 
 static int node_by_name(const tp_run_t *r, const char *name) {
     for (size_t i = 0; i < r->agents.n; i++)
-        if (strcmp(r->agents.links[i]->name, name) == 0) return (int)i;
+        if (strcmp(tp__agents_link(r, i)->name, name) == 0) return (int)i;
     return -1;
 }
 
@@ -105,7 +107,7 @@ static int waiting(const tp_run_t *r) {
 static int drain(tp_run_t *r, const char *name, char *msg, size_t n) {
     int k = node_by_name(r, name);
     if (k < 0) return snprintf(msg, n, "no node named \"%s\" in this experiment", name), -ENOENT;
-    tp_agent_link_t *l = r->agents.links[k];
+    tp_agent_link_t *l = tp__agents_link(r, k);
     if (l->draining || l->retired)
         return snprintf(msg, n, "%s is already %s", name, node_state(l)), 0;
     l->draining = 1;
@@ -130,9 +132,9 @@ static int add(tp_run_t *r, const char *name, char *msg, size_t n) {
         return snprintf(msg, n, "\"%s\" is not a host name; write [user@]host[:port]", name),
                -EINVAL;
     int k = node_by_name(r, name);
-    if (k >= 0 && !r->agents.links[k]->retired)
+    if (k >= 0 && !tp__agents_link(r, k)->retired)
         return snprintf(msg, n, "%s is already a node of this experiment (%s)", name,
-                        node_state(r->agents.links[k])),
+                        node_state(tp__agents_link(r, k))),
                -EEXIST;
     tp__agents_add(r, name, tp__agents_argv(r, name, NULL), NULL, 0);
     event(r, "node-added", "added node %s", name);
@@ -184,7 +186,7 @@ static void requests(tp_run_t *r) {
 static int held_nodes(const tp_run_t *r) {
     int n = 0;
     for (size_t i = 0; i < r->agents.n; i++)
-        n += !r->agents.links[i]->retired;
+        n += !tp__agents_link(r, i)->retired;
     return n;
 }
 
@@ -259,7 +261,7 @@ static void grow(tp_run_t *r) {
 static void shrink(tp_run_t *r, const int *running, size_t n) {
     double now = tp__mono_s();
     for (size_t i = 0; i < n; i++) {
-        tp_agent_link_t *l = r->agents.links[i];
+        tp_agent_link_t *l = tp__agents_link(r, i);
         if (!l->own_job || l->retired || !l->ready) continue;
         if (running[i] > 0 || waiting(r) > 0) {
             l->idle_since = 0;
@@ -281,7 +283,7 @@ void tp__nodes_tick(tp_run_t *r) {
     requests(r);
     int *running = running_counts(r);
     for (size_t i = 0; i < r->agents.n; i++) { /* drained nodes leave once idle */
-        tp_agent_link_t *l = r->agents.links[i];
+        tp_agent_link_t *l = tp__agents_link(r, i);
         if (l->draining && !l->retired && running[i] == 0) {
             event(r, "node-drained", "%s is drained: its agent ends", l->name);
             tp__agents_retire(r, (int)i);

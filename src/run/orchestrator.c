@@ -41,7 +41,7 @@ void tp__note_best(tp_run_t *r, const trial_t *t) {
     if (!tp__rank_feasible_of(r->x.constraints, r->x.nconstraints,
                               t->last.len ? t->last.data : NULL))
         return;
-    tp_rank_key_t k = {.budget = t->budget, .value = t->value};
+    tp_rank_key_t k = {.budget = t->job.budget, .value = t->value};
     int64_t source; /* under surrogate: a target ranks above every surrogate */
     int target = tp__surrogate_kind(r->sched, t->id, &source) == TP_KIND_TARGET;
     if (tp__run_best_trial(r) &&
@@ -52,7 +52,7 @@ void tp__note_best(tp_run_t *r, const trial_t *t) {
     r->best_id = t->id;
     r->has_best = 1;
     r->best = k;
-    r->best_rung = t->rung;
+    r->best_rung = t->job.rung;
     r->best_changed = 1;
 }
 
@@ -75,13 +75,13 @@ static void rank_env(const tp_run_t *r, const trial_t *t, int rank, json_t *env)
         snprintf(v, sizeof v, "%d", (value));                                                      \
         json_object_set_new(env, name, json_string(v));                                            \
     } while (0)
-    SET_INT("WORLD_SIZE", t->nranks);
+    SET_INT("WORLD_SIZE", t->ranks.n);
     SET_INT("RANK", rank);
     SET_INT("LOCAL_RANK", rank % procs);
     SET_INT("LOCAL_WORLD_SIZE", procs);
     SET_INT("GROUP_RANK", rank / procs);
     SET_INT("NODE_RANK", rank / procs);
-    if (rank > 0) SET_INT("MASTER_PORT", t->master_port);
+    if (rank > 0) SET_INT("MASTER_PORT", t->ranks.master_port);
 #undef SET_INT
     json_object_set_new(env, "MASTER_ADDR", json_string(tp__placement_host(r, t->where.node)));
 }
@@ -137,13 +137,13 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
         snprintf(rdir, sizeof rdir, "%s", home);
     size_t shard = (size_t)(rank / t->procs);
     char budget[32] = "", ckpt[4400];
-    if (r->x.budget_name) tp__fmt_double(t->budget, budget);
+    if (r->x.budget_name) tp__fmt_double(t->job.budget, budget);
     tp__run_checkpoint_dir(r, t, ckpt, sizeof ckpt);
     tp_subst_extra_t extra = {
         .trial_id = id, .trial_dir = home, .budget_name = r->x.budget_name, .budget_value = budget};
     /* A fused process gets its configurations as JSON, and only the shape parameters,
      * which they share, as parameters of its own. */
-    char *configs = t->fused ? tp__fuse_configs_json(r, t) : NULL;
+    char *configs = tp__fuse_of(t) ? tp__fuse_configs_json(r, t) : NULL;
     json_t *params = t->params;
     if (configs) {
         extra.configs_json = configs;
@@ -167,7 +167,7 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
         json_object_update(env, json_array_get(t->gpu_env, shard));
     else if (t->gpu_env)
         json_object_update(env, t->gpu_env);
-    int ranked = t->nranks > 1 || tp__elastic_on(r); /* elastic: the contract at 1 GPU too */
+    int ranked = t->ranks.n > 1 || tp__elastic_on(r); /* elastic: the contract at 1 GPU too */
     if (ranked) rank_env(r, t, rank, env);
     if (r->x.budget_name) json_object_set_new(env, "TUNEPACK_BUDGET", json_string(budget));
     if (configs) json_object_set_new(env, "TUNEPACK_CONFIGS_JSON", json_string(configs));
@@ -215,21 +215,22 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
         tp__log(TP_LOG_WARN, "trial %s: %s", id, merr.msg);
     int rc = tp__agents_send(r, (int)tp__trial_shard(t, shard)->node, m);
     json_decref(m);
-    if (rc == 0) t->ranks_live++;
-    if (rank == 0) t->launch_sent = tp__mono_s();
+    if (rc == 0) t->ranks.live++;
+    if (rank == 0) t->current.launch_sent = tp__mono_s();
     return rc;
 }
 
 /* See orchestrator_internal.h. The agent ends it after its grace either way. */
 void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason) {
-    if (t->stop_sent || (t->fused && t->fused->stop_sent)) return;
-    t->stop_sent = 1;
+    tp_fused_t *f = tp__fuse_of(t);
+    if (t->current.stop_sent || (f && f->stop_sent)) return;
+    t->current.stop_sent = 1;
     int64_t id = t->id;
     int attempt = t->attempts;
-    if (t->fused) {
-        t->fused->stop_sent = 1;
-        id = t->fused->proc;
-        attempt = t->fused->attempt;
+    if (f) {
+        f->stop_sent = 1;
+        id = f->proc;
+        attempt = f->attempt;
     }
     json_t *m =
         json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)id, "attempt", attempt);
@@ -243,11 +244,12 @@ void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char 
  * one; they end as stopped at the rung they reached. */
 static void close_paused(tp_run_t *r) {
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_PAUSED) continue;
         char why[200];
-        snprintf(why, sizeof why, "not promoted past rung %d (budget %g)", t->rung, t->budget);
-        if (strcmp(t->why, why) == 0) /* closed before, reopened by this run, not promoted */
+        snprintf(why, sizeof why, "not promoted past rung %d (budget %g)", t->job.rung,
+                 t->job.budget);
+        if (strcmp(t->job.why, why) == 0) /* closed before, reopened by this run, not promoted */
             tp__trial_set_closed(&r->trials, t, 1);
         else
             tp__run_stop_paused(r, t, why);
@@ -255,15 +257,15 @@ static void close_paused(tp_run_t *r) {
 }
 
 void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why) {
-    snprintf(t->why, sizeof t->why, "%s", why);
-    tp_transition_t how = {.detail = t->why};
+    snprintf(t->job.why, sizeof t->job.why, "%s", why);
+    tp_transition_t how = {.detail = t->job.why};
     tp__trial_set_state(&r->trials, t, TP_TRIAL_STOPPED, &how);
-    tp__journal_ok(
-        &r->journal,
-        tp__store_trial_progress(tp__journal_tx(&r->journal), t->id, t->rung, t->budget, t->why),
-        "closing a paused trial");
+    tp__journal_ok(&r->journal,
+                   tp__store_trial_progress(tp__journal_tx(&r->journal), t->id, t->job.rung,
+                                            t->job.budget, t->job.why),
+                   "closing a paused trial");
     tp__note_best(r, t);
-    tp__view_attempt_ended(r, t, TP_REQUEUE_NONE, t->why, 0);
+    tp__view_attempt_ended(r, t, TP_REQUEUE_NONE, t->job.why, 0);
 }
 
 void tp__run_decision(tp_run_t *r, const char *kind, const trial_t *t, int ok, double value,
@@ -282,8 +284,8 @@ void tp__run_result_decision(tp_run_t *r, double at, const char *kind, const tri
     tp_decision_row_t d = {.at = at,
                            .kind = kind,
                            .trial = t->id,
-                           .rung = t->rung,
-                           .budget = t->budget,
+                           .rung = t->job.rung,
+                           .budget = t->job.budget,
                            .attempt = t->attempts,
                            .ok = ok,
                            .has_value = !isnan(value),
@@ -293,7 +295,8 @@ void tp__run_result_decision(tp_run_t *r, double at, const char *kind, const tri
                            .constraints = constraints};
     tp_store_t *s = tp__journal_tx(&r->journal);
     if (tp__journal_ok(&r->journal, tp__store_decision(s, &d), "recording a decision") == 0)
-        tp__journal_ok(&r->journal, tp__store_trial_progress(s, t->id, t->rung, t->budget, detail),
+        tp__journal_ok(&r->journal,
+                       tp__store_trial_progress(s, t->id, t->job.rung, t->job.budget, detail),
                        "recording a decision");
 }
 
@@ -345,24 +348,23 @@ trial_t *tp__run_next_candidate(tp_run_t *r) {
         tp__lineage_exploit(r, t, &job, now);
         json_decref(job.config);
     }
-    t->from_budget = job.is_new ? 0 : job.exploit ? job.from : t->budget;
-    t->rung = job.rung;
-    t->budget = job.budget;
-    t->fluid_group = job.group;
-    t->fluid_share = t->fluid_noted = 0;
-    t->job_fresh = 1;
-    t->job_attempts = 0;
+    t->job.from_budget = job.is_new ? 0 : job.exploit ? job.from : t->job.budget;
+    t->job.rung = job.rung;
+    t->job.budget = job.budget;
+    tp__groups_new_job(t, job.group);
+    t->job.fresh = 1;
+    t->job.attempts = 0;
     if (job.why[0])
-        snprintf(t->why, sizeof t->why, "%s", job.why);
+        snprintf(t->job.why, sizeof t->job.why, "%s", job.why);
     else if (job.is_new)
-        snprintf(t->why, sizeof t->why, "new trial");
+        snprintf(t->job.why, sizeof t->job.why, "new trial");
     else
-        snprintf(t->why, sizeof t->why, "promoted to rung %d", job.rung);
+        snprintf(t->job.why, sizeof t->job.why, "promoted to rung %d", job.rung);
     if (!job.why[0] && job.budget > 0) {
-        size_t k = strlen(t->why);
-        snprintf(t->why + k, sizeof t->why - k, " (budget %g)", job.budget);
+        size_t k = strlen(t->job.why);
+        snprintf(t->job.why + k, sizeof t->job.why - k, " (budget %g)", job.budget);
     }
-    tp__run_decision_at(r, now, "job", t, 1, NAN, t->why, NULL);
+    tp__run_decision_at(r, now, "job", t, 1, NAN, t->job.why, NULL);
     return t;
 }
 
@@ -380,28 +382,28 @@ void tp__run_queue_stop(tp_run_t *r, const trial_t *t) {
 
 void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch) {
     t->attempts++;
-    t->job_attempts++;
-    t->stop_sent = 0;
-    if (t->job_fresh) {
+    t->job.attempts++;
+    t->current.stop_sent = 0;
+    if (t->job.fresh) {
         /* A new job: its reports start afresh. Another attempt at the same
          * job (a retry, or a rerun after an interruption that resumes from
          * the checkpoint) keeps what the job reported so far. */
         t->has_value = 0;
         t->value = t->best = NAN;
         t->step = TP_STORE_NO_STEP;
-        t->job_fresh = 0;
+        t->job.fresh = 0;
     }
-    t->seq = 0;
-    t->garbage = 0;
-    t->first_garbage[0] = 0;
-    t->early_stopped = 0;
+    t->current.seq = 0;
+    t->current.garbage = 0;
+    t->current.first_garbage[0] = 0;
+    t->job.early_stopped = 0;
     tp__elastic_attempt(r, t);
-    t->ranks_live = 0;
-    t->master_port = 0;
-    json_decref(t->verdict);
-    t->verdict = NULL;
-    t->started = tp__mono_s();
-    if (!t->fused) t->proc = t->id;
+    t->ranks.live = 0;
+    t->ranks.master_port = 0;
+    json_decref(t->ranks.verdict);
+    t->ranks.verdict = NULL;
+    t->current.started = tp__mono_s();
+    tp__fuse_alone(t);
     tp__buf_reset(&t->last);
     if (tp__trial_set_state(&r->trials, t, TP_TRIAL_RUNNING, NULL) != 0) return;
     tp__placement_attempt(r, t);
@@ -480,7 +482,7 @@ static void pump(uv_prepare_t *h) {
         r->stopping = 1;
         r->exit_code = TP_EXIT_STORE;
         for (size_t i = 0; i < r->trials.n; i++) {
-            trial_t *t = r->trials.by_id[i];
+            trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
             if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
         }
     }
@@ -493,7 +495,7 @@ static void pump(uv_prepare_t *h) {
     tp__elastic_act(r);
     for (size_t i = 0; i < r->nstops; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->stops[i]);
-        if (t && t->state == TP_TRIAL_RUNNING && t->fused)
+        if (t && t->state == TP_TRIAL_RUNNING && tp__fuse_of(t))
             tp__fuse_drop(r, t); /* the others of its process go on */
         else if (t && t->state == TP_TRIAL_RUNNING)
             tp__run_send_control(r, t, "stop", "early stop");
@@ -534,24 +536,24 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
     char detail[300];
     snprintf(detail, sizeof detail, "interrupted: agent lost (%s)", why);
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         int there = 0;
         for (size_t k = 0; k < tp__trial_nshards(r, t); k++)
             there |= (int)tp__trial_shard(t, k)->node == node;
         if (!there) continue;
-        if (t->nranks > 1) tp__run_send_control(r, t, "stop", "a node of the trial was lost");
+        if (t->ranks.n > 1) tp__run_send_control(r, t, "stop", "a node of the trial was lost");
         if (tp__placement_ended(r, t)) /* a profiling attempt gives its group back */
             tp__placement_left_group(r, t);
         tp__run_logs_close(t);
         tp_transition_t how = {.detail = detail, .requeue = TP_REQUEUE_INTERRUPTED};
-        double ran = tp__mono_s() - t->started;
+        double ran = tp__mono_s() - t->current.started;
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &how);
         tp__view_attempt_ended(r, t, TP_REQUEUE_INTERRUPTED, detail, ran);
     }
     tp__placement_node_down(r, (size_t)node);
     char what[400];
-    snprintf(what, sizeof what, "%s: %s", r->agents.links[node]->name, why);
+    snprintf(what, sizeof what, "%s: %s", tp__agents_link(r, node)->name, why);
     tp__journal_ok(
         &r->journal,
         tp__store_event(tp__journal_tx(&r->journal), -1, 0, "agent-lost", what, tp__wall_s()),
@@ -565,7 +567,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
 static void stop_run(tp_run_t *r) {
     r->stopping = 1;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
     }
 }
@@ -666,7 +668,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
     /* Attempts interrupted and not yet run again: the next run says so. */
     int waiting = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         waiting += t && t->state == TP_TRIAL_PENDING && t->requeued == TP_REQUEUE_INTERRUPTED;
     }
     char nint[16];

@@ -7,7 +7,7 @@
  *   journal       journal.c        the store, transactions, write failures
  *   agents        agents.c         one link per agent: transport, readiness, loss
  *   pl            placement.c      demand groups, placing, GPU state
- *                 profiling.c      profiles of training: each GPU's busy base, trial_t.prof
+ *                 profiling.c      profiles of training: each GPU's busy base, trial_t.demand.prof
  *                                  (profile.c decides, purely, on the samples)
  *                 inventory.c      the cluster from the agents' hellos, MPS per node
  *   view          view.c           the live terminal view or log lines
@@ -83,6 +83,9 @@ int tp__agents_plan(tp_run_t *r);
 int tp__agents_start(tp_run_t *r);
 /* Send m to the agent running node `node`. 0 or -errno. */
 int tp__agents_send(tp_run_t *r, int node, const json_t *m);
+/* The link of node `node` (< agents.n): the one way other files reach a
+ * link. O(1). */
+tp_agent_link_t *tp__agents_link(const tp_run_t *r, size_t node);
 /* How many agents have said hello and are set up. */
 int tp__agents_ready(const tp_run_t *r);
 /* How many of them take new trials (not draining). */
@@ -165,6 +168,12 @@ typedef struct tp_placement {
 /* ---- inventory.c (the cluster of placement's part) -------------------------- */
 /* The cluster's nodes, one per agent link, empty until each says hello. */
 void tp__placement_init(tp_run_t *r);
+/* The cluster (its nodes, GPUs and capacities): the one way other files
+ * read it. O(1). */
+const tp_cluster_t *tp__placement_cluster(const tp_run_t *r);
+/* What placement knows of node n (< the cluster's nodes) besides its
+ * capacity. O(1). */
+const tp_node_state_t *tp__placement_node(const tp_run_t *r, size_t n);
 /* One more node (a link added while running), empty until its hello. */
 void tp__placement_add_node(tp_run_t *r, const char *name);
 /* From node n's hello: its capacity; decide MPS there. 0, or an exit code
@@ -184,6 +193,8 @@ void tp__placement_mps_dirs(const tp_run_t *r, size_t node, int index, char *pip
                             size_t n);
 
 /* ---- placement.c: demand groups, placing, measuring ------------------------- */
+/* The demand group of t, NULL before it has one. O(1). */
+const demand_group_t *tp__placement_group(const tp_run_t *r, const trial_t *t);
 /* Whether a demand is `auto` (measured by a profiling attempt, with NVML). */
 int tp__placement_needs_profile(const tp_run_t *r);
 /* Node n's agent is gone: nothing is placed there until it says hello. */
@@ -257,7 +268,7 @@ int tp__groups_member(const tp_run_t *r, const trial_t *t);
 /* A report of t's with a step (first: the attempt's first, which starts
  * its step time): under groups, the load on its GPU is noted (its mean
  * since the first is kept with the step time measured over the same span:
- * trial_t.step_load), so that its work on a GPU of its own can be told.
+ * trial_t.fluid.step_load), so that its work on a GPU of its own can be told.
  * Call before tp__trial_set_step_s. O(trials) at the first step of a
  * member holding a fraction, or while a demand on its GPU is not known;
  * else O(1) (tp__groups_gpu_changed keeps the load). */

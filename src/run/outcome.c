@@ -16,12 +16,14 @@
 #define TAIL_BYTES 800
 
 void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
-    if (t->garbage++ == 0) snprintf(t->first_garbage, sizeof t->first_garbage, "%s", what);
-    if (t->garbage > TP_GARBAGE_EVENTS) return;
+    if (t->current.garbage++ == 0)
+        snprintf(t->current.first_garbage, sizeof t->current.first_garbage, "%s", what);
+    if (t->current.garbage > TP_GARBAGE_EVENTS) return;
     char detail[600];
     snprintf(detail, sizeof detail, "%s%s", what,
-             t->garbage == TP_GARBAGE_EVENTS ? " (further garbage in this attempt is only counted)"
-                                             : "");
+             t->current.garbage == TP_GARBAGE_EVENTS
+                 ? " (further garbage in this attempt is only counted)"
+                 : "");
     tp__journal_ok(&r->journal,
                    tp__store_event(tp__journal_tx(&r->journal), t->id, t->attempts, "garbage",
                                    detail, tp__wall_s()),
@@ -31,29 +33,31 @@ void tp__run_garbage(tp_run_t *r, trial_t *t, const char *what) {
 static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const char *data,
                           size_t len) {
     if (tp__journal_ok(&r->journal,
-                       tp__store_metric(tp__journal_tx(&r->journal), t->id, t->attempts, t->seq++,
-                                        rep->step, rep->has_value ? rep->value : NAN, data, len),
+                       tp__store_metric(tp__journal_tx(&r->journal), t->id, t->attempts,
+                                        t->current.seq++, rep->step,
+                                        rep->has_value ? rep->value : NAN, data, len),
                        "storing a report") == 0)
         r->journal.metric_rows++;
-    t->last_report = tp__mono_s();
-    if (t->seq == 1) t->first_report = t->last_report;
+    t->pace.last_report = tp__mono_s();
+    if (t->current.seq == 1) t->pace.first_report = t->pace.last_report;
     tp__elastic_on_report(r, t, rep->step);
     if (rep->step != TP_STORE_NO_STEP) {
         /* seconds per step, from this attempt's first report with a step */
-        if (t->first_step == TP_STORE_NO_STEP) {
-            t->first_step = rep->step;
-            t->first_step_at = t->last_report;
+        if (t->pace.first_step == TP_STORE_NO_STEP) {
+            t->pace.first_step = rep->step;
+            t->pace.first_step_at = t->pace.last_report;
             tp__groups_on_step(r, t, 1);
-        } else if (rep->step > t->first_step) {
+        } else if (rep->step > t->pace.first_step) {
             tp__groups_on_step(r, t, 0);
             tp__trial_set_step_s(&r->trials, t,
-                                 (t->last_report - t->first_step_at) /
-                                     (double)(rep->step - t->first_step));
+                                 (t->pace.last_report - t->pace.first_step_at) /
+                                     (double)(rep->step - t->pace.first_step));
         }
         t->step = rep->step;
-        if (rep->step > t->step_done) t->step_done = rep->step;
+        if (rep->step > t->job.step_done) t->job.step_done = rep->step;
     }
-    if (t->fused && rep->step != TP_STORE_NO_STEP) tp__fuse_seen(t->fused, t, rep->step);
+    if (tp__fuse_of(t) && rep->step != TP_STORE_NO_STEP)
+        tp__fuse_seen(tp__fuse_of(t), t, rep->step);
     tp__buf_reset(&t->last);
     tp__buf_append(&t->last, data, len);
     if (rep->has_value) {
@@ -61,11 +65,11 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         t->value = rep->value;
         if (tp__run_better(r, rep->value, t->best)) t->best = rep->value;
         char why[200];
-        if (rep->step != TP_STORE_NO_STEP && !t->early_stopped && !r->stopping &&
+        if (rep->step != TP_STORE_NO_STEP && !t->job.early_stopped && !r->stopping &&
             !r->sched->ops->report(r->sched, t->id, rep->step, rep->value, tp__wall_s(), why,
                                    sizeof why)) {
-            t->early_stopped = 1;
-            snprintf(t->why, sizeof t->why, "%s", why);
+            t->job.early_stopped = 1;
+            snprintf(t->job.why, sizeof t->job.why, "%s", why);
             tp__run_decision(r, "stop", t, 1, rep->value, why, NULL);
             /* Journal, then act: the stop goes out after the commit. */
             tp__run_queue_stop(r, t);
@@ -93,7 +97,7 @@ static trial_t *fused_target(tp_run_t *r, tp_fused_t *f, const tp_report_t *rep,
 }
 
 trial_t *tp__run_garbage_owner(const tp_run_t *r, trial_t *t, const tp_fused_t *f) {
-    return f ? tp__fuse_member(r, f, t && t->fused == f ? t->fuse_index : -1) : t;
+    return f ? tp__fuse_member(r, f, t && tp__fuse_of(t) == f ? tp__fuse_index(t) : -1) : t;
 }
 
 void tp__run_on_report(tp_run_t *r, trial_t *t, tp_fused_t *f, int kv, const char *lines,
@@ -137,13 +141,13 @@ static void rank_dir(const tp_run_t *r, const trial_t *t, int rank, char *out, s
 
 void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, int is_stderr, const char *data, size_t n) {
     int which = is_stderr != 0;
-    int nlogs = 2 * (t->nranks > 0 ? t->nranks : 1);
-    if (!t->logs) {
-        t->logs = tp__xcalloc((size_t)nlogs, sizeof *t->logs);
+    int nlogs = 2 * (t->ranks.n > 0 ? t->ranks.n : 1);
+    if (!t->ranks.logs) {
+        t->ranks.logs = tp__xcalloc((size_t)nlogs, sizeof *t->ranks.logs);
         for (int i = 0; i < nlogs; i++)
-            t->logs[i].fd = -1;
+            t->ranks.logs[i].fd = -1;
     }
-    tp_logfile_t *f = &t->logs[2 * rank + which];
+    tp_logfile_t *f = &t->ranks.logs[2 * rank + which];
     if (f->fd < 0) {
         char dir[4200];
         tp_error_t err = {0};
@@ -161,11 +165,11 @@ void tp__run_on_log(tp_run_t *r, trial_t *t, int rank, int is_stderr, const char
 }
 
 void tp__run_logs_close(trial_t *t) {
-    if (!t->logs) return;
-    for (int i = 0; i < 2 * (t->nranks > 0 ? t->nranks : 1); i++)
-        if (t->logs[i].fd >= 0) tp__logfile_close(&t->logs[i]);
-    free(t->logs);
-    t->logs = NULL;
+    if (!t->ranks.logs) return;
+    for (int i = 0; i < 2 * (t->ranks.n > 0 ? t->ranks.n : 1); i++)
+        if (t->ranks.logs[i].fd >= 0) tp__logfile_close(&t->ranks.logs[i]);
+    free(t->ranks.logs);
+    t->ranks.logs = NULL;
 }
 
 /* The last TAIL_LINES lines of t's stderr (rank 0, this attempt), at most
@@ -173,7 +177,7 @@ void tp__run_logs_close(trial_t *t) {
  * last. O(TAIL_BYTES). */
 static void stderr_tail(const tp_run_t *r, const trial_t *t, char *out, size_t n) {
     char path[4300];
-    tp__trial_path(path, sizeof path, r->dir, (long long)t->proc, "/stderr.log");
+    tp__trial_path(path, sizeof path, r->dir, (long long)tp__fuse_proc(t), "/stderr.log");
     out[0] = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return;
@@ -207,7 +211,7 @@ typedef struct ending {
     int regrow;           /* out of GPU memory, placed again with more */
     tp_requeue_t requeue; /* elastic: why it comes back (a resize) */
     char resized[200];    /* a resize in words */
-    char at_deadline[sizeof((trial_t *)0)->why]; /* the deadline ended it: why; "" if not */
+    char at_deadline[sizeof((trial_t *)0)->job.why]; /* the deadline ended it: why; "" if not */
 } ending_t;
 
 /* The features' hooks, in this order: OOM regrowth (placement), elastic
@@ -239,9 +243,9 @@ static void tell_result(tp_run_t *r, const trial_t *t, int ok, const tp_verdict_
     const double *values = v->values;
     if (ok && r->x.nconstraints) tp__scheduler_constrain(r->sched, t->id, v->cvalues);
     if (r->x.nobjectives > 1)
-        r->sched->ops->result_values(r->sched, t->id, t->rung, ok, values, at);
+        r->sched->ops->result_values(r->sched, t->id, t->job.rung, ok, values, at);
     else
-        r->sched->ops->result(r->sched, t->id, t->rung, ok, ok && t->has_value ? t->value : NAN,
+        r->sched->ops->result(r->sched, t->id, t->job.rung, ok, ok && t->has_value ? t->value : NAN,
                               at);
     r->sched_waiting = 0;
 }
@@ -252,15 +256,16 @@ static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v,
                                  char *note, size_t n, const char **decided) {
     tp__deadline_timing(r, t, at);
     tell_result(r, t, 1, v, at);
-    if (t->early_stopped) {
-        *decided = t->why;
+    if (t->job.early_stopped) {
+        *decided = t->job.why;
         return TP_TRIAL_STOPPED;
     }
-    if (r->sched->ops->final(r->sched, t->id, t->rung)) {
+    if (r->sched->ops->final(r->sched, t->id, t->job.rung)) {
         *decided = "completed";
         return TP_TRIAL_COMPLETED;
     }
-    snprintf(note, n, "rung %d (budget %g) done: waits for a promotion", t->rung, t->budget);
+    snprintf(note, n, "rung %d (budget %g) done: waits for a promotion", t->job.rung,
+             t->job.budget);
     *decided = note;
     return TP_TRIAL_PAUSED;
 }
@@ -354,7 +359,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
                                    const char **decided) {
     if (*end->at_deadline) {
         how->detail = end->at_deadline;
-        snprintf(t->why, sizeof t->why, "%s", end->at_deadline);
+        snprintf(t->job.why, sizeof t->job.why, "%s", end->at_deadline);
         /* Its job did not reach its budget: for the scheduler the trial is
          * out of the search (a replay tells it the same), so that a run
          * extended past the deadline does not wait for that job. */

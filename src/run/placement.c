@@ -34,6 +34,55 @@
 
 /* ---- demand groups ----------------------------------------------------------- */
 
+void tp__placement_trial_init(trial_t *t) {
+    t->demand.group = -1;
+}
+
+void tp__placement_trial_free(trial_t *t) {
+    free(t->demand.more);
+    tp__prof_reset(&t->demand.prof);
+}
+
+int tp__placement_group_of(const trial_t *t) {
+    return t->demand.group;
+}
+uint64_t tp__placement_mem_mib(const trial_t *t) {
+    return t->demand.mem_mib;
+}
+double tp__placement_compute(const trial_t *t) {
+    return t->demand.compute;
+}
+uint64_t tp__placement_peak_mib(const trial_t *t) {
+    return t->demand.peak_mib;
+}
+
+const demand_group_t *tp__placement_group(const tp_run_t *r, const trial_t *t) {
+    return t->demand.group >= 0 ? &r->pl.groups[t->demand.group] : NULL;
+}
+
+void tp__placement_run_beside(trial_t *to, const trial_t *from) {
+    to->where = from->where;
+    free(to->demand.more);
+    to->demand.more = NULL;
+}
+
+void tp__placement_hand_over(trial_t *u, trial_t *t) {
+    u->where = t->where;
+    u->demand.more = t->demand.more;
+    t->demand.more = NULL;
+    u->demand.mem_mib = t->demand.mem_mib;
+    u->demand.compute = t->demand.compute;
+    u->demand.profiling = t->demand.profiling;
+    u->demand.peak_mib =
+        t->demand.peak_mib > u->demand.peak_mib ? t->demand.peak_mib : u->demand.peak_mib;
+    t->demand.profiling = 0;
+    /* the process's samples so far measure it whichever trial holds it */
+    tp__prof_reset(&u->demand.prof);
+    u->demand.prof = t->demand.prof;
+    memset(&t->demand.prof, 0, sizeof t->demand.prof);
+    u->demand.sm_sum = t->demand.sm_sum, u->demand.samples = t->demand.samples;
+}
+
 int tp__placement_needs_profile(const tp_run_t *r) {
     return r->x.res.gpu_memory_auto || r->x.res.gpu_compute_auto;
 }
@@ -60,14 +109,14 @@ void tp__placement_apply_profile(tp_run_t *r, demand_group_t *g, const tp_profil
 /* The group of t, created on first use with the declared demand, or the
  * stored measurement of an earlier run (reused on resume). */
 static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
-    if (t->group >= 0) return &r->pl.groups[t->group];
+    if (t->demand.group >= 0) return &r->pl.groups[t->demand.group];
     if (!r->pl.group_index) r->pl.group_index = json_object();
     char *key = group_key(r, t->params);
     json_t *idx = json_object_get(r->pl.group_index, key);
     if (idx) {
         free(key);
-        t->group = (int)json_integer_value(idx);
-        return &r->pl.groups[t->group];
+        t->demand.group = (int)json_integer_value(idx);
+        return &r->pl.groups[t->demand.group];
     }
     r->pl.groups = tp__xrealloc(r->pl.groups, (r->pl.ngroups + 1) * sizeof *r->pl.groups);
     demand_group_t *g = &r->pl.groups[r->pl.ngroups];
@@ -81,7 +130,7 @@ static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
     if (!g->measured && tp__store_profile_get(r->journal.store, key, &p) == 0)
         tp__placement_apply_profile(r, g, &p);
     json_object_set_new(r->pl.group_index, key, json_integer((json_int_t)r->pl.ngroups));
-    t->group = (int)r->pl.ngroups++;
+    t->demand.group = (int)r->pl.ngroups++;
     return g;
 }
 
@@ -103,7 +152,7 @@ static void close_node(const tp_run_t *r, tp_usage_t *u, size_t n) {
 static void current_usage(tp_run_t *r, tp_usage_t *u) {
     tp__usage_init(u, &r->pl.cluster);
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
             const tp_assign_t *a = tp__trial_shard(t, s);
@@ -112,18 +161,20 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
             /* a profiler, or a trial placed on a guess beside it, holds what
              * it was placed with, or what it uses if more */
             uint64_t mib =
-                (t->profiling || t->guessed) && t->peak_mib > t->mem_mib ? t->peak_mib : t->mem_mib;
+                (t->demand.profiling || t->demand.guessed) && t->demand.peak_mib > t->demand.mem_mib
+                    ? t->demand.peak_mib
+                    : t->demand.mem_mib;
             for (size_t k = 0; k < a->ngpus; k++) {
                 size_t g = base + a->gpu[k];
                 u->mem_used[g] += mib;
                 u->compute_used[g] +=
-                    tp__place_share(&r->pl.cluster, a->node, a->gpu[k], t->compute);
+                    tp__place_share(&r->pl.cluster, a->node, a->gpu[k], t->demand.compute);
                 u->count[g]++;
             }
         }
     }
     for (size_t n = 0; n < r->pl.cluster.nnodes; n++) {
-        const tp_agent_link_t *l = n < r->agents.n ? r->agents.links[n] : NULL;
+        const tp_agent_link_t *l = n < r->agents.n ? tp__agents_link(r, n) : NULL;
         for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
             u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
         if (!l || !l->ready || l->draining) close_node(r, u, n);
@@ -191,7 +242,7 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
         for (; got < k && got < TP_ARRAY_LEN(shards); got++) {
             size_t best = nn;
             for (size_t j = 0; j < nn; j++)
-                if (r->agents.links[j]->ready && !r->agents.links[j]->draining && !taken[j] &&
+                if (tp__agents_link(r, j)->ready && !tp__agents_link(r, j)->draining && !taken[j] &&
                     load[j] < cap && (best == nn || load[j] < load[best]))
                     best = j;
             if (best == nn) break;
@@ -212,11 +263,11 @@ static size_t place_by_load(tp_run_t *r, trial_t **batch, size_t n) {
 void tp__placement_set_shards(tp_run_t *r, trial_t *t, const tp_assign_t *shards, size_t k) {
     (void)r;
     t->where = shards[0];
-    free(t->more);
-    t->more = NULL;
+    free(t->demand.more);
+    t->demand.more = NULL;
     if (k > 1) {
-        t->more = tp__xcalloc(k - 1, sizeof *t->more);
-        memcpy(t->more, shards + 1, (k - 1) * sizeof *t->more);
+        t->demand.more = tp__xcalloc(k - 1, sizeof *t->demand.more);
+        memcpy(t->demand.more, shards + 1, (k - 1) * sizeof *t->demand.more);
     }
 }
 
@@ -305,17 +356,17 @@ static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t *
     size_t k = 0, cap = (size_t)r->trials.count[TP_TRIAL_RUNNING] + 1;
     tp_place_running_t *run = tp__xcalloc(cap, sizeof *run);
     for (size_t i = 0; i < r->trials.n && k < cap; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
-        if (t->where.ngpus != 1 || t->more) {
+        if (t->where.ngpus != 1 || t->demand.more) {
             free(run);
             return SIZE_MAX;
         }
         run[k++] = (tp_place_running_t){.gpu = u->gpu_base[t->where.node] + t->where.gpu[0],
                                         .d = {.id = t->id,
                                               .gpus = 1,
-                                              .memory_mib = t->mem_mib,
-                                              .compute = t->compute,
+                                              .memory_mib = t->demand.mem_mib,
+                                              .compute = t->demand.compute,
                                               .cpus = r->x.res.cpus,
                                               .duration_s = tp__trial_expected_s(&r->trials, t)},
                                         .left = 1};
@@ -364,9 +415,9 @@ static void place_rounds(tp_run_t *r, tp_usage_t *u, const int *load, const tp_d
 static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     for (size_t i = 0; i < n; i++) {
         memset(&batch[i]->where, 0, sizeof batch[i]->where);
-        free(batch[i]->more);
-        batch[i]->more = NULL;
-        batch[i]->guessed = 0;
+        free(batch[i]->demand.more);
+        batch[i]->demand.more = NULL;
+        batch[i]->demand.guessed = 0;
     }
     if (!r->pl.placing) return place_by_load(r, batch, n);
     tp_demand_t *d = tp__xcalloc(n, sizeof *d);
@@ -388,8 +439,8 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
                              .compute = g->compute,
                              .cpus = r->x.res.cpus,
                              .duration_s = tp__trial_expected_s(&r->trials, t)};
-        if (t->fuse_mem_mib > d[m].memory_mib) /* a fused process: what its K uses */
-            d[m].memory_mib = t->fuse_mem_mib;
+        if (tp__fuse_mem_mib(t) > d[m].memory_mib) /* a fused process: what its K uses */
+            d[m].memory_mib = tp__fuse_mem_mib(t);
         if (!g->measured) {
             /* The profiler runs beside what runs (uncapped, under MPS where
              * the node has it), placed where its provisional demand fits.
@@ -437,7 +488,7 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
     }
     for (size_t i = 0; i < m; i++) {
         trial_t *t = who[i];
-        demand_group_t *g = &r->pl.groups[t->group];
+        demand_group_t *g = &r->pl.groups[t->demand.group];
         if (!out[i].placed || (guessed[i] && g->profiler < 0)) {
             /* no profiler: nor its guessed siblings (one of them profiles next) */
             if (profiling[i]) g->profiler = -1;
@@ -445,10 +496,10 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
             continue;
         }
         t->where = out[i];
-        t->mem_mib = d[i].memory_mib;
-        t->compute = d[i].compute;
-        t->profiling = profiling[i];
-        t->guessed = guessed[i];
+        t->demand.mem_mib = d[i].memory_mib;
+        t->demand.compute = d[i].compute;
+        t->demand.profiling = profiling[i];
+        t->demand.guessed = guessed[i];
         placed++;
     }
     for (size_t i = 0; i < m; i++) /* once all are placed: the loads they make */
@@ -464,11 +515,11 @@ static size_t place(tp_run_t *r, trial_t **batch, size_t n) {
 /* Shard k of t's attempt: its first node, or one of a multi-node trial's
  * others. */
 const tp_assign_t *tp__trial_shard(const trial_t *t, size_t k) {
-    return k == 0 ? &t->where : &t->more[k - 1];
+    return k == 0 ? &t->where : &t->demand.more[k - 1];
 }
 
 size_t tp__trial_nshards(const tp_run_t *r, const trial_t *t) {
-    return t->more ? (size_t)r->x.res.nodes : 1;
+    return t->demand.more ? (size_t)r->x.res.nodes : 1;
 }
 
 /* Journal where shard a of t's new attempt runs and fill env with its GPU
@@ -492,7 +543,7 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
         json_object_set_new(genv, "CUDA_VISIBLE_DEVICES", json_string(visible));
         if (strcmp(ns->sharing, "exclusive") == 0) {
             sharing = "exclusive"; /* CUDA_VISIBLE_DEVICES alone, as outside tunepack */
-        } else if (ns->mps && a->ngpus == 1 && t->nranks == 1) {
+        } else if (ns->mps && a->ngpus == 1 && t->ranks.n == 1) {
             /* One daemon per GPU; the client sees its one GPU as device 0.
              * No thread limit (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), for any
              * trial: measured on H100s, caps never paid (four ViT-Ti at 25%
@@ -505,7 +556,8 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
              * is unknown, has none. */
             char pipe[4200], log[4200], vars[3][512];
             tp__placement_mps_dirs(r, a->node, node->gpus[a->gpu[0]].index, pipe, log, sizeof pipe);
-            int nv = tp__mps_env(pipe, "0", 0, t->profiling || t->guessed ? 0 : t->mem_mib,
+            int nv = tp__mps_env(pipe, "0", 0,
+                                 t->demand.profiling || t->demand.guessed ? 0 : t->demand.mem_mib,
                                  MPS_MEM_HEADROOM, vars);
             for (int i = 0; i < nv; i++) {
                 char *eq = strchr(vars[i], '=');
@@ -527,8 +579,8 @@ static void journal_placement(tp_run_t *r, trial_t *t, const tp_assign_t *a, jso
                               .at = tp__wall_s(),
                               .node = node->name,
                               .gpus = gtext,
-                              .memory_mib = t->mem_mib,
-                              .compute = t->compute,
+                              .memory_mib = t->demand.mem_mib,
+                              .compute = t->demand.compute,
                               .cpus = r->x.res.cpus,
                               .sharing = sharing,
                               .env = etext};
@@ -558,12 +610,12 @@ static void where_text(const tp_run_t *r, trial_t *t) {
 
 void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     where_text(r, t);
-    t->peak_mib = 0;
-    t->first_step = TP_STORE_NO_STEP;
-    t->sm_sum = 0;
-    t->samples = 0;
-    tp__prof_reset(&t->prof);
-    t->first_report = t->last_report = 0;
+    t->demand.peak_mib = 0;
+    t->pace.first_step = TP_STORE_NO_STEP;
+    t->demand.sm_sum = 0;
+    t->demand.samples = 0;
+    tp__prof_reset(&t->demand.prof);
+    t->pace.first_report = t->pace.last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
     size_t nshards = tp__trial_nshards(r, t);
@@ -616,7 +668,7 @@ static void save_snapshot(tp_run_t *r, int final) {
     for (size_t k = 0; k < base[nn]; k++)
         on[k] = json_array();
     for (size_t k = 0; k < r->trials.n; k++) {
-        trial_t *t = r->trials.by_id[k];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)k);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t sh = 0; sh < tp__trial_nshards(r, t); sh++) {
             const tp_assign_t *a = tp__trial_shard(t, sh);
@@ -681,14 +733,14 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *m) {
         const tp_msg_usage_trial_t *e = &m->trials[i];
         trial_t *t = tp__placement_sampled(r, n, e);
         if (!t) continue;
-        if (e->used_mib > t->peak_mib) t->peak_mib = e->used_mib;
-        t->sm_sum += (double)e->sm_util;
-        t->samples++;
-        demand_group_t *g = t->group >= 0 ? &r->pl.groups[t->group] : NULL;
-        if (!t->profiling && g && g->measured && r->x.res.gpu_memory_auto &&
-            (double)t->peak_mib * PROFILE_HEADROOM > (double)g->mem_mib) {
+        if (e->used_mib > t->demand.peak_mib) t->demand.peak_mib = e->used_mib;
+        t->demand.sm_sum += (double)e->sm_util;
+        t->demand.samples++;
+        demand_group_t *g = t->demand.group >= 0 ? &r->pl.groups[t->demand.group] : NULL;
+        if (!t->demand.profiling && g && g->measured && r->x.res.gpu_memory_auto &&
+            (double)t->demand.peak_mib * PROFILE_HEADROOM > (double)g->mem_mib) {
             /* Live refinement: the group's trials need more than measured. */
-            g->mem_mib = (uint64_t)ceil((double)t->peak_mib * PROFILE_HEADROOM);
+            g->mem_mib = (uint64_t)ceil((double)t->demand.peak_mib * PROFILE_HEADROOM);
         }
     }
     tp__profiling_usage(r, n, m, busy, now); /* the profilers' samples (profiling.c) */
@@ -702,11 +754,11 @@ void tp__placement_on_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *m) {
 }
 
 int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
-    if (t->group < 0 || !r->pl.cluster.nnodes) {
+    if (t->demand.group < 0 || !r->pl.cluster.nnodes) {
         snprintf(why, n, "out of GPU memory");
         return 0;
     }
-    demand_group_t *g = &r->pl.groups[t->group];
+    demand_group_t *g = &r->pl.groups[t->demand.group];
     uint64_t most = 0;
     for (size_t k = 0; k < r->pl.cluster.nnodes; k++) {
         const tp_node_t *node = &r->pl.cluster.nodes[k];
@@ -717,9 +769,10 @@ int tp__placement_oom(tp_run_t *r, trial_t *t, char *why, size_t n) {
             if (usable > most) most = usable;
         }
     }
-    uint64_t old = t->mem_mib > g->mem_mib ? t->mem_mib : g->mem_mib;
+    uint64_t old = t->demand.mem_mib > g->mem_mib ? t->demand.mem_mib : g->mem_mib;
     uint64_t grown = old + old / 2;
-    if (t->peak_mib + t->peak_mib / 4 > grown) grown = t->peak_mib + t->peak_mib / 4;
+    if (t->demand.peak_mib + t->demand.peak_mib / 4 > grown)
+        grown = t->demand.peak_mib + t->demand.peak_mib / 4;
     if (grown < old + 256) grown = old + 256;
     if (old >= most) {
         snprintf(why, n, "out of GPU memory with %llu MiB, as much as any GPU here offers",
@@ -740,11 +793,11 @@ int tp__placement_ended(tp_run_t *r, trial_t *t) {
         return 0;
     }
     r->pl.blocked = 0; /* what it held is free again */
-    if (t->profiling) tp__profiling_finish(r, t);
+    if (t->demand.profiling) tp__profiling_finish(r, t);
     t->where.placed = 0;
     tp__groups_gpu_changed(r, &t->where);
-    free(t->more);
-    t->more = NULL;
+    free(t->demand.more);
+    t->demand.more = NULL;
     return 1;
 }
 
@@ -778,13 +831,13 @@ void tp__placement_finish(tp_run_t *r) {
 }
 
 int tp__placement_free_gpus(const tp_run_t *r, size_t node) {
-    if (node >= r->pl.cluster.nnodes || node >= r->agents.n || !r->agents.links[node]->ready ||
-        r->agents.links[node]->draining)
+    if (node >= r->pl.cluster.nnodes || node >= r->agents.n || !tp__agents_link(r, node)->ready ||
+        tp__agents_link(r, node)->draining)
         return 0;
     const tp_node_t *nd = &r->pl.cluster.nodes[node];
     unsigned char used[TP_PLACE_MAX_GPUS * 16] = {0};
     for (size_t i = 0; i < r->trials.n; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
             const tp_assign_t *a = tp__trial_shard(t, s);

@@ -38,16 +38,16 @@ static void profile_words(const tp_prof_result_t *m, tp_prof_how_t how, int ende
 }
 
 void tp__profiling_finish(tp_run_t *r, trial_t *t) {
-    demand_group_t *g = &r->pl.groups[t->group];
-    t->profiling = 0;
+    demand_group_t *g = &r->pl.groups[t->demand.group];
+    t->demand.profiling = 0;
     g->profiler = -1;
     tp_prof_result_t m;
-    tp__prof_result(&t->prof, &m);
-    tp_prof_how_t how = t->prof.how;
-    int ended = !t->prof.done;
-    tp__prof_reset(&t->prof);
+    tp__prof_result(&t->demand.prof, &m);
+    tp_prof_how_t how = t->demand.prof.how;
+    int ended = !t->demand.prof.done;
+    tp__prof_reset(&t->demand.prof);
     if (m.samples == 0) return; /* nothing measured: the next trial of the group profiles */
-    tp_profile_t p = {.memory_mib = t->peak_mib,
+    tp_profile_t p = {.memory_mib = t->demand.peak_mib,
                       .compute = m.compute,
                       .samples = (int)m.samples,
                       .at = tp__wall_s()};
@@ -61,17 +61,19 @@ void tp__profiling_finish(tp_run_t *r, trial_t *t) {
         snprintf(source, sizeof source, "the GPU's busy share over the %.0f%% it showed before%s",
                  m.base, m.sharers > 1 ? ", split among the profilers training there" : "");
     profile_words(&m, how, ended, seen, sizeof seen);
-    if (t->seq > 1 && t->last_report > t->first_report)
-        p.step_s = (t->last_report - t->first_report) / (double)(t->seq - 1);
+    if (t->current.seq > 1 && t->pace.last_report > t->pace.first_report)
+        p.step_s = (t->pace.last_report - t->pace.first_report) / (double)(t->current.seq - 1);
     tp__placement_apply_profile(r, g, &p);
-    t->mem_mib = g->mem_mib;
-    t->compute = g->compute;
+    t->demand.mem_mib = g->mem_mib;
+    t->demand.compute = g->compute;
     for (size_t i = 0; i < r->trials.n; i++) { /* the siblings placed on a guess, likewise */
-        trial_t *o = r->trials.by_id[i];
-        if (!o || !o->guessed || o->group != t->group || o->state != TP_TRIAL_RUNNING) continue;
-        o->guessed = 0;
-        o->mem_mib = g->mem_mib;
-        o->compute = g->compute;
+        trial_t *o = tp__trials_get(&r->trials, (int64_t)i);
+        if (!o || !o->demand.guessed || o->demand.group != t->demand.group ||
+            o->state != TP_TRIAL_RUNNING)
+            continue;
+        o->demand.guessed = 0;
+        o->demand.mem_mib = g->mem_mib;
+        o->demand.compute = g->compute;
     }
     r->pl.blocked = 0; /* what the guesses held is free again */
     char detail[900];
@@ -95,7 +97,7 @@ static size_t entry_gpu(tp_run_t *r, size_t n, const tp_msg_usage_trial_t *e) {
 }
 
 static int trains(const trial_t *t) {
-    return t->prof.how == TP_PROF_REPORT || t->prof.how == TP_PROF_SETTLED;
+    return t->demand.prof.how == TP_PROF_REPORT || t->demand.prof.how == TP_PROF_SETTLED;
 }
 
 /* Each GPU of node n that no profiler of ours is on in this sample: its
@@ -108,7 +110,7 @@ static void keep_baselines(tp_run_t *r, size_t n, const tp_msg_usage_t *u, const
     for (size_t i = 0; i < u->ntrials; i++) {
         const tp_msg_usage_trial_t *e = &u->trials[i];
         trial_t *t = tp__placement_sampled(r, n, e);
-        if (t && t->profiling && (pos = entry_gpu(r, n, e)) != SIZE_MAX) profiled[pos] = 1;
+        if (t && t->demand.profiling && (pos = entry_gpu(r, n, e)) != SIZE_MAX) profiled[pos] = 1;
     }
     double *base = r->pl.node[n].busy_base; /* NULL before the node's hello */
     for (pos = 0; base && pos < ngpus; pos++)
@@ -127,7 +129,9 @@ static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const tp_msg_usage
     tp_prof_sample_t s = {.at = now, .mib = used, .sm = sm, .base = NAN};
     if (pos != SIZE_MAX && r->pl.node[n].busy_base)
         s.busy = busy[pos], s.base = r->pl.node[n].busy_base[pos];
-    if (tp__prof_add(&t->prof, &s, t->last_report, r->x.res.profile_s) != TP_PROF_EXTEND) return;
+    if (tp__prof_add(&t->demand.prof, &s, t->pace.last_report, r->x.res.profile_s) !=
+        TP_PROF_EXTEND)
+        return;
     char detail[400];
     double wait = TP_PROF_WAIT_FACTOR * r->x.res.profile_s;
     snprintf(detail, sizeof detail,
@@ -135,7 +139,7 @@ static void profile_sample(tp_run_t *r, trial_t *t, size_t n, const tp_msg_usage
              "training yet (%llu MiB, SM %.0f%%, GPU %.0f%% busy, %s): the profile waits for "
              "its training (at most %.0f s)",
              r->x.res.profile_s, e->gpu, (unsigned long long)used, sm, s.busy,
-             t->seq ? "its reports came before it was on the GPU" : "no report yet",
+             t->current.seq ? "its reports came before it was on the GPU" : "no report yet",
              wait > TP_PROF_WAIT_MIN_S ? wait : TP_PROF_WAIT_MIN_S);
     tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
     tp__journal_ok(&r->journal,
@@ -152,7 +156,7 @@ void tp__profiling_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *u, const d
     keep_baselines(r, n, u, busy);
     for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
-        if (t && t->profiling) profile_sample(r, t, n, e, busy, now), any = 1;
+        if (t && t->demand.profiling) profile_sample(r, t, n, e, busy, now), any = 1;
     }
     if (!any) return;
     /* Each profiler's sample learns how many profilers train on its GPU now
@@ -161,18 +165,18 @@ void tp__profiling_usage(tp_run_t *r, size_t n, const tp_msg_usage_t *u, const d
     int *training = tp__xcalloc(ngpus + 1, sizeof *training);
     for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
-        if (t && t->profiling && trains(t) && (pos = entry_gpu(r, n, e)) != SIZE_MAX)
+        if (t && t->demand.profiling && trains(t) && (pos = entry_gpu(r, n, e)) != SIZE_MAX)
             training[pos]++;
     }
     for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
-        if (!t || !t->profiling || t->prof.n == 0) continue;
+        if (!t || !t->demand.profiling || t->demand.prof.n == 0) continue;
         if ((pos = entry_gpu(r, n, e)) != SIZE_MAX)
-            t->prof.s[t->prof.n - 1].sharers = training[pos] + !trains(t);
+            t->demand.prof.s[t->demand.prof.n - 1].sharers = training[pos] + !trains(t);
     }
     for (e = u->trials; e < end; e++) {
         trial_t *t = tp__placement_sampled(r, n, e);
-        if (t && t->profiling && t->prof.done) tp__profiling_finish(r, t);
+        if (t && t->demand.profiling && t->demand.prof.done) tp__profiling_finish(r, t);
     }
     free(training);
 }

@@ -65,7 +65,7 @@ static void reach(uv_timer_t *h) {
         "recording the deadline");
     tp__journal_commit(&r->journal); /* journal, then act */
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", "deadline");
     }
 }
@@ -111,7 +111,7 @@ void tp__deadline_finish(tp_run_t *r) {
     const char *note = local && stat(path, &st) != 0 ? " (the trial saved none there)" : "";
     snprintf(line, n, "best model at the deadline: trial %lld, checkpoint %s%s", (long long)b->id,
              path, note);
-    if (b->state != TP_TRIAL_STOPPED || !strstr(b->why, "deadline"))
+    if (b->state != TP_TRIAL_STOPPED || !strstr(b->job.why, "deadline"))
         journal_checkpoint(r, b, "the best model at the deadline"); /* `best` names it too */
     json_t *o = json_pack("{s:I, s:s}", "trial", (json_int_t)b->id, "checkpoint", path);
     char *text = json_dumps(o, JSON_COMPACT);
@@ -130,9 +130,9 @@ static int realloc_view(const tp_run_t *r, const trial_t *t, double now, tp_real
     double left;
     int64_t step = t->step == TP_STORE_NO_STEP ? 0 : t->step;
     int q;
-    double per = tp__scaling_step_s(&t->scaling, t->gpus, &q);
-    if (t->budget > 0)
-        left = t->budget - (double)step;
+    double per = tp__scaling_step_s(tp__elastic_scaling(t), t->gpus, &q);
+    if (t->job.budget > 0)
+        left = t->job.budget - (double)step;
     else if (tp__deadline_on(r) && per > 0)
         left = (r->deadline_at - now) / per; /* it would run to the deadline */
     else
@@ -140,15 +140,16 @@ static int realloc_view(const tp_run_t *r, const trial_t *t, double now, tp_real
     if (tp__deadline_on(r) && per > 0 && (r->deadline_at - now) / per < left)
         left = (r->deadline_at - now) / per; /* nothing counts past the deadline */
     double score = t->has_value ? (r->x.maximize ? t->value : -t->value) : -INFINITY;
-    *v = (tp_realloc_trial_t){.trial = t->id,
-                              .gpus = t->gpus,
-                              .gpus_min = r->x.res.gpus,
-                              .gpus_max = r->x.res.gpus_max,
-                              .remaining_steps = left > 0 ? left : 0,
-                              .score = score,
-                              .scaling = &t->scaling,
-                              .restart_s = t->restart_s,
-                              .last_resize_s = t->last_resize > 0 ? t->last_resize : NAN};
+    *v = (tp_realloc_trial_t){
+        .trial = t->id,
+        .gpus = t->gpus,
+        .gpus_min = r->x.res.gpus,
+        .gpus_max = r->x.res.gpus_max,
+        .remaining_steps = left > 0 ? left : 0,
+        .score = score,
+        .scaling = tp__elastic_scaling(t),
+        .restart_s = tp__elastic_restart_s(t),
+        .last_resize_s = tp__elastic_last_resize(t) > 0 ? tp__elastic_last_resize(t) : NAN};
     return 0;
 }
 
@@ -157,9 +158,9 @@ static void plan_node(tp_run_t *r, size_t node, int free_gpus, double now,
                       tp_realloc_trial_t *view) {
     size_t m = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed || t->where.node != node ||
-            t->stop_sent || t->resize_to)
+            t->current.stop_sent || tp__elastic_resize_to(t))
             continue;
         if (realloc_view(r, t, now, &view[m]) == 0) m++;
     }
@@ -187,7 +188,7 @@ void tp__deadline_realloc(tp_run_t *r) {
     if (running == 0) return;
     tp_realloc_trial_t *view = tp__xcalloc((size_t)running, sizeof *view);
     double now = tp__wall_s();
-    for (size_t node = 0; node < r->pl.cluster.nnodes; node++) {
+    for (size_t node = 0; node < tp__placement_cluster(r)->nnodes; node++) {
         int free_gpus = tp__placement_free_gpus(r, node);
         if (free_gpus > 0) plan_node(r, node, free_gpus, now, view);
     }

@@ -27,15 +27,15 @@ int tp__run_retry_failed(tp_run_t *r) {
     tp__buf_init(&ids);
     int n = 0;
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_FAILED) continue;
-        char why[sizeof t->why];
+        char why[sizeof t->job.why];
         snprintf(why, sizeof why,
                  "retried on request (--retry-failed): attempt %d, after %d failed attempt(s)",
                  t->attempts + 1, t->failures);
-        snprintf(t->why, sizeof t->why, "%s", why);
+        snprintf(t->job.why, sizeof t->job.why, "%s", why);
         tp__run_decision(r, "retry", t, 1, NAN, why, NULL);
-        if (r->sched->ops->retry) r->sched->ops->retry(r->sched, t->id, t->rung);
+        if (r->sched->ops->retry) r->sched->ops->retry(r->sched, t->id, t->job.rung);
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &(tp_transition_t){.detail = why});
         r->trials.retried++; /* the run's summary counts it with the automatic ones */
         tp__buf_printf(&ids, "%s%lld", n++ ? ", " : "", (long long)t->id);

@@ -77,11 +77,11 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     t->value = row->value;
     t->best = row->best;
     t->step = row->step;
-    if (row->step != TP_STORE_NO_STEP) t->step_done = row->step; /* its checkpoint */
-    t->rung = row->rung > 0 ? row->rung : 0;
-    t->budget = row->budget;
+    if (row->step != TP_STORE_NO_STEP) t->job.step_done = row->step; /* its checkpoint */
+    t->job.rung = row->rung > 0 ? row->rung : 0;
+    t->job.budget = row->budget;
     if (row->metrics) tp__buf_append(&t->last, row->metrics, strlen(row->metrics));
-    snprintf(t->why, sizeof t->why, "%s", row->decision ? row->decision : "");
+    snprintf(t->job.why, sizeof t->job.why, "%s", row->decision ? row->decision : "");
     return 0;
 }
 
@@ -107,7 +107,7 @@ static int resume_trials(tp_run_t *r) {
     int interrupted = before ? atoi(before) : 0;
     free(before);
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t) continue;
         if (t->state == TP_TRIAL_RUNNING) {
             /* What its job reported before the crash still counts. */
@@ -246,7 +246,7 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         rp->ex_trial = -1;
         if (!same && rp->diverged < 0) rp->diverged = d->seq;
         trial_t *jt = same ? tp__trials_get(&rp->r->trials, d->trial) : NULL;
-        if (jt) jt->fluid_group = job.group;
+        if (jt) tp__groups_set_group(jt, job.group);
     } else if (strcmp(d->kind, "result") == 0 || strcmp(d->kind, "deadline-stop") == 0) {
         /* The reports of the job, then its result: what the scheduler saw (a
          * job the deadline stopped took the trial out of the search). */
@@ -309,9 +309,9 @@ static void journal_trials(tp_run_t *r, uint64_t n) {
  * the scheduler, which counts it as running, waited for it forever. */
 static void reopen_closed(tp_run_t *r, const unsigned char *job) {
     for (size_t i = 0; i < r->trials.n; i++) {
-        trial_t *t = r->trials.by_id[i];
+        trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_STOPPED && job[i] == WAITS &&
-            !r->sched->ops->final(r->sched, t->id, t->rung))
+            !r->sched->ops->final(r->sched, t->id, t->job.rung))
             tp__trial_set_closed(&r->trials, t, 0);
     }
 }

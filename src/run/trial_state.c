@@ -61,13 +61,11 @@ static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_sta
     t->state = state;
     t->step = TP_STORE_NO_STEP;
     t->value = t->best = NAN;
-    t->group = -1;
-    t->fluid_group = -1;
-    t->step_done = -1;
-    t->first_step = TP_STORE_NO_STEP;
-    t->restart_s = NAN;
-    tp__scaling_init(&t->scaling);
-    t->mark_step = TP_STORE_NO_STEP;
+    tp__placement_trial_init(t);
+    tp__groups_trial_init(t);
+    t->job.step_done = -1;
+    t->pace.first_step = TP_STORE_NO_STEP;
+    tp__elastic_trial_init(t);
     ts->by_id[id] = t;
     if ((size_t)id >= ts->n) ts->n = (size_t)id + 1;
     ts->count[state]++;
@@ -92,11 +90,12 @@ trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id) {
 
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     if (!(step_s > 0)) return;
-    double before = t->step_s > 0 ? t->step_s : 0;
+    double before = t->pace.step_s > 0 ? t->pace.step_s : 0;
     ts->step_sum += step_s - before;
     ts->step_n += before == 0;
-    if (t->group >= 0) {
-        size_t g = (size_t)t->group;
+    int group = tp__placement_group_of(t);
+    if (group >= 0) {
+        size_t g = (size_t)group;
         if (g >= ts->ngroups) {
             size_t n = 2 * g + 8;
             ts->group_step_sum = tp__xrealloc(ts->group_step_sum, n * sizeof *ts->group_step_sum);
@@ -108,31 +107,20 @@ void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
         ts->group_step_sum[g] += step_s - before;
         ts->group_step_n[g] += before == 0;
     }
-    t->step_s = step_s;
-    t->step_gpus = t->gpus;
-    t->step_load = t->load_alone > 0 ? t->load_span / t->load_alone : 0;
-}
-
-void tp__trial_load_reset(trial_t *t, double now, double load) {
-    t->load_alone = t->load_span = 0;
-    t->load_d = load, t->load_at = now;
-}
-
-void tp__trial_load_note(trial_t *t, double now, double load) {
-    if (isfinite(t->load_d) && t->load_d > 0 && now > t->load_at) {
-        t->load_alone += (now - t->load_at) / t->load_d;
-        t->load_span += now - t->load_at;
-    }
-    t->load_d = load, t->load_at = now;
+    t->pace.step_s = step_s;
+    t->pace.step_gpus = t->gpus;
+    tp__groups_load_measured(t);
 }
 
 double tp__trial_steps_left(const trial_t *t) {
-    return t->budget > 0 ? t->budget - (t->step_done > 0 ? (double)t->step_done : 0) : 0;
+    return t->job.budget > 0 ? t->job.budget - (t->job.step_done > 0 ? (double)t->job.step_done : 0)
+                             : 0;
 }
 
 double tp__trial_expected_s(const tp_trials_t *ts, const trial_t *t) {
-    double step = t->step_s;
-    size_t g = t->group >= 0 ? (size_t)t->group : SIZE_MAX;
+    double step = t->pace.step_s;
+    int group = tp__placement_group_of(t);
+    size_t g = group >= 0 ? (size_t)group : SIZE_MAX;
     if (!(step > 0) && g < ts->ngroups && ts->group_step_n[g])
         step = ts->group_step_sum[g] / (double)ts->group_step_n[g];
     if (!(step > 0) && ts->step_n) step = ts->step_sum / (double)ts->step_n;
@@ -151,10 +139,9 @@ void tp__trials_free(tp_trials_t *ts) {
         if (!t) continue;
         json_decref(t->params);
         json_decref(t->gpu_env);
-        json_decref(t->verdict);
-        free(t->more);
-        tp__prof_reset(&t->prof);
-        free(t->logs);
+        json_decref(t->ranks.verdict);
+        tp__placement_trial_free(t);
+        free(t->ranks.logs);
         tp__buf_free(&t->last);
         free(t);
     }
@@ -220,7 +207,7 @@ static int journal_change(tp_trials_t *ts, const trial_t *t, tp_trial_state_t to
                             .at = at,
                             /* Running time only: a trial read back from the store (a crash)
                                has no start of ours, and its lost attempt counts nothing. */
-                            .ran_s = t->started > 0 ? tp__mono_s() - t->started : 0,
+                            .ran_s = t->current.started > 0 ? tp__mono_s() - t->current.started : 0,
                             .interrupted = how->requeue == TP_REQUEUE_INTERRUPTED,
                             .stderr_tail = how->stderr_tail};
         rc = tp__store_trial_end(s, t->id, &e);

@@ -24,9 +24,11 @@
 #include <stdint.h>
 
 #include "place/place.h"
+#include "run/elastic.h"
+#include "run/fuse.h"
+#include "run/groups.h"
 #include "run/journal.h"
-#include "run/profile.h"
-#include "search/scaling.h"
+#include "run/placement.h"
 #include "util/util.h"
 
 typedef enum tp_trial_state {
@@ -48,99 +50,84 @@ typedef enum tp_requeue {
     TP_REQUEUE_RESIZE,      /* paused to be placed again with gpus_want GPUs (elastic) */
 } tp_requeue_t;
 
-typedef struct trial {
-    int64_t id;              /* trial number, as the searcher numbered it */
-    json_t *params;          /* its configuration, owned */
-    tp_trial_state_t state;  /* changed only by tp__trial_set_state */
-    int attempts;            /* attempts started */
-    int failures;            /* attempts failed */
-    int has_value;           /* objective reported in the current/last job */
-    double value;            /* last reported objective */
-    double best;             /* best objective within the job */
-    int64_t step;            /* last reported step */
-    int64_t seq;             /* report rows stored in this attempt */
-    tp_buf_t last;           /* last report line */
+/* The current attempt of a trial: what every attempt has. trial_state.c
+ * clears it; the files that start, hear and stop attempts fill it. */
+typedef struct tp_trial_attempt {
     double started;          /* monotonic start time of the attempt */
     double launch_sent;      /* monotonic time its (rank 0) launch went out */
-    int garbage;             /* garbage lines in this attempt */
-    char first_garbage[200]; /* why the attempt's first garbage line was refused */
     int stop_sent;           /* a stop or pause was sent for this attempt */
     int pid;                 /* process group of the attempt, on its agent */
-    int group;               /* index of its demand group (placement.c), -1 before */
-    tp_assign_t where;       /* where the current attempt runs (where.placed); a multi-node
-                                trial's first node */
-    tp_assign_t *more;       /* a multi-node trial's other nodes, owned; NULL if one node */
-    int nranks;              /* processes of the current attempt: nodes x procs_per_node */
-    int ranks_live;          /* of them, launched and not yet exited */
-    int master_port;         /* rank 0's MASTER_PORT, once it started (0 before) */
-    json_t *verdict;         /* a multi-process attempt: the exit that judges it, owned */
+    int64_t seq;             /* report rows stored in this attempt */
+    int garbage;             /* garbage lines in this attempt */
+    char first_garbage[200]; /* why the attempt's first garbage line was refused */
+} tp_trial_attempt_t;
+
+/* The processes of a trial's current attempt (nodes x procs_per_node
+ * ranks): launched by orchestrator.c, gathered into one end by messages.c,
+ * their logs kept by outcome.c. */
+typedef struct tp_trial_ranks {
+    int n;              /* processes of the current attempt: nodes x procs_per_node */
+    int live;           /* of them, launched and not yet exited */
+    int master_port;    /* rank 0's MASTER_PORT, once it started (0 before) */
+    json_t *verdict;    /* a multi-process attempt: the exit that judges it, owned */
     tp_logfile_t *logs; /* logs streamed back from its nodes: 2 per rank, owned; NULL if none */
-    uint64_t mem_mib;   /* demand it was placed with, per GPU */
-    double compute;     /* compute share it was placed with, per GPU */
-    int profiling;      /* this attempt measures its group's demand */
-    int guessed;        /* placed beside its group's profiler on a guess (placement.c) */
-    uint64_t peak_mib;  /* largest GPU memory seen in this attempt */
-    double sm_sum;      /* sum of SM use samples (percent) in this attempt */
-    int samples;        /* NVML samples of this attempt */
-    tp_prof_t prof;     /* a profiling attempt's samples and what they showed (placement's) */
+} tp_trial_ranks_t;
+
+/* A trial's step timing, from its reports (outcome.c); step_s changes only
+ * through tp__trial_set_step_s (trial_state.c). */
+typedef struct tp_trial_pace {
     double first_report, last_report; /* monotonic times of reports, for step time */
-    double from_budget;               /* budget its current job starts from (0: a new trial) */
-    int job_attempts;                 /* attempts at its current job */
-    json_t *gpu_env;                  /* the GPU environment of the current attempt, owned */
-    int rung;                         /* rung of its current (or last) job */
-    int64_t fluid_group;              /* its job's trial group (tp_job_t.group), -1 before a job */
-    double fluid_share;               /* the Fluid share its job was given (groups:), 0: none yet */
-    double fluid_noted;    /* the share its job's last `fluid-share` event gave, 0: none */
-    double step_s;         /* measured seconds per step (reports whose step advanced), 0: unknown;
-                              set by tp__trial_set_step_s */
-    int step_gpus;         /* the GPU count of the attempt that measured step_s; set with it */
-    double load_d;         /* a Fluid fraction's GPU load since load_at: max(1, D / C_k), D the
-                              summed compute demands of the k trials on its GPU (groups.c); NaN:
-                              a demand not known */
-    double load_at;        /* monotonic time load_d was sampled (a report, or a trial starting
-                              or ending on its GPU) */
-    double load_alone;     /* since the attempt's first report with a step: the integral of
-                              1 / load_d over the time it was known (the seconds it would have
-                              taken alone: at load L it steps L times slower), */
-    double load_span;      /* and that time */
-    double step_load;      /* load_span / load_alone when step_s was set: the mean load it was
-                              measured under, harmonic as the pace it sets is (step_s / step_load:
-                              its step on a GPU of its own);
-                              1 on a whole GPU; 0: none known (not in a group, or every demand
-                              unknown) */
-    int64_t first_step;    /* step of this attempt's first report that had one */
-    double first_step_at;  /* monotonic time of that report */
-    int64_t step_done;     /* largest step it reported in any job (its checkpoint), -1: none */
-    double budget;         /* budget of that job, 0 = none */
-    int early_stopped;     /* the scheduler stopped it while it ran */
-    int job_fresh;         /* its job was just handed out: the next attempt starts its reports */
-    char why[200];         /* the scheduler's last decision about it */
-    tp_requeue_t requeued; /* why it last went back to pending (kept until its next attempt) */
-    char where_text[128];  /* where its current (or last) attempt runs: "node:gpu,gpu", "local" */
-    int procs;             /* processes per node of the current attempt */
-    int results;           /* jobs it ended with a result (journaled `result` decisions) */
-    /* elastic trials (elastic.c) */
-    int gpus;            /* GPUs of its current (or last) attempt */
-    int gpus_want;       /* GPUs its next attempt asks for; 0: the experiment's */
-    int resize_to;       /* a resize asked of the running attempt: its new GPU count, 0: none */
-    double resize_asked; /* wall time the resize's pause was asked (restart cost from here) */
-    double restart_s;    /* last measured restart cost (elastic.c); NaN */
-    double restart_raw;  /* being measured: pause asked (or launch) -> the attempt's first report */
-    int64_t restart_ahead;  /* steps that first report is past the step it resumed from */
-    int restart_pending;    /* restart_raw waits for the next step report's step time */
-    int restart_resized;    /* the cost being measured is a resize's (journaled `resize-done`) */
-    int restart_rough;      /* restart_s still holds its first report's steps (no later report
-                               timed them): the next attempt measures it again */
-    double last_resize;     /* wall time of its last resize, 0: never (for the cooldown) */
-    int64_t mark_step;      /* last step report of this attempt, TP_STORE_NO_STEP before one */
-    double mark_at;         /* its arrival, monotonic */
-    tp_scaling_t scaling;   /* measured seconds per step by GPU count (one sample a step) */
-    struct tp_fused *fused; /* the fused process its attempt runs in (fuse.c), NULL if none */
-    int fuse_index;         /* its configuration index in that process */
-    uint64_t fuse_mem_mib;  /* GPU memory its fused process is expected to use at its K
-                               (measured or extrapolated), placed with; 0: unknown */
-    int64_t proc;           /* the trial whose directory holds its attempt's logs: its own id, or
-                               its fused process's first configuration's */
+    double step_s;        /* measured seconds per step (reports whose step advanced), 0: unknown */
+    int step_gpus;        /* the GPU count of the attempt that measured step_s; set with it */
+    int64_t first_step;   /* step of this attempt's first report that had one */
+    double first_step_at; /* monotonic time of that report */
+} tp_trial_pace_t;
+
+/* A trial's current job (what the scheduler handed out) and its last word
+ * on it: set by orchestrator.c when a job is handed out or decided. */
+typedef struct tp_trial_job {
+    double from_budget; /* budget its current job starts from (0: a new trial) */
+    double budget;      /* budget of that job, 0 = none */
+    int rung;           /* rung of its current (or last) job */
+    int attempts;       /* attempts at its current job */
+    int fresh;          /* its job was just handed out: the next attempt starts its reports */
+    int early_stopped;  /* the scheduler stopped it while it ran */
+    int64_t step_done;  /* largest step it reported in any job (its checkpoint), -1: none */
+    char why[200];      /* the scheduler's last decision about it */
+} tp_trial_job_t;
+
+/* A trial: what every trial has, then one part per feature, each owned by
+ * its file (the header named; tests/lint/owned_fields.sh checks that no
+ * other file touches it). */
+typedef struct trial {
+    int64_t id;                 /* trial number, as the searcher numbered it */
+    json_t *params;             /* its configuration, owned */
+    tp_trial_state_t state;     /* changed only by tp__trial_set_state */
+    tp_requeue_t requeued;      /* why it last went back to pending (kept until its next attempt) */
+    int attempts;               /* attempts started */
+    int failures;               /* attempts failed */
+    int results;                /* jobs it ended with a result (journaled `result` decisions) */
+    int has_value;              /* objective reported in the current/last job */
+    double value;               /* last reported objective */
+    double best;                /* best objective within the job */
+    int64_t step;               /* last reported step */
+    tp_buf_t last;              /* last report line */
+    tp_trial_job_t job;         /* its current job */
+    tp_trial_attempt_t current; /* its current attempt */
+    tp_assign_t where;          /* where the current attempt runs (where.placed); a multi-node
+                                   trial's first node */
+    char where_text[128];   /* where its current (or last) attempt runs: "node:gpu,gpu", "local" */
+    int gpus;               /* GPUs of its current (or last) attempt */
+    int procs;              /* processes per node of the current attempt */
+    json_t *gpu_env;        /* the GPU environment of the current attempt, owned */
+    tp_trial_ranks_t ranks; /* the processes of its current attempt */
+    tp_trial_pace_t pace;   /* its step timing */
+    tp_trial_demand_t demand;   /* its demand and what it measured (placement.h: placement.c,
+                                   profiling.c) */
+    tp_trial_elastic_t elastic; /* an elastic trial's sizes, costs and curve (elastic.h:
+                                   elastic.c) */
+    tp_trial_fluid_t fluid;     /* its Fluid group, share and load (groups.h: groups.c) */
+    tp_trial_fusion_t fusion;   /* the fused process it runs in (fuse.h: fuse.c) */
 } trial_t;
 
 /* What a transition records besides the new state. */
@@ -168,7 +155,8 @@ typedef struct tp_trials {
     int bugs;                    /* illegal transitions refused */
     double step_sum;             /* sum of the trials' measured step_s (tp__trial_set_step_s) */
     size_t step_n;               /* trials with one */
-    double *group_step_sum;      /* the same per demand group (trial_t.group), grown as needed */
+    double *group_step_sum;      /* the same per demand group (trial_t.demand.group),
+                                    grown as needed */
     size_t *group_step_n;
     size_t ngroups;
     tp_journal_t *journal; /* where changes are journaled; borrowed */
@@ -204,11 +192,6 @@ int tp__trial_set_state(tp_trials_t *ts, trial_t *t, tp_trial_state_t to,
  * never promoted has nothing new to record. Counts kept. O(1). */
 void tp__trial_set_closed(tp_trials_t *ts, trial_t *t, int closed);
 
-/* The load on t's GPU (trial_t.load_d) starts over at `now` (its attempt's
- * first report with a step), or changes at `now` after the old one held
- * since load_at (counted only when known). O(1). */
-void tp__trial_load_reset(trial_t *t, double now, double load);
-void tp__trial_load_note(trial_t *t, double now, double load);
 /* Record t's measured seconds per step (> 0), at the GPU count it holds
  * now (t->gpus) and under the (harmonic) mean load noted since its
  * attempt's first report with a step (step_load); the one way step_s changes,

@@ -65,14 +65,14 @@ static void judge_exit_0(const trial_t *t, const tp_experiment_t *x, tp_verdict_
                  "exited 0, but its last report lacks the objective \"%s\" (every report that "
                  "has \"%s\" must carry all objectives)",
                  missing, x->metric);
-    else if (t->seq == 0 && t->garbage > 0)
+    else if (t->current.seq == 0 && t->current.garbage > 0)
         snprintf(v->why, sizeof v->why,
                  "exited 0 without ever reporting the objective \"%s\": all %d of its report "
                  "lines were rejected, the first because: %s",
-                 x->metric, t->garbage, t->first_garbage);
+                 x->metric, t->current.garbage, t->current.first_garbage);
     else
         snprintf(v->why, sizeof v->why, "exited 0 without ever reporting the objective \"%s\"%s",
-                 x->metric, t->seq ? "" : " (no report at all)");
+                 x->metric, t->current.seq ? "" : " (no report at all)");
 }
 
 void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_facts_t *f,
@@ -83,12 +83,12 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
     for (size_t k = 0; k < TP_MAX_CONSTRAINTS; k++)
         v->cvalues[k] = NAN;
     const tp_experiment_t *x = f->x;
-    int asked_to_stop =
-        e->ended == TP_ENDED_STOPPED && (f->stopping || t->resize_to || f->deadline_hit);
+    int asked_to_stop = e->ended == TP_ENDED_STOPPED &&
+                        (f->stopping || tp__elastic_resize_to(t) || f->deadline_hit);
     char sig[32];
     v->kind = TP_VERDICT_FAILED;
-    if (t->early_stopped && (e->ended == TP_ENDED_STOPPED || e->ended == TP_ENDED_EXITED ||
-                             e->ended == TP_ENDED_SIGNALED)) {
+    if (t->job.early_stopped && (e->ended == TP_ENDED_STOPPED || e->ended == TP_ENDED_EXITED ||
+                                 e->ended == TP_ENDED_SIGNALED)) {
         v->kind = TP_VERDICT_DONE; /* stopped by the scheduler: final, with what it reported */
         if (x->nobjectives > 1) objective_values(t, x, v);
     } else if (asked_to_stop || e->ended == TP_ENDED_PAUSED) {
@@ -115,9 +115,10 @@ void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_fa
 }
 
 void tp__verdict_add_garbage(const trial_t *t, char *why, size_t size) {
-    if (t->garbage <= TP_GARBAGE_EVENTS) return;
+    if (t->current.garbage <= TP_GARBAGE_EVENTS) return;
     size_t n = strlen(why);
-    snprintf(why + n, size - n, "%s%d garbage report lines in all", n ? "; " : "", t->garbage);
+    snprintf(why + n, size - n, "%s%d garbage report lines in all", n ? "; " : "",
+             t->current.garbage);
 }
 
 void tp__verdict_free(tp_verdict_t *v) {

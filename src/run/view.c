@@ -171,19 +171,19 @@ static void running_table(tp_run_t *r, int cols, int room, double now) {
              r->x.budget_name ? "rung/bdgt" : "", "step", r->x.metric, "elapsed", "where");
     int rows = running > room - 1 ? room - 2 : running;
     for (size_t i = 0; i < r->trials.n && shown < rows; i++) {
-        const trial_t *t = r->trials.by_id[i];
+        const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         char params[512], rb[40] = "", step[24] = "", v[32] = "", el[32];
         tp__params_text(t->params, params, sizeof params);
         if (strlen(params) > 36) memcpy(params + 33, "...", 4);
-        if (r->x.budget_name && t->budget > 0) {
+        if (r->x.budget_name && t->job.budget > 0) {
             char b[32];
-            tp__fmt_sig(t->budget, b);
-            snprintf(rb, sizeof rb, "%d/%s", t->rung, b);
+            tp__fmt_sig(t->job.budget, b);
+            snprintf(rb, sizeof rb, "%d/%s", t->job.rung, b);
         }
         if (t->step != TP_STORE_NO_STEP) snprintf(step, sizeof step, "%lld", (long long)t->step);
         if (t->has_value) tp__fmt_sig(t->value, v);
-        tp__format_duration(t->started > 0 ? now - t->started : 0, el, sizeof el);
+        tp__format_duration(t->current.started > 0 ? now - t->current.started : 0, el, sizeof el);
         put_line(r, cols, "%6lld  %-36s %-9s %6s %10s %8s  %s", (long long)t->id, params, rb, step,
                  v, el, t->where_text);
         shown++;
@@ -215,8 +215,8 @@ static void progress(const tp_run_t *r, double elapsed, progress_t *p) {
     if (planned > 0) {
         double units = 0;
         for (size_t i = 0; i < r->trials.n; i++) {
-            const trial_t *t = r->trials.by_id[i];
-            if (t && t->step_done > 0) units += (double)t->step_done;
+            const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
+            if (t && t->job.step_done > 0) units += (double)t->job.step_done;
         }
         if (units > planned) planned = units; /* more promotions than expected */
         if (!over) p->share = units / planned < 0.99 ? units / planned : 0.99;
@@ -340,7 +340,7 @@ void tp__view_attempt_ended(tp_run_t *r, const trial_t *t, tp_requeue_t requeue,
         snprintf(v, sizeof v, "%s=%s", r->x.metric, s);
     }
     if (t->where_text[0]) snprintf(where, sizeof where, " on %s", t->where_text);
-    rung_text(r, t->rung, t->budget, rung, sizeof rung);
+    rung_text(r, t->job.rung, t->job.budget, rung, sizeof rung);
     if (*rung) snprintf(at, sizeof at, " (%s)", rung);
     tp_buf_t line; /* shown once the transaction that records it is committed */
     tp__buf_init(&line);

@@ -191,28 +191,29 @@ TP_TEST(test_expected_duration_is_measured_step_time_times_steps_left) {
     trial_t *b = tp__trials_add(&f.trials, 1, json_object(), 1.0);
     trial_t *c = tp__trials_add(&f.trials, 2, json_object(), 1.0);
     trial_t *d = tp__trials_add(&f.trials, 3, json_object(), 1.0);
-    a->group = 0, b->group = 9, c->group = 9, d->group = 4; /* demand groups */
-    a->step_done = 20, a->budget = 60;                      /* promoted from 20 to 60 steps */
-    b->step_done = -1, b->budget = 10;                      /* no checkpoint */
-    c->step_done = -1, c->budget = 30;                      /* never ran */
-    d->step_done = -1, d->budget = 30; /* never ran, nor has any of its group */
+    a->demand.group = 0, b->demand.group = 9, c->demand.group = 9,
+    d->demand.group = 4;                       /* demand groups */
+    a->job.step_done = 20, a->job.budget = 60; /* promoted from 20 to 60 steps */
+    b->job.step_done = -1, b->job.budget = 10; /* no checkpoint */
+    c->job.step_done = -1, c->job.budget = 30; /* never ran */
+    d->job.step_done = -1, d->job.budget = 30; /* never ran, nor has any of its group */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 0, 1e-12); /* nothing measured: unknown */
-    a->compute = 1, a->gpus = 2;
+    a->demand.compute = 1, a->gpus = 2;
     tp__trial_set_step_s(&f.trials, a, 0.9);
-    a->compute = 0.25, a->gpus = 1;          /* its next attempt, at a quarter of a GPU */
+    a->demand.compute = 0.25, a->gpus = 1;   /* its next attempt, at a quarter of a GPU */
     tp__trial_set_step_s(&f.trials, a, 0.5); /* measured again: replaces, with its count */
-    TP_CHECK_INT(a->step_gpus, 1);
-    a->compute = 1, a->gpus = 4; /* placed again: the step it has is still the one GPU's */
-    TP_CHECK_INT(a->step_gpus, 1);
+    TP_CHECK_INT(a->pace.step_gpus, 1);
+    a->demand.compute = 1, a->gpus = 4; /* placed again: the step it has is still the one GPU's */
+    TP_CHECK_INT(a->pace.step_gpus, 1);
     tp__trial_set_step_s(&f.trials, b, 2.5);
     tp__trial_set_step_s(&f.trials, c, 0); /* nothing measured: ignored */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 20.0, 1e-12);
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, b), 25.0, 1e-12);
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 75.0, 1e-12); /* its group's mean, 2.5 */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, d), 45.0, 1e-12); /* the run's mean, 1.5 */
-    c->budget = 0;                                                  /* no budget: unknown */
+    c->job.budget = 0;                                              /* no budget: unknown */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, c), 0, 1e-12);
-    a->step_done = 60; /* at its budget */
+    a->job.step_done = 60; /* at its budget */
     TP_CHECK_NEAR(tp__trial_expected_s(&f.trials, a), 0, 1e-12);
     teardown(&f);
 }
@@ -225,28 +226,29 @@ TP_TEST(test_step_load_is_the_mean_load_over_the_span_that_measured_the_step) {
     setup(&f);
     trial_t *a = tp__trials_add(&f.trials, 0, json_object(), 1.0);
     a->gpus = 1;
-    tp__trial_load_reset(a, 10, 4); /* its first step: four on its GPU */
-    tp__trial_load_note(a, 11, 1);  /* a second later the others end */
-    tp__trial_load_note(a, 12, 1);  /* its next report */
+    tp__groups_load_reset(a, 10, 4); /* its first step: four on its GPU */
+    tp__groups_load_note(a, 11, 1);  /* a second later the others end */
+    tp__groups_load_note(a, 12, 1);  /* its next report */
     tp__trial_set_step_s(&f.trials, a, 2);
     /* 4 for 1 s, then 1 for 1 s: 0.25 + 1 s of work alone, not 2 / 2.5 */
-    TP_CHECK_NEAR(a->step_load, 2 / 1.25, 1e-12);
-    TP_CHECK_NEAR(a->step_s / a->step_load, 1.25, 1e-12);
-    tp__trial_load_note(a, 14, 2);           /* one joins at 14 */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 2 / 1.25, 1e-12);
+    TP_CHECK_NEAR(a->pace.step_s / tp__groups_step_load(a), 1.25, 1e-12);
+    tp__groups_load_note(a, 14, 2);          /* one joins at 14 */
     tp__trial_set_step_s(&f.trials, a, 0.4); /* measured from 10 to 14 */
-    TP_CHECK_NEAR(a->step_load, 4 / (0.25 + 1 + 2), 1e-12);
+    TP_CHECK_NEAR(tp__groups_step_load(a), 4 / (0.25 + 1 + 2), 1e-12);
 
-    tp__trial_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
-    TP_CHECK_NEAR(a->step_load, 4 / 3.25, 1e-12); /* the last step keeps its load until replaced */
-    tp__trial_load_note(a, 21, 3);                /* known from 21 */
-    tp__trial_load_note(a, 23, 3);
+    tp__groups_load_reset(a, 20, NAN); /* its next attempt: a neighbour's demand unknown */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 4 / 3.25,
+                  1e-12);           /* the last step keeps its load until replaced */
+    tp__groups_load_note(a, 21, 3); /* known from 21 */
+    tp__groups_load_note(a, 23, 3);
     tp__trial_set_step_s(&f.trials, a, 0.6);
-    TP_CHECK_NEAR(a->step_load, 3, 1e-12); /* only the time the load was known counts */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 3, 1e-12); /* only the time the load was known counts */
 
-    tp__trial_load_reset(a, 30, NAN);
-    tp__trial_load_note(a, 31, NAN);
+    tp__groups_load_reset(a, 30, NAN);
+    tp__groups_load_note(a, 31, NAN);
     tp__trial_set_step_s(&f.trials, a, 0.7);
-    TP_CHECK_NEAR(a->step_load, 0, 1e-12); /* never known: none (the step as measured) */
+    TP_CHECK_NEAR(tp__groups_step_load(a), 0, 1e-12); /* never known: none (the step as measured) */
     teardown(&f);
 }
 

@@ -25,7 +25,7 @@ static void reported(trial_t *t, const char *last) {
     t->state = TP_TRIAL_RUNNING;
     t->has_value = 1;
     t->value = t->best = 0.5;
-    t->seq = 1;
+    t->current.seq = 1;
     tp__buf_init(&t->last);
     tp__buf_append(&t->last, last, strlen(last));
 }
@@ -84,12 +84,12 @@ TP_TEST(test_exit_0_with_the_objective_is_done_without_it_a_failure_that_says_wh
     tp__verdict_judge(&t, &(tp_exited_t){.ended = TP_ENDED_EXITED, .status = "exited"}, &f, &v);
     TP_CHECK_INT(v.kind, TP_VERDICT_FAILED);
     TP_CHECK_STR(v.why, "exited 0 without ever reporting the objective \"acc\"");
-    t.seq = 0;
-    t.garbage = 3;
-    snprintf(t.first_garbage, sizeof t.first_garbage, "not JSON");
+    t.current.seq = 0;
+    t.current.garbage = 3;
+    snprintf(t.current.first_garbage, sizeof t.current.first_garbage, "not JSON");
     tp__verdict_judge(&t, &(tp_exited_t){.ended = TP_ENDED_EXITED, .status = "exited"}, &f, &v);
     TP_CHECK(strstr(v.why, "all 3 of its report lines were rejected, the first because: not JSON"));
-    t.garbage = 0;
+    t.current.garbage = 0;
     tp__verdict_judge(&t, &(tp_exited_t){.ended = TP_ENDED_EXITED, .status = "exited"}, &f, &v);
     TP_CHECK(strstr(v.why, "(no report at all)"));
     tp__buf_free(&t.last);
@@ -120,7 +120,7 @@ TP_TEST(test_each_failure_is_named) {
         TP_CHECK_STR(v.why, cases[i].why);
     }
     /* past the garbage events journaled, the count is said too */
-    t.garbage = TP_GARBAGE_EVENTS + 5;
+    t.current.garbage = TP_GARBAGE_EVENTS + 5;
     tp__verdict_judge(&t, &cases[0].e, &f, &v);
     TP_CHECK_STR(v.why, "exited with code 3; 25 garbage report lines in all");
     tp__buf_free(&t.last);
@@ -136,15 +136,15 @@ TP_TEST(test_a_stop_the_run_asked_for_or_a_pause_interrupts_an_early_stop_is_don
     TP_CHECK_INT(v.kind, TP_VERDICT_INTERRUPTED);
     tp__verdict_judge(&t, &stopped, &(tp_judge_facts_t){.x = &x, .deadline_hit = 1}, &v);
     TP_CHECK_INT(v.kind, TP_VERDICT_INTERRUPTED);
-    t.resize_to = 2; /* an elastic resize asked of it */
+    t.elastic.resize_to = 2; /* an elastic resize asked of it */
     tp__verdict_judge(&t, &stopped, &(tp_judge_facts_t){.x = &x}, &v);
     TP_CHECK_INT(v.kind, TP_VERDICT_INTERRUPTED);
-    t.resize_to = 0;
+    t.elastic.resize_to = 0;
     tp__verdict_judge(&t, &(tp_exited_t){.ended = TP_ENDED_PAUSED, .status = "paused"},
                       &(tp_judge_facts_t){.x = &x}, &v);
     TP_CHECK_INT(v.kind, TP_VERDICT_INTERRUPTED);
     /* stopped by the scheduler: final with what it reported, however it ended */
-    t.early_stopped = 1;
+    t.job.early_stopped = 1;
     tp__verdict_judge(&t, &stopped, &(tp_judge_facts_t){.x = &x, .stopping = 1}, &v);
     TP_CHECK_INT(v.kind, TP_VERDICT_DONE);
     tp__verdict_judge(
