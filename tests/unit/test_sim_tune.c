@@ -67,7 +67,12 @@ TP_TEST(test_a_bad_gpu_count_or_scheduler_is_an_error) {
     tp_error_t err = {0};
     c.gpus = 0;
     TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "gpus must be 1..1048576");
+    c.gpus = 65;
+    c.realloc = 1; /* a measured scaling curve goes up to 64 GPUs */
+    TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
     TP_CHECK_CONTAINS(err.msg, "gpus must be 1..64");
+    c.realloc = 0;
     c.gpus = 4;
     c.scheduler = "hypershed";
     TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
