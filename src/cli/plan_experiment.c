@@ -32,6 +32,8 @@ typedef struct xp {
     int seeds;          /* simulated searches per GPU count */
     json_t *assumed;    /* what the answer rests on, in words */
     double median_unit; /* of the records */
+    double startup_s;   /* each job's start-up, fitted from the jobs' durations (0: none) */
+    size_t jobs;        /* jobs the fit saw */
 } xp_t;
 
 typedef struct xp_stats {
@@ -125,12 +127,56 @@ static int on_trial(const tp_trial_row_t *t, void *ud) {
     return 0;
 }
 
-static int by_end(const void *a, const void *b) {
+static int by_start(const void *a, const void *b) {
     const row_t *x = a, *y = b;
-    return (x->ended > y->ended) - (x->ended < y->ended);
+    return (x->started > y->started) - (x->started < y->started);
 }
 
-/* The trials of s that ran and ended (the first `first` to end, 0: all)
+/* Each job's duration against its budget units, from the decisions journal
+ * (a job's `job` row to its `result`): d = a + b u by least squares, when
+ * the units differ (a budget's rungs); a is a job's start-up. */
+typedef struct fit {
+    double *at, *units; /* by trial: its running job's start and units */
+    double sx, sy, sxx, sxy;
+    size_t k;
+    double *tprev; /* by trial: the budget its last job reached */
+    size_t ntprev;
+    const unsigned char *keep; /* by trial: its jobs count (the trials measured) */
+    size_t nkeep;
+} fit_t;
+
+static int on_decision(const tp_decision_row_t *d, void *ud) {
+    fit_t *f = ud;
+    if (d->trial < 0 || (size_t)d->trial >= f->nkeep || !f->keep[d->trial]) return 0;
+    size_t id = (size_t)d->trial;
+    if (id >= f->ntprev) {
+        size_t n = f->ntprev ? f->ntprev : 64;
+        while (n <= id)
+            n *= 2;
+        f->tprev = tp__xrealloc(f->tprev, n * sizeof *f->tprev);
+        f->at = tp__xrealloc(f->at, n * sizeof *f->at);
+        f->units = tp__xrealloc(f->units, n * sizeof *f->units);
+        for (size_t i = f->ntprev; i < n; i++)
+            f->tprev[i] = 0, f->at[i] = NAN, f->units[i] = 0;
+        f->ntprev = n;
+    }
+    if (strcmp(d->kind, "job") == 0) {
+        f->at[id] = d->at;
+        f->units[id] = d->budget > 0 ? d->budget - f->tprev[id] : 1;
+    } else if (strcmp(d->kind, "result") == 0 && d->ok && !isnan(f->at[id])) {
+        double u = f->units[id], t = d->at - f->at[id];
+        if (u > 0 && t > 0) {
+            f->sx += u, f->sy += t, f->sxx += u * u, f->sxy += u * t;
+            f->k++;
+        }
+        if (d->budget > 0) f->tprev[id] = d->budget;
+        f->at[id] = NAN;
+    }
+    return 0;
+}
+
+/* The trials of s that ran and ended (the first `first` to start, 0: all;
+ * the first to end would be the shortest, a plan too quick)
  * into p->rec; their rows into *rows (caller frees). */
 static void read_measured(xp_t *p, tp_store_t *s, size_t first, rows_t *rows) {
     memset(rows, 0, sizeof *rows);
@@ -139,8 +185,28 @@ static void read_measured(xp_t *p, tp_store_t *s, size_t first, rows_t *rows) {
     size_t n = 0;
     for (size_t i = 0; i < rows->n; i++)
         if (rows->r[i].ran && !rows->r[i].failed && rows->r[i].run_s > 0) use[n++] = rows->r[i];
-    qsort(use, n, sizeof *use, by_end);
+    qsort(use, n, sizeof *use, by_start);
     if (first && n > first) n = first;
+    fit_t f = {0};
+    size_t maxid = 0;
+    for (size_t i = 0; i < n; i++)
+        if ((size_t)use[i].id + 1 > maxid) maxid = (size_t)use[i].id + 1;
+    unsigned char *keep = tp__xcalloc(maxid + 1, 1);
+    for (size_t i = 0; i < n; i++)
+        keep[use[i].id] = 1;
+    f.keep = keep;
+    f.nkeep = maxid;
+    tp__store_decisions(s, on_decision, &f);
+    free(keep);
+    double den = (double)f.k * f.sxx - f.sx * f.sx;
+    if (f.k >= 3 && den > 1e-9 * f.sxx * (double)f.k) {
+        double b = ((double)f.k * f.sxy - f.sx * f.sy) / den, a = (f.sy - b * f.sx) / (double)f.k;
+        if (a > 0 && b > 0) p->startup_s = a;
+    }
+    p->jobs = f.k;
+    free(f.tprev);
+    free(f.at);
+    free(f.units);
     p->rec = tp__xcalloc(n + 1, sizeof *p->rec);
     double *units = tp__xcalloc(n + 1, sizeof *units);
     for (size_t i = 0; i < n; i++) {
@@ -148,7 +214,13 @@ static void read_measured(xp_t *p, tp_store_t *s, size_t first, rows_t *rows) {
         for (int a = 0; a <= use[i].attempts; a++)
             tp__store_metric_values(s, use[i].id, a, on_point, &b);
         tp_simtune_measured_t *r = &p->rec[p->nrec++];
-        r->unit_s = use[i].run_s / use[i].units;
+        /* its jobs' start-ups taken out: one per rung it reached */
+        double njobs = 1;
+        if (p->x->budget_name && p->x->budget_eta > 1)
+            for (double bu = p->x->budget_min; bu < use[i].units - 1e-9; bu *= p->x->budget_eta)
+                njobs++;
+        double run = use[i].run_s - njobs * p->startup_s;
+        r->unit_s = (run > 0.1 * use[i].run_s ? run : 0.1 * use[i].run_s) / use[i].units;
         r->units = use[i].units;
         units[i] = r->unit_s;
         if (b.n) {
@@ -207,7 +279,7 @@ static int simulate(xp_t *p, int gpus, double deadline_s, double horizon_s, xp_s
         c.trial_gpus = p->trial_gpus;
         c.max_running = p->max_running;
         c.unit_s = p->unit_s;
-        c.startup_s = 0; /* measured unit times include it */
+        c.startup_s = p->startup_s; /* every job pays it (0: in the unit times) */
         c.horizon_s = horizon_s;
         /* a scheduler that plans against the deadline is told it, as the run tells it */
         c.deadline_s = s->ops->deadline ? deadline_s : 0;
@@ -253,7 +325,7 @@ static int dir_exists(const char *d) {
 }
 
 /* p from x and, where dir holds a run, its measurements (the first `first`
- * trials to end; 0: all). 0, or an exit code after a message. */
+ * trials to start; 0: all). 0, or an exit code after a message. */
 static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, const char *dir,
                    int dir_given, size_t first, rows_t *rows) {
     memset(p, 0, sizeof *p);
@@ -280,18 +352,23 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
         if (!s) return TP_EXIT_USAGE;
         read_measured(p, s, first, rows);
         tp__store_close(s);
+        if (p->startup_s > 0)
+            assume(p,
+                   "every job starts in %.3g s before its first %s (fitted over %zu jobs' "
+                   "durations), and resumes from its checkpoint",
+                   p->startup_s, x->budget_name ? "budget unit" : "step", p->jobs);
         if (p->nrec)
             assume(p,
                    "trial times measured in %s: %zu trials, median %.3g s per %s; each "
                    "simulated trial draws one of them (a bootstrap), its time and its learning "
                    "curve, whatever configuration the sampler proposes",
-                   resolved, p->nrec, p->median_unit, x->budget_name ? x->budget_name : "trial");
+                   resolved, p->nrec, p->median_unit, x->budget_name ? "budget unit" : "trial");
         else
             assume(p, "%s holds no finished trial: nothing measured there", resolved);
         free(resolved);
     }
     if (!p->nrec) {
-        const char *unit = x->budget_name ? x->budget_name : "trial";
+        const char *unit = x->budget_name ? "budget unit" : "trial";
         if (o->unit_s > 0) {
             p->unit_s = o->unit_s;
             assume(p, "%.3g s per %s, as --unit-time says (nothing measured)", p->unit_s, unit);
@@ -575,7 +652,7 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
     free_measured(&all);
     json_decref(all.assumed);
     free(rows.r);
-    /* the plan from the first trials to end, on the run's own parallelism */
+    /* the plan from the first trials started, on the run's own parallelism */
     xp_t p;
     code = prepare(&p, &x, &oo, resolved, 1, first, &rows);
     free(rows.r);
@@ -612,8 +689,8 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         fmt_time(lo, sizeof lo, st.ms[0]);
         fmt_time(hi, sizeof hi, st.ms[2]);
         fmt_time(r, sizeof r, real_ms);
-        printf("check of %s (%s), planned from its first %zu trials to end, on %d GPUs:\n",
-               resolved, x.name, p.nrec, slots);
+        printf("check of %s (%s), planned from its first %zu trials, on %d GPUs:\n", resolved,
+               x.name, p.nrec, slots);
         printf("  makespan         predicted %s (90%% range %s to %s), actual %s: error %+.0f%%\n",
                m, lo, hi, r, real_ms > 0 ? 100 * (st.ms[1] / real_ms - 1) : 0.0);
         printf("  trials finished  predicted %.0f (90%% range %.0f to %.0f), actual %zu\n",
