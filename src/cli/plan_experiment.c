@@ -476,8 +476,12 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     rows_t rows;
     code = prepare(&p, &x, o, o->dir ? o->dir : defdir, o->dir != NULL, 0, &rows);
     if (code) return finish(&p, &x, &rows, code);
-    const char *gtype = o->gpu_type ? o->gpu_type : p.nrec ? "the measured run's" : "any";
-    if (o->gpu_type) assume(&p, "%s GPUs as fast as the ones the times come from", o->gpu_type);
+    /* the type named, else the measured run's (whose times these are) */
+    const char *gtype = o->gpu_type ? o->gpu_type : p.nrec ? "measured" : "declared";
+    if (o->gpu_type && p.nrec)
+        assume(&p, "%s GPUs as fast as the ones the times come from", o->gpu_type);
+    else if (p.nrec)
+        assume(&p, "GPUs (or CPU slots) like the measured run's");
     tp_error_t err = {0};
     xp_stats_t st;
     if (o->gpus > 0) { /* simulate: a given count */
