@@ -41,6 +41,8 @@ typedef struct st_trial {
     double value;                     /* last reported metric, NaN before */
     const tp_simtune_measured_t *rec; /* the measured trial it was drawn from, or NULL */
     unsigned ver;                     /* its event in the heap is current at this version */
+    int *held;                        /* the GPUs it holds, t->gpus of them */
+    int held_cap;
 } st_trial_t;
 
 typedef struct st_event {
@@ -65,6 +67,8 @@ typedef struct sim {
     int64_t *owner; /* trial holding each GPU, -1: free */
     double *since;  /* since when */
     int free_gpus;
+    int *freeh; /* the free GPUs' indexes, a min-heap */
+    size_t nfree;
     int running;      /* jobs running */
     st_event_t *heap; /* the running trials' next events, earliest first (stale ones skipped) */
     size_t nheap, capheap;
@@ -206,21 +210,50 @@ static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
     return t;
 }
 
+/* The free GPUs: a min-heap of their indexes (the lowest is taken first). */
+static void free_push(sim_t *m, int g) {
+    size_t i = m->nfree++;
+    while (i > 0 && g < m->freeh[(i - 1) / 2]) {
+        m->freeh[i] = m->freeh[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->freeh[i] = g;
+}
+
+static int free_pop(sim_t *m) {
+    int top = m->freeh[0], last = m->freeh[--m->nfree];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m->nfree) break;
+        if (c + 1 < m->nfree && m->freeh[c + 1] < m->freeh[c]) c++;
+        if (m->freeh[c] >= last) break;
+        m->freeh[i] = m->freeh[c];
+        i = c;
+    }
+    if (m->nfree) m->freeh[i] = last;
+    return top;
+}
+
+/* O(k log G). */
 static void take_gpus(sim_t *m, st_trial_t *t, int k) {
     if (t->gpus == 0 && k > 0) m->running++;
-    for (int g = 0; g < m->c->gpus && k > 0; g++)
-        if (m->owner[g] < 0) {
-            m->owner[g] = t->id;
-            m->since[g] = m->now;
-            m->free_gpus--;
-            t->gpus++;
-            k--;
+    for (; k > 0 && m->nfree > 0; k--) {
+        int g = free_pop(m);
+        m->owner[g] = t->id;
+        m->since[g] = m->now;
+        m->free_gpus--;
+        if (t->gpus == t->held_cap) {
+            t->held_cap = t->held_cap ? 2 * t->held_cap : 4;
+            t->held = tp__xrealloc(t->held, (size_t)t->held_cap * sizeof *t->held);
         }
+        t->held[t->gpus++] = g;
+    }
 }
 
 static void release_gpus(sim_t *m, st_trial_t *t) {
-    for (int g = 0; g < m->c->gpus; g++) {
-        if (m->owner[g] != t->id) continue;
+    for (int i = 0; i < t->gpus; i++) {
+        int g = t->held[i];
         if (m->c->svg && m->nbars == m->capbars) {
             m->capbars = m->capbars ? 2 * m->capbars : 256;
             m->bars = tp__xrealloc(m->bars, m->capbars * sizeof *m->bars);
@@ -229,6 +262,7 @@ static void release_gpus(sim_t *m, st_trial_t *t) {
         m->out->gpu_busy += m->now - m->since[g];
         m->owner[g] = -1;
         m->free_gpus++;
+        free_push(m, g);
     }
     if (t->gpus > 0) m->running--;
     t->gpus = 0;
@@ -484,13 +518,17 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
     sim_t m = {.c = c, .free_gpus = c->gpus, .out = out};
     m.owner = tp__xmalloc((size_t)c->gpus * sizeof *m.owner);
     m.since = tp__xcalloc((size_t)c->gpus, sizeof *m.since);
-    for (int g = 0; g < c->gpus; g++)
+    m.freeh = tp__xmalloc((size_t)c->gpus * sizeof *m.freeh);
+    for (int g = 0; g < c->gpus; g++) {
         m.owner[g] = -1;
+        m.freeh[m.nfree++] = g; /* ascending: a heap already */
+    }
     int rc = make_scheduler(&m, err);
     if (rc < 0) {
         tp__space_free(&m.space);
         free(m.owner);
         free(m.since);
+        free(m.freeh);
         return rc;
     }
     if (c->timeline) tp__buf_printf(c->timeline, "t_s,event,trial,gpus,rung,value,why\n");
@@ -527,8 +565,11 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
     tp__space_free(&m.space);
     free(m.t);
     free(m.bars);
+    for (size_t i = 0; i < m.n; i++)
+        free(m.t[i].held);
     free(m.owner);
     free(m.since);
+    free(m.freeh);
     free(m.heap);
     return 0;
 }
