@@ -563,10 +563,10 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
     draw(&m);
     if (!c->scheduler_obj) tp__scheduler_free(m.s);
     tp__space_free(&m.space);
-    free(m.t);
-    free(m.bars);
     for (size_t i = 0; i < m.n; i++)
         free(m.t[i].held);
+    free(m.t);
+    free(m.bars);
     free(m.owner);
     free(m.since);
     free(m.freeh);
