@@ -411,6 +411,15 @@ static void fmt_time(char *buf, size_t n, double s) {
         snprintf(buf, n, "%.1f s", s);
 }
 
+/* j with the assumed list, printed on one line and freed. */
+static void put_json(json_t *j, const xp_t *p) {
+    json_object_set_new(j, "assumed", json_incref(p->assumed));
+    char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("%s\n", t);
+    free(t);
+    json_decref(j);
+}
+
 static void print_assumed(const xp_t *p) {
     printf("  assumed:\n");
     size_t i;
@@ -495,11 +504,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
             json_object_set_new(j, "experiment", json_string(x.name));
             json_object_set_new(j, "deadline_s",
                                 o->deadline_s > 0 ? json_real(o->deadline_s) : json_null());
-            json_object_set_new(j, "assumed", json_incref(p.assumed));
-            char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-            printf("%s\n", t);
-            free(t);
-            json_decref(j);
+            put_json(j, &p);
         } else {
             char m[32], lo[32], hi[32];
             fmt_time(m, sizeof m, st.ms[1]);
@@ -578,11 +583,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         for (int i = 0; best && i < 3; i++)
             if (counts[i]) json_array_append_new(arr, best_json(counts[i], &by[i], o->deadline_s));
         json_object_set_new(j, "by_gpus", arr);
-        json_object_set_new(j, "assumed", json_incref(p.assumed));
-        char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        printf("%s\n", t);
-        free(t);
-        json_decref(j);
+        put_json(j, &p);
         return finish(&p, &x, &rows, best ? TP_EXIT_OK : TP_EXIT_ERROR);
     }
     char dl[32];
@@ -682,11 +683,7 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
                       "best", isnan(real_best) ? json_null() : json_real(real_best));
         json_object_set_new(j, "makespan_error",
                             real_ms > 0 ? json_real(st.ms[1] / real_ms - 1) : json_null());
-        json_object_set_new(j, "assumed", json_incref(p.assumed));
-        char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        printf("%s\n", t);
-        free(t);
-        json_decref(j);
+        put_json(j, &p);
     } else {
         char m[32], lo[32], hi[32], r[32];
         fmt_time(m, sizeof m, st.ms[1]);
