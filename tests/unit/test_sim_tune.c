@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "search/scheduler.h"
 #include "sim/sim_tune.h"
 #include "tp_test.h"
 
@@ -112,6 +113,68 @@ TP_TEST(test_bohb_runs_in_the_simulator_under_asha_and_hyperband) {
         printf("  %s: median best true quality over 5 seeds: bohb %.4f, random %.4f\n", scheds[k],
                bohb[2], rnd[2]);
     }
+}
+
+/* An experiment's own scheduler handed in, measured trials resampled. */
+static tp_scheduler_t *own_scheduler(const tp_space_t *sp, const char *sched, uint64_t seed) {
+    tp_scheduler_cfg_t sc = {.scheduler = sched,
+                             .sampler = {.algorithm = "random", .trials = 12, .seed = seed},
+                             .budget = {.name = "epochs", .min = 1, .max = 9, .eta = 3},
+                             .maximize = 0};
+    tp_error_t err = {0};
+    return tp__scheduler_new(sp, &sc, &err);
+}
+
+TP_TEST(test_an_experiments_own_search_resamples_measured_trials_and_more_gpus_never_take_longer) {
+    tp_space_t sp;
+    tp__space_init(&sp);
+    tp_param_t p = {.name = tp__strdup("lr"), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
+    tp__space_add(&sp, &p);
+    /* two measured trials: 10 s and 30 s per epoch; their losses fall to 0.2 and 0.5 */
+    static const double frac[] = {1.0 / 3, 2.0 / 3, 1};
+    static const double fast[] = {0.6, 0.4, 0.2}, slow[] = {0.9, 0.7, 0.5};
+    tp_simtune_measured_t rec[] = {
+        {.unit_s = 10, .units = 9, .npoints = 3, .frac = frac, .values = fast},
+        {.unit_s = 30, .units = 9, .npoints = 3, .frac = frac, .values = slow}};
+    double prev = INFINITY;
+    for (int g = 1; g <= 8; g *= 2) {
+        tp_simtune_cfg_t c;
+        tp__simtune_defaults(&c);
+        c.scheduler_obj = own_scheduler(&sp, "fifo", 3);
+        c.gpus = g;
+        c.measured = rec;
+        c.nmeasured = 2;
+        c.minimize = 1;
+        c.startup_s = 0;
+        tp_simtune_result_t r = run(&c);
+        tp__scheduler_free(c.scheduler_obj);
+        TP_CHECK_INT(r.trials, 12);
+        TP_CHECK_INT(r.finished, 12);
+        /* the best is a measured value, the lowest loss (minimized) */
+        TP_CHECK(r.best == 0.2 || r.best == 0.5);
+        /* fifo runs each trial to 9 epochs: 90 or 270 s, in ceil(12 / g) waves at most */
+        TP_CHECK(r.end_s >= 0.95 * 90 && r.end_s <= 1.05 * 270 * ((12 + g - 1) / g) + 1e-9);
+        TP_CHECK(r.end_s <= prev + 1e-9);
+        prev = r.end_s;
+    }
+    /* two GPUs a trial, at most one trial at once: one after another on 8 GPUs */
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.scheduler_obj = own_scheduler(&sp, "asha", 3);
+    c.gpus = 8;
+    c.trial_gpus = 2;
+    c.max_running = 1;
+    c.measured = rec;
+    c.nmeasured = 2;
+    c.minimize = 1;
+    c.startup_s = 0;
+    c.horizon_s = 1;
+    tp_simtune_result_t r = run(&c);
+    tp__scheduler_free(c.scheduler_obj);
+    TP_CHECK_INT(r.trials, 12);
+    TP_CHECK(r.gpu_busy > 0.24 && r.gpu_busy <= 0.25 + 1e-9); /* 2 of 8 GPUs, always */
+    TP_CHECK(isnan(r.best_by));                               /* nothing reported by 1 s */
+    tp__space_free(&sp);
 }
 
 int main(void) {
