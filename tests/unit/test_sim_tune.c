@@ -125,6 +125,20 @@ static tp_scheduler_t *own_scheduler(const tp_space_t *sp, const char *sched, ui
     return tp__scheduler_new(sp, &sc, &err);
 }
 
+/* A run of that scheduler on g GPUs over the n measured trials, minimized. */
+static tp_simtune_cfg_t own_cfg(const tp_space_t *sp, const char *sched, int g,
+                                const tp_simtune_measured_t *rec, size_t n) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.scheduler_obj = own_scheduler(sp, sched, 3);
+    c.gpus = g;
+    c.measured = rec;
+    c.nmeasured = n;
+    c.minimize = 1;
+    c.startup_s = 0;
+    return c;
+}
+
 TP_TEST(test_an_experiments_own_search_resamples_measured_trials_and_more_gpus_never_take_longer) {
     tp_space_t sp;
     tp__space_init(&sp);
@@ -138,14 +152,7 @@ TP_TEST(test_an_experiments_own_search_resamples_measured_trials_and_more_gpus_n
         {.unit_s = 30, .units = 9, .npoints = 3, .frac = frac, .values = slow}};
     double prev = INFINITY;
     for (int g = 1; g <= 8; g *= 2) {
-        tp_simtune_cfg_t c;
-        tp__simtune_defaults(&c);
-        c.scheduler_obj = own_scheduler(&sp, "fifo", 3);
-        c.gpus = g;
-        c.measured = rec;
-        c.nmeasured = 2;
-        c.minimize = 1;
-        c.startup_s = 0;
+        tp_simtune_cfg_t c = own_cfg(&sp, "fifo", g, rec, 2);
         tp_simtune_result_t r = run(&c);
         tp__scheduler_free(c.scheduler_obj);
         TP_CHECK_INT(r.trials, 12);
@@ -158,16 +165,9 @@ TP_TEST(test_an_experiments_own_search_resamples_measured_trials_and_more_gpus_n
         prev = r.end_s;
     }
     /* two GPUs a trial, at most one trial at once: one after another on 8 GPUs */
-    tp_simtune_cfg_t c;
-    tp__simtune_defaults(&c);
-    c.scheduler_obj = own_scheduler(&sp, "asha", 3);
-    c.gpus = 8;
+    tp_simtune_cfg_t c = own_cfg(&sp, "asha", 8, rec, 2);
     c.trial_gpus = 2;
     c.max_running = 1;
-    c.measured = rec;
-    c.nmeasured = 2;
-    c.minimize = 1;
-    c.startup_s = 0;
     c.horizon_s = 1;
     tp_simtune_result_t r = run(&c);
     tp__scheduler_free(c.scheduler_obj);
