@@ -24,9 +24,10 @@ _tunepack_options() {
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
                        "--gpu-type --gpus-per-node --window --rounds --profile --contention" \
-                       "--help" ;;
+                       "--gpus --dir --seeds --unit-time --deadline --help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
-                   "--overhead --max-gpus --profile --json --help" ;;
+                   "--overhead --max-gpus --profile --json --dir --check --seeds --unit-time" \
+                   "--from --help" ;;
         agent | resize) echo "--help" ;;
     esac
 }
@@ -57,7 +58,7 @@ _tunepack() {
         --searcher) COMPREPLY=($(compgen -W "grid random" -- "$cur")); return 0 ;;
         --rounds) COMPREPLY=($(compgen -W "auto full incremental" -- "$cur")); return 0 ;;
         --contention) COMPREPLY=($(compgen -W "served capped" -- "$cur")); return 0 ;;
-        --dir | --fork) _tunepack_paths -d "$cur"; return 0 ;;
+        --dir | --fork | --check) _tunepack_paths -d "$cur"; return 0 ;;
         --cluster)
             # run: where trials run; simulate and plan: a cluster of the workload file
             [[ $verb == run ]] && COMPREPLY=($(compgen -W "local slurm ssh:" -- "$cur"))
@@ -66,7 +67,8 @@ _tunepack() {
         --csv | --svg | --unix) _tunepack_paths -f "$cur"; return 0 ;;
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | --profile | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
-            --deadline | --max-gpus | --time-limit | --node-limit | --listen | --show | --top)
+            --deadline | --max-gpus | --time-limit | --node-limit | --listen | --show | --top | \
+            --gpus | --seeds | --unit-time | --from)
             return 0 ;;
     esac
 

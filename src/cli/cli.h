@@ -128,4 +128,24 @@ json_t *tp__cli_pareto_front_feasible(tp_store_t *s, const json_t *objectives, c
  * "... N more" line. */
 void tp__cli_front_print(const json_t *front, size_t limit, const char *indent, int with_params);
 
+/* plan_experiment.c: `tunepack plan FILE` / `simulate FILE --gpus N` of an
+ * experiment file (docs/simulator.md, "An experiment of your own"). */
+typedef struct tp_xplan_opts {
+    double deadline_s;    /* plan: required; simulate: 0 = none */
+    int gpus;             /* simulate: this many GPUs; 0: plan the fewest */
+    const char *gpu_type; /* a name for the answer, or NULL */
+    const char *dir;      /* the run whose times are used; NULL: runs/<name> if it exists */
+    int seeds;            /* simulated searches (0: 10) */
+    double unit_s;        /* seconds per budget unit when nothing is measured (0: none) */
+    size_t max_gpus;      /* the most GPUs tried (0: trials x GPUs per trial) */
+    size_t from;          /* --check: plan from the first this many trials (0: a quarter) */
+    int json;
+} tp_xplan_opts_t;
+/* 1 when path is an experiment file (it has `command:`), 0 otherwise. */
+int tp__cli_is_experiment(const char *path);
+/* An exit code, after the answer (or an error) is printed. */
+int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o);
+/* `plan --check DIR`: the plan from the run's first trials against what happened. */
+int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o);
+
 #endif

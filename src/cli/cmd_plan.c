@@ -36,24 +36,61 @@ static int simulate_n(plan_t *p, size_t n, double *makespan, tp_error_t *err) {
 
 static int plan_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *gtype = NULL, *deadline_a = NULL, *policy = NULL,
-               *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL, *profile_a = NULL;
+               *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL, *profile_a = NULL,
+               *dir = NULL, *check = NULL, *seeds_a = NULL, *unit_a = NULL, *from_a = NULL;
     int as_json = 0;
     const char *policies[TP_CLI_MAX_POLICIES];
     tp__cli_policy_names(policies, TP_ARRAY_LEN(policies));
-    const tp_cli_opt_t opts[] = {
-        {"--space", NULL, &space},         {"--gpu-type", NULL, &gtype},
-        {"--deadline", NULL, &deadline_a}, {"--policy", NULL, &policy, policies, 0},
-        {"--gpus-per-node", NULL, &gpn_a}, {"--cpus-per-node", NULL, &cpn_a},
-        {"--overhead", NULL, &ov_a},       {"--max-gpus", NULL, &max_a},
-        {"--profile", NULL, &profile_a},   {"--json", &as_json, NULL}};
+    const tp_cli_opt_t opts[] = {{"--space", NULL, &space},
+                                 {"--gpu-type", NULL, &gtype},
+                                 {"--deadline", NULL, &deadline_a},
+                                 {"--policy", NULL, &policy, policies, 0},
+                                 {"--gpus-per-node", NULL, &gpn_a},
+                                 {"--cpus-per-node", NULL, &cpn_a},
+                                 {"--overhead", NULL, &ov_a},
+                                 {"--max-gpus", NULL, &max_a},
+                                 {"--profile", NULL, &profile_a},
+                                 {"--json", &as_json, NULL},
+                                 {"--dir", NULL, &dir},
+                                 {"--check", NULL, &check},
+                                 {"--seeds", NULL, &seeds_a},
+                                 {"--unit-time", NULL, &unit_a},
+                                 {"--from", NULL, &from_a}};
     int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     char default_file[4096];
-    if (!file && !space) /* no silent guess at what the user meant to plan */
+    if (!file && !space && !check) /* no silent guess at what the user meant to plan */
         return tp__cli_usage_error(
-            &tp__cmd_plan, "say what to plan: a workload FILE (tunepack plan FILE "
+            &tp__cmd_plan, "say what to plan: an experiment or workload FILE (tunepack plan FILE "
                            "--deadline 24h), or --space NAME of the installed catalogue "
                            "(tunepack plan --space SP4 --gpu-type a100_80g --deadline 24h)");
+    tp_xplan_opts_t xo = {.gpu_type = gtype, .dir = dir, .json = as_json};
+    long lv = 0;
+    if (seeds_a) {
+        if (tp__cli_count(&tp__cmd_plan, "--seeds", seeds_a, &lv) != TP_CLI_PARSED)
+            return TP_EXIT_USAGE;
+        if (lv > 64) return tp__cli_usage_error(&tp__cmd_plan, "--seeds is at most 64");
+        xo.seeds = (int)lv;
+    }
+    if (from_a) {
+        if (tp__cli_count(&tp__cmd_plan, "--from", from_a, &lv) != TP_CLI_PARSED)
+            return TP_EXIT_USAGE;
+        xo.from = (size_t)lv;
+    }
+    if (unit_a &&
+        tp__cli_duration(&tp__cmd_plan, "--unit-time", unit_a, &xo.unit_s) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
+    if (check) {
+        if (file || space || deadline_a)
+            return tp__cli_usage_error(&tp__cmd_plan,
+                                       "--check DIR compares a finished run with its plan: no "
+                                       "FILE, --space or --deadline with it");
+        return tp__cli_plan_check(check, &xo);
+    }
+    int experiment = file && !space && tp__cli_is_experiment(file);
+    if (!experiment && (dir || seeds_a || unit_a || from_a))
+        return tp__cli_usage_error(&tp__cmd_plan, "--dir, --seeds, --unit-time and --from are "
+                                                  "for an experiment FILE");
     if (!file) {
         if (tp__workload_default_path(default_file, sizeof default_file) < 0)
             return tp__cli_usage_error(&tp__cmd_plan,
@@ -66,6 +103,15 @@ static int plan_main(int argc, char **argv) {
     double deadline = 0;
     if (tp__cli_duration(&tp__cmd_plan, "--deadline", deadline_a, &deadline) != TP_CLI_PARSED)
         return TP_EXIT_USAGE;
+    if (experiment) {
+        xo.deadline_s = deadline;
+        if (max_a) {
+            if (tp__cli_count(&tp__cmd_plan, "--max-gpus", max_a, &lv) != TP_CLI_PARSED)
+                return TP_EXIT_USAGE;
+            xo.max_gpus = (size_t)lv;
+        }
+        return tp__cli_plan_experiment(file, &xo);
+    }
     plan_t p = {.gpn = 4,
                 .cpn = 0,
                 .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY, .overhead = 0.03}};
@@ -188,11 +234,25 @@ static int plan_main(int argc, char **argv) {
 
 const tp_cmd_t tp__cmd_plan = {
     .name = "plan",
-    .summary = "the fewest GPUs that finish a workload by a deadline (by simulation)",
+    .summary = "the fewest GPUs that finish an experiment by a deadline (by simulation)",
     .usage =
-        "usage: tunepack plan [FILE] --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
+        "usage: tunepack plan EXPERIMENT --deadline D [--dir DIR] [--gpu-type T] [--seeds 10]\n"
+        "                     [--unit-time TIME] [--max-gpus N] [--json]\n"
+        "       tunepack plan --check DIR [--from N] [--seeds 10] [--json]\n"
+        "       tunepack plan [FILE] --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
         "                     [--gpus-per-node 4] [--cpus-per-node N] [--overhead 0.03]\n"
         "                     [--max-gpus N] [--profile TIME] [--json]\n\n"
+        "EXPERIMENT is the file `tunepack run` takes. Its own search (sampler, scheduler,\n"
+        "budget, trials, concurrency.total, resources.gpus) runs on a virtual clock, the\n"
+        "sampler and scheduler the run's own, over --seeds seeds; trial times and learning\n"
+        "curves are resampled from the trials measured in DIR (default runs/<name> when it\n"
+        "exists), else --unit-time per budget unit, else the declared timeout spread over\n"
+        "the budget, else an assumed 60 s. Prints the fewest GPUs whose median makespan\n"
+        "meets the deadline, that makespan with its 90% range, the best metric expected by\n"
+        "the deadline on 1/2, 1 and 2 times that many GPUs (or that it cannot be predicted\n"
+        "when no curve is measured), and what it assumed. --check DIR plans a finished\n"
+        "run again from its first --from trials (default a quarter) on its own\n"
+        "concurrency and prints the prediction beside what happened.\n\n"
         "Finds the smallest number of GPUs of type T (in nodes of --gpus-per-node,\n"
         "32 CPU cores per GPU unless --cpus-per-node) on which the space's trials,\n"
         "placed by policy P (default vpack), finish within the deadline, simulating each\n"
@@ -218,8 +278,15 @@ const tp_cmd_t tp__cmd_plan = {
         "  --overhead X       MPS cost per co-located trial (default 0.03)\n"
         "  --max-gpus N       the most GPUs tried (default: the number of trials)\n"
         "  --profile TIME     model a run that measures its demand first\n"
-        "  --json             one object: {\"gpus\", \"makespan_s\", \"deadline_s\", ...}\n\n"
+        "  --json             one object: {\"gpus\", \"makespan_s\", \"deadline_s\", ...}\n"
+        "  --dir DIR          (EXPERIMENT) the run whose trial times are used\n"
+        "  --seeds N          (EXPERIMENT) simulated searches, 1..64 (default 10)\n"
+        "  --unit-time TIME   (EXPERIMENT) seconds per budget unit when nothing is measured\n"
+        "  --check DIR        compare a finished run with its plan\n"
+        "  --from N           (--check) plan from the first N trials started\n\n"
         "example:\n"
+        "  tunepack plan examples/mlp/experiment.yaml --deadline 1h --dir runs/mlp-demo\n"
+        "  tunepack plan --check runs/mlp-demo\n"
         "  tunepack plan --space SP4 --gpu-type a100_80g --deadline 30m\n",
     .main = plan_main,
 };

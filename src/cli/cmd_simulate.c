@@ -57,7 +57,8 @@ static int simulate_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *cluster = NULL, *policy = NULL, *searcher = NULL,
                *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
                *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
-               *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL, *contention_a = NULL;
+               *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL, *contention_a = NULL,
+               *gpus_a = NULL, *dir = NULL, *seeds_a = NULL, *unit_a = NULL, *deadline_a = NULL;
     int as_json = 0;
     static const char *const searchers[] = {"grid", "random", NULL};
     /* in the order of tp_sim_rounds_t */
@@ -84,9 +85,40 @@ static int simulate_main(int argc, char **argv) {
                                  {"--gpus-per-node", NULL, &gpn_a},
                                  {"--oversubscribe", NULL, &oversub_a},
                                  {"--profile", NULL, &profile_a},
-                                 {"--contention", NULL, &contention_a, contention, 0}};
+                                 {"--contention", NULL, &contention_a, contention, 0},
+                                 {"--gpus", NULL, &gpus_a},
+                                 {"--dir", NULL, &dir},
+                                 {"--seeds", NULL, &seeds_a},
+                                 {"--unit-time", NULL, &unit_a},
+                                 {"--deadline", NULL, &deadline_a}};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
+    if (file && !space && tp__cli_is_experiment(file)) { /* an experiment of the user's own */
+        tp_xplan_opts_t xo = {.gpu_type = gtype, .dir = dir, .json = as_json};
+        long lv = 0;
+        if (!gpus_a)
+            return tp__cli_usage_error(&tp__cmd_simulate,
+                                       "an experiment FILE needs --gpus N (how many GPUs)");
+        if (tp__cli_count(&tp__cmd_simulate, "--gpus", gpus_a, &lv) != TP_CLI_PARSED)
+            return TP_EXIT_USAGE;
+        xo.gpus = (int)lv;
+        if (seeds_a) {
+            if (tp__cli_count(&tp__cmd_simulate, "--seeds", seeds_a, &lv) != TP_CLI_PARSED)
+                return TP_EXIT_USAGE;
+            if (lv > 64) return tp__cli_usage_error(&tp__cmd_simulate, "--seeds is at most 64");
+            xo.seeds = (int)lv;
+        }
+        if (unit_a &&
+            tp__cli_duration(&tp__cmd_simulate, "--unit-time", unit_a, &xo.unit_s) != TP_CLI_PARSED)
+            return TP_EXIT_USAGE;
+        if (deadline_a && tp__cli_duration(&tp__cmd_simulate, "--deadline", deadline_a,
+                                           &xo.deadline_s) != TP_CLI_PARSED)
+            return TP_EXIT_USAGE;
+        return tp__cli_plan_experiment(file, &xo);
+    }
+    if (gpus_a || dir || seeds_a || unit_a || deadline_a)
+        return tp__cli_usage_error(&tp__cmd_simulate, "--gpus, --dir, --seeds, --unit-time and "
+                                                      "--deadline are for an experiment FILE");
     char default_file[4096];
     if (!file) {
         if (tp__workload_default_path(default_file, sizeof default_file) < 0)
@@ -191,15 +223,21 @@ static int simulate_main(int argc, char **argv) {
 
 const tp_cmd_t tp__cmd_simulate = {
     .name = "simulate",
-    .summary = "replay a workload on a virtual clock (real searcher and placer)",
+    .summary = "replay an experiment or a workload on a virtual clock (real search and placer)",
     .usage =
-        "usage: tunepack simulate [FILE] [--space NAME] [--cluster NAME] [--policy P]\n"
+        "usage: tunepack simulate EXPERIMENT --gpus N [--deadline D] [--dir DIR] [--seeds 10]\n"
+        "                         [--unit-time TIME] [--gpu-type T] [--json]\n"
+        "       tunepack simulate [FILE] [--space NAME] [--cluster NAME] [--policy P]\n"
         "                         [--searcher grid|random] [--trials N] [--seed S]\n"
         "                         [--overhead 0.03] [--json] [--csv FILE] [--svg FILE]\n"
         "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
         "                          [--gpus-per-node 8]] [--window N] [--rounds "
         "auto|full|incremental]\n"
         "                         [--profile TIME] [--contention served|capped]\n\n"
+        "EXPERIMENT (the file `tunepack run` takes) on N GPUs: its own search, as\n"
+        "`tunepack plan EXPERIMENT` simulates it (see tunepack plan --help), prints the\n"
+        "makespan, the trials finished and the best metric expected (by --deadline D\n"
+        "when given), medians and 90% ranges over --seeds searches.\n\n"
         "Runs the real searcher and placement policy against a virtual clock and a\n"
         "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
         "bound (work over summed GPU speed, or the longest trial alone), their ratio\n"
@@ -232,6 +270,12 @@ const tp_cmd_t tp__cmd_simulate = {
         "  --scale-gpus G     on G GPUs (a cluster made up, instead of --cluster)\n"
         "  --gpu-type T       the GPUs of --scale-gpus (default a100_80g)\n"
         "  --gpus-per-node N  their nodes' size (default 8)\n"
+        "  --gpus N           (EXPERIMENT) how many GPUs\n"
+        "  --deadline D       (EXPERIMENT) the best metric reported by then\n"
+        "  --dir DIR          (EXPERIMENT) the run whose trial times are used\n"
+        "                     (default runs/<name> when it exists)\n"
+        "  --seeds N          (EXPERIMENT) simulated searches, 1..64 (default 10)\n"
+        "  --unit-time TIME   (EXPERIMENT) seconds per budget unit when nothing is measured\n"
         "  --window N         pending trials offered to the placer per round\n"
         "                     (default 4096; 64 with incremental rounds)\n"
         "  --rounds R         full: each round offers the whole cluster; incremental: the\n"
@@ -243,6 +287,7 @@ const tp_cmd_t tp__cmd_simulate = {
         "Exit code 3 when FILE is invalid, 2 for a bad command line or an unknown\n"
         "space, cluster or policy.\n\n"
         "example:\n"
-        "  tunepack simulate --space SP4 --cluster homog_16 --policy wfd --json\n",
+        "  tunepack simulate --space SP4 --cluster homog_16 --policy wfd --json\n"
+        "  tunepack simulate examples/mlp/experiment.yaml --gpus 8\n",
     .main = simulate_main,
 };

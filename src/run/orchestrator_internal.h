@@ -512,8 +512,6 @@ struct tp_run {
     tp_deadline_t dl;      /* reallocation.c */
 };
 
-/* dryrun.c: the experiment's scheduler (sampler + scheduler), NULL with err. */
-tp_scheduler_t *tp__run_scheduler_new(const tp_experiment_t *x, tp_error_t *err);
 /* Whether the program of x's command (argv[0]) exists and is executable from
  * workdir (a path with '/': relative to workdir; a bare name: on PATH).
  * 0, or -ENOENT/-EACCES with err "file:line:col: ..." at the program. A

@@ -109,4 +109,10 @@ struct tp_store;
 int tp__rundir_check_store(const char *dir, struct tp_store *s, const char *experiment,
                            const char *exp_path, tp_error_t *err);
 
+/* dryrun.c: the experiment's scheduler (sampler + scheduler), as the run
+ * builds it; NULL with err. The caller frees it (tp__scheduler_free). */
+struct tp_experiment;
+struct tp_scheduler;
+struct tp_scheduler *tp__run_scheduler_new(const struct tp_experiment *x, tp_error_t *err);
+
 #endif

@@ -35,11 +35,21 @@ typedef struct st_trial {
     int nrep;         /* reports in this attempt */
     double first_rep_t, last_rep_t;
     double first_rep_step, last_step;
-    tp_scaling_t sc;    /* measured step time per GPU count */
-    double restart_s;   /* measured start-up, NaN before */
-    double last_resize; /* NaN: never */
-    double value;       /* last reported metric, NaN before */
+    tp_scaling_t sc;                  /* measured step time per GPU count */
+    double restart_s;                 /* measured start-up, NaN before */
+    double last_resize;               /* NaN: never */
+    double value;                     /* last reported metric, NaN before */
+    const tp_simtune_measured_t *rec; /* the measured trial it was drawn from, or NULL */
+    unsigned ver;                     /* its event in the heap is current at this version */
+    int *held;                        /* the GPUs it holds, t->gpus of them */
+    int held_cap;
 } st_trial_t;
+
+typedef struct st_event {
+    double at;
+    int64_t trial;
+    unsigned ver;
+} st_event_t;
 
 typedef struct st_bar {
     int gpu;
@@ -54,9 +64,14 @@ typedef struct sim {
     tp_space_t space;
     st_trial_t *t; /* by trial id */
     size_t n, cap;
-    int64_t owner[TP_SCALING_MAX_GPUS]; /* trial holding each GPU, -1: free */
-    double since[TP_SCALING_MAX_GPUS];  /* since when */
+    int64_t *owner; /* trial holding each GPU, -1: free */
+    double *since;  /* since when */
     int free_gpus;
+    int *freeh; /* the free GPUs' indexes, a min-heap */
+    size_t nfree;
+    int running;      /* jobs running */
+    st_event_t *heap; /* the running trials' next events, earliest first (stale ones skipped) */
+    size_t nheap, capheap;
     st_bar_t *bars;
     size_t nbars, capbars;
     double now;
@@ -73,6 +88,70 @@ static double noise(const sim_t *m, int64_t trial, double step, int kind, int no
 
 static double acc_true(const st_trial_t *t, double b) {
     return t->q - (t->q - 0.1) * exp(-b / t->tau);
+}
+
+/* What t reports at b units: its measured curve at the same share of its
+ * run (the last value before it; past the measured run, its last value), or
+ * the synthetic family's (1 - it when minimized). */
+static double metric_true(const sim_t *m, const st_trial_t *t, double b) {
+    const tp_simtune_measured_t *r = t->rec;
+    if (r && r->npoints) {
+        double f = b / r->units;
+        size_t i = 0;
+        while (i + 1 < r->npoints && r->frac[i + 1] <= f + 1e-9)
+            i++;
+        return r->values[i];
+    }
+    double a = acc_true(t, b);
+    return m->c->minimize ? 1 - a : a;
+}
+
+static int better(const sim_t *m, double a, double b) {
+    return isnan(b) || (m->c->minimize ? a < b : a > b);
+}
+
+static int ev_before(const st_event_t *a, const st_event_t *b) {
+    return a->at < b->at || (a->at == b->at && a->trial < b->trial);
+}
+
+/* t's next event at `at` (its earlier one, if any, goes stale). O(log n). */
+static void ev_push(sim_t *m, st_trial_t *t, double at) {
+    if (m->nheap == m->capheap) {
+        m->capheap = m->capheap ? 2 * m->capheap : 256;
+        m->heap = tp__xrealloc(m->heap, m->capheap * sizeof *m->heap);
+    }
+    st_event_t e = {at, t->id, ++t->ver};
+    size_t i = m->nheap++;
+    while (i > 0 && ev_before(&e, &m->heap[(i - 1) / 2])) {
+        m->heap[i] = m->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->heap[i] = e;
+}
+
+static void ev_pop(sim_t *m) {
+    st_event_t e = m->heap[--m->nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m->nheap) break;
+        if (c + 1 < m->nheap && ev_before(&m->heap[c + 1], &m->heap[c])) c++;
+        if (!ev_before(&m->heap[c], &e)) break;
+        m->heap[i] = m->heap[c];
+        i = c;
+    }
+    if (m->nheap) m->heap[i] = e;
+}
+
+/* The earliest current event's trial, or NULL when none runs. */
+static st_trial_t *ev_next(sim_t *m) {
+    while (m->nheap) {
+        st_event_t *e = &m->heap[0];
+        st_trial_t *t = &m->t[e->trial];
+        if (t->running && t->ver == e->ver) return t;
+        ev_pop(m);
+    }
+    return NULL;
 }
 
 /* The time of unit `step` at g GPUs (+-5%). */
@@ -114,42 +193,91 @@ static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
     return t;
 }
 
-/* t's learning curve and speed from its configuration (x, y). */
+/* t's learning curve and speed from its configuration (x, y); an
+ * experiment's own space has no x, y: its trials' are drawn by (seed, id),
+ * and their times are its unit time or a measured trial's. */
 static void set_curve(sim_t *m, st_trial_t *t, const json_t *cfg) {
-    double x = json_number_value(json_object_get(cfg, "x"));
-    double y = json_number_value(json_object_get(cfg, "y"));
+    int own = m->c->scheduler_obj != NULL;
+    int64_t id = t->id;
+    double x =
+        own ? noise(m, id, -1, NOISE_METRIC, 0) : json_number_value(json_object_get(cfg, "x"));
+    double y =
+        own ? noise(m, id, -2, NOISE_METRIC, 0) : json_number_value(json_object_get(cfg, "y"));
     t->q = 0.92 - 0.35 * (x - 0.65) * (x - 0.65) - 0.08 * y;
     t->tau = 1.5 + 10 * y * (1 - x) + 3 * x;
     t->t1 = m->c->unit_s * (0.6 + 0.8 * x);
     t->f = 0.05 + 0.45 * y;
     t->up = m->c->startup_s * (0.8 + 0.4 * y);
+    if (own) {
+        t->rec = NULL;
+        if (m->c->nmeasured) {
+            size_t k = (size_t)(noise(m, id, -3, NOISE_METRIC, 0) * (double)m->c->nmeasured);
+            t->rec = &m->c->measured[k < m->c->nmeasured ? k : m->c->nmeasured - 1];
+        }
+        t->t1 = t->rec ? t->rec->unit_s : m->c->unit_s;
+        t->f = 1; /* at the GPU count it declares */
+        t->up = m->c->startup_s;
+    }
 }
 
+/* The free GPUs: a min-heap of their indexes (the lowest is taken first). */
+static void free_push(sim_t *m, int g) {
+    size_t i = m->nfree++;
+    while (i > 0 && g < m->freeh[(i - 1) / 2]) {
+        m->freeh[i] = m->freeh[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    m->freeh[i] = g;
+}
+
+static int free_pop(sim_t *m) {
+    int top = m->freeh[0], last = m->freeh[--m->nfree];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= m->nfree) break;
+        if (c + 1 < m->nfree && m->freeh[c + 1] < m->freeh[c]) c++;
+        if (m->freeh[c] >= last) break;
+        m->freeh[i] = m->freeh[c];
+        i = c;
+    }
+    if (m->nfree) m->freeh[i] = last;
+    return top;
+}
+
+/* O(k log G). */
 static void take_gpus(sim_t *m, st_trial_t *t, int k) {
-    for (int g = 0; g < m->c->gpus && k > 0; g++)
-        if (m->owner[g] < 0) {
-            m->owner[g] = t->id;
-            m->since[g] = m->now;
-            m->free_gpus--;
-            t->gpus++;
-            k--;
+    if (t->gpus == 0 && k > 0) m->running++;
+    for (; k > 0 && m->nfree > 0; k--) {
+        int g = free_pop(m);
+        m->owner[g] = t->id;
+        m->since[g] = m->now;
+        m->free_gpus--;
+        if (t->gpus == t->held_cap) {
+            t->held_cap = t->held_cap ? 2 * t->held_cap : 4;
+            t->held = tp__xrealloc(t->held, (size_t)t->held_cap * sizeof *t->held);
         }
+        t->held[t->gpus++] = g;
+    }
 }
 
 static void release_gpus(sim_t *m, st_trial_t *t) {
-    for (int g = 0; g < m->c->gpus; g++) {
-        if (m->owner[g] != t->id) continue;
-        if (m->nbars == m->capbars) {
+    for (int i = 0; i < t->gpus; i++) {
+        int g = t->held[i];
+        if (m->c->svg && m->nbars == m->capbars) {
             m->capbars = m->capbars ? 2 * m->capbars : 256;
             m->bars = tp__xrealloc(m->bars, m->capbars * sizeof *m->bars);
         }
-        m->bars[m->nbars++] = (st_bar_t){g, m->since[g], m->now, t->id, t->rung};
+        if (m->c->svg) m->bars[m->nbars++] = (st_bar_t){g, m->since[g], m->now, t->id, t->rung};
         m->out->gpu_busy += m->now - m->since[g];
         m->owner[g] = -1;
         m->free_gpus++;
+        free_push(m, g);
     }
+    if (t->gpus > 0) m->running--;
     t->gpus = 0;
     t->running = 0;
+    t->ver++; /* its pending event is stale */
 }
 
 /* A new attempt of t's job: pays its start-up, resumes from progress + frac. */
@@ -161,16 +289,17 @@ static void start_attempt(sim_t *m, st_trial_t *t) {
         m->now + t->up * (0.9 + 0.2 * noise(m, t->id, t->progress + 100.0 * t->job_attempts,
                                             NOISE_STARTUP, 0));
     t->nrep = 0;
+    ev_push(m, t, t->ready_at);
 }
 
 static void start_job(sim_t *m, st_trial_t *t, const tp_job_t *job) {
     t->running = 1;
     t->rung = job->rung;
-    t->budget = job->budget;
+    t->budget = job->budget > 0 ? job->budget : 1; /* no budget: the trial is one unit */
     t->from = t->progress;
     t->frac = 0;
     t->job_attempts = 0;
-    take_gpus(m, t, 1);
+    take_gpus(m, t, m->c->trial_gpus > 0 ? m->c->trial_gpus : 1);
     start_attempt(m, t);
     m->out->jobs++;
     timeline(m,
@@ -184,6 +313,7 @@ static void begin_unit(sim_t *m, st_trial_t *t) {
     t->unit_start = m->now;
     t->unit_clean = t->frac == 0;
     t->unit_end = m->now + (1 - t->frac) * step_time(m, t, t->gpus, t->progress + 1);
+    ev_push(m, t, t->unit_end);
 }
 
 /* t's job reached its budget: timing, result, GPUs back. */
@@ -210,8 +340,9 @@ static void unit_done(sim_t *m, st_trial_t *t) {
     t->frac = 0;
     if (t->unit_clean) tp__scaling_add(&t->sc, t->gpus, m->now - t->unit_start);
     if (t->nrep == 0 && t->unit_clean) t->restart_s = t->unit_start - t->attempt_start;
-    t->value =
-        acc_true(t, t->progress) + m->c->noise * noise(m, t->id, t->progress, NOISE_METRIC, 1);
+    t->value = metric_true(m, t, t->progress);
+    if (!(t->rec && t->rec->npoints)) /* a measured curve carries its own noise */
+        t->value += m->c->noise * noise(m, t->id, t->progress, NOISE_METRIC, 1);
     if (t->nrep++ == 0) {
         t->first_rep_t = m->now;
         t->first_rep_step = t->progress;
@@ -219,11 +350,13 @@ static void unit_done(sim_t *m, st_trial_t *t) {
     t->last_rep_t = m->now;
     t->last_step = t->progress;
     tp_simtune_result_t *o = m->out;
-    if (o->best_trial < 0 || t->value > o->best) {
+    if (o->best_trial < 0 || better(m, t->value, o->best)) {
         o->best = t->value;
         o->best_trial = t->id;
-        o->best_true = acc_true(t, t->progress);
+        o->best_true = metric_true(m, t, t->progress);
     }
+    if (m->c->horizon_s > 0 && m->now <= m->c->horizon_s && better(m, t->value, o->best_by))
+        o->best_by = t->value;
     if (t->progress >= t->budget - 1e-9)
         end_job(m, t);
     else
@@ -232,7 +365,8 @@ static void unit_done(sim_t *m, st_trial_t *t) {
 
 /* Free GPUs to the scheduler, one job each. */
 static void fill(sim_t *m) {
-    while (m->free_gpus > 0) {
+    int k = m->c->trial_gpus > 0 ? m->c->trial_gpus : 1;
+    while (m->free_gpus >= k && (m->c->max_running <= 0 || m->running < m->c->max_running)) {
         tp_job_t job;
         memset(&job, 0, sizeof job);
         int rc = m->s->ops->next(m->s, m->now, &job);
@@ -360,6 +494,12 @@ void tp__simtune_defaults(tp_simtune_cfg_t *c) {
 
 static int make_scheduler(sim_t *m, tp_error_t *err) {
     tp__space_init(&m->space);
+    if (m->c->scheduler_obj) {
+        m->s = m->c->scheduler_obj;
+        if (m->c->deadline_s > 0 && m->s->ops->deadline)
+            m->s->ops->deadline(m->s, m->c->deadline_s);
+        return 0;
+    }
     const char *names[] = {"x", "y"};
     for (int i = 0; i < 2; i++) {
         tp_param_t p = {.name = tp__strdup(names[i]), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
@@ -384,30 +524,40 @@ static int make_scheduler(sim_t *m, tp_error_t *err) {
 
 int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_error_t *err) {
     memset(out, 0, sizeof *out);
-    out->best = NAN;
+    out->best = out->best_by = NAN;
     out->best_trial = -1;
-    if (c->gpus < 1 || c->gpus > TP_SCALING_MAX_GPUS)
-        return tp__errorf(err, -EINVAL, "gpus must be 1..%d, got %d", TP_SCALING_MAX_GPUS, c->gpus);
+    int most = c->realloc ? TP_SCALING_MAX_GPUS : TP_SIMTUNE_MAX_GPUS;
+    if (c->gpus < 1 || c->gpus > most)
+        return tp__errorf(err, -EINVAL, "gpus must be 1..%d, got %d", most, c->gpus);
+    if (c->trial_gpus > c->gpus)
+        return tp__errorf(err, -EINVAL, "a trial takes %d GPUs, more than the %d there are",
+                          c->trial_gpus, c->gpus);
+    if (c->scheduler_obj && c->realloc)
+        return tp__errorf(err, -EINVAL,
+                          "an experiment's own search is simulated without "
+                          "reallocation");
     sim_t m = {.c = c, .free_gpus = c->gpus, .out = out};
-    for (int g = 0; g < TP_SCALING_MAX_GPUS; g++)
+    m.owner = tp__xmalloc((size_t)c->gpus * sizeof *m.owner);
+    m.since = tp__xcalloc((size_t)c->gpus, sizeof *m.since);
+    m.freeh = tp__xmalloc((size_t)c->gpus * sizeof *m.freeh);
+    for (int g = 0; g < c->gpus; g++) {
         m.owner[g] = -1;
+        m.freeh[m.nfree++] = g; /* ascending: a heap already */
+    }
     int rc = make_scheduler(&m, err);
     if (rc < 0) {
         tp__space_free(&m.space);
+        free(m.owner);
+        free(m.since);
+        free(m.freeh);
         return rc;
     }
     if (c->timeline) tp__buf_printf(c->timeline, "t_s,event,trial,gpus,rung,value,why\n");
     fill(&m);
     for (;;) {
-        st_trial_t *next = NULL;
-        double te = INFINITY;
-        for (size_t i = 0; i < m.n; i++) {
-            st_trial_t *t = &m.t[i];
-            if (!t->running) continue;
-            double at = t->starting ? t->ready_at : t->unit_end;
-            if (at < te) te = at, next = t;
-        }
+        st_trial_t *next = ev_next(&m);
         if (!next) break;
+        double te = next->starting ? next->ready_at : next->unit_end;
         if (c->deadline_s > 0 && te > c->deadline_s) {
             m.now = c->deadline_s;
             timeline(&m, "deadline", -1, 0, 0, out->best, "running trials checkpoint and report");
@@ -423,14 +573,24 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
         fill(&m);
         reallocate(&m);
     }
+    out->finished = out->trials;
     for (size_t i = 0; i < m.n; i++)
-        if (m.t[i].running) release_gpus(&m, &m.t[i]);
+        if (m.t[i].running) {
+            release_gpus(&m, &m.t[i]);
+            out->finished--;
+        }
     out->end_s = m.now;
     out->gpu_busy = m.now > 0 ? out->gpu_busy / (c->gpus * m.now) : 0;
     draw(&m);
-    tp__scheduler_free(m.s);
+    if (!c->scheduler_obj) tp__scheduler_free(m.s);
     tp__space_free(&m.space);
+    for (size_t i = 0; i < m.n; i++)
+        free(m.t[i].held);
     free(m.t);
     free(m.bars);
+    free(m.owner);
+    free(m.since);
+    free(m.freeh);
+    free(m.heap);
     return 0;
 }

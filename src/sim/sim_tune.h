@@ -36,10 +36,23 @@
 #include "search/realloc.h"
 #include "util/util.h"
 
+/* One trial a run measured (tunepack plan --dir): what a simulated trial
+ * drawn from it (a bootstrap over measured trials) takes and reports. */
+#define TP_SIMTUNE_MAX_GPUS (1 << 20)
+
+typedef struct tp_simtune_measured {
+    double unit_s;        /* seconds per budget unit (per trial without a budget), > 0 */
+    double units;         /* budget units it ran (1 without a budget) */
+    size_t npoints;       /* its learning curve: 0 = no metric measured */
+    const double *frac;   /* by the share of its run (0, 1], increasing */
+    const double *values; /* the objective reported there */
+} tp_simtune_measured_t;
+
 typedef struct tp_simtune_cfg {
     const char *scheduler;              /* asha | hypersched | hyperband | fifo | median | pbt */
     const char *sampler;                /* search algorithm (NULL: random), e.g. tpe, bohb */
-    int gpus;                           /* G, 1..TP_SCALING_MAX_GPUS */
+    int gpus;                           /* G, 1..TP_SIMTUNE_MAX_GPUS (with realloc
+                                           1..TP_SCALING_MAX_GPUS) */
     uint64_t trials;                    /* configurations the sampler proposes */
     uint64_t seed;                      /* sampler and noise */
     double budget_min, budget_max, eta; /* the budget's rungs */
@@ -53,8 +66,21 @@ typedef struct tp_simtune_cfg {
     double unit_s;           /* seconds per budget unit at x = 0.5 on 1 GPU (default 60) */
     double startup_s;        /* mean start-up of an attempt (default 20) */
     double noise;            /* sd of the reported metric (default 0.005) */
-    tp_buf_t *timeline;      /* CSV of events (t_s,event,trial,gpus,rung,value,why), or NULL */
-    tp_buf_t *svg;           /* a Gantt of GPUs over time, or NULL */
+    /* An experiment's own search (tunepack plan FILE): when scheduler_obj is
+     * set it is the scheduler (the run's, built from the experiment; the
+     * caller owns it) and scheduler, sampler, trials, budget and eta are not
+     * used; the trials' times and curves come from `measured` (a bootstrap:
+     * trial i draws a record by (seed, i)), else from the synthetic family
+     * with each trial's unit time unit_s. */
+    struct tp_scheduler *scheduler_obj;
+    const tp_simtune_measured_t *measured; /* NULL: the synthetic family */
+    size_t nmeasured;
+    int minimize;       /* the objective is minimized (best is the lowest) */
+    int trial_gpus;     /* GPUs a job takes (default 1) */
+    int max_running;    /* jobs at once (0: as many as the GPUs take) */
+    double horizon_s;   /* best_by: the best reported by then (0: none) */
+    tp_buf_t *timeline; /* CSV of events (t_s,event,trial,gpus,rung,value,why), or NULL */
+    tp_buf_t *svg;      /* a Gantt of GPUs over time, or NULL */
 } tp_simtune_cfg_t;
 
 typedef struct tp_simtune_result {
@@ -68,6 +94,8 @@ typedef struct tp_simtune_result {
     size_t refused;     /* admissions refused */
     size_t resizes;     /* resizes done */
     double gpu_busy;    /* GPU-seconds held by trials / (G x end_s) */
+    double best_by;     /* the best reported by horizon_s (NaN: none) */
+    size_t finished;    /* trials started and not running at the end */
 } tp_simtune_result_t;
 
 /* Defaults above (scheduler asha, 8 GPUs, 81 trials, budget 1..27 eta 3,

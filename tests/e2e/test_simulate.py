@@ -103,7 +103,7 @@ class Simulate(E2E):
     def test_plan_with_neither_file_nor_space_is_a_usage_error_naming_both(self):
         p = self.tp("plan", "--deadline", "24h")
         self.assertExit(p, 2)
-        self.assertIn("a workload FILE", p.stderr)
+        self.assertIn("an experiment or workload FILE", p.stderr)
         self.assertIn("--space NAME", p.stderr)
         self.assertEqual(p.stdout, "")
 

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "search/scheduler.h"
 #include "sim/sim_tune.h"
 #include "tp_test.h"
 
@@ -67,7 +68,12 @@ TP_TEST(test_a_bad_gpu_count_or_scheduler_is_an_error) {
     tp_error_t err = {0};
     c.gpus = 0;
     TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "gpus must be 1..1048576");
+    c.gpus = 65;
+    c.realloc = 1; /* a measured scaling curve goes up to 64 GPUs */
+    TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
     TP_CHECK_CONTAINS(err.msg, "gpus must be 1..64");
+    c.realloc = 0;
     c.gpus = 4;
     c.scheduler = "hypershed";
     TP_CHECK(tp__simtune_run(&c, &r, &err) < 0);
@@ -124,6 +130,68 @@ TP_TEST(test_pbt_runs_in_the_simulator_and_exploits_each_generation) {
     TP_CHECK_INT(a.exploits, 6); /* generations at 3, 6, 9: ceil(8 x 0.25) each */
     TP_CHECK(a.best > 0.5 && a.best < 1);
     TP_CHECK(a.best == b.best && a.end_s == b.end_s && a.exploits == b.exploits);
+}
+
+/* An experiment's own scheduler handed in, measured trials resampled. */
+static tp_scheduler_t *own_scheduler(const tp_space_t *sp, const char *sched, uint64_t seed) {
+    tp_scheduler_cfg_t sc = {.scheduler = sched,
+                             .sampler = {.algorithm = "random", .trials = 12, .seed = seed},
+                             .budget = {.name = "epochs", .min = 1, .max = 9, .eta = 3},
+                             .maximize = 0};
+    tp_error_t err = {0};
+    return tp__scheduler_new(sp, &sc, &err);
+}
+
+/* A run of that scheduler on g GPUs over the n measured trials, minimized. */
+static tp_simtune_cfg_t own_cfg(const tp_space_t *sp, const char *sched, int g,
+                                const tp_simtune_measured_t *rec, size_t n) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.scheduler_obj = own_scheduler(sp, sched, 3);
+    c.gpus = g;
+    c.measured = rec;
+    c.nmeasured = n;
+    c.minimize = 1;
+    c.startup_s = 0;
+    return c;
+}
+
+TP_TEST(test_an_experiments_own_search_resamples_measured_trials_and_more_gpus_never_take_longer) {
+    tp_space_t sp;
+    tp__space_init(&sp);
+    tp_param_t p = {.name = tp__strdup("lr"), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
+    tp__space_add(&sp, &p);
+    /* two measured trials: 10 s and 30 s per epoch; their losses fall to 0.2 and 0.5 */
+    static const double frac[] = {1.0 / 3, 2.0 / 3, 1};
+    static const double fast[] = {0.6, 0.4, 0.2}, slow[] = {0.9, 0.7, 0.5};
+    tp_simtune_measured_t rec[] = {
+        {.unit_s = 10, .units = 9, .npoints = 3, .frac = frac, .values = fast},
+        {.unit_s = 30, .units = 9, .npoints = 3, .frac = frac, .values = slow}};
+    double prev = INFINITY;
+    for (int g = 1; g <= 8; g *= 2) {
+        tp_simtune_cfg_t c = own_cfg(&sp, "fifo", g, rec, 2);
+        tp_simtune_result_t r = run(&c);
+        tp__scheduler_free(c.scheduler_obj);
+        TP_CHECK_INT(r.trials, 12);
+        TP_CHECK_INT(r.finished, 12);
+        /* the best is a measured value, the lowest loss (minimized) */
+        TP_CHECK(r.best == 0.2 || r.best == 0.5);
+        /* fifo runs each trial to 9 epochs: 90 or 270 s, in ceil(12 / g) waves at most */
+        TP_CHECK(r.end_s >= 0.95 * 90 && r.end_s <= 1.05 * 270 * ((12 + g - 1) / g) + 1e-9);
+        TP_CHECK(r.end_s <= prev + 1e-9);
+        prev = r.end_s;
+    }
+    /* two GPUs a trial, at most one trial at once: one after another on 8 GPUs */
+    tp_simtune_cfg_t c = own_cfg(&sp, "asha", 8, rec, 2);
+    c.trial_gpus = 2;
+    c.max_running = 1;
+    c.horizon_s = 1;
+    tp_simtune_result_t r = run(&c);
+    tp__scheduler_free(c.scheduler_obj);
+    TP_CHECK_INT(r.trials, 12);
+    TP_CHECK(r.gpu_busy > 0.24 && r.gpu_busy <= 0.25 + 1e-9); /* 2 of 8 GPUs, always */
+    TP_CHECK(isnan(r.best_by));                               /* nothing reported by 1 s */
+    tp__space_free(&sp);
 }
 
 int main(void) {

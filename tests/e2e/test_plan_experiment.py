@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""`tunepack plan EXPERIMENT` and `simulate EXPERIMENT --gpus N` (issue 35): the user's own
+experiment file planned from a finished small run's measured trials (the MLP example,
+shortened), the answer's shape and consistency (more GPUs never a longer makespan, the
+deadline met), `plan --check DIR`, and bad input."""
+
+import json
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
+
+from helpers import BUILD, E2E, SRC, main, yaml_str
+
+
+class PlanExperiment(E2E):
+
+    def mlp(self, trials=6, epochs=3):
+        with open(os.path.join(SRC, "examples", "mlp", "experiment.yaml")) as f:
+            text = f.read()
+        mlp = os.path.join(BUILD, "examples", "mlp_train")
+        self.assertTrue(os.access(mlp, os.X_OK), "build examples/mlp_train first")
+        for old, new in (("./build/examples/mlp_train", yaml_str(mlp)),
+                         ("trials: 40", "trials: %d" % trials),
+                         ("epochs: 20", "epochs: %d" % epochs)):
+            self.assertEqual(text.count(old), 1, "examples/mlp/experiment.yaml changed: %r" % old)
+            text = text.replace(old, new)
+        return self.experiment(text)
+
+    def plan(self, *args):
+        p = self.tp("plan", *args, "--json")
+        self.assertExit(p, 0)
+        return json.loads(p.stdout)
+
+    def test_plan_from_a_finished_run_answers_gpus_makespan_best_and_check_compares(self):
+        exp = self.mlp()
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir), 0)
+        d = self.plan(exp, "--deadline", "1h", "--dir", run_dir, "--seeds", "5")
+        self.assertGreaterEqual(d["gpus"], 1)
+        self.assertLessEqual(d["makespan_s"]["median"], 3600)
+        ms = d["makespan_s"]
+        self.assertTrue(ms["lo"] <= ms["median"] <= ms["hi"], ms)
+        self.assertEqual(d["scheduler"], "fifo")
+        self.assertEqual(d["sampler"], "random")
+        counts = [b["gpus"] for b in d["by_gpus"]]
+        self.assertIn(d["gpus"], counts)
+        for b in d["by_gpus"]:  # curves were measured: a best is predicted at every count
+            self.assertIsNotNone(b["best"], b)
+            self.assertTrue(0 <= b["best"]["median"] <= 1, b)
+        self.assertTrue(any("measured in" in a for a in d["assumed"]), d["assumed"])
+        # more GPUs never take longer (the same seeds, the same draws)
+        prev = None
+        for g in (1, 2, 3, 6):
+            p = self.tp("simulate", exp, "--gpus", g, "--dir", run_dir, "--seeds", "5", "--json")
+            self.assertExit(p, 0)
+            s = json.loads(p.stdout)
+            self.assertEqual(s["trials_finished"]["median"], 6)
+            if prev is not None:
+                self.assertLessEqual(s["makespan_s"]["median"], prev + 1e-9)
+            prev = s["makespan_s"]["median"]
+        # plan --check: the prediction beside what happened
+        c = self.tp("plan", "--check", run_dir, "--json")
+        self.assertExit(c, 0)
+        c = json.loads(c.stdout)
+        self.assertEqual(c["actual"]["trials_finished"], 6)
+        self.assertGreater(c["actual"]["makespan_s"], 0)
+        self.assertEqual(c["gpus"], 2)  # the example's concurrency
+        self.assertAlmostEqual(c["makespan_error"],
+                               c["predicted"]["makespan_s"]["median"] / c["actual"]["makespan_s"]
+                               - 1, places=9)
+        self.assertIsNotNone(c["actual"]["best"])
+        text = self.tp("plan", "--check", run_dir)
+        self.assertExit(text, 0)
+        for word in ("predicted", "actual", "error", "assumed:"):
+            self.assertIn(word, text.stdout)
+
+    def test_without_measurements_times_are_declared_and_the_metric_not_predicted(self):
+        exp = self.experiment(
+            "name: big\ncommand: [train, --lr, '{lr}', --epochs, '{epochs}']\n"
+            "metric: {name: acc, mode: max}\nspace: {lr: {loguniform: [1.0e-4, 1.0]}}\n"
+            "search: {algorithm: tpe, trials: 40, seed: 1, scheduler: asha}\n"
+            "budget: {name: epochs, min: 1, max: 9, eta: 3}\nresources: {gpus: 2}\n")
+        p = self.tp("plan", exp, "--deadline", "2h", "--dir", self.path("none"), "--json")
+        self.assertExit(p, 2)  # a --dir that holds no run is named
+        d = self.plan(exp, "--deadline", "2h", "--unit-time", "60s", "--seeds", "4")
+        self.assertEqual(d["scheduler"], "asha")
+        self.assertEqual(d["gpus"] % 2, 0)  # whole trials of two GPUs
+        self.assertLessEqual(d["makespan_s"]["median"], 7200)
+        for b in d["by_gpus"]:
+            self.assertIsNone(b["best"])
+        self.assertTrue(any("cannot be predicted" in a for a in d["assumed"]), d["assumed"])
+        self.assertTrue(any("--unit-time" in a for a in d["assumed"]), d["assumed"])
+        text = self.tp("plan", exp, "--deadline", "2h", "--unit-time", "60s", "--seeds", "4")
+        self.assertExit(text, 0)
+        self.assertIn("cannot be predicted", text.stdout)
+        # a deadline shorter than one job: no count meets it, exit 1, said plainly
+        p = self.tp("plan", exp, "--deadline", "30s", "--unit-time", "60s", "--seeds", "2")
+        self.assertExit(p, 1)
+        self.assertIn("finishes by the deadline", p.stdout)
+        # half the GPUs: not faster
+        half = max(2, d["gpus"] // 2)
+        s = json.loads(self.tp("simulate", exp, "--gpus", half, "--unit-time", "60s",
+                               "--seeds", "4", "--json").stdout)
+        self.assertGreaterEqual(s["makespan_s"]["median"], d["makespan_s"]["median"] - 1e-9)
+
+    def test_bad_input_is_an_error_that_says_what(self):
+        exp = self.mlp()
+        p = self.tp("simulate", exp)
+        self.assertExit(p, 2)
+        self.assertIn("--gpus", p.stderr)
+        p = self.tp("plan", exp, "--deadline", "1h", "--seeds", "0")
+        self.assertExit(p, 2)
+        p = self.tp("plan", "--check", self.path("nowhere"))
+        self.assertNotEqual(p.returncode, 0)
+        p = self.tp("plan", "--check", self.path("nowhere"), "--deadline", "1h")
+        self.assertExit(p, 2)
+        bad = self.experiment("name: x\ncommand: [true]\nmetric: {name: m, mode: max}\n"
+                              "space: {a: {uniform: [1, 0]}}\n", name="bad.yaml")
+        p = self.tp("plan", bad, "--deadline", "1h")
+        self.assertExit(p, 3)
+        self.assertIn("bad.yaml:", p.stderr)
+        p = self.tp("plan", "--space", "SP4", "--dir", self.path("x"), "--deadline", "1h")
+        self.assertExit(p, 2)
+
+
+if __name__ == "__main__":
+    main()
