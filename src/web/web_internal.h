@@ -61,8 +61,22 @@ json_t *tp__web_trial(tp_store_t *s, int64_t id);
 json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long from);
 /* Nodes, GPUs and sharing as the orchestrator last journaled them. */
 json_t *tp__web_nodes(tp_store_t *s);
-/* Parameter importance: {method, trials, params: [{name, importance}]}. */
+/* Parameter importance: {method, trials, params: [{name, importance,
+ * alone}]}, the most important first: importance by the forest below (the
+ * shares sum to 1, or all 0), alone the one-way eta squared. */
 json_t *tp__web_importance(tp_store_t *s);
+/* Each of p features' share in the importance for y over n rows (x: n x p,
+ * row major; a numeric NaN is absent; a categorical feature's value is its
+ * category's index): a forest of 32 regression trees, each grown (12 deep) on up to
+ * 1000 rows drawn with replacement and a random half of the features at
+ * each split, scored by how much worse it predicts the rows it did not see
+ * (up to 1000) when one feature's values are shuffled among them. Splits
+ * nest, so interactions count (x*y ranks x and y, which eta squared does
+ * not). Fixed seed: the same rows, the same answer. Shares sum to 1 (all 0
+ * when nothing is told). O(trees (s log s depth p + oob depth p)), s the
+ * sample (10k trials: see docs/dashboard.md). */
+void tp__web_forest_importance(const double *x, const unsigned char *categorical, size_t n,
+                               size_t p, const double *y, double *importance);
 
 /* The experiment's objective: its metric name and whether larger is better. */
 typedef struct tp_web_metric {

@@ -122,6 +122,16 @@ def request(conn, path, headers=None):
     r = conn.getresponse()
     return r.status, r.headers, r.read().decode()
 
+# The objective rises with x most, with y less, and z does nothing; two report lines (a curve).
+PLOTS_TRAINER = r'''
+import json, os, sys
+x, y, z = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+for step in (1, 2):
+    rep.write(json.dumps({"step": step, "score": round((2 * x + 0.5 * y) * step / 2, 6)}) + "\n")
+'''
+
+
 
 class Dashboard(GpuE2E):
 
@@ -425,6 +435,36 @@ class Dashboard(GpuE2E):
                 self.assertIn("no column", body)
                 for name in ("x", "opt", "dropout", "score", "loss"):
                     self.assertIn(name, json.loads(body)["error"])
+
+    def test_plots_importance_sorted_by_a_forest(self):
+        """Issue 36: the importance page lists the parameters by a random forest's importance,
+        the most important first, beside the one-way share; the chart's bars in that order."""
+        d = self.path("run")
+        exp = self.experiment(
+            "name: plots\ncommand: [%s, %s, \"{x}\", \"{y}\", \"{z}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  z: {uniform: [0, 1]}\n  y: {uniform: [0, 1]}\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 40, seed: 5}\nconcurrency: 8\n"
+            % (yaml_str(PY), yaml_str(self.write("plots.py", PLOTS_TRAINER))), name="plots.yaml")
+        self.assertExit(self.run_exp(exp, d), 0)
+        _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        with Browser(width=1400) as b:
+            b.goto(printed + "#/e/0/trials")
+            b.wait_for("document.querySelectorAll('#trials tbody tr').length > 0")
+            b.eval("[...document.querySelectorAll('#tabs a')].find(a => a.textContent == "
+                   "'Importance').click()")
+            b.wait_for("document.querySelectorAll('#importance tr[data-param]').length == 3")
+            names = b.eval("[...document.querySelectorAll('#importance tr[data-param]')]"
+                           ".map(r => r.dataset.param)")
+            values = b.eval("[...document.querySelectorAll('#importance tr[data-param]')]"
+                            ".map(r => +r.children[1].textContent)")
+            self.assertEqual(names[:2], ["x", "y"], values)
+            self.assertEqual(values, sorted(values, reverse=True))
+            b.wait_for("document.querySelector('#chart svg rect')")
+            labels = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => "
+                            "t.textContent).filter(t => ['x', 'y', 'z'].includes(t))")
+            self.assertEqual(labels, names)
+            self.shot(b, "importance-forest")
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")

@@ -360,12 +360,18 @@ function chartView(id, page, svgPath, note) {
 function importanceView(id) {
   const box = el("div", {class: "chart", id: "chart"});
   const method = el("p", {class: "muted", id: "method"});
-  const frame = experimentFrame(id, "importance", el("div", {}, method, box));
+  const table = el("table", {id: "importance"});
+  const frame = experimentFrame(id, "importance", el("div", {}, method, box, table));
   return async () => {
     const [imp, svg] = await Promise.all([getJSON("/api/e/" + id + "/importance"),
       getText("/api/e/" + id + "/importance.svg"), frame()]);
     method.textContent = "How it is computed: " + imp.method + ".";
     box.innerHTML = svg;
+    // The server sends them the most important first.
+    table.replaceChildren(el("tr", {}, ...["parameter", "importance (forest)", "alone (eta\u00b2)"]
+      .map(h => el("th", {text: h}))), ...imp.params.map(p => el("tr", {"data-param": p.name},
+      el("td", {text: p.name}), el("td", {text: p.importance.toFixed(3)}),
+      el("td", {text: p.alone.toFixed(3)}))));
   };
 }
 
