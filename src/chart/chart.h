@@ -87,6 +87,18 @@ typedef struct tp_parcoords {
 } tp_parcoords_t;
 void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p);
 
+/* ---- a grid of cells (a contour plot of binned means) -------------------- */
+typedef struct tp_grid {
+    const char *title, *subtitle, *xlabel, *ylabel;
+    size_t nx, ny;            /* columns (x) and rows (y, the first at the bottom) */
+    const double *shade;      /* nx * ny, cell (i, j) at j * nx + i: 0 (worst) .. 1; NaN: empty */
+    const char *const *tip;   /* nx * ny tooltips, or NULL */
+    const char *const *xtick; /* nx labels under the columns (NULL entries: none) */
+    const char *const *ytick; /* ny labels beside the rows */
+} tp_grid_t;
+/* Each non-empty cell a rect of class "cell", coloured red (0) to green (1). O(nx ny). */
+void tp__chart_grid(tp_buf_t *out, const tp_grid_t *g);
+
 /* ---- horizontal bars ------------------------------------------------------- */
 typedef struct tp_hbars {
     const char *title, *subtitle;

@@ -192,6 +192,62 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
     tp__buf_puts(out, "</g>\n</svg>\n");
 }
 
+void tp__chart_grid(tp_buf_t *out, const tp_grid_t *g) {
+    const double left = 140, top = 64, cell_w = 560.0 / (double)(g->nx ? g->nx : 1),
+                 cell_h = 360.0 / (double)(g->ny ? g->ny : 1);
+    tp__chart_open(out, left + 560 + 40, top + 360 + 70);
+    tp__chart_titles(out, 20, g->title, g->subtitle);
+    for (size_t j = 0; j < g->ny; j++)
+        for (size_t i = 0; i < g->nx; i++) {
+            double s = g->shade[j * g->nx + i];
+            if (!isfinite(s)) continue;
+            char c[8];
+            shade_colour(s, c);
+            tp__buf_printf(out,
+                           "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                           "height=\"%.1f\" fill=\"%s\">",
+                           left + cell_w * (double)i, top + cell_h * (double)(g->ny - 1 - j),
+                           cell_w, cell_h, c);
+            if (g->tip && g->tip[j * g->nx + i]) {
+                tp__buf_puts(out, "<title>");
+                tp__chart_xml(out, g->tip[j * g->nx + i]);
+                tp__buf_puts(out, "</title>");
+            }
+            tp__buf_puts(out, "</rect>\n");
+        }
+    tp__buf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"560\" height=\"360\" fill=\"none\" "
+                   "stroke=\"#888\"/>\n",
+                   left, top);
+    for (size_t i = 0; i < g->nx; i++)
+        if (g->xtick && g->xtick[i]) {
+            tp__buf_printf(out,
+                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                           "font-size=\"10\" fill=\"#444\">",
+                           left + cell_w * ((double)i + 0.5), top + 360 + 14);
+            tp__chart_xml(out, g->xtick[i]);
+            tp__buf_puts(out, "</text>\n");
+        }
+    for (size_t j = 0; j < g->ny; j++)
+        if (g->ytick && g->ytick[j]) {
+            tp__buf_printf(out,
+                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\" "
+                           "fill=\"#444\">",
+                           left - 6, top + cell_h * ((double)(g->ny - 1 - j) + 0.5) + 4);
+            tp__chart_xml(out, g->ytick[j]);
+            tp__buf_puts(out, "</text>\n");
+        }
+    tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#222\">",
+                   left + 280, top + 360 + 40);
+    tp__chart_xml(out, g->xlabel);
+    tp__buf_printf(out,
+                   "</text>\n<text x=\"20\" y=\"%.1f\" fill=\"#222\" "
+                   "transform=\"rotate(-90 20 %.1f)\" text-anchor=\"middle\">",
+                   top + 180, top + 180);
+    tp__chart_xml(out, g->ylabel);
+    tp__buf_puts(out, "</text>\n</svg>\n");
+}
+
 void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p) {
     const double left = 180, top = 56, bar_h = 18, plot_w = 600;
     double height = top + bar_h * (double)p->n + 40;

@@ -2,6 +2,7 @@
  * store (no charting script is shipped to the browser). Every chart keeps
  * its size bounded whatever the store holds: points are thinned to what the
  * plot can show, and the chart says when it did. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -539,4 +540,173 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     free(order), free(key), free(pick), free(v), free(lo), free(hi), free(axis), free(ticks);
     free(nticks), free(k_of), free(shade);
     ptable_free(&t);
+}
+
+/* ---- slice and contour: the objective against one or two parameters ------- */
+
+/* A parameter as an axis: each trial's bin (SIZE_MAX: absent) among nbins,
+ * each bin's label, and each trial's position along it (its value, log10 of
+ * it over a positive range of two decades or more, or a choice's index). */
+typedef struct {
+    size_t nbins;
+    size_t *bin;
+    double *pos;
+    char **label; /* nbins */
+    char name[200];
+} paxis_t;
+
+static const pcol_t *pcol_named(const ptable_t *t, const char *name, tp_error_t *err) {
+    for (size_t c = 0; name && c < t->ncols; c++)
+        if (strcmp(t->cols[c].name, name) == 0) return &t->cols[c];
+    tp_buf_t names;
+    tp__buf_init(&names);
+    for (size_t c = 0; c < t->ncols; c++)
+        tp__buf_printf(&names, "%s%s", c ? ", " : "", t->cols[c].name);
+    tp__errorf(err, -EINVAL, "no parameter '%s' among the trials with a value (%s)",
+               name ? name : "", names.data ? names.data : "none");
+    tp__buf_free(&names);
+    return NULL;
+}
+
+static void paxis_make(const pcol_t *c, size_t n, size_t want, paxis_t *a) {
+    a->bin = tp__xcalloc(n + 1, sizeof *a->bin);
+    a->pos = tp__xcalloc(n + 1, sizeof *a->pos);
+    if (!c->numeric) {
+        char **list = categories(c, n, a->bin, &a->nbins);
+        a->label = tp__xcalloc(a->nbins + 1, sizeof *a->label);
+        tp_buf_t name;
+        tp__buf_init(&name);
+        tp__buf_printf(&name, "%s (", c->name);
+        for (size_t k = 0; k < a->nbins; k++) {
+            a->label[k] = tp__strdup(list[k]);
+            if (k < 8) tp__buf_printf(&name, "%s%zu = %s", k ? ", " : "", k, list[k]);
+        }
+        tp__buf_printf(&name, "%s)", a->nbins > 8 ? ", ..." : "");
+        snprintf(a->name, sizeof a->name, "%s", name.data);
+        tp__buf_free(&name);
+        for (size_t i = 0; i < n; i++)
+            a->pos[i] = a->bin[i] == SIZE_MAX ? NAN : (double)a->bin[i];
+        free(list);
+        return;
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(c->num[i])) lo = fmin(lo, c->num[i]), hi = fmax(hi, c->num[i]);
+    int logscale = lo > 0 && hi / lo >= 100;
+    snprintf(a->name, sizeof a->name, "%s%s", c->name, logscale ? " (log10)" : "");
+    double l0 = logscale ? log10(lo) : lo, l1 = logscale ? log10(hi) : hi;
+    a->nbins = isfinite(l0) ? (l1 > l0 ? want : 1) : 0;
+    a->label = tp__xcalloc(a->nbins + 1, sizeof *a->label);
+    for (size_t b = 0; b < a->nbins; b++) {
+        double mid = l0 + (l1 - l0) * ((double)b + 0.5) / (double)a->nbins;
+        char text[32];
+        snprintf(text, sizeof text, "%.3g", logscale ? pow(10, mid) : mid);
+        a->label[b] = tp__strdup(text);
+    }
+    for (size_t i = 0; i < n; i++) {
+        double x = c->num[i];
+        a->pos[i] = !isfinite(x) ? NAN : logscale ? log10(x) : x;
+        a->bin[i] = SIZE_MAX;
+        if (isfinite(a->pos[i]) && a->nbins) {
+            double f = l1 > l0 ? (a->pos[i] - l0) / (l1 - l0) : 0;
+            size_t b = (size_t)(f * (double)a->nbins);
+            a->bin[i] = b >= a->nbins ? a->nbins - 1 : b;
+        }
+    }
+}
+
+static void paxis_free(paxis_t *a) {
+    for (size_t b = 0; b < a->nbins; b++)
+        free(a->label[b]);
+    free(a->label), free(a->bin), free(a->pos);
+}
+
+int tp__web_svg_slice(tp_store_t *s, const char *param, tp_buf_t *out, tp_error_t *err) {
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    ptable_t t;
+    ptable_load(s, &t);
+    const pcol_t *c = pcol_named(&t, param, err);
+    if (!c) return ptable_free(&t), -EINVAL;
+    paxis_t a;
+    paxis_make(c, t.n, 10, &a);
+    tp_series_t series = {
+        .name = NULL, .style = TP_SERIES_DOTS, .colour = 0, .n = t.n, .x = a.pos, .y = t.value};
+    char title[200], sub[120];
+    snprintf(title, sizeof title, "Slice: %s against %s", m.name, c->name);
+    snprintf(sub, sizeof sub, "%zu trials with a value, each a dot; the other parameters vary",
+             t.n);
+    tp_xy_t p = {.title = title,
+                 .subtitle = sub,
+                 .xlabel = a.name,
+                 .ylabel = m.name,
+                 .series = &series,
+                 .nseries = 1};
+    tp__chart_xy(out, &p);
+    paxis_free(&a);
+    ptable_free(&t);
+    return 0;
+}
+
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, tp_buf_t *out,
+                        tp_error_t *err) {
+    enum { BINS = 12 };
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    ptable_t t;
+    ptable_load(s, &t);
+    const pcol_t *cx = pcol_named(&t, px, err), *cy = cx ? pcol_named(&t, py, err) : NULL;
+    if (!cx || !cy) return ptable_free(&t), -EINVAL;
+    paxis_t ax, ay;
+    paxis_make(cx, t.n, BINS, &ax);
+    paxis_make(cy, t.n, BINS, &ay);
+    size_t cells = ax.nbins * ay.nbins;
+    double *sum = tp__xcalloc(cells + 1, sizeof *sum),
+           *shade = tp__xcalloc(cells + 1, sizeof *shade);
+    size_t *cnt = tp__xcalloc(cells + 1, sizeof *cnt);
+    for (size_t i = 0; i < t.n; i++)
+        if (ax.bin[i] != SIZE_MAX && ay.bin[i] != SIZE_MAX)
+            sum[ay.bin[i] * ax.nbins + ax.bin[i]] += t.value[i],
+                cnt[ay.bin[i] * ax.nbins + ax.bin[i]]++;
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t k = 0; k < cells; k++)
+        if (cnt[k]) lo = fmin(lo, sum[k] / (double)cnt[k]), hi = fmax(hi, sum[k] / (double)cnt[k]);
+    char **tip = tp__xcalloc(cells + 1, sizeof *tip);
+    size_t filled = 0;
+    for (size_t k = 0; k < cells; k++) {
+        shade[k] = NAN;
+        if (!cnt[k]) continue;
+        double mean = sum[k] / (double)cnt[k], f = hi > lo ? (mean - lo) / (hi - lo) : 1;
+        shade[k] = m.maximize ? f : 1 - f;
+        tp_buf_t b;
+        tp__buf_init(&b);
+        tp__buf_printf(&b, "%s %s, %s %s: mean %s %.6g over %zu trial%s", cx->name,
+                       ax.label[k % ax.nbins], cy->name, ay.label[k / ax.nbins], m.name, mean,
+                       cnt[k], cnt[k] == 1 ? "" : "s");
+        tip[k] = b.data;
+        filled++;
+    }
+    char title[300], sub[200];
+    snprintf(title, sizeof title, "Contour: mean %s over %s and %s", m.name, cx->name, cy->name);
+    snprintf(sub, sizeof sub,
+             "%zu trials with a value in %zu of %zu cells (a number in %d equal bins); green is "
+             "best, blank: no trial",
+             t.n, filled, cells, BINS);
+    tp_grid_t g = {.title = title,
+                   .subtitle = sub,
+                   .xlabel = ax.name,
+                   .ylabel = ay.name,
+                   .nx = ax.nbins,
+                   .ny = ay.nbins,
+                   .shade = shade,
+                   .tip = (const char *const *)tip,
+                   .xtick = (const char *const *)ax.label,
+                   .ytick = (const char *const *)ay.label};
+    tp__chart_grid(out, &g);
+    for (size_t k = 0; k < cells; k++)
+        free(tip[k]);
+    free(tip), free(sum), free(shade), free(cnt);
+    paxis_free(&ax), paxis_free(&ay);
+    ptable_free(&t);
+    return 0;
 }

@@ -121,6 +121,15 @@ void tp__web_svg_history(tp_store_t *s, tp_buf_t *out);
 void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out);
 void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out);
 void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out);
+/* The slice plot: the objective of every trial with a value against one
+ * parameter (a dot each; log10 over a positive range of two decades, a
+ * choice by its index, named on the axis). The contour plot: the mean
+ * objective over a grid of two parameters (12 equal bins of a number, a cell
+ * per choice), empty cells blank, each cell's mean and count its tooltip.
+ * -EINVAL with err listing the parameters when one named is none. O(n). */
+int tp__web_svg_slice(tp_store_t *s, const char *param, tp_buf_t *out, tp_error_t *err);
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, tp_buf_t *out,
+                        tp_error_t *err);
 /* The Gantt chart of GPUs over time from the placements journal, with the
  * memory and compute in use against each GPU's capacity. */
 void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out);

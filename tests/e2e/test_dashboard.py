@@ -436,9 +436,10 @@ class Dashboard(GpuE2E):
                 for name in ("x", "opt", "dropout", "score", "loss"):
                     self.assertIn(name, json.loads(body)["error"])
 
-    def test_plots_importance_sorted_by_a_forest(self):
+    def test_plots_importance_sorted_slice_and_contour_of_a_chosen_pair(self):
         """Issue 36: the importance page lists the parameters by a random forest's importance,
-        the most important first, beside the one-way share; the chart's bars in that order."""
+        the most important first, beside the one-way share; the chart's bars in that order.
+        The slice and contour page draws the pair the user picks, kept in the URL."""
         d = self.path("run")
         exp = self.experiment(
             "name: plots\ncommand: [%s, %s, \"{x}\", \"{y}\", \"{z}\"]\n"
@@ -465,6 +466,41 @@ class Dashboard(GpuE2E):
                             "t.textContent).filter(t => ['x', 'y', 'z'].includes(t))")
             self.assertEqual(labels, names)
             self.shot(b, "importance-forest")
+            # Slice and contour: pick a parameter and a pair; the server draws them.
+            b.eval("[...document.querySelectorAll('#tabs a')].find(a => a.textContent == "
+                   "'Slice and contour').click()")
+            b.wait_for("document.querySelector('#slice svg circle') && "
+                       "document.querySelector('#contour svg rect.cell')")
+            pick = ("(() => { const s = document.getElementById('%s'); s.value = '%s'; "
+                    "s.dispatchEvent(new Event('change')); })()")
+            b.eval(pick % ("contour-x", "z"))
+            b.wait_for("location.hash.includes('x=z') && document.querySelector('#contour svg') "
+                       "&& document.querySelector('#contour svg').textContent.includes('over z and')")
+            b.eval(pick % ("contour-y", "x"))
+            b.wait_for("location.hash.includes('y=x') && document.querySelector('#contour svg') "
+                       "&& document.querySelector('#contour svg').textContent.includes('over z and x')")
+            cells = b.eval("document.querySelectorAll('#contour svg rect.cell').length")
+            self.assertGreater(cells, 10)  # 40 trials over a 12 x 12 grid
+            tips = b.eval("[...document.querySelectorAll('#contour svg rect.cell title')]"
+                          ".map(t => t.textContent)")
+            self.assertEqual(sum(int(re.search(r"over (\d+) trial", t).group(1)) for t in tips), 40)
+            b.wait_for("document.getElementById('slice-param').options.length == 3")
+            b.eval(pick % ("slice-param", "y"))
+            b.wait_for("document.querySelector('#slice svg') && document.querySelector("
+                       "'#slice svg').textContent.includes('against y')")
+            self.assertEqual(b.eval("document.querySelectorAll('#slice svg circle').length"), 40)
+            # Reloaded, the page shows the same choice.
+            b.eval("location.reload()")
+            b.wait_for("document.getElementById('contour-x') && "
+                       "document.getElementById('contour-x').value == 'z' && "
+                       "document.getElementById('slice-param').value == 'y'")
+            b.wait_for("document.querySelector('#contour svg rect.cell')")
+            self.shot(b, "slice-contour")
+            # A parameter the experiment lacks: refused, naming those it has.
+            code, body = get(printed.replace("/?", "/api/e/0/contour.svg?x=x&y=momentum&"))
+            self.assertEqual(code, 400)
+            self.assertIn("momentum", body)
+            self.assertIn("x, y, z", body.replace("z, y, x", "x, y, z"))
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")

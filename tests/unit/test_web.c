@@ -1,6 +1,7 @@
 /* The dashboard's pure parts and its queries over a real store: the listen
  * address, loopback and token checks, the charts' escaping and bounds, and
  * the importance measure against a store whose answer is known. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -234,6 +235,7 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     char *dir = store_with_known_importance(&s);
     TP_REQUIRE(dir != NULL);
     json_t *o = tp__web_importance(s);
+    tp_error_t err0 = {0};
     TP_CHECK_INT(json_integer_value(json_object_get(o, "trials")), 200);
     double lr = -1, noise = -1;
     size_t i;
@@ -253,6 +255,22 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     TP_CHECK(json_real_value(
                  json_object_get(json_array_get(json_object_get(o, "params"), 0), "alone")) > 0.95);
     json_decref(o);
+    /* Contour over lr and a choice: a cell per (lr bin, choice) that has trials, their
+     * count in the tooltip; a parameter that is none is refused with the names. */
+    tp_buf_t grid;
+    tp__buf_init(&grid);
+    TP_CHECK_INT(tp__web_svg_contour(s, "lr", "noise", &grid, &err0), 0);
+    TP_REQUIRE(grid.data != NULL);
+    size_t cells = 0;
+    for (const char *p = grid.data; (p = strstr(p, "class=\"cell\"")); p++)
+        cells++;
+    TP_CHECK(cells > 12 && cells <= 24);
+    TP_CHECK(strstr(grid.data, "noise (0 = ") != NULL);
+    tp__buf_free(&grid);
+    tp__buf_init(&grid);
+    TP_CHECK_INT(tp__web_svg_slice(s, "momentum", &grid, &err0), -EINVAL);
+    TP_CHECK(strstr(err0.msg, "lr, noise") != NULL);
+    tp__buf_free(&grid);
     /* Parallel coordinates label a choice as it is: a, not "a". */
     tp_buf_t svg;
     tp__buf_init(&svg);

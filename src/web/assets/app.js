@@ -100,6 +100,7 @@ function experimentsView() {
 const PAGES = [
   ["trials", "Trials"], ["history", "History"], ["curves", "Learning curves"],
   ["parallel", "Parallel coordinates"], ["importance", "Importance"],
+  ["plots", "Slice and contour"],
   ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"], ["front", "Pareto front"],
 ];
 // Experiments with several objectives (known from their summaries): only they get a front tab.
@@ -375,6 +376,46 @@ function importanceView(id) {
   };
 }
 
+// The objective against one parameter (slice) and a pair (contour), both drawn by the server;
+// the parameters chosen are kept in the URL (#/e/ID/plots?param=lr&x=lr&y=dropout).
+function plotsView(id, query) {
+  const v = new URLSearchParams(query || "");
+  const pick = (idName, key) => {
+    const s = el("select", {id: idName});
+    s.addEventListener("change", () => { v.set(key, s.value); location.hash = "#/e/" + id + "/plots?" + v; });
+    return s;
+  };
+  const sliceSel = pick("slice-param", "param"), xSel = pick("contour-x", "x"), ySel = pick("contour-y", "y");
+  const slice = el("div", {class: "chart", id: "slice"}), contour = el("div", {class: "chart", id: "contour"});
+  const frame = experimentFrame(id, "plots", el("div", {},
+    el("p", {}, el("label", {text: "Slice: the objective against "}), sliceSel), slice,
+    el("p", {}, el("label", {text: "Contour: the mean objective over "}), xSel,
+      el("label", {text: " and "}), ySel), contour));
+  let drawn = "";
+  return async () => {
+    const [cols] = await Promise.all([getJSON("/api/e/" + id + "/columns"), frame()]);
+    const params = cols.params || [];
+    if (!params.length) { slice.textContent = "No parameters yet."; return; }
+    const has = k => params.includes(v.get(k));
+    const p = has("param") ? v.get("param") : params[0];
+    const x = has("x") ? v.get("x") : params[0];
+    const y = has("y") ? v.get("y") : params[Math.min(1, params.length - 1)];
+    for (const [sel, val] of [[sliceSel, p], [xSel, x], [ySel, y]]) {
+      if (sel.options.length !== params.length)
+        sel.replaceChildren(...params.map(n => el("option", {value: n, text: n})));
+      sel.value = val;
+    }
+    const q = "slice.svg?param=" + encodeURIComponent(p) + "&x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y);
+    const [s1, s2] = await Promise.all([
+      getText("/api/e/" + id + "/slice.svg?param=" + encodeURIComponent(p)),
+      getText("/api/e/" + id + "/contour.svg?x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y))]);
+    if (q + s1.length + s2.length === drawn) return;  // unchanged: keep the tooltips open
+    drawn = q + s1.length + s2.length;
+    slice.innerHTML = s1;
+    contour.innerHTML = s2;
+  };
+}
+
 // Several objectives: the front drawn by the server (every point a link to its trial), and
 // the trials on it. An experiment with one objective has none, and the page says so.
 const FRONT_ROWS = 100;  // the front's table: its first rows (the chart has every point)
@@ -528,6 +569,7 @@ function route() {
     case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
     case "parallel": return chartView(id, page, "parcoords.svg");
     case "importance": return importanceView(id);
+    case "plots": return plotsView(id, query);
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
     case "front": return frontView(id);
