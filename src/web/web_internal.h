@@ -53,8 +53,9 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
  * objectives first). O(n) JSON reads (10k trials: ~40 ms), so the page asks
  * for them apart from its rows, and seldom. */
 json_t *tp__web_table_columns(tp_store_t *s);
-/* One trial: the row, its events, placements and its curve (downsampled to
- * at most 300 points); NULL if absent. */
+/* One trial: the row, its events, the scheduler's journaled decisions about
+ * it (the latest 200: job, result, stop with rung, budget, value), placements and its curve
+ * (downsampled to at most 300 points); NULL if absent. */
 json_t *tp__web_trial(tp_store_t *s, int64_t id);
 /* The tail of a trial's stdout or stderr log from byte `from` (negative:
  * the last 16 KiB): {text, from, next, size}; NULL if stream is not one. */

@@ -449,6 +449,7 @@ class Dashboard(GpuE2E):
             % (yaml_str(PY), yaml_str(self.write("plots.py", PLOTS_TRAINER))), name="plots.yaml")
         self.assertExit(self.run_exp(exp, d), 0)
         _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        url, _ = split_url(printed)
         with Browser(width=1400) as b:
             b.goto(printed + "#/e/0/trials")
             b.wait_for("document.querySelectorAll('#trials tbody tr').length > 0")
@@ -497,6 +498,34 @@ class Dashboard(GpuE2E):
             b.wait_for("document.querySelector('#contour svg rect.cell')")
             self.shot(b, "slice-contour")
             # A parameter the experiment lacks: refused, naming those it has.
+            # Compare: tick two trials in the table; the selection is in the URL; the link
+            # shows their parameters, curves overlaid and the scheduler's decisions.
+            b.goto(url + "#/e/0/trials")
+            b.wait_for("document.querySelectorAll('#trials tbody input.pick').length > 3")
+            b.eval("document.querySelector('#trials tbody tr:nth-child(2) input.pick').click()")
+            b.eval("document.querySelector('#trials tbody tr:nth-child(4) input.pick').click()")
+            b.wait_for("document.getElementById('compare-link').hasAttribute('href')")
+            picked = b.eval("[...document.querySelectorAll('#trials tbody input.pick:checked')]"
+                            ".map(c => +c.dataset.trial)")
+            self.assertEqual(len(picked), 2)
+            self.assertIn("pick=" + "%2C".join(map(str, picked)), b.eval("location.hash"))
+            b.eval("document.getElementById('compare-link').click()")
+            b.wait_for("document.querySelectorAll('#compare-params tr[data-param]').length == 3 && "
+                       "document.querySelectorAll('#chart svg polyline').length >= 2 && "
+                       "document.querySelectorAll('#compare-decisions [data-trial]').length == 2")
+            heads = b.eval("[...document.querySelectorAll('#compare-params tr:first-child a')]"
+                           ".map(a => +a.textContent)")
+            self.assertEqual(heads, picked)
+            with self.store(d) as s:
+                for t in picked:
+                    n = s.q("SELECT count(*) AS n FROM decisions WHERE trial = ?", t)[0]["n"]
+                    self.assertGreater(n, 0)
+                    self.assertEqual(b.eval("document.querySelectorAll('#compare-decisions "
+                                            "[data-trial=\"%d\"] tr.decision').length" % t), n)
+            # Every parameter differs between two random trials: each row is marked.
+            self.assertEqual(b.eval("document.querySelectorAll('#compare-params tr.differs')"
+                                    ".length"), 3)
+            self.shot(b, "compare")
             code, body = get(printed.replace("/?", "/api/e/0/contour.svg?x=x&y=momentum&"))
             self.assertEqual(code, 400)
             self.assertIn("momentum", body)

@@ -234,10 +234,28 @@ function trialsView(id, query) {
     put("offset", Math.max(0, offset() - limit()) || ""); changed(true); }});
   const next = el("button", {id: "next-page", text: "next ›", onclick: () => {
     if (lastPage && offset() + limit() < lastPage.matched) { put("offset", offset() + limit()); changed(true); } }});
+  // Trials ticked to compare (2 to 4), kept in the URL as pick=3,7.
+  const picked = new Set((v.get("pick") || "").split(",").filter(x => x).map(Number));
+  const compare = el("a", {id: "compare-link"});
+  const showPicked = () => {
+    const ids = [...picked];
+    put("pick", ids.join(","));
+    history.replaceState(null, "", hashOf(v));
+    compare.textContent = "compare " + ids.length + " selected" + (ids.length < 2 || ids.length > 4 ? " (tick 2 to 4)" : "");
+    if (ids.length >= 2 && ids.length <= 4) compare.setAttribute("href", "#/e/" + id + "/compare?trials=" + ids.join(","));
+    else compare.removeAttribute("href");
+  };
+  const pickColumn = {key: null, label: "", cell: r => {
+    const box = el("input", {type: "checkbox", class: "pick", "data-trial": r.id, title: "compare this trial"});
+    box.checked = picked.has(r.id);
+    box.addEventListener("change", () => { if (box.checked) picked.add(r.id); else picked.delete(r.id); showPicked(); });
+    return box;
+  }};
+  showPicked();
   const table = el("table", {id: "trials"});
   const thead = el("thead"), tbody = el("tbody");
   table.append(thead, tbody);
-  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager, pages),
+  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager, pages, compare),
                   table);
   const frame = experimentFrame(id, "trials", body);
 
@@ -326,7 +344,7 @@ function trialsView(id, query) {
     colsSeen = cols;
     const key = JSON.stringify(cols);
     if (key !== shownKey) {
-      columns = tableColumns(cols);
+      columns = [pickColumn, ...tableColumns(cols)];
       shownKey = key;
       buildHead();
     }
@@ -413,6 +431,42 @@ function plotsView(id, query) {
     drawn = q + s1.length + s2.length;
     slice.innerHTML = s1;
     contour.innerHTML = s2;
+  };
+}
+
+// 2 to 4 trials side by side (#/e/ID/compare?trials=3,7): their parameters (a row where they
+// differ is marked), their learning curves overlaid (drawn by the server), and the scheduler's
+// decisions about each.
+function compareView(id, query) {
+  const ids = (new URLSearchParams(query || "").get("trials") || "").split(",").filter(x => /^\d+$/.test(x)).slice(0, 4);
+  const params = el("table", {id: "compare-params"});
+  const box = el("div", {class: "chart", id: "chart"});
+  const decisions = el("div", {id: "compare-decisions", class: "compare"});
+  const frame = experimentFrame(id, "compare", el("div", {},
+    el("p", {class: "muted", text: "Trials " + ids.join(", ") + " side by side; tick others in the trials table."}),
+    params, box, el("h2", {text: "Decisions"}), decisions));
+  return async () => {
+    const [trials, svg] = await Promise.all([Promise.all(ids.map(t => getJSON("/api/e/" + id + "/trial/" + t))),
+      getText("/api/e/" + id + "/curves.svg?trials=" + ids.join(",")), frame()]);
+    const names = [...new Set(trials.flatMap(t => Object.keys(t.params || {})))];
+    const row = (label, cells, cls) => el("tr", {class: cls || ""}, el("th", {text: label}), ...cells.map(c => el("td", {text: c})));
+    params.replaceChildren(
+      el("tr", {}, el("th", {text: "trial"}), ...trials.map(t => el("th", {}, el("a", {href: "#/e/" + id + "/trial/" + t.id, text: String(t.id)})))),
+      row("state", trials.map(t => t.state)),
+      row("value", trials.map(t => fmt(t.value))),
+      ...names.map(n => {
+        const vals = trials.map(t => fmt((t.params || {})[n]));
+        const tr = row(n, vals, new Set(vals).size > 1 ? "differs" : "");
+        tr.dataset.param = n;
+        return tr;
+      }));
+    box.innerHTML = svg;
+    decisions.replaceChildren(...trials.map(t => el("div", {"data-trial": t.id},
+      el("h3", {text: "trial " + t.id}),
+      el("table", {}, el("tr", {}, ...["rung", "budget", "decision", "value", "detail"].map(h => el("th", {text: h}))),
+        ...(t.decisions || []).map(d => el("tr", {class: "decision"}, el("td", {text: fmt(d.rung)}),
+          el("td", {text: fmt(d.budget)}), el("td", {text: d.kind}), el("td", {text: fmt(d.value)}),
+          el("td", {text: fmt(d.detail)})))))));
   };
 }
 
@@ -570,6 +624,7 @@ function route() {
     case "parallel": return chartView(id, page, "parcoords.svg");
     case "importance": return importanceView(id);
     case "plots": return plotsView(id, query);
+    case "compare": return compareView(id, query);
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
     case "front": return frontView(id);
