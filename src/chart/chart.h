@@ -84,6 +84,14 @@ typedef struct tp_parcoords {
     const double *v;       /* nlines x naxes values, each scaled to [0, 1]; NaN: absent */
     const double *shade;   /* per line, 0 (worst) .. 1 (best): its colour */
     const double *lo, *hi; /* per axis: the numeric range shown at its ends */
+    /* Brushing (NULL: none): per axis the key a page filters by (NULL: that axis
+     * is not brushed), whether it is on a log scale, and per line its id. A
+     * brushed axis gets a rect of class "brush-axis" (data-key, data-lo, data-hi,
+     * data-log) over it, each line its data-id and data-v (its values, "nan"
+     * when absent). */
+    const char *const *key;
+    const int *logscale;
+    const long long *id;
 } tp_parcoords_t;
 void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p);
 

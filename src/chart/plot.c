@@ -153,8 +153,16 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
     for (size_t l = 0; l < p->nlines; l++) {
         char c[8];
         shade_colour(p->shade[l], c);
-        tp__buf_printf(
-            out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" points=\"", c);
+        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" ", c);
+        if (p->key) {
+            tp__buf_printf(out, "data-id=\"%lld\" data-v=\"", p->id ? p->id[l] : (long long)l);
+            for (size_t a = 0; a < p->naxes; a++) {
+                double v = p->v[l * p->naxes + a];
+                tp__buf_printf(out, isfinite(v) ? "%s%.4f" : "%snan", a ? " " : "", v);
+            }
+            tp__buf_puts(out, "\" ");
+        }
+        tp__buf_puts(out, "points=\"");
         for (size_t a = 0; a < p->naxes; a++) {
             double v = p->v[l * p->naxes + a];
             if (isfinite(v))
@@ -189,7 +197,20 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
             tp__buf_puts(out, "</text>\n");
         }
     }
-    tp__buf_puts(out, "</g>\n</svg>\n");
+    tp__buf_puts(out, "</g>\n");
+    for (size_t a = 0; p->key && a < p->naxes; a++) {
+        if (!p->key[a]) continue;
+        tp__buf_printf(out,
+                       "<rect class=\"brush-axis\" x=\"%.1f\" y=\"%.1f\" width=\"16\" "
+                       "height=\"%.1f\" fill=\"#000\" fill-opacity=\"0\" cursor=\"ns-resize\" "
+                       "data-axis=\"%zu\" data-lo=\"%.17g\" data-hi=\"%.17g\" data-log=\"%d\" "
+                       "data-key=\"",
+                       left + gap * (double)a - 8, top, plot_h, a, p->lo[a], p->hi[a],
+                       p->logscale ? p->logscale[a] : 0);
+        tp__chart_xml(out, p->key[a]);
+        tp__buf_puts(out, "\"/>\n");
+    }
+    tp__buf_puts(out, "</svg>\n");
 }
 
 void tp__chart_grid(tp_buf_t *out, const tp_grid_t *g) {

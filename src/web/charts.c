@@ -247,6 +247,7 @@ typedef struct {
 typedef struct {
     size_t n;      /* trials */
     double *value; /* objective per trial */
+    long long *id; /* per trial */
     size_t ncols;
     pcol_t *cols;
 } ptable_t;
@@ -271,10 +272,12 @@ static void ptable_load(tp_store_t *s, ptable_t *t) {
     size_t cap = st && sqlite3_step(st) == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
     t->value = tp__xcalloc(cap + 1, sizeof *t->value);
+    t->id = tp__xcalloc(cap + 1, sizeof *t->id);
     st = tp__web_prepare(s, SQL_VALUES_PARAMS);
     while (st && t->n < cap && sqlite3_step(st) == SQLITE_ROW) {
         size_t i = t->n++;
         t->value[i] = sqlite3_column_double(st, 1);
+        t->id[i] = sqlite3_column_int64(st, 0);
         json_t *params = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         const char *k;
         json_t *v;
@@ -299,7 +302,7 @@ static void ptable_free(ptable_t *t) {
             free(t->cols[c].cat[i]);
         free(t->cols[c].name), free(t->cols[c].num), free(t->cols[c].cat);
     }
-    free(t->cols), free(t->value);
+    free(t->cols), free(t->value), free(t->id);
 }
 
 /* A categorical column's distinct values, sorted; *k is set per trial to its
@@ -479,6 +482,12 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     size_t *nticks = tp__xcalloc(naxes, sizeof *nticks), *k_of = tp__xcalloc(t.n + 1, sizeof *k_of);
     char **cat_lists[64] = {0};
     char log_names[64][140];
+    /* Brushing: a number's axis filters the trials table by its column. */
+    char **keys = tp__xcalloc(naxes, sizeof *keys);
+    int *logs = tp__xcalloc(naxes, sizeof *logs);
+    long long *line_id = tp__xcalloc(nlines + 1, sizeof *line_id);
+    for (size_t l = 0; l < nlines; l++)
+        line_id[l] = t.id[pick[l]];
     for (size_t a = 0; a < naxes; a++) {
         const double *col = a < t.ncols ? t.cols[a].num : t.value;
         axis[a] = a < t.ncols ? t.cols[a].name : m.name;
@@ -505,6 +514,15 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
         if (logscale) {
             snprintf(log_names[a % 64], sizeof log_names[0], "%s (log)", axis[a]);
             axis[a] = log_names[a % 64];
+        }
+        logs[a] = logscale;
+        if (a < t.ncols) {
+            tp_buf_t k;
+            tp__buf_init(&k);
+            tp__buf_printf(&k, "p:%s", t.cols[a].name);
+            keys[a] = k.data;
+        } else {
+            keys[a] = tp__strdup("value");
         }
         double l0 = logscale ? log(lo[a]) : lo[a], l1 = logscale ? log(hi[a]) : hi[a];
         for (size_t l = 0; l < nlines; l++) {
@@ -533,8 +551,14 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
                         .v = v,
                         .shade = shade,
                         .lo = lo,
-                        .hi = hi};
+                        .hi = hi,
+                        .key = (const char *const *)keys,
+                        .logscale = logs,
+                        .id = line_id};
     tp__chart_parcoords(out, &p);
+    for (size_t a = 0; a < naxes; a++)
+        free(keys[a]);
+    free(keys), free(logs), free(line_id);
     for (size_t a = 0; a < 64 && a < naxes; a++)
         free(cat_lists[a]);
     free(order), free(key), free(pick), free(v), free(lo), free(hi), free(axis), free(ticks);

@@ -526,6 +526,31 @@ class Dashboard(GpuE2E):
             self.assertEqual(b.eval("document.querySelectorAll('#compare-params tr.differs')"
                                     ".length"), 3)
             self.shot(b, "compare")
+            # Parallel coordinates: brush the x axis (drag along it); the lines outside dim,
+            # the brush goes into the URL, and the table it links to has only those trials.
+            b.goto(url + "#/e/0/parallel")
+            b.wait_for("document.querySelector('#chart rect.brush-axis[data-key=\"p:x\"]')")
+            b.eval("""(() => {
+                const r = document.querySelector('#chart rect.brush-axis[data-key="p:x"]');
+                const box = r.getBoundingClientRect(), x = box.left + 4;
+                const at = f => ({bubbles: true, button: 0, clientX: x, clientY: box.top + f * box.height});
+                r.dispatchEvent(new MouseEvent('mousedown', at(0.2)));
+                document.dispatchEvent(new MouseEvent('mousemove', at(0.5)));
+                document.dispatchEvent(new MouseEvent('mouseup', at(0.6)));
+            })()""")
+            b.wait_for("document.getElementById('brushed-trials')")
+            self.assertIn("min.p%3Ax=", b.eval("location.hash"))
+            kept = b.eval("document.querySelectorAll('#chart polyline[data-v]:not(.out)').length")
+            self.assertGreater(kept, 0)
+            self.assertLess(kept, 40)
+            self.assertTrue(b.eval("!!document.querySelector('#chart svg rect.brush')"))
+            self.shot(b, "parallel-brushed")
+            b.eval("document.getElementById('brushed-trials').click()")
+            b.wait_for("document.getElementById('trials') && "
+                       "document.getElementById('trials').dataset.matched !== undefined && "
+                       "location.hash.includes('/trials')")
+            b.wait_for("+document.getElementById('trials').dataset.matched == %d" % kept)
+            self.assertEqual(b.eval("document.querySelectorAll('#trials tbody tr').length"), kept)
             code, body = get(printed.replace("/?", "/api/e/0/contour.svg?x=x&y=momentum&"))
             self.assertEqual(code, 400)
             self.assertIn("momentum", body)

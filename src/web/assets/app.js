@@ -394,6 +394,79 @@ function importanceView(id) {
   };
 }
 
+// Parallel coordinates (drawn by the server) brushed on the page: drag along a number's axis to
+// keep the lines within; several brushes keep the lines within all. A brush is a range of that
+// column (min.p:lr=...&max.p:lr=..., the trials table's own filters), kept in the URL, and the
+// link opens the table filtered by it. Our own 60 lines rather than a library: the SVG is the
+// server's, so a brush needs only the axis's range (data-lo, data-hi, data-log) and each line's
+// scaled values (data-v); see docs/dashboard.md.
+function parallelView(id, query) {
+  const v = new URLSearchParams(query || "");
+  const box = el("div", {class: "chart", id: "chart"});
+  const note = el("p", {id: "brushed"});
+  const frame = experimentFrame(id, "parallel", el("div", {},
+    el("p", {class: "muted", text: "Drag along an axis to brush it; drag outside a brush to clear it."}), note, box));
+  let drawn = "";
+  // value <-> [0, 1] along an axis, as the server scaled it
+  const scale = (r, x) => r.log ? Math.log(x / r.lo) / Math.log(r.hi / r.lo) : (x - r.lo) / (r.hi - r.lo || 1);
+  const unscale = (r, u) => r.log ? r.lo * Math.pow(r.hi / r.lo, u) : r.lo + u * (r.hi - r.lo);
+  const axes = () => [...box.querySelectorAll("rect.brush-axis")].map(a => ({el: a, key: a.dataset.key,
+    axis: +a.dataset.axis, lo: +a.dataset.lo, hi: +a.dataset.hi, log: a.dataset.log === "1"}));
+  function apply() {
+    const svg = box.querySelector("svg");
+    if (!svg) return;
+    svg.querySelectorAll("rect.brush").forEach(b => b.remove());
+    const active = [];
+    for (const r of axes()) {
+      const lo = v.get("min." + r.key), hi = v.get("max." + r.key);
+      if (lo === null && hi === null) continue;
+      const a = lo === null ? 0 : scale(r, +lo), b = hi === null ? 1 : scale(r, +hi);
+      active.push([r.axis, a, b]);
+      const y0 = +r.el.getAttribute("y"), h = +r.el.getAttribute("height");
+      const mark = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      for (const [k, val] of Object.entries({class: "brush", x: +r.el.getAttribute("x") + 3, width: 10,
+        y: y0 + h * (1 - b), height: Math.max(1, h * (b - a)), fill: "#3366cc", "fill-opacity": 0.3,
+        "pointer-events": "none"})) mark.setAttribute(k, val);
+      svg.appendChild(mark);
+    }
+    let kept = 0, all = 0;
+    for (const line of svg.querySelectorAll("polyline[data-v]")) {
+      const vals = line.dataset.v.split(" ").map(Number);
+      const ok = active.every(([k, a, b]) => vals[k] >= a - 1e-4 && vals[k] <= b + 1e-4);
+      line.setAttribute("stroke-opacity", ok ? 0.55 : 0.04);
+      line.classList.toggle("out", !ok);
+      all++;
+      kept += ok;
+    }
+    const filters = [...v.keys()].filter(k => k.startsWith("min.") || k.startsWith("max."));
+    note.replaceChildren(filters.length ? el("span", {}, kept + " of " + all + " lines in the brushed set · ",
+      el("a", {id: "brushed-trials", href: "#/e/" + id + "/trials?" + v, text: "these trials in the table"})) : "");
+  }
+  function brush(r, a, b) {
+    for (const side of ["min.", "max."]) v.delete(side + r.key);
+    if (b - a > 0.01) { v.set("min." + r.key, +unscale(r, a).toPrecision(6)); v.set("max." + r.key, +unscale(r, b).toPrecision(6)); }
+    history.replaceState(null, "", "#/e/" + id + "/parallel" + (String(v) ? "?" + v : ""));
+    apply();
+  }
+  box.addEventListener("mousedown", e => {
+    const target = e.target.closest && e.target.closest("rect.brush-axis");
+    if (!target || e.button !== 0) return;
+    e.preventDefault();
+    const r = axes().find(x => x.el === target), box0 = target.getBoundingClientRect();
+    const u = y => Math.min(1, Math.max(0, 1 - (y - box0.top) / box0.height));
+    const start = u(e.clientY);
+    const move = m => brush(r, Math.min(start, u(m.clientY)), Math.max(start, u(m.clientY)));
+    const up = m => { move(m); document.removeEventListener("mousemove", move); document.removeEventListener("mouseup", up); };
+    document.addEventListener("mousemove", move);
+    document.addEventListener("mouseup", up);
+  });
+  return async () => {
+    const [svg] = await Promise.all([getText("/api/e/" + id + "/parcoords.svg"), frame()]);
+    if (svg !== drawn) { box.innerHTML = svg; drawn = svg; }
+    apply();
+  };
+}
+
 // The objective against one parameter (slice) and a pair (contour), both drawn by the server;
 // the parameters chosen are kept in the URL (#/e/ID/plots?param=lr&x=lr&y=dropout).
 function plotsView(id, query) {
@@ -621,7 +694,7 @@ function route() {
     case "trial": return trialView(id, h[3]);
     case "history": return chartView(id, page, "history.svg");
     case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
-    case "parallel": return chartView(id, page, "parcoords.svg");
+    case "parallel": return parallelView(id, query);
     case "importance": return importanceView(id);
     case "plots": return plotsView(id, query);
     case "compare": return compareView(id, query);
