@@ -305,6 +305,40 @@ static void ptable_free(ptable_t *t) {
     free(t->cols), free(t->value), free(t->id);
 }
 
+/* Only the trials within every range on "value" or "p:NAME" (a brush of the
+ * parallel coordinates; a trial without a number there is out); ranges on
+ * other columns are not the plots' and are let be. O(n ranges). */
+static void ptable_keep(ptable_t *t, const tp_web_range_t *r, size_t nr) {
+    size_t w = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        int in = 1;
+        for (size_t k = 0; k < nr && in; k++) {
+            double x = NAN;
+            if (strcmp(r[k].key, "value") == 0) {
+                x = t->value[i];
+            } else if (strncmp(r[k].key, "p:", 2) == 0) {
+                size_t c = 0;
+                while (c < t->ncols && strcmp(t->cols[c].name, r[k].key + 2) != 0)
+                    c++;
+                if (c == t->ncols) continue;
+                x = t->cols[c].num[i];
+            } else {
+                continue;
+            }
+            in = isfinite(x) && !(x < r[k].lo) && !(x > r[k].hi);
+        }
+        for (size_t c = 0; c < t->ncols; c++) {
+            if (!in) {
+                free(t->cols[c].cat[i]);
+                continue;
+            }
+            t->cols[c].num[w] = t->cols[c].num[i], t->cols[c].cat[w] = t->cols[c].cat[i];
+        }
+        if (in) t->value[w] = t->value[i], t->id[w] = t->id[i], w++;
+    }
+    t->n = w;
+}
+
 /* A categorical column's distinct values, sorted; *k is set per trial to its
  * value's index (SIZE_MAX when absent). Caller frees the list (not the strings). */
 static char **categories(const pcol_t *c, size_t n, size_t *k, size_t *ncat) {
@@ -645,11 +679,13 @@ static void paxis_free(paxis_t *a) {
     free(a->label), free(a->bin), free(a->pos);
 }
 
-int tp__web_svg_slice(tp_store_t *s, const char *param, tp_buf_t *out, tp_error_t *err) {
+int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ranges,
+                      size_t nranges, tp_buf_t *out, tp_error_t *err) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     ptable_t t;
     ptable_load(s, &t);
+    ptable_keep(&t, ranges, nranges);
     const pcol_t *c = pcol_named(&t, param, err);
     if (!c) return ptable_free(&t), -EINVAL;
     paxis_t a;
@@ -658,8 +694,8 @@ int tp__web_svg_slice(tp_store_t *s, const char *param, tp_buf_t *out, tp_error_
         .name = NULL, .style = TP_SERIES_DOTS, .colour = 0, .n = t.n, .x = a.pos, .y = t.value};
     char title[200], sub[120];
     snprintf(title, sizeof title, "Slice: %s against %s", m.name, c->name);
-    snprintf(sub, sizeof sub, "%zu trials with a value, each a dot; the other parameters vary",
-             t.n);
+    snprintf(sub, sizeof sub, "%zu trials with a value%s, each a dot; the other parameters vary",
+             t.n, nranges ? " in the brushed set" : "");
     tp_xy_t p = {.title = title,
                  .subtitle = sub,
                  .xlabel = a.name,
@@ -672,13 +708,14 @@ int tp__web_svg_slice(tp_store_t *s, const char *param, tp_buf_t *out, tp_error_
     return 0;
 }
 
-int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, tp_buf_t *out,
-                        tp_error_t *err) {
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_range_t *ranges,
+                        size_t nranges, tp_buf_t *out, tp_error_t *err) {
     enum { BINS = 12 };
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     ptable_t t;
     ptable_load(s, &t);
+    ptable_keep(&t, ranges, nranges);
     const pcol_t *cx = pcol_named(&t, px, err), *cy = cx ? pcol_named(&t, py, err) : NULL;
     if (!cx || !cy) return ptable_free(&t), -EINVAL;
     paxis_t ax, ay;
@@ -713,9 +750,9 @@ int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, tp_buf_t 
     char title[300], sub[200];
     snprintf(title, sizeof title, "Contour: mean %s over %s and %s", m.name, cx->name, cy->name);
     snprintf(sub, sizeof sub,
-             "%zu trials with a value in %zu of %zu cells (a number in %d equal bins); green is "
+             "%zu trials with a value%s in %zu of %zu cells (a number in %d equal bins); green is "
              "best, blank: no trial",
-             t.n, filled, cells, BINS);
+             t.n, nranges ? " in the brushed set" : "", filled, cells, BINS);
     tp_grid_t g = {.title = title,
                    .subtitle = sub,
                    .xlabel = ax.name,

@@ -127,10 +127,13 @@ void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out);
  * choice by its index, named on the axis). The contour plot: the mean
  * objective over a grid of two parameters (12 equal bins of a number, a cell
  * per choice), empty cells blank, each cell's mean and count its tooltip.
+ * Both only over the trials within every range on "value" or "p:NAME" (a
+ * brush of the parallel coordinates; others are let be).
  * -EINVAL with err listing the parameters when one named is none. O(n). */
-int tp__web_svg_slice(tp_store_t *s, const char *param, tp_buf_t *out, tp_error_t *err);
-int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, tp_buf_t *out,
-                        tp_error_t *err);
+int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ranges,
+                      size_t nranges, tp_buf_t *out, tp_error_t *err);
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_range_t *ranges,
+                        size_t nranges, tp_buf_t *out, tp_error_t *err);
 /* The Gantt chart of GPUs over time from the placements journal, with the
  * memory and compute in use against each GPU's capacity. */
 void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out);

@@ -545,6 +545,13 @@ class Dashboard(GpuE2E):
             self.assertLess(kept, 40)
             self.assertTrue(b.eval("!!document.querySelector('#chart svg rect.brush')"))
             self.shot(b, "parallel-brushed")
+            # The brushed set filters the slice plot too: a dot per trial kept.
+            b.eval("document.getElementById('brushed-plots').click()")
+            b.wait_for("location.hash.includes('/plots') && document.querySelector('#slice svg') "
+                       "&& document.querySelector('#slice svg').textContent.includes('brushed')")
+            self.assertEqual(b.eval("document.querySelectorAll('#slice svg circle').length"), kept)
+            b.eval("history.back()")
+            b.wait_for("document.getElementById('brushed-trials')")
             b.eval("document.getElementById('brushed-trials').click()")
             b.wait_for("document.getElementById('trials') && "
                        "document.getElementById('trials').dataset.matched !== undefined && "

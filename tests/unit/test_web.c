@@ -259,7 +259,7 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
      * count in the tooltip; a parameter that is none is refused with the names. */
     tp_buf_t grid;
     tp__buf_init(&grid);
-    TP_CHECK_INT(tp__web_svg_contour(s, "lr", "noise", &grid, &err0), 0);
+    TP_CHECK_INT(tp__web_svg_contour(s, "lr", "noise", NULL, 0, &grid, &err0), 0);
     TP_REQUIRE(grid.data != NULL);
     size_t cells = 0;
     for (const char *p = grid.data; (p = strstr(p, "class=\"cell\"")); p++)
@@ -267,8 +267,18 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     TP_CHECK(cells > 12 && cells <= 24);
     TP_CHECK(strstr(grid.data, "noise (0 = ") != NULL);
     tp__buf_free(&grid);
+    /* A brush on lr (its larger half): only those trials, half of them. */
+    tp_web_range_t brush = {.key = "p:lr", .lo = 0.0205, .hi = NAN};
     tp__buf_init(&grid);
-    TP_CHECK_INT(tp__web_svg_slice(s, "momentum", &grid, &err0), -EINVAL);
+    TP_CHECK_INT(tp__web_svg_contour(s, "lr", "noise", &brush, 1, &grid, &err0), 0);
+    size_t brushed = 0;
+    for (const char *p = grid.data; (p = strstr(p, "class=\"cell\"")); p++)
+        brushed++;
+    TP_CHECK(brushed > 0);
+    TP_CHECK(strstr(grid.data, "100 trials with a value in the brushed set") != NULL);
+    tp__buf_free(&grid);
+    tp__buf_init(&grid);
+    TP_CHECK_INT(tp__web_svg_slice(s, "momentum", NULL, 0, &grid, &err0), -EINVAL);
     TP_CHECK(strstr(err0.msg, "lr, noise") != NULL);
     tp__buf_free(&grid);
     /* Parallel coordinates label a choice as it is: a, not "a". */

@@ -440,7 +440,8 @@ function parallelView(id, query) {
     }
     const filters = [...v.keys()].filter(k => k.startsWith("min.") || k.startsWith("max."));
     note.replaceChildren(filters.length ? el("span", {}, kept + " of " + all + " lines in the brushed set · ",
-      el("a", {id: "brushed-trials", href: "#/e/" + id + "/trials?" + v, text: "these trials in the table"})) : "");
+      el("a", {id: "brushed-trials", href: "#/e/" + id + "/trials?" + v, text: "these trials in the table"}), " · ",
+      el("a", {id: "brushed-plots", href: "#/e/" + id + "/plots?" + v, text: "their slice and contour"})) : "");
   }
   function brush(r, a, b) {
     for (const side of ["min.", "max."]) v.delete(side + r.key);
@@ -497,9 +498,12 @@ function plotsView(id, query) {
       sel.value = val;
     }
     const q = "slice.svg?param=" + encodeURIComponent(p) + "&x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y);
+    // A brush of the parallel coordinates (min.p:x=...&max.p:x=...): only those trials.
+    const brush = [...v.entries()].filter(([k]) => k.startsWith("min.") || k.startsWith("max."))
+      .map(([k, val]) => "&" + encodeURIComponent(k) + "=" + encodeURIComponent(val)).join("");
     const [s1, s2] = await Promise.all([
-      getText("/api/e/" + id + "/slice.svg?param=" + encodeURIComponent(p)),
-      getText("/api/e/" + id + "/contour.svg?x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y))]);
+      getText("/api/e/" + id + "/slice.svg?param=" + encodeURIComponent(p) + brush),
+      getText("/api/e/" + id + "/contour.svg?x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y) + brush)]);
     if (q + s1.length + s2.length === drawn) return;  // unchanged: keep the tooltips open
     drawn = q + s1.length + s2.length;
     slice.innerHTML = s1;
