@@ -18,7 +18,8 @@
    rest; an open page asks for two or three a second): lines per second both ways.
 3. --table: the trials table's routes (sort by a parameter or a metric, filters by state, range
    and text, a deep page) on a store of 10,000 trials and 1,000,000 metric rows written by SQL
-   in seconds (one real trial copied, with its schema and meta), not by a real run.
+   in seconds (one real trial copied, with its schema and meta), not by a real run; and there
+   the importance (a random forest), parallel coordinates, slice and contour.
 4. --front: the Pareto front's routes (its JSON and its chart) on stores of 10,000 finished
    trials with two objectives (acc max, loss min; at odds with noise, then every trial on it, the
    worst case) and three (time min added), written by SQL likewise; and the page's first
@@ -55,10 +56,15 @@ TABLE_ROUTES = ["api/e/0/trials?sort=p%3Alr", "api/e/0/trials?sort=m%3Aloss&desc
                 "api/e/0/trials?min.m%3Aloss=0.1&max.value=0.9&q=hidden%22%3A%2064",
                 "api/e/0/trials?sort=p%3Ahidden&offset=9900", "api/e/0/columns"]
 ROUTES[5:5] = TABLE_ROUTES
+# The plots of issue 36: slice and contour of a parameter and a pair (the importance, a random
+# forest, is in ROUTES above).
+PLOT_ROUTES = ["api/e/0/slice.svg?param=lr", "api/e/0/contour.svg?x=lr&y=hidden"]
+ROUTES.extend(PLOT_ROUTES)
 PAGES = [("experiments", "", "#experiments td"), ("trials", "#/e/0/trials", "#trials tr[data-trial-id]"),
          ("trial", "#/e/0/trial/5000", "#curve tr + tr"), ("history", "#/e/0/history", "#chart svg"),
          ("curves", "#/e/0/curves", "#chart svg"), ("parallel", "#/e/0/parallel", "#chart svg"),
-         ("importance", "#/e/0/importance", "#chart svg"), ("packing", "#/e/0/packing", "#chart svg"),
+         ("importance", "#/e/0/importance", "#chart svg"),
+         ("slice and contour", "#/e/0/plots?param=lr&x=lr&y=hidden", "#contour svg"), ("packing", "#/e/0/packing", "#chart svg"),
          ("nodes", "#/e/0/nodes", "#gpus")]
 
 
@@ -200,7 +206,8 @@ def table(tmp):
     p, url = serve([d])
     try:
         print(f"{'route':70s} {'first':>8s} {'median':>8s} {'size':>9s}")
-        for r in ["api/e/0/trials", "api/e/0/trials?sort=value&desc=1", *TABLE_ROUTES]:
+        for r in ["api/e/0/trials", "api/e/0/trials?sort=value&desc=1", *TABLE_ROUTES,
+                  "api/e/0/importance", "api/e/0/parcoords.svg", *PLOT_ROUTES]:
             timed(url, r)
         # A parameter the experiment lacks: refused (400), after a read of every trial.
         for r in ["api/e/0/trials?sort=p%3Amomentum", "api/e/0/trials?min.m%3Aaccuracy=0"]:

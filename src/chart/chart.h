@@ -84,8 +84,28 @@ typedef struct tp_parcoords {
     const double *v;       /* nlines x naxes values, each scaled to [0, 1]; NaN: absent */
     const double *shade;   /* per line, 0 (worst) .. 1 (best): its colour */
     const double *lo, *hi; /* per axis: the numeric range shown at its ends */
+    /* Brushing (NULL: none): per axis the key a page filters by (NULL: that axis
+     * is not brushed), whether it is on a log scale, and per line its id. A
+     * brushed axis gets a rect of class "brush-axis" (data-key, data-lo, data-hi,
+     * data-log) over it, each line its data-id and data-v (its values, "nan"
+     * when absent). */
+    const char *const *key;
+    const int *logscale;
+    const long long *id;
 } tp_parcoords_t;
 void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p);
+
+/* ---- a grid of cells (a contour plot of binned means) -------------------- */
+typedef struct tp_grid {
+    const char *title, *subtitle, *xlabel, *ylabel;
+    size_t nx, ny;            /* columns (x) and rows (y, the first at the bottom) */
+    const double *shade;      /* nx * ny, cell (i, j) at j * nx + i: 0 (worst) .. 1; NaN: empty */
+    const char *const *tip;   /* nx * ny tooltips, or NULL */
+    const char *const *xtick; /* nx labels under the columns (NULL entries: none) */
+    const char *const *ytick; /* ny labels beside the rows */
+} tp_grid_t;
+/* Each non-empty cell a rect of class "cell", coloured red (0) to green (1). O(nx ny). */
+void tp__chart_grid(tp_buf_t *out, const tp_grid_t *g);
 
 /* ---- horizontal bars ------------------------------------------------------- */
 typedef struct tp_hbars {

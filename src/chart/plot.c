@@ -153,8 +153,16 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
     for (size_t l = 0; l < p->nlines; l++) {
         char c[8];
         shade_colour(p->shade[l], c);
-        tp__buf_printf(
-            out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" points=\"", c);
+        tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" ", c);
+        if (p->key) {
+            tp__buf_printf(out, "data-id=\"%lld\" data-v=\"", p->id ? p->id[l] : (long long)l);
+            for (size_t a = 0; a < p->naxes; a++) {
+                double v = p->v[l * p->naxes + a];
+                tp__buf_printf(out, isfinite(v) ? "%s%.4f" : "%snan", a ? " " : "", v);
+            }
+            tp__buf_puts(out, "\" ");
+        }
+        tp__buf_puts(out, "points=\"");
         for (size_t a = 0; a < p->naxes; a++) {
             double v = p->v[l * p->naxes + a];
             if (isfinite(v))
@@ -189,7 +197,76 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
             tp__buf_puts(out, "</text>\n");
         }
     }
-    tp__buf_puts(out, "</g>\n</svg>\n");
+    tp__buf_puts(out, "</g>\n");
+    for (size_t a = 0; p->key && a < p->naxes; a++) {
+        if (!p->key[a]) continue;
+        tp__buf_printf(out,
+                       "<rect class=\"brush-axis\" x=\"%.1f\" y=\"%.1f\" width=\"16\" "
+                       "height=\"%.1f\" fill=\"#000\" fill-opacity=\"0\" cursor=\"ns-resize\" "
+                       "data-axis=\"%zu\" data-lo=\"%.17g\" data-hi=\"%.17g\" data-log=\"%d\" "
+                       "data-key=\"",
+                       left + gap * (double)a - 8, top, plot_h, a, p->lo[a], p->hi[a],
+                       p->logscale ? p->logscale[a] : 0);
+        tp__chart_xml(out, p->key[a]);
+        tp__buf_puts(out, "\"/>\n");
+    }
+    tp__buf_puts(out, "</svg>\n");
+}
+
+void tp__chart_grid(tp_buf_t *out, const tp_grid_t *g) {
+    const double left = 140, top = 64, cell_w = 560.0 / (double)(g->nx ? g->nx : 1),
+                 cell_h = 360.0 / (double)(g->ny ? g->ny : 1);
+    tp__chart_open(out, left + 560 + 40, top + 360 + 70);
+    tp__chart_titles(out, 20, g->title, g->subtitle);
+    for (size_t j = 0; j < g->ny; j++)
+        for (size_t i = 0; i < g->nx; i++) {
+            double s = g->shade[j * g->nx + i];
+            if (!isfinite(s)) continue;
+            char c[8];
+            shade_colour(s, c);
+            tp__buf_printf(out,
+                           "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
+                           "height=\"%.1f\" fill=\"%s\">",
+                           left + cell_w * (double)i, top + cell_h * (double)(g->ny - 1 - j),
+                           cell_w, cell_h, c);
+            if (g->tip && g->tip[j * g->nx + i]) {
+                tp__buf_puts(out, "<title>");
+                tp__chart_xml(out, g->tip[j * g->nx + i]);
+                tp__buf_puts(out, "</title>");
+            }
+            tp__buf_puts(out, "</rect>\n");
+        }
+    tp__buf_printf(out,
+                   "<rect x=\"%.1f\" y=\"%.1f\" width=\"560\" height=\"360\" fill=\"none\" "
+                   "stroke=\"#888\"/>\n",
+                   left, top);
+    for (size_t i = 0; i < g->nx; i++)
+        if (g->xtick && g->xtick[i]) {
+            tp__buf_printf(out,
+                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+                           "font-size=\"10\" fill=\"#444\">",
+                           left + cell_w * ((double)i + 0.5), top + 360 + 14);
+            tp__chart_xml(out, g->xtick[i]);
+            tp__buf_puts(out, "</text>\n");
+        }
+    for (size_t j = 0; j < g->ny; j++)
+        if (g->ytick && g->ytick[j]) {
+            tp__buf_printf(out,
+                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"10\" "
+                           "fill=\"#444\">",
+                           left - 6, top + cell_h * ((double)(g->ny - 1 - j) + 0.5) + 4);
+            tp__chart_xml(out, g->ytick[j]);
+            tp__buf_puts(out, "</text>\n");
+        }
+    tp__buf_printf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#222\">",
+                   left + 280, top + 360 + 40);
+    tp__chart_xml(out, g->xlabel);
+    tp__buf_printf(out,
+                   "</text>\n<text x=\"20\" y=\"%.1f\" fill=\"#222\" "
+                   "transform=\"rotate(-90 20 %.1f)\" text-anchor=\"middle\">",
+                   top + 180, top + 180);
+    tp__chart_xml(out, g->ylabel);
+    tp__buf_puts(out, "</text>\n</svg>\n");
 }
 
 void tp__chart_hbars(tp_buf_t *out, const tp_hbars_t *p) {

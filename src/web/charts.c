@@ -2,6 +2,7 @@
  * store (no charting script is shipped to the browser). Every chart keeps
  * its size bounded whatever the store holds: points are thinned to what the
  * plot can show, and the chart says when it did. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <sqlite3.h>
@@ -246,6 +247,7 @@ typedef struct {
 typedef struct {
     size_t n;      /* trials */
     double *value; /* objective per trial */
+    long long *id; /* per trial */
     size_t ncols;
     pcol_t *cols;
 } ptable_t;
@@ -270,10 +272,12 @@ static void ptable_load(tp_store_t *s, ptable_t *t) {
     size_t cap = st && sqlite3_step(st) == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
     t->value = tp__xcalloc(cap + 1, sizeof *t->value);
+    t->id = tp__xcalloc(cap + 1, sizeof *t->id);
     st = tp__web_prepare(s, SQL_VALUES_PARAMS);
     while (st && t->n < cap && sqlite3_step(st) == SQLITE_ROW) {
         size_t i = t->n++;
         t->value[i] = sqlite3_column_double(st, 1);
+        t->id[i] = sqlite3_column_int64(st, 0);
         json_t *params = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         const char *k;
         json_t *v;
@@ -298,7 +302,41 @@ static void ptable_free(ptable_t *t) {
             free(t->cols[c].cat[i]);
         free(t->cols[c].name), free(t->cols[c].num), free(t->cols[c].cat);
     }
-    free(t->cols), free(t->value);
+    free(t->cols), free(t->value), free(t->id);
+}
+
+/* Only the trials within every range on "value" or "p:NAME" (a brush of the
+ * parallel coordinates; a trial without a number there is out); ranges on
+ * other columns are not the plots' and are let be. O(n ranges). */
+static void ptable_keep(ptable_t *t, const tp_web_range_t *r, size_t nr) {
+    size_t w = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        int in = 1;
+        for (size_t k = 0; k < nr && in; k++) {
+            double x = NAN;
+            if (strcmp(r[k].key, "value") == 0) {
+                x = t->value[i];
+            } else if (strncmp(r[k].key, "p:", 2) == 0) {
+                size_t c = 0;
+                while (c < t->ncols && strcmp(t->cols[c].name, r[k].key + 2) != 0)
+                    c++;
+                if (c == t->ncols) continue;
+                x = t->cols[c].num[i];
+            } else {
+                continue;
+            }
+            in = isfinite(x) && !(x < r[k].lo) && !(x > r[k].hi);
+        }
+        for (size_t c = 0; c < t->ncols; c++) {
+            if (!in) {
+                free(t->cols[c].cat[i]);
+                continue;
+            }
+            t->cols[c].num[w] = t->cols[c].num[i], t->cols[c].cat[w] = t->cols[c].cat[i];
+        }
+        if (in) t->value[w] = t->value[i], t->id[w] = t->id[i], w++;
+    }
+    t->n = w;
 }
 
 /* A categorical column's distinct values, sorted; *k is set per trial to its
@@ -381,19 +419,51 @@ static double eta_squared(const pcol_t *c, const double *value, size_t n) {
 }
 
 static const char *const IMPORTANCE_METHOD =
-    "share of the objective's variance each parameter explains alone (eta squared over its "
-    "values, or ten equal-count bins of a number); it ignores interactions, unlike fANOVA, and "
-    "small samples overstate it";
+    "random forest (32 regression trees on the parameters, fixed seed): each parameter's share of "
+    "how much worse the trees predict the trials they did not see when its values are shuffled "
+    "among them; splits nest, so a parameter that matters only with another counts. alone: the "
+    "share of the variance it explains by itself (eta squared over its values, or ten equal-count "
+    "bins of a number), which misses interactions";
+
+static int by_importance(const void *a, const void *b) {
+    double x = json_real_value(json_object_get(*(json_t *const *)a, "importance"));
+    double y = json_real_value(json_object_get(*(json_t *const *)b, "importance"));
+    if (x != y) return (x < y) - (x > y);
+    return strcmp(json_string_value(json_object_get(*(json_t *const *)a, "name")),
+                  json_string_value(json_object_get(*(json_t *const *)b, "name")));
+}
 
 json_t *tp__web_importance(tp_store_t *s) {
     ptable_t t;
     ptable_load(s, &t);
+    size_t p = t.ncols;
+    double *x = tp__xcalloc(t.n * p + 1, sizeof *x), *imp = tp__xcalloc(p + 1, sizeof *imp);
+    unsigned char *categorical = tp__xcalloc(p + 1, 1);
+    size_t *k = tp__xcalloc(t.n + 1, sizeof *k);
+    for (size_t c = 0; c < p; c++) {
+        categorical[c] = !t.cols[c].numeric;
+        if (categorical[c]) {
+            size_t ncat;
+            free(categories(&t.cols[c], t.n, k, &ncat));
+            for (size_t i = 0; i < t.n; i++) /* absent: a category of its own */
+                x[i * p + c] = (double)(k[i] == SIZE_MAX ? ncat : k[i]);
+        } else {
+            for (size_t i = 0; i < t.n; i++)
+                x[i * p + c] = t.cols[c].num[i];
+        }
+    }
+    tp__web_forest_importance(x, categorical, t.n, p, t.value, imp);
+    json_t **e = tp__xcalloc(p + 1, sizeof *e);
+    for (size_t c = 0; c < p; c++)
+        e[c] = json_pack("{s:s, s:f, s:f}", "name", t.cols[c].name, "importance", imp[c], "alone",
+                         eta_squared(&t.cols[c], t.value, t.n));
+    qsort(e, p, sizeof *e, by_importance);
     json_t *list = json_array();
-    for (size_t c = 0; c < t.ncols; c++)
-        json_array_append_new(list, json_pack("{s:s, s:f}", "name", t.cols[c].name, "importance",
-                                              eta_squared(&t.cols[c], t.value, t.n)));
+    for (size_t c = 0; c < p; c++)
+        json_array_append_new(list, e[c]);
     json_t *o = json_pack("{s:s, s:I, s:o}", "method", IMPORTANCE_METHOD, "trials", (json_int_t)t.n,
                           "params", list);
+    free(x), free(imp), free(categorical), free(k), free(e);
     ptable_free(&t);
     return o;
 }
@@ -410,8 +480,8 @@ void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out) {
     }
     char sub[160];
     snprintf(sub, sizeof sub,
-             "eta squared over %lld trials with a value: each parameter alone, "
-             "no interactions",
+             "random forest over %lld trials with a value: the share of the error "
+             "when its values are shuffled (interactions count); most important first",
              (long long)json_integer_value(json_object_get(o, "trials")));
     tp_hbars_t p = {
         .title = "Parameter importance", .subtitle = sub, .n = n, .label = label, .value = value};
@@ -446,6 +516,12 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     size_t *nticks = tp__xcalloc(naxes, sizeof *nticks), *k_of = tp__xcalloc(t.n + 1, sizeof *k_of);
     char **cat_lists[64] = {0};
     char log_names[64][140];
+    /* Brushing: a number's axis filters the trials table by its column. */
+    char **keys = tp__xcalloc(naxes, sizeof *keys);
+    int *logs = tp__xcalloc(naxes, sizeof *logs);
+    long long *line_id = tp__xcalloc(nlines + 1, sizeof *line_id);
+    for (size_t l = 0; l < nlines; l++)
+        line_id[l] = t.id[pick[l]];
     for (size_t a = 0; a < naxes; a++) {
         const double *col = a < t.ncols ? t.cols[a].num : t.value;
         axis[a] = a < t.ncols ? t.cols[a].name : m.name;
@@ -472,6 +548,15 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
         if (logscale) {
             snprintf(log_names[a % 64], sizeof log_names[0], "%s (log)", axis[a]);
             axis[a] = log_names[a % 64];
+        }
+        logs[a] = logscale;
+        if (a < t.ncols) {
+            tp_buf_t k;
+            tp__buf_init(&k);
+            tp__buf_printf(&k, "p:%s", t.cols[a].name);
+            keys[a] = k.data;
+        } else {
+            keys[a] = tp__strdup("value");
         }
         double l0 = logscale ? log(lo[a]) : lo[a], l1 = logscale ? log(hi[a]) : hi[a];
         for (size_t l = 0; l < nlines; l++) {
@@ -500,11 +585,189 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
                         .v = v,
                         .shade = shade,
                         .lo = lo,
-                        .hi = hi};
+                        .hi = hi,
+                        .key = (const char *const *)keys,
+                        .logscale = logs,
+                        .id = line_id};
     tp__chart_parcoords(out, &p);
+    for (size_t a = 0; a < naxes; a++)
+        free(keys[a]);
+    free(keys), free(logs), free(line_id);
     for (size_t a = 0; a < 64 && a < naxes; a++)
         free(cat_lists[a]);
     free(order), free(key), free(pick), free(v), free(lo), free(hi), free(axis), free(ticks);
     free(nticks), free(k_of), free(shade);
     ptable_free(&t);
+}
+
+/* ---- slice and contour: the objective against one or two parameters ------- */
+
+/* A parameter as an axis: each trial's bin (SIZE_MAX: absent) among nbins,
+ * each bin's label, and each trial's position along it (its value, log10 of
+ * it over a positive range of two decades or more, or a choice's index). */
+typedef struct {
+    size_t nbins;
+    size_t *bin;
+    double *pos;
+    char **label; /* nbins */
+    char name[200];
+} paxis_t;
+
+static const pcol_t *pcol_named(const ptable_t *t, const char *name, tp_error_t *err) {
+    for (size_t c = 0; name && c < t->ncols; c++)
+        if (strcmp(t->cols[c].name, name) == 0) return &t->cols[c];
+    tp_buf_t names;
+    tp__buf_init(&names);
+    for (size_t c = 0; c < t->ncols; c++)
+        tp__buf_printf(&names, "%s%s", c ? ", " : "", t->cols[c].name);
+    tp__errorf(err, -EINVAL, "no parameter '%s' among the trials with a value (%s)",
+               name ? name : "", names.data ? names.data : "none");
+    tp__buf_free(&names);
+    return NULL;
+}
+
+static void paxis_make(const pcol_t *c, size_t n, size_t want, paxis_t *a) {
+    a->bin = tp__xcalloc(n + 1, sizeof *a->bin);
+    a->pos = tp__xcalloc(n + 1, sizeof *a->pos);
+    if (!c->numeric) {
+        char **list = categories(c, n, a->bin, &a->nbins);
+        a->label = tp__xcalloc(a->nbins + 1, sizeof *a->label);
+        tp_buf_t name;
+        tp__buf_init(&name);
+        tp__buf_printf(&name, "%s (", c->name);
+        for (size_t k = 0; k < a->nbins; k++) {
+            a->label[k] = tp__strdup(list[k]);
+            if (k < 8) tp__buf_printf(&name, "%s%zu = %s", k ? ", " : "", k, list[k]);
+        }
+        tp__buf_printf(&name, "%s)", a->nbins > 8 ? ", ..." : "");
+        snprintf(a->name, sizeof a->name, "%s", name.data);
+        tp__buf_free(&name);
+        for (size_t i = 0; i < n; i++)
+            a->pos[i] = a->bin[i] == SIZE_MAX ? NAN : (double)a->bin[i];
+        free(list);
+        return;
+    }
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(c->num[i])) lo = fmin(lo, c->num[i]), hi = fmax(hi, c->num[i]);
+    int logscale = lo > 0 && hi / lo >= 100;
+    snprintf(a->name, sizeof a->name, "%s%s", c->name, logscale ? " (log10)" : "");
+    double l0 = logscale ? log10(lo) : lo, l1 = logscale ? log10(hi) : hi;
+    a->nbins = isfinite(l0) ? (l1 > l0 ? want : 1) : 0;
+    a->label = tp__xcalloc(a->nbins + 1, sizeof *a->label);
+    for (size_t b = 0; b < a->nbins; b++) {
+        double mid = l0 + (l1 - l0) * ((double)b + 0.5) / (double)a->nbins;
+        char text[32];
+        snprintf(text, sizeof text, "%.3g", logscale ? pow(10, mid) : mid);
+        a->label[b] = tp__strdup(text);
+    }
+    for (size_t i = 0; i < n; i++) {
+        double x = c->num[i];
+        a->pos[i] = !isfinite(x) ? NAN : logscale ? log10(x) : x;
+        a->bin[i] = SIZE_MAX;
+        if (isfinite(a->pos[i]) && a->nbins) {
+            double f = l1 > l0 ? (a->pos[i] - l0) / (l1 - l0) : 0;
+            size_t b = (size_t)(f * (double)a->nbins);
+            a->bin[i] = b >= a->nbins ? a->nbins - 1 : b;
+        }
+    }
+}
+
+static void paxis_free(paxis_t *a) {
+    for (size_t b = 0; b < a->nbins; b++)
+        free(a->label[b]);
+    free(a->label), free(a->bin), free(a->pos);
+}
+
+int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ranges,
+                      size_t nranges, tp_buf_t *out, tp_error_t *err) {
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    ptable_t t;
+    ptable_load(s, &t);
+    ptable_keep(&t, ranges, nranges);
+    const pcol_t *c = pcol_named(&t, param, err);
+    if (!c) return ptable_free(&t), -EINVAL;
+    paxis_t a;
+    paxis_make(c, t.n, 10, &a);
+    tp_series_t series = {
+        .name = NULL, .style = TP_SERIES_DOTS, .colour = 0, .n = t.n, .x = a.pos, .y = t.value};
+    char title[200], sub[120];
+    snprintf(title, sizeof title, "Slice: %s against %s", m.name, c->name);
+    snprintf(sub, sizeof sub, "%zu trials with a value%s, each a dot; the other parameters vary",
+             t.n, nranges ? " in the brushed set" : "");
+    tp_xy_t p = {.title = title,
+                 .subtitle = sub,
+                 .xlabel = a.name,
+                 .ylabel = m.name,
+                 .series = &series,
+                 .nseries = 1};
+    tp__chart_xy(out, &p);
+    paxis_free(&a);
+    ptable_free(&t);
+    return 0;
+}
+
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_range_t *ranges,
+                        size_t nranges, tp_buf_t *out, tp_error_t *err) {
+    enum { BINS = 12 };
+    tp_web_metric_t m;
+    tp__web_metric(s, &m);
+    ptable_t t;
+    ptable_load(s, &t);
+    ptable_keep(&t, ranges, nranges);
+    const pcol_t *cx = pcol_named(&t, px, err), *cy = cx ? pcol_named(&t, py, err) : NULL;
+    if (!cx || !cy) return ptable_free(&t), -EINVAL;
+    paxis_t ax, ay;
+    paxis_make(cx, t.n, BINS, &ax);
+    paxis_make(cy, t.n, BINS, &ay);
+    size_t cells = ax.nbins * ay.nbins;
+    double *sum = tp__xcalloc(cells + 1, sizeof *sum),
+           *shade = tp__xcalloc(cells + 1, sizeof *shade);
+    size_t *cnt = tp__xcalloc(cells + 1, sizeof *cnt);
+    for (size_t i = 0; i < t.n; i++)
+        if (ax.bin[i] != SIZE_MAX && ay.bin[i] != SIZE_MAX)
+            sum[ay.bin[i] * ax.nbins + ax.bin[i]] += t.value[i],
+                cnt[ay.bin[i] * ax.nbins + ax.bin[i]]++;
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t k = 0; k < cells; k++)
+        if (cnt[k]) lo = fmin(lo, sum[k] / (double)cnt[k]), hi = fmax(hi, sum[k] / (double)cnt[k]);
+    char **tip = tp__xcalloc(cells + 1, sizeof *tip);
+    size_t filled = 0;
+    for (size_t k = 0; k < cells; k++) {
+        shade[k] = NAN;
+        if (!cnt[k]) continue;
+        double mean = sum[k] / (double)cnt[k], f = hi > lo ? (mean - lo) / (hi - lo) : 1;
+        shade[k] = m.maximize ? f : 1 - f;
+        tp_buf_t b;
+        tp__buf_init(&b);
+        tp__buf_printf(&b, "%s %s, %s %s: mean %s %.6g over %zu trial%s", cx->name,
+                       ax.label[k % ax.nbins], cy->name, ay.label[k / ax.nbins], m.name, mean,
+                       cnt[k], cnt[k] == 1 ? "" : "s");
+        tip[k] = b.data;
+        filled++;
+    }
+    char title[300], sub[200];
+    snprintf(title, sizeof title, "Contour: mean %s over %s and %s", m.name, cx->name, cy->name);
+    snprintf(sub, sizeof sub,
+             "%zu trials with a value%s in %zu of %zu cells (a number in %d equal bins); green is "
+             "best, blank: no trial",
+             t.n, nranges ? " in the brushed set" : "", filled, cells, BINS);
+    tp_grid_t g = {.title = title,
+                   .subtitle = sub,
+                   .xlabel = ax.name,
+                   .ylabel = ay.name,
+                   .nx = ax.nbins,
+                   .ny = ay.nbins,
+                   .shade = shade,
+                   .tip = (const char *const *)tip,
+                   .xtick = (const char *const *)ax.label,
+                   .ytick = (const char *const *)ay.label};
+    tp__chart_grid(out, &g);
+    for (size_t k = 0; k < cells; k++)
+        free(tip[k]);
+    free(tip), free(sum), free(shade), free(cnt);
+    paxis_free(&ax), paxis_free(&ay);
+    ptable_free(&t);
+    return 0;
 }

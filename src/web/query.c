@@ -104,6 +104,10 @@ static const struct {
 };
 static const char *const SQL_EVENTS =
     "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id DESC LIMIT 200";
+/* The scheduler's journaled decisions about one trial, the latest 200, oldest first. */
+static const char *const SQL_DECISIONS =
+    "SELECT at, kind, attempt, rung, budget, ok, value, detail FROM (SELECT * FROM decisions "
+    "WHERE trial = ?1 ORDER BY seq DESC LIMIT 200) ORDER BY seq";
 static const char *const SQL_PLACEMENTS =
     "SELECT attempt, at, node, gpus, memory_mib, compute, cpus, sharing FROM placements "
     "WHERE trial = ?1 ORDER BY id";
@@ -532,7 +536,22 @@ json_t *tp__web_trial(tp_store_t *s, int64_t id) {
                                       sqlite3_column_int(st, 6), "sharing", col_text(st, 7)));
             sqlite3_finalize(st);
         }
+        json_t *decisions = json_array();
+        st = tp__web_prepare(s, SQL_DECISIONS);
+        if (st) {
+            sqlite3_bind_int64(st, 1, id);
+            while (sqlite3_step(st) == SQLITE_ROW)
+                json_array_append_new(
+                    decisions,
+                    json_pack("{s:f, s:o, s:i, s:i, s:o, s:o, s:o, s:o}", "at",
+                              sqlite3_column_double(st, 0), "kind", col_text(st, 1), "attempt",
+                              sqlite3_column_int(st, 2), "rung", sqlite3_column_int(st, 3),
+                              "budget", col_real(st, 4), "ok", col_int(st, 5), "value",
+                              col_real(st, 6), "detail", col_text(st, 7)));
+            sqlite3_finalize(st);
+        }
         json_object_set_new(o, "events", events);
+        json_object_set_new(o, "decisions", decisions);
         json_object_set_new(o, "placements", places);
         json_object_set_new(o, "curve", curve(s, id, 300));
     }

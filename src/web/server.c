@@ -347,6 +347,29 @@ static enum MHD_Result r_front_svg(req_t *q) {
     return send_error(q->c, MHD_HTTP_NOT_FOUND, ONE_OBJECTIVE);
 }
 
+/* ?param=NAME; ?x=NAME&y=NAME; with min.COLUMN / max.COLUMN bounds (a brush):
+ * 400 naming the parameters when one is none. */
+static enum MHD_Result r_plot_svg(req_t *q, int contour) {
+    tp_web_trials_q_t tq = {0};
+    ranges_acc_t acc = {.tq = &tq};
+    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, add_range, &acc);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    tp_error_t err = {0};
+    int rc = contour ? tp__web_svg_contour(q->s, arg(q->c, "x"), arg(q->c, "y"), tq.ranges,
+                                           tq.nranges, &b, &err)
+                     : tp__web_svg_slice(q->s, arg(q->c, "param"), tq.ranges, tq.nranges, &b, &err);
+    if (rc == 0) return send_svg(q->c, &b);
+    tp__buf_free(&b);
+    return send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+}
+static enum MHD_Result r_slice_svg(req_t *q) {
+    return r_plot_svg(q, 0);
+}
+static enum MHD_Result r_contour_svg(req_t *q) {
+    return r_plot_svg(q, 1);
+}
+
 /* A route answers either itself (fn) or with a chart drawn into a buffer (svg). */
 static const struct {
     const char *what;
@@ -367,6 +390,8 @@ static const struct {
     {"curves.svg", 0, NULL, curves_svg},
     {"parcoords.svg", 0, NULL, parcoords_svg},
     {"importance.svg", 0, NULL, importance_svg},
+    {"slice.svg", 0, r_slice_svg, NULL},
+    {"contour.svg", 0, r_contour_svg, NULL},
     {"packing.svg", 0, NULL, packing_svg},
 };
 

@@ -53,16 +53,31 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
  * objectives first). O(n) JSON reads (10k trials: ~40 ms), so the page asks
  * for them apart from its rows, and seldom. */
 json_t *tp__web_table_columns(tp_store_t *s);
-/* One trial: the row, its events, placements and its curve (downsampled to
- * at most 300 points); NULL if absent. */
+/* One trial: the row, its events, the scheduler's journaled decisions about
+ * it (the latest 200: job, result, stop with rung, budget, value), placements and its curve
+ * (downsampled to at most 300 points); NULL if absent. */
 json_t *tp__web_trial(tp_store_t *s, int64_t id);
 /* The tail of a trial's stdout or stderr log from byte `from` (negative:
  * the last 16 KiB): {text, from, next, size}; NULL if stream is not one. */
 json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long from);
 /* Nodes, GPUs and sharing as the orchestrator last journaled them. */
 json_t *tp__web_nodes(tp_store_t *s);
-/* Parameter importance: {method, trials, params: [{name, importance}]}. */
+/* Parameter importance: {method, trials, params: [{name, importance,
+ * alone}]}, the most important first: importance by the forest below (the
+ * shares sum to 1, or all 0), alone the one-way eta squared. */
 json_t *tp__web_importance(tp_store_t *s);
+/* Each of p features' share in the importance for y over n rows (x: n x p,
+ * row major; a numeric NaN is absent; a categorical feature's value is its
+ * category's index): a forest of 32 regression trees, each grown (12 deep) on up to
+ * 1000 rows drawn with replacement and a random half of the features at
+ * each split, scored by how much worse it predicts the rows it did not see
+ * (up to 1000) when one feature's values are shuffled among them. Splits
+ * nest, so interactions count (x*y ranks x and y, which eta squared does
+ * not). Fixed seed: the same rows, the same answer. Shares sum to 1 (all 0
+ * when nothing is told). O(trees (s log s depth p + oob depth p)), s the
+ * sample (10k trials: see docs/dashboard.md). */
+void tp__web_forest_importance(const double *x, const unsigned char *categorical, size_t n,
+                               size_t p, const double *y, double *importance);
 
 /* The experiment's objective: its metric name and whether larger is better. */
 typedef struct tp_web_metric {
@@ -111,6 +126,18 @@ void tp__web_svg_history(tp_store_t *s, tp_buf_t *out);
 void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out);
 void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out);
 void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out);
+/* The slice plot: the objective of every trial with a value against one
+ * parameter (a dot each; log10 over a positive range of two decades, a
+ * choice by its index, named on the axis). The contour plot: the mean
+ * objective over a grid of two parameters (12 equal bins of a number, a cell
+ * per choice), empty cells blank, each cell's mean and count its tooltip.
+ * Both only over the trials within every range on "value" or "p:NAME" (a
+ * brush of the parallel coordinates; others are let be).
+ * -EINVAL with err listing the parameters when one named is none. O(n). */
+int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ranges,
+                      size_t nranges, tp_buf_t *out, tp_error_t *err);
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_range_t *ranges,
+                        size_t nranges, tp_buf_t *out, tp_error_t *err);
 /* The Gantt chart of GPUs over time from the placements journal, with the
  * memory and compute in use against each GPU's capacity. */
 void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out);

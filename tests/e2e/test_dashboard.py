@@ -122,6 +122,16 @@ def request(conn, path, headers=None):
     r = conn.getresponse()
     return r.status, r.headers, r.read().decode()
 
+# The objective rises with x most, with y less, and z does nothing; two report lines (a curve).
+PLOTS_TRAINER = r'''
+import json, os, sys
+x, y, z = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+for step in (1, 2):
+    rep.write(json.dumps({"step": step, "score": round((2 * x + 0.5 * y) * step / 2, 6)}) + "\n")
+'''
+
+
 
 class Dashboard(GpuE2E):
 
@@ -425,6 +435,133 @@ class Dashboard(GpuE2E):
                 self.assertIn("no column", body)
                 for name in ("x", "opt", "dropout", "score", "loss"):
                     self.assertIn(name, json.loads(body)["error"])
+
+    def test_plots_importance_sorted_slice_and_contour_of_a_chosen_pair(self):
+        """Issue 36: the importance page lists the parameters by a random forest's importance,
+        the most important first, beside the one-way share; the chart's bars in that order.
+        The slice and contour page draws the pair the user picks, kept in the URL."""
+        d = self.path("run")
+        exp = self.experiment(
+            "name: plots\ncommand: [%s, %s, \"{x}\", \"{y}\", \"{z}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  z: {uniform: [0, 1]}\n  y: {uniform: [0, 1]}\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 40, seed: 5}\nconcurrency: 8\n"
+            % (yaml_str(PY), yaml_str(self.write("plots.py", PLOTS_TRAINER))), name="plots.yaml")
+        self.assertExit(self.run_exp(exp, d), 0)
+        _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        url, _ = split_url(printed)
+        with Browser(width=1400) as b:
+            b.goto(printed + "#/e/0/trials")
+            b.wait_for("document.querySelectorAll('#trials tbody tr').length > 0")
+            b.eval("[...document.querySelectorAll('#tabs a')].find(a => a.textContent == "
+                   "'Importance').click()")
+            b.wait_for("document.querySelectorAll('#importance tr[data-param]').length == 3")
+            names = b.eval("[...document.querySelectorAll('#importance tr[data-param]')]"
+                           ".map(r => r.dataset.param)")
+            values = b.eval("[...document.querySelectorAll('#importance tr[data-param]')]"
+                            ".map(r => +r.children[1].textContent)")
+            self.assertEqual(names[:2], ["x", "y"], values)
+            self.assertEqual(values, sorted(values, reverse=True))
+            b.wait_for("document.querySelector('#chart svg rect')")
+            labels = b.eval("[...document.querySelectorAll('#chart svg text')].map(t => "
+                            "t.textContent).filter(t => ['x', 'y', 'z'].includes(t))")
+            self.assertEqual(labels, names)
+            self.shot(b, "importance-forest")
+            # Slice and contour: pick a parameter and a pair; the server draws them.
+            b.eval("[...document.querySelectorAll('#tabs a')].find(a => a.textContent == "
+                   "'Slice and contour').click()")
+            b.wait_for("document.querySelector('#slice svg circle') && "
+                       "document.querySelector('#contour svg rect.cell')")
+            pick = ("(() => { const s = document.getElementById('%s'); s.value = '%s'; "
+                    "s.dispatchEvent(new Event('change')); })()")
+            b.eval(pick % ("contour-x", "z"))
+            b.wait_for("location.hash.includes('x=z') && document.querySelector('#contour svg') "
+                       "&& document.querySelector('#contour svg').textContent.includes('over z and')")
+            b.eval(pick % ("contour-y", "x"))
+            b.wait_for("location.hash.includes('y=x') && document.querySelector('#contour svg') "
+                       "&& document.querySelector('#contour svg').textContent.includes('over z and x')")
+            cells = b.eval("document.querySelectorAll('#contour svg rect.cell').length")
+            self.assertGreater(cells, 10)  # 40 trials over a 12 x 12 grid
+            tips = b.eval("[...document.querySelectorAll('#contour svg rect.cell title')]"
+                          ".map(t => t.textContent)")
+            self.assertEqual(sum(int(re.search(r"over (\d+) trial", t).group(1)) for t in tips), 40)
+            b.wait_for("document.getElementById('slice-param').options.length == 3")
+            b.eval(pick % ("slice-param", "y"))
+            b.wait_for("document.querySelector('#slice svg') && document.querySelector("
+                       "'#slice svg').textContent.includes('against y')")
+            self.assertEqual(b.eval("document.querySelectorAll('#slice svg circle').length"), 40)
+            # Reloaded, the page shows the same choice.
+            b.eval("location.reload()")
+            b.wait_for("document.getElementById('contour-x') && "
+                       "document.getElementById('contour-x').value == 'z' && "
+                       "document.getElementById('slice-param').value == 'y'")
+            b.wait_for("document.querySelector('#contour svg rect.cell')")
+            self.shot(b, "slice-contour")
+            # A parameter the experiment lacks: refused, naming those it has.
+            # Compare: tick two trials in the table; the selection is in the URL; the link
+            # shows their parameters, curves overlaid and the scheduler's decisions.
+            b.goto(url + "#/e/0/trials")
+            b.wait_for("document.querySelectorAll('#trials tbody input.pick').length > 3")
+            b.eval("document.querySelector('#trials tbody tr:nth-child(2) input.pick').click()")
+            b.eval("document.querySelector('#trials tbody tr:nth-child(4) input.pick').click()")
+            b.wait_for("document.getElementById('compare-link').hasAttribute('href')")
+            picked = b.eval("[...document.querySelectorAll('#trials tbody input.pick:checked')]"
+                            ".map(c => +c.dataset.trial)")
+            self.assertEqual(len(picked), 2)
+            self.assertIn("pick=" + "%2C".join(map(str, picked)), b.eval("location.hash"))
+            b.eval("document.getElementById('compare-link').click()")
+            b.wait_for("document.querySelectorAll('#compare-params tr[data-param]').length == 3 && "
+                       "document.querySelectorAll('#chart svg polyline').length >= 2 && "
+                       "document.querySelectorAll('#compare-decisions [data-trial]').length == 2")
+            heads = b.eval("[...document.querySelectorAll('#compare-params tr:first-child a')]"
+                           ".map(a => +a.textContent)")
+            self.assertEqual(heads, picked)
+            with self.store(d) as s:
+                for t in picked:
+                    n = s.q("SELECT count(*) AS n FROM decisions WHERE trial = ?", t)[0]["n"]
+                    self.assertGreater(n, 0)
+                    self.assertEqual(b.eval("document.querySelectorAll('#compare-decisions "
+                                            "[data-trial=\"%d\"] tr.decision').length" % t), n)
+            # Every parameter differs between two random trials: each row is marked.
+            self.assertEqual(b.eval("document.querySelectorAll('#compare-params tr.differs')"
+                                    ".length"), 3)
+            self.shot(b, "compare")
+            # Parallel coordinates: brush the x axis (drag along it); the lines outside dim,
+            # the brush goes into the URL, and the table it links to has only those trials.
+            b.goto(url + "#/e/0/parallel")
+            b.wait_for("document.querySelector('#chart rect.brush-axis[data-key=\"p:x\"]')")
+            b.eval("""(() => {
+                const r = document.querySelector('#chart rect.brush-axis[data-key="p:x"]');
+                const box = r.getBoundingClientRect(), x = box.left + 4;
+                const at = f => ({bubbles: true, button: 0, clientX: x, clientY: box.top + f * box.height});
+                r.dispatchEvent(new MouseEvent('mousedown', at(0.2)));
+                document.dispatchEvent(new MouseEvent('mousemove', at(0.5)));
+                document.dispatchEvent(new MouseEvent('mouseup', at(0.6)));
+            })()""")
+            b.wait_for("document.getElementById('brushed-trials')")
+            self.assertIn("min.p%3Ax=", b.eval("location.hash"))
+            kept = b.eval("document.querySelectorAll('#chart polyline[data-v]:not(.out)').length")
+            self.assertGreater(kept, 0)
+            self.assertLess(kept, 40)
+            self.assertTrue(b.eval("!!document.querySelector('#chart svg rect.brush')"))
+            self.shot(b, "parallel-brushed")
+            # The brushed set filters the slice plot too: a dot per trial kept.
+            b.eval("document.getElementById('brushed-plots').click()")
+            b.wait_for("location.hash.includes('/plots') && document.querySelector('#slice svg') "
+                       "&& document.querySelector('#slice svg').textContent.includes('brushed')")
+            self.assertEqual(b.eval("document.querySelectorAll('#slice svg circle').length"), kept)
+            b.eval("history.back()")
+            b.wait_for("document.getElementById('brushed-trials')")
+            b.eval("document.getElementById('brushed-trials').click()")
+            b.wait_for("document.getElementById('trials') && "
+                       "document.getElementById('trials').dataset.matched !== undefined && "
+                       "location.hash.includes('/trials')")
+            b.wait_for("+document.getElementById('trials').dataset.matched == %d" % kept)
+            self.assertEqual(b.eval("document.querySelectorAll('#trials tbody tr').length"), kept)
+            code, body = get(printed.replace("/?", "/api/e/0/contour.svg?x=x&y=momentum&"))
+            self.assertEqual(code, 400)
+            self.assertIn("momentum", body)
+            self.assertIn("x, y, z", body.replace("z, y, x", "x, y, z"))
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")

@@ -1,6 +1,7 @@
 /* The dashboard's pure parts and its queries over a real store: the listen
  * address, loopback and token checks, the charts' escaping and bounds, and
  * the importance measure against a store whose answer is known. */
+#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdlib.h>
@@ -162,6 +163,45 @@ TP_TEST(test_history_keeps_budgets_apart_and_thins_each) {
     TP_CHECK(system(cmd) == 0);
 }
 
+/* f(x, y, z) = x y over a full 8 x 8 x 8 grid centred on 0: neither x nor y
+ * matters alone (each level's mean is 0, so eta squared is 0), together they
+ * decide everything, and z nothing. The forest sees it; it does so again
+ * with the same answer. */
+TP_TEST(test_forest_importance_finds_an_interaction_eta_squared_misses) {
+    enum { L = 8, N = L * L * L, P = 3 };
+    static double x[N * P], y[N];
+    unsigned char categorical[P] = {0, 0, 0};
+    for (size_t i = 0; i < N; i++) {
+        for (size_t f = 0; f < P; f++) {
+            size_t level = f == 0 ? i % L : f == 1 ? i / L % L : i / (L * L);
+            x[i * P + f] = (double)level - (L - 1) / 2.0;
+        }
+        y[i] = x[i * P] * x[i * P + 1];
+    }
+    double imp[P], again[P];
+    tp__web_forest_importance(x, categorical, N, P, y, imp);
+    tp__web_forest_importance(x, categorical, N, P, y, again);
+    TP_CHECK(memcmp(imp, again, sizeof imp) == 0);
+    TP_CHECK(imp[0] > 0.3 && imp[1] > 0.3);
+    TP_CHECK(imp[2] < 0.05);
+    TP_CHECK_NEAR(imp[0] + imp[1] + imp[2], 1, 1e-9);
+    /* Each level of x alone: the mean of y is 0, the one-way answer is nothing. */
+    for (size_t level = 0; level < L; level++) {
+        double sum = 0;
+        for (size_t i = level; i < N; i += L)
+            sum += y[i];
+        TP_CHECK_NEAR(sum, 0, 1e-9);
+    }
+    /* The same with x a choice of eight names: a set of categories per split. */
+    unsigned char choice[P] = {1, 0, 0};
+    static double xc[N * P];
+    memcpy(xc, x, sizeof xc);
+    for (size_t i = 0; i < N; i++)
+        xc[i * P] = (double)(i % L);
+    tp__web_forest_importance(xc, choice, N, P, y, imp);
+    TP_CHECK(imp[0] > 0.3 && imp[1] > 0.3 && imp[2] < 0.05);
+}
+
 /* A store where val depends on `lr` alone and `noise` is a coin flip. */
 static char *store_with_known_importance(tp_store_t **out) {
     char tmpl[] = "/tmp/tp-web-XXXXXX";
@@ -195,6 +235,7 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     char *dir = store_with_known_importance(&s);
     TP_REQUIRE(dir != NULL);
     json_t *o = tp__web_importance(s);
+    tp_error_t err0 = {0};
     TP_CHECK_INT(json_integer_value(json_object_get(o, "trials")), 200);
     double lr = -1, noise = -1;
     size_t i;
@@ -207,7 +248,39 @@ TP_TEST(test_importance_finds_the_parameter_that_decides_the_value) {
     }
     TP_CHECK(lr > 0.95); /* ten bins of a value that is a function of lr */
     TP_CHECK(noise >= 0 && noise < 0.05);
+    /* Sorted: the most important first. */
+    TP_CHECK_STR(
+        json_string_value(json_object_get(json_array_get(json_object_get(o, "params"), 0), "name")),
+        "lr");
+    TP_CHECK(json_real_value(
+                 json_object_get(json_array_get(json_object_get(o, "params"), 0), "alone")) > 0.95);
     json_decref(o);
+    /* Contour over lr and a choice: a cell per (lr bin, choice) that has trials, their
+     * count in the tooltip; a parameter that is none is refused with the names. */
+    tp_buf_t grid;
+    tp__buf_init(&grid);
+    TP_CHECK_INT(tp__web_svg_contour(s, "lr", "noise", NULL, 0, &grid, &err0), 0);
+    TP_REQUIRE(grid.data != NULL);
+    size_t cells = 0;
+    for (const char *p = grid.data; (p = strstr(p, "class=\"cell\"")); p++)
+        cells++;
+    TP_CHECK(cells > 12 && cells <= 24);
+    TP_CHECK(strstr(grid.data, "noise (0 = ") != NULL);
+    tp__buf_free(&grid);
+    /* A brush on lr (its larger half): only those trials, half of them. */
+    tp_web_range_t brush = {.key = "p:lr", .lo = 0.0205, .hi = NAN};
+    tp__buf_init(&grid);
+    TP_CHECK_INT(tp__web_svg_contour(s, "lr", "noise", &brush, 1, &grid, &err0), 0);
+    size_t brushed = 0;
+    for (const char *p = grid.data; (p = strstr(p, "class=\"cell\"")); p++)
+        brushed++;
+    TP_CHECK(brushed > 0);
+    TP_CHECK(strstr(grid.data, "100 trials with a value in the brushed set") != NULL);
+    tp__buf_free(&grid);
+    tp__buf_init(&grid);
+    TP_CHECK_INT(tp__web_svg_slice(s, "momentum", NULL, 0, &grid, &err0), -EINVAL);
+    TP_CHECK(strstr(err0.msg, "lr, noise") != NULL);
+    tp__buf_free(&grid);
     /* Parallel coordinates label a choice as it is: a, not "a". */
     tp_buf_t svg;
     tp__buf_init(&svg);

@@ -100,6 +100,7 @@ function experimentsView() {
 const PAGES = [
   ["trials", "Trials"], ["history", "History"], ["curves", "Learning curves"],
   ["parallel", "Parallel coordinates"], ["importance", "Importance"],
+  ["plots", "Slice and contour"],
   ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"], ["front", "Pareto front"],
 ];
 // Experiments with several objectives (known from their summaries): only they get a front tab.
@@ -237,10 +238,28 @@ function trialsView(id, query) {
     put("offset", Math.max(0, offset() - limit()) || ""); changed(true); }});
   const next = el("button", {id: "next-page", text: "next ›", onclick: () => {
     if (lastPage && offset() + limit() < lastPage.matched) { put("offset", offset() + limit()); changed(true); } }});
+  // Trials ticked to compare (2 to 4), kept in the URL as pick=3,7.
+  const picked = new Set((v.get("pick") || "").split(",").filter(x => x).map(Number));
+  const compare = el("a", {id: "compare-link"});
+  const showPicked = () => {
+    const ids = [...picked];
+    put("pick", ids.join(","));
+    history.replaceState(null, "", hashOf(v));
+    compare.textContent = "compare " + ids.length + " selected" + (ids.length < 2 || ids.length > 4 ? " (tick 2 to 4)" : "");
+    if (ids.length >= 2 && ids.length <= 4) compare.setAttribute("href", "#/e/" + id + "/compare?trials=" + ids.join(","));
+    else compare.removeAttribute("href");
+  };
+  const pickColumn = {key: null, label: "", cell: r => {
+    const box = el("input", {type: "checkbox", class: "pick", "data-trial": r.id, title: "compare this trial"});
+    box.checked = picked.has(r.id);
+    box.addEventListener("change", () => { if (box.checked) picked.add(r.id); else picked.delete(r.id); showPicked(); });
+    return box;
+  }};
+  showPicked();
   const table = el("table", {id: "trials"});
   const thead = el("thead"), tbody = el("tbody");
   table.append(thead, tbody);
-  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager, pages),
+  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager, pages, compare),
                   table);
   const frame = experimentFrame(id, "trials", body);
 
@@ -329,7 +348,7 @@ function trialsView(id, query) {
     colsSeen = cols;
     const key = JSON.stringify(cols);
     if (key !== shownKey) {
-      columns = tableColumns(cols);
+      columns = [pickColumn, ...tableColumns(cols)];
       shownKey = key;
       buildHead();
     }
@@ -364,12 +383,171 @@ function chartView(id, page, svgPath, note) {
 function importanceView(id) {
   const box = el("div", {class: "chart", id: "chart"});
   const method = el("p", {class: "muted", id: "method"});
-  const frame = experimentFrame(id, "importance", el("div", {}, method, box));
+  const table = el("table", {id: "importance"});
+  const frame = experimentFrame(id, "importance", el("div", {}, method, box, table));
   return async () => {
     const [imp, svg] = await Promise.all([getJSON("/api/e/" + id + "/importance"),
       getText("/api/e/" + id + "/importance.svg"), frame()]);
     method.textContent = "How it is computed: " + imp.method + ".";
     box.innerHTML = svg;
+    // The server sends them the most important first.
+    table.replaceChildren(el("tr", {}, ...["parameter", "importance (forest)", "alone (eta\u00b2)"]
+      .map(h => el("th", {text: h}))), ...imp.params.map(p => el("tr", {"data-param": p.name},
+      el("td", {text: p.name}), el("td", {text: p.importance.toFixed(3)}),
+      el("td", {text: p.alone.toFixed(3)}))));
+  };
+}
+
+// Parallel coordinates (drawn by the server) brushed on the page: drag along a number's axis to
+// keep the lines within; several brushes keep the lines within all. A brush is a range of that
+// column (min.p:lr=...&max.p:lr=..., the trials table's own filters), kept in the URL, and the
+// link opens the table filtered by it. Our own 60 lines rather than a library: the SVG is the
+// server's, so a brush needs only the axis's range (data-lo, data-hi, data-log) and each line's
+// scaled values (data-v); see docs/dashboard.md.
+function parallelView(id, query) {
+  const v = new URLSearchParams(query || "");
+  const box = el("div", {class: "chart", id: "chart"});
+  const note = el("p", {id: "brushed"});
+  const frame = experimentFrame(id, "parallel", el("div", {},
+    el("p", {class: "muted", text: "Drag along an axis to brush it; drag outside a brush to clear it."}), note, box));
+  let drawn = "";
+  // value <-> [0, 1] along an axis, as the server scaled it
+  const scale = (r, x) => r.log ? Math.log(x / r.lo) / Math.log(r.hi / r.lo) : (x - r.lo) / (r.hi - r.lo || 1);
+  const unscale = (r, u) => r.log ? r.lo * Math.pow(r.hi / r.lo, u) : r.lo + u * (r.hi - r.lo);
+  const axes = () => [...box.querySelectorAll("rect.brush-axis")].map(a => ({el: a, key: a.dataset.key,
+    axis: +a.dataset.axis, lo: +a.dataset.lo, hi: +a.dataset.hi, log: a.dataset.log === "1"}));
+  function apply() {
+    const svg = box.querySelector("svg");
+    if (!svg) return;
+    svg.querySelectorAll("rect.brush").forEach(b => b.remove());
+    const active = [];
+    for (const r of axes()) {
+      const lo = v.get("min." + r.key), hi = v.get("max." + r.key);
+      if (lo === null && hi === null) continue;
+      const a = lo === null ? 0 : scale(r, +lo), b = hi === null ? 1 : scale(r, +hi);
+      active.push([r.axis, a, b]);
+      const y0 = +r.el.getAttribute("y"), h = +r.el.getAttribute("height");
+      const mark = document.createElementNS("http://www.w3.org/2000/svg", "rect");
+      for (const [k, val] of Object.entries({class: "brush", x: +r.el.getAttribute("x") + 3, width: 10,
+        y: y0 + h * (1 - b), height: Math.max(1, h * (b - a)), fill: "#3366cc", "fill-opacity": 0.3,
+        "pointer-events": "none"})) mark.setAttribute(k, val);
+      svg.appendChild(mark);
+    }
+    let kept = 0, all = 0;
+    for (const line of svg.querySelectorAll("polyline[data-v]")) {
+      const vals = line.dataset.v.split(" ").map(Number);
+      const ok = active.every(([k, a, b]) => vals[k] >= a - 1e-4 && vals[k] <= b + 1e-4);
+      line.setAttribute("stroke-opacity", ok ? 0.55 : 0.04);
+      line.classList.toggle("out", !ok);
+      all++;
+      kept += ok;
+    }
+    const filters = [...v.keys()].filter(k => k.startsWith("min.") || k.startsWith("max."));
+    note.replaceChildren(filters.length ? el("span", {}, kept + " of " + all + " lines in the brushed set · ",
+      el("a", {id: "brushed-trials", href: "#/e/" + id + "/trials?" + v, text: "these trials in the table"}), " · ",
+      el("a", {id: "brushed-plots", href: "#/e/" + id + "/plots?" + v, text: "their slice and contour"})) : "");
+  }
+  function brush(r, a, b) {
+    for (const side of ["min.", "max."]) v.delete(side + r.key);
+    if (b - a > 0.01) { v.set("min." + r.key, +unscale(r, a).toPrecision(6)); v.set("max." + r.key, +unscale(r, b).toPrecision(6)); }
+    history.replaceState(null, "", "#/e/" + id + "/parallel" + (String(v) ? "?" + v : ""));
+    apply();
+  }
+  box.addEventListener("mousedown", e => {
+    const target = e.target.closest && e.target.closest("rect.brush-axis");
+    if (!target || e.button !== 0) return;
+    e.preventDefault();
+    const r = axes().find(x => x.el === target), box0 = target.getBoundingClientRect();
+    const u = y => Math.min(1, Math.max(0, 1 - (y - box0.top) / box0.height));
+    const start = u(e.clientY);
+    const move = m => brush(r, Math.min(start, u(m.clientY)), Math.max(start, u(m.clientY)));
+    const up = m => { move(m); document.removeEventListener("mousemove", move); document.removeEventListener("mouseup", up); };
+    document.addEventListener("mousemove", move);
+    document.addEventListener("mouseup", up);
+  });
+  return async () => {
+    const [svg] = await Promise.all([getText("/api/e/" + id + "/parcoords.svg"), frame()]);
+    if (svg !== drawn) { box.innerHTML = svg; drawn = svg; }
+    apply();
+  };
+}
+
+// The objective against one parameter (slice) and a pair (contour), both drawn by the server;
+// the parameters chosen are kept in the URL (#/e/ID/plots?param=lr&x=lr&y=dropout).
+function plotsView(id, query) {
+  const v = new URLSearchParams(query || "");
+  const pick = (idName, key) => {
+    const s = el("select", {id: idName});
+    s.addEventListener("change", () => { v.set(key, s.value); location.hash = "#/e/" + id + "/plots?" + v; });
+    return s;
+  };
+  const sliceSel = pick("slice-param", "param"), xSel = pick("contour-x", "x"), ySel = pick("contour-y", "y");
+  const slice = el("div", {class: "chart", id: "slice"}), contour = el("div", {class: "chart", id: "contour"});
+  const frame = experimentFrame(id, "plots", el("div", {},
+    el("p", {}, el("label", {text: "Slice: the objective against "}), sliceSel), slice,
+    el("p", {}, el("label", {text: "Contour: the mean objective over "}), xSel,
+      el("label", {text: " and "}), ySel), contour));
+  let drawn = "";
+  return async () => {
+    const [cols] = await Promise.all([getJSON("/api/e/" + id + "/columns"), frame()]);
+    const params = cols.params || [];
+    if (!params.length) { slice.textContent = "No parameters yet."; return; }
+    const has = k => params.includes(v.get(k));
+    const p = has("param") ? v.get("param") : params[0];
+    const x = has("x") ? v.get("x") : params[0];
+    const y = has("y") ? v.get("y") : params[Math.min(1, params.length - 1)];
+    for (const [sel, val] of [[sliceSel, p], [xSel, x], [ySel, y]]) {
+      if (sel.options.length !== params.length)
+        sel.replaceChildren(...params.map(n => el("option", {value: n, text: n})));
+      sel.value = val;
+    }
+    const q = "slice.svg?param=" + encodeURIComponent(p) + "&x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y);
+    // A brush of the parallel coordinates (min.p:x=...&max.p:x=...): only those trials.
+    const brush = [...v.entries()].filter(([k]) => k.startsWith("min.") || k.startsWith("max."))
+      .map(([k, val]) => "&" + encodeURIComponent(k) + "=" + encodeURIComponent(val)).join("");
+    const [s1, s2] = await Promise.all([
+      getText("/api/e/" + id + "/slice.svg?param=" + encodeURIComponent(p) + brush),
+      getText("/api/e/" + id + "/contour.svg?x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y) + brush)]);
+    if (q + s1.length + s2.length === drawn) return;  // unchanged: keep the tooltips open
+    drawn = q + s1.length + s2.length;
+    slice.innerHTML = s1;
+    contour.innerHTML = s2;
+  };
+}
+
+// 2 to 4 trials side by side (#/e/ID/compare?trials=3,7): their parameters (a row where they
+// differ is marked), their learning curves overlaid (drawn by the server), and the scheduler's
+// decisions about each.
+function compareView(id, query) {
+  const ids = (new URLSearchParams(query || "").get("trials") || "").split(",").filter(x => /^\d+$/.test(x)).slice(0, 4);
+  const params = el("table", {id: "compare-params"});
+  const box = el("div", {class: "chart", id: "chart"});
+  const decisions = el("div", {id: "compare-decisions", class: "compare"});
+  const frame = experimentFrame(id, "compare", el("div", {},
+    el("p", {class: "muted", text: "Trials " + ids.join(", ") + " side by side; tick others in the trials table."}),
+    params, box, el("h2", {text: "Decisions"}), decisions));
+  return async () => {
+    const [trials, svg] = await Promise.all([Promise.all(ids.map(t => getJSON("/api/e/" + id + "/trial/" + t))),
+      getText("/api/e/" + id + "/curves.svg?trials=" + ids.join(",")), frame()]);
+    const names = [...new Set(trials.flatMap(t => Object.keys(t.params || {})))];
+    const row = (label, cells, cls) => el("tr", {class: cls || ""}, el("th", {text: label}), ...cells.map(c => el("td", {text: c})));
+    params.replaceChildren(
+      el("tr", {}, el("th", {text: "trial"}), ...trials.map(t => el("th", {}, el("a", {href: "#/e/" + id + "/trial/" + t.id, text: String(t.id)})))),
+      row("state", trials.map(t => t.state)),
+      row("value", trials.map(t => fmt(t.value))),
+      ...names.map(n => {
+        const vals = trials.map(t => fmt((t.params || {})[n]));
+        const tr = row(n, vals, new Set(vals).size > 1 ? "differs" : "");
+        tr.dataset.param = n;
+        return tr;
+      }));
+    box.innerHTML = svg;
+    decisions.replaceChildren(...trials.map(t => el("div", {"data-trial": t.id},
+      el("h3", {text: "trial " + t.id}),
+      el("table", {}, el("tr", {}, ...["rung", "budget", "decision", "value", "detail"].map(h => el("th", {text: h}))),
+        ...(t.decisions || []).map(d => el("tr", {class: "decision"}, el("td", {text: fmt(d.rung)}),
+          el("td", {text: fmt(d.budget)}), el("td", {text: d.kind}), el("td", {text: fmt(d.value)}),
+          el("td", {text: fmt(d.detail)})))))));
   };
 }
 
@@ -524,8 +702,10 @@ function route() {
     case "trial": return trialView(id, h[3]);
     case "history": return chartView(id, page, "history.svg");
     case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
-    case "parallel": return chartView(id, page, "parcoords.svg");
+    case "parallel": return parallelView(id, query);
     case "importance": return importanceView(id);
+    case "plots": return plotsView(id, query);
+    case "compare": return compareView(id, query);
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
     case "front": return frontView(id);
