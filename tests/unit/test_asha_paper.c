@@ -53,6 +53,13 @@ static void run(int *tp_failed_, int trials, double (*value)(int t, int k), tall
     tp__space_free(&sp);
 }
 
+/* The rung counts n_0..n_3 and the epochs a run spent. */
+static void check_counts(int *tp_failed_, const tally_t *a, const int n[4], double epochs) {
+    for (int k = 0; k < 4; k++)
+        TP_CHECK_INT(a->reached[k], n[k]);
+    TP_CHECK_NEAR(a->epochs, epochs, 1e-9);
+}
+
 /* Each trial worse than every earlier one, at every rung: no trial ever
  * leaves a rung's top, so asha is synchronous SHA exactly. */
 static double worse_each_trial(int t, int k) {
@@ -63,11 +70,7 @@ TP_TEST(test_asha_in_order_runs_the_papers_rung_counts_and_epochs) {
     tally_t a;
     run(tp_failed_, 27, worse_each_trial, &a);
     /* n_k = N / eta^k: 27 9 3 1; epochs 27 x 1 + 9 x 2 + 3 x 6 + 1 x 18 = 81 */
-    TP_CHECK_INT(a.reached[0], 27);
-    TP_CHECK_INT(a.reached[1], 9);
-    TP_CHECK_INT(a.reached[2], 3);
-    TP_CHECK_INT(a.reached[3], 1);
-    TP_CHECK_NEAR(a.epochs, 81, 1e-9);
+    check_counts(tp_failed_, &a, (const int[4]){27, 9, 3, 1}, 81);
     /* promotion order: whenever rung 0 holds 3m results its m-th best goes on,
      * the highest rung first (trial 0 to rung 2 as soon as rung 1 holds 3) */
     static const int want[] = {0,   10,  20,  1,   30,  40,  50,  11,  60,  70,  80, 21, 2,   90,
@@ -83,15 +86,9 @@ TP_TEST(test_asha_rung_zero_count_is_the_trials_and_the_top_is_floored) {
      * floor(4/3) = 1 (ceil would give 14, 5, 2) */
     tally_t a;
     run(tp_failed_, 40, worse_each_trial, &a);
-    TP_CHECK_INT(a.reached[0], 40);
-    TP_CHECK_INT(a.reached[1], 13);
-    TP_CHECK_INT(a.reached[2], 4);
-    TP_CHECK_INT(a.reached[3], 1);
-    TP_CHECK_NEAR(a.epochs, 40 + 13 * 2 + 4 * 6 + 18, 1e-9);
+    check_counts(tp_failed_, &a, (const int[4]){40, 13, 4, 1}, 40 + 13 * 2 + 4 * 6 + 18);
     run(tp_failed_, 2, worse_each_trial, &a); /* fewer than eta: nobody goes on */
-    TP_CHECK_INT(a.reached[0], 2);
-    TP_CHECK_INT(a.reached[1], 0);
-    TP_CHECK_NEAR(a.epochs, 2, 1e-9);
+    check_counts(tp_failed_, &a, (const int[4]){2, 0, 0, 0}, 2);
 }
 
 /* Each trial better than every earlier one at rung 0 (what a sampler that
