@@ -28,7 +28,10 @@ Then it checks and prints PASS or MISS for:
      for the MLP, five validation points);
   2. tunepack asha reaches the best value that random with the full budget finds (within the
      same tolerance) using at most a third of the epochs random used (median over seeds);
-  3. tunepack's wall time is lower than Optuna's for the same work (random search, full budget).
+  3. tunepack's wall time is lower than Optuna's for the same work (random search, full budget);
+  4. tunepack asha + tpe reaches at least Optuna's TPE + SuccessiveHalvingPruner at equal epochs:
+     each seed cut at the smaller of the two runs' epoch counts (median over seeds, the same
+     tolerance). --methods tp-asha-tpe,op-asha-tpe runs this comparison alone.
 
 Figures, not tests: nothing here asserts on time. Usage, from the repository root:
 
@@ -404,6 +407,30 @@ def check_targets(problems, results):
         else:
             print("  n/a  %-8s asha vs random: tunepack asha did not run" % problem.name)
 
+        equal_cost(problem, ok_runs("tp-asha-tpe"), ok_runs("op-asha-tpe"))
+
+
+def equal_cost(problem, tp, op):
+    """ASHA + TPE against Optuna's TPE + SuccessiveHalvingPruner at equal cost, per seed.
+
+    The two spend different epochs for the same number of trials: Optuna's pruner decides once,
+    when a trial reaches a rung, while ASHA promotes a trial whenever it enters the top
+    floor(n_k / eta) of its rung, which grows as results arrive (late promotions, and those
+    made after the last new trial). So each seed is cut at the smaller of the two epoch counts
+    and the best value within it compared (median over seeds, the same tolerance)."""
+    if not tp or not op or len(tp) != len(op):
+        print("  n/a  %-8s asha+tpe vs Optuna tpe+sha: not both ran" % problem.name)
+        return
+    cut = [min(len(a["curve"]), len(b["curve"])) for a, b in zip(tp, op)]
+    a = median([best_within(r["curve"], c) for r, c in zip(tp, cut)])
+    b = median([best_within(r["curve"], c) for r, c in zip(op, cut)])
+    ea, eb = median([len(r["curve"]) for r in tp]), median([len(r["curve"]) for r in op])
+    print("  %s %-8s tunepack asha+tpe %.4f vs Optuna tpe+sha %.4f at equal epochs (median of "
+          "each seed's smaller count, %d seeds; all epochs: %d vs %d, best %.4f vs %.4f)" % (
+              "PASS" if a >= b - problem.tolerance else "MISS", problem.name, a, b, len(cut),
+              ea, eb, median([max(r["curve"]) for r in tp]),
+              median([max(r["curve"]) for r in op])))
+
 
 def wall_pass(args, problem):
     """Times the same work (random search, full budget, --epoch-ms per epoch) on both."""
@@ -447,6 +474,8 @@ def main():
     ap.add_argument("--objectives", default="bowl,branin,needle,mlp",
                     help="comma-separated: bowl, branin, needle, mlp")
     ap.add_argument("--engines", default="tunepack,optuna", help="tunepack, optuna or both")
+    ap.add_argument("--methods", help="comma-separated method names to run (all), e.g. "
+                    "tp-asha-tpe,op-asha-tpe for the equal-cost comparison alone")
     ap.add_argument("--epoch-ms", type=int, default=20, help="epoch time for the wall pass")
     ap.add_argument("--wall-seeds", type=int, help="seeds in the wall pass (3)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
@@ -476,6 +505,9 @@ def main():
     engines = set(args.engines.split(","))
     methods = ([(m, run_tunepack) for m in TP_METHODS] if "tunepack" in engines else []) + \
               ([(m, run_optuna) for m in OPTUNA_METHODS] if "optuna" in engines else [])
+    if args.methods:
+        wanted = set(args.methods.split(","))
+        methods = [(m, r) for m, r in methods if m[0] in wanted]
 
     print("tunepack %s, optuna %s, %d seeds, python %s" % (
         args.tunepack, optuna.__version__, args.seeds, sys.version.split()[0]))
@@ -484,7 +516,8 @@ def main():
     for problem in problems:
         print_table(problem, results[problem.name])
     check_targets(problems, results)
-    if {"tunepack", "optuna"} <= engines and any(p.synthetic for p in problems):
+    if {"tunepack", "optuna"} <= engines and any(p.synthetic for p in problems) and \
+            not args.methods:
         wall_pass(args, next(p for p in problems if p.synthetic))
     print("\ntotal %.0f s" % (time.monotonic() - t0))
 

@@ -17,9 +17,15 @@
  * promoted, its result is not counted in n_k, and the sampler is told NaN.
  * Every ok result is told to the sampler; the latest rung's value wins.
  * final(trial, rung): the last rung, a failed trial, or the search over.
- * Semantics match Ray Tune's ASHA with a promotion (not stopping) rule and
- * Optuna's SuccessiveHalvingPruner with min_early_stopping_rate 0, except
- * that rungs are budgets given to jobs rather than milestones of one run.
+ * Semantics match Ray Tune's ASHA with a promotion (not stopping) rule.
+ * Optuna's SuccessiveHalvingPruner (min_early_stopping_rate 0) differs in two
+ * ways: it decides once, when a trial reaches a rung (top max(1, n_k // eta)
+ * there, itself counted), where asha promotes a trial whenever it enters the
+ * top floor(n_k / eta), which grows as the rung fills; and its first trials at
+ * a rung go on when they rank first. On identical sequences asha spends fewer
+ * epochs (bench/search/asha_rules.py). Budgets are accounted as the paper
+ * does: a job at rung k + 1 resumes the trial's checkpoint, so it trains
+ * r_(k+1) - r_k (tp__asha_work; tests/unit/test_asha_paper.c).
  *
  * Cost: next() O(R n log n) for n results over R rungs (a sort per rung),
  * fine below 10k trials; result() O(rung results). */

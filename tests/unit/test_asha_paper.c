@@ -1,0 +1,116 @@
+/* Unit tests pinning asha to Li et al. 2020 ("A System for Massively
+ * Parallel Hyperparameter Tuning", alg. 2) at concurrency 1: min 1, max 27,
+ * eta 3 (rungs 1 3 9 27), N trials run one job at a time. The rung-0 count
+ * is N, a promoted trial resumes from its checkpoint (a job at rung k + 1
+ * trains r_(k+1) - r_k more epochs), and get_job promotes from the highest
+ * rung whose top floor(n_k / eta) holds a trial not yet promoted. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "search/scheduler.h"
+#include "tp_test.h"
+
+static const double RUNGS[4] = {1, 3, 9, 27};
+
+typedef struct {
+    int reached[64]; /* rung count: trials that ran a job at rung k */
+    double epochs;   /* from the checkpoint: r_k - r_(k-1) a job */
+    int order[256];  /* jobs, as trial * 10 + rung */
+    int njobs;
+} tally_t;
+
+/* Runs asha with `trials` trials at concurrency 1; trial t's value at rung
+ * k is value(t, k). tp_failed_: the calling test's. */
+static void run(int *tp_failed_, int trials, double (*value)(int t, int k), tally_t *out) {
+    tp_space_t sp;
+    tp__space_init(&sp);
+    tp_param_t x = {.name = tp__strdup("x"), .kind = TP_DOM_UNIFORM, .lo = 0, .hi = 1};
+    tp__space_add(&sp, &x);
+    tp_scheduler_cfg_t cfg = {
+        .scheduler = "asha",
+        .sampler = {.algorithm = "random", .trials = (uint64_t)trials, .seed = 1},
+        .budget = {.name = "epochs", .min = 1, .max = 27, .eta = 3},
+        .maximize = 1};
+    tp_error_t err = {0};
+    tp_scheduler_t *s = tp__scheduler_new(&sp, &cfg, &err);
+    TP_REQUIRE(s != NULL);
+    memset(out, 0, sizeof *out);
+    TP_CHECK_NEAR(s->ops->work(s), 3.0 * trials, 1e-9); /* N x (1 + 2/3 + 6/9 + 18/27) */
+    tp_job_t job;
+    int rc;
+    while ((rc = s->ops->next(s, 0, &job)) == 1) {
+        json_decref(job.config);
+        TP_CHECK(job.budget == RUNGS[job.rung]);
+        TP_CHECK_INT(job.is_new, job.rung == 0);
+        out->reached[job.rung]++;
+        out->epochs += job.budget - (job.rung ? RUNGS[job.rung - 1] : 0);
+        if (out->njobs < 256) out->order[out->njobs++] = (int)job.trial * 10 + job.rung;
+        s->ops->result(s, job.trial, job.rung, 1, value((int)job.trial, job.rung), 0);
+        TP_CHECK_INT(s->ops->final(s, job.trial, job.rung), job.rung == 3);
+    }
+    TP_CHECK_INT(rc, 0); /* concurrency 1: nothing runs, so never -EAGAIN */
+    tp__scheduler_free(s);
+    tp__space_free(&sp);
+}
+
+/* The rung counts n_0..n_3 and the epochs a run spent. */
+static void check_counts(int *tp_failed_, const tally_t *a, const int n[4], double epochs) {
+    for (int k = 0; k < 4; k++)
+        TP_CHECK_INT(a->reached[k], n[k]);
+    TP_CHECK_NEAR(a->epochs, epochs, 1e-9);
+}
+
+/* Each trial worse than every earlier one, at every rung: no trial ever
+ * leaves a rung's top, so asha is synchronous SHA exactly. */
+static double worse_each_trial(int t, int k) {
+    return k - t / 1000.0;
+}
+
+TP_TEST(test_asha_in_order_runs_the_papers_rung_counts_and_epochs) {
+    tally_t a;
+    run(tp_failed_, 27, worse_each_trial, &a);
+    /* n_k = N / eta^k: 27 9 3 1; epochs 27 x 1 + 9 x 2 + 3 x 6 + 1 x 18 = 81 */
+    check_counts(tp_failed_, &a, (const int[4]){27, 9, 3, 1}, 81);
+    /* promotion order: whenever rung 0 holds 3m results its m-th best goes on,
+     * the highest rung first (trial 0 to rung 2 as soon as rung 1 holds 3) */
+    static const int want[] = {0,   10,  20,  1,   30,  40,  50,  11,  60,  70,  80, 21, 2,   90,
+                               100, 110, 31,  120, 130, 140, 41,  150, 160, 170, 51, 12, 180, 190,
+                               200, 61,  210, 220, 230, 71,  240, 250, 260, 81,  22, 3};
+    TP_CHECK_INT(a.njobs, (int)(sizeof want / sizeof *want));
+    for (int i = 0; i < a.njobs && i < (int)(sizeof want / sizeof *want); i++)
+        TP_CHECK_INT(a.order[i], want[i]);
+}
+
+TP_TEST(test_asha_rung_zero_count_is_the_trials_and_the_top_is_floored) {
+    /* N not a power of eta: 40 at rung 0, floor(40/3) = 13, floor(13/3) = 4,
+     * floor(4/3) = 1 (ceil would give 14, 5, 2) */
+    tally_t a;
+    run(tp_failed_, 40, worse_each_trial, &a);
+    check_counts(tp_failed_, &a, (const int[4]){40, 13, 4, 1}, 40 + 13 * 2 + 4 * 6 + 18);
+    run(tp_failed_, 2, worse_each_trial, &a); /* fewer than eta: nobody goes on */
+    check_counts(tp_failed_, &a, (const int[4]){2, 0, 0, 0}, 2);
+}
+
+/* Each trial better than every earlier one at rung 0 (what a sampler that
+ * learns tends to give): a later rung-0 result pushes the rung's older
+ * members down, the top grows with n_0, and a trial that enters it late is
+ * promoted then too. Asha promotes more than floor(n_k / eta): the paper's
+ * "mispromotions", and the epochs asha spends beyond synchronous SHA. */
+static double better_each_trial(int t, int k) {
+    return k + t / 1000.0;
+}
+
+TP_TEST(test_asha_promotes_late_entrants_to_a_growing_top_beyond_sha) {
+    tally_t a;
+    run(tp_failed_, 27, better_each_trial, &a);
+    TP_CHECK_INT(a.reached[0], 27);
+    /* rung 0: trial t >= 2 is the best on arrival, goes on at once; 0 and 1
+     * never rank in the top */
+    TP_CHECK_INT(a.reached[1], 25);
+    TP_CHECK(a.reached[2] > 9 && a.reached[3] > 3);
+    TP_CHECK(a.epochs > 81);
+}
+
+int main(void) {
+    return tp_test_main();
+}
