@@ -90,6 +90,11 @@ def get(url, headers=None):
         return e.code, e.read().decode()
 
 
+def tab_names(b):
+    """The experiment's tabs as the page shows them."""
+    return b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+
+
 def split_url(url):
     """The printed URL -> (base URL, token)."""
     m = re.match(r"(http://[^/]+/)\?token=([0-9a-f]{32})$", url)
@@ -649,7 +654,7 @@ class Dashboard(GpuE2E):
 
             b.goto(printed + "#/e/0/front")
             b.wait_for("document.querySelectorAll('#chart svg a.front').length > 0")
-            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            tabs = tab_names(b)
             self.assertIn("Pareto front", tabs)
             drawn = b.eval("[...document.querySelectorAll('#chart svg a.front')]"
                            ".map(a => +a.dataset.trial).sort((x, y) => x - y)")
@@ -695,7 +700,7 @@ class Dashboard(GpuE2E):
             # One objective: no front tab, and the page, opened by hand, says why.
             b.goto(url + "#/e/1/trials")
             b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
-            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            tabs = tab_names(b)
             self.assertIn("Trials", tabs)
             self.assertNotIn("Pareto front", tabs)
             b.goto(url + "#/e/1/front")
@@ -751,7 +756,7 @@ class Dashboard(GpuE2E):
         with Browser() as b:
             b.goto(printed + "#/e/0/lineage")
             b.wait_for("document.querySelectorAll('#chart svg g.lane').length > 0")
-            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            tabs = tab_names(b)
             self.assertIn("Lineage", tabs)
             lanes = b.eval("[...document.querySelectorAll('#chart svg g.lane')]"
                            ".map(g => +g.dataset.trial)")
@@ -774,7 +779,7 @@ class Dashboard(GpuE2E):
             # An experiment without exploits has no lineage tab.
             b.goto(url + "#/e/1/trials")
             b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
-            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            tabs = tab_names(b)
             self.assertNotIn("Lineage", tabs)
 
     def test_a_machine_without_gpus_says_so_in_the_singular(self):
