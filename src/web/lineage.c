@@ -69,13 +69,13 @@ static json_t *segment(int number, double from) {
 
 /* Trial id's reports split into segments at its exploits (ex: its exploit
  * objects, in order). A segment after an exploit starts at the donor's step;
- * its first report is the first past that step (or, when the trial had run
- * past it, the first whose step goes back). */
+ * its first report is the first past that step. (Scheduler pbt decides in
+ * synchronous generations: a recipient stands at its donor's step when it
+ * exploits, so its steps only grow.) */
 static json_t *segments_of(sqlite3_stmt *st, long long id, const char *metric, json_t *ex,
                            double *xmax, double *lo, double *hi) {
     json_t *segs = json_array(), *cur = NULL;
     size_t next = 0;
-    double prev = NAN;
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_text(st, 2, metric, -1, SQLITE_TRANSIENT);
@@ -83,7 +83,7 @@ static json_t *segments_of(sqlite3_stmt *st, long long id, const char *metric, j
         double x = sqlite3_column_double(st, 0), y = sqlite3_column_double(st, 1);
         json_t *e = json_array_get(ex, next);
         double at = json_number_value(json_object_get(e, "donor_step"));
-        if (e && x > at && (isnan(prev) || prev <= at || x <= prev)) {
+        if (e && x > at) {
             cur = NULL;
             json_array_append_new(
                 segs, segment((int)json_integer_value(json_object_get(e, "segment")), at));
@@ -94,7 +94,6 @@ static json_t *segments_of(sqlite3_stmt *st, long long id, const char *metric, j
             cur = json_array_get(segs, 0);
         }
         json_array_append_new(json_object_get(cur, "points"), json_pack("[f, f]", x, y));
-        prev = x;
         if (x > *xmax) *xmax = x;
         if (isfinite(y) && !(y >= *lo)) *lo = y;
         if (isfinite(y) && !(y <= *hi)) *hi = y;
