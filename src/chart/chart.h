@@ -166,7 +166,8 @@ typedef struct tp_lanes {
     double xmax; /* the axis: 0 .. xmax */
 } tp_lanes_t;
 /* Each lane a <g class="lane" data-trial=ID> holding its segments (<g
- * class="segment">, a <line class="piece"> per piece), each arrow a <g
+ * class="segment">, a <line class="piece"> per piece, pieces in a row of one
+ * of 12 shades drawn as one), each arrow a <g
  * class="exploit"> with its tooltip, pointing from lane `from` to lane `to`.
  * O(lanes x segments + points + arrows). */
 void tp__chart_lanes(tp_buf_t *out, const tp_lanes_t *p);

@@ -4,11 +4,12 @@
  * lane to the recipient's at the step the donor's checkpoint was copied. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "chart/chart.h"
 #include "chart/chart_internal.h"
 
-enum { LANE_GAP = 26, PIECE_W = 8 };
+enum { LANE_GAP = 26, PIECE_W = 8, SHADES = 12 };
 
 void tp__chart_lanes(tp_buf_t *out, const tp_lanes_t *p) {
     const double left = 90, top = 70, plot_w = 720, right = 30;
@@ -53,13 +54,20 @@ void tp__chart_lanes(tp_buf_t *out, const tp_lanes_t *p) {
                 tp__chart_xml(out, s->title);
                 tp__buf_puts(out, "</title>");
             }
-            for (size_t i = 1; i < s->n; i++) {
-                char c[8] = "#999999";
-                if (isfinite(s->shade[i])) tp__chart_shade(s->shade[i], c);
+            /* SHADES levels of colour: pieces of one level in a row are drawn as one */
+            for (size_t i = 1, j; i < s->n; i = j) {
+                char c[8] = "#999999", next[8];
+                if (isfinite(s->shade[i])) tp__chart_shade(round(s->shade[i] * SHADES) / SHADES, c);
+                for (j = i + 1; j < s->n; j++) {
+                    snprintf(next, sizeof next, "#999999");
+                    if (isfinite(s->shade[j]))
+                        tp__chart_shade(round(s->shade[j] * SHADES) / SHADES, next);
+                    if (strcmp(next, c) != 0) break;
+                }
                 tp__buf_printf(out,
                                "<line class=\"piece\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
                                "y2=\"%.1f\" stroke=\"%s\" stroke-width=\"%d\"/>",
-                               PX(s->x[i - 1]), y, PX(s->x[i]), y, c, PIECE_W);
+                               PX(s->x[i - 1]), y, PX(s->x[j - 1]), y, c, PIECE_W);
             }
             /* a segment's start, so that one piece after another shows where it began */
             if (s->n)
