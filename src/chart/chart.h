@@ -141,4 +141,35 @@ typedef struct tp_front_chart {
 /* O(n m^2) for the points, O(f log f) for the front's line. */
 void tp__chart_front(tp_buf_t *out, const tp_front_chart_t *p);
 
+/* ---- lineage: a lane per member over a budget, arrows between lanes ------- */
+typedef struct tp_lane_segment {
+    size_t lane;
+    size_t n;                /* points: piece i joins x[i-1] to x[i], coloured by shade[i] */
+    const double *x, *shade; /* shade 0 (worst) .. 1 (best); NaN: grey */
+    const char *title;       /* tooltip, or NULL */
+    int segment;             /* its number in its lane (data-segment) */
+} tp_lane_segment_t;
+typedef struct tp_lane_arrow {
+    size_t from, to;   /* lanes */
+    double x;          /* where on the axis */
+    const char *title; /* tooltip, or NULL */
+} tp_lane_arrow_t;
+typedef struct tp_lanes {
+    const char *title, *subtitle, *xlabel;
+    size_t nlanes;
+    const char *const *label; /* per lane */
+    const long long *id;      /* per lane: its data-trial */
+    const tp_lane_segment_t *segs;
+    size_t nsegs;
+    const tp_lane_arrow_t *arrows;
+    size_t narrows;
+    double xmax; /* the axis: 0 .. xmax */
+} tp_lanes_t;
+/* Each lane a <g class="lane" data-trial=ID> holding its segments (<g
+ * class="segment">, a <line class="piece"> per piece, pieces in a row of one
+ * of 12 shades drawn as one), each arrow a <g
+ * class="exploit"> with its tooltip, pointing from lane `from` to lane `to`.
+ * O(lanes x segments + points + arrows). */
+void tp__chart_lanes(tp_buf_t *out, const tp_lanes_t *p);
+
 #endif

@@ -16,4 +16,7 @@ void tp__chart_fit_range(double *lo, double *hi);
 /* An axis tick label: %g with few digits. */
 void tp__chart_tick_text(tp_buf_t *out, double v);
 
+/* A shade from red (0, worst) through yellow to green (1, best): "#rrggbb". */
+void tp__chart_shade(double s, char out[8]);
+
 #endif

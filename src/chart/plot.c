@@ -134,8 +134,7 @@ void tp__chart_xy(tp_buf_t *out, const tp_xy_t *p) {
     tp__buf_puts(out, "</svg>\n");
 }
 
-/* From red (0, worst) through yellow to green (1, best). */
-static void shade_colour(double s, char out[8]) {
+void tp__chart_shade(double s, char out[8]) {
     s = s < 0 ? 0 : s > 1 ? 1 : s;
     int r = s < 0.5 ? 220 : (int)(220 - (s - 0.5) * 2 * 170);
     int g = s < 0.5 ? (int)(60 + s * 2 * 140) : 200;
@@ -152,7 +151,7 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
     tp__chart_titles(out, left, p->title, p->subtitle);
     for (size_t l = 0; l < p->nlines; l++) {
         char c[8];
-        shade_colour(p->shade[l], c);
+        tp__chart_shade(p->shade[l], c);
         tp__buf_printf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-opacity=\"0.55\" ", c);
         if (p->key) {
             tp__buf_printf(out, "data-id=\"%lld\" data-v=\"", p->id ? p->id[l] : (long long)l);
@@ -223,7 +222,7 @@ void tp__chart_grid(tp_buf_t *out, const tp_grid_t *g) {
             double s = g->shade[j * g->nx + i];
             if (!isfinite(s)) continue;
             char c[8];
-            shade_colour(s, c);
+            tp__chart_shade(s, c);
             tp__buf_printf(out,
                            "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                            "height=\"%.1f\" fill=\"%s\">",

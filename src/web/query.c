@@ -13,6 +13,7 @@
 
 #include "web/web_internal.h"
 
+static const char *const SQL_EXPLOITS = "SELECT count(*) FROM decisions WHERE kind = 'exploit'";
 static const char *const SQL_COUNTS = "SELECT state, COUNT(*) FROM trials GROUP BY state";
 /* The best trial by the mode: ?1 = 1 for max. Completed or early-stopped, as `best`. */
 static const char *const SQL_BEST =
@@ -197,6 +198,12 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
     json_object_set_new(o, "objectives", json_is_array(list) ? list : json_array());
     if (list && !json_is_array(list)) json_decref(list);
     free(objs);
+    /* Scheduler pbt: how many exploits (the page offers the lineage when any). */
+    json_int_t exploits = 0;
+    if ((st = tp__web_prepare(s, SQL_EXPLOITS)) != NULL && sqlite3_step(st) == SQLITE_ROW)
+        exploits = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    json_object_set_new(o, "exploits", json_integer(exploits));
     free(name);
     free(state);
     free(created);

@@ -370,6 +370,45 @@ static enum MHD_Result r_contour_svg(req_t *q) {
     return r_plot_svg(q, 1);
 }
 
+/* Scheduler pbt's lineage: ?metric=NAME (default: the objective) colours
+ * it. 400 on an argument other than metric (and token), or a metric no
+ * trial reports. */
+typedef struct args_acc {
+    const char *bad; /* the first argument not asked for */
+} args_acc_t;
+static enum MHD_Result check_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value) {
+    (void)kind, (void)value;
+    args_acc_t *a = cls;
+    if (!a->bad && strcmp(key, "metric") != 0 && strcmp(key, "token") != 0) a->bad = key;
+    return MHD_YES;
+}
+static enum MHD_Result r_lineage_any(req_t *q, int svg) {
+    args_acc_t a = {0};
+    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, check_arg, &a);
+    tp_error_t err = {0};
+    if (a.bad) {
+        tp__errorf(&err, -EINVAL, "%s: no such argument; the lineage takes metric=NAME", a.bad);
+        return send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+    }
+    if (!svg) {
+        json_t *o = tp__web_lineage(q->s, arg(q->c, "metric"), &err);
+        return o ? send_json(q->c, MHD_HTTP_OK, o)
+                 : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+    }
+    tp_buf_t b;
+    tp__buf_init(&b);
+    if (tp__web_svg_lineage(q->s, arg(q->c, "metric"), &b, &err) == 0) return send_svg(q->c, &b);
+    tp__buf_free(&b);
+    return send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+}
+static enum MHD_Result r_lineage(req_t *q) {
+    return r_lineage_any(q, 0);
+}
+static enum MHD_Result r_lineage_svg(req_t *q) {
+    return r_lineage_any(q, 1);
+}
+
 /* A route answers either itself (fn) or with a chart drawn into a buffer (svg). */
 static const struct {
     const char *what;
@@ -393,6 +432,8 @@ static const struct {
     {"slice.svg", 0, r_slice_svg, NULL},
     {"contour.svg", 0, r_contour_svg, NULL},
     {"packing.svg", 0, NULL, packing_svg},
+    {"lineage", 0, r_lineage, NULL},
+    {"lineage.svg", 0, r_lineage_svg, NULL},
 };
 
 static enum MHD_Result api_experiments(const web_t *w, struct MHD_Connection *c) {

@@ -142,4 +142,14 @@ int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_
  * memory and compute in use against each GPU's capacity. */
 void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out);
 
+/* Scheduler pbt's lineage (lineage.c): {metric, mode, max_step, lo, hi,
+ * trials: [{id, state, segments: [{segment, from, points: [[step, value]]}]}],
+ * exploits: [{trial, segment, donor, donor_step, changed: {NAME: [old, new]},
+ * old, new}]}, each trial's reports of `metric` (NULL: the objective; a
+ * segment's points thinned to 300) split at its exploits. NULL with err
+ * listing the metrics when no trial reports it. O(trials + reports read). */
+json_t *tp__web_lineage(tp_store_t *s, const char *metric, tp_error_t *err);
+/* Its chart (chart.h: tp__chart_lanes); -EINVAL with err as above. */
+int tp__web_svg_lineage(tp_store_t *s, const char *metric, tp_buf_t *out, tp_error_t *err);
+
 #endif

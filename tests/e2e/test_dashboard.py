@@ -90,6 +90,11 @@ def get(url, headers=None):
         return e.code, e.read().decode()
 
 
+def tab_names(b):
+    """The experiment's tabs as the page shows them."""
+    return b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+
+
 def split_url(url):
     """The printed URL -> (base URL, token)."""
     m = re.match(r"(http://[^/]+/)\?token=([0-9a-f]{32})$", url)
@@ -649,7 +654,7 @@ class Dashboard(GpuE2E):
 
             b.goto(printed + "#/e/0/front")
             b.wait_for("document.querySelectorAll('#chart svg a.front').length > 0")
-            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            tabs = tab_names(b)
             self.assertIn("Pareto front", tabs)
             drawn = b.eval("[...document.querySelectorAll('#chart svg a.front')]"
                            ".map(a => +a.dataset.trial).sort((x, y) => x - y)")
@@ -695,12 +700,87 @@ class Dashboard(GpuE2E):
             # One objective: no front tab, and the page, opened by hand, says why.
             b.goto(url + "#/e/1/trials")
             b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
-            tabs = b.eval("[...document.querySelectorAll('#tabs a')].map(a => a.textContent)")
+            tabs = tab_names(b)
             self.assertIn("Trials", tabs)
             self.assertNotIn("Pareto front", tabs)
             b.goto(url + "#/e/1/front")
             b.wait_for("document.getElementById('front-note').textContent.includes('one objective')")
             self.assertEqual(b.eval("document.querySelectorAll('#chart svg').length"), 0)
+
+    def test_a_pbt_lineage_draws_a_lane_per_trial_and_an_arrow_per_exploit(self):
+        from test_pbt import N as PBT_TRIALS, PbtTest
+        d = self.path("run-pbt")
+        self.assertExit(self.run_exp(PbtTest.exp(self), d), 0)
+        with self.store(d) as s:
+            trials = sorted(t["id"] for t in s.trials())
+            exploits = [(r["trial"], json.loads(r["detail"])) for r in
+                        s.q("SELECT trial, detail FROM decisions WHERE kind = 'exploit' "
+                            "ORDER BY seq")]
+        self.assertEqual(len(trials), PBT_TRIALS)
+        self.assertGreater(len(exploits), 0)
+        plain = self.path("run-plain")
+        self.assertExit(self.run_exp(self.exp(trials=2, sleep=0.01), plain,
+                                     env=self.gpu_env()), 0)
+        _, printed = self.start_dashboard(d, plain, "--listen", "127.0.0.1:0")
+        url, _ = split_url(printed)
+        # The JSON: a lane per trial, an exploit per decision, each segment after the first
+        # starting at its donor's step.
+        status, body = api(printed, "api/e/0/lineage")
+        self.assertEqual(status, 200, body)
+        lineage = json.loads(body)
+        self.assertEqual([t["id"] for t in lineage["trials"]], trials)
+        self.assertEqual([(e["trial"], e["donor"], e["donor_step"], sorted(e["changed"]))
+                          for e in lineage["exploits"]],
+                         [(t, x["donor"], x["donor_step"], ["lr"]) for t, x in exploits])
+        for e, (_, x) in zip(lineage["exploits"], exploits):  # JSON numbers: 12 digits
+            self.assertAlmostEqual(e["changed"]["lr"][1], x["new"]["lr"], places=9)
+            self.assertAlmostEqual(e["changed"]["lr"][0], x["old"]["lr"], places=9)
+        for t in lineage["trials"]:
+            mine = [x for trial, x in exploits if trial == t["id"]]
+            self.assertEqual([sg["segment"] for sg in t["segments"]],
+                             list(range(len(mine) + 1)))
+            self.assertEqual([sg["from"] for sg in t["segments"][1:]],
+                             [x["donor_step"] for x in mine])
+            self.assertEqual(t["segments"][-1]["points"][-1][0], 8)
+        # A metric that is none, or an argument that is none, is a 400 that names it.
+        status, body = api(printed, "api/e/0/lineage?metric=nonsense")
+        self.assertEqual(status, 400, body)
+        self.assertIn("nonsense", body)
+        self.assertIn("score", body)
+        status, body = api(printed, "api/e/0/lineage.svg?bogus=1")
+        self.assertEqual(status, 400, body)
+        self.assertIn("bogus", body)
+        self.assertEqual(api(printed, "api/e/0/lineage?metric=lr")[0], 200)
+        self.assertEqual(get(url + "api/e/0/lineage")[0], 403)  # token-private
+
+        with Browser() as b:
+            b.goto(printed + "#/e/0/lineage")
+            b.wait_for("document.querySelectorAll('#chart svg g.lane').length > 0")
+            tabs = tab_names(b)
+            self.assertIn("Lineage", tabs)
+            lanes = b.eval("[...document.querySelectorAll('#chart svg g.lane')]"
+                           ".map(g => +g.dataset.trial)")
+            self.assertEqual(lanes, trials)
+            arrows = b.eval("[...document.querySelectorAll('#chart svg g.exploit')]"
+                            ".map(g => [+g.dataset.trial, +g.dataset.donor])")
+            self.assertEqual(arrows, [[t, x["donor"]] for t, x in exploits])
+            self.assertGreater(b.eval("document.querySelectorAll('#chart svg line.piece')"
+                                      ".length"), 0)
+            # An arrow's tooltip names the donor, the step and the changed parameter.
+            t, x = exploits[0]
+            tip = b.eval("document.querySelector('#chart svg g.exploit title').textContent")
+            self.assertIn("trial %d copies trial %d at step %g" % (t, x["donor"],
+                                                                  x["donor_step"]), tip)
+            self.assertIn("lr ", tip)
+            self.assertIn("%g -> %g" % (x["old"]["lr"], x["new"]["lr"]), tip)
+            self.assertIn("%d exploits" % len(exploits),
+                          b.eval("document.getElementById('lineage-note').textContent"))
+            self.shot(b, "lineage")
+            # An experiment without exploits has no lineage tab.
+            b.goto(url + "#/e/1/trials")
+            b.wait_for("document.querySelectorAll('#trials tr[data-trial-id]').length > 0")
+            tabs = tab_names(b)
+            self.assertNotIn("Lineage", tabs)
 
     def test_a_machine_without_gpus_says_so_in_the_singular(self):
         self.fake_gpus([])

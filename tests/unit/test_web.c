@@ -588,6 +588,66 @@ TP_TEST(test_front_leaves_infeasible_trials_off_and_counts_them) {
     TP_CHECK_INT(remove_store(s, dir), 0);
 }
 
+/* Scheduler pbt's lineage: trial 1 exploited trial 0 at step 2 and ran
+ * steps 3-4 from its checkpoint (a new segment from 2); trial 0 has none. A lane per trial, an
+ * arrow per exploit, its tooltip the changed parameter; a metric no trial reports is refused by
+ * name. */
+TP_TEST(test_lineage_splits_segments_at_exploits_and_draws_lanes_and_arrows) {
+    const mo_trial_t t[] = {{"completed", "{\"score\": 4, \"lr\": 0.1}"},
+                            {"completed", "{\"score\": 5, \"lr\": 0.2}"}};
+    tp_store_t *s = NULL;
+    char *dir = store_with_objectives("[]", t, 2, &s);
+    TP_REQUIRE(dir != NULL);
+    tp__store_begin(s);
+    tp__store_meta_set(s, "metric", "score");
+    static const int64_t steps[][4] = {{1, 2, 3, 4}, {1, 2, 3, 4}};
+    for (int64_t tr = 0; tr < 2; tr++)
+        for (int64_t k = 0; k < 4; k++) {
+            char data[64];
+            int len = snprintf(data, sizeof data, "{\"step\": %lld, \"score\": %lld}",
+                               (long long)steps[tr][k], (long long)(steps[tr][k] + tr));
+            tp__store_metric(s, tr, 1, k, steps[tr][k], (double)steps[tr][k], data, (size_t)len);
+        }
+    tp_decision_row_t d = {.at = 3,
+                           .kind = "exploit",
+                           .trial = 1,
+                           .attempt = 1,
+                           .rung = 1,
+                           .ok = 1,
+                           .detail = "{\"segment\": 1, \"donor\": 0, \"donor_step\": 2, "
+                                     "\"old\": {\"lr\": 0.2}, \"new\": {\"lr\": 0.05}}"};
+    tp__store_decision(s, &d);
+    tp__store_commit(s);
+    tp_error_t err = {0};
+    json_t *o = tp__web_lineage(s, NULL, &err);
+    TP_REQUIRE(o != NULL);
+    json_t *lanes = json_object_get(o, "trials");
+    TP_CHECK_INT(json_array_size(lanes), 2);
+    json_t *segs = json_object_get(json_array_get(lanes, 1), "segments");
+    TP_REQUIRE(json_array_size(segs) == 2);
+    TP_CHECK_INT(json_array_size(json_object_get(json_array_get(segs, 0), "points")), 2);
+    TP_CHECK(json_number_value(json_object_get(json_array_get(segs, 1), "from")) == 2);
+    TP_CHECK_INT(json_array_size(json_object_get(json_array_get(segs, 1), "points")), 2);
+    TP_CHECK_INT(json_array_size(json_object_get(json_array_get(lanes, 0), "segments")), 1);
+    TP_CHECK(json_number_value(json_object_get(o, "max_step")) == 4);
+    json_decref(o);
+    tp_buf_t b;
+    tp__buf_init(&b);
+    TP_REQUIRE(tp__web_svg_lineage(s, NULL, &b, &err) == 0);
+    TP_CHECK_INT(count(b.data, "<g class=\"lane\""), 2);
+    TP_CHECK_INT(count(b.data, "<g class=\"exploit\" data-trial=\"1\" data-donor=\"0\">"), 1);
+    TP_CHECK_INT(count(b.data, "class=\"piece\""), 4 + 2 + 2); /* from 0, and from 2 */
+    TP_CHECK(strstr(b.data, "trial 1 copies trial 0 at step 2 (segment 1): lr 0.2 -&gt; 0.05") !=
+             NULL);
+    tp__buf_free(&b);
+    o = tp__web_lineage(s, "lr", &err);
+    TP_CHECK(o != NULL);
+    json_decref(o);
+    TP_CHECK(tp__web_lineage(s, "nonsense", &err) == NULL);
+    TP_CHECK(strstr(err.msg, "nonsense") && strstr(err.msg, "lr, score"));
+    TP_CHECK_INT(remove_store(s, dir), 0);
+}
+
 int main(void) {
     return tp_test_main();
 }

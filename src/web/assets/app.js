@@ -102,9 +102,11 @@ const PAGES = [
   ["parallel", "Parallel coordinates"], ["importance", "Importance"],
   ["plots", "Slice and contour"],
   ["packing", "GPU packing"], ["nodes", "Nodes and GPUs"], ["front", "Pareto front"],
+  ["lineage", "Lineage"],
 ];
-// Experiments with several objectives (known from their summaries): only they get a front tab.
-const multiObjective = {};
+// Experiments with several objectives (known from their summaries): only they get a front tab;
+// experiments whose population-based training exploited (hasExploits) get a lineage tab.
+const multiObjective = {}, hasExploits = {};
 
 // Trials that ended (completed, stopped early or failed), and the same words for it on every
 // page: "21 of 32 trials ended", where 32 is every trial the store holds.
@@ -138,13 +140,19 @@ function experimentFrame(id, page, body) {
   const title = el("h1", {id: "title"});
   const summary = el("p", {id: "summary", class: "muted"});
   view.replaceChildren(title, summary, body);
-  const pageTabs = () => tabs.replaceChildren(...PAGES.filter(([k]) => k !== "front" || multiObjective[id])
+  const pageTabs = () => tabs.replaceChildren(...PAGES
+    .filter(([k]) => (k !== "front" || multiObjective[id]) && (k !== "lineage" || hasExploits[id]))
     .map(([k, label]) => el("a", {href: "#/e/" + id + "/" + k, class: k === page ? "on" : "", text: label})));
   pageTabs();
   return async () => {
     const s = await getJSON("/api/e/" + id + "/summary");
     const multi = (s.objectives || []).length > 1;
-    if (multi !== !!multiObjective[id]) { multiObjective[id] = multi; pageTabs(); }
+    const exploits = (s.exploits || 0) > 0;
+    if (multi !== !!multiObjective[id] || exploits !== !!hasExploits[id]) {
+      multiObjective[id] = multi;
+      hasExploits[id] = exploits;
+      pageTabs();
+    }
     title.textContent = s.name;
     summary.textContent = summaryLine(s);
     summary.dataset.total = s.total;
@@ -596,6 +604,24 @@ function frontView(id) {
   };
 }
 
+// Population-based training: each trial a lane over the budget, its segments coloured by the
+// objective, each exploit an arrow from its donor (the server draws it; the note counts).
+function lineageView(id) {
+  const note = el("p", {class: "muted", id: "lineage-note"});
+  const box = el("div", {class: "chart", id: "chart"});
+  const frame = experimentFrame(id, "lineage", el("div", {}, note, box));
+  let shown = null;  // redrawn only when it changes (hover keeps its tooltip)
+  return async () => {
+    const [l, svg] = await Promise.all([getJSON("/api/e/" + id + "/lineage"),
+      getText("/api/e/" + id + "/lineage.svg"), frame()]);
+    note.textContent = count(l.trials.length, "trial") + ", " + count(l.exploits.length, "exploit") +
+      ". Each lane is a trial over the budget, coloured by " + l.metric + " (red worst, green best); " +
+      "each arrow copies a donor's checkpoint at a step into another trial, which goes on with " +
+      "explored parameters. Point at an arrow for what changed.";
+    if (svg !== shown) { box.innerHTML = svg; shown = svg; }
+  };
+}
+
 function nodesView(id) {
   const nodes = el("table", {id: "nodes"}), gpus = el("table", {id: "gpus"});
   const sharing = el("p", {class: "muted", id: "sharing"});
@@ -709,6 +735,7 @@ function route() {
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
     case "nodes": return nodesView(id);
     case "front": return frontView(id);
+    case "lineage": return lineageView(id);
     default: return trialsView(id, query);
   }
 }
