@@ -429,10 +429,11 @@ static void print_assumed(const xp_t *p) {
 
 static void print_best(const xp_t *p, int gpus, const xp_stats_t *st) {
     if (st->has_best)
-        printf("    %6d GPUs: %s %.4g (90%% range %.4g to %.4g)\n", gpus, p->x->metric, st->best[1],
-               st->best[0], st->best[2]);
+        printf("    %6d GPU%s: %s %.4g (90%% range %.4g to %.4g)\n", gpus, gpus == 1 ? "" : "s",
+               p->x->metric, st->best[1], st->best[0], st->best[2]);
     else
-        printf("    %6d GPUs: cannot be predicted (no learning curve measured)\n", gpus);
+        printf("    %6d GPU%s: cannot be predicted (no learning curve measured)\n", gpus,
+               gpus == 1 ? "" : "s");
 }
 
 static json_t *best_json(int gpus, const xp_stats_t *st, double deadline) {
@@ -511,8 +512,8 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
             fmt_time(lo, sizeof lo, st.ms[0]);
             fmt_time(hi, sizeof hi, st.ms[2]);
             print_head(&p, "simulated");
-            printf("  on %d %s GPUs: makespan %s (90%% range %s to %s), %.0f trials finished\n",
-                   o->gpus, gtype, m, lo, hi, st.fin[1]);
+            printf("  on %d %s GPU%s: makespan %s (90%% range %s to %s), %.0f trials finished\n",
+                   o->gpus, gtype, o->gpus == 1 ? "" : "s", m, lo, hi, st.fin[1]);
             printf("  best %s %s:\n", x.metric,
                    o->deadline_s > 0 ? "by the deadline" : "at the end");
             print_best(&p, o->gpus, &st);
@@ -602,9 +603,9 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     fmt_time(m, sizeof m, bst.ms[1]);
     fmt_time(lo, sizeof lo, bst.ms[0]);
     fmt_time(hi, sizeof hi, bst.ms[2]);
-    printf("  %zu %s GPUs finish by the deadline (%s): makespan %s (90%% range %s to %s), %.0f "
+    printf("  %zu %s GPU%s by the deadline (%s): makespan %s (90%% range %s to %s), %.0f "
            "trials\n",
-           best, gtype, dl, m, lo, hi, bst.fin[1]);
+           best, gtype, best == 1 ? " finishes" : "s finish", dl, m, lo, hi, bst.fin[1]);
     printf("  best %s expected by the deadline:\n", x.metric);
     for (int i = 0; i < 3; i++)
         if (counts[i]) print_best(&p, counts[i], &by[i]);
