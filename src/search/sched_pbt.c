@@ -279,11 +279,12 @@ static void plan_generation(tp_scheduler_t *s, pbt_t *st, double b) {
         p->donor = donor->trial;
         p->config = explore(s, st, st->trials[donor->trial].config, changes, sizeof changes);
         bottom[me->trial] = 1;
-        snprintf(p->why, sizeof p->why,
-                 "exploit at %g: %.4g in the bottom %zu of %zu, trial %lld's checkpoint (%.4g); "
-                 "explore: %s",
-                 b, me->value, q, N, (long long)donor->trial, donor->value,
-                 changes[0] ? changes : "unchanged");
+        if (snprintf(p->why, sizeof p->why,
+                     "exploit at %g: %.4g in the bottom %zu of %zu, trial %lld's checkpoint "
+                     "(%.4g); explore: %s",
+                     b, me->value, q, N, (long long)donor->trial, donor->value,
+                     changes[0] ? changes : "unchanged") >= (int)sizeof p->why)
+            memcpy(p->why + sizeof p->why - 4, "...", 4); /* cut: the decision has them all */
     }
     for (size_t i = 0; i < st->n; i++) {
         if (st->trials[i].failed || bottom[i]) continue;
