@@ -254,10 +254,11 @@ int tp__cfg_walk_mapping(cfgctx_t *c, const char *what, yaml_node_t *v, const ke
                          size_t nspec, const char *example) {
     int rc = tp__cfg_check_mapping(c, what, v, example);
     if (rc < 0) return rc;
-    const char *names[32];
+    const char *names[TP_CFG_MAX_KEYS];
+    if (nspec > TP_CFG_MAX_KEYS) abort(); /* a table too long: the static asserts catch it */
     for (size_t i = 0; i < nspec; i++)
         names[i] = spec[i].key;
-    int seen[32] = {0}, unknown = 0;
+    int seen[TP_CFG_MAX_KEYS] = {0}, unknown = 0;
     /* Every key is checked, a mistake in one does not hide those in others. */
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *k = tp__cfg_node_at(c, p->key);
@@ -522,6 +523,7 @@ static const key_spec_t top_keys[] = {
     {"constraints", tp__cfg_key_constraints, 0, NULL, &tp__cfg_constraints_table},
     {"pbt", tp__cfg_key_pbt, 0, NULL, &tp__cfg_pbt_table},
 };
+_Static_assert(TP_ARRAY_LEN(top_keys) <= TP_CFG_MAX_KEYS, "top_keys: raise TP_CFG_MAX_KEYS");
 static const key_table_t top_table = KEY_TABLE(top_keys);
 
 /* t's i-th name (NULL past the end). */

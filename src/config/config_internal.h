@@ -53,6 +53,10 @@ typedef struct key_spec {
                                   tp__config_keys; NULL: not a name from a list */
 } key_spec_t;
 
+/* The most keys one mapping's table may list (tp__cfg_walk_mapping keeps a
+ * flag per key on the stack). */
+#define TP_CFG_MAX_KEYS 64
+
 /* The keys of one kind of mapping, as tp__config_keys lists them: read by a
  * handler each (spec), or by hand against a list of names (names). */
 struct key_table {
