@@ -85,12 +85,35 @@ static int keep_aside(const char *cur, const char *dir, const char *name, long l
     return -EEXIST;
 }
 
+/* DIR/.NAME.attempt: which attempt opened DIR/NAME.log. An attempt can be
+ * journaled and then never open its logs (killed in between), so "the one
+ * before this attempt" may name the wrong one; this record does not. */
+static void attempt_file(char *path, size_t n, const char *dir, const char *name) {
+    snprintf(path, n, "%s/.%s.attempt", dir, name);
+}
+
 int tp__logfile_open_attempt(tp_logfile_t *f, const char *dir, const char *name, int64_t attempt,
                              uint64_t limit, tp_error_t *err) {
-    char cur[4200];
+    char cur[4200], rec[4200], text[32];
     snprintf(cur, sizeof cur, "%s/%s.log", dir, name);
-    int rc = access(cur, F_OK) == 0 ? keep_aside(cur, dir, name, attempt > 1 ? attempt - 1 : 0) : 0;
-    if (rc < 0) tp__log(TP_LOG_WARN, "cannot keep %s aside: %s", cur, strerror(-rc));
+    attempt_file(rec, sizeof rec, dir, name);
+    if (access(cur, F_OK) == 0) {
+        long long k = attempt > 1 ? attempt - 1 : 0, wrote = 0;
+        char *got = NULL;
+        size_t len = 0;
+        tp_error_t ignored = {0};
+        if (tp__read_file(rec, &got, &len, &ignored) == 0 && sscanf(got, "%lld", &wrote) == 1 &&
+            wrote > 0 && wrote < attempt)
+            k = wrote;
+        free(got);
+        int rc = keep_aside(cur, dir, name, k);
+        if (rc < 0) tp__log(TP_LOG_WARN, "cannot keep %s aside: %s", cur, strerror(-rc));
+    }
+    /* the record first: killed before the log exists, nothing is misnamed */
+    snprintf(text, sizeof text, "%lld\n", (long long)attempt);
+    tp_error_t ignored = {0};
+    if (tp__write_file(rec, text, strlen(text), &ignored) != 0)
+        tp__log(TP_LOG_WARN, "cannot note the attempt of %s: %s", cur, ignored.msg);
     f->size = 0;
     f->limit = limit;
     f->fd = open(cur, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644); /* never over a log */

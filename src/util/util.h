@@ -140,10 +140,11 @@ typedef struct tp_logfile {
 } tp_logfile_t;
 
 int tp__logfile_open(tp_logfile_t *f, const char *path, uint64_t limit, tp_error_t *err);
-/* DIR/NAME.log for an attempt, new: a log already there (the previous
- * attempt's) is first kept as DIR/NAME.<attempt-1>.log, or when that name is
+/* DIR/NAME.log for an attempt, new: a log already there is first kept as
+ * DIR/NAME.<k>.log, k the attempt that wrote it (DIR/.NAME.attempt says
+ * which; attempt-1 when it says none before this one), or when that name is
  * taken (a store that lost attempts ran them again) as
- * DIR/NAME.<attempt-1>.<2, 3, ...>.log. No log is ever written over. */
+ * DIR/NAME.<k>.<2, 3, ...>.log. No log is ever written over. */
 int tp__logfile_open_attempt(tp_logfile_t *f, const char *dir, const char *name, int64_t attempt,
                              uint64_t limit, tp_error_t *err);
 /* Append (a failed write is dropped: the trial must not suffer from a full

@@ -51,6 +51,25 @@ TP_TEST(test_each_attempt_keeps_the_logs_before_it) {
     TP_CHECK_INT(system(cmd), 0);
 }
 
+TP_TEST(test_an_attempt_that_never_opened_its_logs_takes_no_name) {
+    char dir[] = "/tmp/tp-logfile-XXXXXX";
+    TP_REQUIRE(mkdtemp(dir) != NULL);
+    write_attempt(dir, 1, "one");
+    write_attempt(dir, 2, "two");
+    /* attempt 3 was journaled, then the run was killed before it opened its logs */
+    write_attempt(dir, 4, "four");
+    char *a = get(dir, "stderr.1.log"), *b = get(dir, "stderr.2.log"), *c = get(dir, "stderr.log");
+    TP_CHECK_STR(a, "one");
+    TP_CHECK_STR(b, "two");
+    TP_CHECK_STR(c, "four");
+    char *none = get(dir, "stderr.3.log");
+    TP_CHECK(none == NULL);
+    free(a), free(b), free(c), free(none);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    TP_CHECK_INT(system(cmd), 0);
+}
+
 int main(void) {
     return tp_test_main();
 }
