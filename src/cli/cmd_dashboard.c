@@ -14,8 +14,13 @@ static void on_signal(int sig) {
     stop_requested = 1;
 }
 
+static int run_is_live(const char *dir) {
+    return tp__rundir_owner(dir) != 0;
+}
+
 static int dashboard_main(int argc, char **argv) {
-    tp_web_opts_t o = {.listen = NULL, .rank = tp__cli_ranking}; /* the best as `best` ranks it */
+    /* the best as `best` ranks it; a dead run's trials as `trials` shows them */
+    tp_web_opts_t o = {.listen = NULL, .rank = tp__cli_ranking, .live = run_is_live};
     const char **dirs = tp__xcalloc((size_t)argc + 1, sizeof *dirs);
     size_t ndirs = 0;
     int beside_run = 0; /* started by `run --dashboard`: the store may not exist yet */

@@ -615,3 +615,23 @@ json_t *tp__web_nodes(tp_store_t *s) {
     }
     return o;
 }
+
+static void interrupted(json_t *o) {
+    const char *st = json_string_value(json_object_get(o, "state"));
+    if (st && strcmp(st, "running") == 0)
+        json_object_set_new(o, "state", json_string("interrupted"));
+}
+
+/* See web_internal.h. */
+void tp__web_not_live(json_t *v) {
+    interrupted(v);
+    interrupted(json_object_get(v, "best"));
+    json_t *counts = json_object_get(v, "counts"), *running = json_object_get(counts, "running");
+    if (running) {
+        json_object_set(counts, "interrupted", running);
+        json_object_del(counts, "running");
+    }
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(v, "rows"), i, t) interrupted(t);
+}

@@ -218,10 +218,20 @@ typedef struct req {
     size_t id;
     int64_t trial; /* -1: none in the path */
     tp_web_rank_fn rank;
+    int live; /* an orchestrator runs it now (or the caller cannot tell) */
 } req_t;
 
+/* v as the dashboard shows it: a dead run's "running" is "interrupted". */
+static json_t *as_shown(const req_t *q, json_t *v) {
+    if (v && !q->live) tp__web_not_live(v);
+    return v;
+}
+static int live(const web_t *w, const char *dir) {
+    return !w->o->live || w->o->live(dir);
+}
+
 static enum MHD_Result r_summary(req_t *q) {
-    return send_json(q->c, MHD_HTTP_OK, tp__web_summary(q->s, q->dir, q->id, q->rank));
+    return send_json(q->c, MHD_HTTP_OK, as_shown(q, tp__web_summary(q->s, q->dir, q->id, q->rank)));
 }
 /* Each min.COLUMN=X or max.COLUMN=X argument, as a range of the query. */
 typedef struct ranges_acc {
@@ -259,7 +269,11 @@ static enum MHD_Result add_range(void *cls, enum MHD_ValueKind kind, const char 
 static enum MHD_Result r_trials(req_t *q) {
     tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"),
                             .desc = arg_ll(q->c, "desc", 0) != 0,
-                            .state = arg(q->c, "state"),
+                            /* a dead run's "interrupted" are its store's "running" */
+                            .state = !q->live && arg(q->c, "state") &&
+                                             strcmp(arg(q->c, "state"), "interrupted") == 0
+                                         ? "running"
+                                         : arg(q->c, "state"),
                             .text = arg(q->c, "q"),
                             .offset = arg_ll(q->c, "offset", 0),
                             .limit = arg_ll(q->c, "limit", TP_WEB_PAGE_DEFAULT)};
@@ -277,14 +291,15 @@ static enum MHD_Result r_trials(req_t *q) {
     }
     tp_error_t err = {0};
     json_t *page = tp__web_trials(q->s, &tq, &err);
-    return page ? send_json(q->c, MHD_HTTP_OK, page)
+    return page ? send_json(q->c, MHD_HTTP_OK, as_shown(q, page))
                 : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
 }
 static enum MHD_Result r_columns(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, tp__web_table_columns(q->s));
 }
 static enum MHD_Result r_trial(req_t *q) {
-    return send_json(q->c, MHD_HTTP_OK, q->trial >= 0 ? tp__web_trial(q->s, q->trial) : NULL);
+    return send_json(q->c, MHD_HTTP_OK,
+                     q->trial >= 0 ? as_shown(q, tp__web_trial(q->s, q->trial)) : NULL);
 }
 static enum MHD_Result r_log(req_t *q) {
     json_t *o = q->trial >= 0 ? tp__web_log(q->dir, q->trial,
@@ -444,7 +459,9 @@ static enum MHD_Result api_experiments(const web_t *w, struct MHD_Connection *c)
         tp_store_t *s = NULL;
         tp_error_t err = {0};
         if (tp__store_open(dirs[i], TP_STORE_READ_AGAIN, &s, &err) == 0) {
-            json_array_append_new(list, tp__web_summary(s, dirs[i], i, w->o->rank));
+            json_t *v = tp__web_summary(s, dirs[i], i, w->o->rank);
+            if (!live(w, dirs[i])) tp__web_not_live(v);
+            json_array_append_new(list, v);
             tp__store_close(s);
         } else {
             json_array_append_new(list,
@@ -482,8 +499,13 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
         if (tp__store_open(dirs[id], TP_STORE_READ_AGAIN, &s, &err) != 0) {
             rc = send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg);
         } else {
-            req_t q = {
-                .c = c, .s = s, .dir = dirs[id], .id = id, .trial = trial, .rank = w->o->rank};
+            req_t q = {.c = c,
+                       .s = s,
+                       .dir = dirs[id],
+                       .id = id,
+                       .trial = trial,
+                       .rank = w->o->rank,
+                       .live = live(w, dirs[id])};
             if (api_routes[r].fn) {
                 rc = api_routes[r].fn(&q);
             } else {

@@ -19,6 +19,10 @@
  * the first `top` trials of the store as JSON objects (id, value, state, rung,
  * budget, ...), best first. */
 typedef json_t *(*tp_web_rank_fn)(tp_store_t *s, const char *dir, int maximize, size_t top);
+/* Whether an orchestrator runs the experiment in dir now (given by the
+ * caller, as the ranking is). A store whose run died says "running": the
+ * dashboard shows such a run and its running trials as "interrupted". */
+typedef int (*tp_web_live_fn)(const char *dir);
 
 typedef struct tp_web_opts {
     const char *listen;      /* "HOST:PORT" (port 0: any free one); NULL: the default */
@@ -26,6 +30,7 @@ typedef struct tp_web_opts {
     size_t ndirs;            /* 0: every experiment under ./runs, looked up per request */
     const char *ready_file;  /* NULL, or a file to write the served URL into once listening */
     tp_web_rank_fn rank;     /* the best trial; NULL: the best completed or stopped value */
+    tp_web_live_fn live;     /* NULL: every store that says "running" is taken at its word */
     const char *unix_path;   /* listen on this Unix socket (0600) instead of `listen` */
     int no_token;            /* serve without a token: on loopback or a Unix socket only
                                 (the caller has the user acknowledge it) */

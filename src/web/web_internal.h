@@ -56,6 +56,10 @@ json_t *tp__web_table_columns(tp_store_t *s);
 /* One trial: the row, its events, the scheduler's journaled decisions about
  * it (the latest 200: job, result, stop with rung, budget, value), placements and its curve
  * (downsampled to at most 300 points); NULL if absent. */
+/* A run no orchestrator runs any more, as `status` and `trials` show it:
+ * "running" becomes "interrupted" in v's "state", in its "best" and
+ * "counts" (a summary) and in each of its "rows" (a page of the table). */
+void tp__web_not_live(json_t *v);
 json_t *tp__web_trial(tp_store_t *s, int64_t id);
 /* The tail of a trial's stdout or stderr log from byte `from` (negative:
  * the last 16 KiB): {text, from, next, size}; NULL if stream is not one. */

@@ -127,6 +127,16 @@ def request(conn, path, headers=None):
     r = conn.getresponse()
     return r.status, r.headers, r.read().decode()
 
+# One report, then it waits for the gate file (the test kills the run before it opens), or
+# until the test's folder is gone.
+HELD = r'''
+import json, os, sys, time
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "score": float(sys.argv[1])}) + "\n")
+while not os.path.exists(sys.argv[2]) and os.path.isdir(os.path.dirname(sys.argv[2])):
+    time.sleep(0.05)
+'''
+
 # The objective rises with x most, with y less, and z does nothing; two report lines (a curve).
 PLOTS_TRAINER = r'''
 import json, os, sys
@@ -567,6 +577,37 @@ class Dashboard(GpuE2E):
             self.assertEqual(code, 400)
             self.assertIn("momentum", body)
             self.assertIn("x, y, z", body.replace("z, y, x", "x, y, z"))
+
+    def test_a_killed_run_shows_its_running_trials_as_interrupted(self):
+        d, gate = self.path("run"), self.path("gate")
+        exp = self.experiment(
+            "name: killed\ncommand: [%s, %s, \"{x}\", %s]\nmetric: {name: score, mode: max}\n"
+            "space:\n  x: {uniform: [0, 1]}\nsearch: {algorithm: random, trials: 4, seed: 1}\n"
+            "concurrency: 2\n"
+            % (yaml_str(PY), yaml_str(self.write("held.py", HELD)), yaml_str(gate)),
+            name="killed.yaml")
+        run = self.start_run(exp, d)
+        wait_for(lambda: run.poll() is not None or (self.poll_query(
+            d, "SELECT count(*) AS n FROM metrics") or [{"n": 0}])[0]["n"] >= 2, 60)
+        self.assertIsNone(run.poll(), "the run ended before both trials reported")
+        run.kill()
+        run.wait(timeout=30)
+        with self.store(d) as s:  # what the store says: the run and two trials running
+            self.assertEqual(s.meta()["state"], "running")
+            self.assertEqual(s.q("SELECT count(*) AS n FROM trials WHERE state = 'running'")[0]["n"],
+                             2)
+        _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        listed = json.loads(api(url, "api/experiments")[1])["experiments"][0]
+        summary = json.loads(api(url, "api/e/0/summary")[1])
+        for v in (listed, summary):
+            self.assertEqual(v["state"], "interrupted", v)
+            self.assertEqual(v["counts"].get("interrupted"), 2, v)
+            self.assertNotIn("running", v["counts"], v)
+        rows = json.loads(api(url, "api/e/0/trials")[1])["rows"]
+        self.assertEqual(sorted(r["state"] for r in rows), ["interrupted", "interrupted"])
+        picked = json.loads(api(url, "api/e/0/trials?state=interrupted")[1])["rows"]
+        self.assertEqual(len(picked), 2)
+        self.assertEqual(json.loads(api(url, "api/e/0/trial/0")[1])["state"], "interrupted")
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")

@@ -166,7 +166,7 @@ function experimentFrame(id, page, body) {
 // state=completed&q=adam&min.p:lr=0.001&max.value=0.5&offset=100), so that a reload or a
 // shared link shows the same rows.
 
-const STATES = ["", "pending", "running", "paused", "completed", "stopped", "failed"];
+const STATES = ["", "pending", "running", "paused", "completed", "stopped", "failed", "interrupted"];
 
 // A plain click on a link of the table's view: changed in place (a modified click opens the
 // link, say in a new tab, as the browser does).
