@@ -23,7 +23,12 @@ BUILD = os.environ.get("TUNEPACK_BUILD") or os.path.join(SRC, "build")
 BIN = os.environ.get("TUNEPACK_BIN") or os.path.join(BUILD, "tunepack")
 PY = sys.executable or "python3"
 
-# Generous limit for one `tunepack` command: the ASan build is several times slower.
+# Every limit a test sets on a wait is a guard against a hang, never an expectation of speed: a
+# passing test never reaches one. HANG_SCALE stretches each limit given to wait_for, tp and run_exp,
+# so that the suite holds on a machine ten times oversubscribed (ctest -j8 on 2 cores beside two
+# CPU hogs, the ASan build) and a hang still ends the test.
+HANG_SCALE = 5
+# Limit for one `tunepack` command (before HANG_SCALE).
 RUN_TIMEOUT = 90
 
 # A trial that dumps its argv, its TUNEPACK_* environment and cwd to
@@ -140,8 +145,9 @@ def cmdline(pid):
 
 
 def wait_for(predicate, timeout, interval=0.05):
-    """Poll predicate until it returns a truthy value or timeout seconds pass; return it."""
-    deadline = time.monotonic() + timeout
+    """Poll predicate until it returns a truthy value or timeout * HANG_SCALE seconds pass;
+    return it."""
+    deadline = time.monotonic() + timeout * HANG_SCALE
     while True:
         value = predicate()
         if value or time.monotonic() >= deadline:
@@ -266,8 +272,10 @@ class E2E(unittest.TestCase):
     # -- running tunepack ------------------------------------------------------------------
 
     def tp(self, *args, cwd=None, timeout=RUN_TIMEOUT, env=None):
-        """Run `tunepack args...` to its end; return CompletedProcess (text output)."""
+        """Run `tunepack args...` to its end (a hang: past timeout * HANG_SCALE seconds); return
+        CompletedProcess (text output)."""
         full_env = merged_env(env)
+        timeout *= HANG_SCALE
         try:
             return subprocess.run([BIN] + [str(a) for a in args], cwd=cwd or self.tmp,
                                   stdin=subprocess.DEVNULL, capture_output=True,

@@ -14,7 +14,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import BUILD, SRC, E2E, main, merged_env
+from helpers import BUILD, HANG_SCALE, SRC, E2E, main, merged_env
 
 CMAKE = shutil.which("cmake")
 CPACK = shutil.which("cpack")
@@ -79,7 +79,7 @@ class Install(E2E):
             self.skipTest("cpack or dpkg-deb is not installed")
         out = self.path("deb")
         p = subprocess.run([CPACK, "-G", "DEB", "--config", os.path.join(BUILD, "CPackConfig.cmake"),
-                            "-B", out], capture_output=True, text=True, timeout=500)
+                            "-B", out], capture_output=True, text=True, timeout=500 * HANG_SCALE)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         debs = [f for f in os.listdir(out) if f.endswith(".deb")]
         self.assertEqual(len(debs), 1, os.listdir(out))

@@ -15,7 +15,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, SRC, main, merged_env, yaml_str
+from helpers import E2E, HANG_SCALE, SRC, main, merged_env, yaml_str
 
 TRAIN = os.path.join(SRC, "examples", "pytorch", "train.py")
 DEBIAN_PY = "/usr/bin/python3"
@@ -54,7 +54,7 @@ class PytorchExample(E2E):
     def finish(self, p):
         """Wait for a process from start_train; return (stdout, stderr) after checking that
         it exited 0."""
-        out, err = p.communicate(timeout=RUN_TIMEOUT)
+        out, err = p.communicate(timeout=RUN_TIMEOUT * HANG_SCALE)
         self.assertEqual(p.returncode, 0, err)
         return out, err
 
