@@ -101,6 +101,17 @@ void tp__cli_ranked_text(const json_t *t, char *out, size_t n);
  * its running time, its stderr's tail, its logs' folder under dir, ... (for
  * export, trials --json, status --json and best). Caller owns. */
 json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir);
+/* Each trial of `trials` (JSON objects with "id") gets promotions: its jobs
+ * after the first, from the journaled decisions (a promotion starts an
+ * attempt too, but is no failure, retry or interruption). O(decisions +
+ * trials). */
+void tp__cli_add_promotions(tp_store_t *s, json_t *trials);
+/* Under `constraints:`, each trial of `trials` (JSON objects with "state"
+ * and "metrics") gets feasible and constraints (tp__constraint_standing:
+ * each constrained metric's value in the last report and its violation).
+ * Returns 1 when it added them, 0 when the experiment has no constraint.
+ * O(trials). */
+int tp__cli_add_feasibility(tp_store_t *s, json_t *trials);
 /* lineage.c: under scheduler pbt (the store holds `exploit` decisions),
  * each trial of `trials` (JSON objects with "id") gets segment (0: the
  * configuration it was created with), parent and parent_step (the trial and

@@ -65,11 +65,29 @@ static json_t *column_names(json_t *trials, const char *field) {
     return names;
 }
 
-static void write_table(json_t *trials, char sep) {
+/* A column's name after its separator: prefix.name, the prefix inside the
+ * field's quotes (metric.<name>, constraint.<metric>). */
+static void prefixed_header(const char *prefix, const char *name, char sep) {
+    tp_buf_t text;
+    tp__buf_init(&text);
+    tp__buf_printf(&text, "%s.%s", prefix, name);
+    putchar(sep);
+    cell(text.data, sep);
+    tp__buf_free(&text);
+}
+
+/* The table: the fixed columns, pbt's under lineage, a column per parameter
+ * and per metric, then the columns added since (at the end, so that a script
+ * that reads columns by position keeps working): retries and promotions,
+ * and under constraints (cons: the store's list, [{"metric", ...}]; NULL or
+ * empty: none) one per constraint and feasible. */
+static void write_table(json_t *trials, char sep, const json_t *cons) {
     static const char *const fixed[] = {
         "id",    "state",     "attempts", "interrupted", "value", "step", "duration_s",
         "where", "exit_code", "error",    "stderr_tail", "logs",  "kind", "source"};
     static const char *const pbt[] = {"segment", "parent", "parent_step"};
+    static const char *const added[] = {"retries", "promotions"};
+    int constrained = json_array_size(cons) > 0;
     int lineage = json_object_get(json_array_get(trials, 0), "segment") != NULL;
     json_t *pcols = column_names(trials, "params"), *mcols = column_names(trials, "metrics");
     const char *key;
@@ -85,17 +103,16 @@ static void write_table(json_t *trials, char sep) {
         putchar(sep);
         cell(key, sep);
     }
-    json_object_foreach(mcols, key, v) { /* the prefix inside the field's quotes */
-        tp_buf_t name;
-        tp__buf_init(&name);
-        tp__buf_printf(&name, "metric.%s", key);
-        putchar(sep);
-        cell(name.data, sep);
-        tp__buf_free(&name);
-    }
-    putchar('\n');
+    json_object_foreach(mcols, key, v) prefixed_header("metric", key, sep);
+    for (size_t k = 0; k < TP_ARRAY_LEN(added); k++)
+        printf("%c%s", sep, added[k]);
     size_t i;
     json_t *t;
+    json_array_foreach(cons, i, t) { /* each one's value in the last report */
+        prefixed_header("constraint", json_string_value(json_object_get(t, "metric")), sep);
+    }
+    if (constrained) printf("%cfeasible", sep);
+    putchar('\n');
     json_array_foreach(trials, i, t) {
         for (size_t k = 0; k < TP_ARRAY_LEN(fixed); k++) {
             if (k) putchar(sep);
@@ -112,6 +129,20 @@ static void write_table(json_t *trials, char sep) {
         json_object_foreach(mcols, key, v) {
             putchar(sep);
             cell_value(json_object_get(json_object_get(t, "metrics"), key), sep);
+        }
+        for (size_t k = 0; k < TP_ARRAY_LEN(added); k++) {
+            putchar(sep);
+            cell_value(json_object_get(t, added[k]), sep);
+        }
+        size_t j;
+        json_t *c;
+        json_array_foreach(json_object_get(t, "constraints"), j, c) {
+            putchar(sep);
+            cell_value(json_object_get(c, "value"), sep);
+        }
+        if (constrained) {
+            putchar(sep);
+            cell_value(json_object_get(t, "feasible"), sep);
         }
         putchar('\n');
     }
@@ -132,6 +163,11 @@ static int export_main(int argc, char **argv) {
     export_acc_t a = {.trials = json_array(), .dir = dir};
     tp__store_trials(s, collect, &a);
     tp__cli_add_lineage(s, a.trials);
+    tp__cli_add_promotions(s, a.trials);
+    tp__cli_add_feasibility(s, a.trials);
+    char *cons_text = tp__store_meta_get(s, "constraints");
+    json_t *cons = cons_text ? json_loads(cons_text, 0, NULL) : NULL;
+    free(cons_text);
     if (strcmp(format, "json") == 0) {
         /* An array, one trial object per line. */
         size_t i;
@@ -144,9 +180,10 @@ static int export_main(int argc, char **argv) {
         }
         printf("\n]\n");
     } else {
-        write_table(a.trials, strcmp(format, "tsv") == 0 ? '\t' : ',');
+        write_table(a.trials, strcmp(format, "tsv") == 0 ? '\t' : ',', cons);
     }
     json_decref(a.trials);
+    json_decref(cons);
     free(dir);
     tp__store_close(s);
     return TP_EXIT_OK;
@@ -160,15 +197,21 @@ const tp_cmd_t tp__cmd_export = {
         "Writes every trial of the experiment in DIR (default: the latest under ./runs) to\n"
         "stdout, as CSV unless --format tsv or json. json: an array with one object per trial\n"
         "(id, state, params, metrics = the last report, value, attempts, failures,\n"
-        "interrupted attempts (neither failures nor retries), exit_code, error,\n"
+        "retries = failed attempts run again, promotions = attempts started by a\n"
+        "promotion, interrupted attempts (none of those), exit_code, error,\n"
         "stderr_tail = the last lines of a failed attempt's stderr, logs = its folder,\n"
         "where = node:GPUs of its last attempt, duration_s = time spent running, times;\n"
         "under surrogate:, kind = surrogate or target and source = a target's surrogate\n"
         "trial; under scheduler pbt, segment = how many times it exploited another,\n"
         "parent and parent_step = the trial and budget its latest segment was copied\n"
-        "from, lineage = each exploit with its new params). csv: one row per trial with\n"
-        "those columns (lineage apart), a column per parameter and\n"
-        "per final metric (metric.<name>); tsv: the same, separated by tabs.\n"
+        "from, lineage = each exploit with its new params; under constraints:, feasible =\n"
+        "true or false once a job ended with its result, null before, and constraints =\n"
+        "each constrained metric's value in the last report and its violation). csv: one\n"
+        "row per trial with those columns (lineage apart), a column per parameter and per\n"
+        "final metric (metric.<name>), then retries and promotions, and under\n"
+        "constraints: a column per constraint (constraint.<metric>) and feasible; columns\n"
+        "added later go at the end, so a column's position stays; tsv: the same,\n"
+        "separated by tabs.\n"
         "In csv and tsv a control character in a cell is shown, not sent (ESC as \\x1b;\n"
         "tsv shows line breaks and tabs as \\n and \\t), and a cell that a spreadsheet\n"
         "would run as a formula (it begins with =, +, -, @) starts with ' instead; numbers\n"

@@ -10,8 +10,7 @@
 typedef struct trials_acc {
     json_t *trials; /* trial objects (tp__cli_trial_json), owned */
     const char *dir;
-    int owned;    /* an orchestrator runs the experiment now */
-    json_t *jobs; /* trial id (text) -> its jobs (the first and each promotion) */
+    int owned; /* an orchestrator runs the experiment now */
 } trials_acc_t;
 
 static int collect(const tp_trial_row_t *row, void *ud) {
@@ -20,33 +19,6 @@ static int collect(const tp_trial_row_t *row, void *ud) {
     json_object_set_new(t, "state", json_string(tp__cli_state(row, a->owned)));
     json_array_append_new(a->trials, t);
     return 0;
-}
-
-static int count_job(const tp_decision_row_t *d, void *ud) {
-    trials_acc_t *a = ud;
-    if (strcmp(d->kind, "job") != 0) return 0;
-    char id[32];
-    snprintf(id, sizeof id, "%lld", (long long)d->trial);
-    json_int_t n = json_integer_value(json_object_get(a->jobs, id));
-    json_object_set_new(a->jobs, id, json_integer(n + 1));
-    return 0;
-}
-
-/* Each trial's promotions (its jobs after the first, from the journaled
- * decisions), beside its attempts: a promotion starts an attempt too, but
- * is no failure, retry or interruption. O(decisions + trials). */
-static void add_promotions(tp_store_t *s, trials_acc_t *a) {
-    a->jobs = json_object();
-    tp__store_decisions(s, count_job, a);
-    size_t i;
-    json_t *t;
-    json_array_foreach(a->trials, i, t) {
-        char id[32];
-        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(t, "id")));
-        json_int_t jobs = json_integer_value(json_object_get(a->jobs, id));
-        json_object_set_new(t, "promotions", json_integer(jobs > 1 ? jobs - 1 : 0));
-    }
-    json_decref(a->jobs);
 }
 
 /* ---- sorting ------------------------------------------------------------------ */
@@ -207,7 +179,8 @@ static int trials_main(int argc, char **argv) {
     char *metric = tp__store_meta_get(s, "metric"), *mode = tp__store_meta_get(s, "mode");
     trials_acc_t a = {.trials = json_array(), .dir = dir, .owned = tp__rundir_owner(dir) != 0};
     tp__store_trials(s, collect, &a);
-    add_promotions(s, &a);
+    tp__cli_add_promotions(s, a.trials);
+    tp__cli_add_feasibility(s, a.trials);
     tp__cli_add_lineage(s, a.trials);
     int code = TP_EXIT_OK;
     if (sort && sort_trials(a.trials, sort, mode && strcmp(mode, "max") == 0) != 0) {
@@ -255,9 +228,10 @@ const tp_cmd_t tp__cmd_trials = {
              "parent_step and the whole lineage). Under a failed trial, the path of its\n"
              "logs and the last lines of its stderr. A trial left running by a run that ended\n"
              "shows as interrupted (`tunepack status` counts it the same way).\n\n"
-             "  --json       an array of trial objects (as export writes them in JSON, with\n"
-             "               promotions): attempts counts every start (its latest attempt's\n"
-             "               number), failures, retries, promotions and interrupted its kinds\n"
+             "  --json       an array of trial objects (as export writes them in JSON):\n"
+             "               attempts counts every start (its latest attempt's number),\n"
+             "               failures, retries, promotions and interrupted its kinds; under\n"
+             "               constraints:, feasible and each constraint's value and violation\n"
              "  --sort KEY   order by id (default), value (best first), time (longest first),\n"
              "               attempts, failures, retries, promotions, rung (most first), state,\n"
              "               where, or a parameter's name\n\n"

@@ -368,6 +368,52 @@ json_t *tp__cli_trial_json(const tp_trial_row_t *row, const char *dir) {
     return o;
 }
 
+static int count_job(const tp_decision_row_t *d, void *ud) {
+    json_t *jobs = ud;
+    if (strcmp(d->kind, "job") != 0) return 0;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)d->trial);
+    json_object_set_new(jobs, id, json_integer(json_integer_value(json_object_get(jobs, id)) + 1));
+    return 0;
+}
+
+/* See cli.h. */
+void tp__cli_add_promotions(tp_store_t *s, json_t *trials) {
+    json_t *jobs = json_object();
+    tp__store_decisions(s, count_job, jobs);
+    size_t i;
+    json_t *t;
+    json_array_foreach(trials, i, t) {
+        char id[32];
+        snprintf(id, sizeof id, "%lld", (long long)json_integer_value(json_object_get(t, "id")));
+        json_int_t n = json_integer_value(json_object_get(jobs, id));
+        json_object_set_new(t, "promotions", json_integer(n > 1 ? n - 1 : 0));
+    }
+    json_decref(jobs);
+}
+
+/* See cli.h. */
+int tp__cli_add_feasibility(tp_store_t *s, json_t *trials) {
+    tp_constraint_t cons[TP_MAX_CONSTRAINTS];
+    json_t *keep;
+    char *text = tp__store_meta_get(s, "constraints");
+    size_t n = tp__constraints_from_json(text, cons, TP_MAX_CONSTRAINTS, &keep);
+    free(text);
+    size_t i;
+    json_t *t;
+    json_array_foreach(trials, i, t) {
+        const json_t *metrics = json_object_get(t, "metrics");
+        json_t *standing =
+            tp__constraint_standing(cons, n, json_string_value(json_object_get(t, "state")),
+                                    json_is_object(metrics) ? metrics : NULL);
+        if (!standing) break;
+        json_object_update(t, standing);
+        json_decref(standing);
+    }
+    json_decref(keep);
+    return n > 0;
+}
+
 void tp__cli_infeasible_line(size_t infeasible) {
     printf("%zu infeasible trial%s left out (a constraint broken, or a constrained metric never "
            "reported)\n",

@@ -4,6 +4,11 @@
 #include <math.h>
 #include <string.h>
 
+/* How far value lies outside c's bounds: 0 inside (bounds included). */
+static double outside(const tp_constraint_t *c, double value) {
+    return value > c->max ? value - c->max : value < c->min ? c->min - value : 0;
+}
+
 void tp__constraint_values(const tp_constraint_t *c, size_t n, const json_t *report, double *out) {
     for (size_t i = 0; i < n; i++) {
         const json_t *v = json_object_get(report, c[i].metric);
@@ -16,8 +21,7 @@ double tp__constraint_violation(const tp_constraint_t *c, size_t n, const double
     double total = 0;
     for (size_t i = 0; i < n; i++) {
         if (isnan(values[i])) return INFINITY;
-        if (values[i] > c[i].max) total += values[i] - c[i].max;
-        if (values[i] < c[i].min) total += c[i].min - values[i];
+        total += outside(&c[i], values[i]);
     }
     return total;
 }
@@ -30,6 +34,27 @@ double tp__constraint_violation_of(const tp_constraint_t *c, size_t n, const cha
     tp__constraint_values(c, m, o, v);
     json_decref(o);
     return tp__constraint_violation(c, m, v);
+}
+
+json_t *tp__constraint_standing(const tp_constraint_t *c, size_t n, const char *state,
+                                const json_t *report) {
+    static const char *const judged[] = {"completed", "stopped", "paused"};
+    if (n == 0) return NULL;
+    double v[TP_MAX_CONSTRAINTS];
+    size_t m = n < TP_MAX_CONSTRAINTS ? n : TP_MAX_CONSTRAINTS;
+    tp__constraint_values(c, m, report, v);
+    json_t *list = tp__constraints_to_json(c, m), *o;
+    size_t i;
+    json_array_foreach(list, i, o) {
+        json_object_set_new(o, "value", isnan(v[i]) ? json_null() : json_real(v[i]));
+        json_object_set_new(o, "violation",
+                            isnan(v[i]) ? json_null() : json_real(outside(&c[i], v[i])));
+    }
+    int ended = 0;
+    for (i = 0; state && report && i < sizeof judged / sizeof *judged; i++)
+        ended |= strcmp(state, judged[i]) == 0;
+    json_t *feasible = ended ? json_boolean(tp__constraint_violation(c, m, v) == 0) : json_null();
+    return json_pack("{s:o, s:o}", "feasible", feasible, "constraints", list);
 }
 
 json_t *tp__constraints_to_json(const tp_constraint_t *c, size_t n) {

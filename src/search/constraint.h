@@ -29,6 +29,20 @@ double tp__constraint_violation(const tp_constraint_t *c, size_t n, const double
  * reported, INFINITY when n > 0). O(line). */
 double tp__constraint_violation_of(const tp_constraint_t *c, size_t n, const char *report);
 
+/* A trial's standing against the constraints, for readers (the trials
+ * table, `trials --json`, `export`): NULL when n == 0, else (caller owns)
+ * {"feasible": true|false|null, "constraints": [{"metric", "min"?, "max"?,
+ * "value": x|null, "violation": x|null}, ...]} in the order of the
+ * constraints: each value in the trial's last report (report: a JSON
+ * object, NULL: none; null: not reported) and how far it lies outside its
+ * bounds (0 inside; null: not reported). feasible is the rule of
+ * tp__constraint_violation on that report, given once a job of the trial
+ * ended with its result (state completed, stopped or paused: the trials
+ * `best` ranks) and null before (pending, running: the report so far may
+ * lack a metric measured at the end) or when it failed. O(n). */
+json_t *tp__constraint_standing(const tp_constraint_t *c, size_t n, const char *state,
+                                const json_t *report);
+
 /* The constraints as JSON, [{"metric": m, "min": x, "max": y}, ...] (a bound
  * left out when absent); caller owns. */
 json_t *tp__constraints_to_json(const tp_constraint_t *c, size_t n);

@@ -17,15 +17,7 @@ static const char *const SQL_FINISHED =
     "SELECT id, metrics FROM trials WHERE state IN ('completed', 'stopped') AND metrics IS NOT "
     "NULL ORDER BY id";
 
-/* The store's `constraints:` (meta "constraints", search/constraint.h): the
- * bounds a finished trial's last report must meet. */
-typedef struct bounds {
-    tp_constraint_t c[TP_MAX_CONSTRAINTS];
-    size_t n;
-    json_t *keep; /* owns the metric names */
-} bounds_t;
-
-static void bounds_load(tp_store_t *s, bounds_t *b) {
+void tp__web_bounds_load(tp_store_t *s, tp_web_bounds_t *b) {
     char *text = tp__store_meta_get(s, "constraints");
     b->n = tp__constraints_from_json(text, b->c, TP_MAX_CONSTRAINTS, &b->keep);
     free(text);
@@ -36,7 +28,7 @@ static void bounds_load(tp_store_t *s, bounds_t *b) {
  * (tp__constraint_violation: one never reported is a broken constraint); the
  * front leaves an infeasible trial off, and the chart marks it (a grey cross)
  * apart from the dominated ones. */
-static int trial_feasible(const bounds_t *b, const json_t *metrics) {
+static int trial_feasible(const tp_web_bounds_t *b, const json_t *metrics) {
     double v[TP_MAX_CONSTRAINTS];
     tp__constraint_values(b->c, b->n, metrics, v);
     return tp__constraint_violation(b->c, b->n, v) == 0;
@@ -65,8 +57,8 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
     f->m = objectives(s, f);
     if (f->m < 2) return 0;
     size_t cap = 0, m = f->m;
-    bounds_t b;
-    bounds_load(s, &b);
+    tp_web_bounds_t b;
+    tp__web_bounds_load(s, &b);
     sqlite3_stmt *st = tp__web_prepare(s, SQL_FINISHED);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
@@ -113,8 +105,8 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
 }
 
 json_t *tp__web_feasibility(tp_store_t *s) {
-    bounds_t b;
-    bounds_load(s, &b);
+    tp_web_bounds_t b;
+    tp__web_bounds_load(s, &b);
     if (!b.n) {
         json_decref(b.keep);
         return NULL;

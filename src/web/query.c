@@ -325,8 +325,13 @@ json_t *tp__web_table_columns(tp_store_t *s) {
         if (!has_string(objectives, json_string_value(e))) json_array_append(metrics, e);
     }
     json_decref(found);
-    return json_pack("{s:o, s:o, s:o}", "params", names(s, SQL_TABLE_PARAMS), "metrics", metrics,
-                     "objectives", objectives);
+    json_t *cols = json_pack("{s:o, s:o, s:o}", "params", names(s, SQL_TABLE_PARAMS), "metrics",
+                             metrics, "objectives", objectives);
+    tp_web_bounds_t b; /* the table's feasible column */
+    tp__web_bounds_load(s, &b);
+    if (b.n) json_object_set_new(cols, "constraints", tp__constraints_to_json(b.c, b.n));
+    json_decref(b.keep);
+    return cols;
 }
 
 /* The names in a JSON array of strings, joined by ", " into out ("none"). */
@@ -373,8 +378,11 @@ static int column_known(tp_store_t *s, const char *key, const char *path, tp_err
 
 /* One row of the table: the trial (trial_row), its retries as `tunepack
  * trials` counts them (every failure but the one a failed trial ended with),
- * and its last report. NULL if the trial is gone. */
-static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, int64_t id) {
+ * its last report, and under constraints its feasibility and each
+ * constraint's value and violation (tp__constraint_standing, as `trials
+ * --json`). NULL if the trial is gone. */
+static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, const tp_web_bounds_t *b,
+                         int64_t id) {
     json_t *o = NULL;
     sqlite3_reset(one);
     sqlite3_bind_int64(one, 1, id);
@@ -388,6 +396,10 @@ static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, int64_t id) {
     sqlite3_reset(report);
     sqlite3_bind_int64(report, 1, id);
     json_t *m = sqlite3_step(report) == SQLITE_ROW ? col_json(report, 0) : NULL;
+    json_t *standing = tp__constraint_standing(
+        b->c, b->n, json_string_value(json_object_get(o, "state")), json_is_object(m) ? m : NULL);
+    if (standing) json_object_update(o, standing);
+    json_decref(standing);
     json_object_set_new(o, "metrics", json_is_object(m) ? m : json_object());
     if (m && !json_is_object(m)) json_decref(m);
     return o;
@@ -456,6 +468,8 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
                                                    : q->limit;
     long long offset = q->offset < 0 ? 0 : q->offset;
     json_t *rows = json_array();
+    tp_web_bounds_t bounds;
+    tp__web_bounds_load(s, &bounds);
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
     snprintf(sql, sizeof sql, SQL_TABLE_PAGE, from, ranges, order);
     sqlite3_stmt *st = tp__web_prepare(s, sql), *one = tp__web_prepare(s, SQL_TRIAL_ONE),
@@ -465,13 +479,14 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
         sqlite3_bind_int64(st, 3, limit);
         sqlite3_bind_int64(st, 4, offset);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            json_t *row = table_row(one, report, sqlite3_column_int64(st, 0));
+            json_t *row = table_row(one, report, &bounds, sqlite3_column_int64(st, 0));
             if (row) json_array_append_new(rows, row);
         }
     }
     sqlite3_finalize(st);
     sqlite3_finalize(one);
     sqlite3_finalize(report);
+    json_decref(bounds.keep);
     add_promotions(s, rows);
     snprintf(sql, sizeof sql, SQL_TABLE_MATCHED, from, ranges);
     json_int_t matched = count_of(s, sql, q, &b), total = count_of(s, SQL_TABLE_TOTAL, NULL, &b);

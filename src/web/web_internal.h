@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "chart/chart.h"
+#include "search/constraint.h"
 #include "store/store.h"
 #include "util/util.h"
 #include "web/web.h"
@@ -92,8 +93,8 @@ void tp__web_metric(tp_store_t *s, tp_web_metric_t *m);
 
 /* Several objectives (front.c): the finished trials `tunepack best` ranks
  * (completed or stopped early, every objective a finite number in the last
- * report), each objective's value, whether it is feasible (a hook: no
- * constraints exist yet, so every trial is) and on the Pareto front of the
+ * report), each objective's value, whether it is feasible (under
+ * `constraints:`, as `best` rules) and on the Pareto front of the
  * feasible ones (tp__pareto_front, as `best`). */
 typedef struct tp_web_front {
     size_t m; /* objectives */
@@ -115,6 +116,14 @@ void tp__web_front_free(tp_web_front_t *f);
  * by the first objective, best first, the first `limit` (0: all); NULL with
  * one objective. */
 json_t *tp__web_front(tp_store_t *s, size_t limit);
+/* The store's `constraints:` (meta "constraints", search/constraint.h): the
+ * bounds a trial's last report must meet. */
+typedef struct tp_web_bounds {
+    tp_constraint_t c[TP_MAX_CONSTRAINTS];
+    size_t n;     /* 0: no constraints */
+    json_t *keep; /* owns the metric names: json_decref it when done */
+} tp_web_bounds_t;
+void tp__web_bounds_load(tp_store_t *s, tp_web_bounds_t *b); /* front.c */
 /* Under `constraints:` (front.c): {"constraints": [{metric, min, max}], "finished": N,
  * "infeasible": N} over the finished trials (completed or stopped early, by their last
  * report, as `best` rules); NULL without constraints. O(trials). */

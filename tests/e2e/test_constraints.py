@@ -5,6 +5,8 @@ result's constraint values, `best` and `status` rank feasible trials only and sa
 infeasible, and a run SIGKILLed at several points resumes into the same decisions (c-TPE told
 the same values in the same order)."""
 
+import csv
+import io
 import json
 import sys
 
@@ -87,6 +89,39 @@ class ConstraintsTest(E2E):
         self.assertIn("infeasible  %d trial" % bad, p.stdout)
         st = json.loads(self.tp("status", plain, "--json").stdout)
         self.assertEqual((st["best"]["id"], st["infeasible"]), (want["id"], bad))
+        # export (JSON and CSV) and trials --json carry each trial's constraint value and
+        # whether it is feasible, the CSV's new columns at the end
+        exported = {t["id"]: t for t in json.loads(self.tp("export", plain, "--format", "json")
+                                                    .stdout)}
+        listed = {t["id"]: t for t in json.loads(self.tp("trials", plain, "--json").stdout)}
+        for t in trials:
+            mem = metrics[t["id"]].get("mem_gb")
+            want_cons = [{"metric": "mem_gb", "max": 5, "value": mem,
+                          "violation": None if mem is None else max(0, mem - 5)}]
+            for got in (exported[t["id"]], listed[t["id"]]):
+                self.assertEqual(got["feasible"], feasible(metrics[t["id"]]), got)
+                self.assertEqual(len(got["constraints"]), 1)
+                self.assertEqual(got["constraints"][0].keys(), want_cons[0].keys())
+                for k in ("metric", "max", "value"):
+                    self.assertEqual(got["constraints"][0][k], want_cons[0][k])
+                if mem is not None:
+                    self.assertAlmostEqual(got["constraints"][0]["violation"], max(0, mem - 5))
+                else:
+                    self.assertIsNone(got["constraints"][0]["violation"])
+        p = self.tp("export", plain, "--format", "csv")
+        self.assertExit(p, 0)
+        header = p.stdout.splitlines()[0].split(",")
+        self.assertEqual(header[-5:], ["metric.mem_gb", "retries", "promotions",
+                                       "constraint.mem_gb", "feasible"])
+        rows = list(csv.DictReader(io.StringIO(p.stdout)))
+        self.assertEqual(len(rows), N)
+        for row in rows:
+            m = metrics[int(row["id"])]
+            self.assertEqual(row["feasible"], "true" if feasible(m) else "false")
+            self.assertEqual(row["constraint.mem_gb"], row["metric.mem_gb"])
+            self.assertEqual(row["constraint.mem_gb"] != "", "mem_gb" in m)
+            self.assertEqual((row["retries"], row["promotions"]), ("0", "0"))
+        self.assertEqual(sum(r["feasible"] == "false" for r in rows), bad)
         # the run's own log names the same best
         self.assertEqual(self.tp("best", killed, "--json").stdout, self.tp("best", plain, "--json")
                          .stdout.replace(plain, killed))

@@ -80,6 +80,17 @@ rep.write(json.dumps({"acc": round(x - y, 6), "cost": round(x * x + y, 6),
 '''
 
 
+# A constrained metric (mem_gb = 10 x, feasible up to 5), not reported at x = 0.9.
+CONSTRAINED = r'''
+import json, os, sys
+x = float(sys.argv[1])
+report = {"loss": (x - 1.0) ** 2}
+if x < 0.85:
+    report["mem_gb"] = round(10 * x, 6)
+os.write(int(os.environ["TUNEPACK_REPORT_FD"]), (json.dumps(report) + "\n").encode())
+'''
+
+
 def get(url, headers=None):
     """(status, body text) of a GET."""
     req = urllib.request.Request(url, headers=headers or {})
@@ -655,6 +666,50 @@ class Dashboard(GpuE2E):
                    "s.dispatchEvent(new Event('change'))")
             b.wait_for("document.getElementById('log-path').textContent.endsWith('(empty)')")
             self.assertEqual(b.eval("document.getElementById('log').textContent"), "")
+
+    def test_an_infeasible_trial_is_marked_with_the_constraint_it_broke_and_by_how_much(self):
+        """Issue 32: under `constraints:` the trials table marks each infeasible trial, its
+        tooltip naming the constraint broken and by how much (or that it was never reported),
+        and the API's rows carry what `trials --json` says."""
+        d = self.path("run")
+        exp = self.experiment(
+            "name: cons\ncommand: [%s, %s, \"{x}\"]\nmetric: {name: loss, mode: min}\n"
+            "space:\n  x: {choice: [0.2, 0.4, 0.7, 0.9]}\nsearch: {algorithm: grid}\n"
+            "constraints: [{metric: mem_gb, max: 5}]\n"
+            % (yaml_str(PY), yaml_str(self.write("cons.py", CONSTRAINED))), name="cons.yaml")
+        with Browser() as b:
+            self.assertExit(self.run_exp(exp, d), 0)
+            r = self.tp("trials", d, "--json")
+            self.assertExit(r, 0)
+            cli = {t["id"]: t for t in json.loads(r.stdout)}
+            x = {i: t["params"]["x"] for i, t in cli.items()}
+            self.assertEqual(sorted(x.values()), [0.2, 0.4, 0.7, 0.9])
+            self.assertEqual({i: t["feasible"] for i, t in cli.items()},
+                             {i: v < 0.5 for i, v in x.items()})
+            _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            status, body = api(printed, "api/e/0/trials")
+            self.assertEqual(status, 200, body)
+            rows = {r["id"]: r for r in json.loads(body)["rows"]}
+            for i, t in cli.items():
+                self.assertEqual((rows[i]["feasible"], rows[i]["constraints"]),
+                                 (t["feasible"], t["constraints"]), i)
+            b.goto(printed + "#/e/0/trials")
+            b.wait_for("document.querySelectorAll('#trials tbody tr').length == 4")
+            self.assertIn("feasible", b.eval("[...document.querySelectorAll('#trials thead th')]"
+                                             ".map(t => t.textContent)"))
+            marks = b.eval("Object.fromEntries([...document.querySelectorAll('#trials tbody tr')]"
+                           ".map(r => { const m = r.querySelector('.infeasible-mark');"
+                           " return [r.dataset.trialId, m ? m.title : null]; }))")
+            by_x = {x[int(i)]: tip for i, tip in marks.items()}
+            self.assertIsNone(by_x[0.2])
+            self.assertIsNone(by_x[0.4])
+            self.assertEqual(by_x[0.7], "infeasible: mem_gb = 7, above its max 5 by 2")
+            self.assertEqual(by_x[0.9], "infeasible: mem_gb never reported")
+            self.assertEqual(b.eval("document.querySelectorAll('#trials .infeasible-mark').length"),
+                             2)
+            self.assertEqual(b.eval("document.querySelectorAll('#trials .feasible-mark').length"),
+                             2)
+            self.shot(b, "trials-infeasible")
 
     def test_a_pareto_front_of_a_real_run_links_each_point_to_its_trial(self):
         trial = self.write("two.py", TWO_OBJECTIVES)

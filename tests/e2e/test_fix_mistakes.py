@@ -6,6 +6,8 @@ repeats it); `trials` shows failures and retries apart from promotions.
 
 Trials wait for marker files the test writes, so every step waits for the run's own events."""
 
+import csv
+import io
 import json
 import os
 
@@ -217,6 +219,27 @@ class FixMistakes(E2E):
                 self.assertEqual((t["failures"], t["retries"]), (0, 0), t)
         promoted = [t for t in rows if t["promotions"] > 0 and t["id"] not in (1, 2)]
         self.assertTrue(promoted, rows)  # ASHA promoted someone
+
+        # export says the same: retries and promotions in JSON, and in CSV as the last two
+        # columns, after the ones that were there before (a script reading by position works)
+        exported = {t["id"]: t for t in json.loads(self.tp("export", run_dir, "--format",
+                                                           "json").stdout)}
+        for t in rows:
+            self.assertEqual((exported[t["id"]]["retries"], exported[t["id"]]["promotions"]),
+                             (t["retries"], t["promotions"]), t["id"])
+        for fmt, sep in (("csv", ","), ("tsv", "\t")):
+            r = self.tp("export", run_dir, "--format", fmt)
+            self.assertExit(r, 0)
+            lines = list(csv.reader(io.StringIO(r.stdout), delimiter=sep,
+                                    quoting=csv.QUOTE_MINIMAL if sep == "," else csv.QUOTE_NONE))
+            self.assertEqual(lines[0], [
+                "id", "state", "attempts", "interrupted", "value", "step", "duration_s", "where",
+                "exit_code", "error", "stderr_tail", "logs", "kind", "source", "x", "metric.step",
+                "metric.acc", "retries", "promotions"])
+            table = {int(l[0]): l for l in lines[1:]}
+            self.assertEqual(sorted(table), sorted(by_id))
+            for t in rows:
+                self.assertEqual(table[t["id"]][-2:], [str(t["retries"]), str(t["promotions"])])
 
         # The table: fails and retries in their own columns; promotions show in the rung.
         out = self.tp("trials", run_dir).stdout.splitlines()

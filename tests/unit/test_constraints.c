@@ -54,6 +54,55 @@ TP_TEST(test_constraints_round_trip_through_the_stores_json) {
     json_decref(keep);
 }
 
+/* What readers show (trials table, trials --json, export): each value of the
+ * last report and how far it lies outside its bounds, and feasible only once
+ * a job ended with its result. */
+TP_TEST(test_a_trials_standing_names_each_value_and_its_violation) {
+    tp_constraint_t c[] = {{"mem_gb", -INFINITY, 8}, {"lat", 1, 20}};
+    json_t *report = json_pack("{s:f, s:f}", "mem_gb", 9.5, "lat", 0.25);
+    json_t *st = tp__constraint_standing(c, 2, "completed", report);
+    TP_REQUIRE(st != NULL);
+    TP_CHECK(json_is_false(json_object_get(st, "feasible")));
+    json_t *list = json_object_get(st, "constraints");
+    TP_REQUIRE(json_array_size(list) == 2);
+    json_t *mem = json_array_get(list, 0), *lat = json_array_get(list, 1);
+    TP_CHECK_STR(json_string_value(json_object_get(mem, "metric")), "mem_gb");
+    TP_CHECK(json_number_value(json_object_get(mem, "max")) == 8);
+    TP_CHECK(json_object_get(mem, "min") == NULL); /* no lower bound */
+    TP_CHECK(json_number_value(json_object_get(mem, "value")) == 9.5);
+    TP_CHECK(json_number_value(json_object_get(mem, "violation")) == 1.5);
+    TP_CHECK(json_number_value(json_object_get(lat, "violation")) == 0.75); /* below its min */
+    json_decref(st);
+    /* Inside every bound: feasible, each violation 0; a paused trial ended a rung. */
+    json_object_set_new(report, "mem_gb", json_real(8));
+    json_object_set_new(report, "lat", json_real(1));
+    st = tp__constraint_standing(c, 2, "paused", report);
+    TP_CHECK(json_is_true(json_object_get(st, "feasible")));
+    TP_CHECK(json_number_value(json_object_get(
+                 json_array_get(json_object_get(st, "constraints"), 0), "violation")) == 0);
+    json_decref(st);
+    /* Never reported: null value and violation, infeasible once judged. */
+    json_object_del(report, "lat");
+    st = tp__constraint_standing(c, 2, "stopped", report);
+    TP_CHECK(json_is_false(json_object_get(st, "feasible")));
+    lat = json_array_get(json_object_get(st, "constraints"), 1);
+    TP_CHECK(json_is_null(json_object_get(lat, "value")));
+    TP_CHECK(json_is_null(json_object_get(lat, "violation")));
+    json_decref(st);
+    /* Not judged while its job runs, before it reports, or when it failed. */
+    const char *unjudged[] = {"pending", "running", "failed"};
+    for (size_t i = 0; i < sizeof unjudged / sizeof *unjudged; i++) {
+        st = tp__constraint_standing(c, 2, unjudged[i], report);
+        TP_CHECK(json_is_null(json_object_get(st, "feasible")));
+        json_decref(st);
+    }
+    st = tp__constraint_standing(c, 2, "completed", NULL);
+    TP_CHECK(json_is_null(json_object_get(st, "feasible")));
+    json_decref(st);
+    TP_CHECK(tp__constraint_standing(c, 0, "completed", report) == NULL); /* no constraints */
+    json_decref(report);
+}
+
 /* The searcher keeps each index's values; the violation reads them. */
 TP_TEST(test_a_searcher_keeps_the_values_told_for_each_trial) {
     tp_space_t sp;

@@ -176,6 +176,24 @@ function inPlace(e) {
   return true;
 }
 
+// Under constraints, a trial's standing (r.feasible, r.constraints: each one's value in the
+// last report and its violation) in words: "mem_gb = 9.5, above its max 5 by 4.5".
+function violations(r) {
+  return (r.constraints || []).filter(c => c.violation !== 0).map(c =>
+    c.value === null ? c.metric + " never reported" :
+    c.metric + " = " + fmt(c.value) + ("max" in c && c.value > c.max ? ", above its max " + fmt(c.max)
+                                                                     : ", below its min " + fmt(c.min)) +
+    " by " + fmt(c.violation)).join("; ");
+}
+
+// The feasible column: a marker on an infeasible trial, its tooltip the constraints it broke.
+function feasibleCell(r) {
+  if (r.feasible === false)
+    return el("span", {class: "infeasible-mark", title: "infeasible: " + violations(r), text: "✗ infeasible"});
+  if (r.feasible === true) return el("span", {class: "feasible-mark", title: "every constraint holds", text: "✓"});
+  return "";
+}
+
 // The columns of a page: key (what the server sorts and filters by), label, the cell.
 function tableColumns(cols) {
   const num = (key, label, cell, title) => ({key, label, cell, title, num: true, range: true});
@@ -184,6 +202,9 @@ function tableColumns(cols) {
     {key: "id", label: "trial", num: true, range: true,
      cell: (r, id) => el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})},
     {key: "state", label: "state", cell: r => r.state, cls: r => "state-" + r.state},
+    ...(cols.constraints ? [{key: null, label: "feasible", cell: feasibleCell, cls: () => "feasible",
+      title: "under the constraints (" + cols.constraints.map(c => c.metric).join(", ") +
+             "), judged once a job ends: point at ✗ for what it broke"}] : []),
     num("value", objectives[0] || "value", r => fmt(r.value), "the objective" +
         (objectives.length > 1 ? " (the first of " + objectives.length + ")" : "") +
         ": its last reported value"),
