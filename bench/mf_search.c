@@ -21,7 +21,8 @@
  * spent, and the epochs each method needed to first report an error at or
  * below asha + random's final best (the target), also as a share of the
  * epochs asha + random spent in all. Medians over the seeds (a seed that
- * never reaches the target counts as the largest).
+ * never reaches the target counts as the largest); the best error's mean
+ * and sample standard deviation over the seeds too.
  *
  *   mf_search [seeds [trials [mild]]]   (default 10 seeds, 243 trials) */
 #include <errno.h>
@@ -155,6 +156,16 @@ static int cmp(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
+/* Mean and sample standard deviation of v[0..n) into *mean, *sd (sd 0 for one). */
+static void mean_sd(const double *v, size_t n, double *mean, double *sd) {
+    double m = 0, q = 0;
+    for (size_t i = 0; i < n; i++)
+        m += v[i] / (double)n;
+    for (size_t i = 0; i < n; i++)
+        q += (v[i] - m) * (v[i] - m);
+    *mean = m, *sd = n > 1 ? sqrt(q / (double)(n - 1)) : 0;
+}
+
 static double median(double *v, size_t n) {
     qsort(v, n, sizeof *v, cmp);
     return n % 2 ? v[n / 2] : (isnan(v[n / 2]) ? NAN : (v[n / 2 - 1] + v[n / 2]) / 2);
@@ -187,13 +198,15 @@ int main(int argc, char **argv) {
     printf("%s curves, %d seeds, %llu trials, budget 1..81 eta 3, concurrency 4; medians over "
            "seeds\n",
            mild ? "mild" : "misleading", seeds, (unsigned long long)trials);
-    printf("%-20s %8s %8s %17s %13s %8s\n", "method", "best", "epochs", "epochs to target",
-           "of asha+rnd's", "reached");
+    printf("%-20s %8s %17s %8s %17s %13s %8s\n", "method", "best", "mean +- sd", "epochs",
+           "epochs to target", "of asha+rnd's", "reached");
     for (size_t m = 0; m < NMETHODS; m++) {
+        double mean, sd;
+        mean_sd(best[m], (size_t)seeds, &mean, &sd);
         double b = median(best[m], (size_t)seeds), e = median(ep[m], (size_t)seeds);
         double t = median(to[m], (size_t)seeds), r = median(ratio[m], (size_t)seeds);
-        printf("%-20s %8.4f %8.0f %17.0f %13.2f %5zu/%d\n", methods[m].label, b, e, t, r, hit[m],
-               seeds);
+        printf("%-20s %8.4f %8.4f +- %6.4f %8.0f %17.0f %13.2f %5zu/%d\n", methods[m].label, b,
+               mean, sd, e, t, r, hit[m], seeds);
     }
     return 0;
 }

@@ -112,7 +112,7 @@ void tp__asha_start(tp_asha_t *st, int64_t t, int k, tp_job_t *out) {
 int tp__asha_new_trial(tp_scheduler_t *s, tp_asha_t *st, double now, tp_job_t *out) {
     if (st->exhausted) return 0;
     json_t *cfg = NULL;
-    int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
+    int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, st->budgets[0], now, &cfg);
     if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
     if (st->ntrials == st->cap) {

@@ -165,7 +165,7 @@ static int hb_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     out->budget = rung_budget(st, st->s, st->i);
     if (st->i == 0) {
         json_t *cfg = NULL;
-        int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, now, &cfg);
+        int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, out->budget, now, &cfg);
         if (rc < 0) return rc;
         if (rc == 0) { /* cut the bracket where it is */
             st->exhausted = 1;

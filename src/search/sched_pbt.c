@@ -337,7 +337,7 @@ static int hand_out(tp_scheduler_t *s, pbt_t *st, tp_job_t *out) {
 
 static int new_trial(tp_scheduler_t *s, pbt_t *st, double now, tp_job_t *out) {
     json_t *cfg = NULL;
-    int rc = tp__searcher_ask(s->sampler, (uint64_t)st->n, now, &cfg);
+    int rc = tp__searcher_ask(s->sampler, (uint64_t)st->n, rung_budget(s, 0), now, &cfg);
     if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
     if (st->n == st->cap) {

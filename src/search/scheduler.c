@@ -184,7 +184,8 @@ int tp__sched_report_runs_on(tp_scheduler_t *s, int64_t trial, int64_t step, dou
 /* See scheduler.h. */
 int tp__sched_new_trial(tp_scheduler_t *s, int64_t index, double now, tp_job_t *out, json_t **cfg) {
     *cfg = NULL;
-    int rc = tp__searcher_ask(s->sampler, (uint64_t)index, now, cfg);
+    int rc = tp__searcher_ask(s->sampler, (uint64_t)index,
+                              s->cfg.budget.name ? s->cfg.budget.max : 0, now, cfg);
     if (rc <= 0) return rc;
     memset(out, 0, sizeof *out);
     out->trial = index;

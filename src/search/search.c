@@ -134,8 +134,9 @@ void tp__searcher_tell(tp_searcher_t *s, uint64_t index, const json_t *config, d
         s->ops->tell(s, index, config, value, now);
 }
 
-int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
-    int rc = s->ops->ask(s, index, now, out);
+int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double budget, double now, json_t **out) {
+    int rc = s->ops->ask_budget ? s->ops->ask_budget(s, index, budget, now, out)
+                                : s->ops->ask(s, index, now, out);
     const json_t *given = json_array_get(s->cfg.enqueue, (size_t)index);
     if (rc != 1 || !given) return rc;
     json_object_update(*out, (json_t *)given);

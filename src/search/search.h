@@ -42,6 +42,10 @@ struct tp_searcher_ops {
      * Returns 1 and sets *out (caller owns) when there is one, 0 when the
      * search is exhausted, -EAGAIN when it must wait for results. */
     int (*ask)(tp_searcher_t *s, uint64_t index, double now, json_t **out);
+    /* As ask, for a trial whose first job runs at budget (the scheduler's rung budget it
+     * starts at: asha's lowest, a hyperband bracket's first; 0: none): samplers that model
+     * each budget apart (dehb) make it for that budget. NULL: ask() (see tp__searcher_ask). */
+    int (*ask_budget)(tp_searcher_t *s, uint64_t index, double budget, double now, json_t **out);
     /* A trial's outcome: value is the objective (NaN when it failed). */
     void (*tell)(tp_searcher_t *s, uint64_t index, const json_t *config, double value, double now);
     /* Several objectives: values[0..cfg.nobj) as reported (NaN in any: failed). NULL for a
@@ -80,12 +84,14 @@ extern const char *const tp__searcher_names[];
 tp_searcher_t *tp__searcher_new(const tp_space_t *space, const tp_search_cfg_t *cfg, int maximize,
                                 tp_error_t *err);
 void tp__searcher_free(tp_searcher_t *s);
-/* Trial index's configuration: the sampler's ask, except that for the
- * first trials (index < size of cfg.enqueue) the enqueued values replace
- * the proposed ones (parameters left out keep the sampler's values) and
- * the parameters that become inactive are removed. Every caller that asks
- * a sampler goes through here. Returns as ops->ask. */
-int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out);
+/* Trial index's configuration, for a trial whose first job runs at budget (0: none; the
+ * schedulers with rungs pass the rung budget the new trial starts at): the sampler's
+ * ask_budget when it has one, else its ask, except that for the first trials (index < size
+ * of cfg.enqueue) the enqueued values replace the proposed ones (parameters left out keep
+ * the sampler's values) and the parameters that become inactive are removed. Every caller
+ * that asks a sampler goes through here; the budget is a pure function of the scheduler's
+ * journaled decisions, so a replay asks with the same one. Returns as ops->ask. */
+int tp__searcher_ask(tp_searcher_t *s, uint64_t index, double budget, double now, json_t **out);
 /* A job's result at a budget (0: none) for a sampler: ops->tell_budget when it has
  * one, else ops->tell. Every scheduler with rungs tells through here. */
 void tp__searcher_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,

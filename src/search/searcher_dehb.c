@@ -9,15 +9,18 @@
  * N_b = max(1, floor(budget.max / b)): the number of configurations the
  * largest Hyperband bracket runs at b (27, 9, 3, 1 for budgets 1..27, eta 3).
  *
- * ask(index):
- *   the first N_min = N_{budget.min} configurations, and any while no
- *   subpopulation holds three members to draw parents from, are the random
- *   searcher's draw from (seed, index): the lowest budget's population,
- *   seeded at random;
- *   else a budget b is drawn among those with members, with probability
- *   proportional to how many configurations one Hyperband iteration (all its
- *   brackets) evaluates at b, as often as DEHB evolves b's subpopulation
- *   (81, 61, 35, 19, 10 for budgets 1..81, eta 3; N_b without a budget);
+ * ask(index, start): start is the budget of the new trial's first job, which
+ * the scheduler passes (tp__searcher_ask): asha's lowest rung, the first rung
+ * of a hyperband bracket (0: not known).
+ *   the first N_min = N_{budget.min} configurations, any while no
+ *   subpopulation holds three members to draw parents from, and any for a
+ *   start budget no result has reached yet, are the random searcher's draw
+ *   from (seed, index): the lowest budget's population seeded at random;
+ *   else DE evolves the subpopulation of budget b = start, as DEHB evolves the
+ *   subpopulation of the rung it fills (without a start budget: b drawn among
+ *   those with members, with probability proportional to how many
+ *   configurations one Hyperband iteration (all its brackets) evaluates at b:
+ *   81, 61, 35, 19, 10 for budgets 1..81, eta 3; N_b without a budget);
  *   its next member in turn is the target (DEHB's round robin), and the
  *   parents r1, r2, r3 come from the parent pool: for the lowest budget, P_b
  *   itself; for a higher one, the best N_b members of the next lower budget's
@@ -25,7 +28,8 @@
  *   every subpopulation when fewer than three (as DEHB does). The trial is
  *   rand/1 with F = 0.5, binomial crossover with CR = 0.5 (tp__dehb_trial).
  *   The next configuration is made at once from the populations as they
- *   are: DEHB's asynchronous variant, at any concurrency.
+ *   are: DEHB's asynchronous variant, at any concurrency. So the trial's
+ *   first result, at b, always meets its target there.
  *
  * tell at budget b: the result joins P_b while it has fewer than N_b
  * members. Once P_b is full, a trial generated for b replaces its target if
@@ -39,14 +43,17 @@
  * updates its fitness. Failed results (NaN) never join.
  *
  * Where this departs from DEHB: the scheduler, not the sampler, runs the
- * higher budgets, so a trial generated for budget b starts at the rung the
- * scheduler gives it and meets its target only if promoted to b (a trial
- * stopped earlier loses to it); a higher budget's jobs continue a promoted
- * configuration from its checkpoint instead of evaluating a fresh mutant of
- * the promoted ones. A result told without a budget counts at +inf.
+ * higher budgets: a higher budget's jobs continue a promoted configuration
+ * from its checkpoint instead of evaluating a fresh mutant of the promoted
+ * ones, so DE only makes the configurations of a bracket's first rung (under
+ * asha: the lowest budget's only, whose parents are its own members; the
+ * higher subpopulations then serve as nothing but records). Without a start
+ * budget a trial generated for b meets its target only if promoted to b. A
+ * result told without a budget counts at +inf.
  *
- * Determinism: ask(index) is a pure function of (seed, index, the results
- * told, the earlier asks): its draws come from a stream seeded by (seed,
+ * Determinism: ask(index, start) is a pure function of (seed, index, start,
+ * the results told, the earlier asks; start is the scheduler's, itself
+ * replayed from the journal): its draws come from a stream seeded by (seed,
  * index), the round-robin targets from the order of asks. Replaying the
  * journaled asks and results in order gives the same configurations.
  *
@@ -284,13 +291,20 @@ static size_t draw_level(const tp_searcher_t *s, tp_rng_t *rng) {
     return last;
 }
 
-/* DE's proposal for index into u (d coordinates), its home level and slot;
- * 0 when there are not three parents to draw. */
-static int evolve(tp_searcher_t *s, uint64_t index, double *u, dehb_asked_t *rec) {
+/* The level of budget b (SIZE_MAX: no result has reached b, or none of them joined). */
+static size_t level_index(const dehb_state_t *st, double b) {
+    for (size_t k = 0; k < st->nl; k++)
+        if (same_budget(st->l[k].budget, b)) return st->l[k].n ? k : SIZE_MAX;
+    return SIZE_MAX;
+}
+
+/* DE's proposal for index into u (d coordinates), for a trial starting at budget start
+ * (0: unknown), its home level and slot; 0 when there are not three parents to draw. */
+static int evolve(tp_searcher_t *s, uint64_t index, double start, double *u, dehb_asked_t *rec) {
     dehb_state_t *st = s->impl;
     tp_rng_t rng;
     tp__rng_seed(&rng, s->cfg.seed ^ DEHB_STREAM, index);
-    size_t k = draw_level(s, &rng);
+    size_t k = start > 0 ? level_index(st, start) : draw_level(s, &rng);
     if (k == SIZE_MAX) return 0;
     size_t all = 0;
     for (size_t j = 0; j < st->nl; j++)
@@ -316,14 +330,15 @@ static int evolve(tp_searcher_t *s, uint64_t index, double *u, dehb_asked_t *rec
 }
 
 /* See the file comment. Returns 0 past `trials` (when bounded), else 1. */
-static int dehb_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
+static int dehb_ask_budget(tp_searcher_t *s, uint64_t index, double start, double now,
+                           json_t **out) {
     (void)now;
     dehb_state_t *st = s->impl;
     if (s->cfg.trials && index >= s->cfg.trials) return 0;
     double *u = tp__xcalloc(st->d ? st->d : 1, sizeof *u);
     dehb_asked_t rec = {0};
     size_t ninit = pop_size(s, s->cfg.budget_min > 0 ? s->cfg.budget_min : 1);
-    if (st->d > 0 && index >= ninit && evolve(s, index, u, &rec)) {
+    if (st->d > 0 && index >= ninit && evolve(s, index, start, u, &rec)) {
         *out = tp__dehb_config(s->space, u);
     } else {
         tp_rng_t rng;
@@ -349,6 +364,10 @@ static int dehb_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
     a->config = json_incref(*out);
     a->u = u;
     return 1;
+}
+
+static int dehb_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
+    return dehb_ask_budget(s, index, 0, now, out);
 }
 
 /* ---- tell ---------------------------------------------------------------------------- */
@@ -450,6 +469,7 @@ const struct tp_searcher_ops tp__searcher_dehb_ops = {
     .name = "dehb",
     .init = dehb_init,
     .ask = dehb_ask,
+    .ask_budget = dehb_ask_budget,
     .tell = dehb_tell,
     .tell_budget = dehb_tell_budget,
     .total = dehb_total,

@@ -255,7 +255,7 @@ static int refill(sim_t *S) {
             break;
         }
         json_t *cfg = NULL;
-        int rc = tp__searcher_ask(S->searcher, S->next_index, S->r->makespan_s, &cfg);
+        int rc = tp__searcher_ask(S->searcher, S->next_index, 0, S->r->makespan_s, &cfg);
         if (rc <= 0) {
             if (rc == 0) S->exhausted = 1;
             break; /* -EAGAIN: grid and random never wait */

@@ -160,7 +160,7 @@ static int feasible_of_last(const char *algo, uint64_t seed, int constrained, in
     int feasible = 0;
     for (int i = 0; s && i < n; i++) {
         json_t *c;
-        if (tp__searcher_ask(s, (uint64_t)i, 0, &c) != 1) break;
+        if (tp__searcher_ask(s, (uint64_t)i, 0, 0, &c) != 1) break;
         double x = json_number_value(json_object_get(c, "x")),
                y = json_number_value(json_object_get(c, "y"));
         double v[2] = {(x - 0.8) * (x - 0.8) + (y - 0.5) * (y - 0.5), y};
