@@ -31,10 +31,13 @@ GIB = 1024
 TRAINER = r'''
 import json, math, os, sys, time
 x = float(sys.argv[1]); budget = int(float(sys.argv[2])); sleep = float(sys.argv[3])
+gate = sys.argv[4] if len(sys.argv) > 4 else ""  # epochs past the first wait until it exists
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
 for epoch in range(max(start, 0) + 1, budget + 1):
+    while gate and epoch > 1 and not os.path.exists(gate) and os.path.isdir(os.path.dirname(gate)):
+        time.sleep(0.05)
     time.sleep(sleep)
     print("epoch %d of trial x=%.3f" % (epoch, x), flush=True)
     rep.write(json.dumps({"step": epoch, "score": round((1 - (x - 0.3) ** 2) * (1 - math.exp(-epoch / 3.0)), 6)}) + "\n")
@@ -166,10 +169,10 @@ class Dashboard(GpuE2E):
         self.fake_gpus([(80 * GIB, None), (40 * GIB, None)])
         os.makedirs(SHOTS, exist_ok=True)
 
-    def exp(self, trials=12, sleep=0.25, concurrency=4):
+    def exp(self, trials=12, sleep=0.25, concurrency=4, gate=""):
         return self.experiment(
             "name: dash\n"
-            "command: [%s, %s, \"{x}\", \"{epochs}\", \"%s\"]\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\", \"%s\", %s]\n"
             "metric: {name: score, mode: max}\n"
             "space:\n  x: {uniform: [0, 1]}\n  width: {choice: [64, 128, 256]}\n"
             "search: {algorithm: random, trials: %d, seed: 3, scheduler: asha}\n"
@@ -177,8 +180,8 @@ class Dashboard(GpuE2E):
             "concurrency: %d\n"
             "resources: {gpus: 1, gpu_memory: 10G, gpu_compute: 0.25}\n"
             "placement: {policy: wfd, reserve: 512M}\n"
-            % (yaml_str(PY), yaml_str(self.write("trainer.py", TRAINER)), sleep, trials,
-               concurrency))
+            % (yaml_str(PY), yaml_str(self.write("trainer.py", TRAINER)), sleep, yaml_str(gate),
+               trials, concurrency))
 
     def start_dashboard(self, *args):
         ready = self.path("url-%d" % len(self.procs))
@@ -196,9 +199,11 @@ class Dashboard(GpuE2E):
         b.screenshot(os.path.join(SHOTS, "dashboard-%s.png" % name))
 
     def test_every_page_shows_what_the_store_holds_while_it_runs(self):
-        d = self.path("run")
+        d, gate = self.path("run"), self.path("gate")
         with Browser() as b:  # started first: it takes seconds on a busy machine
-            run = self.start_run(self.exp(sleep=0.6), d, env=self.gpu_env())
+            # No trial goes past its first epoch before the gate opens: the run is still going
+            # when the first pages are looked at, however slow the machine.
+            run = self.start_run(self.exp(sleep=0.6, gate=gate), d, env=self.gpu_env())
             wait_for(lambda: self.poll_query(d, "SELECT value FROM meta WHERE key = 'name'"), 30)
             _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
             url, token = split_url(printed)
@@ -222,6 +227,7 @@ class Dashboard(GpuE2E):
             self.assertLessEqual(shown, in_store)  # the store only grows between the two reads
             self.assertEqual(run.poll(), None, "the run ended before the pages were seen live")
             self.shot(b, "trials")
+            open(gate, "w").close()
             for page, ready in (("history", "#chart svg circle"), ("curves", "#chart svg polyline"),
                                 ("parallel", "#chart svg polyline"),
                                 ("importance", "#chart svg rect"), ("packing", "#chart svg rect"),

@@ -183,7 +183,8 @@ class Elastic(ElasticBase):
                 self.assertTrue(m, d["detail"])
                 cost, raw, step = (float(g) for g in m.groups())
                 self.assertAlmostEqual(cost, max(0.0, raw - step), delta=0.0015)
-                self.assertLess(cost, raw)
+                # (a step measured between two reports read at once is about 0: not asserted)
+                self.assertLessEqual(cost, raw)
             # The curve: seconds per step measured at 1, 2 and 4 GPUs, 9 steps each (the
             # first report of an attempt only starts its clock), and the last restart cost.
             last = self.curve(s)[-1]
