@@ -13,6 +13,7 @@
  *   view          view.c           the live terminal view or log lines
  *   el            elastic.c        elastic trials: resizes, measured scaling
  *   dl            reallocation.c   reallocation of free GPUs, the deadline's end
+ *   clock         clock.c          the run's clock, the deadline's time (real, or a test's)
  *   the rest      orchestrator.c   the loop, the scheduler, launches and stops
  *                 setup.c          opening, resuming and freeing a run */
 #ifndef TP_ORCHESTRATOR_INTERNAL_H
