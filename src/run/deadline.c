@@ -9,7 +9,9 @@
  * `deadline`, in wall seconds (the clock of the scheduler's `now`): a
  * resumed run keeps it; a changed `deadline` key is journaled as a new
  * deadline from then on. A job's timing is measured from the attempt's
- * start and its reports' arrival (monotonic clock, as durations). */
+ * start and its reports' arrival (monotonic, as durations). Every time here
+ * is read from the run's clock (clock.h), so a test's virtual clock drives
+ * the whole deadline: `now`, the timings and the deadline's arrival. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +43,7 @@ void tp__deadline_start(tp_run_t *r) {
         char *created = tp__store_meta_get(r->journal.store, "created_at");
         double c = created ? strtod(created, NULL) : 0;
         free(created);
-        at = (c > 0 ? c : tp__wall_s()) + r->x.deadline_s;
+        at = (c > 0 ? c : tp__clock_wall(&r->clock)) + r->x.deadline_s;
     }
     r->deadline_at = at; /* for every scheduler: the run's own deadline */
     if (!r->sched->ops->deadline || at == r->deadline_journaled)
@@ -52,26 +54,39 @@ void tp__deadline_start(tp_run_t *r) {
         snprintf(detail, sizeof detail, "deadline %s after the experiment's creation", d);
     else
         snprintf(detail, sizeof detail, "no deadline");
-    journal_row(r, tp__wall_s(), "deadline", -1, 0, 0, at, detail);
+    journal_row(r, tp__clock_wall(&r->clock), "deadline", -1, 0, 0, at, detail);
     r->sched->ops->deadline(r->sched, at);
     r->deadline_journaled = at;
 }
 
 /* See orchestrator_internal.h. */
-void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now) {
+void tp__deadline_attempt(tp_run_t *r, trial_t *t) {
+    t->deadline = (tp_trial_deadline_t){.started = tp__clock_mono(&r->clock)};
+}
+
+/* See orchestrator_internal.h. */
+void tp__deadline_report(tp_run_t *r, trial_t *t, int first_step) {
+    t->deadline.last_report = tp__clock_mono(&r->clock);
+    if (first_step) t->deadline.first_step_at = t->deadline.last_report;
+    tp__deadline_clock_moved(r);
+}
+
+/* See orchestrator_internal.h. */
+void tp__deadline_timing(tp_run_t *r, const trial_t *t) {
     if (!r->sched->ops->timing || t->job.attempts != 1 || t->current.seq == 0 ||
         !(t->job.budget > 0))
         return;
+    const tp_trial_deadline_t *d = &t->deadline;
+    double now = tp__clock_wall(&r->clock);
     tp_timing_t tm = {.trial = t->id,
                       .rung = t->job.rung,
                       .units = t->job.budget - t->job.from_budget,
-                      .run_s = t->pace.last_report - t->current.started,
+                      .run_s = d->last_report - d->started,
                       .unit_s = NAN};
     /* seconds per step between this attempt's first report with a step and its last */
     if (t->pace.first_step != TP_STORE_NO_STEP && t->step != TP_STORE_NO_STEP &&
-        t->step > t->pace.first_step && t->pace.last_report > t->pace.first_step_at)
-        tm.unit_s =
-            (t->pace.last_report - t->pace.first_step_at) / (double)(t->step - t->pace.first_step);
+        t->step > t->pace.first_step && d->last_report > d->first_step_at)
+        tm.unit_s = (d->last_report - d->first_step_at) / (double)(t->step - t->pace.first_step);
     if (!(tm.units > 0) || !(tm.run_s >= 0)) return;
     json_t *j = json_pack("{s:f, s:f, s:o}", "units", tm.units, "run_s", tm.run_s, "unit_s",
                           isnan(tm.unit_s) ? json_null() : json_real(tm.unit_s));

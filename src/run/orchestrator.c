@@ -312,7 +312,7 @@ trial_t *tp__run_next_candidate(tp_run_t *r) {
     int rc;
     for (;;) { /* refusals (hypersched's admission) are journaled, then asked again */
         memset(&job, 0, sizeof job);
-        now = tp__wall_s();
+        now = tp__clock_wall(&r->clock);
         rc = r->sched->ops->next(r->sched, now, &job);
         if (rc != 1 || !job.refused) break;
         tp__deadline_refused(r, &job, now);
@@ -403,6 +403,7 @@ void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch) {
     json_decref(t->ranks.verdict);
     t->ranks.verdict = NULL;
     t->current.started = tp__mono_s();
+    tp__deadline_attempt(r, t);
     tp__fuse_alone(t);
     tp__buf_reset(&t->last);
     if (tp__trial_set_state(&r->trials, t, TP_TRIAL_RUNNING, NULL) != 0) return;

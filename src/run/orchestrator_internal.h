@@ -13,6 +13,7 @@
  *   view          view.c           the live terminal view or log lines
  *   el            elastic.c        elastic trials: resizes, measured scaling
  *   dl            reallocation.c   reallocation of free GPUs, the deadline's end
+ *   clock         clock.c          the run's clock, the deadline's time (real, or a test's)
  *   the rest      orchestrator.c   the loop, the scheduler, launches and stops
  *                 setup.c          opening, resuming and freeing a run */
 #ifndef TP_ORCHESTRATOR_INTERNAL_H
@@ -26,6 +27,7 @@
 #include "launch/launch.h"
 #include "place/fuse_choice.h"
 #include "place/place.h"
+#include "run/clock.h"
 #include "run/journal.h"
 #include "run/run.h"
 #include "run/trial_state.h"
@@ -332,6 +334,7 @@ void tp__elastic_free(tp_run_t *r);
 /* ---- reallocation.c: reallocation and the deadline's end in the real run --- */
 typedef struct tp_deadline {
     uv_timer_t timer; /* fires at the deadline (r->deadline_at) */
+    int armed;        /* the timer is initialized (tp__deadline_arm) */
     int hit;          /* reached: running trials checkpoint; nothing new starts */
     int freed;        /* GPUs were freed since the last plan */
     double planned;   /* monotonic time of the last reallocation plan */
@@ -340,9 +343,13 @@ typedef struct tp_deadline {
 
 /* The experiment has a `deadline`. */
 int tp__deadline_on(const tp_run_t *r);
-/* Arm the deadline's timer in the loop: at r->deadline_at (a resumed run
- * keeps it; one past it ends at once, checkpointing what runs). */
+/* Arm the deadline's timer in the loop: at r->deadline_at on the run's clock (a resumed run
+ * keeps it; one past it ends at once, checkpointing what runs). A virtual clock's deadline
+ * is reached when the clock moves past it (tp__deadline_clock_moved). */
 void tp__deadline_arm(tp_run_t *r);
+/* The run's clock moved (a report): a virtual clock at or past r->deadline_at reaches the
+ * deadline (the timer fires at once). Nothing with the real clocks: the timer keeps time. */
+void tp__deadline_clock_moved(tp_run_t *r);
 /* t's attempt ended paused or stopped (status) after the deadline: 1 with
  * detail filled and its checkpoint journaled (it ends as stopped), else 0. */
 int tp__deadline_ended(tp_run_t *r, trial_t *t, const char *status, char *detail, size_t n);
@@ -510,6 +517,7 @@ struct tp_run {
     tp_elastic_t el;       /* elastic.c */
     tp_fusion_t fuse;      /* fuse.c */
     tp_deadline_t dl;      /* reallocation.c */
+    tp_run_clock_t clock;  /* clock.c: the deadline's time, real or a test's virtual one */
 };
 
 /* Whether the program of x's command (argv[0]) exists and is executable from
@@ -593,10 +601,16 @@ void tp__run_stop_paused(tp_run_t *r, trial_t *t, const char *why);
  * scheduler), and told to a scheduler with ops->deadline (journaled) when it differs from what
  * the journal told it. */
 void tp__deadline_start(tp_run_t *r);
+/* t's attempt starts: its timing starts over, on the run's clock. */
+void tp__deadline_attempt(tp_run_t *r, trial_t *t);
+/* t's report was stored (first_step: the attempt's first with a step): timed on the run's
+ * clock, which a report may have moved (a virtual clock: the deadline may be reached). */
+void tp__deadline_report(tp_run_t *r, trial_t *t, int first_step);
 /* t's job ended ok: its measured timing (units, seconds from the attempt's start to its last
- * report, seconds per unit between its reports) journaled and told to the scheduler, before
- * its result. Nothing for a job run in several attempts or without reports. */
-void tp__deadline_timing(tp_run_t *r, const trial_t *t, double now);
+ * report, seconds per unit between its reports, on the run's clock) journaled at the run's
+ * `now` and told to the scheduler, before its result. Nothing for a job run in several
+ * attempts or without reports. */
+void tp__deadline_timing(tp_run_t *r, const trial_t *t);
 /* The scheduler refused a job (job->refused): journaled; a paused trial is stopped. */
 void tp__deadline_refused(tp_run_t *r, const tp_job_t *job, double now);
 /* Replay a journaled "deadline" or "timing" row; 1 when d was one, else 0. */

@@ -36,10 +36,14 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
                        tp__store_metric(tp__journal_tx(&r->journal), t->id, t->attempts,
                                         t->current.seq++, rep->step,
                                         rep->has_value ? rep->value : NAN, data, len),
-                       "storing a report") == 0)
+                       "storing a report") == 0) {
         r->journal.metric_rows++;
+        tp__clock_report(&r->clock); /* a test's virtual clock counts stored reports */
+    }
     t->pace.last_report = tp__mono_s();
     if (t->current.seq == 1) t->pace.first_report = t->pace.last_report;
+    tp__deadline_report(r, t,
+                        rep->step != TP_STORE_NO_STEP && t->pace.first_step == TP_STORE_NO_STEP);
     tp__elastic_on_report(r, t, rep->step);
     if (rep->step != TP_STORE_NO_STEP) {
         /* seconds per step, from this attempt's first report with a step */
@@ -66,8 +70,8 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         if (tp__run_better(r, rep->value, t->best)) t->best = rep->value;
         char why[200];
         if (rep->step != TP_STORE_NO_STEP && !t->job.early_stopped && !r->stopping &&
-            !r->sched->ops->report(r->sched, t->id, rep->step, rep->value, tp__wall_s(), why,
-                                   sizeof why)) {
+            !r->sched->ops->report(r->sched, t->id, rep->step, rep->value,
+                                   tp__clock_wall(&r->clock), why, sizeof why)) {
             t->job.early_stopped = 1;
             snprintf(t->job.why, sizeof t->job.why, "%s", why);
             tp__run_decision(r, "stop", t, 1, rep->value, why, NULL);
@@ -239,8 +243,9 @@ static void run_hooks(tp_run_t *r, trial_t *t, const tp_exited_t *e, tp_verdict_
 /* The scheduler hears that t's job ended: ok with its value (values, with
  * several objectives; the constrained metrics' values first, under
  * constraints), or out of the search (ok 0). */
-static void tell_result(tp_run_t *r, const trial_t *t, int ok, const tp_verdict_t *v, double at) {
+static void tell_result(tp_run_t *r, const trial_t *t, int ok, const tp_verdict_t *v) {
     const double *values = v->values;
+    double at = tp__clock_wall(&r->clock); /* the scheduler's now */
     if (ok && r->x.nconstraints) tp__scheduler_constrain(r->sched, t->id, v->cvalues);
     if (r->x.nobjectives > 1)
         r->sched->ops->result_values(r->sched, t->id, t->job.rung, ok, values, at);
@@ -252,10 +257,10 @@ static void tell_result(tp_run_t *r, const trial_t *t, int ok, const tp_verdict_
 
 /* A job done: the scheduler is told; the trial is finished, or waits
  * (paused, its checkpoint kept) for a promotion. Returns the state. */
-static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v, double at,
-                                 char *note, size_t n, const char **decided) {
-    tp__deadline_timing(r, t, at);
-    tell_result(r, t, 1, v, at);
+static tp_trial_state_t job_done(tp_run_t *r, trial_t *t, const tp_verdict_t *v, char *note,
+                                 size_t n, const char **decided) {
+    tp__deadline_timing(r, t);
+    tell_result(r, t, 1, v);
     if (t->job.early_stopped) {
         *decided = t->job.why;
         return TP_TRIAL_STOPPED;
@@ -305,7 +310,7 @@ static tp_trial_state_t job_failed(tp_run_t *r, trial_t *t, tp_verdict_t *v, tp_
                        "recording a failure");
         return TP_TRIAL_PENDING;
     }
-    tell_result(r, t, 0, v, how->at);
+    tell_result(r, t, 0, v);
     *decided = v->why;
     return TP_TRIAL_FAILED;
 }
@@ -365,7 +370,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
          * extended past the deadline does not wait for that job. */
         tp__run_decision(r, "deadline-stop", t, 1, t->has_value ? t->value : NAN, end->at_deadline,
                          NULL);
-        tell_result(r, t, 0, v, how->at);
+        tell_result(r, t, 0, v);
         return TP_TRIAL_STOPPED;
     }
     if (end->interrupted) {
@@ -381,7 +386,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
         return TP_TRIAL_PENDING;
     }
     if (v->kind != TP_VERDICT_DONE) return job_failed(r, t, v, how, decided);
-    tp_trial_state_t to = job_done(r, t, v, how->at, note, n, decided);
+    tp_trial_state_t to = job_done(r, t, v, note, n, decided);
     how->detail = *decided;
     return to;
 }

@@ -72,10 +72,20 @@ static void reach(uv_timer_t *h) {
 
 void tp__deadline_arm(tp_run_t *r) {
     if (!tp__deadline_on(r) || r->deadline_at <= 0) return;
-    double left = r->deadline_at - tp__wall_s();
+    double left = r->deadline_at - tp__clock_wall(&r->clock);
     uv_timer_init(&r->loop, &r->dl.timer);
     r->dl.timer.data = r;
+    r->dl.armed = 1;
+    if (tp__clock_virtual(&r->clock) && left > 0)
+        return; /* reached when the reports move the clock there */
     uv_timer_start(&r->dl.timer, reach, left > 0 ? (uint64_t)(left * 1000.0) : 0, 0);
+}
+
+void tp__deadline_clock_moved(tp_run_t *r) {
+    if (!r->dl.armed || r->dl.hit || !tp__clock_virtual(&r->clock) ||
+        uv_is_active((uv_handle_t *)&r->dl.timer) || tp__clock_wall(&r->clock) < r->deadline_at)
+        return;
+    uv_timer_start(&r->dl.timer, reach, 0, 0); /* in the loop's next turn, as a timer would */
 }
 
 int tp__deadline_ended(tp_run_t *r, trial_t *t, const char *status, char *detail, size_t n) {
@@ -187,7 +197,7 @@ void tp__deadline_realloc(tp_run_t *r) {
     int running = r->trials.count[TP_TRIAL_RUNNING];
     if (running == 0) return;
     tp_realloc_trial_t *view = tp__xcalloc((size_t)running, sizeof *view);
-    double now = tp__wall_s();
+    double now = tp__clock_wall(&r->clock); /* the deadline's time */
     for (size_t node = 0; node < tp__placement_cluster(r)->nnodes; node++) {
         int free_gpus = tp__placement_free_gpus(r, node);
         if (free_gpus > 0) plan_node(r, node, free_gpus, now, view);

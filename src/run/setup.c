@@ -603,6 +603,21 @@ static void run_free(tp_run_t *r) {
     if (r->lock_fd > 0) close(r->lock_fd);
 }
 
+/* The run's clock (clock.h): a test's virtual one starts at the experiment's
+ * creation, after the reports its store holds. */
+static void start_clock(tp_run_t *r) {
+    if (!tp__clock_virtual(&r->clock)) return;
+    tp_store_t *s = r->journal.store;
+    char *created = tp__store_meta_get(s, "created_at");
+    double base = created ? strtod(created, NULL) : 0;
+    free(created);
+    int64_t reports = 0;
+    for (size_t i = 0; i < r->trials.n; i++)
+        if (tp__trials_get(&r->trials, (int64_t)i))
+            reports += tp__store_metric_count(s, (int64_t)i);
+    tp__clock_start(&r->clock, base > 0 ? base : tp__wall_s(), reports);
+}
+
 int tp__run_experiment(const tp_run_opts_t *o) {
     /* `tunepack run ... | head`: a reader that goes away costs the log lines,
      * not the run (a write to it fails with EPIPE instead of killing us). */
@@ -676,11 +691,17 @@ int tp__run_experiment(const tp_run_opts_t *o) {
         /* a resumed run uses the priors it journaled */
         tp__log(TP_LOG_WARN, "%s (a resumed run goes on with the journaled priors)", err.msg);
     }
+    if (tp__clock_init(&r->clock, err.msg, sizeof err.msg) != 0) {
+        fprintf(stderr, "tunepack: error: %s\n", err.msg);
+        code = TP_EXIT_USAGE;
+        goto out;
+    }
     if (lock_dir(r, &err) != 0 || open_experiment(r, &err) != 0) {
         fprintf(stderr, "tunepack: error: %s\n", err.msg);
         code = TP_EXIT_STORE;
         goto out;
     }
+    start_clock(r);
     if (o->fork && (code = fork_from(r, o->fork)) != 0) goto out;
     tp__run_warm_start(r);
     int interrupted = resume_trials(r);

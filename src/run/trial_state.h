@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "place/place.h"
+#include "run/deadline.h"
 #include "run/elastic.h"
 #include "run/fuse.h"
 #include "run/groups.h"
@@ -122,12 +123,14 @@ typedef struct trial {
     json_t *gpu_env;        /* the GPU environment of the current attempt, owned */
     tp_trial_ranks_t ranks; /* the processes of its current attempt */
     tp_trial_pace_t pace;   /* its step timing */
-    tp_trial_demand_t demand;   /* its demand and what it measured (placement.h: placement.c,
-                                   profiling.c) */
-    tp_trial_elastic_t elastic; /* an elastic trial's sizes, costs and curve (elastic.h:
-                                   elastic.c) */
-    tp_trial_fluid_t fluid;     /* its Fluid group, share and load (groups.h: groups.c) */
-    tp_trial_fusion_t fusion;   /* the fused process it runs in (fuse.h: fuse.c) */
+    tp_trial_demand_t demand;     /* its demand and what it measured (placement.h: placement.c,
+                                     profiling.c) */
+    tp_trial_elastic_t elastic;   /* an elastic trial's sizes, costs and curve (elastic.h:
+                                     elastic.c) */
+    tp_trial_fluid_t fluid;       /* its Fluid group, share and load (groups.h: groups.c) */
+    tp_trial_fusion_t fusion;     /* the fused process it runs in (fuse.h: fuse.c) */
+    tp_trial_deadline_t deadline; /* its attempt timed on the run's clock (deadline.h:
+                                     deadline.c) */
 } trial_t;
 
 /* What a transition records besides the new state. */

@@ -2,20 +2,32 @@
 """Deadline runs end to end: `scheduler: hypersched` with `deadline:` learns each job's timing
 from the attempt's start and its reports' arrival (journaled), refuses trials that can no
 longer reach the incumbent's budget before the deadline (journaled with the figures, the
-paused ones stopped with the reason), and a resumed run replays those decisions exactly."""
+paused ones stopped with the reason), and a resumed run replays those decisions exactly.
+
+The run's deadline clock is the test clock (TUNEPACK_TEST_CLOCK, src/run/clock.h): it moves
+0.1 s each time a trial's report is stored, and not otherwise, so what the runs decide does
+not depend on how fast or loaded the machine is: a `deadline: 6s` run reaches its deadline
+at its 60th report, and the trials' timings are counted in reports too. The trainers do not
+sleep; the killed run is held (trials 6 and on wait for a gate file) until the test kills
+it, so the kill happens whatever the speed."""
 
 import os
-import signal
 import subprocess
-import time
 import unittest
+from unittest import mock
 
 from helpers import E2E, PY, SRC, yaml_str
 
 # value(epoch) = q * (1 - exp(-epoch / 3)); resumes from its checkpoint; one report per epoch.
+# With a gate file (argv[3], "-": none), trials from HOLD_FROM on wait for it to exist before
+# their first report.
+HOLD_FROM = 6
 TRAINER = r'''
 import json, math, os, sys, time
-x = float(sys.argv[1]); budget = int(float(sys.argv[2])); sleep = float(sys.argv[3])
+x = float(sys.argv[1]); budget = int(float(sys.argv[2])); gate = sys.argv[3]
+if gate != "-" and int(os.environ["TUNEPACK_TRIAL_ID"]) >= %d:
+    while not os.path.exists(gate):
+        time.sleep(0.05)
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
@@ -23,12 +35,11 @@ q = 1.0 - (x - 0.3) ** 2
 if start >= budget:
     rep.write(json.dumps({"step": start, "score": round(q * (1 - math.exp(-start / 3.0)), 6)}) + "\n")
 for epoch in range(start + 1, budget + 1):
-    time.sleep(sleep)
     rep.write(json.dumps({"step": epoch, "score": round(q * (1 - math.exp(-epoch / 3.0)), 6)}) + "\n")
     with open(ck + ".tmp", "w") as f:
         f.write(str(epoch))
     os.rename(ck + ".tmp", ck)
-'''
+''' % HOLD_FROM
 
 
 def rows(run_dir, sql):
@@ -36,18 +47,25 @@ def rows(run_dir, sql):
 
 
 class DeadlineTest(E2E):
-    def exp(self, deadline="6s", trials=80, extra=""):
+    def setUp(self):
+        super().setUp()
+        # every run of these tests (and its resumes) on the test clock: 0.1 s a report
+        clock = mock.patch.dict(os.environ, {"TUNEPACK_TEST_CLOCK": "0.1"})
+        clock.start()
+        self.addCleanup(clock.stop)
+
+    def exp(self, deadline="6s", trials=80, extra="", gate="-"):
         trainer = self.write("trainer.py", TRAINER)
         return self.experiment(
             "name: deadline\n"
-            "command: [%s, %s, \"{x}\", \"{epochs}\", \"0.1\"]\n"
+            "command: [%s, %s, \"{x}\", \"{epochs}\", %s]\n"
             "metric: {name: score, mode: max}\n"
             "space:\n  x: {uniform: [0, 1]}\n"
             "search: {algorithm: random, trials: %d, seed: 5, scheduler: hypersched}\n"
             "budget: {name: epochs, min: 1, max: 9, eta: 3}\n"
             "deadline: %s\n"
             "concurrency: 3\nstop_grace: 1s\n%s"
-            % (yaml_str(PY), yaml_str(trainer), trials, deadline, extra))
+            % (yaml_str(PY), yaml_str(trainer), yaml_str(gate), trials, deadline, extra))
 
     def decisions(self, run_dir):
         return rows(run_dir, "SELECT kind, trial, rung, ok, detail FROM decisions ORDER BY seq")
@@ -65,7 +83,7 @@ class DeadlineTest(E2E):
         self.assertTrue(timing, "every job ended ok is timed")
         self.assertIn('"units":1', timing[0][4].replace(".0", ""))
         refused = [x for x in d if x[0] == "refused"]
-        self.assertTrue(refused, "80 trials of up to 9 x 0.1 s cannot all run in 6 s on 3 slots")
+        self.assertTrue(refused, "80 trials of up to 9 reports cannot all run in 60 reports")
         self.assertTrue(all("the deadline is too near: " in x[4] for x in refused), refused)
         # once a job's timing is known, the why gives the figures
         self.assertTrue(any("the deadline is too near: needs" in x[4] and "s to the deadline" in x[4]
@@ -116,9 +134,15 @@ class DeadlineTest(E2E):
         self.assertEqual(self.decisions(run), d)
 
     def test_a_killed_deadline_run_resumes_into_its_journaled_decisions(self):
-        exp, run = self.exp(deadline="8s"), self.path("killed")
-        self.kill_after(exp, run, 12)  # the deadline, and timings and results learned
+        gate = self.path("gate")
+        exp, run = self.exp(deadline="8s", gate=gate), self.path("killed")
+        # trials 0-5 run, 6 on wait at the gate: the run holds until it is killed
+        self.kill_after(exp, run, 12)
         before = self.decisions(run)
+        kinds = [k for k, *_ in before]  # the deadline, and timings and results learned
+        for kind in ("deadline", "timing", "result"):
+            self.assertIn(kind, kinds)
+        open(gate, "w").close()
         r = self.run_exp(exp, run)
         self.assertExit(r, 0)
         self.assertNotIn("diverged", r.stderr)

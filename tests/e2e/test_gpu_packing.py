@@ -398,19 +398,42 @@ class GpuPacking(GpuE2E):
         self.check_no_daemons(run_dir)
 
 
-# Hyperband trainer: x = 8 steps six times slower than the rest (0.3 s against 0.05 s).
+# Hyperband trainer: x = 8 steps slower than the rest by construction, whatever the machine's
+# speed. The others write all their epochs' reports in one write: the agent reads them at
+# once and sends them as one message, so the run measures a step of microseconds. x = 8
+# writes each epoch's report alone and, before the next one, waits until the run has stored
+# the last (its row in the store) and then 0.3 s more: the run measures at least 0.3 s a step.
 SLOW_EIGHT = r'''
-import json, os, sys, time
+import json, os, sqlite3, sys, time
 x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
-rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
-for epoch in range(start + 1, budget + 1):
-    time.sleep(0.3 if x == 8 else 0.05)
-    rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
-    with open(ck + ".tmp", "w") as f:
-        f.write(str(epoch))
-    os.rename(ck + ".tmp", ck)
+trial_dir = os.environ["TUNEPACK_TRIAL_DIR"]
+db = os.path.join(os.path.dirname(os.path.dirname(trial_dir)), "tunepack.db")
+trial, attempt = int(os.environ["TUNEPACK_TRIAL_ID"]), int(os.environ["TUNEPACK_ATTEMPT"])
+
+def stored(step):
+    try:
+        with sqlite3.connect("file:%s?mode=ro" % db, uri=True) as c:
+            return c.execute("SELECT count(*) FROM metrics WHERE trial = ? AND attempt = ? AND "
+                             "step = ?", (trial, attempt, step)).fetchone()[0] > 0
+    except sqlite3.Error:
+        return False
+
+line = lambda epoch: json.dumps({"step": epoch, "score": x * epoch}) + "\n"
+rep = int(os.environ["TUNEPACK_REPORT_FD"])
+if x != 8:
+    os.write(rep, "".join(line(e) for e in range(start + 1, budget + 1)).encode())
+else:
+    for epoch in range(start + 1, budget + 1):
+        if epoch > start + 1:
+            while not stored(epoch - 1):
+                time.sleep(0.02)
+            time.sleep(0.3)
+        os.write(rep, line(epoch).encode())
+with open(ck + ".tmp", "w") as f:
+    f.write(str(budget))
+os.rename(ck + ".tmp", ck)
 '''
 
 
@@ -418,8 +441,9 @@ class ExpectedDuration(GpuE2E):
     """The placer's expected duration in a run: measured seconds per step x the steps the job
     has left. One fake GPU that holds one trial at a time (compute 1.0), wfd, Hyperband over
     epochs 2, 6, 18: rung 1 promotes x = 9, 8, 7 together (best first), each with 4 epochs
-    left; x = 8 measured 0.3 s a step (1.2 s left), the others 0.05 s (0.2 s). Longest first,
-    wfd starts x = 8 first; without expected durations the promotion order rules (x = 9)."""
+    left; x = 8 measured at least 0.3 s a step, the others microseconds (SLOW_EIGHT). Longest
+    first, wfd starts x = 8 first; without expected durations the promotion order rules
+    (x = 9)."""
 
     def test_wfd_in_a_run_starts_the_longest_expected_job_first(self):
         trainer = self.write("trainer.py", SLOW_EIGHT)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Each part of the run is used only through its owner's functions: no file
 # reaches into another part's fields (DESIGN.md, "Inside the orchestrator").
-# A trial's feature parts (trial_t.demand, .elastic, .fluid, .fusion) and the
+# A trial's feature parts (trial_t.demand, .elastic, .fluid, .fusion, .deadline) and the
 # run's parts below may be touched only in the files that own them; every
 # other file under src/ goes through the owner's functions.
 # usage: owned_fields.sh SOURCE_DIR
@@ -13,6 +13,8 @@ rules='demand\.[a-z_]     placement.c profiling.c
 elastic\.[a-z_]    elastic.c
 fluid\.[a-z_]      groups.c
 fusion\.[a-z_]     fuse.c
+deadline\.[a-z_]   deadline.c
+clock\.[a-z_]      clock.c
 pl\.[a-z_]         placement.c profiling.c inventory.c
 agents\.links\b    agents.c
 trials\.by_id\b    trial_state.c'

@@ -12,7 +12,8 @@ sh "$lint" "$tmp" >/dev/null 2>&1 || { echo "owned_fields_selftest: the clean co
 victim="$tmp/src/run/view.c"
 cp "$victim" "$tmp/view.c.clean"
 for access in 't->elastic.gpus_want' 't->fluid.share' 't->fusion.proc' 't->demand.mem_mib' \
-    'r->pl.cluster.nnodes' 'r->agents.links[0]->up' 'r->trials.by_id[1]->id'; do
+    'r->pl.cluster.nnodes' 'r->agents.links[0]->up' 'r->trials.by_id[1]->id' \
+    't->deadline.started' 'r->clock.reports'; do
     cp "$tmp/view.c.clean" "$victim"
     printf '\nstatic long planted(const tp_run_t *r, const trial_t *t) { return (long)%s; }\n' \
         "$access" >>"$victim"
