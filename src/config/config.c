@@ -204,6 +204,32 @@ int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, 
                 tp__cfg_describe(v, got, sizeof got), hint);
 }
 
+/* See config_internal.h. */
+int tp__cfg_get_number(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, double hi, int open,
+                       const char *what, double *out) {
+    double d;
+    int above = open & TP_CFG_ABOVE_LO, below = open & TP_CFG_BELOW_HI;
+    if (tp__cfg_node_number(v, &d) == 0 && isfinite(d) && (above ? d > lo : d >= lo) &&
+        (below ? d < hi : d <= hi)) {
+        *out = d;
+        return 0;
+    }
+    char range[96], got[256];
+    if (isinf(hi))
+        snprintf(range, sizeof range, "%s %g", above ? ">" : ">=", lo);
+    else if (!above && !below)
+        snprintf(range, sizeof range, "from %g to %g", lo, hi);
+    else
+        snprintf(range, sizeof range, "in %c%g, %g%c", above ? '(' : '[', lo, hi,
+                 below ? ')' : ']');
+    const char *hint = v->type == YAML_SCALAR_NODE && !is_plain(v) &&
+                               (matches_int(stext(v)) || matches_real(stext(v)))
+                           ? " (quoted, so it is a string; remove the quotes)"
+                           : "";
+    return fail(c, v, "\"%s\" must be a number %s%s%s%s, got %s%s", key, range, what ? " (" : "",
+                what ? what : "", what ? ")" : "", tp__cfg_describe(v, got, sizeof got), hint);
+}
+
 /* A non-empty string setting (any scalar's text). */
 int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out) {
     if (v->type != YAML_SCALAR_NODE || (is_plain(v) && !*stext(v))) {

@@ -28,30 +28,15 @@ static int realloc_policy(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return fail(c, v, "unknown reallocation policy \"%s\"; use uniform, top-job or softmax", s);
 }
 
-static int realloc_number(cfgctx_t *c, yaml_node_t *v, double lo, const char *what, double *out) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > lo && isfinite(d)) {
-        *out = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v, "%s, got %s", what, tp__cfg_describe(v, got, sizeof got));
-}
-
 static int realloc_min_gain(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    (void)key;
-    return realloc_number(c, v, 1,
-                          "\"min_gain\" must be a number > 1 (the modelled speed-up a "
-                          "resize must beat, e.g. 1.1)",
-                          &c->x->realloc.min_gain);
+    return tp__cfg_get_number(c, key, v, 1, INFINITY, TP_CFG_ABOVE_LO,
+                              "the modelled speed-up a resize must beat, e.g. 1.1",
+                              &c->x->realloc.min_gain);
 }
 
 static int realloc_temperature(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    (void)key;
-    return realloc_number(c, v, 0,
-                          "\"temperature\" must be a number > 0 (softmax over scores, "
-                          "e.g. 1)",
-                          &c->x->realloc.temperature);
+    return tp__cfg_get_number(c, key, v, 0, INFINITY, TP_CFG_ABOVE_LO,
+                              "softmax over scores, e.g. 1", &c->x->realloc.temperature);
 }
 
 static int realloc_cooldown(cfgctx_t *c, const char *key, yaml_node_t *v) {

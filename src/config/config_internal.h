@@ -116,6 +116,16 @@ int tp__cfg_node_integer(const yaml_node_t *n, long long *out);
 int tp__cfg_node_bool(const yaml_node_t *n, int *out);
 int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
                     long long *out);
+/* tp__cfg_get_number's ends: lo and hi are allowed unless one of these excludes them. */
+#define TP_CFG_ABOVE_LO 1 /* the number must be > lo */
+#define TP_CFG_BELOW_HI 2 /* the number must be < hi */
+/* A finite number setting from lo to hi (hi INFINITY: no upper bound), each end allowed
+ * unless `open` (TP_CFG_ABOVE_LO, TP_CFG_BELOW_HI) excludes it, into *out. 0, or -EINVAL
+ * with the mistake said at v: "\"key\" must be a number RANGE (what), got X", where
+ * RANGE reads "> lo", ">= lo", "from lo to hi" or "in (lo, hi]" and the like, and what
+ * (NULL: none) says what the number means, with an example. */
+int tp__cfg_get_number(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, double hi, int open,
+                       const char *what, double *out);
 int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out);
 int tp__cfg_get_duration(cfgctx_t *c, const char *key, yaml_node_t *v, double *out);
 /* A memory size: a number of MiB, or a size with a unit ("2G", "1500M"), into *out MiB. */

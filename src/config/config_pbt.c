@@ -13,29 +13,15 @@
 #define EXPLORE_EG "explore: {lr: {factors: [0.8, 1.2]}, dropout: {resample: 0.25}}"
 
 static int pbt_interval(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && isfinite(d)) {
-        c->x->pbt.interval = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v,
-                "\"%s\" must be a number > 0 of budget units between exploit/explore steps, e.g. "
-                "2; got %s",
-                key, tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 0, INFINITY, TP_CFG_ABOVE_LO,
+                              "budget units between exploit/explore steps, e.g. 2",
+                              &c->x->pbt.interval);
 }
 
 static int pbt_quantile(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && d <= 0.5) {
-        c->x->pbt.quantile = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v,
-                "\"%s\" must be a share in (0, 0.5]: the bottom share copies the top share, "
-                "e.g. 0.25; got %s",
-                key, tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 0, 0.5, TP_CFG_ABOVE_LO,
+                              "a share: the bottom share copies the top share, e.g. 0.25",
+                              &c->x->pbt.quantile);
 }
 
 static const char *const explore_keys[] = {"resample", "factors"};
@@ -51,11 +37,8 @@ static int explore_one(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v, tp_pbt_explo
         const char *name = pk->type == YAML_SCALAR_NODE ? stext(pk) : "";
         char got[256];
         if (!strcmp(name, "resample")) {
-            double d;
-            if (tp__cfg_node_number(pv, &d) < 0 || !(d >= 0 && d <= 1))
-                return fail(c, pv, "resample must be a probability in [0, 1], e.g. 0.25; got %s",
-                            tp__cfg_describe(pv, got, sizeof got));
-            e->resample = d;
+            if (tp__cfg_get_number(c, name, pv, 0, 1, 0, "a probability, e.g. 0.25", &e->resample))
+                return -EINVAL;
         } else if (!strcmp(name, "factors")) {
             size_t n = pv->type == YAML_SEQUENCE_NODE ? seq_len(pv) : 0;
             if (n == 0 || n > TP_ARRAY_LEN(e->factors))

@@ -43,14 +43,6 @@ int tp__cfg_get_mib(cfgctx_t *c, const char *key, yaml_node_t *v, uint64_t *out)
                 tp__cfg_describe(v, got, sizeof got));
 }
 
-static int get_real(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, double hi,
-                    double *out) {
-    if (tp__cfg_node_number(v, out) == 0 && *out > lo && *out <= hi) return 0;
-    char got[256];
-    return fail(c, v, "\"%s\" must be a number in (%g, %g], got %s", key, lo, hi,
-                tp__cfg_describe(v, got, sizeof got));
-}
-
 /* An int key from lo to hi into *out. */
 static int get_int_into(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, long long hi,
                         int *out) {
@@ -105,7 +97,7 @@ static int res_gpu_compute(cfgctx_t *c, const char *key, yaml_node_t *v) {
         c->x->res.gpu_compute_auto = 1;
         return 0;
     }
-    return get_real(c, key, v, 0, 1, &c->x->res.gpu_compute);
+    return tp__cfg_get_number(c, key, v, 0, 1, TP_CFG_ABOVE_LO, NULL, &c->x->res.gpu_compute);
 }
 
 static int res_cpus(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -211,16 +203,8 @@ static int pl_reserve(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int pl_oversubscribe(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d >= 0 && d <= 4) {
-        c->x->oversubscribe = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v,
-                "\"%s\" must be a number from 0 to 4 (0.2 lets each GPU take 1.2 of "
-                "compute), got %s",
-                key, tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 0, 4, 0, "0.2 lets each GPU take 1.2 of compute",
+                              &c->x->oversubscribe);
 }
 
 static int pl_max_per_gpu(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -285,7 +269,7 @@ static int gpu_entry(cfgctx_t *c, yaml_node_t *v, tp_gpu_decl_t *g) {
         } else if (strcmp(name, "memory") == 0) {
             rc = tp__cfg_get_mib(c, name, val, &g->memory_mib);
         } else if (strcmp(name, "speed") == 0) {
-            rc = get_real(c, name, val, 0, 1000, &g->speed);
+            rc = tp__cfg_get_number(c, name, val, 0, 1000, TP_CFG_ABOVE_LO, NULL, &g->speed);
         } else {
             rc = tp__cfg_unknown_key(c, k, gpu_keys, TP_ARRAY_LEN(gpu_keys));
         }
@@ -354,16 +338,9 @@ static int gr_shares(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 /* min and max: a share of a GPU (0.25) or a number of GPUs (2). */
 static int gr_bound(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && d <= TP_PLACE_MAX_GPUS) {
-        *(strcmp(key, "min") == 0 ? &c->x->groups_min : &c->x->groups_max) = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v,
-                "\"%s\" must be a share of GPUs above 0 and at most %d (0.25: a quarter of "
-                "a GPU, 2: two GPUs), got %s",
-                key, TP_PLACE_MAX_GPUS, tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 0, TP_PLACE_MAX_GPUS, TP_CFG_ABOVE_LO,
+                              "a share of GPUs: 0.25 a quarter of a GPU, 2 two GPUs",
+                              strcmp(key, "min") == 0 ? &c->x->groups_min : &c->x->groups_max);
 }
 
 /* restart: whether dynamic shares may resize a running elastic trial to

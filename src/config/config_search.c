@@ -2,6 +2,7 @@
  * `metric` (one objective, or a list of them), `budget` (the resource that
  * grows), `search.scheduler` (fifo, asha, hyperband, median) and
  * `checkpoint` (how a trial is asked to pause). */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,10 +93,7 @@ int tp__cfg_key_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
 /* ---- budget ------------------------------------------------------------------------ */
 
 static int get_positive(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
-    if (tp__cfg_node_number(v, out) == 0 && *out > 0) return 0;
-    char got[256];
-    return fail(c, v, "\"%s\" must be a number > 0, got %s", key,
-                tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 0, INFINITY, TP_CFG_ABOVE_LO, NULL, out);
 }
 
 static int budget_name(cfgctx_t *c, const char *key, yaml_node_t *v) {
@@ -121,14 +119,8 @@ static int budget_max(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int budget_eta(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > 1 && d <= 100) {
-        c->x->budget_eta = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v, "\"%s\" must be a number > 1 (the reduction factor, e.g. 3), got %s", key,
-                tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 1, 100, TP_CFG_ABOVE_LO, "the reduction factor, e.g. 3",
+                              &c->x->budget_eta);
 }
 
 static const key_spec_t budget_keys[] = {

@@ -44,16 +44,10 @@ static int surrogate_promote(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 static int surrogate_eager(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && d <= 1) {
-        c->x->surrogate.eager = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v,
-                "\"%s\" must be a share in (0, 1]: promote once this share of the "
-                "surrogate trials has ended (1: only at the end), e.g. 0.5; got %s",
-                key, tp__cfg_describe(v, got, sizeof got));
+    return tp__cfg_get_number(c, key, v, 0, 1, TP_CFG_ABOVE_LO,
+                              "a share: promote once this share of the surrogate trials has "
+                              "ended, 1 only at the end, e.g. 0.5",
+                              &c->x->surrogate.eager);
 }
 
 static const key_spec_t surrogate_keys[] = {

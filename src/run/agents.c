@@ -466,7 +466,7 @@ static void on_heartbeat(uv_timer_t *h) {
 
 void tp__agents_running(const tp_run_t *r, int *counts, int processes) {
     memset(counts, 0, r->agents.n * sizeof *counts);
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         if (processes && tp__fuse_of(t) && tp__fuse_member(r, tp__fuse_of(t), -1) != t) continue;
@@ -541,6 +541,10 @@ int tp__agents_open(const tp_run_t *r) {
 tp_agent_link_t *tp__agents_link(const tp_run_t *r, size_t node) {
     assert(node < r->agents.n);
     return r->agents.links[node];
+}
+
+size_t tp__agents_n(const tp_run_t *r) {
+    return r->agents.n;
 }
 
 int tp__agents_ready(const tp_run_t *r) {

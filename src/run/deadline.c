@@ -40,7 +40,7 @@ static void journal_row(tp_run_t *r, double at, const char *kind, int64_t trial,
 void tp__deadline_start(tp_run_t *r) {
     double at = 0;
     if (r->x.deadline_s > 0) {
-        char *created = tp__store_meta_get(r->journal.store, "created_at");
+        char *created = tp__store_meta_get(tp__journal_store(&r->journal), "created_at");
         double c = created ? strtod(created, NULL) : 0;
         free(created);
         at = (c > 0 ? c : tp__clock_wall(&r->clock)) + r->x.deadline_s;

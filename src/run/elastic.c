@@ -58,6 +58,14 @@ int tp__elastic_on(const tp_run_t *r) {
     return r->x.res.gpus_max > 0;
 }
 
+int tp__elastic_resizing(const tp_run_t *r) {
+    return r->el.resizing;
+}
+
+size_t tp__elastic_pauses_queued(const tp_run_t *r) {
+    return r->el.npauses;
+}
+
 int tp__elastic_gpus(const tp_run_t *r, const trial_t *t) {
     if (!tp__elastic_on(r) || t->elastic.gpus_want <= 0) return r->x.res.gpus;
     return t->elastic.gpus_want;
@@ -110,7 +118,6 @@ static int crossed_power_of_two(uint32_t before, uint32_t after) {
 void tp__elastic_attempt(tp_run_t *r, trial_t *t) {
     t->gpus = (int)t->where.ngpus;
     t->procs = tp__elastic_on(r) ? (t->gpus > 0 ? t->gpus : 1) : r->x.res.procs_per_node;
-    t->ranks.n = r->x.res.nodes * t->procs;
     t->elastic.mark_step = TP_STORE_NO_STEP;
     t->elastic.mark_at = 0;
 }
@@ -281,13 +288,14 @@ size_t tp__elastic_place_fewer(tp_run_t *r, trial_t **batch, size_t n) {
 
 void tp__elastic_resume(tp_run_t *r) {
     if (!tp__elastic_on(r)) return;
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         char *curve;
         if (!t) continue;
-        tp__journal_ok(&r->journal,
-                       tp__store_last_event(r->journal.store, t->id, "scaling", &curve),
-                       "reading a measured scaling curve");
+        tp__journal_ok(
+            &r->journal,
+            tp__store_last_event(tp__journal_store(&r->journal), t->id, "scaling", &curve),
+            "reading a measured scaling curve");
         json_t *o = curve ? json_loads(curve, 0, NULL) : NULL;
         free(curve);
         if (!o) continue;

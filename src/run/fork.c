@@ -32,8 +32,7 @@ void tp__run_load_seeded(tp_run_t *r, const tp_trial_row_t *row, json_t *params)
     t->state = strcmp(row->state, "completed") == 0 ? TP_TRIAL_COMPLETED : TP_TRIAL_STOPPED;
     t->has_value = row->has_value;
     t->value = row->value;
-    t->job.rung = row->rung > 0 ? row->rung : 0;
-    t->job.budget = row->budget;
+    tp__trial_job_restore(t, row->rung, row->budget);
     r->seeded = tp__xrealloc(r->seeded, (r->nseeded + 1) * sizeof *r->seeded);
     r->seeded[r->nseeded++] = t;
 }
@@ -97,7 +96,7 @@ int tp__run_fork(tp_run_t *r, const char *from, tp_error_t *err) {
     tp_store_t *old = NULL;
     int rc = tp__store_open(from, TP_STORE_READONLY, &old, err);
     if (rc) return rc;
-    tp_store_t *s = r->journal.store;
+    tp_store_t *s = tp__journal_store(&r->journal);
     seeding_t a = {.r = r, .to = s, .from = from};
     char note[4400];
     rc = tp__store_begin(s) ? -EIO : 0;

@@ -22,6 +22,23 @@
 
 _Static_assert(TP_FUSE_MAX <= TP_FUSE_K_MAX, "a fused process's K must fit the K table");
 
+/* One fused process: the attempts of up to fuse.max trials of one shape and budget. The
+ * agent knows it as the attempt (proc, attempt) of its first configuration's trial. */
+struct tp_fused {
+    int64_t proc;                   /* the trial id the agent knows it by */
+    int attempt;                    /* that trial's attempt number */
+    int n;                          /* configurations it started with (its K) */
+    int64_t ids[TP_FUSE_MAX];       /* the trial of each configuration index */
+    int64_t base[TP_FUSE_MAX];      /* each one's step when it started (0: a fresh job) */
+    int64_t last_step[TP_FUSE_MAX]; /* each one's last reported step */
+    double last_at[TP_FUSE_MAX];    /* monotonic time of each one's last report, 0: none */
+    int running;                    /* configurations still running in it */
+    int stop_sent;                  /* a stop or pause went to the process */
+    int busy;                       /* its end is being mapped to its configurations: kept */
+    size_t shape;                   /* its shape's index in tp_fusion_t.shapes */
+    double started;                 /* monotonic time it was started */
+};
+
 /* The largest {configs_json} a process is given: one argv element or environment string
  * (Linux caps each at 128 KiB), with room to spare. */
 #define CONFIGS_JSON_MAX 120000
@@ -45,6 +62,22 @@ void tp__fuse_alone(trial_t *t) {
 
 int tp__fuse_slots_used(const tp_run_t *r) {
     return r->trials.count[TP_TRIAL_RUNNING] - r->fuse.extra;
+}
+
+int64_t tp__fuse_process_id(const tp_fused_t *f) {
+    return f->proc;
+}
+int tp__fuse_attempt(const tp_fused_t *f) {
+    return f->attempt;
+}
+int tp__fuse_k(const tp_fused_t *f) {
+    return f->n;
+}
+int tp__fuse_stop_sent(const tp_fused_t *f) {
+    return f->stop_sent;
+}
+void tp__fuse_mark_stopped(tp_fused_t *f) {
+    f->stop_sent = 1;
 }
 
 tp_fused_t *tp__fuse_find(const tp_run_t *r, int64_t trial, int64_t attempt) {
@@ -147,7 +180,7 @@ static void journal_table(tp_run_t *r) {
 
 void tp__fuse_load(tp_run_t *r) {
     if (!r->x.fuse.max) return;
-    char *text = tp__store_meta_get(r->journal.store, "fusion");
+    char *text = tp__store_meta_get(tp__journal_store(&r->journal), "fusion");
     json_t *all = text ? json_loads(text, 0, NULL) : NULL;
     free(text);
     const char *key;

@@ -82,7 +82,7 @@ static size_t members(tp_run_t *r, int64_t g, trial_t **batch, size_t n, const t
     size_t m = 0;
     for (size_t i = 0; i < n && m < cap; i++)
         if (batch[i]->fluid.group == g && batch[i] != skip) out[m++] = batch[i];
-    for (size_t i = 0; i < r->trials.n && m < cap; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials) && m < cap; i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t != skip && t->fluid.group == g && t->state == TP_TRIAL_RUNNING) out[m++] = t;
     }
@@ -152,7 +152,7 @@ static int holds_gpu(const tp_assign_t *a, size_t node, size_t gpu) {
 static double load_on(const tp_run_t *r, size_t node, size_t gpu) {
     double D = 0;
     int k = 0;
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         const trial_t *q = tp__trials_get(&r->trials, (int64_t)i);
         if (!q || !q->where.placed || !holds_gpu(&q->where, node, gpu)) continue;
         D += demand_of(r, q);
@@ -187,7 +187,7 @@ void tp__groups_gpu_changed(tp_run_t *r, const tp_assign_t *where) {
     for (size_t k = 0; k < where->ngpus; k++) { /* each GPU's load counted once: O(trials) */
         int counted = 0;
         double D = 1;
-        for (size_t i = 0; i < r->trials.n; i++) {
+        for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
             trial_t *q = tp__trials_get(&r->trials, (int64_t)i);
             if (!q || !q->where.placed || q->where.ngpus != 1 ||
                 !holds_gpu(&q->where, where->node, where->gpu[k]) ||
@@ -244,7 +244,7 @@ static void note(tp_run_t *r, const trial_t *t, const char *kind, const char *de
  * clears the batch's shares first). */
 static double share_of(tp_run_t *r, trial_t *t, trial_t **batch, size_t n, const tp_usage_t *u) {
     if (t->fluid.share > 0) return t->fluid.share;
-    size_t cap = n + r->trials.n + 1;
+    size_t cap = n + tp__trials_n(&r->trials) + 1;
     trial_t **m = tp__xcalloc(cap, sizeof *m);
     size_t k = members(r, t->fluid.group, batch, n, NULL, m, cap);
     tp_fluid_share_t *s = tp__xcalloc(k ? k : 1, sizeof *s);
@@ -354,9 +354,10 @@ static int grow(tp_run_t *r, trial_t *t, const tp_fluid_share_t *s, const tp_usa
 
 void tp__groups_ended(tp_run_t *r, trial_t *t, const tp_usage_t *u) {
     if (r->x.groups != TP_FLUID_DYNAMIC || t->fluid.group < 0) return;
-    size_t cap = r->trials.n + 1, k = 0;
+    size_t cap = tp__trials_n(&r->trials) + 1, k = 0;
     trial_t **m = tp__xcalloc(cap, sizeof *m);
-    for (size_t i = 0; i < r->trials.n; i++) { /* the rest of the group, running or pending */
+    for (size_t i = 0; i < tp__trials_n(&r->trials);
+         i++) { /* the rest of the group, running or pending */
         trial_t *o = tp__trials_get(&r->trials, (int64_t)i);
         if (o && o != t && o->fluid.group == t->fluid.group &&
             (o->state == TP_TRIAL_RUNNING || o->state == TP_TRIAL_PENDING))

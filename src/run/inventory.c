@@ -37,10 +37,10 @@ void tp__placement_init(tp_run_t *r) {
     tp_placement_t *pl = &r->pl;
     pl->placer = tp__placer_find(r->x.policy);
     pl->placing = r->x.res.gpus > 0 || r->x.res.cpus > 0;
-    pl->cluster.nnodes = r->agents.n;
-    pl->cluster.nodes = tp__xcalloc(r->agents.n + 1, sizeof *pl->cluster.nodes);
-    pl->node = tp__xcalloc(r->agents.n + 1, sizeof *pl->node);
-    for (size_t i = 0; i < r->agents.n; i++) {
+    pl->cluster.nnodes = tp__agents_n(r);
+    pl->cluster.nodes = tp__xcalloc(tp__agents_n(r) + 1, sizeof *pl->cluster.nodes);
+    pl->node = tp__xcalloc(tp__agents_n(r) + 1, sizeof *pl->node);
+    for (size_t i = 0; i < tp__agents_n(r); i++) {
         snprintf(pl->cluster.nodes[i].name, sizeof pl->cluster.nodes[i].name, "%.63s",
                  tp__agents_link(r, i)->name);
         pl->node[i].sharing = "none yet";

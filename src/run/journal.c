@@ -21,6 +21,14 @@ int tp__journal_ok(tp_journal_t *j, int rc, const char *what) {
     return rc;
 }
 
+int tp__journal_open(tp_journal_t *j, const char *dir, tp_error_t *err) {
+    return tp__store_open(dir, TP_STORE_WRITE, &j->store, err);
+}
+
+tp_store_t *tp__journal_store(const tp_journal_t *j) {
+    return j->store;
+}
+
 tp_store_t *tp__journal_tx(tp_journal_t *j) {
     if (!j->in_tx) {
         if (tp__journal_ok(j, tp__store_begin(j->store), "opening a transaction") == 0) {

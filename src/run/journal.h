@@ -35,6 +35,12 @@ typedef struct tp_journal {
  * failed commit drops it: nothing is shown as done that the store lacks. */
 void tp__journal_announce(tp_journal_t *j, const char *line);
 
+/* Open the experiment's store in dir for writing (tp__store_open). 0, or its
+ * error with err filled. */
+int tp__journal_open(tp_journal_t *j, const char *dir, tp_error_t *err);
+/* The store as it is, for reads outside a transaction; NULL before it is
+ * opened. O(1). */
+tp_store_t *tp__journal_store(const tp_journal_t *j);
 /* The store, inside an open transaction (opened if none is). A failure to
  * open one is recorded like any failed write. */
 tp_store_t *tp__journal_tx(tp_journal_t *j);

@@ -63,7 +63,7 @@ void tp__lineage_exploit(tp_run_t *r, trial_t *t, const tp_job_t *job, double no
     json_decref(detail);
     json_decref(t->params);
     t->params = json_incref(job->config);
-    t->job.step_done = (int64_t)job->from; /* its checkpoint is the donor's */
+    tp__trial_job_set_checkpoint(t, (int64_t)job->from); /* its checkpoint is the donor's */
 }
 
 /* See orchestrator_internal.h. */

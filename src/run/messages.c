@@ -23,7 +23,7 @@ static int about(tp_run_t *r, const tp_msg_about_t *m, about_t *a) {
     int64_t id = m->trial, attempt = m->attempt, rk = m->rank;
     *a = (about_t){0};
     if (r->x.fuse.max && (a->f = tp__fuse_find(r, id, attempt)) != NULL) {
-        a->t = tp__trials_get(&r->trials, a->f->proc);
+        a->t = tp__trials_get(&r->trials, tp__fuse_process_id(a->f));
         return 1;
     }
     trial_t *t = tp__trials_get(&r->trials, id);
@@ -82,14 +82,15 @@ static void on_log(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
 static void on_started(tp_run_t *r, const about_t *a, const tp_agent_msg_t *m) {
     int64_t pid = m->started.pid;
     if (a->rank != 0) return;
-    for (int i = 0; a->f && i < a->f->n; i++) { /* every configuration runs in that process */
+    for (int i = 0; a->f && i < tp__fuse_k(a->f);
+         i++) { /* every configuration runs in that process */
         trial_t *u = tp__fuse_member(r, a->f, i);
         if (u) u->current.pid = (int)pid;
     }
     if (!a->f) a->t->current.pid = (int)pid;
     double now = tp__mono_s();
     if (a->t) tp__samples_add(&r->start_ms, (now - a->t->current.launch_sent) * 1000.0);
-    if (r->first_start_s == 0) r->first_start_s = now - r->view.t0;
+    if (r->first_start_s == 0) r->first_start_s = now - tp__view_t0(r);
     if (!a->f && a->t->ranks.n > 1) launch_other_ranks(r, a->t, &m->started);
 }
 

@@ -34,7 +34,7 @@ static const char *node_state(const tp_agent_link_t *l) {
 
 /* Trials running per node, for this tick (freed by the caller). */
 static int *running_counts(const tp_run_t *r) {
-    int *counts = tp__xcalloc(r->agents.n + 1, sizeof *counts);
+    int *counts = tp__xcalloc(tp__agents_n(r) + 1, sizeof *counts);
     tp__agents_running(r, counts, 0);
     return counts;
 }
@@ -42,7 +42,7 @@ static int *running_counts(const tp_run_t *r) {
 void tp__nodes_journal(tp_run_t *r) {
     int *running = running_counts(r);
     json_t *list = json_array();
-    for (size_t i = 0; i < r->agents.n; i++) {
+    for (size_t i = 0; i < tp__agents_n(r); i++) {
         const tp_agent_link_t *l = tp__agents_link(r, i);
         const tp_node_t *n =
             i < tp__placement_cluster(r)->nnodes ? &tp__placement_cluster(r)->nodes[i] : NULL;
@@ -79,7 +79,7 @@ static void event(tp_run_t *r, const char *kind, const char *fmt, ...) {
 }
 
 static int node_by_name(const tp_run_t *r, const char *name) {
-    for (size_t i = 0; i < r->agents.n; i++)
+    for (size_t i = 0; i < tp__agents_n(r); i++)
         if (strcmp(tp__agents_link(r, i)->name, name) == 0) return (int)i;
     return -1;
 }
@@ -185,7 +185,7 @@ static void requests(tp_run_t *r) {
 /* ---- a growing and shrinking Slurm allocation ------------------------------------ */
 static int held_nodes(const tp_run_t *r) {
     int n = 0;
-    for (size_t i = 0; i < r->agents.n; i++)
+    for (size_t i = 0; i < tp__agents_n(r); i++)
         n += !tp__agents_link(r, i)->retired;
     return n;
 }
@@ -282,7 +282,7 @@ void tp__nodes_tick(tp_run_t *r) {
     if (r->finished || r->agents.shutting_down) return;
     requests(r);
     int *running = running_counts(r);
-    for (size_t i = 0; i < r->agents.n; i++) { /* drained nodes leave once idle */
+    for (size_t i = 0; i < tp__agents_n(r); i++) { /* drained nodes leave once idle */
         tp_agent_link_t *l = tp__agents_link(r, i);
         if (l->draining && !l->retired && running[i] == 0) {
             event(r, "node-drained", "%s is drained: its agent ends", l->name);
@@ -291,7 +291,7 @@ void tp__nodes_tick(tp_run_t *r) {
     }
     const tp_cluster_cfg_t *k = &r->x.cluster;
     if (k->kind == TP_CLUSTER_SLURM && k->slurm_request && k->nodes_max > k->nodes_min) {
-        size_t n = r->agents.n; /* the nodes `running` counts; grow may add one */
+        size_t n = tp__agents_n(r); /* the nodes `running` counts; grow may add one */
         grow(r);
         shrink(r, running, n);
     }

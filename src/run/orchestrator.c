@@ -223,14 +223,14 @@ int tp__run_send_launch(tp_run_t *r, trial_t *t, int rank) {
 /* See orchestrator_internal.h. The agent ends it after its grace either way. */
 void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char *reason) {
     tp_fused_t *f = tp__fuse_of(t);
-    if (t->current.stop_sent || (f && f->stop_sent)) return;
+    if (t->current.stop_sent || (f && tp__fuse_stop_sent(f))) return;
     t->current.stop_sent = 1;
     int64_t id = t->id;
     int attempt = t->attempts;
     if (f) {
-        f->stop_sent = 1;
-        id = f->proc;
-        attempt = f->attempt;
+        tp__fuse_mark_stopped(f);
+        id = tp__fuse_process_id(f);
+        attempt = tp__fuse_attempt(f);
     }
     json_t *m =
         json_pack("{s:s, s:I, s:i}", "type", type, "trial", (json_int_t)id, "attempt", attempt);
@@ -243,7 +243,7 @@ void tp__run_send_control(tp_run_t *r, trial_t *t, const char *type, const char 
 /* The search is over: trials still waiting for a promotion will not get
  * one; they end as stopped at the rung they reached. */
 static void close_paused(tp_run_t *r) {
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_PAUSED) continue;
         char why[200];
@@ -398,6 +398,7 @@ void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch) {
     t->current.first_garbage[0] = 0;
     t->job.early_stopped = 0;
     tp__elastic_attempt(r, t);
+    t->ranks.n = r->x.res.nodes * t->procs;
     t->ranks.live = 0;
     t->ranks.master_port = 0;
     json_decref(t->ranks.verdict);
@@ -407,6 +408,7 @@ void tp__run_start_attempt(tp_run_t *r, trial_t *t, int launch) {
     tp__fuse_alone(t);
     tp__buf_reset(&t->last);
     if (tp__trial_set_state(&r->trials, t, TP_TRIAL_RUNNING, NULL) != 0) return;
+    tp__trial_pace_restart(t);
     tp__placement_attempt(r, t);
     if (launch) queue_id(&r->launch, &r->nlaunch, &r->caplaunch, t->id);
 }
@@ -425,7 +427,8 @@ void tp__run_put_back(tp_run_t *r, trial_t *t) {
  * keep the others pending until something ends. */
 static void schedule(tp_run_t *r) {
     if (!tp__agents_ready(r) || r->stopping || r->agents.shutting_down ||
-        !tp__placement_may_fit(r) || r->journal.broken || r->el.resizing || r->dl.hit)
+        !tp__placement_may_fit(r) || r->journal.broken || tp__elastic_resizing(r) ||
+        tp__deadline_hit(r))
         return;
     int running = tp__fuse_slots_used(r), cap = tp__nodes_concurrency(r);
     size_t free_slots = running < cap ? (size_t)(cap - running) : 0;
@@ -463,7 +466,8 @@ static void schedule(tp_run_t *r) {
  * Only a bug gets here: the scheduler counts a job as running that the run
  * has not. 1 when stalled. */
 static int stalled(tp_run_t *r) {
-    if (!r->sched_waiting || r->exhausted || r->dl.hit || r->trials.count[TP_TRIAL_PENDING])
+    if (!r->sched_waiting || r->exhausted || tp__deadline_hit(r) ||
+        r->trials.count[TP_TRIAL_PENDING])
         return 0;
     tp__log(TP_LOG_ERROR,
             "no trial can make progress: the search waits for a job to end, but none is "
@@ -482,7 +486,7 @@ static void pump(uv_prepare_t *h) {
          * decided, nothing more is started; running trials checkpoint. */
         r->stopping = 1;
         r->exit_code = TP_EXIT_STORE;
-        for (size_t i = 0; i < r->trials.n; i++) {
+        for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
             trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
             if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
         }
@@ -491,8 +495,8 @@ static void pump(uv_prepare_t *h) {
     tp__deadline_realloc(r); /* GPUs still free go to running elastic trials */
     /* Commit before any action that depends on what was journaled; report
      * rows alone are committed in groups. */
-    tp__journal_settle(&r->journal, r->nlaunch || r->nstops || r->el.npauses || r->stopping ||
-                                        r->agents.shutting_down);
+    tp__journal_settle(&r->journal, r->nlaunch || r->nstops || tp__elastic_pauses_queued(r) ||
+                                        r->stopping || r->agents.shutting_down);
     tp__elastic_act(r);
     for (size_t i = 0; i < r->nstops; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->stops[i]);
@@ -526,7 +530,7 @@ static void pump(uv_prepare_t *h) {
     }
     if (r->stopping) {
         tp__agents_shutdown(r);
-    } else if ((r->exhausted && r->trials.nheap == 0) || r->dl.hit) {
+    } else if ((r->exhausted && r->trials.nheap == 0) || tp__deadline_hit(r)) {
         close_paused(r);
         tp__agents_shutdown(r);
     }
@@ -536,7 +540,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
     /* Every attempt it ran is interrupted: back to pending, run again. */
     char detail[300];
     snprintf(detail, sizeof detail, "interrupted: agent lost (%s)", why);
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         int there = 0;
@@ -567,7 +571,7 @@ void tp__orchestrator_on_agent_lost(tp_run_t *r, int node, const char *why) {
  * command again to resume. */
 static void stop_run(tp_run_t *r) {
     r->stopping = 1;
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", NULL);
     }
@@ -645,9 +649,10 @@ static void write_stats(tp_run_t *r) {
         tp__samples_quantile(&r->rtt_ms, 0.5), "ping_p99_ms",
         tp__samples_quantile(&r->rtt_ms, 0.99), "ping_max_ms",
         tp__samples_quantile(&r->rtt_ms, 1.0), "messages", (json_int_t)r->messages, "report_rows",
-        (json_int_t)r->journal.metric_rows, "wall_s", tp__mono_s() - r->view.t0, "agents",
-        (int)r->agents.n, "start_p50_ms", tp__samples_quantile(&r->start_ms, 0.5), "start_p99_ms",
-        tp__samples_quantile(&r->start_ms, 0.99), "first_start_s", r->first_start_s);
+        (json_int_t)r->journal.metric_rows, "wall_s", tp__mono_s() - tp__view_t0(r), "agents",
+        (int)tp__agents_n(r), "start_p50_ms", tp__samples_quantile(&r->start_ms, 0.5),
+        "start_p99_ms", tp__samples_quantile(&r->start_ms, 0.99), "first_start_s",
+        r->first_start_s);
     if (json_dump_file(o, path, JSON_COMPACT) != 0)
         tp__log(TP_LOG_WARN, "cannot write the run's figures to %s", path);
     json_decref(o);
@@ -668,7 +673,7 @@ void tp__orchestrator_finish(tp_run_t *r) {
     tp_store_t *s = tp__journal_tx(&r->journal);
     /* Attempts interrupted and not yet run again: the next run says so. */
     int waiting = 0;
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         waiting += t && t->state == TP_TRIAL_PENDING && t->requeued == TP_REQUEUE_INTERRUPTED;
     }

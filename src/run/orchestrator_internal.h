@@ -85,9 +85,11 @@ int tp__agents_plan(tp_run_t *r);
 int tp__agents_start(tp_run_t *r);
 /* Send m to the agent running node `node`. 0 or -errno. */
 int tp__agents_send(tp_run_t *r, int node, const json_t *m);
-/* The link of node `node` (< agents.n): the one way other files reach a
+/* The link of node `node` (< tp__agents_n): the one way other files reach a
  * link. O(1). */
 tp_agent_link_t *tp__agents_link(const tp_run_t *r, size_t node);
+/* How many links (nodes) there are, retired ones included. O(1). */
+size_t tp__agents_n(const tp_run_t *r);
 /* How many agents have said hello and are set up. */
 int tp__agents_ready(const tp_run_t *r);
 /* How many of them take new trials (not draining). */
@@ -113,7 +115,7 @@ char **tp__agents_argv(const tp_run_t *r, const char *name, const char *job);
 int tp__agents_add(tp_run_t *r, const char *name, char **argv, const char *job, int own_job);
 /* Shut node's agent down on purpose (drained, released): no restart. */
 void tp__agents_retire(tp_run_t *r, int node);
-/* Trials of ours running on each node, into counts[0..agents.n); with
+/* Trials of ours running on each node, into counts[0..tp__agents_n); with
  * `processes`, a fused process counts once, not once per configuration
  * (what concurrency counts). One pass: O(trials + nodes). */
 void tp__agents_running(const tp_run_t *r, int *counts, int processes);
@@ -301,11 +303,15 @@ typedef struct tp_elastic {
 
 /* Trials are elastic (`resources: {gpus: {min, max}}`). */
 int tp__elastic_on(const tp_run_t *r);
+/* Resizes asked whose attempt has not ended: nothing else starts meanwhile. O(1). */
+int tp__elastic_resizing(const tp_run_t *r);
+/* Resizes journaled whose pauses wait for the commit (tp__elastic_act). O(1). */
+size_t tp__elastic_pauses_queued(const tp_run_t *r);
 /* The GPUs t's next attempt asks for: its resize target, else the
  * experiment's (an elastic trial's min). */
 int tp__elastic_gpus(const tp_run_t *r, const trial_t *t);
-/* t's attempt was placed: its GPU count, processes (one per GPU when
- * elastic) and ranks; its step clock restarts. */
+/* t's attempt was placed: its GPU count and processes per node (one per GPU when
+ * elastic); its step clock restarts. */
 void tp__elastic_attempt(tp_run_t *r, trial_t *t);
 /* A report of t's running attempt arrived (step: TP_STORE_NO_STEP if none):
  * the seconds per step at its GPU count, and the restart cost of a resize. */
@@ -343,6 +349,13 @@ typedef struct tp_deadline {
 
 /* The experiment has a `deadline`. */
 int tp__deadline_on(const tp_run_t *r);
+/* The deadline was reached: running trials checkpoint, nothing new starts. O(1). */
+int tp__deadline_hit(const tp_run_t *r);
+/* A trial's GPUs were freed: the next reallocation plans for them. O(1). */
+void tp__deadline_gpus_freed(tp_run_t *r);
+/* The run's last line with a deadline (the best model and its checkpoint,
+ * tp__deadline_finish), "" if none. */
+const char *tp__deadline_final(const tp_run_t *r);
 /* Arm the deadline's timer in the loop: at r->deadline_at on the run's clock (a resumed run
  * keeps it; one past it ends at once, checkpointing what runs). A virtual clock's deadline
  * is reached when the clock moves past it (tp__deadline_clock_moved). */
@@ -359,7 +372,7 @@ int tp__deadline_ended(tp_run_t *r, trial_t *t, const char *status, char *detail
  * `deadline`, elastic trials, no resize under way, before the deadline. */
 void tp__deadline_realloc(tp_run_t *r);
 /* The run ends: with a deadline, the best trial and its checkpoint path
- * (meta `best_checkpoint`, and r->dl.final for the last line). */
+ * (meta `best_checkpoint`, and tp__deadline_final for the last line). */
 void tp__deadline_finish(tp_run_t *r);
 /* Whole GPUs of node free of our trials, healthy, on a ready node. */
 int tp__placement_free_gpus(const tp_run_t *r, size_t node);
@@ -381,7 +394,15 @@ typedef struct tp_view {
     int nrecent;
 } tp_view_t;
 
+/* How the run is shown: the live view (live), log lines, or nothing (quiet). Before
+ * tp__view_start. */
+void tp__view_mode(tp_run_t *r, int live, int quiet);
+/* Trials already ended when this run started (a resumed run): its progress counts from
+ * there. */
+void tp__view_done_before(tp_run_t *r, int n);
 void tp__view_start(tp_run_t *r);
+/* Monotonic time this run started (tp__view_start). O(1). */
+double tp__view_t0(const tp_run_t *r);
 /* An attempt of t ended (t is in its new state; requeue: why it went back to
  * pending, NONE otherwise); why: the decision or what went wrong. One log
  * line, and the best so far when it changed. */
@@ -396,22 +417,9 @@ void tp__view_front_add(tp_run_t *r, int64_t id, const double *values);
 void tp__view_free(tp_run_t *r);
 
 /* ---- fuse.c: several configurations in one process (`fuse:`) ------------------- */
-/* One fused process: the attempts of up to fuse.max trials of one shape and budget. The
- * agent knows it as the attempt (proc, attempt) of its first configuration's trial. */
-typedef struct tp_fused {
-    int64_t proc;                   /* the trial id the agent knows it by */
-    int attempt;                    /* that trial's attempt number */
-    int n;                          /* configurations it started with (its K) */
-    int64_t ids[TP_FUSE_MAX];       /* the trial of each configuration index */
-    int64_t base[TP_FUSE_MAX];      /* each one's step when it started (0: a fresh job) */
-    int64_t last_step[TP_FUSE_MAX]; /* each one's last reported step */
-    double last_at[TP_FUSE_MAX];    /* monotonic time of each one's last report, 0: none */
-    int running;                    /* configurations still running in it */
-    int stop_sent;                  /* a stop or pause went to the process */
-    int busy;                       /* its end is being mapped to its configurations: kept */
-    size_t shape;                   /* its shape's index in tp_fusion_t.shapes */
-    double started;                 /* monotonic time it was started */
-} tp_fused_t;
+/* A fused process (one per launch, K configurations in it): defined in fuse.c, used
+ * elsewhere through the functions below. */
+typedef struct tp_fused tp_fused_t;
 
 /* What was measured of one shape's fused processes, and the K last chosen. */
 typedef struct tp_fuse_shape {
@@ -436,6 +444,14 @@ size_t tp__fuse_schedule(tp_run_t *r, size_t free_slots);
 int tp__fuse_slots_used(const tp_run_t *r);
 /* The live process the agent calls (trial, attempt), NULL if none. O(live). */
 tp_fused_t *tp__fuse_find(const tp_run_t *r, int64_t trial, int64_t attempt);
+/* What the agent knows f by: the trial id and attempt its launch named. O(1). */
+int64_t tp__fuse_process_id(const tp_fused_t *f);
+int tp__fuse_attempt(const tp_fused_t *f);
+/* The configurations f started with (its K; indexes 0..K-1). O(1). */
+int tp__fuse_k(const tp_fused_t *f);
+/* Whether a stop or pause went to f's process; mark_stopped: one went now. O(1). */
+int tp__fuse_stop_sent(const tp_fused_t *f);
+void tp__fuse_mark_stopped(tp_fused_t *f);
 /* The trial running configuration `config` of f (config -1: the only one), NULL if none
  * (no such index, or it ended). */
 trial_t *tp__fuse_member(const tp_run_t *r, const tp_fused_t *f, int config);

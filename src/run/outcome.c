@@ -58,7 +58,7 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
                                      (double)(rep->step - t->pace.first_step));
         }
         t->step = rep->step;
-        if (rep->step > t->job.step_done) t->job.step_done = rep->step;
+        if (rep->step > t->job.step_done) tp__trial_job_set_checkpoint(t, rep->step);
     }
     if (tp__fuse_of(t) && rep->step != TP_STORE_NO_STEP)
         tp__fuse_seen(tp__fuse_of(t), t, rep->step);
@@ -72,8 +72,7 @@ static void accept_report(tp_run_t *r, trial_t *t, const tp_report_t *rep, const
         if (rep->step != TP_STORE_NO_STEP && !t->job.early_stopped && !r->stopping &&
             !r->sched->ops->report(r->sched, t->id, rep->step, rep->value,
                                    tp__clock_wall(&r->clock), why, sizeof why)) {
-            t->job.early_stopped = 1;
-            snprintf(t->job.why, sizeof t->job.why, "%s", why);
+            tp__trial_job_stop_early(t, why);
             tp__run_decision(r, "stop", t, 1, rep->value, why, NULL);
             /* Journal, then act: the stop goes out after the commit. */
             tp__run_queue_stop(r, t);
@@ -91,10 +90,10 @@ static trial_t *fused_target(tp_run_t *r, tp_fused_t *f, const tp_report_t *rep,
         snprintf(why, n,
                  "a fused process of %d configurations must say which one each report "
                  "is about: {\"config\": i, ...}",
-                 f->n);
-    else if (rep->config >= f->n)
+                 tp__fuse_k(f));
+    else if (rep->config >= tp__fuse_k(f))
         snprintf(why, n, "report for configuration %d; this fused process runs 0 to %d",
-                 rep->config, f->n - 1);
+                 rep->config, tp__fuse_k(f) - 1);
     else
         why[0] = 0; /* a configuration that ended (dropped): its late lines are dropped too */
     return NULL;
@@ -283,7 +282,7 @@ static int failed_the_same(tp_run_t *r, const trial_t *t, const char *why,
     int told = how->stderr_tail && *how->stderr_tail; /* why ends with its last line */
     if (!told || t->failures < 2) return 0;
     char *before = NULL;
-    tp__store_last_event(r->journal.store, t->id, "failed", &before);
+    tp__store_last_event(tp__journal_store(&r->journal), t->id, "failed", &before);
     int same = before && strcmp(before, why) == 0;
     free(before);
     return same;
@@ -335,7 +334,7 @@ static void attempt_ended(tp_run_t *r, trial_t *t, const tp_verdict_t *v, const 
         tp__run_fail_fast(r, t, to == TP_TRIAL_FAILED ? v->why : NULL);
         json_decref(t->gpu_env);
         t->gpu_env = NULL;
-        r->dl.freed = 1; /* its GPUs are free for others */
+        tp__deadline_gpus_freed(r); /* its GPUs are free for others */
     }
     tp__view_attempt_ended(r, t, requeue,
                            *end->at_deadline ? end->at_deadline
@@ -364,7 +363,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
                                    const char **decided) {
     if (*end->at_deadline) {
         how->detail = end->at_deadline;
-        snprintf(t->job.why, sizeof t->job.why, "%s", end->at_deadline);
+        tp__trial_job_set_why(t, end->at_deadline);
         /* Its job did not reach its budget: for the scheduler the trial is
          * out of the search (a replay tells it the same), so that a run
          * extended past the deadline does not wait for that job. */
@@ -396,7 +395,7 @@ static tp_trial_state_t next_state(tp_run_t *r, trial_t *t, tp_verdict_t *v, con
  * and tell the view. See DESIGN.md, "Inside the orchestrator". */
 void tp__run_on_exited(tp_run_t *r, trial_t *t, const tp_exited_t *e) {
     tp_verdict_t v;
-    tp__verdict_judge(t, e, &(tp_judge_facts_t){&r->x, r->stopping, r->dl.hit}, &v);
+    tp__verdict_judge(t, e, &(tp_judge_facts_t){&r->x, r->stopping, tp__deadline_hit(r)}, &v);
     int left = tp__placement_ended(r, t);
     tp__run_logs_close(t);
     ending_t end = {0};

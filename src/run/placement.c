@@ -127,7 +127,7 @@ static demand_group_t *group_of(tp_run_t *r, trial_t *t) {
     g->profiler = -1;
     g->measured = !tp__placement_needs_profile(r);
     tp_profile_t p;
-    if (!g->measured && tp__store_profile_get(r->journal.store, key, &p) == 0)
+    if (!g->measured && tp__store_profile_get(tp__journal_store(&r->journal), key, &p) == 0)
         tp__placement_apply_profile(r, g, &p);
     json_object_set_new(r->pl.group_index, key, json_integer((json_int_t)r->pl.ngroups));
     t->demand.group = (int)r->pl.ngroups++;
@@ -151,7 +151,7 @@ static void close_node(const tp_run_t *r, tp_usage_t *u, size_t n) {
  * nodes that take no trials now are closed. */
 static void current_usage(tp_run_t *r, tp_usage_t *u) {
     tp__usage_init(u, &r->pl.cluster);
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {
@@ -174,7 +174,7 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
         }
     }
     for (size_t n = 0; n < r->pl.cluster.nnodes; n++) {
-        const tp_agent_link_t *l = n < r->agents.n ? tp__agents_link(r, n) : NULL;
+        const tp_agent_link_t *l = n < tp__agents_n(r) ? tp__agents_link(r, n) : NULL;
         for (size_t g = 0; g < r->pl.cluster.nodes[n].ngpus; g++)
             u->mem_used[u->gpu_base[n] + g] += r->pl.node[n].foreign_mib[g];
         if (!l || !l->ready || l->draining) close_node(r, u, n);
@@ -191,7 +191,7 @@ static void current_usage(tp_run_t *r, tp_usage_t *u) {
  * nodes; NULL on one node (no per-node count to keep). */
 static int *node_load(tp_run_t *r) {
     if (r->pl.cluster.nnodes < 2) return NULL;
-    int *load = tp__xcalloc(r->agents.n + 1, sizeof *load);
+    int *load = tp__xcalloc(tp__agents_n(r) + 1, sizeof *load);
     tp__agents_running(r, load, 1);
     return load;
 }
@@ -205,7 +205,7 @@ static size_t hold_to_concurrency(tp_run_t *r, tp_usage_t *u, const int *load, c
     size_t nn = r->pl.cluster.nnodes, back = 0;
     int *count = tp__xcalloc(nn, sizeof *count);
     for (size_t n = 0; n < nn; n++)
-        count[n] = n < r->agents.n ? load[n] : 0;
+        count[n] = n < tp__agents_n(r) ? load[n] : 0;
     for (size_t i = 0; i < m; i++)
         if (out[i].placed) count[out[i].node]++;
     for (size_t i = m; i-- > 0;)
@@ -355,7 +355,7 @@ static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size
 static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t **out) {
     size_t k = 0, cap = (size_t)r->trials.count[TP_TRIAL_RUNNING] + 1;
     tp_place_running_t *run = tp__xcalloc(cap, sizeof *run);
-    for (size_t i = 0; i < r->trials.n && k < cap; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials) && k < cap; i++) {
         const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         if (t->where.ngpus != 1 || t->demand.more) {
@@ -611,11 +611,9 @@ static void where_text(const tp_run_t *r, trial_t *t) {
 void tp__placement_attempt(tp_run_t *r, trial_t *t) {
     where_text(r, t);
     t->demand.peak_mib = 0;
-    t->pace.first_step = TP_STORE_NO_STEP;
     t->demand.sm_sum = 0;
     t->demand.samples = 0;
     tp__prof_reset(&t->demand.prof);
-    t->pace.first_report = t->pace.last_report = 0;
     json_decref(t->gpu_env);
     t->gpu_env = NULL; /* CPU-only runs keep none per trial */
     size_t nshards = tp__trial_nshards(r, t);
@@ -667,7 +665,7 @@ static void save_snapshot(tp_run_t *r, int final) {
     json_t **on = tp__xcalloc(base[nn] + 1, sizeof *on); /* per GPU: our trials there */
     for (size_t k = 0; k < base[nn]; k++)
         on[k] = json_array();
-    for (size_t k = 0; k < r->trials.n; k++) {
+    for (size_t k = 0; k < tp__trials_n(&r->trials); k++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)k);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t sh = 0; sh < tp__trial_nshards(r, t); sh++) {
@@ -831,12 +829,12 @@ void tp__placement_finish(tp_run_t *r) {
 }
 
 int tp__placement_free_gpus(const tp_run_t *r, size_t node) {
-    if (node >= r->pl.cluster.nnodes || node >= r->agents.n || !tp__agents_link(r, node)->ready ||
-        tp__agents_link(r, node)->draining)
+    if (node >= r->pl.cluster.nnodes || node >= tp__agents_n(r) ||
+        !tp__agents_link(r, node)->ready || tp__agents_link(r, node)->draining)
         return 0;
     const tp_node_t *nd = &r->pl.cluster.nodes[node];
     unsigned char used[TP_PLACE_MAX_GPUS * 16] = {0};
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed) continue;
         for (size_t s = 0; s < tp__trial_nshards(r, t); s++) {

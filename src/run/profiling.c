@@ -66,7 +66,8 @@ void tp__profiling_finish(tp_run_t *r, trial_t *t) {
     tp__placement_apply_profile(r, g, &p);
     t->demand.mem_mib = g->mem_mib;
     t->demand.compute = g->compute;
-    for (size_t i = 0; i < r->trials.n; i++) { /* the siblings placed on a guess, likewise */
+    for (size_t i = 0; i < tp__trials_n(&r->trials);
+         i++) { /* the siblings placed on a guess, likewise */
         trial_t *o = tp__trials_get(&r->trials, (int64_t)i);
         if (!o || !o->demand.guessed || o->demand.group != t->demand.group ||
             o->state != TP_TRIAL_RUNNING)

@@ -32,6 +32,18 @@ int tp__deadline_on(const tp_run_t *r) {
     return r->x.deadline_s > 0;
 }
 
+int tp__deadline_hit(const tp_run_t *r) {
+    return r->dl.hit;
+}
+
+void tp__deadline_gpus_freed(tp_run_t *r) {
+    r->dl.freed = 1;
+}
+
+const char *tp__deadline_final(const tp_run_t *r) {
+    return r->dl.final;
+}
+
 /* Journal t's checkpoint directory (event `checkpoint`): where the model it
  * ended with is, for `best` and `trials`. */
 static void journal_checkpoint(tp_run_t *r, const trial_t *t, const char *why) {
@@ -64,7 +76,7 @@ static void reach(uv_timer_t *h) {
         tp__store_event(tp__journal_tx(&r->journal), -1, 0, "deadline", detail, tp__wall_s()),
         "recording the deadline");
     tp__journal_commit(&r->journal); /* journal, then act */
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_RUNNING) tp__run_send_control(r, t, "pause", "deadline");
     }
@@ -167,7 +179,7 @@ static int realloc_view(const tp_run_t *r, const trial_t *t, double now, tp_real
 static void plan_node(tp_run_t *r, size_t node, int free_gpus, double now,
                       tp_realloc_trial_t *view) {
     size_t m = 0;
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING || !t->where.placed || t->where.node != node ||
             t->current.stop_sent || tp__elastic_resize_to(t))
@@ -188,7 +200,7 @@ static void plan_node(tp_run_t *r, size_t node, int free_gpus, double now,
 
 void tp__deadline_realloc(tp_run_t *r) {
     if (!tp__elastic_on(r) || !(r->x.realloc_given || tp__deadline_on(r)) || r->dl.hit ||
-        r->el.resizing || r->stopping || r->agents.shutting_down || r->journal.broken)
+        tp__elastic_resizing(r) || r->stopping || r->agents.shutting_down || r->journal.broken)
         return;
     double mono = tp__mono_s();
     if (!r->dl.freed && mono - r->dl.planned < PLAN_PERIOD_S) return;

@@ -26,14 +26,14 @@ int tp__run_retry_failed(tp_run_t *r) {
     tp_buf_t ids;
     tp__buf_init(&ids);
     int n = 0;
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_FAILED) continue;
         char why[sizeof t->job.why];
         snprintf(why, sizeof why,
                  "retried on request (--retry-failed): attempt %d, after %d failed attempt(s)",
                  t->attempts + 1, t->failures);
-        snprintf(t->job.why, sizeof t->job.why, "%s", why);
+        tp__trial_job_set_why(t, why);
         tp__run_decision(r, "retry", t, 1, NAN, why, NULL);
         if (r->sched->ops->retry) r->sched->ops->retry(r->sched, t->id, t->job.rung);
         tp__trial_set_state(&r->trials, t, TP_TRIAL_PENDING, &(tp_transition_t){.detail = why});

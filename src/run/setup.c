@@ -77,11 +77,10 @@ static int load_trial_row(const tp_trial_row_t *row, void *ud) {
     t->value = row->value;
     t->best = row->best;
     t->step = row->step;
-    if (row->step != TP_STORE_NO_STEP) t->job.step_done = row->step; /* its checkpoint */
-    t->job.rung = row->rung > 0 ? row->rung : 0;
-    t->job.budget = row->budget;
+    if (row->step != TP_STORE_NO_STEP) tp__trial_job_set_checkpoint(t, row->step);
+    tp__trial_job_restore(t, row->rung, row->budget);
     if (row->metrics) tp__buf_append(&t->last, row->metrics, strlen(row->metrics));
-    snprintf(t->job.why, sizeof t->job.why, "%s", row->decision ? row->decision : "");
+    tp__trial_job_set_why(t, row->decision ? row->decision : "");
     return 0;
 }
 
@@ -103,19 +102,19 @@ static int keep_last(int64_t step, double value, void *ud) {
 static int resume_trials(tp_run_t *r) {
     /* Attempts a stop interrupted (journaled by the run that stopped) and
      * those a crash left running. */
-    char *before = tp__store_meta_get(r->journal.store, "interrupted");
+    char *before = tp__store_meta_get(tp__journal_store(&r->journal), "interrupted");
     int interrupted = before ? atoi(before) : 0;
     free(before);
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t) continue;
         if (t->state == TP_TRIAL_RUNNING) {
             /* What its job reported before the crash still counts. */
             last_report_t lr = {.value = NAN, .step = TP_STORE_NO_STEP};
-            tp__journal_ok(
-                &r->journal,
-                tp__store_metric_values(r->journal.store, t->id, t->attempts, keep_last, &lr),
-                "reading the reports of an interrupted trial");
+            tp__journal_ok(&r->journal,
+                           tp__store_metric_values(tp__journal_store(&r->journal), t->id,
+                                                   t->attempts, keep_last, &lr),
+                           "reading the reports of an interrupted trial");
             t->has_value = !isnan(lr.value);
             t->value = t->best = lr.value;
             t->step = lr.step;
@@ -137,9 +136,9 @@ static int resume_trials(tp_run_t *r) {
  * (trials the search had closed may be waiting again). */
 static void announce_resume(tp_run_t *r, int interrupted) {
     const int *c = r->trials.count;
-    r->view.done_before = c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_FAILED] + c[TP_TRIAL_STOPPED];
+    tp__view_done_before(r, c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_FAILED] + c[TP_TRIAL_STOPPED]);
     r->trials.interrupted = 0; /* this run's own interruptions are counted from here */
-    if (r->trials.n)
+    if (tp__trials_n(&r->trials))
         tp__log(TP_LOG_INFO,
                 "resuming %s: %d completed, %d stopped early, %d failed, %d paused, %d pending "
                 "(%d interrupted)",
@@ -154,7 +153,7 @@ typedef struct replay {
     int64_t trial;      /* trial whose reports are replayed */
     int64_t diverged;   /* first decision the scheduler did not repeat, -1 if none */
     int64_t count;      /* decisions replayed */
-    unsigned char *job; /* by trial id (r->trials.n): how its last journaled job ended */
+    unsigned char *job; /* by trial id (below tp__trials_n): how its last journaled job ended */
     int limit_known;    /* a "trials" decision was replayed */
     uint64_t limit;     /* the last one's number of trials (0: no bound) */
     json_t *first;      /* pbt: the configuration each exploited trial was created with, by
@@ -196,8 +195,9 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
     replay_t *rp = ud;
     tp_scheduler_t *s = rp->r->sched;
     rp->count++;
-    unsigned char *ended =
-        d->trial >= 0 && (size_t)d->trial < rp->r->trials.n ? &rp->job[d->trial] : NULL;
+    unsigned char *ended = d->trial >= 0 && (size_t)d->trial < tp__trials_n(&rp->r->trials)
+                               ? &rp->job[d->trial]
+                               : NULL;
     if (ended) { /* a job's ok result leaves it waiting; any later word on it does not */
         if (strcmp(d->kind, "stop") == 0)
             *ended |= STOPPED_EARLY;
@@ -255,7 +255,8 @@ static int replay_one(const tp_decision_row_t *d, void *ud) {
         trial_t *t = tp__trials_get(&rp->r->trials, d->trial);
         if (t && ok) t->results++;
         if (ok)
-            tp__store_metric_values(rp->r->journal.store, d->trial, d->attempt, replay_report, rp);
+            tp__store_metric_values(tp__journal_store(&rp->r->journal), d->trial, d->attempt,
+                                    replay_report, rp);
         if (ok && rp->r->x.nconstraints) { /* the values told with it, as journaled */
             double c[TP_MAX_CONSTRAINTS];
             tp__search_json_numbers(d->constraints, c, TP_MAX_CONSTRAINTS);
@@ -308,7 +309,7 @@ static void journal_trials(tp_run_t *r, uint64_t n) {
  * Left stopped, a promotion of one found a trial that is not waiting, and
  * the scheduler, which counts it as running, waited for it forever. */
 static void reopen_closed(tp_run_t *r, const unsigned char *job) {
-    for (size_t i = 0; i < r->trials.n; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
         trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (t && t->state == TP_TRIAL_STOPPED && job[i] == WAITS &&
             !r->sched->ops->final(r->sched, t->id, t->job.rung))
@@ -324,12 +325,14 @@ static void replay_decisions(tp_run_t *r) {
     uint64_t want = r->sched->cfg.sampler.trials; /* this run's file */
     replay_t rp = {.r = r,
                    .diverged = -1,
-                   .job = tp__xcalloc(r->trials.n + 1, 1),
+                   .job = tp__xcalloc(tp__trials_n(&r->trials) + 1, 1),
                    .first = json_object(),
                    .ex_trial = -1};
-    tp__journal_ok(&r->journal, tp__store_decisions(r->journal.store, first_params, &rp),
+    tp__journal_ok(&r->journal,
+                   tp__store_decisions(tp__journal_store(&r->journal), first_params, &rp),
                    "reading the search's decisions");
-    tp__journal_ok(&r->journal, tp__store_decisions(r->journal.store, replay_one, &rp),
+    tp__journal_ok(&r->journal,
+                   tp__store_decisions(tp__journal_store(&r->journal), replay_one, &rp),
                    "reading the search's decisions");
     json_decref(rp.first);
     json_decref(rp.ex_new);
@@ -368,7 +371,7 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
     tp__buf_init(&ok);
     tp__buf_init(&refused);
     int results = 0;
-    tp__journal_ok(&r->journal, tp__run_count_results(r->journal.store, &results),
+    tp__journal_ok(&r->journal, tp__run_count_results(tp__journal_store(&r->journal), &results),
                    "reading the trials");
     int rc = tp__config_changes(old_text, r->x.text, results, &ok, &refused);
     if (rc != 0) {
@@ -390,7 +393,7 @@ static int accept_changes(tp_run_t *r, const char *old_text, tp_error_t *err) {
                         r->dir, r->x.path, rc < 0 ? "  (the stored file is no YAML)" : refused.data,
                         r->dir, why);
     } else if (ok.len) {
-        tp_store_t *s = r->journal.store;
+        tp_store_t *s = tp__journal_store(&r->journal);
         tp__log(TP_LOG_INFO, "%s changed since the last run; taking the new values:\n%s", r->x.path,
                 ok.data);
         if (tp__store_begin(s) || tp__store_meta_set(s, "experiment_text", r->x.text) ||
@@ -477,9 +480,9 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
     int rc = refuse_lost_store(r, err);
     if (rc == 0) rc = apply_permissions(r, err);
     if (rc) return rc;
-    rc = tp__store_open(r->dir, TP_STORE_WRITE, &r->journal.store, err);
+    rc = tp__journal_open(&r->journal, r->dir, err);
     if (rc) return rc;
-    tp_store_t *s = r->journal.store;
+    tp_store_t *s = tp__journal_store(&r->journal);
     char *text = tp__store_meta_get(s, "experiment_text");
     if (text) {
         char *xid = tp__store_meta_get(s, "experiment_id");
@@ -554,7 +557,8 @@ static int open_experiment(tp_run_t *r, tp_error_t *err) {
  * before (a resumed fork) keeps what it was seeded with. 0 or an exit code. */
 static int fork_from(tp_run_t *r, const char *from) {
     tp_error_t err = {0};
-    char *seeded = r->created ? NULL : tp__store_meta_get(r->journal.store, "forked_from");
+    char *seeded =
+        r->created ? NULL : tp__store_meta_get(tp__journal_store(&r->journal), "forked_from");
     if (!r->created && !seeded) {
         fprintf(stderr,
                 "tunepack: error: --fork starts a new experiment, and %s already holds one; "
@@ -596,7 +600,7 @@ static void run_free(tp_run_t *r) {
     tp__samples_free(&r->start_ms);
     tp__scheduler_free(r->sched);
     json_decref(r->warm);
-    if (r->journal.store) tp__journal_close(&r->journal);
+    if (tp__journal_store(&r->journal)) tp__journal_close(&r->journal);
     tp__experiment_free(&r->x);
     free(r->dir);
     free(r->workdir);
@@ -607,12 +611,12 @@ static void run_free(tp_run_t *r) {
  * creation, after the reports its store holds. */
 static void start_clock(tp_run_t *r) {
     if (!tp__clock_virtual(&r->clock)) return;
-    tp_store_t *s = r->journal.store;
+    tp_store_t *s = tp__journal_store(&r->journal);
     char *created = tp__store_meta_get(s, "created_at");
     double base = created ? strtod(created, NULL) : 0;
     free(created);
     int64_t reports = 0;
-    for (size_t i = 0; i < r->trials.n; i++)
+    for (size_t i = 0; i < tp__trials_n(&r->trials); i++)
         if (tp__trials_get(&r->trials, (int64_t)i))
             reports += tp__store_metric_count(s, (int64_t)i);
     tp__clock_start(&r->clock, base > 0 ? base : tp__wall_s(), reports);
@@ -625,8 +629,7 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     tp_run_t *r = tp__xcalloc(1, sizeof *r);
     tp_error_t err = {0};
     int code = TP_EXIT_OK;
-    r->view.live = o->live;
-    r->view.quiet = o->quiet;
+    tp__view_mode(r, o->live, o->quiet);
     if (tp__experiment_load(o->file, &r->x, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         free(r);

@@ -88,6 +88,33 @@ trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id) {
     return id >= 0 && (size_t)id < ts->n ? ts->by_id[id] : NULL;
 }
 
+size_t tp__trials_n(const tp_trials_t *ts) {
+    return ts->n;
+}
+
+void tp__trial_job_restore(trial_t *t, int rung, double budget) {
+    t->job.rung = rung > 0 ? rung : 0;
+    t->job.budget = budget;
+}
+
+void tp__trial_job_set_why(trial_t *t, const char *why) {
+    snprintf(t->job.why, sizeof t->job.why, "%s", why);
+}
+
+void tp__trial_job_set_checkpoint(trial_t *t, int64_t step) {
+    t->job.step_done = step;
+}
+
+void tp__trial_job_stop_early(trial_t *t, const char *why) {
+    t->job.early_stopped = 1;
+    tp__trial_job_set_why(t, why);
+}
+
+void tp__trial_pace_restart(trial_t *t) {
+    t->pace.first_step = TP_STORE_NO_STEP;
+    t->pace.first_report = t->pace.last_report = 0;
+}
+
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s) {
     if (!(step_s > 0)) return;
     double before = t->pace.step_s > 0 ? t->pace.step_s : 0;

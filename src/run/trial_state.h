@@ -75,7 +75,8 @@ typedef struct tp_trial_ranks {
 } tp_trial_ranks_t;
 
 /* A trial's step timing, from its reports (outcome.c); step_s changes only
- * through tp__trial_set_step_s (trial_state.c). */
+ * through tp__trial_set_step_s, and a new attempt restarts it through
+ * tp__trial_pace_restart (trial_state.c). */
 typedef struct tp_trial_pace {
     double first_report, last_report; /* monotonic times of reports, for step time */
     double step_s;        /* measured seconds per step (reports whose step advanced), 0: unknown */
@@ -85,7 +86,8 @@ typedef struct tp_trial_pace {
 } tp_trial_pace_t;
 
 /* A trial's current job (what the scheduler handed out) and its last word
- * on it: set by orchestrator.c when a job is handed out or decided. */
+ * on it: set by orchestrator.c when a job is handed out or decided; other
+ * files write it only through tp__trial_job_* (trial_state.c). */
 typedef struct tp_trial_job {
     double from_budget; /* budget its current job starts from (0: a new trial) */
     double budget;      /* budget of that job, 0 = none */
@@ -99,7 +101,8 @@ typedef struct tp_trial_job {
 
 /* A trial: what every trial has, then one part per feature, each owned by
  * its file (the header named; tests/lint/owned_fields.sh checks that no
- * other file touches it). */
+ * other file touches it, and that the small structs above are written only
+ * by the files their comments name). */
 typedef struct trial {
     int64_t id;                 /* trial number, as the searcher numbered it */
     json_t *params;             /* its configuration, owned */
@@ -177,6 +180,9 @@ trial_t *tp__trials_add(tp_trials_t *ts, int64_t id, json_t *params, double at);
 /* A trial read back from the store in `state` (nothing journaled). */
 trial_t *tp__trials_load(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_state_t state);
 trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id); /* NULL if no such trial */
+/* One past the largest trial number in use: every trial's id is below it (holes
+ * are NULL to tp__trials_get). O(1). */
+size_t tp__trials_n(const tp_trials_t *ts);
 void tp__trials_free(tp_trials_t *ts);
 
 /* The one way a trial changes state. Checks the table (an illegal change
@@ -201,6 +207,17 @@ void tp__trial_set_closed(tp_trials_t *ts, trial_t *t, int closed);
  * so that the means below are kept as it goes (the run's, and its demand
  * group's when it has one). O(1), amortised. */
 void tp__trial_set_step_s(tp_trials_t *ts, trial_t *t, double step_s);
+/* t's job is written by orchestrator.c (hands it out, decides it) and here; other files
+ * go through these. O(1) each. restore: as the store last recorded it (a resumed or
+ * seeded trial: its rung, 0 below the first, and budget); set_why: the last word on
+ * it; set_checkpoint: its checkpoint is at step (its own report, or a donor's);
+ * stop_early: the scheduler stopped it while it ran, saying why. */
+void tp__trial_job_restore(trial_t *t, int rung, double budget);
+void tp__trial_job_set_why(trial_t *t, const char *why);
+void tp__trial_job_set_checkpoint(trial_t *t, int64_t step);
+void tp__trial_job_stop_early(trial_t *t, const char *why);
+/* A new attempt: its reports time steps afresh (first report, first step). O(1). */
+void tp__trial_pace_restart(trial_t *t);
 /* Steps t's job has left past its checkpoint (its budget less the largest
  * step it reported); 0 without a budget, below 0 past it. O(1). */
 double tp__trial_steps_left(const trial_t *t);

@@ -23,7 +23,7 @@
 
 static uint64_t total_trials(const tp_run_t *r) {
     uint64_t total = r->sched->ops->total(r->sched);
-    return total ? total : r->trials.n;
+    return total ? total : tp__trials_n(&r->trials);
 }
 
 /* Trials that reached a final state. */
@@ -170,7 +170,7 @@ static void running_table(tp_run_t *r, int cols, int room, double now) {
     put_line(r, cols, "%6s  %-36s %-9s %6s %10s %8s  %s", "trial", "parameters",
              r->x.budget_name ? "rung/bdgt" : "", "step", r->x.metric, "elapsed", "where");
     int rows = running > room - 1 ? room - 2 : running;
-    for (size_t i = 0; i < r->trials.n && shown < rows; i++) {
+    for (size_t i = 0; i < tp__trials_n(&r->trials) && shown < rows; i++) {
         const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
         if (!t || t->state != TP_TRIAL_RUNNING) continue;
         char params[512], rb[40] = "", step[24] = "", v[32] = "", el[32];
@@ -214,7 +214,7 @@ static void progress(const tp_run_t *r, double elapsed, progress_t *p) {
     p->work[0] = 0;
     if (planned > 0) {
         double units = 0;
-        for (size_t i = 0; i < r->trials.n; i++) {
+        for (size_t i = 0; i < tp__trials_n(&r->trials); i++) {
             const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);
             if (t && t->job.step_done > 0) units += (double)t->job.step_done;
         }
@@ -293,6 +293,19 @@ static void log_above(void *ud, const char *line, size_t n) {
 static void on_view_timer(uv_timer_t *h) {
     tp_run_t *r = h->data;
     if (!r->finished) draw(r);
+}
+
+void tp__view_mode(tp_run_t *r, int live, int quiet) {
+    r->view.live = live;
+    r->view.quiet = quiet;
+}
+
+void tp__view_done_before(tp_run_t *r, int n) {
+    r->view.done_before = n;
+}
+
+double tp__view_t0(const tp_run_t *r) {
+    return r->view.t0;
 }
 
 void tp__view_start(tp_run_t *r) {
@@ -411,6 +424,7 @@ void tp__view_final(tp_run_t *r) {
     printf("%s %s after %s: %d completed%s%s, %d failed, %d retried%s%s\n%s\nresults: %s\n",
            r->x.name, r->stopping ? "stopped" : "finished", el, c[TP_TRIAL_COMPLETED], early,
            paused, c[TP_TRIAL_FAILED], r->trials.retried, regrown, inter, best, r->dir);
-    if (r->dl.final[0]) printf("%s\n", r->dl.final); /* a deadline run: its model, last */
+    if (*tp__deadline_final(r))
+        printf("%s\n", tp__deadline_final(r)); /* a deadline run: its model, last */
     fflush(stdout);
 }

@@ -160,7 +160,7 @@ static int count_decision(const tp_decision_row_t *d, void *ud) {
 /* See orchestrator_internal.h. */
 void tp__run_warm_start(tp_run_t *r) {
     warm_t w = {.r = r};
-    tp_store_t *s = r->journal.store;
+    tp_store_t *s = tp__journal_store(&r->journal);
     tp__journal_ok(&r->journal, tp__store_priors(s, feed_journaled, &w), "reading the priors");
     if (w.fed > 0) {
         tp__log(TP_LOG_INFO, "warm start: %zu prior observations from the journal", w.fed);

@@ -142,7 +142,7 @@ class SurrogateTest(E2E):
             ("{param: width_mult, value: 1}", "exp.yaml:8:39: \"value\" must be a number > 0 "
                                                "other than 1"),
             ("{param: width_mult, value: 0.25, eager: 0}", "exp.yaml:8:52: \"eager\" must be a "
-                                                            "share in (0, 1]"),
+                                                            "number in (0, 1] (a share"),
             ("{param: width_mult, value: 0.25, promote: 0}", "exp.yaml:8:54: \"promote\" must "
                                                               "be an integer from 1 to 1000"),
             ("{value: 0.25}", "exp.yaml:8:12: missing required key \"param\""),

@@ -244,8 +244,8 @@ TP_TEST(test_groups_are_read_and_their_mistakes_point_at_the_key) {
     TP_CHECK_CONTAINS(parse_error(HEAD "resources: {gpus: 1}\ngroups: {min: 0.5}\n"),
                       "groups: {shares: dynamic}");
     TP_CHECK_STR(parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, max: 0}\n"),
-                 "exp.yaml:5:31: \"max\" must be a share of GPUs above 0 and at most 16 (0.25: a "
-                 "quarter of a GPU, 2: two GPUs), got \"0\"");
+                 "exp.yaml:5:31: \"max\" must be a number in (0, 16] (a share of GPUs: 0.25 a "
+                 "quarter of a GPU, 2 two GPUs), got \"0\"");
     TP_CHECK_STR(
         parse_error(HEAD "resources: {gpus: 1}\ngroups: {shares: static, min: 2, max: 1}\n"),
         "exp.yaml:5:9: groups: min 2 is above max 1");
@@ -631,6 +631,37 @@ TP_TEST(test_elastic_gpus_take_a_min_and_a_max) {
                                   "resources: {gpus: {min: 1, max: 2}, procs_per_node: 2}\n"),
                  "exp.yaml:5:12: an elastic trial (gpus: {min, max}) runs on one node, one "
                  "process per GPU it holds; leave out nodes and procs_per_node");
+}
+
+/* A number setting says its key, its range with its open and closed ends, what it means,
+ * what it got, and that a quoted number is a string (tp__cfg_get_number). */
+TP_TEST(test_number_settings_say_their_range) {
+#define PBT HEAD "search: {algorithm: random, trials: 4, scheduler: pbt}\n"
+#define QUANTILE "must be a number in (0, 0.5] (a share: the bottom share copies the top share"
+    static const struct {
+        const char *yaml, *said;
+    } cases[] = {
+        {PBT "pbt: {perturbation_interval: 0}\n",
+         "exp.yaml:5:30: \"perturbation_interval\" must be a number > 0 (budget units between "
+         "exploit/explore steps, e.g. 2), got \"0\""},
+        {PBT "pbt: {perturbation_interval: 2, quantile: 0.6}\n",
+         "exp.yaml:5:43: \"quantile\" " QUANTILE ", e.g. 0.25), got \"0.6\""},
+        {PBT "pbt: {perturbation_interval: 2, quantile: \"0.25\"}\n",
+         "got \"0.25\" (quoted, so it is a string; remove the quotes)"},
+        {PBT "pbt: {perturbation_interval: 2, explore: {x: {resample: 2}}}\n",
+         "exp.yaml:5:57: \"resample\" must be a number from 0 to 1 (a probability, e.g. 0.25), "
+         "got \"2\""},
+        {HEAD "budget: {name: epochs, min: 1, max: 9, eta: 101}\n",
+         "exp.yaml:4:45: \"eta\" must be a number in (1, 100] (the reduction factor, e.g. 3), "
+         "got \"101\""},
+        {HEAD "placement: {oversubscribe: [1]}\n",
+         "exp.yaml:4:28: \"oversubscribe\" must be a number from 0 to 4 (0.2 lets each GPU "
+         "take 1.2 of compute), got a list"},
+    };
+    for (size_t i = 0; i < TP_ARRAY_LEN(cases); i++)
+        TP_CHECK_CONTAINS(parse_error(cases[i].yaml), cases[i].said);
+#undef QUANTILE
+#undef PBT
 }
 
 int main(void) {
