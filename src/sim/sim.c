@@ -487,15 +487,29 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
  * served curve, (C_{k+1} - 1)(1 + oversubscribe) with k trials on it, and
  * restored after, the placer's own commits kept. With sharing off nothing
  * changes. O(G). */
-static void admit_headroom(sim_t *S, int on) {
+static void headroom_of(sim_t *S, size_t gi, int on, double cap) {
+    if (on) {
+        int k = S->u.count[gi] + 1;
+        S->admit_off[gi] = (S->ck[k < 4 ? k : 4] - 1.0) * cap;
+    }
+    S->u.compute_used[gi] += on ? -S->admit_off[gi] : S->admit_off[gi];
+}
+
+/* ... over the whole cluster, or (few) only the GPUs of the nodes a partial
+ * round offers when nothing else reads the usage in the round (no profiler
+ * is placed beside it): O(G), or O(the offered GPUs). */
+static void admit_headroom(sim_t *S, int on, int few) {
     if (!S->c->limits.sharing) return;
     double cap = 1.0 + S->c->limits.oversubscribe;
-    for (size_t gi = 0; gi < S->ngpus; gi++) {
-        if (on) {
-            int k = S->u.count[gi] + 1;
-            S->admit_off[gi] = (S->ck[k < 4 ? k : 4] - 1.0) * cap;
-        }
-        S->u.compute_used[gi] += on ? -S->admit_off[gi] : S->admit_off[gi];
+    if (!few) {
+        for (size_t gi = 0; gi < S->ngpus; gi++)
+            headroom_of(S, gi, on, cap);
+        return;
+    }
+    for (size_t k = 0; k < S->ndirty; k++) {
+        size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd];
+        for (size_t g = 0; g < S->c->nodes[nd].ngpus; g++)
+            headroom_of(S, base + g, on, cap);
     }
 }
 
@@ -547,7 +561,9 @@ static long place_round(sim_t *S, double now, int whole) {
     if (!n) return 0;
     long placed = 0;
     memset(S->taken, 0, n);
-    if (S->served) admit_headroom(S, 1);
+    /* a partial round with no profiler to place reads only the offered nodes' usage */
+    int few = !whole && S->ndirty < S->c->nnodes && S->o->profile_s <= 0;
+    if (S->served) admit_headroom(S, 1, few);
     for (size_t i = 0; i < n; i++) { /* what is offered: all, less groups being measured */
         sgroup_t *gr = &S->grp[S->pend[i].group];
         S->guessed[m] = 0;
@@ -585,7 +601,7 @@ static long place_round(sim_t *S, double now, int whole) {
     int partial = !whole && S->ndirty < S->c->nnodes;
     if (partial) {
         if (!S->ndirty) {
-            if (S->served) admit_headroom(S, 0);
+            if (S->served) admit_headroom(S, 0, few);
             return 0;
         }
         sub = (tp_cluster_t){.nodes = S->sub_nodes, .nnodes = S->ndirty, .limits = S->c->limits};
@@ -636,7 +652,7 @@ static long place_round(sim_t *S, double now, int whole) {
             memcpy(S->u.count + base, S->sub_u.count + gb, ng * sizeof *S->u.count);
         }
     }
-    if (S->served) admit_headroom(S, 0);
+    if (S->served) admit_headroom(S, 0, few);
     if (prc != 0) return -EINVAL;
     for (size_t k = 0; k < m; k++) {
         const pend_t *p = &S->pend[S->offer[k]];
