@@ -9,8 +9,15 @@
  * (served, the default) on every space x cluster and on the H200 packing
  * check (bench/gpu/h200-packing.workload.yaml, beside what it measured).
  *
- *   simulate [sp.yaml] [--quick] [--compare]
- *     --quick: 100k trials for the scale run; --compare: the comparisons only */
+ * With --cluster-scale, only the cluster-scale table (docs/simulator.md):
+ * makespan and GPU-hours of SP4's mix on 1,000 and 10,000 A100s (nodes of 8,
+ * wfd, incremental rounds) for 100k and 1M trials and node failures of 0, 1%
+ * and 5% per node-day, each trial paying the remote start-up measured in
+ * issue 11, and the wall time of the whole table.
+ *
+ *   simulate [sp.yaml] [--quick] [--compare] [--cluster-scale [--queue-wait S]]
+ *     --quick: 100k trials for the scale run; --compare: the comparisons only;
+ *     --queue-wait: the mean queue wait of a node (s, default 0) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,12 +224,68 @@ static int scale(const tp_workload_t *w, uint64_t trials, size_t gpus) {
     return 0;
 }
 
+/* The remote start-up of a trial once its node's agent runs: the larger p50
+ * that issue 11 measured through srun (4.7-11.7 ms; ssh 7.5-11.0 ms). */
+#define REMOTE_STARTUP_S 0.0117
+
+/* The 12 cells of the cluster-scale table; 0 or -1. */
+static int cluster_scale(const tp_workload_t *w, double queue_wait_s) {
+    static const size_t gpus[] = {1000, 10000};
+    static const uint64_t trials[] = {100000, 1000000};
+    static const double fails[] = {0, 0.01, 0.05};
+    printf("cluster scale: SP4's mix on A100s in nodes of 8, wfd, incremental rounds (window\n"
+           "64), trial start-up %.1f ms, a lost node taken for lost after 10 s and replaced\n"
+           "after a queue wait of mean %.0f s (+ its agent's start, 0.47 s); seed 0.\n"
+           "GPU-h: GPUs held from their node's join to the end or to its loss.\n\n",
+           1e3 * REMOTE_STARTUP_S, queue_wait_s);
+    printf("%6s %8s %9s %10s %10s %8s %9s %8s %8s\n", "GPUs", "trials", "fail/day", "makespan",
+           "GPU-h", "failed", "requeued", "lost h", "wall s");
+    double t0 = tp__mono_s();
+    for (size_t g = 0; g < 2; g++)
+        for (size_t n = 0; n < 2; n++)
+            for (size_t f = 0; f < 3; f++) {
+                tp_cluster_t c;
+                tp_error_t err = {0};
+                if (tp__sim_cluster(w, "a100_80g", gpus[g], 8, 0, &c, &err) < 0) {
+                    fprintf(stderr, "simulate: %s\n", err.msg);
+                    return -1;
+                }
+                tp_sim_opts_t o = {.policy = "wfd",
+                                   .overhead = 0.03,
+                                   .trials = trials[n],
+                                   .rounds = TP_SIM_ROUNDS_INCREMENTAL,
+                                   .node_failures = fails[f],
+                                   .queue_wait_s = queue_wait_s,
+                                   .trial_startup_s = REMOTE_STARTUP_S};
+                tp_sim_result_t r;
+                int rc = tp__sim_run(w, "SP4", &c, &o, &r, &err);
+                tp__cluster_free(&c);
+                if (rc < 0) {
+                    fprintf(stderr, "simulate: cluster scale: %s\n", err.msg);
+                    return -1;
+                }
+                printf("%6zu %8llu %8.0f%% %8.2f h %10.0f %8llu %9llu %8.1f %8.2f\n", gpus[g],
+                       (unsigned long long)r.trials, 100 * fails[f], r.makespan_s / 3600,
+                       r.gpu_hours, (unsigned long long)r.node_failures,
+                       (unsigned long long)r.requeued, r.lost_s / 3600, r.wall_s);
+                fflush(stdout);
+                tp__sim_result_free(&r);
+            }
+    printf("\nthe table in %.1f s wall\n", tp__mono_s() - t0);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *path = TP_DATA_DIR "/workloads/sp.yaml";
     int quick = 0;
-    int only_compare = 0;
+    int only_compare = 0, only_scale = 0;
+    double queue_wait_s = 0;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0)
+        if (strcmp(argv[i], "--cluster-scale") == 0)
+            only_scale = 1;
+        else if (strcmp(argv[i], "--queue-wait") == 0 && i + 1 < argc)
+            queue_wait_s = atof(argv[++i]);
+        else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else if (strcmp(argv[i], "--compare") == 0)
             only_compare = 1;
@@ -234,6 +297,11 @@ int main(int argc, char **argv) {
     if (tp__workload_load(path, &w, &err) < 0) {
         fprintf(stderr, "simulate: %s\n", err.msg);
         return 1;
+    }
+    if (only_scale) {
+        int rc = cluster_scale(&w, queue_wait_s);
+        tp__workload_free(&w);
+        return rc < 0;
     }
     if (compare(&w) < 0 || compare_caps(&w) < 0) return 1;
     if (only_compare) {

@@ -24,7 +24,8 @@ _tunepack_options() {
         simulate) echo "--space --cluster --policy --searcher --trials --seed --overhead" \
                        "--oversubscribe --json --csv --svg --scale-trials --scale-gpus" \
                        "--gpu-type --gpus-per-node --window --rounds --profile --contention" \
-                       "--gpus --dir --seeds --unit-time --deadline --help" ;;
+                       "--gpus --dir --seeds --unit-time --deadline --node-failures" \
+                       "--queue-wait --trial-startup --help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
                    "--overhead --max-gpus --profile --json --dir --check --seeds --unit-time" \
                    "--from --help" ;;
@@ -68,7 +69,8 @@ _tunepack() {
         --space | --gpu-type | --trials | --seed | --overhead | --oversubscribe | --profile | \
             --scale-trials | --scale-gpus | --gpus-per-node | --cpus-per-node | --window | \
             --deadline | --max-gpus | --time-limit | --node-limit | --listen | --show | --top | \
-            --gpus | --seeds | --unit-time | --from)
+            --gpus | --seeds | --unit-time | --from | --node-failures | --queue-wait | \
+            --trial-startup)
             return 0 ;;
     esac
 

@@ -38,6 +38,25 @@ static int opt_real(const char *name, const char *v, double lo, double hi, doubl
     return 0;
 }
 
+/* --node-failures: failures per node-day, a number or a percentage ("1%"). */
+static int opt_failures(const char *v, double *out) {
+    char num[64];
+    size_t n = strlen(v);
+    int pct = n > 0 && n < sizeof num && v[n - 1] == '%';
+    snprintf(num, sizeof num, "%.*s", (int)(pct ? n - 1 : n), v);
+    char *end = NULL;
+    double x = strtod(num, &end);
+    if (!*num || end == num || *end || !isfinite(x) || x < 0 || (pct ? x / 100 : x) > 1000) {
+        tp__cli_usage_error(&tp__cmd_simulate,
+                            "--node-failures must be failures per node-day, a number in "
+                            "[0, 1000] or a percentage (\"1%%\"), got \"%s\"",
+                            v);
+        return -1;
+    }
+    *out = pct ? x / 100 : x;
+    return 0;
+}
+
 static void print_summary(const tp_sim_result_t *r, const char *space, const char *cluster,
                           size_t ngpus, const char *searcher) {
     printf("simulated %s on %s (%zu GPUs, summed speed %g), policy %s, %s searcher: %llu trials\n",
@@ -53,12 +72,27 @@ static void print_summary(const tp_sim_result_t *r, const char *space, const cha
            r->wall_s);
 }
 
+/* The cluster-scale lines, when the run modelled them. */
+static void print_scale(const tp_sim_result_t *r, const tp_sim_opts_t *o) {
+    if (o->node_failures <= 0 && o->queue_wait_s <= 0 && o->trial_startup_s <= 0) return;
+    printf("  GPU-hours     %10.1f   (GPUs held from their node's join to the end, or to its "
+           "loss)\n",
+           r->gpu_hours);
+    printf("  nodes failed  %10llu   (%g per node-day); %llu attempts lost with them and "
+           "placed again, %.1f trial-hours lost\n",
+           (unsigned long long)r->node_failures, o->node_failures, (unsigned long long)r->requeued,
+           r->lost_s / 3600);
+    printf("  queue wait    %10.1f s  mean per node; trial start-up %.3f s\n", o->queue_wait_s,
+           o->trial_startup_s);
+}
+
 static int simulate_main(int argc, char **argv) {
     const char *file = NULL, *space = NULL, *cluster = NULL, *policy = NULL, *searcher = NULL,
                *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
                *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
                *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL, *contention_a = NULL,
-               *gpus_a = NULL, *dir = NULL, *seeds_a = NULL, *unit_a = NULL, *deadline_a = NULL;
+               *gpus_a = NULL, *dir = NULL, *seeds_a = NULL, *unit_a = NULL, *deadline_a = NULL,
+               *fail_a = NULL, *queue_a = NULL, *startup_a = NULL;
     int as_json = 0;
     static const char *const searchers[] = {"grid", "random", NULL};
     /* in the order of tp_sim_rounds_t */
@@ -90,7 +124,10 @@ static int simulate_main(int argc, char **argv) {
                                  {"--dir", NULL, &dir},
                                  {"--seeds", NULL, &seeds_a},
                                  {"--unit-time", NULL, &unit_a},
-                                 {"--deadline", NULL, &deadline_a}};
+                                 {"--deadline", NULL, &deadline_a},
+                                 {"--node-failures", NULL, &fail_a},
+                                 {"--queue-wait", NULL, &queue_a},
+                                 {"--trial-startup", NULL, &startup_a}};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
     if (file && !space && tp__cli_is_experiment(file)) { /* an experiment of the user's own */
@@ -116,6 +153,9 @@ static int simulate_main(int argc, char **argv) {
             return TP_EXIT_USAGE;
         return tp__cli_plan_experiment(file, &xo);
     }
+    if (file && !space && tp__cli_is_experiment(file) && (fail_a || queue_a || startup_a))
+        return tp__cli_usage_error(&tp__cmd_simulate, "--node-failures, --queue-wait and "
+                                                      "--trial-startup are for a workload FILE");
     if (gpus_a || dir || seeds_a || unit_a || deadline_a)
         return tp__cli_usage_error(&tp__cmd_simulate, "--gpus, --dir, --seeds, --unit-time and "
                                                       "--deadline are for an experiment FILE");
@@ -142,6 +182,13 @@ static int simulate_main(int argc, char **argv) {
     if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0)
         return TP_EXIT_USAGE;
     o.window = (size_t)window;
+    if (fail_a && opt_failures(fail_a, &o.node_failures) < 0) return TP_EXIT_USAGE;
+    if (queue_a && tp__cli_duration(&tp__cmd_simulate, "--queue-wait", queue_a, &o.queue_wait_s) !=
+                       TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
+    if (startup_a && tp__cli_duration(&tp__cmd_simulate, "--trial-startup", startup_a,
+                                      &o.trial_startup_s) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
     if (profile_a &&
         tp__cli_duration(&tp__cmd_simulate, "--profile", profile_a, &o.profile_s) != TP_CLI_PARSED)
         return TP_EXIT_USAGE;
@@ -213,6 +260,7 @@ static int simulate_main(int argc, char **argv) {
             free(text);
         } else {
             print_summary(&r, space, cname, ng, searcher ? searcher : "grid");
+            print_scale(&r, &o);
         }
         tp__sim_result_free(&r);
     }
@@ -233,7 +281,9 @@ const tp_cmd_t tp__cmd_simulate = {
         "                         [--scale-trials N --scale-gpus G [--gpu-type T]\n"
         "                          [--gpus-per-node 8]] [--window N] [--rounds "
         "auto|full|incremental]\n"
-        "                         [--profile TIME] [--contention served|capped]\n\n"
+        "                         [--profile TIME] [--contention served|capped]\n"
+        "                         [--node-failures RATE] [--queue-wait TIME]\n"
+        "                         [--trial-startup TIME]\n\n"
         "EXPERIMENT (the file `tunepack run` takes) on N GPUs: its own search, as\n"
         "`tunepack plan EXPERIMENT` simulates it (see tunepack plan --help), prints the\n"
         "makespan, the trials finished and the best metric expected (by --deadline D\n"
@@ -264,6 +314,13 @@ const tp_cmd_t tp__cmd_simulate = {
         "  --contention C     served (default): the run without MPS thread caps, k trials\n"
         "                     on a GPU served C_k = 1, 1.14, 1.36, 1.44 of it and admitted\n"
         "                     up to C_k of compute; capped: the run with caps, C_k = 1\n"
+        "  --node-failures R  each node fails R times per node-day (\"0.01\" or \"1%\"):\n"
+        "                     its trials are lost, placed again once the node is taken\n"
+        "                     for lost (10 s), from their start; the node is replaced\n"
+        "  --queue-wait TIME  nodes join after a queue wait, exponential of this mean (a\n"
+        "                     self-allocated Slurm cluster): all at the start, and each\n"
+        "                     replacement\n"
+        "  --trial-startup T  each attempt's start-up on its node (default 0)\n"
         "  --csv FILE         per-GPU timelines, one row per trial\n"
         "  --svg FILE         a Gantt chart: a band per GPU, colour by model\n"
         "  --scale-trials N   with --scale-gpus: N trials of the space's job mix\n"

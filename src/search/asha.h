@@ -50,7 +50,7 @@ int tp__asha_init(tp_asha_t *st, const tp_scheduler_t *s, tp_error_t *err);
 void tp__asha_free(tp_asha_t *st);
 /* The best trial in the top floor(n_k / eta) of rung k that can go on (ended
  * ok at rung k, not running, not failed), or -1; *rank and *value say where it stood.
- * O(n_k log n_k). */
+ * O(n_k): the best such trial, and the results that rank above it. */
 int64_t tp__asha_promotable(const tp_asha_t *st, size_t k, double eta, size_t *rank, double *value);
 /* The ok results of rung k, best first (ties: the older trial), malloc'd
  * (caller frees); *n gets their count. O(n_k log n_k). */

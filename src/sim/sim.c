@@ -39,6 +39,7 @@
 #include "place/fluid.h"
 #include "place/place_internal.h"
 #include "search/search.h"
+#include "sim/sim_nodes.h"
 #include "space/space.h"
 
 typedef struct rtrial {   /* a running trial */
@@ -77,6 +78,8 @@ typedef struct pend { /* a trial asked and not placed yet */
     int batch;
     double lr, gpu_s, host_s;
     uint32_t group; /* its (model, batch) group */
+    double lost_at; /* a lost attempt's: when its node failed (limbo only) */
+    uint32_t node;  /* a lost attempt's: its node (limbo only) */
 } pend_t;
 
 enum { GROUP_UNMEASURED, GROUP_PROFILING, GROUP_MEASURED }; /* with opts.profile_s */
@@ -91,6 +94,8 @@ typedef struct sgroup { /* a demand group: one model at one batch size */
 typedef struct sim {
     const tp_workload_t *w;
     const tp_cluster_t *c;
+    const tp_cluster_t *given; /* the caller's cluster (c is own's copy at cluster scale) */
+    double now;                /* the time of the event handled last */
     tp_usage_t u;
     const tp_placer_ops_t *placer;
     tp_space_t space;
@@ -114,7 +119,14 @@ typedef struct sim {
     size_t *hpos;   /* per GPU: position in heap */
     double *key;    /* per GPU: next finish (INFINITY: idle) */
     pend_t *pend;
-    size_t npend, window;
+    size_t npend, window, cappend; /* cappend: room (the window, more with requeues) */
+    /* cluster scale (opts.node_failures, queue_wait_s) */
+    tp_cluster_t own;     /* the cluster's copy whose nodes go down and up (c points to it) */
+    int scale;            /* nodes fail or queue: the model of sim_nodes.h is on */
+    tp_sim_nodes_t nodes; /* their states and times */
+    pend_t *limbo;        /* attempts on failed nodes not yet taken for lost */
+    size_t nlimbo, caplimbo;
+    int *node_cpus; /* per node: its CPUs while up */
     tp_demand_t *dbuf;
     tp_assign_t *abuf;
     size_t *offer;     /* per offered demand: its index in pend */
@@ -287,9 +299,10 @@ static int refill(sim_t *S) {
         p->group = group_of(S, (uint16_t)mi, j.batch);
         p->lr = j.lr;
         p->gpu_s = j.gpu_s;
-        p->host_s = j.host_s;
+        p->host_s = j.host_s + S->o->trial_startup_s; /* its start-up is host time */
+        p->d.duration_s += S->o->trial_startup_s;
         S->r->total_gpu_s += j.gpu_s;
-        S->longest = fmax(S->longest, j.host_s + j.gpu_s / S->smax);
+        S->longest = fmax(S->longest, p->host_s + j.gpu_s / S->smax);
         S->next_index++;
     }
     return 0;
@@ -474,15 +487,29 @@ static void gpu_finishes(sim_t *S, uint32_t gi, double t) {
  * served curve, (C_{k+1} - 1)(1 + oversubscribe) with k trials on it, and
  * restored after, the placer's own commits kept. With sharing off nothing
  * changes. O(G). */
-static void admit_headroom(sim_t *S, int on) {
+static void headroom_of(sim_t *S, size_t gi, int on, double cap) {
+    if (on) {
+        int k = S->u.count[gi] + 1;
+        S->admit_off[gi] = (S->ck[k < 4 ? k : 4] - 1.0) * cap;
+    }
+    S->u.compute_used[gi] += on ? -S->admit_off[gi] : S->admit_off[gi];
+}
+
+/* ... over the whole cluster, or (few) only the GPUs of the nodes a partial
+ * round offers when nothing else reads the usage in the round (no profiler
+ * is placed beside it): O(G), or O(the offered GPUs). */
+static void admit_headroom(sim_t *S, int on, int few) {
     if (!S->c->limits.sharing) return;
     double cap = 1.0 + S->c->limits.oversubscribe;
-    for (size_t gi = 0; gi < S->ngpus; gi++) {
-        if (on) {
-            int k = S->u.count[gi] + 1;
-            S->admit_off[gi] = (S->ck[k < 4 ? k : 4] - 1.0) * cap;
-        }
-        S->u.compute_used[gi] += on ? -S->admit_off[gi] : S->admit_off[gi];
+    if (!few) {
+        for (size_t gi = 0; gi < S->ngpus; gi++)
+            headroom_of(S, gi, on, cap);
+        return;
+    }
+    for (size_t k = 0; k < S->ndirty; k++) {
+        size_t nd = S->dirty_list[k], base = S->u.gpu_base[nd];
+        for (size_t g = 0; g < S->c->nodes[nd].ngpus; g++)
+            headroom_of(S, base + g, on, cap);
     }
 }
 
@@ -534,7 +561,9 @@ static long place_round(sim_t *S, double now, int whole) {
     if (!n) return 0;
     long placed = 0;
     memset(S->taken, 0, n);
-    if (S->served) admit_headroom(S, 1);
+    /* a partial round with no profiler to place reads only the offered nodes' usage */
+    int few = !whole && S->ndirty < S->c->nnodes && S->o->profile_s <= 0;
+    if (S->served) admit_headroom(S, 1, few);
     for (size_t i = 0; i < n; i++) { /* what is offered: all, less groups being measured */
         sgroup_t *gr = &S->grp[S->pend[i].group];
         S->guessed[m] = 0;
@@ -572,7 +601,7 @@ static long place_round(sim_t *S, double now, int whole) {
     int partial = !whole && S->ndirty < S->c->nnodes;
     if (partial) {
         if (!S->ndirty) {
-            if (S->served) admit_headroom(S, 0);
+            if (S->served) admit_headroom(S, 0, few);
             return 0;
         }
         sub = (tp_cluster_t){.nodes = S->sub_nodes, .nnodes = S->ndirty, .limits = S->c->limits};
@@ -623,7 +652,7 @@ static long place_round(sim_t *S, double now, int whole) {
             memcpy(S->u.count + base, S->sub_u.count + gb, ng * sizeof *S->u.count);
         }
     }
-    if (S->served) admit_headroom(S, 0);
+    if (S->served) admit_headroom(S, 0, few);
     if (prc != 0) return -EINVAL;
     for (size_t k = 0; k < m; k++) {
         const pend_t *p = &S->pend[S->offer[k]];
@@ -670,9 +699,126 @@ static int schedule(sim_t *S, double now, int whole) {
     return 0;
 }
 
+/* ---- cluster scale: nodes that fail, are lost, queue and join ------------ */
+
+/* p back in the pending queue, in trial-id order: the run's pending queue is
+ * a min-heap of ids (src/run/trial_state.c), so a requeued trial is offered
+ * before the later ones. O(pending). */
+static void requeue(sim_t *S, const pend_t *p) {
+    if (S->npend == S->cappend) {
+        S->cappend *= 2;
+        S->pend = tp__xrealloc(S->pend, S->cappend * sizeof *S->pend);
+    }
+    size_t i = S->npend++;
+    while (i > 0 && S->pend[i - 1].d.id > p->d.id) {
+        S->pend[i] = S->pend[i - 1];
+        i--;
+    }
+    S->pend[i] = *p;
+}
+
+/* Node k failed at time now: its trials stop (their progress is lost; no
+ * checkpoint is modelled, as a run without checkpoint_root, docs/cluster.md)
+ * and wait in limbo until the node is taken for lost; its GPUs take nothing
+ * more (as the run's tp__placement_node_down). A profiler lost gives its
+ * group back: another trial measures it. O(trials on k). */
+static void node_fails(sim_t *S, size_t k, double now) {
+    tp_node_t *node = &S->own.nodes[k];
+    for (size_t j = 0; j < node->ngpus; j++) {
+        uint32_t gi = (uint32_t)(S->u.gpu_base[k] + j);
+        gstate_t *g = &S->g[gi];
+        advance(S, gi, now);
+        while (g->n) {
+            uint32_t slot = g->slots[--g->n];
+            rtrial_t *t = &S->run[slot];
+            tp_assign_t held = held_on(S, gi);
+            tp__place_release(S->c, &S->u, &t->d, &held);
+            if (t->shrink_at < INFINITY) S->grp[t->group].state = GROUP_UNMEASURED;
+            g->lanes &= ~((uint64_t)1 << t->lane);
+            if (S->nlimbo == S->caplimbo) {
+                S->caplimbo = S->caplimbo ? 2 * S->caplimbo : 64;
+                S->limbo = tp__xrealloc(S->limbo, S->caplimbo * sizeof *S->limbo);
+            }
+            S->limbo[S->nlimbo++] = (pend_t){.d = t->real,
+                                             .model = t->model,
+                                             .batch = t->batch,
+                                             .lr = t->lr,
+                                             .gpu_s = t->gpu_s,
+                                             .host_s = t->host_s,
+                                             .group = t->group,
+                                             .lost_at = now,
+                                             .node = (uint32_t)k};
+            S->r->lost_s += now - t->start;
+            S->freeslot[S->nfree++] = slot;
+            S->running--;
+        }
+        recompute(S, gi);
+        node->gpus[j].healthy = 0;
+    }
+    node->cpus = 0;
+}
+
+/* A node event at time now (sim_nodes.h): a failure stops its trials; taken
+ * for lost, its trials go back to the pending queue and a whole round
+ * places them, as the run places a lost agent's interrupted attempts; a
+ * node that joins is offered like a freed one. 0 or -errno. */
+static int node_event(sim_t *S, double now) {
+    size_t k = S->nodes.next;
+    tp_sim_node_state_t st = tp__sim_nodes_step(&S->nodes, k, now);
+    if (st == TP_SIM_NODE_DEAD) {
+        node_fails(S, k, now);
+        return 0;
+    }
+    if (st == TP_SIM_NODE_QUEUED) {
+        size_t keep = 0;
+        for (size_t i = 0; i < S->nlimbo; i++) {
+            if (S->limbo[i].node != k) {
+                S->limbo[keep++] = S->limbo[i];
+                continue;
+            }
+            requeue(S, &S->limbo[i]);
+            S->r->requeued++;
+        }
+        S->nlimbo = keep;
+        return schedule(S, now, 1);
+    }
+    tp_node_t *node = &S->own.nodes[k]; /* joined */
+    node->cpus = S->given->nodes[k].cpus;
+    for (size_t j = 0; j < node->ngpus; j++)
+        node->gpus[j].healthy = S->given->nodes[k].gpus[j].healthy;
+    mark_dirty(S, k);
+    return schedule(S, now, 0);
+}
+
+/* The cluster's copy whose nodes go down and up; with a queue wait every
+ * node starts queued (down). O(GPUs). */
+static void own_cluster(sim_t *S) {
+    const tp_cluster_t *c = S->given;
+    S->own = (tp_cluster_t){.nnodes = c->nnodes, .limits = c->limits};
+    S->own.nodes = tp__xcalloc(c->nnodes ? c->nnodes : 1, sizeof *S->own.nodes);
+    for (size_t n = 0; n < c->nnodes; n++) {
+        S->own.nodes[n] = c->nodes[n];
+        S->own.nodes[n].gpus = tp__xcalloc(c->nodes[n].ngpus + 1, sizeof(tp_gpu_t));
+        memcpy(S->own.nodes[n].gpus, c->nodes[n].gpus, c->nodes[n].ngpus * sizeof(tp_gpu_t));
+    }
+    S->c = &S->own;
+    tp__sim_nodes_init(&S->nodes, c->nnodes, S->o->node_failures, S->o->queue_wait_s, S->o->seed);
+    for (size_t n = 0; n < c->nnodes; n++) {
+        if (S->nodes.state[n] != TP_SIM_NODE_QUEUED) continue;
+        S->own.nodes[n].cpus = 0;
+        for (size_t j = 0; j < S->own.nodes[n].ngpus; j++)
+            S->own.nodes[n].gpus[j].healthy = 0;
+    }
+}
+
 /* ---- setup and the loop --------------------------------------------------- */
 
 static void sim_free(sim_t *S) {
+    if (S->scale) {
+        tp__cluster_free(&S->own);
+        tp__sim_nodes_free(&S->nodes);
+    }
+    free(S->limbo);
     tp__place_plan_free(&S->plan);
     free(S->runbuf);
     if (S->searcher) tp__searcher_free(S->searcher);
@@ -707,8 +853,11 @@ static void sim_free(sim_t *S) {
 static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const tp_cluster_t *c,
                      const tp_sim_opts_t *o) {
     S->w = w;
-    S->c = c;
+    S->c = S->given = c;
     S->o = o;
+    S->scale = o->node_failures > 0 || o->queue_wait_s > 0;
+    if (S->scale) own_cluster(S);
+    c = S->c;
     const char *pname = o->policy ? o->policy : TP_PLACE_DEFAULT_POLICY;
     S->placer = tp__placer_find(pname);
     if (!S->placer) {
@@ -768,6 +917,7 @@ static int sim_setup(sim_t *S, const tp_workload_t *w, const char *space, const 
                      (o->rounds == TP_SIM_ROUNDS_AUTO && S->ngpus > 1024);
     S->r->rounds_mode = S->incremental ? TP_SIM_ROUNDS_INCREMENTAL : TP_SIM_ROUNDS_FULL;
     S->window = o->window ? o->window : S->incremental ? 64 : 4096;
+    S->cappend = S->window;
     S->pend = tp__xcalloc(S->window, sizeof *S->pend);
     S->dbuf = tp__xcalloc(S->window, sizeof *S->dbuf);
     S->abuf = tp__xcalloc(S->window, sizeof *S->abuf);
@@ -789,10 +939,10 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
     int rc = sim_setup(&S, w, space, c, o);
     if (rc == 0) rc = schedule(&S, 0.0, 1);
     while (rc == 0) {
-        if (S.running == 0) {
-            if (S.npend == 0) break;
+        if (S.running == 0 && S.npend == 0 && S.nlimbo == 0) break;
+        if (S.running == 0 && (!S.scale || S.nodes.coming == 0)) {
             /* Nothing runs and something waits: one offer of the whole cluster. */
-            rc = schedule(&S, r->makespan_s, 1);
+            rc = schedule(&S, S.scale ? S.now : r->makespan_s, 1);
             if (rc < 0) break;
             if (S.running == 0) {
                 const pend_t *p = &S.pend[0];
@@ -805,6 +955,12 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
             }
         }
         double t = S.key[S.heap[0]];
+        if (S.scale && tp__sim_nodes_next_at(&S.nodes) < t) { /* a node's event first */
+            S.now = tp__sim_nodes_next_at(&S.nodes);
+            rc = node_event(&S, S.now);
+            continue;
+        }
+        S.now = t;
         double tol = 1e-9 * (t > 1 ? t : 1);
         while (S.key[S.heap[0]] <= t + tol)
             gpu_finishes(&S, S.heap[0], S.key[S.heap[0]]);
@@ -823,6 +979,14 @@ int tp__sim_run(const tp_workload_t *w, const char *space, const tp_cluster_t *c
         for (size_t i = 0; i < S.ngpus; i++)
             busy += S.g[i].busy_int;
         r->busy_share = r->makespan_s > 0 ? busy / ((double)S.ngpus * r->makespan_s) : 0;
+        r->gpu_hours = (double)S.ngpus * r->makespan_s / 3600;
+        if (S.scale) {
+            r->gpu_hours = 0;
+            for (size_t n = 0; n < c->nnodes; n++)
+                r->gpu_hours += tp__sim_nodes_held(&S.nodes, n, r->makespan_s) *
+                                (double)c->nodes[n].ngpus / 3600;
+            r->node_failures = S.nodes.failures;
+        }
     }
     r->wall_s = tp__mono_s() - t0;
     sim_free(&S);

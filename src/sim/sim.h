@@ -66,6 +66,17 @@ typedef struct tp_sim_opts {
                                (the run's resources.profile_wait) */
     tp_sim_model_t model;   /* the contention and admission model (TP_SIM_SERVED: 0) */
     const double *served;   /* C_1..C_4 for TP_SIM_SERVED; NULL: TP_FLUID_SERVED */
+    /* Cluster scale (sim_nodes.h, docs/simulator.md); all 0: every node there from the
+       start and for good, trials started at no cost (the decisions as before). */
+    double node_failures;   /* failures per node-day: a failed node's trials are lost, put
+                               back in the pending queue when the node is taken for lost
+                               (TP_SIM_LOST_AFTER_S) and placed again by the placer, from
+                               their start; the node is replaced after a queue wait */
+    double queue_wait_s;    /* > 0: a node joins after a queue wait, exponential of this
+                               mean (a self-allocated Slurm cluster): every node at the
+                               start, and each replacement */
+    double trial_startup_s; /* each attempt's start-up on its node (host time, no GPU
+                               work), paid again by a requeued trial */
 } tp_sim_opts_t;
 
 /* One trial's stay on a GPU. */
@@ -94,6 +105,11 @@ typedef struct tp_sim_result {
     uint64_t gpu_updates;         /* trial-rate recomputations (work per event, for tests) */
     int max_colocated;            /* most trials seen on one GPU */
     double wall_s;                /* wall time of the simulation */
+    double gpu_hours;             /* GPUs held times how long: from a node's join to the end,
+                                     or to when it was taken for lost */
+    uint64_t node_failures;       /* nodes that failed */
+    uint64_t requeued;            /* attempts lost with their node and placed again */
+    double lost_s;                /* trial-seconds of those attempts, lost */
     tp_sim_rounds_t rounds_mode;  /* the mode used (auto resolved) */
     char policy[32];              /* placer used */
     tp_sim_interval_t *intervals; /* owned; record only, in finish order */

@@ -24,6 +24,11 @@ char *tp__sim_json(const tp_sim_result_t *r, const char *cluster, const char *sp
         "sum_speed", r->sum_speed, "events", (json_int_t)r->events, "rounds", (json_int_t)r->rounds,
         "gpu_updates", (json_int_t)r->gpu_updates, "max_colocated", r->max_colocated, "rounds_mode",
         r->rounds_mode == TP_SIM_ROUNDS_INCREMENTAL ? "incremental" : "full", "wall_s", r->wall_s);
+    /* cluster scale (all 0 but gpu_hours without failures or queue waits) */
+    json_object_set_new(o, "gpu_hours", json_real(r->gpu_hours));
+    json_object_set_new(o, "node_failures", json_integer((json_int_t)r->node_failures));
+    json_object_set_new(o, "requeued", json_integer((json_int_t)r->requeued));
+    json_object_set_new(o, "lost_s", json_real(r->lost_s));
     char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
     return text;

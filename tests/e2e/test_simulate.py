@@ -30,6 +30,31 @@ class Simulate(E2E):
                                   "--policy", "one-per-gpu", "--json", cwd=SRC).stdout)
         self.assertGreaterEqual(base["makespan_s"] / d["makespan_s"], 2.7)
 
+    def test_node_failures_requeue_trials_and_every_trial_still_ends_once(self):
+        out_csv = self.path("f.csv")
+        args = ("simulate", SP, "--space", "SP4", "--cluster", "homog_16", "--policy", "wfd",
+                "--node-failures", "200", "--queue-wait", "30s", "--trial-startup", "12ms",
+                "--seed", "1")
+        p = self.tp(*args, "--json", "--csv", out_csv, cwd=SRC)
+        self.assertExit(p, 0)
+        d = json.loads(p.stdout)
+        self.assertGreaterEqual(d["node_failures"], 1)
+        self.assertGreaterEqual(d["requeued"], 1)
+        self.assertEqual(d["trials"], 384)
+        with open(out_csv) as f:
+            ids = sorted(int(r["trial"]) for r in csv.DictReader(f))
+        self.assertEqual(ids, list(range(384)))  # each ended once, the requeued ones too
+        again = json.loads(self.tp(*args, "--json", cwd=SRC).stdout)  # the seed decides
+        for k in ("makespan_s", "node_failures", "requeued", "gpu_hours", "rounds"):
+            self.assertEqual(again[k], d[k], k)
+        text = self.tp(*args, cwd=SRC)
+        self.assertExit(text, 0)
+        self.assertIn("nodes failed", text.stdout)
+        self.assertIn("GPU-hours", text.stdout)
+        bad = self.tp("simulate", SP, "--space", "SP4", "--node-failures", "lots", cwd=SRC)
+        self.assertExit(bad, 2)
+        self.assertIn("--node-failures must be failures per node-day", bad.stderr)
+
     def test_csv_and_svg_describe_every_trial(self):
         out_csv, out_svg = self.path("t.csv"), self.path("t.svg")
         p = self.tp("simulate", SP, "--space", "SP4", "--cluster", "homog_4", "--csv", out_csv,

@@ -5,8 +5,11 @@
  * trains r_(k+1) - r_k more epochs), and get_job promotes from the highest
  * rung whose top floor(n_k / eta) holds a trial not yet promoted. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "search/asha.h"
 #include "search/scheduler.h"
 #include "tp_test.h"
 
@@ -109,6 +112,69 @@ TP_TEST(test_asha_promotes_late_entrants_to_a_growing_top_beyond_sha) {
     TP_CHECK_INT(a.reached[1], 25);
     TP_CHECK(a.reached[2] > 9 && a.reached[3] > 3);
     TP_CHECK(a.epochs > 81);
+}
+
+/* The promotion check against an oracle: the rule as written (the rung's
+ * results sorted best first, the first that can go on among the top
+ * floor(n / eta)), on random rungs with ties, trials promoted, running and
+ * failed, both modes. A check that ignores the top's bound is caught. */
+static int64_t oracle(const tp_asha_t *st, size_t k, double eta, int bounded, size_t *rank,
+                      double *value) {
+    size_t n, top = (size_t)floor((double)st->rungs[k].n / eta + 1e-9);
+    if (!bounded) top = st->rungs[k].n;
+    tp_asha_result_t *sorted = tp__asha_sorted(st, k, &n);
+    int64_t found = -1;
+    for (size_t i = 0; i < top && i < n && found < 0; i++) {
+        const tp_asha_trial_t *t = &st->trials[sorted[i].trial];
+        if (t->rung == (int)k && !t->running && !t->failed) {
+            found = sorted[i].trial, *rank = i + 1, *value = sorted[i].value;
+        }
+    }
+    free(sorted);
+    return found;
+}
+
+TP_TEST(test_promotable_is_the_first_that_can_go_on_in_the_sorted_top) {
+    tp_rng_t rng;
+    tp__rng_seed(&rng, 35, 1);
+    int planted_caught = 0;
+    for (int c = 0; c < 2000; c++) {
+        tp_asha_t st;
+        memset(&st, 0, sizeof st);
+        st.nrungs = 3;
+        st.maximize = (int)tp__rng_below(&rng, 2);
+        size_t n = 1 + tp__rng_below(&rng, 60);
+        st.trials = calloc(n, sizeof *st.trials);
+        st.ntrials = n;
+        st.rungs[1].res = calloc(n, sizeof *st.rungs[1].res);
+        for (size_t t = 0; t < n; t++) {
+            st.trials[t].rung = 1 + (int)tp__rng_below(&rng, 2); /* 2: promoted */
+            st.trials[t].running = tp__rng_below(&rng, 4) == 0;
+            st.trials[t].failed = tp__rng_below(&rng, 6) == 0;
+            if (tp__rng_below(&rng, 5) == 0) continue;     /* no result at rung 1 */
+            double v = (double)tp__rng_below(&rng, 8) / 4; /* ties, and 0 */
+            st.rungs[1].res[st.rungs[1].n++] = (tp_asha_result_t){(int64_t)t, v};
+        }
+        for (size_t i = st.rungs[1].n; i > 1; i--) { /* in no particular order */
+            size_t j = tp__rng_below(&rng, i);
+            tp_asha_result_t x = st.rungs[1].res[i - 1];
+            st.rungs[1].res[i - 1] = st.rungs[1].res[j], st.rungs[1].res[j] = x;
+        }
+        double eta = 2 + (double)tp__rng_below(&rng, 3);
+        size_t r1 = 0, r2 = 0, r3 = 0;
+        double v1 = 0, v2 = 0, v3 = 0;
+        int64_t got = tp__asha_promotable(&st, 1, eta, &r1, &v1);
+        int64_t want = oracle(&st, 1, eta, 1, &r2, &v2);
+        TP_CHECK_INT(got, want);
+        if (got >= 0 && got == want) {
+            TP_CHECK_INT(r1, r2);
+            TP_CHECK(v1 == v2);
+        }
+        planted_caught |= oracle(&st, 1, eta, 0, &r3, &v3) != want;
+        free(st.trials);
+        free(st.rungs[1].res);
+    }
+    TP_CHECK(planted_caught);
 }
 
 int main(void) {

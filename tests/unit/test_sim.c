@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sim/sim.h"
+#include "sim/sim_nodes.h"
 #include "tp_test.h"
 
 /* A tiny workload: light (30 GPU-s + 70 host-s, util 0.3), heavy (80 + 20,
@@ -631,6 +632,144 @@ TP_TEST(test_csv_and_svg_are_written_and_well_formed) {
     unlink(svg);
     tp__sim_result_free(&r);
     tp__cluster_free(&c);
+    tp__workload_free(&w);
+}
+
+/* ---- cluster scale (sim_nodes.h): nodes that fail lose their trials,
+ * which are placed again and all finish, once each; the failures come from
+ * the run's seed; a queue wait delays a node's join; a trial's start-up is
+ * paid on its GPU; with none of these, the decisions of a cluster that never
+ * fails ---- */
+
+/* Every trial 0..n-1 ended exactly once among r's intervals. */
+static int each_once(const tp_sim_result_t *r, size_t n) {
+    unsigned char *seen = calloc(n, 1);
+    int ok = r->nintervals == n;
+    for (size_t i = 0; ok && i < r->nintervals; i++) {
+        int64_t t = r->intervals[i].trial;
+        ok = t >= 0 && (size_t)t < n && !seen[t];
+        if (ok) seen[t] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+static int same_run(const tp_sim_result_t *a, const tp_sim_result_t *b) {
+    return a->makespan_s == b->makespan_s && a->events == b->events && a->rounds == b->rounds &&
+           a->node_failures == b->node_failures && a->requeued == b->requeued &&
+           a->nintervals == b->nintervals &&
+           memcmp(a->intervals, b->intervals, a->nintervals * sizeof *a->intervals) == 0;
+}
+
+TP_TEST(test_a_failed_nodes_trials_are_placed_again_and_every_trial_finishes_once) {
+    tp_workload_t w;
+    TP_REQUIRE(load_sp(&w) == 0);
+    /* SP4 (384 trials) on 4 nodes of 4 A100s for about 8 minutes; 200 failures per
+     * node-day is one every 7 minutes per node */
+    for (int profiled = 0; profiled < 2; profiled++) {
+        tp_sim_opts_t o = {.policy = "wfd",
+                           .overhead = 0.03,
+                           .record = 1,
+                           .seed = 1,
+                           .node_failures = 200,
+                           .profile_s = profiled ? 30 : 0};
+        tp_sim_result_t r, calm;
+        TP_CHECK_INT(sim(&w, "SP4", "homog_16", o.policy, 0, &o, &r), 0);
+        TP_CHECK(r.node_failures >= 1);
+        TP_CHECK(r.requeued >= 1);
+        TP_CHECK(r.lost_s > 0);
+        TP_CHECK_INT(r.trials, 384);
+        TP_CHECK(each_once(&r, 384));
+        o.node_failures = 0;
+        TP_CHECK_INT(sim(&w, "SP4", "homog_16", o.policy, 0, &o, &calm), 0);
+        TP_CHECK_INT(calm.node_failures, 0);
+        TP_CHECK_INT(calm.requeued, 0);
+        /* the work lost is done again: the failed run holds more GPU-hours */
+        TP_CHECK(r.gpu_hours > calm.gpu_hours);
+        tp__sim_result_free(&r);
+        tp__sim_result_free(&calm);
+    }
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_failures_are_a_function_of_the_seed) {
+    tp_workload_t w;
+    TP_REQUIRE(load_sp(&w) == 0);
+    tp_sim_opts_t o = {.policy = "wfd",
+                       .overhead = 0.03,
+                       .record = 1,
+                       .seed = 7,
+                       .node_failures = 200,
+                       .queue_wait_s = 60,
+                       .trial_startup_s = 0.0117};
+    tp_sim_result_t a, b, c;
+    TP_CHECK_INT(sim(&w, "SP4", "homog_16", o.policy, 0, &o, &a), 0);
+    TP_CHECK_INT(sim(&w, "SP4", "homog_16", o.policy, 0, &o, &b), 0);
+    TP_CHECK(same_run(&a, &b));
+    TP_CHECK(each_once(&a, 384));
+    o.seed = 8;
+    TP_CHECK_INT(sim(&w, "SP4", "homog_16", o.policy, 0, &o, &c), 0);
+    TP_CHECK(!same_run(&a, &c));
+    TP_CHECK(each_once(&c, 384));
+    tp__sim_result_free(&a);
+    tp__sim_result_free(&b);
+    tp__sim_result_free(&c);
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_a_cluster_that_never_fails_decides_as_before) {
+    /* the cluster-scale path (its own copy of the cluster, node events) with
+     * no failure in the run's time takes the very decisions of the plain one */
+    tp_workload_t w;
+    TP_REQUIRE(load_sp(&w) == 0);
+    const char *policies[] = {"wfd", "vpack"};
+    for (size_t p = 0; p < 2; p++) {
+        tp_sim_opts_t o = {.policy = policies[p], .overhead = 0.03, .record = 1};
+        tp_sim_result_t plain, scaled;
+        TP_CHECK_INT(sim(&w, "SP4", "hetero_4h6a", o.policy, 0, &o, &plain), 0);
+        o.node_failures = 1e-12;
+        TP_CHECK_INT(sim(&w, "SP4", "hetero_4h6a", o.policy, 0, &o, &scaled), 0);
+        TP_CHECK_INT(scaled.node_failures, 0);
+        TP_CHECK(same_run(&plain, &scaled));
+        TP_CHECK_NEAR(scaled.gpu_hours, plain.gpu_hours, 1e-9 * plain.gpu_hours);
+        tp__sim_result_free(&plain);
+        tp__sim_result_free(&scaled);
+    }
+    tp__workload_free(&w);
+}
+
+TP_TEST(test_nodes_join_after_their_queue_wait_and_trials_pay_their_start_up) {
+    tp_workload_t w;
+    TP_REQUIRE(load_sp(&w) == 0);
+    tp_sim_opts_t o = {.policy = "one-per-gpu", .overhead = 0.03, .record = 1};
+    tp_sim_result_t base, up, q;
+    TP_CHECK_INT(sim(&w, "SP4", "homog_4", o.policy, 0, &o, &base), 0);
+    o.trial_startup_s = 5;
+    TP_CHECK_INT(sim(&w, "SP4", "homog_4", o.policy, 0, &o, &up), 0);
+    /* one node of 4 GPUs, one trial per GPU: each trial 5 s longer on its GPU */
+    TP_CHECK_INT(up.nintervals, base.nintervals);
+    TP_CHECK(each_once(&up, base.nintervals));
+    double *alone = calloc(base.nintervals, sizeof *alone);
+    for (size_t i = 0; i < base.nintervals; i++)
+        alone[base.intervals[i].trial] = base.intervals[i].end_s - base.intervals[i].start_s;
+    for (size_t i = 0; i < up.nintervals && i < base.nintervals; i++)
+        TP_CHECK_NEAR(up.intervals[i].end_s - up.intervals[i].start_s,
+                      alone[up.intervals[i].trial] + 5, 1e-6);
+    free(alone);
+    TP_CHECK(up.makespan_s > base.makespan_s);
+    o.trial_startup_s = 0;
+    o.queue_wait_s = 600;
+    TP_CHECK_INT(sim(&w, "SP4", "homog_4", o.policy, 0, &o, &q), 0);
+    double first = INFINITY;
+    for (size_t i = 0; i < q.nintervals; i++)
+        first = fmin(first, q.intervals[i].start_s);
+    /* nothing starts before the node joins; after it, the run is the plain one shifted */
+    TP_CHECK(first >= TP_SIM_NODE_START_S);
+    TP_CHECK_NEAR(q.makespan_s - first, base.makespan_s, 1e-6 * base.makespan_s);
+    TP_CHECK_NEAR(q.gpu_hours, 4 * (q.makespan_s - first) / 3600, 1e-6);
+    tp__sim_result_free(&base);
+    tp__sim_result_free(&up);
+    tp__sim_result_free(&q);
     tp__workload_free(&w);
 }
 
