@@ -74,6 +74,10 @@ tp_store_t *tp__cli_open(const char *dir, char **dir_out);
  * print it. An exit code; what: the change, for "not running" ("nodes
  * change"). */
 int tp__cli_request(const char *dir_arg, const json_t *req, const char *what);
+/* Leave request req for the orchestrator running in dir and wait (30 s at
+ * most) for its answer, into answer: 0 it did it, 1 it refused, or a
+ * negative errno (no answer; answer says why). Prints nothing. */
+int tp__cli_ask(const char *dir, const json_t *req, char *answer, size_t n);
 /* Print "tunepack VERB: MSG" plus a pointer to --help; returns TP_EXIT_USAGE. */
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

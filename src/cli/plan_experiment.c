@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
@@ -319,9 +320,11 @@ int tp__cli_is_experiment(const char *path) {
     return is;
 }
 
-static int dir_exists(const char *d) {
+static int has_store(const char *d) {
+    char path[4200];
     struct stat st;
-    return stat(d, &st) == 0 && S_ISDIR(st.st_mode);
+    snprintf(path, sizeof path, "%s/%s", d, TP_STORE_FILE);
+    return stat(path, &st) == 0;
 }
 
 /* p from x and, where dir holds a run, its measurements (the first `first`
@@ -346,7 +349,7 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
         assume(p, "as many trials at once as the GPUs take (concurrency per node is raised "
                   "to fill the nodes)");
     }
-    if (dir && (dir_given || dir_exists(dir))) {
+    if (dir && (dir_given || has_store(dir))) {
         char *resolved = NULL;
         tp_store_t *s = tp__cli_open(dir, &resolved);
         if (!s) return TP_EXIT_USAGE;
@@ -455,6 +458,55 @@ static void print_head(const xp_t *p, const char *verb) {
         printf(", budget %s %g..%g (eta %g)", x->budget_name, x->budget_min, x->budget_max,
                x->budget_eta);
     printf("\n");
+}
+
+/* ---- the plan kept for the run ------------------------------------------- */
+
+/* The plan j (as --json prints it), with its inputs and assumptions, kept in
+ * dir for its run (run/plans.c): in its store, or waiting in DIR/plan.json
+ * for the run to start. What became of it, in words, into kept ("" when
+ * it could not be kept: a warning says why). */
+static void keep_plan(const xp_t *p, const json_t *j, const char *file, const tp_xplan_opts_t *o,
+                      const char *dir, uint64_t ntrials, char *kept, size_t n) {
+    json_t *doc = json_deep_copy(j);
+    json_object_set_new(doc, "at", json_real(tp__wall_s()));
+    json_object_set_new(
+        doc, "inputs",
+        json_pack("{s:s, s:s, s:I, s:i, s:i, s:o, s:I, s:f, s:f, s:o, s:s}", "experiment_file",
+                  file, "dir", dir, "trials", (json_int_t)ntrials, "gpus_per_trial", p->trial_gpus,
+                  "seeds", p->seeds, "unit_time_s", p->nrec ? json_null() : json_real(p->unit_s),
+                  "measured_trials", (json_int_t)p->nrec, "startup_s", p->startup_s, "deadline_s",
+                  o->deadline_s, "gpu_type", o->gpu_type ? json_string(o->gpu_type) : json_null(),
+                  "metric", p->x->metric));
+    json_object_set_new(doc, "assumed", json_incref(p->assumed));
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+    tp_error_t err = {0};
+    int rc = tp__plans_put(dir, text, &err);
+    free(text);
+    if (rc == TP_PLAN_KEPT)
+        snprintf(kept, n,
+                 "kept in the store of %s: `tunepack plan --check %s` compares it with "
+                 "the run",
+                 dir, dir);
+    else if (rc == TP_PLAN_WAITS)
+        snprintf(kept, n,
+                 "kept in %s/plan.json: the run there keeps it in its store when it "
+                 "starts",
+                 dir);
+    else if (rc == TP_PLAN_ASK_THE_RUN) {
+        json_t *req = json_pack("{s:s}", "op", "plan");
+        char answer[400];
+        rc = tp__cli_ask(dir, req, answer, sizeof answer);
+        json_decref(req);
+        if (rc == 0)
+            snprintf(kept, n, "%s (it runs): the dashboard shows it beside the run", answer);
+        else
+            fprintf(stderr, "tunepack plan: warning: the run in %s did not keep the plan: %s\n",
+                    dir, answer);
+    } else {
+        fprintf(stderr, "tunepack plan: warning: the plan is not kept: %s\n", err.msg);
+    }
 }
 
 /* ---- plan, simulate, check ---------------------------------------------- */
@@ -572,21 +624,26 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
             return finish(&p, &x, &rows, TP_EXIT_USAGE);
         }
     }
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:i}", "experiment", x.name, "sampler",
+                  x.search.algorithm, "scheduler", sched_name(&x), "gpu_type", gtype, "deadline_s",
+                  o->deadline_s, "max_gpus", (json_int_t)cap, "simulations", sims);
+    json_object_set_new(j, "gpus", best ? json_integer((json_int_t)best) : json_null());
+    json_object_set_new(j, "makespan_s", stat_json(best ? bst.ms : at_cap.ms));
+    json_object_set_new(j, "trials_finished", stat_json(best ? bst.fin : at_cap.fin));
+    json_t *arr = json_array();
+    for (int i = 0; best && i < 3; i++)
+        if (counts[i]) json_array_append_new(arr, best_json(counts[i], &by[i], o->deadline_s));
+    json_object_set_new(j, "by_gpus", arr);
+    /* a plan that meets the deadline is kept for the run in its directory */
+    char kept[9000] = ""; /* two paths of up to 4 KiB */
+    if (best) keep_plan(&p, j, file, o, o->dir ? o->dir : defdir, ntrials, kept, sizeof kept);
     if (o->json) {
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:i}", "experiment", x.name,
-                              "sampler", x.search.algorithm, "scheduler", sched_name(&x),
-                              "gpu_type", gtype, "deadline_s", o->deadline_s, "max_gpus",
-                              (json_int_t)cap, "simulations", sims);
-        json_object_set_new(j, "gpus", best ? json_integer((json_int_t)best) : json_null());
-        json_object_set_new(j, "makespan_s", stat_json(best ? bst.ms : at_cap.ms));
-        json_object_set_new(j, "trials_finished", stat_json(best ? bst.fin : at_cap.fin));
-        json_t *arr = json_array();
-        for (int i = 0; best && i < 3; i++)
-            if (counts[i]) json_array_append_new(arr, best_json(counts[i], &by[i], o->deadline_s));
-        json_object_set_new(j, "by_gpus", arr);
+        if (*kept) json_object_set_new(j, "kept", json_string(kept));
         put_json(j, &p);
         return finish(&p, &x, &rows, best ? TP_EXIT_OK : TP_EXIT_ERROR);
     }
+    json_decref(j);
     char dl[32];
     fmt_time(dl, sizeof dl, o->deadline_s);
     print_head(&p, "plan for");
@@ -611,7 +668,89 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         if (counts[i]) print_best(&p, counts[i], &by[i]);
     print_assumed(&p);
     printf("  (%d simulated searches)\n", sims);
+    if (*kept) printf("  %s\n", kept);
     return finish(&p, &x, &rows, TP_EXIT_OK);
+}
+
+typedef struct actual {
+    double makespan_s; /* first start to last end (0: none) */
+    size_t finished;   /* trials that ran and ended */
+    double best;       /* NaN: none */
+    int slots;         /* GPUs (or CPU slots) the run had: concurrency x GPUs per trial */
+} actual_t;
+
+static double num(const json_t *o, const char *k1, const char *k2) {
+    const json_t *v = json_object_get(o, k1);
+    if (k2) v = json_object_get(v, k2);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+/* plan --check against the plan the store kept (plan, made at `at`). */
+static void check_stored(const char *dir, const tp_experiment_t *x, const json_t *plan, double at,
+                         const actual_t *a, int as_json) {
+    int gpus = (int)json_integer_value(json_object_get(plan, "gpus"));
+    const json_t *best = NULL, *b;
+    size_t i;
+    json_array_foreach(json_object_get(plan, "by_gpus"), i,
+                       b) if (json_integer_value(json_object_get(b, "gpus")) == gpus) best =
+        json_object_get(b, "best");
+    double ms[3] = {num(plan, "makespan_s", "lo"), num(plan, "makespan_s", "median"),
+                    num(plan, "makespan_s", "hi")};
+    double fin[3] = {num(plan, "trials_finished", "lo"), num(plan, "trials_finished", "median"),
+                     num(plan, "trials_finished", "hi")};
+    const char *gtype = json_string_value(json_object_get(plan, "gpu_type"));
+    if (as_json) {
+        json_t *j = json_pack(
+            "{s:s, s:s, s:s, s:f, s:I, s:i, s:i, s:{s:O, s:O, s:O}, s:{s:f, s:I, s:o}}", "dir", dir,
+            "experiment", x->name, "plan", "stored", "planned_at", at, "planned_from_trials",
+            json_integer_value(json_object_get(json_object_get(plan, "inputs"), "measured_trials")),
+            "gpus", gpus, "run_gpus", a->slots, "predicted", "makespan_s",
+            json_object_get(plan, "makespan_s"), "trials_finished",
+            json_object_get(plan, "trials_finished"), "best", best ? best : json_null(), "actual",
+            "makespan_s", a->makespan_s, "trials_finished", (json_int_t)a->finished, "best",
+            isnan(a->best) ? json_null() : json_real(a->best));
+        if (!j) { /* a kept plan without its figures */
+            fprintf(stderr, "tunepack plan: the plan kept in %s lacks its figures\n", dir);
+            return;
+        }
+        json_object_set_new(j, "makespan_error",
+                            a->makespan_s > 0 ? json_real(ms[1] / a->makespan_s - 1) : json_null());
+        json_object_set(j, "assumed", json_object_get(plan, "assumed"));
+        char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        printf("%s\n", t);
+        free(t);
+        json_decref(j);
+        return;
+    }
+    char when[64] = "?", m[32], lo[32], hi[32], r[32];
+    time_t tt = (time_t)at;
+    struct tm tm;
+    if (gmtime_r(&tt, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    fmt_time(m, sizeof m, ms[1]);
+    fmt_time(lo, sizeof lo, ms[0]);
+    fmt_time(hi, sizeof hi, ms[2]);
+    fmt_time(r, sizeof r, a->makespan_s);
+    printf("check of %s (%s) against its plan of %s, for %d %s GPU%s:\n", dir, x->name, when, gpus,
+           gtype ? gtype : "", gpus == 1 ? "" : "s");
+    printf("  makespan         predicted %s (90%% range %s to %s), actual %s: error %+.0f%%\n", m,
+           lo, hi, r, a->makespan_s > 0 ? 100 * (ms[1] / a->makespan_s - 1) : 0.0);
+    printf("  trials finished  predicted %.0f (90%% range %.0f to %.0f), actual %zu\n", fin[1],
+           fin[0], fin[2], a->finished);
+    if (json_is_object(best) && !isnan(a->best))
+        printf("  best %-11s predicted %.4g (90%% range %.4g to %.4g), actual %.4g: error "
+               "%+.4g\n",
+               x->metric, num(best, "median", NULL), num(best, "lo", NULL), num(best, "hi", NULL),
+               a->best, num(best, "median", NULL) - a->best);
+    else
+        printf("  best %-11s cannot be compared (no learning curve measured)\n", x->metric);
+    if (a->slots != gpus)
+        printf("  the run had %d GPUs (or CPU slots), the plan %d: the makespans compare unlike "
+               "with unlike\n",
+               a->slots, gpus);
+    printf("  assumed:\n");
+    const json_t *w;
+    json_array_foreach(json_object_get(plan, "assumed"), i, w)
+        printf("    - %s\n", json_string_value(w));
 }
 
 int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
@@ -621,6 +760,10 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
     char *text = tp__store_meta_get(s, "experiment_text");
     char *path = tp__store_meta_get(s, "experiment_path");
     char *created = tp__store_meta_get(s, "created_at");
+    double planned_at = 0;
+    char *plan_text = o->from ? NULL : tp__store_plan_last(s, &planned_at);
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    free(plan_text);
     tp__store_close(s);
     tp_experiment_t x;
     tp_error_t err = {0};
@@ -629,6 +772,7 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         fprintf(stderr, "tunepack plan: %s: %s\n", resolved,
                 text ? err.msg : "the store holds no experiment");
         free(text), free(path), free(created), free(resolved);
+        json_decref(plan);
         return TP_EXIT_CONFIG;
     }
     /* what happened: all of its trials */
@@ -653,6 +797,16 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
             (isnan(real_best) || (x.maximize ? r->best > real_best : r->best < real_best)))
             real_best = r->best;
     }
+    int slots = (x.concurrency_total > 0 ? x.concurrency_total : x.concurrency) * all.trial_gpus;
+    double real_ms = t1 > t0 ? t1 - t0 : 0;
+    if (json_is_object(plan)) { /* the plan kept in the store, as it was made */
+        actual_t a = {real_ms, finished, real_best, slots};
+        check_stored(resolved, &x, plan, planned_at, &a, o->json);
+        json_decref(plan);
+        free(text), free(path), free(created), free(resolved);
+        return finish(&all, &x, &rows, TP_EXIT_OK);
+    }
+    json_decref(plan);
     size_t first = o->from ? o->from : (ended + 3) / 4;
     if (first < 1) first = 1;
     free_measured(&all);
@@ -663,7 +817,6 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
     code = prepare(&p, &x, &oo, resolved, 1, first, &rows);
     free(rows.r);
     memset(&rows, 0, sizeof rows);
-    int slots = (x.concurrency_total > 0 ? x.concurrency_total : x.concurrency) * p.trial_gpus;
     assume(&p, "%d GPUs (or CPU slots): the run's concurrency on one node times its GPUs per trial",
            slots);
     xp_stats_t st;
@@ -673,15 +826,14 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         free(text), free(path), free(created), free(resolved);
         return finish(&p, &x, &rows, code ? code : TP_EXIT_CONFIG);
     }
-    double real_ms = t1 > t0 ? t1 - t0 : 0;
     if (o->json) {
-        json_t *j =
-            json_pack("{s:s, s:s, s:I, s:i, s:{s:o, s:o, s:o}, s:{s:f, s:I, s:o}}", "dir", resolved,
-                      "experiment", x.name, "planned_from_trials", (json_int_t)p.nrec, "gpus",
-                      slots, "predicted", "makespan_s", stat_json(st.ms), "trials_finished",
-                      stat_json(st.fin), "best", st.has_best ? stat_json(st.best) : json_null(),
-                      "actual", "makespan_s", real_ms, "trials_finished", (json_int_t)finished,
-                      "best", isnan(real_best) ? json_null() : json_real(real_best));
+        json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:{s:o, s:o, s:o}, s:{s:f, s:I, s:o}}",
+                              "dir", resolved, "plan", "recomputed", "experiment", x.name,
+                              "planned_from_trials", (json_int_t)p.nrec, "gpus", slots, "predicted",
+                              "makespan_s", stat_json(st.ms), "trials_finished", stat_json(st.fin),
+                              "best", st.has_best ? stat_json(st.best) : json_null(), "actual",
+                              "makespan_s", real_ms, "trials_finished", (json_int_t)finished,
+                              "best", isnan(real_best) ? json_null() : json_real(real_best));
         json_object_set_new(j, "makespan_error",
                             real_ms > 0 ? json_real(st.ms[1] / real_ms - 1) : json_null());
         put_json(j, &p);
@@ -691,8 +843,9 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         fmt_time(lo, sizeof lo, st.ms[0]);
         fmt_time(hi, sizeof hi, st.ms[2]);
         fmt_time(r, sizeof r, real_ms);
-        printf("check of %s (%s), planned from its first %zu trials, on %d GPUs:\n", resolved,
-               x.name, p.nrec, slots);
+        printf("check of %s (%s), planned from its first %zu trials, on %d GPUs (no plan was "
+               "kept):\n",
+               resolved, x.name, p.nrec, slots);
         printf("  makespan         predicted %s (90%% range %s to %s), actual %s: error %+.0f%%\n",
                m, lo, hi, r, real_ms > 0 ? 100 * (st.ms[1] / real_ms - 1) : 0.0);
         printf("  trials finished  predicted %.0f (90%% range %.0f to %.0f), actual %zu\n",
