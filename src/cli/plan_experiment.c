@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "run/run.h"
 #include "search/scheduler.h"
+#include "sim/gpu_speed.h"
 #include "sim/sim_tune.h"
 #include "store/store.h"
 
@@ -35,6 +36,7 @@ typedef struct xp {
     double median_unit; /* of the records */
     double startup_s;   /* each job's start-up, fitted from the jobs' durations (0: none) */
     size_t jobs;        /* jobs the fit saw */
+    char gpu[128];      /* the type of GPU the measured run had ("": none recorded) */
 } xp_t;
 
 typedef struct xp_stats {
@@ -354,6 +356,12 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
         tp_store_t *s = tp__cli_open(dir, &resolved);
         if (!s) return TP_EXIT_USAGE;
         read_measured(p, s, first, rows);
+        char *gpus = tp__store_meta_get(s, "gpus"); /* the run's GPUs: [{"type", ...}] */
+        json_t *g = gpus ? json_loads(gpus, 0, NULL) : NULL;
+        const char *type = json_string_value(json_object_get(json_array_get(g, 0), "type"));
+        snprintf(p->gpu, sizeof p->gpu, "%s", type ? type : "");
+        json_decref(g);
+        free(gpus);
         tp__store_close(s);
         if (p->startup_s > 0)
             assume(p,
@@ -460,6 +468,26 @@ static void print_head(const xp_t *p, const char *verb) {
     printf("\n");
 }
 
+/* The measured times of p scaled from the run's GPUs to `type`'s, by the
+ * speed table (sim/gpu_speed.c); said as assumed either way. */
+static void scale_to(xp_t *p, const char *type) {
+    double from = tp__gpu_speed(p->gpu), to = tp__gpu_speed(type);
+    if (!*p->gpu) {
+        assume(p, "%s GPUs as fast as what the times come from (the run recorded no GPU)", type);
+    } else if (!from || !to) {
+        assume(p, "%s GPUs as fast as the measured run's %s (%s not in the speed table: %s)", type,
+               p->gpu, !to ? type : p->gpu, tp__gpu_speed_keys());
+    } else {
+        double k = from / to;
+        for (size_t i = 0; i < p->nrec; i++)
+            p->rec[i].unit_s *= k;
+        assume(p,
+               "each trial's time x %.3g: measured on %s (relative speed %g), planned for %s "
+               "(%g), by the speed table (docs/simulator.md); the start-up is not scaled",
+               k, p->gpu, from, type, to);
+    }
+}
+
 /* ---- the plan kept for the run ------------------------------------------- */
 
 /* The plan j (as --json prints it), with its inputs and assumptions, kept in
@@ -541,7 +569,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     /* the type named, else the measured run's (whose times these are) */
     const char *gtype = o->gpu_type ? o->gpu_type : p.nrec ? "measured" : "declared";
     if (o->gpu_type && p.nrec)
-        assume(&p, "%s GPUs as fast as the ones the times come from", o->gpu_type);
+        scale_to(&p, o->gpu_type);
     else if (p.nrec)
         assume(&p, "GPUs (or CPU slots) like the measured run's");
     tp_error_t err = {0};

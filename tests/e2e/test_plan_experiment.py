@@ -10,7 +10,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import BUILD, E2E, SRC, main, yaml_str
+from helpers import BUILD, E2E, GpuE2E, PY, SRC, main, yaml_str
 
 
 class PlanExperiment(E2E):
@@ -160,6 +160,45 @@ class PlanExperiment(E2E):
         self.assertIn("bad.yaml:", p.stderr)
         p = self.tp("plan", "--space", "SP4", "--dir", self.path("x"), "--deadline", "1h")
         self.assertExit(p, 2)
+
+
+# A trial that takes a moment and reports one value.
+QUICK = r'''
+import json, os, sys, time
+time.sleep(0.2)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "acc": float(sys.argv[1])}) + "\n")
+'''
+
+
+class PlanOnOtherGpus(GpuE2E):
+
+    def test_gpu_type_scales_the_times_measured_on_the_runs_gpus_by_the_speed_table(self):
+        self.fake_gpus([(80 * 1024, {"name": "NVIDIA H100 80GB HBM3"})])
+        exp = self.experiment(
+            "name: typed\ncommand: [%s, %s, \"{x}\"]\nmetric: {name: acc, mode: max}\n"
+            "space: {x: {uniform: [0, 1]}}\nsearch: {algorithm: random, trials: 4, seed: 2}\n"
+            "concurrency: 1\nresources: {gpus: 1, gpu_memory: 1G, gpu_compute: 0.2}\n"
+            % (yaml_str(PY), yaml_str(self.write("quick.py", QUICK))), name="typed.yaml")
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir, env=self.gpu_env()), 0)
+
+        def on(gpu_type):
+            p = self.tp("simulate", exp, "--gpus", "1", "--dir", run_dir, "--seeds", "3",
+                        "--json", *(("--gpu-type", gpu_type) if gpu_type else ()))
+            self.assertExit(p, 0)
+            return json.loads(p.stdout)
+        same, h100, a100, h200 = on(None), on("h100_80g"), on("a100_80g"), on("h200_141g")
+        ms = lambda d: d["makespan_s"]["median"]
+        self.assertAlmostEqual(ms(h100), ms(same), delta=1e-6 * ms(same))
+        self.assertAlmostEqual(ms(a100), 2 * ms(h100), delta=0.01 * ms(h100))  # 2.0 / 1.0
+        self.assertAlmostEqual(ms(h200), ms(h100) * 2.0 / 2.1, delta=0.01 * ms(h100))
+        said = [a for a in a100["assumed"] if "speed table" in a]
+        self.assertTrue(said and "NVIDIA H100 80GB HBM3" in said[0], a100["assumed"])
+        # a type the table does not know: as fast, and said so
+        odd = on("tpu_v9")
+        self.assertAlmostEqual(ms(odd), ms(same), delta=1e-6 * ms(same))
+        self.assertTrue(any("not in the speed table" in a for a in odd["assumed"]), odd["assumed"])
 
 
 if __name__ == "__main__":
