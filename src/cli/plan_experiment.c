@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
@@ -413,15 +412,6 @@ static json_t *stat_json(const double v[3]) {
     return json_pack("{s:f, s:f, s:f}", "median", v[1], "lo", v[0], "hi", v[2]);
 }
 
-static void fmt_time(char *buf, size_t n, double s) {
-    if (s >= 7200)
-        snprintf(buf, n, "%.2f h", s / 3600);
-    else if (s >= 120)
-        snprintf(buf, n, "%.1f min", s / 60);
-    else
-        snprintf(buf, n, "%.1f s", s);
-}
-
 /* j with the assumed list, printed on one line and freed. */
 static void put_json(json_t *j, const xp_t *p) {
     json_object_set_new(j, "assumed", json_incref(p->assumed));
@@ -509,32 +499,8 @@ static void keep_plan(const xp_t *p, const json_t *j, const char *file, const tp
     json_object_set_new(doc, "assumed", json_incref(p->assumed));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
-    tp_error_t err = {0};
-    int rc = tp__plans_put(dir, text, &err);
+    tp__cli_plan_keep(dir, text, kept, n);
     free(text);
-    if (rc == TP_PLAN_KEPT)
-        snprintf(kept, n,
-                 "kept in the store of %s: `tunepack plan --check %s` compares it with "
-                 "the run",
-                 dir, dir);
-    else if (rc == TP_PLAN_WAITS)
-        snprintf(kept, n,
-                 "kept in %s/plan.json: the run there keeps it in its store when it "
-                 "starts",
-                 dir);
-    else if (rc == TP_PLAN_ASK_THE_RUN) {
-        json_t *req = json_pack("{s:s}", "op", "plan");
-        char answer[400];
-        rc = tp__cli_ask(dir, req, answer, sizeof answer);
-        json_decref(req);
-        if (rc == 0)
-            snprintf(kept, n, "%s (it runs): the dashboard shows it beside the run", answer);
-        else
-            fprintf(stderr, "tunepack plan: warning: the run in %s did not keep the plan: %s\n",
-                    dir, answer);
-    } else {
-        fprintf(stderr, "tunepack plan: warning: the plan is not kept: %s\n", err.msg);
-    }
 }
 
 /* ---- plan, simulate, check ---------------------------------------------- */
@@ -588,9 +554,9 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
             put_json(j, &p);
         } else {
             char m[32], lo[32], hi[32];
-            fmt_time(m, sizeof m, st.ms[1]);
-            fmt_time(lo, sizeof lo, st.ms[0]);
-            fmt_time(hi, sizeof hi, st.ms[2]);
+            tp__cli_plan_time(m, sizeof m, st.ms[1]);
+            tp__cli_plan_time(lo, sizeof lo, st.ms[0]);
+            tp__cli_plan_time(hi, sizeof hi, st.ms[2]);
             print_head(&p, "simulated");
             printf("  on %d %s GPU%s: makespan %s (90%% range %s to %s), %.0f trials finished\n",
                    o->gpus, gtype, o->gpus == 1 ? "" : "s", m, lo, hi, st.fin[1]);
@@ -673,11 +639,11 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     }
     json_decref(j);
     char dl[32];
-    fmt_time(dl, sizeof dl, o->deadline_s);
+    tp__cli_plan_time(dl, sizeof dl, o->deadline_s);
     print_head(&p, "plan for");
     if (!best) {
         char m[32];
-        fmt_time(m, sizeof m, at_cap.ms[1]);
+        tp__cli_plan_time(m, sizeof m, at_cap.ms[1]);
         printf("  no number of %s GPUs up to %zu finishes by the deadline (%s): on %zu the median "
                "makespan is %s\n",
                gtype, cap, dl, cap, m);
@@ -685,9 +651,9 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         return finish(&p, &x, &rows, TP_EXIT_ERROR);
     }
     char m[32], lo[32], hi[32];
-    fmt_time(m, sizeof m, bst.ms[1]);
-    fmt_time(lo, sizeof lo, bst.ms[0]);
-    fmt_time(hi, sizeof hi, bst.ms[2]);
+    tp__cli_plan_time(m, sizeof m, bst.ms[1]);
+    tp__cli_plan_time(lo, sizeof lo, bst.ms[0]);
+    tp__cli_plan_time(hi, sizeof hi, bst.ms[2]);
     printf("  %zu %s GPU%s by the deadline (%s): makespan %s (90%% range %s to %s), %.0f "
            "trials\n",
            best, gtype, best == 1 ? " finishes" : "s finish", dl, m, lo, hi, bst.fin[1]);
@@ -698,87 +664,6 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     printf("  (%d simulated searches)\n", sims);
     if (*kept) printf("  %s\n", kept);
     return finish(&p, &x, &rows, TP_EXIT_OK);
-}
-
-typedef struct actual {
-    double makespan_s; /* first start to last end (0: none) */
-    size_t finished;   /* trials that ran and ended */
-    double best;       /* NaN: none */
-    int slots;         /* GPUs (or CPU slots) the run had: concurrency x GPUs per trial */
-} actual_t;
-
-static double num(const json_t *o, const char *k1, const char *k2) {
-    const json_t *v = json_object_get(o, k1);
-    if (k2) v = json_object_get(v, k2);
-    return json_is_number(v) ? json_number_value(v) : NAN;
-}
-
-/* plan --check against the plan the store kept (plan, made at `at`). */
-static void check_stored(const char *dir, const tp_experiment_t *x, const json_t *plan, double at,
-                         const actual_t *a, int as_json) {
-    int gpus = (int)json_integer_value(json_object_get(plan, "gpus"));
-    const json_t *best = NULL, *b;
-    size_t i;
-    json_array_foreach(json_object_get(plan, "by_gpus"), i,
-                       b) if (json_integer_value(json_object_get(b, "gpus")) == gpus) best =
-        json_object_get(b, "best");
-    double ms[3] = {num(plan, "makespan_s", "lo"), num(plan, "makespan_s", "median"),
-                    num(plan, "makespan_s", "hi")};
-    double fin[3] = {num(plan, "trials_finished", "lo"), num(plan, "trials_finished", "median"),
-                     num(plan, "trials_finished", "hi")};
-    const char *gtype = json_string_value(json_object_get(plan, "gpu_type"));
-    if (as_json) {
-        json_t *j = json_pack(
-            "{s:s, s:s, s:s, s:f, s:I, s:i, s:i, s:{s:O, s:O, s:O}, s:{s:f, s:I, s:o}}", "dir", dir,
-            "experiment", x->name, "plan", "stored", "planned_at", at, "planned_from_trials",
-            json_integer_value(json_object_get(json_object_get(plan, "inputs"), "measured_trials")),
-            "gpus", gpus, "run_gpus", a->slots, "predicted", "makespan_s",
-            json_object_get(plan, "makespan_s"), "trials_finished",
-            json_object_get(plan, "trials_finished"), "best", best ? best : json_null(), "actual",
-            "makespan_s", a->makespan_s, "trials_finished", (json_int_t)a->finished, "best",
-            isnan(a->best) ? json_null() : json_real(a->best));
-        if (!j) { /* a kept plan without its figures */
-            fprintf(stderr, "tunepack plan: the plan kept in %s lacks its figures\n", dir);
-            return;
-        }
-        json_object_set_new(j, "makespan_error",
-                            a->makespan_s > 0 ? json_real(ms[1] / a->makespan_s - 1) : json_null());
-        json_object_set(j, "assumed", json_object_get(plan, "assumed"));
-        char *t = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        printf("%s\n", t);
-        free(t);
-        json_decref(j);
-        return;
-    }
-    char when[64] = "?", m[32], lo[32], hi[32], r[32];
-    time_t tt = (time_t)at;
-    struct tm tm;
-    if (gmtime_r(&tt, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
-    fmt_time(m, sizeof m, ms[1]);
-    fmt_time(lo, sizeof lo, ms[0]);
-    fmt_time(hi, sizeof hi, ms[2]);
-    fmt_time(r, sizeof r, a->makespan_s);
-    printf("check of %s (%s) against its plan of %s, for %d %s GPU%s:\n", dir, x->name, when, gpus,
-           gtype ? gtype : "", gpus == 1 ? "" : "s");
-    printf("  makespan         predicted %s (90%% range %s to %s), actual %s: error %+.0f%%\n", m,
-           lo, hi, r, a->makespan_s > 0 ? 100 * (ms[1] / a->makespan_s - 1) : 0.0);
-    printf("  trials finished  predicted %.0f (90%% range %.0f to %.0f), actual %zu\n", fin[1],
-           fin[0], fin[2], a->finished);
-    if (json_is_object(best) && !isnan(a->best))
-        printf("  best %-11s predicted %.4g (90%% range %.4g to %.4g), actual %.4g: error "
-               "%+.4g\n",
-               x->metric, num(best, "median", NULL), num(best, "lo", NULL), num(best, "hi", NULL),
-               a->best, num(best, "median", NULL) - a->best);
-    else
-        printf("  best %-11s cannot be compared (no learning curve measured)\n", x->metric);
-    if (a->slots != gpus)
-        printf("  the run had %d GPUs (or CPU slots), the plan %d: the makespans compare unlike "
-               "with unlike\n",
-               a->slots, gpus);
-    printf("  assumed:\n");
-    const json_t *w;
-    json_array_foreach(json_object_get(plan, "assumed"), i, w)
-        printf("    - %s\n", json_string_value(w));
 }
 
 int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
@@ -828,8 +713,8 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
     int slots = (x.concurrency_total > 0 ? x.concurrency_total : x.concurrency) * all.trial_gpus;
     double real_ms = t1 > t0 ? t1 - t0 : 0;
     if (json_is_object(plan)) { /* the plan kept in the store, as it was made */
-        actual_t a = {real_ms, finished, real_best, slots};
-        check_stored(resolved, &x, plan, planned_at, &a, o->json);
+        tp_plan_actual_t a = {real_ms, finished, real_best, slots};
+        tp__cli_plan_check_kept(resolved, x.name, x.metric, plan, planned_at, &a, o->json);
         json_decref(plan);
         free(text), free(path), free(created), free(resolved);
         return finish(&all, &x, &rows, TP_EXIT_OK);
@@ -867,10 +752,10 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         put_json(j, &p);
     } else {
         char m[32], lo[32], hi[32], r[32];
-        fmt_time(m, sizeof m, st.ms[1]);
-        fmt_time(lo, sizeof lo, st.ms[0]);
-        fmt_time(hi, sizeof hi, st.ms[2]);
-        fmt_time(r, sizeof r, real_ms);
+        tp__cli_plan_time(m, sizeof m, st.ms[1]);
+        tp__cli_plan_time(lo, sizeof lo, st.ms[0]);
+        tp__cli_plan_time(hi, sizeof hi, st.ms[2]);
+        tp__cli_plan_time(r, sizeof r, real_ms);
         printf("check of %s (%s), planned from its first %zu trials, on %d GPUs (no plan was "
                "kept):\n",
                resolved, x.name, p.nrec, slots);
