@@ -153,7 +153,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o);
 void tp__cli_plan_time(char *buf, size_t n, double s);
 /* Keep the plan text (a JSON object: docs/simulator.md) for the run in dir
  * (tp__plans_put, or the running run asked); what became of it, in words,
- * into kept ("" when it was not kept: a warning on stderr says why). */
+ * into kept ("" when it was not kept: a logged warning says why). */
 void tp__cli_plan_keep(const char *dir, const char *text, char *kept, size_t n);
 /* What a run did, for `plan --check`. */
 typedef struct tp_plan_actual {

@@ -41,10 +41,9 @@ void tp__cli_plan_keep(const char *dir, const char *text, char *kept, size_t n) 
         if (rc == 0)
             snprintf(kept, n, "%s (it runs): the dashboard shows it beside the run", answer);
         else
-            fprintf(stderr, "tunepack plan: warning: the run in %s did not keep the plan: %s\n",
-                    dir, answer);
+            tp__log(TP_LOG_WARN, "the run in %s did not keep the plan: %s", dir, answer);
     } else {
-        fprintf(stderr, "tunepack plan: warning: the plan is not kept: %s\n", err.msg);
+        tp__log(TP_LOG_WARN, "the plan is not kept: %s", err.msg);
     }
 }
 
