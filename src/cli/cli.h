@@ -74,6 +74,10 @@ tp_store_t *tp__cli_open(const char *dir, char **dir_out);
  * print it. An exit code; what: the change, for "not running" ("nodes
  * change"). */
 int tp__cli_request(const char *dir_arg, const json_t *req, const char *what);
+/* Leave request req for the orchestrator running in dir and wait (30 s at
+ * most) for its answer, into answer: 0 it did it, 1 it refused, or a
+ * negative errno (no answer; answer says why). Prints nothing. */
+int tp__cli_ask(const char *dir, const json_t *req, char *answer, size_t n);
 /* Print "tunepack VERB: MSG" plus a pointer to --help; returns TP_EXIT_USAGE. */
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -156,6 +160,23 @@ typedef struct tp_xplan_opts {
 int tp__cli_is_experiment(const char *path);
 /* An exit code, after the answer (or an error) is printed. */
 int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o);
+/* plan_kept.c: s seconds as the plan prints them ("12.5 s", "3.2 min", "2.50 h"). */
+void tp__cli_plan_time(char *buf, size_t n, double s);
+/* Keep the plan text (a JSON object: docs/simulator.md) for the run in dir
+ * (tp__plans_put, or the running run asked); what became of it, in words,
+ * into kept ("" when it was not kept: a logged warning says why). */
+void tp__cli_plan_keep(const char *dir, const char *text, char *kept, size_t n);
+/* What a run did, for `plan --check`. */
+typedef struct tp_plan_actual {
+    double makespan_s; /* first start to last end (0: none) */
+    size_t finished;   /* trials that ran and ended */
+    double best;       /* NaN: none */
+    int slots;         /* GPUs (or CPU slots) the run had: concurrency x GPUs per trial */
+} tp_plan_actual_t;
+/* `plan --check DIR` against the plan kept in its store (plan, made at
+ * `at`), printed as text or one JSON object. */
+void tp__cli_plan_check_kept(const char *dir, const char *name, const char *metric,
+                             const json_t *plan, double at, const tp_plan_actual_t *a, int as_json);
 /* `plan --check DIR`: the plan from the run's first trials against what happened. */
 int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o);
 

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "run/run.h"
 #include "search/scheduler.h"
+#include "sim/gpu_speed.h"
 #include "sim/sim_tune.h"
 #include "store/store.h"
 
@@ -34,6 +35,7 @@ typedef struct xp {
     double median_unit; /* of the records */
     double startup_s;   /* each job's start-up, fitted from the jobs' durations (0: none) */
     size_t jobs;        /* jobs the fit saw */
+    char gpu[128];      /* the type of GPU the measured run had ("": none recorded) */
 } xp_t;
 
 typedef struct xp_stats {
@@ -319,9 +321,11 @@ int tp__cli_is_experiment(const char *path) {
     return is;
 }
 
-static int dir_exists(const char *d) {
+static int has_store(const char *d) {
+    char path[4200];
     struct stat st;
-    return stat(d, &st) == 0 && S_ISDIR(st.st_mode);
+    snprintf(path, sizeof path, "%s/%s", d, TP_STORE_FILE);
+    return stat(path, &st) == 0;
 }
 
 /* p from x and, where dir holds a run, its measurements (the first `first`
@@ -346,11 +350,17 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
         assume(p, "as many trials at once as the GPUs take (concurrency per node is raised "
                   "to fill the nodes)");
     }
-    if (dir && (dir_given || dir_exists(dir))) {
+    if (dir && (dir_given || has_store(dir))) {
         char *resolved = NULL;
         tp_store_t *s = tp__cli_open(dir, &resolved);
         if (!s) return TP_EXIT_USAGE;
         read_measured(p, s, first, rows);
+        char *gpus = tp__store_meta_get(s, "gpus"); /* the run's GPUs: [{"type", ...}] */
+        json_t *g = gpus ? json_loads(gpus, 0, NULL) : NULL;
+        const char *type = json_string_value(json_object_get(json_array_get(g, 0), "type"));
+        snprintf(p->gpu, sizeof p->gpu, "%s", type ? type : "");
+        json_decref(g);
+        free(gpus);
         tp__store_close(s);
         if (p->startup_s > 0)
             assume(p,
@@ -402,15 +412,6 @@ static json_t *stat_json(const double v[3]) {
     return json_pack("{s:f, s:f, s:f}", "median", v[1], "lo", v[0], "hi", v[2]);
 }
 
-static void fmt_time(char *buf, size_t n, double s) {
-    if (s >= 7200)
-        snprintf(buf, n, "%.2f h", s / 3600);
-    else if (s >= 120)
-        snprintf(buf, n, "%.1f min", s / 60);
-    else
-        snprintf(buf, n, "%.1f s", s);
-}
-
 /* j with the assumed list, printed on one line and freed. */
 static void put_json(json_t *j, const xp_t *p) {
     json_object_set_new(j, "assumed", json_incref(p->assumed));
@@ -457,6 +458,51 @@ static void print_head(const xp_t *p, const char *verb) {
     printf("\n");
 }
 
+/* The measured times of p scaled from the run's GPUs to `type`'s, by the
+ * speed table (sim/gpu_speed.c); said as assumed either way. */
+static void scale_to(xp_t *p, const char *type) {
+    double from = tp__gpu_speed(p->gpu), to = tp__gpu_speed(type);
+    if (!*p->gpu) {
+        assume(p, "%s GPUs as fast as what the times come from (the run recorded no GPU)", type);
+    } else if (!from || !to) {
+        assume(p, "%s GPUs as fast as the measured run's %s (%s not in the speed table: %s)", type,
+               p->gpu, !to ? type : p->gpu, tp__gpu_speed_keys());
+    } else {
+        double k = from / to;
+        for (size_t i = 0; i < p->nrec; i++)
+            p->rec[i].unit_s *= k;
+        assume(p,
+               "each trial's time x %.3g: measured on %s (relative speed %g), planned for %s "
+               "(%g), by the speed table (docs/simulator.md); the start-up is not scaled",
+               k, p->gpu, from, type, to);
+    }
+}
+
+/* ---- the plan kept for the run ------------------------------------------- */
+
+/* The plan j (as --json prints it), with its inputs and assumptions, kept in
+ * dir for its run (run/plans.c): in its store, or waiting in DIR/plan.json
+ * for the run to start. What became of it, in words, into kept ("" when
+ * it could not be kept: a warning says why). */
+static void keep_plan(const xp_t *p, const json_t *j, const char *file, const tp_xplan_opts_t *o,
+                      const char *dir, uint64_t ntrials, char *kept, size_t n) {
+    json_t *doc = json_deep_copy(j);
+    json_object_set_new(doc, "at", json_real(tp__wall_s()));
+    json_object_set_new(
+        doc, "inputs",
+        json_pack("{s:s, s:s, s:I, s:i, s:i, s:o, s:I, s:f, s:f, s:o, s:s}", "experiment_file",
+                  file, "dir", dir, "trials", (json_int_t)ntrials, "gpus_per_trial", p->trial_gpus,
+                  "seeds", p->seeds, "unit_time_s", p->nrec ? json_null() : json_real(p->unit_s),
+                  "measured_trials", (json_int_t)p->nrec, "startup_s", p->startup_s, "deadline_s",
+                  o->deadline_s, "gpu_type", o->gpu_type ? json_string(o->gpu_type) : json_null(),
+                  "metric", p->x->metric));
+    json_object_set_new(doc, "assumed", json_incref(p->assumed));
+    char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(doc);
+    tp__cli_plan_keep(dir, text, kept, n);
+    free(text);
+}
+
 /* ---- plan, simulate, check ---------------------------------------------- */
 
 static int load_x(const char *file, tp_experiment_t *x) {
@@ -489,7 +535,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     /* the type named, else the measured run's (whose times these are) */
     const char *gtype = o->gpu_type ? o->gpu_type : p.nrec ? "measured" : "declared";
     if (o->gpu_type && p.nrec)
-        assume(&p, "%s GPUs as fast as the ones the times come from", o->gpu_type);
+        scale_to(&p, o->gpu_type);
     else if (p.nrec)
         assume(&p, "GPUs (or CPU slots) like the measured run's");
     tp_error_t err = {0};
@@ -508,9 +554,9 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
             put_json(j, &p);
         } else {
             char m[32], lo[32], hi[32];
-            fmt_time(m, sizeof m, st.ms[1]);
-            fmt_time(lo, sizeof lo, st.ms[0]);
-            fmt_time(hi, sizeof hi, st.ms[2]);
+            tp__cli_plan_time(m, sizeof m, st.ms[1]);
+            tp__cli_plan_time(lo, sizeof lo, st.ms[0]);
+            tp__cli_plan_time(hi, sizeof hi, st.ms[2]);
             print_head(&p, "simulated");
             printf("  on %d %s GPU%s: makespan %s (90%% range %s to %s), %.0f trials finished\n",
                    o->gpus, gtype, o->gpus == 1 ? "" : "s", m, lo, hi, st.fin[1]);
@@ -572,27 +618,32 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
             return finish(&p, &x, &rows, TP_EXIT_USAGE);
         }
     }
+    json_t *j =
+        json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:i}", "experiment", x.name, "sampler",
+                  x.search.algorithm, "scheduler", sched_name(&x), "gpu_type", gtype, "deadline_s",
+                  o->deadline_s, "max_gpus", (json_int_t)cap, "simulations", sims);
+    json_object_set_new(j, "gpus", best ? json_integer((json_int_t)best) : json_null());
+    json_object_set_new(j, "makespan_s", stat_json(best ? bst.ms : at_cap.ms));
+    json_object_set_new(j, "trials_finished", stat_json(best ? bst.fin : at_cap.fin));
+    json_t *arr = json_array();
+    for (int i = 0; best && i < 3; i++)
+        if (counts[i]) json_array_append_new(arr, best_json(counts[i], &by[i], o->deadline_s));
+    json_object_set_new(j, "by_gpus", arr);
+    /* a plan that meets the deadline is kept for the run in its directory */
+    char kept[9000] = ""; /* two paths of up to 4 KiB */
+    if (best) keep_plan(&p, j, file, o, o->dir ? o->dir : defdir, ntrials, kept, sizeof kept);
     if (o->json) {
-        json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:f, s:I, s:i}", "experiment", x.name,
-                              "sampler", x.search.algorithm, "scheduler", sched_name(&x),
-                              "gpu_type", gtype, "deadline_s", o->deadline_s, "max_gpus",
-                              (json_int_t)cap, "simulations", sims);
-        json_object_set_new(j, "gpus", best ? json_integer((json_int_t)best) : json_null());
-        json_object_set_new(j, "makespan_s", stat_json(best ? bst.ms : at_cap.ms));
-        json_object_set_new(j, "trials_finished", stat_json(best ? bst.fin : at_cap.fin));
-        json_t *arr = json_array();
-        for (int i = 0; best && i < 3; i++)
-            if (counts[i]) json_array_append_new(arr, best_json(counts[i], &by[i], o->deadline_s));
-        json_object_set_new(j, "by_gpus", arr);
+        if (*kept) json_object_set_new(j, "kept", json_string(kept));
         put_json(j, &p);
         return finish(&p, &x, &rows, best ? TP_EXIT_OK : TP_EXIT_ERROR);
     }
+    json_decref(j);
     char dl[32];
-    fmt_time(dl, sizeof dl, o->deadline_s);
+    tp__cli_plan_time(dl, sizeof dl, o->deadline_s);
     print_head(&p, "plan for");
     if (!best) {
         char m[32];
-        fmt_time(m, sizeof m, at_cap.ms[1]);
+        tp__cli_plan_time(m, sizeof m, at_cap.ms[1]);
         printf("  no number of %s GPUs up to %zu finishes by the deadline (%s): on %zu the median "
                "makespan is %s\n",
                gtype, cap, dl, cap, m);
@@ -600,9 +651,9 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         return finish(&p, &x, &rows, TP_EXIT_ERROR);
     }
     char m[32], lo[32], hi[32];
-    fmt_time(m, sizeof m, bst.ms[1]);
-    fmt_time(lo, sizeof lo, bst.ms[0]);
-    fmt_time(hi, sizeof hi, bst.ms[2]);
+    tp__cli_plan_time(m, sizeof m, bst.ms[1]);
+    tp__cli_plan_time(lo, sizeof lo, bst.ms[0]);
+    tp__cli_plan_time(hi, sizeof hi, bst.ms[2]);
     printf("  %zu %s GPU%s by the deadline (%s): makespan %s (90%% range %s to %s), %.0f "
            "trials\n",
            best, gtype, best == 1 ? " finishes" : "s finish", dl, m, lo, hi, bst.fin[1]);
@@ -611,6 +662,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         if (counts[i]) print_best(&p, counts[i], &by[i]);
     print_assumed(&p);
     printf("  (%d simulated searches)\n", sims);
+    if (*kept) printf("  %s\n", kept);
     return finish(&p, &x, &rows, TP_EXIT_OK);
 }
 
@@ -621,6 +673,10 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
     char *text = tp__store_meta_get(s, "experiment_text");
     char *path = tp__store_meta_get(s, "experiment_path");
     char *created = tp__store_meta_get(s, "created_at");
+    double planned_at = 0;
+    char *plan_text = o->from ? NULL : tp__store_plan_last(s, &planned_at);
+    json_t *plan = plan_text ? json_loads(plan_text, 0, NULL) : NULL;
+    free(plan_text);
     tp__store_close(s);
     tp_experiment_t x;
     tp_error_t err = {0};
@@ -629,6 +685,7 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         fprintf(stderr, "tunepack plan: %s: %s\n", resolved,
                 text ? err.msg : "the store holds no experiment");
         free(text), free(path), free(created), free(resolved);
+        json_decref(plan);
         return TP_EXIT_CONFIG;
     }
     /* what happened: all of its trials */
@@ -653,6 +710,16 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
             (isnan(real_best) || (x.maximize ? r->best > real_best : r->best < real_best)))
             real_best = r->best;
     }
+    int slots = (x.concurrency_total > 0 ? x.concurrency_total : x.concurrency) * all.trial_gpus;
+    double real_ms = t1 > t0 ? t1 - t0 : 0;
+    if (json_is_object(plan)) { /* the plan kept in the store, as it was made */
+        tp_plan_actual_t a = {real_ms, finished, real_best, slots};
+        tp__cli_plan_check_kept(resolved, x.name, x.metric, plan, planned_at, &a, o->json);
+        json_decref(plan);
+        free(text), free(path), free(created), free(resolved);
+        return finish(&all, &x, &rows, TP_EXIT_OK);
+    }
+    json_decref(plan);
     size_t first = o->from ? o->from : (ended + 3) / 4;
     if (first < 1) first = 1;
     free_measured(&all);
@@ -663,7 +730,6 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
     code = prepare(&p, &x, &oo, resolved, 1, first, &rows);
     free(rows.r);
     memset(&rows, 0, sizeof rows);
-    int slots = (x.concurrency_total > 0 ? x.concurrency_total : x.concurrency) * p.trial_gpus;
     assume(&p, "%d GPUs (or CPU slots): the run's concurrency on one node times its GPUs per trial",
            slots);
     xp_stats_t st;
@@ -673,26 +739,26 @@ int tp__cli_plan_check(const char *dir, const tp_xplan_opts_t *o) {
         free(text), free(path), free(created), free(resolved);
         return finish(&p, &x, &rows, code ? code : TP_EXIT_CONFIG);
     }
-    double real_ms = t1 > t0 ? t1 - t0 : 0;
     if (o->json) {
-        json_t *j =
-            json_pack("{s:s, s:s, s:I, s:i, s:{s:o, s:o, s:o}, s:{s:f, s:I, s:o}}", "dir", resolved,
-                      "experiment", x.name, "planned_from_trials", (json_int_t)p.nrec, "gpus",
-                      slots, "predicted", "makespan_s", stat_json(st.ms), "trials_finished",
-                      stat_json(st.fin), "best", st.has_best ? stat_json(st.best) : json_null(),
-                      "actual", "makespan_s", real_ms, "trials_finished", (json_int_t)finished,
-                      "best", isnan(real_best) ? json_null() : json_real(real_best));
+        json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:i, s:{s:o, s:o, s:o}, s:{s:f, s:I, s:o}}",
+                              "dir", resolved, "plan", "recomputed", "experiment", x.name,
+                              "planned_from_trials", (json_int_t)p.nrec, "gpus", slots, "predicted",
+                              "makespan_s", stat_json(st.ms), "trials_finished", stat_json(st.fin),
+                              "best", st.has_best ? stat_json(st.best) : json_null(), "actual",
+                              "makespan_s", real_ms, "trials_finished", (json_int_t)finished,
+                              "best", isnan(real_best) ? json_null() : json_real(real_best));
         json_object_set_new(j, "makespan_error",
                             real_ms > 0 ? json_real(st.ms[1] / real_ms - 1) : json_null());
         put_json(j, &p);
     } else {
         char m[32], lo[32], hi[32], r[32];
-        fmt_time(m, sizeof m, st.ms[1]);
-        fmt_time(lo, sizeof lo, st.ms[0]);
-        fmt_time(hi, sizeof hi, st.ms[2]);
-        fmt_time(r, sizeof r, real_ms);
-        printf("check of %s (%s), planned from its first %zu trials, on %d GPUs:\n", resolved,
-               x.name, p.nrec, slots);
+        tp__cli_plan_time(m, sizeof m, st.ms[1]);
+        tp__cli_plan_time(lo, sizeof lo, st.ms[0]);
+        tp__cli_plan_time(hi, sizeof hi, st.ms[2]);
+        tp__cli_plan_time(r, sizeof r, real_ms);
+        printf("check of %s (%s), planned from its first %zu trials, on %d GPUs (no plan was "
+               "kept):\n",
+               resolved, x.name, p.nrec, slots);
         printf("  makespan         predicted %s (90%% range %s to %s), actual %s: error %+.0f%%\n",
                m, lo, hi, r, real_ms > 0 ? 100 * (st.ms[1] / real_ms - 1) : 0.0);
         printf("  trials finished  predicted %.0f (90%% range %.0f to %.0f), actual %zu\n",

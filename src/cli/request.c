@@ -23,6 +23,17 @@ int tp__cli_request(const char *dir_arg, const json_t *req, const char *what) {
         free(dir);
         return TP_EXIT_ERROR;
     }
+    char msg[512];
+    int rc = tp__cli_ask(dir, req, msg, sizeof msg);
+    if (rc >= 0)
+        fprintf(rc ? stderr : stdout, "%s%s\n", rc ? "tunepack: " : "", msg);
+    else
+        fprintf(stderr, "tunepack: %s\n", msg);
+    free(dir);
+    return rc < 0 ? TP_EXIT_ERROR : rc ? TP_EXIT_USAGE : TP_EXIT_OK;
+}
+
+int tp__cli_ask(const char *dir, const json_t *req, char *answer, size_t n) {
     char reqdir[4200], stem[4300], path[4400], tmp[4500], done[4400];
     snprintf(reqdir, sizeof reqdir, "%s/requests", dir);
     mkdir(reqdir, 0755);
@@ -34,25 +45,22 @@ int tp__cli_request(const char *dir_arg, const json_t *req, const char *what) {
     snprintf(done, sizeof done, "%s.done", stem);
     int rc = json_dump_file(req, tmp, 0) == 0 && rename(tmp, path) == 0 ? 0 : -errno;
     if (rc) {
-        fprintf(stderr, "tunepack: cannot write %s: %s\n", path, strerror(-rc));
-        free(dir);
-        return TP_EXIT_ERROR;
+        snprintf(answer, n, "cannot write %s: %s", path, strerror(-rc));
+        return rc;
     }
     json_t *ans = NULL;
     struct timespec ts = {0, 100 * 1000 * 1000};
     for (int i = 0; i < 300 && !(ans = json_load_file(done, 0, NULL)); i++)
         nanosleep(&ts, NULL);
     if (!ans) {
-        fprintf(stderr, "tunepack: the orchestrator of %s did not answer within 30 s\n", dir);
+        snprintf(answer, n, "the orchestrator of %s did not answer within 30 s", dir);
         unlink(path);
-        free(dir);
-        return TP_EXIT_ERROR;
+        return -ETIMEDOUT;
     }
     unlink(done);
     int ok = json_is_true(json_object_get(ans, "ok"));
     const char *msg = json_string_value(json_object_get(ans, "message"));
-    fprintf(ok ? stdout : stderr, "%s%s\n", ok ? "" : "tunepack: ", msg ? msg : "");
+    snprintf(answer, n, "%s", msg ? msg : "");
     json_decref(ans);
-    free(dir);
-    return ok ? TP_EXIT_OK : TP_EXIT_USAGE;
+    return ok ? 0 : 1;
 }

@@ -142,8 +142,9 @@ static int add(tp_run_t *r, const char *name, char *msg, size_t n) {
     return 0;
 }
 
-/* Act on each DIR/requests/NAME.json ({"op": "drain"|"add", "node": ...}, or
- * {"op": "resize", "trial", "gpus"} from `tunepack resize`) and answer in
+/* Act on each DIR/requests/NAME.json ({"op": "drain"|"add", "node": ...},
+ * {"op": "resize", "trial", "gpus"} from `tunepack resize`, or {"op": "plan"}
+ * from `tunepack plan`) and answer in
  * NAME.done ({"ok", "message"}). */
 static void requests(tp_run_t *r) {
     char dirpath[4200];
@@ -163,6 +164,8 @@ static void requests(tp_run_t *r) {
         int rc;
         if (op && strcmp(op, "resize") == 0)
             rc = tp__elastic_request(r, req, msg, sizeof msg);
+        else if (op && strcmp(op, "plan") == 0) /* `tunepack plan` left DIR/plan.json */
+            rc = tp__plans_take(r, msg, sizeof msg);
         else if (!op || !node)
             rc = -EINVAL, snprintf(msg, sizeof msg, "a request needs \"op\" and \"node\"");
         else if (strcmp(op, "drain") == 0)

@@ -125,6 +125,12 @@ void tp__agents_running(const tp_run_t *r, int *counts, int processes);
  * drained nodes, grow or shrink an allocation tunepack asked Slurm for,
  * and journal the nodes' states when they changed. */
 void tp__nodes_tick(tp_run_t *r);
+/* ---- plans.c: a plan of the experiment kept in its store ------------------- */
+/* Take DIR/plan.json (written by `tunepack plan`) into the store and commit:
+ * at the start of the run and on a `plan` request. 0 (msg says so), -ENOENT
+ * when none waits, or a negative errno (msg says why). */
+int tp__plans_take(tp_run_t *r, char *msg, size_t n);
+
 /* Journal every node's state (meta "nodes", for `tunepack nodes`). */
 void tp__nodes_journal(tp_run_t *r);
 /* The most attempts (processes) that may run at once now: `concurrency` on

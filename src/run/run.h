@@ -90,6 +90,13 @@ int tp__rank_feasible_of(const tp_constraint_t *c, size_t n, const char *metrics
 /* The directory a command should look at: dir if given, else the most
  * recently modified runs/<name> holding a store. NULL with err if none. */
 char *tp__rundir_resolve(const char *dir, tp_error_t *err);
+/* A plan of the experiment in dir (plans.c): doc (a JSON object) written to
+ * DIR/plan.json (DIR made when missing) and, when DIR holds a store and no run,
+ * kept in the store under the directory's lock. TP_PLAN_KEPT, TP_PLAN_WAITS
+ * (no store yet: the run takes it when it starts), TP_PLAN_ASK_THE_RUN (a run
+ * holds DIR: a `plan` request makes it take it), or a negative errno with err. */
+enum { TP_PLAN_KEPT = 0, TP_PLAN_WAITS = 1, TP_PLAN_ASK_THE_RUN = 2 };
+int tp__plans_put(const char *dir, const char *doc, tp_error_t *err);
 /* pid of the orchestrator running in dir, 0 if none (the lock is free). */
 int tp__rundir_owner(const char *dir);
 /* What the store knows of a trial, written into its folder when an attempt

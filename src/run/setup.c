@@ -706,6 +706,8 @@ int tp__run_experiment(const tp_run_opts_t *o) {
     }
     start_clock(r);
     if (o->fork && (code = fork_from(r, o->fork)) != 0) goto out;
+    char said[400];
+    if (tp__plans_take(r, said, sizeof said) == 0) tp__log(TP_LOG_INFO, "%s", said);
     tp__run_warm_start(r);
     int interrupted = resume_trials(r);
     replay_decisions(r);

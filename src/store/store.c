@@ -79,6 +79,12 @@ static const char *const migrations[] = {
     /* 7 -> 8: constraints: the values of the constrained metrics a result reported, a JSON
      * array in the order of `constraints:` (null for a missing one), told to the sampler. */
     "ALTER TABLE decisions ADD COLUMN constraints TEXT;",
+    /* 8 -> 9: plans of the experiment (`tunepack plan EXPERIMENT --dir DIR`), the latest the
+     * one `plan --check` and the dashboard compare with what happens. */
+    "CREATE TABLE plans("
+    "  seq INTEGER PRIMARY KEY,"
+    "  at REAL NOT NULL,"    /* when it was planned */
+    "  doc TEXT NOT NULL);", /* JSON: its inputs, what it assumed, what it predicts */
 };
 #define SCHEMA_VERSION ((int)TP_ARRAY_LEN(migrations))
 
@@ -108,6 +114,8 @@ enum {
     ST_PRIORS,
     ST_TRIAL_KIND,
     ST_TRIAL_PARAMS,
+    ST_PLAN_ADD,
+    ST_PLAN_LAST,
     ST_COUNT
 };
 
@@ -170,6 +178,8 @@ static const char *const statements[ST_COUNT] = {
                      "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
     [ST_PRIORS] = "SELECT seq, source, source_trial, params, value, objectives, at FROM priors "
                   "ORDER BY seq",
+    [ST_PLAN_ADD] = "INSERT INTO plans(at, doc) VALUES(?1, ?2)",
+    [ST_PLAN_LAST] = "SELECT at, doc FROM plans ORDER BY seq DESC LIMIT 1",
 };
 
 struct tp_store {
@@ -348,7 +358,7 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
             (i == ST_META_SET || i == ST_TRIAL_ADD || i == ST_TRIAL_STATE ||
              i == ST_TRIAL_RUNNING || i == ST_TRIAL_END || i == ST_EVENT || i == ST_METRIC ||
              i == ST_PLACEMENT_ADD || i == ST_PROFILE_SET || i == ST_DECISION_ADD ||
-             i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD || i == ST_TRIAL_KIND))
+             i == ST_TRIAL_PROGRESS || i == ST_PRIOR_ADD || i == ST_TRIAL_KIND || i == ST_PLAN_ADD))
             continue;
         if (sqlite3_prepare_v3(s->db, statements[i], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[i],
                                NULL) == SQLITE_OK)
@@ -365,7 +375,7 @@ int tp__store_open(const char *dir, int mode, tp_store_t **out, tp_error_t *err)
             continue;
         /* A reader of a store written by an older tunepack (no migration when reading):
          * what later migrations added reads as empty. */
-        if (!(s->readonly && (i == ST_DECISIONS || i == ST_PRIORS)))
+        if (!(s->readonly && (i == ST_DECISIONS || i == ST_PRIORS || i == ST_PLAN_LAST)))
             rc = store_fail(s, err, statements[i]);
     }
     if (rc != 0) {
@@ -808,4 +818,23 @@ int tp__store_priors(tp_store_t *s, int (*cb)(const tp_prior_row_t *p, void *ud)
     }
     sqlite3_reset(st);
     return rc;
+}
+
+int tp__store_plan_add(tp_store_t *s, double at, const char *doc) {
+    sqlite3_stmt *st = s->stmt[ST_PLAN_ADD];
+    sqlite3_bind_double(st, 1, at);
+    sqlite3_bind_text(st, 2, doc, -1, SQLITE_STATIC);
+    return exec_stmt(s, st);
+}
+
+char *tp__store_plan_last(tp_store_t *s, double *at) {
+    sqlite3_stmt *st = s->stmt[ST_PLAN_LAST];
+    char *doc = NULL;
+    if (!st) return NULL; /* read-only, older schema */
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        if (at) *at = sqlite3_column_double(st, 0);
+        doc = tp__strdup((const char *)sqlite3_column_text(st, 1));
+    }
+    sqlite3_reset(st);
+    return doc;
 }

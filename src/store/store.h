@@ -213,4 +213,14 @@ int tp__store_prior_add(tp_store_t *s, const tp_prior_row_t *p);
 /* Every prior in order; stops at the first callback that returns non-zero. */
 int tp__store_priors(tp_store_t *s, int (*cb)(const tp_prior_row_t *p, void *ud), void *ud);
 
+/* ---- plans (schema 9) ------------------------------------------------------
+ * A plan of the experiment (`tunepack plan EXPERIMENT --dir DIR`): doc is a
+ * JSON object, its inputs, what it assumed and what it predicts (the
+ * makespan's median and 90% range, GPUs, trials finished, the best metric;
+ * docs/simulator.md). */
+int tp__store_plan_add(tp_store_t *s, double at, const char *doc);
+/* The latest plan's doc (malloc'd; caller frees) and its time into *at (may
+ * be NULL); NULL when none was stored (or the store predates plans). */
+char *tp__store_plan_last(tp_store_t *s, double *at);
+
 #endif

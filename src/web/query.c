@@ -204,6 +204,8 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
         exploits = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
     json_object_set_new(o, "exploits", json_integer(exploits));
+    json_t *plan = tp__web_plan(s, o, tp__wall_s()); /* `tunepack plan`'s, when one was kept */
+    if (plan) json_object_set_new(o, "plan", plan);
     free(name);
     free(state);
     free(created);

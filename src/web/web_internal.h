@@ -24,6 +24,14 @@ struct sqlite3_stmt *tp__web_prepare(tp_store_t *s, const char *sql);
  * objectives ([{name, mode}]; several: the page offers the Pareto front). */
 json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_fn rank);
 
+/* The latest plan kept in the store (plan.c) beside the run, NULL when none:
+ * {at, gpus, gpu_type, deadline_s, trials, trials_finished, start, end:
+ * {median, lo, hi} (the run's start + the plan's makespan), estimate: {end,
+ * how: "pace" (start + elapsed x trials / trials ended, at now), "ended" (the
+ * run's end) or "none" (no trial ended yet), ended, of, elapsed_s}}.
+ * summary: tp__web_summary's (its created_at, counts and state). */
+json_t *tp__web_plan(tp_store_t *s, const json_t *summary, double now);
+
 /* A range filter on one column of the trials table: lo <= value <= hi. */
 typedef struct tp_web_range {
     const char *key; /* a column: id, attempts, ..., p:PARAMETER or m:METRIC */

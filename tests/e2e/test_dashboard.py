@@ -93,6 +93,20 @@ if x < 0.85:
 os.write(int(os.environ["TUNEPACK_REPORT_FD"]), (json.dumps(report) + "\n").encode())
 '''
 
+# A trial that reports once and ends, the first to start; the others wait for the test's word (a
+# file), so that the run is seen going with one trial ended.
+GATED = r'''
+import json, os, sys, time
+first, release = sys.argv[1], sys.argv[2]
+try:
+    os.close(os.open(first, os.O_CREAT | os.O_EXCL))
+except FileExistsError:
+    while not os.path.exists(release):
+        time.sleep(0.05)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "score": float(sys.argv[3])}) + "\n")
+'''
+
 
 def get(url, headers=None):
     """(status, body text) of a GET."""
@@ -625,6 +639,52 @@ class Dashboard(GpuE2E):
         picked = json.loads(api(url, "api/e/0/trials?state=interrupted")[1])["rows"]
         self.assertEqual(len(picked), 2)
         self.assertEqual(json.loads(api(url, "api/e/0/trial/0")[1])["state"], "interrupted")
+
+    def test_a_planned_run_shows_its_planned_end_beside_the_end_its_pace_points_to(self):
+        d = self.path("run")
+        first, release = self.path("first"), self.path("release")
+        exp = self.experiment(
+            "name: planned\ncommand: [%s, %s, %s, %s, \"{x}\"]\n"
+            "metric: {name: score, mode: max}\nspace:\n  x: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 3, seed: 1}\nconcurrency: 1\n"
+            % (yaml_str(PY), yaml_str(self.write("gated.py", GATED)), yaml_str(first),
+               yaml_str(release)), name="planned.yaml")
+        with Browser() as b:
+            run = self.start_run(exp, d)
+            wait_for(lambda: (self.poll_query(d, "SELECT count(*) AS n FROM trials WHERE state "
+                                                 "= 'completed'") or [{"n": 0}])[0]["n"] == 1, 60)
+            # Planned while it runs, from its one trial ended: the run keeps the plan.
+            p = self.tp("plan", exp, "--deadline", "1h", "--dir", d, "--seeds", "2", "--json")
+            self.assertExit(p, 0)
+            planned = json.loads(p.stdout)
+            self.assertIn("(it runs)", planned["kept"])
+            with self.store(d) as s:
+                created = float(s.q("SELECT value FROM meta WHERE key = 'created_at'")[0]["value"])
+                self.assertEqual(s.q("SELECT count(*) AS n FROM plans")[0]["n"], 1)
+            _, url = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+            b.goto(url)
+            b.wait_for("document.querySelector('#experiments td.plan[data-estimate]')")
+            self.assertIsNone(run.poll(), "the run ended before the page was seen")
+            cell = "document.querySelector('#experiments td.plan')"
+            self.assertAlmostEqual(b.eval("+%s.dataset.planned" % cell),
+                                   created + planned["makespan_s"]["median"], places=1)
+            text = b.eval("%s.textContent" % cell)
+            self.assertIn("planned ", text)
+            self.assertIn("now expected ", text)
+            self.assertIn("1 of 3 trials ended", text)
+            # by its pace: three trials take three times what one took so far
+            self.assertGreater(b.eval("+%s.dataset.estimate" % cell), created)
+            self.assertIn("trials ended so far", b.eval("document.getElementById('plan-note')"
+                                                        ".textContent"))
+            self.shot(b, "experiments-planned")
+            with open(release, "w"):
+                pass
+            self.assertEqual(run.wait(timeout=120), 0, run.stderr.read().decode())
+            with self.store(d) as s:
+                end = float(s.q("SELECT value FROM meta WHERE key = 'ended_at'")[0]["value"])
+            b.goto(url)
+            b.wait_for("%s && %s.textContent.includes('ended ')" % (cell, cell))
+            self.assertAlmostEqual(b.eval("+%s.dataset.estimate" % cell), end, places=1)
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
         d = self.path("run")

@@ -10,7 +10,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import BUILD, E2E, SRC, main, yaml_str
+from helpers import BUILD, E2E, GpuE2E, PY, SRC, main, yaml_str
 
 
 class PlanExperiment(E2E):
@@ -36,7 +36,20 @@ class PlanExperiment(E2E):
         exp = self.mlp()
         run_dir = self.path("run")
         self.assertExit(self.run_exp(exp, run_dir), 0)
+        # no plan kept yet: --check plans from the run's first trials, on its concurrency
+        c = self.tp("plan", "--check", run_dir, "--json")
+        self.assertExit(c, 0)
+        c = json.loads(c.stdout)
+        self.assertEqual(c["plan"], "recomputed")
+        self.assertEqual(c["actual"]["trials_finished"], 6)
+        self.assertGreater(c["actual"]["makespan_s"], 0)
+        self.assertEqual(c["gpus"], 2)  # the example's concurrency
+        self.assertAlmostEqual(c["makespan_error"],
+                               c["predicted"]["makespan_s"]["median"] / c["actual"]["makespan_s"]
+                               - 1, places=9)
+        self.assertIsNotNone(c["actual"]["best"])
         d = self.plan(exp, "--deadline", "1h", "--dir", run_dir, "--seeds", "5")
+        self.assertIn("kept in the store of", d["kept"])
         self.assertGreaterEqual(d["gpus"], 1)
         self.assertLessEqual(d["makespan_s"]["median"], 3600)
         ms = d["makespan_s"]
@@ -59,21 +72,46 @@ class PlanExperiment(E2E):
             if prev is not None:
                 self.assertLessEqual(s["makespan_s"]["median"], prev + 1e-9)
             prev = s["makespan_s"]["median"]
-        # plan --check: the prediction beside what happened
+        # plan --check: the plan kept in the store, as it was made, beside what happened
         c = self.tp("plan", "--check", run_dir, "--json")
         self.assertExit(c, 0)
         c = json.loads(c.stdout)
+        self.assertEqual(c["plan"], "stored")
+        self.assertEqual(c["gpus"], d["gpus"])
+        self.assertEqual(c["run_gpus"], 2)
+        self.assertEqual(c["predicted"]["makespan_s"], d["makespan_s"])
+        self.assertEqual(c["predicted"]["trials_finished"], d["trials_finished"])
+        self.assertEqual(c["predicted"]["best"],
+                         [b for b in d["by_gpus"] if b["gpus"] == d["gpus"]][0]["best"])
+        self.assertEqual(c["assumed"], d["assumed"])
         self.assertEqual(c["actual"]["trials_finished"], 6)
-        self.assertGreater(c["actual"]["makespan_s"], 0)
-        self.assertEqual(c["gpus"], 2)  # the example's concurrency
-        self.assertAlmostEqual(c["makespan_error"],
-                               c["predicted"]["makespan_s"]["median"] / c["actual"]["makespan_s"]
-                               - 1, places=9)
-        self.assertIsNotNone(c["actual"]["best"])
         text = self.tp("plan", "--check", run_dir)
         self.assertExit(text, 0)
-        for word in ("predicted", "actual", "error", "assumed:"):
+        for word in ("against its plan of", "predicted", "actual", "error", "assumed:"):
             self.assertIn(word, text.stdout)
+        # --from N plans again from the first N trials, whatever was kept
+        c = json.loads(self.tp("plan", "--check", run_dir, "--from", "2", "--json").stdout)
+        self.assertEqual((c["plan"], c["planned_from_trials"]), ("recomputed", 2))
+
+    def test_a_plan_made_before_the_run_is_kept_by_the_run_in_its_store(self):
+        exp = self.mlp(trials=3, epochs=2)
+        # no run yet in runs/<name>: the plan waits there for the run
+        p = self.tp("plan", exp, "--deadline", "1h", "--unit-time", "2s", "--seeds", "3")
+        self.assertExit(p, 0)
+        run_dir = os.path.join(self.tmp, "runs", "mlp-demo")
+        self.assertIn("kept in %s/plan.json" % os.path.join("runs", "mlp-demo"), p.stdout)
+        with open(os.path.join(run_dir, "plan.json")) as f:
+            waiting = json.load(f)
+        self.assertEqual(waiting["inputs"]["trials"], 3)
+        self.assertEqual(waiting["inputs"]["unit_time_s"], 2)
+        self.assertEqual(self.run_exp(exp, run_dir).returncode, 0)
+        self.assertFalse(os.path.exists(os.path.join(run_dir, "plan.json")))
+        with self.store(run_dir) as s:
+            kept = [json.loads(r["doc"]) for r in s.q("SELECT doc FROM plans")]
+        self.assertEqual([k["makespan_s"] for k in kept], [waiting["makespan_s"]])
+        c = json.loads(self.tp("plan", "--check", run_dir, "--json").stdout)
+        self.assertEqual((c["plan"], c["gpus"]), ("stored", waiting["gpus"]))
+        self.assertEqual(c["actual"]["trials_finished"], 3)
 
     def test_without_measurements_times_are_declared_and_the_metric_not_predicted(self):
         exp = self.experiment(
@@ -122,6 +160,45 @@ class PlanExperiment(E2E):
         self.assertIn("bad.yaml:", p.stderr)
         p = self.tp("plan", "--space", "SP4", "--dir", self.path("x"), "--deadline", "1h")
         self.assertExit(p, 2)
+
+
+# A trial that takes a moment and reports one value.
+QUICK = r'''
+import json, os, sys, time
+time.sleep(0.2)
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+rep.write(json.dumps({"step": 1, "acc": float(sys.argv[1])}) + "\n")
+'''
+
+
+class PlanOnOtherGpus(GpuE2E):
+
+    def test_gpu_type_scales_the_times_measured_on_the_runs_gpus_by_the_speed_table(self):
+        self.fake_gpus([(80 * 1024, {"name": "NVIDIA H100 80GB HBM3"})])
+        exp = self.experiment(
+            "name: typed\ncommand: [%s, %s, \"{x}\"]\nmetric: {name: acc, mode: max}\n"
+            "space: {x: {uniform: [0, 1]}}\nsearch: {algorithm: random, trials: 4, seed: 2}\n"
+            "concurrency: 1\nresources: {gpus: 1, gpu_memory: 1G, gpu_compute: 0.2}\n"
+            % (yaml_str(PY), yaml_str(self.write("quick.py", QUICK))), name="typed.yaml")
+        run_dir = self.path("run")
+        self.assertExit(self.run_exp(exp, run_dir, env=self.gpu_env()), 0)
+
+        def on(gpu_type):
+            p = self.tp("simulate", exp, "--gpus", "1", "--dir", run_dir, "--seeds", "3",
+                        "--json", *(("--gpu-type", gpu_type) if gpu_type else ()))
+            self.assertExit(p, 0)
+            return json.loads(p.stdout)
+        same, h100, a100, h200 = on(None), on("h100_80g"), on("a100_80g"), on("h200_141g")
+        ms = lambda d: d["makespan_s"]["median"]
+        self.assertAlmostEqual(ms(h100), ms(same), delta=1e-6 * ms(same))
+        self.assertAlmostEqual(ms(a100), 2 * ms(h100), delta=0.01 * ms(h100))  # 2.0 / 1.0
+        self.assertAlmostEqual(ms(h200), ms(h100) * 2.0 / 2.1, delta=0.01 * ms(h100))
+        said = [a for a in a100["assumed"] if "speed table" in a]
+        self.assertTrue(said and "NVIDIA H100 80GB HBM3" in said[0], a100["assumed"])
+        # a type the table does not know: as fast, and said so
+        odd = on("tpu_v9")
+        self.assertAlmostEqual(ms(odd), ms(same), delta=1e-6 * ms(same))
+        self.assertTrue(any("not in the speed table" in a for a in odd["assumed"]), odd["assumed"])
 
 
 if __name__ == "__main__":

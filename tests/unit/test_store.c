@@ -60,7 +60,7 @@ TP_TEST(test_new_store_has_current_schema_version_and_wal) {
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "8");
+    TP_CHECK_STR(v, "9");
     pragma(dir, "journal_mode", v, sizeof v);
     TP_CHECK_STR(v, "wal");
     free(dir);
@@ -204,11 +204,11 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     TP_CHECK_INT(tp__store_decision(s, &d), 0);
     TP_CHECK_INT(tp__store_trial_add(s, 0, "{\"x\":1}", 1), 0);
     tp__store_close(s);
-    /* back to what tunepack wrote before several objectives, warm starts and surrogates */
+    /* back to what tunepack wrote before several objectives, warm starts, surrogates, plans */
     TP_CHECK_INT(exec_sql(dir, "ALTER TABLE decisions DROP COLUMN constraints; "
                                "ALTER TABLE decisions DROP COLUMN objectives; DROP TABLE priors; "
                                "ALTER TABLE trials DROP COLUMN kind; "
-                               "ALTER TABLE trials DROP COLUMN source; "
+                               "ALTER TABLE trials DROP COLUMN source; DROP TABLE plans; "
                                "PRAGMA user_version = 4"),
                  SQLITE_OK);
     /* a reader (best, export, a warm start) opens it as it is */
@@ -234,7 +234,7 @@ TP_TEST(test_store_of_schema_4_reads_and_migrates_to_objectives_priors_and_kinds
     tp__store_close(s);
     char v[32];
     pragma(dir, "user_version", v, sizeof v);
-    TP_CHECK_STR(v, "8");
+    TP_CHECK_STR(v, "9");
     TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
     TP_CHECK_INT(tp__store_trial_kind(s, 0, "target", 3), 0); /* and keeps kinds from now on */
     tp__store_close(s);
@@ -270,6 +270,30 @@ TP_TEST(test_decisions_keep_constraint_values_and_a_schema_7_reader_reads_them_w
     seen = NULL;
     TP_CHECK_INT(tp__store_decisions(s, decision_constraints, &seen), 0);
     TP_CHECK_STR(seen, "none");
+    tp__store_close(s);
+    free(dir);
+}
+
+/* Schema 9 keeps plans, the latest read back; a reader of a schema 8 store reads none. */
+TP_TEST(test_the_latest_plan_is_read_back_and_a_schema_8_reader_reads_none) {
+    char *dir = fresh_dir();
+    tp_store_t *s = NULL;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_WRITE, &s, &err) == 0);
+    TP_CHECK(tp__store_plan_last(s, NULL) == NULL);
+    TP_CHECK_INT(tp__store_plan_add(s, 10, "{\"gpus\":4}"), 0);
+    TP_CHECK_INT(tp__store_plan_add(s, 20, "{\"gpus\":8}"), 0);
+    tp__store_close(s);
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
+    double at = 0;
+    char *doc = tp__store_plan_last(s, &at);
+    TP_CHECK_STR(doc, "{\"gpus\":8}");
+    TP_CHECK(at == 20);
+    free(doc);
+    tp__store_close(s);
+    TP_CHECK_INT(exec_sql(dir, "DROP TABLE plans; PRAGMA user_version = 8"), SQLITE_OK);
+    TP_REQUIRE(tp__store_open(dir, TP_STORE_READONLY, &s, &err) == 0);
+    TP_CHECK(tp__store_plan_last(s, NULL) == NULL);
     tp__store_close(s);
     free(dir);
 }

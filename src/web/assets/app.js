@@ -65,11 +65,13 @@ function duration(s) {
 
 function experimentsView() {
   const table = el("table", {id: "experiments"});
-  view.replaceChildren(el("h1", {text: "Experiments"}), table);
+  const note = el("p", {id: "plan-note", class: "muted"});
+  view.replaceChildren(el("h1", {text: "Experiments"}), table, note);
   return async () => {
     const {experiments} = await getJSON("/api/experiments");
     const head = el("tr", {}, ...["name", "directory", "state", "trials ended", "pending", "running",
-      "paused", "completed", "stopped early", "failed", "best"].map(h => el("th", {text: h})));
+      "paused", "completed", "stopped early", "failed", "best", "end: planned / now expected"]
+      .map(h => el("th", {text: h})));
     const rows = experiments.map(e => {
       const c = e.counts || {};
       const done = ended(e);
@@ -89,10 +91,49 @@ function experimentsView() {
         el("td", {class: "num", text: fmt(c.completed || 0)}),
         el("td", {class: "num", text: fmt(c.stopped || 0)}),
         el("td", {class: "num", text: fmt(c.failed || 0)}),
-        el("td", {class: "best"}, best));
+        el("td", {class: "best"}, best),
+        planCell(e));
     });
     table.replaceChildren(head, ...rows);
+    const planned = experiments.some(e => e.plan);
+    note.textContent = planned ? PLAN_NOTE : "";
   };
+}
+
+// The plan `tunepack plan EXPERIMENT` kept in the store beside the run: the end it predicted
+// (the run's start + its makespan, median and 90% range over simulated searches) against the
+// end the run's pace so far points to.
+const PLAN_NOTE = "Planned end: the run's start plus the makespan `tunepack plan` predicted " +
+  "(median, and the 90% range of its simulated searches). Now expected: the run's start plus " +
+  "the time elapsed × (trials the search runs ÷ trials ended so far), which assumes the trials " +
+  "left take as long, on average, as those ended; once the run has ended, its end.";
+
+function clock(t) {
+  const d = new Date(t * 1000), now = new Date();
+  const time = d.toLocaleTimeString([], {hour: "2-digit", minute: "2-digit", second: "2-digit"});
+  return d.toDateString() === now.toDateString() ? time : d.toLocaleDateString() + " " + time;
+}
+
+function planCell(e) {
+  const td = el("td", {class: "plan"});
+  const p = e.plan;
+  if (!p) return td;
+  td.dataset.planned = p.end.median;
+  // a type named to `plan --gpu-type`; else the GPUs the times were measured on, or declared
+  const named = p.gpu_type && p.gpu_type !== "measured" && p.gpu_type !== "declared";
+  const gpus = p.gpus + (named ? " " + p.gpu_type : "") + " GPU" + (p.gpus === 1 ? "" : "s");
+  td.append(el("div", {class: "planned", text: "planned " + clock(p.end.median) + " (90%: " +
+                       clock(p.end.lo) + " to " + clock(p.end.hi) + ", " + gpus + ")"}));
+  const x = p.estimate;
+  let text;
+  if (x.how === "ended") text = "ended " + clock(x.end);
+  else if (x.how === "pace") text = "now expected " + clock(x.end) + " (" + x.ended + " of " +
+                                    x.of + " trials ended in " + duration(x.elapsed_s) + ")";
+  else text = "now expected: not yet, no trial has ended";
+  if (x.end !== null) td.dataset.estimate = x.end;
+  const late = x.end !== null && x.end > p.end.hi;
+  td.append(el("div", {class: "estimate" + (late ? " late" : ""), text}));
+  return td;
 }
 
 // ---- one experiment --------------------------------------------------------

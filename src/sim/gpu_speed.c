@@ -1,0 +1,36 @@
+/* gpu_speed: a table of GPU types' relative speeds (gpu_speed.h). */
+#include "sim/gpu_speed.h"
+
+#include <stddef.h>
+#include <string.h>
+#include <strings.h>
+
+typedef struct gpu_speed {
+    const char *key;     /* the name `--gpu-type` takes */
+    const char *model;   /* what an NVML name holds for it */
+    const char *variant; /* and, where one model has several, this too (NULL: any) */
+    double speed;        /* relative to an A100 */
+} gpu_speed_t;
+
+/* More specific rows first: the first whose model (and variant) an NVML name holds wins. */
+static const gpu_speed_t table[] = {
+    {"a100_40g", "A100", "40GB", 1.0}, /* data/workloads/sp.yaml (assumed) */
+    {"a100_80g", "A100", NULL, 1.0},   /* data/workloads/sp.yaml (assumed) */
+    {"h100_80g", "H100", NULL, 2.0},   /* data/workloads/sp.yaml (assumed) */
+    {"h200_141g", "H200", NULL, 2.1},  /* H100 x 1.054, measured: bench/gpu, vit_tiny b128 alone */
+};
+
+double tp__gpu_speed(const char *type) {
+    if (!type || !*type) return 0;
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (strcasecmp(type, table[i].key) == 0) return table[i].speed;
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (strcasestr(type, table[i].model) &&
+            (!table[i].variant || strcasestr(type, table[i].variant)))
+            return table[i].speed;
+    return 0;
+}
+
+const char *tp__gpu_speed_keys(void) {
+    return "a100_40g, a100_80g, h100_80g, h200_141g";
+}
