@@ -547,6 +547,10 @@ size_t tp__agents_n(const tp_run_t *r) {
     return r->agents.n;
 }
 
+int tp__agents_shutting_down(const tp_run_t *r) {
+    return r->agents.shutting_down;
+}
+
 int tp__agents_ready(const tp_run_t *r) {
     int ready = 0;
     for (size_t i = 0; i < r->agents.n; i++)

@@ -61,7 +61,7 @@ void tp__fuse_alone(trial_t *t) {
 }
 
 int tp__fuse_slots_used(const tp_run_t *r) {
-    return r->trials.count[TP_TRIAL_RUNNING] - r->fuse.extra;
+    return tp__trials_in(&r->trials, TP_TRIAL_RUNNING) - r->fuse.extra;
 }
 
 int64_t tp__fuse_process_id(const tp_fused_t *f) {

@@ -7,6 +7,10 @@
 
 #include "util/util.h"
 
+int tp__journal_broken(const tp_journal_t *j) {
+    return j->broken;
+}
+
 int tp__journal_ok(tp_journal_t *j, int rc, const char *what) {
     if (rc == 0) return 0;
     if (!j->broken) {

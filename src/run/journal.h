@@ -47,6 +47,8 @@ tp_store_t *tp__journal_tx(tp_journal_t *j);
 /* Record the result rc of a write about `what`: 0 passes through; any other
  * value marks the journal broken (logged once, as an error) and is returned. */
 int tp__journal_ok(tp_journal_t *j, int rc, const char *what);
+/* Whether a write has failed (the run then stops). O(1). */
+int tp__journal_broken(const tp_journal_t *j);
 /* Commit the open transaction, if any. 0, or the store's error (recorded). */
 int tp__journal_commit(tp_journal_t *j);
 /* Arm the commit timer on loop (call once the loop exists). */

@@ -96,7 +96,7 @@ int tp__nodes_concurrency(const tp_run_t *r) {
  * not let them run); while the nodes are full the search is not asked, so
  * its next job counts as one. */
 static int waiting(const tp_run_t *r) {
-    int pending = (int)r->trials.nheap;
+    int pending = (int)tp__trials_queued(&r->trials);
     int cap = tp__nodes_concurrency(r);
     if (tp__fuse_slots_used(r) >= cap && (!r->x.concurrency_total || cap < r->x.concurrency_total))
         return pending ? pending : !r->exhausted && !r->sched_waiting;
@@ -282,7 +282,7 @@ static void shrink(tp_run_t *r, const int *running, size_t n) {
 }
 
 void tp__nodes_tick(tp_run_t *r) {
-    if (r->finished || r->agents.shutting_down) return;
+    if (r->finished || tp__agents_shutting_down(r)) return;
     requests(r);
     int *running = running_counts(r);
     for (size_t i = 0; i < tp__agents_n(r); i++) { /* drained nodes leave once idle */

@@ -426,8 +426,8 @@ void tp__run_put_back(tp_run_t *r, trial_t *t) {
  * decide where they go (no node beyond its own), start those placed and
  * keep the others pending until something ends. */
 static void schedule(tp_run_t *r) {
-    if (!tp__agents_ready(r) || r->stopping || r->agents.shutting_down ||
-        !tp__placement_may_fit(r) || r->journal.broken || tp__elastic_resizing(r) ||
+    if (!tp__agents_ready(r) || r->stopping || tp__agents_shutting_down(r) ||
+        !tp__placement_may_fit(r) || tp__journal_broken(&r->journal) || tp__elastic_resizing(r) ||
         tp__deadline_hit(r))
         return;
     int running = tp__fuse_slots_used(r), cap = tp__nodes_concurrency(r);
@@ -467,13 +467,13 @@ static void schedule(tp_run_t *r) {
  * has not. 1 when stalled. */
 static int stalled(tp_run_t *r) {
     if (!r->sched_waiting || r->exhausted || tp__deadline_hit(r) ||
-        r->trials.count[TP_TRIAL_PENDING])
+        tp__trials_in(&r->trials, TP_TRIAL_PENDING))
         return 0;
     tp__log(TP_LOG_ERROR,
             "no trial can make progress: the search waits for a job to end, but none is "
             "running and none is pending (%d paused). This is a bug in tunepack; the run "
             "stops here, keeping every trial as it is. Please report it with %s/tunepack.db",
-            r->trials.count[TP_TRIAL_PAUSED], r->dir);
+            tp__trials_in(&r->trials, TP_TRIAL_PAUSED), r->dir);
     return 1;
 }
 
@@ -481,7 +481,7 @@ static int stalled(tp_run_t *r) {
 static void pump(uv_prepare_t *h) {
     tp_run_t *r = h->data;
     if (r->finished) return;
-    if (r->journal.broken && !r->stopping) {
+    if (tp__journal_broken(&r->journal) && !r->stopping) {
         /* Journal, then act: with a journal that does not keep what is
          * decided, nothing more is started; running trials checkpoint. */
         r->stopping = 1;
@@ -496,7 +496,7 @@ static void pump(uv_prepare_t *h) {
     /* Commit before any action that depends on what was journaled; report
      * rows alone are committed in groups. */
     tp__journal_settle(&r->journal, r->nlaunch || r->nstops || tp__elastic_pauses_queued(r) ||
-                                        r->stopping || r->agents.shutting_down);
+                                        r->stopping || tp__agents_shutting_down(r));
     tp__elastic_act(r);
     for (size_t i = 0; i < r->nstops; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->stops[i]);
@@ -508,7 +508,7 @@ static void pump(uv_prepare_t *h) {
     r->nstops = 0;
     for (size_t i = 0; i < r->nlaunch; i++) {
         trial_t *t = tp__trials_get(&r->trials, r->launch[i]);
-        if (t && t->state == TP_TRIAL_RUNNING && r->journal.broken) {
+        if (t && t->state == TP_TRIAL_RUNNING && tp__journal_broken(&r->journal)) {
             /* Never launched (the store did not keep its start): back to
              * pending, its place freed, so that the run can end. */
             if (tp__placement_ended(r, t)) tp__placement_left_group(r, t);
@@ -522,7 +522,7 @@ static void pump(uv_prepare_t *h) {
         }
     }
     r->nlaunch = 0;
-    int running = r->trials.count[TP_TRIAL_RUNNING];
+    int running = tp__trials_in(&r->trials, TP_TRIAL_RUNNING);
     if (!tp__agents_ready(r) || running) return;
     if (!r->stopping && stalled(r)) {
         r->stopping = 1;
@@ -530,7 +530,7 @@ static void pump(uv_prepare_t *h) {
     }
     if (r->stopping) {
         tp__agents_shutdown(r);
-    } else if ((r->exhausted && r->trials.nheap == 0) || tp__deadline_hit(r)) {
+    } else if ((r->exhausted && tp__trials_queued(&r->trials) == 0) || tp__deadline_hit(r)) {
         close_paused(r);
         tp__agents_shutdown(r);
     }
@@ -695,7 +695,8 @@ void tp__orchestrator_finish(tp_run_t *r) {
      * something; only a run with no value at all is a failure. */
     if (r->exit_code == TP_EXIT_OK && !r->stopping && !tp__run_best_trial(r))
         r->exit_code = TP_EXIT_NO_TRIAL;
-    if (r->journal.broken && (r->exit_code == TP_EXIT_OK || r->exit_code == TP_EXIT_STOPPED))
+    if (tp__journal_broken(&r->journal) &&
+        (r->exit_code == TP_EXIT_OK || r->exit_code == TP_EXIT_STOPPED))
         r->exit_code = TP_EXIT_STORE;
     if (r->trials.bugs) {
         tp__log(TP_LOG_ERROR,

@@ -90,6 +90,8 @@ int tp__agents_send(tp_run_t *r, int node, const json_t *m);
 tp_agent_link_t *tp__agents_link(const tp_run_t *r, size_t node);
 /* How many links (nodes) there are, retired ones included. O(1). */
 size_t tp__agents_n(const tp_run_t *r);
+/* Whether the agents were told to shut down: losing one now is the end. O(1). */
+int tp__agents_shutting_down(const tp_run_t *r);
 /* How many agents have said hello and are set up. */
 int tp__agents_ready(const tp_run_t *r);
 /* How many of them take new trials (not draining). */

@@ -353,7 +353,7 @@ static void place_optimal(tp_run_t *r, tp_usage_t *u, const tp_demand_t *d, size
  * hold, and the expected seconds left as their duration (left = 1); the
  * count, or SIZE_MAX when one runs on several GPUs (then no plan). */
 static size_t running_now(tp_run_t *r, const tp_usage_t *u, tp_place_running_t **out) {
-    size_t k = 0, cap = (size_t)r->trials.count[TP_TRIAL_RUNNING] + 1;
+    size_t k = 0, cap = (size_t)tp__trials_in(&r->trials, TP_TRIAL_RUNNING) + 1;
     tp_place_running_t *run = tp__xcalloc(cap, sizeof *run);
     for (size_t i = 0; i < tp__trials_n(&r->trials) && k < cap; i++) {
         const trial_t *t = tp__trials_get(&r->trials, (int64_t)i);

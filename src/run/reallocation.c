@@ -63,7 +63,7 @@ static void reach(uv_timer_t *h) {
     tp_run_t *r = h->data;
     if (r->dl.hit || r->finished) return;
     r->dl.hit = 1;
-    int running = r->trials.count[TP_TRIAL_RUNNING];
+    int running = tp__trials_in(&r->trials, TP_TRIAL_RUNNING);
     char d[32], detail[300];
     tp__format_duration(r->x.deadline_s, d, sizeof d);
     snprintf(detail, sizeof detail,
@@ -200,13 +200,14 @@ static void plan_node(tp_run_t *r, size_t node, int free_gpus, double now,
 
 void tp__deadline_realloc(tp_run_t *r) {
     if (!tp__elastic_on(r) || !(r->x.realloc_given || tp__deadline_on(r)) || r->dl.hit ||
-        tp__elastic_resizing(r) || r->stopping || r->agents.shutting_down || r->journal.broken)
+        tp__elastic_resizing(r) || r->stopping || tp__agents_shutting_down(r) ||
+        tp__journal_broken(&r->journal))
         return;
     double mono = tp__mono_s();
     if (!r->dl.freed && mono - r->dl.planned < PLAN_PERIOD_S) return;
     r->dl.freed = 0;
     r->dl.planned = mono;
-    int running = r->trials.count[TP_TRIAL_RUNNING];
+    int running = tp__trials_in(&r->trials, TP_TRIAL_RUNNING);
     if (running == 0) return;
     tp_realloc_trial_t *view = tp__xcalloc((size_t)running, sizeof *view);
     double now = tp__clock_wall(&r->clock); /* the deadline's time */

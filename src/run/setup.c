@@ -135,7 +135,7 @@ static int resume_trials(tp_run_t *r) {
 /* What the resumed run starts from, once the search's decisions are replayed
  * (trials the search had closed may be waiting again). */
 static void announce_resume(tp_run_t *r, int interrupted) {
-    const int *c = r->trials.count;
+    const int *c = tp__trials_counts(&r->trials);
     tp__view_done_before(r, c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_FAILED] + c[TP_TRIAL_STOPPED]);
     r->trials.interrupted = 0; /* this run's own interruptions are counted from here */
     if (tp__trials_n(&r->trials))

@@ -92,6 +92,18 @@ size_t tp__trials_n(const tp_trials_t *ts) {
     return ts->n;
 }
 
+int tp__trials_in(const tp_trials_t *ts, tp_trial_state_t state) {
+    return ts->count[state];
+}
+
+const int *tp__trials_counts(const tp_trials_t *ts) {
+    return ts->count;
+}
+
+size_t tp__trials_queued(const tp_trials_t *ts) {
+    return ts->nheap;
+}
+
 void tp__trial_job_restore(trial_t *t, int rung, double budget) {
     t->job.rung = rung > 0 ? rung : 0;
     t->job.budget = budget;

@@ -183,6 +183,12 @@ trial_t *tp__trials_get(const tp_trials_t *ts, int64_t id); /* NULL if no such t
 /* One past the largest trial number in use: every trial's id is below it (holes
  * are NULL to tp__trials_get). O(1). */
 size_t tp__trials_n(const tp_trials_t *ts);
+/* How many trials are in `state`. O(1). */
+int tp__trials_in(const tp_trials_t *ts, tp_trial_state_t state);
+/* The same for every state, indexed by tp_trial_state_t (TP_TRIAL_NSTATES). O(1). */
+const int *tp__trials_counts(const tp_trials_t *ts);
+/* How many pending trials wait in the queue for a slot. O(1). */
+size_t tp__trials_queued(const tp_trials_t *ts);
 void tp__trials_free(tp_trials_t *ts);
 
 /* The one way a trial changes state. Checks the table (an illegal change

@@ -28,7 +28,7 @@ static uint64_t total_trials(const tp_run_t *r) {
 
 /* Trials that reached a final state. */
 static int done_count(const tp_run_t *r) {
-    const int *c = r->trials.count;
+    const int *c = tp__trials_counts(&r->trials);
     return c[TP_TRIAL_COMPLETED] + c[TP_TRIAL_STOPPED] + c[TP_TRIAL_FAILED];
 }
 
@@ -120,7 +120,7 @@ static void best_line(const tp_run_t *r, char *out, size_t n) {
 
 /* "3/9 done (1 completed, 2 stopped early, 0 failed), 3 running, 2 paused, 1 pending" */
 static void counts_line(const tp_run_t *r, char *out, size_t n) {
-    const int *c = r->trials.count;
+    const int *c = tp__trials_counts(&r->trials);
     uint64_t total = total_trials(r);
     int done = done_count(r);
     long waiting = (long)total - done - c[TP_TRIAL_RUNNING] - c[TP_TRIAL_PAUSED];
@@ -165,7 +165,7 @@ static void put_line(tp_run_t *r, int cols, const char *fmt, ...) {
 /* The running trials, one row each (id, parameters, rung and budget, step,
  * last value, elapsed, where), at most `room` rows. O(trials). */
 static void running_table(tp_run_t *r, int cols, int room, double now) {
-    int running = r->trials.count[TP_TRIAL_RUNNING], shown = 0;
+    int running = tp__trials_in(&r->trials, TP_TRIAL_RUNNING), shown = 0;
     if (running == 0 || room < 2) return;
     put_line(r, cols, "%6s  %-36s %-9s %6s %10s %8s  %s", "trial", "parameters",
              r->x.budget_name ? "rung/bdgt" : "", "step", r->x.metric, "elapsed", "where");
@@ -208,7 +208,7 @@ typedef struct progress {
 static void progress(const tp_run_t *r, double elapsed, progress_t *p) {
     uint64_t total = total_trials(r);
     int done = done_count(r), done_here = done - r->view.done_before;
-    int over = (uint64_t)done >= total, running = r->trials.count[TP_TRIAL_RUNNING];
+    int over = (uint64_t)done >= total, running = tp__trials_in(&r->trials, TP_TRIAL_RUNNING);
     double planned = tp__scheduler_work(r->sched), left_s = NAN;
     p->share = over ? 1 : total ? (double)done / (double)total : 0;
     p->work[0] = 0;
@@ -405,7 +405,7 @@ void tp__view_final(tp_run_t *r) {
         if (r->view.lines) printf("\033[%dA\033[J", r->view.lines);
         r->view.lines = 0;
     }
-    const int *c = r->trials.count;
+    const int *c = tp__trials_counts(&r->trials);
     char el[32], best[700];
     tp__format_duration(tp__mono_s() - r->view.t0, el, sizeof el);
     best_line(r, best, sizeof best);
@@ -417,7 +417,7 @@ void tp__view_final(tp_run_t *r) {
         snprintf(regrown, sizeof regrown, ", %d placed again after running out of GPU memory",
                  r->trials.regrown);
     snprintf(inter, sizeof inter, ", %d interrupted", r->trials.interrupted);
-    if (r->journal.broken) /* the counts below are this run's, not all in the store */
+    if (tp__journal_broken(&r->journal)) /* the counts below are this run's, not all in the store */
         printf("the store failed while %s (%s): it keeps only what it committed before; "
                "`tunepack trials %s` shows that\n",
                r->journal.failed, tp__store_strerror(r->journal.failed_rc), r->dir);

@@ -28,6 +28,9 @@ use   agents\.links\b    agents.c
 use   agents\.n\b        agents.c
 use   trials\.by_id\b    trial_state.c
 use   trials\.n\b        trial_state.c
+use   trials\.(count|nheap|heap)\b trial_state.c
+use   journal\.broken\b journal.c
+use   agents\.shutting_down\b agents.c
 use   journal\.store\b   journal.c
 use   el\.[a-z_]         elastic.c
 use   dl\.[a-z_]         reallocation.c

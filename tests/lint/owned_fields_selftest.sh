@@ -31,7 +31,8 @@ set -- 't->elastic.gpus_want' 't->fluid.share' 't->fusion.proc' 't->demand.mem_m
     'r->trials.n' 'r->journal.store' 'r->el.resizing' 'r->dl.hit' 'r->view.t0' 'f->stop_sent' \
     't->job.rung = 1' 'snprintf(t->job.why, sizeof t->job.why, "x")' 't->current.pid = 0' \
     '--t->ranks.live' 'tp__logfile_close(&t->ranks.logs[0])' 't->pace.step_s += 1' \
-    't->deadline.started' 'r->clock.reports'
+    't->deadline.started' 'r->clock.reports' 'r->trials.count[0]' 'r->trials.nheap' \
+    'r->journal.broken' 'r->agents.shutting_down'
 plant "$@"
 [ "$rc" -eq 1 ] || { echo "owned_fields_selftest: the planted accesses did not fail the lint (rc $rc):" >&2
     printf '%s\n' "$out" >&2; exit 1; }
