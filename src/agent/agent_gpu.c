@@ -128,39 +128,89 @@ void tp__agent_gpu_hello(tp_agent_t *a, json_t *r) {
     json_object_set_new(r, "mps_control", json_boolean(a->mps_control != NULL));
 }
 
-void tp__agent_mps_start(tp_agent_t *a, json_t *m) {
-    json_t *list = json_object_get(m, "gpus"), *e;
-    json_t *started = json_array(), *failed = json_array();
-    size_t i;
-    json_array_foreach(list, i, e) {
-        int index = -1;
-        const char *device = NULL, *pipe_dir = NULL, *log_dir = NULL;
-        tp_error_t err = {0};
-        if (json_unpack(e, "{s:i, s:s, s:s, s:s}", "index", &index, "device", &device, "pipe_dir",
-                        &pipe_dir, "log_dir", &log_dir) != 0) {
-            json_array_append_new(failed, json_pack("{s:i, s:s}", "index", index, "error",
-                                                    "mps_start entry needs index, device, "
-                                                    "pipe_dir and log_dir"));
-            continue;
-        }
-        if (!a->mps_control) {
-            json_array_append_new(failed, json_pack("{s:i, s:s}", "index", index, "error",
-                                                    "no nvidia-cuda-mps-control on this node"));
-            continue;
-        }
-        tp__mps_stop(a->mps_control, pipe_dir, NULL); /* a leftover of a crashed run */
-        if (tp__mps_start(a->mps_control, device, pipe_dir, log_dir, &err) != 0) {
-            json_array_append_new(failed,
-                                  json_pack("{s:i, s:s}", "index", index, "error", err.msg));
-            continue;
-        }
-        a->mps_dirs = tp__xrealloc(a->mps_dirs, (a->nmps + 1) * sizeof *a->mps_dirs);
-        a->mps_dirs[a->nmps++] = tp__strdup(pipe_dir);
-        json_array_append_new(started, json_integer(index));
+/* An `mps_start` under way: its list, the next entry, what is known so far.
+ * Each GPU may take up to two MPS waits (a leftover's stop, the start), so
+ * doing them all in one callback left the agent silent for seconds per GPU:
+ * on a loaded machine, long enough for the orchestrator to take it for lost,
+ * start it again, and lose it again. */
+typedef struct mps_job {
+    uv_idle_t idle;
+    tp_agent_t *a;
+    json_t *list, *started, *failed;
+    size_t next;
+} mps_job_t;
+
+static void on_mps_job_closed(uv_handle_t *h) {
+    mps_job_t *job = h->data;
+    json_decref(job->list);
+    json_decref(job->started);
+    json_decref(job->failed);
+    free(job);
+}
+
+/* Start the daemon of list entry e, adding to started or failed. */
+static void mps_start_one(tp_agent_t *a, json_t *e, json_t *started, json_t *failed) {
+    int index = -1;
+    const char *device = NULL, *pipe_dir = NULL, *log_dir = NULL;
+    tp_error_t err = {0};
+    if (json_unpack(e, "{s:i, s:s, s:s, s:s}", "index", &index, "device", &device, "pipe_dir",
+                    &pipe_dir, "log_dir", &log_dir) != 0) {
+        json_array_append_new(failed, json_pack("{s:i, s:s}", "index", index, "error",
+                                                "mps_start entry needs index, device, "
+                                                "pipe_dir and log_dir"));
+        return;
+    }
+    if (!a->mps_control) {
+        json_array_append_new(failed, json_pack("{s:i, s:s}", "index", index, "error",
+                                                "no nvidia-cuda-mps-control on this node"));
+        return;
+    }
+    tp__mps_stop(a->mps_control, pipe_dir, NULL); /* a leftover of a crashed run */
+    if (tp__mps_start(a->mps_control, device, pipe_dir, log_dir, &err) != 0) {
+        json_array_append_new(failed, json_pack("{s:i, s:s}", "index", index, "error", err.msg));
+        return;
+    }
+    /* recorded at once: the orphan sweep leaves the daemon alone from here */
+    a->mps_dirs = tp__xrealloc(a->mps_dirs, (a->nmps + 1) * sizeof *a->mps_dirs);
+    a->mps_dirs[a->nmps++] = tp__strdup(pipe_dir);
+    json_array_append_new(started, json_integer(index));
+}
+
+/* One GPU a turn; after the last, the answer. */
+static void on_mps_idle(uv_idle_t *h) {
+    mps_job_t *job = h->data;
+    tp_agent_t *a = job->a;
+    if (job->next < json_array_size(job->list)) {
+        mps_start_one(a, json_array_get(job->list, job->next++), job->started, job->failed);
+        return;
     }
     tp__agent_send(
-        a, json_pack("{s:s, s:o, s:o}", "type", "mps", "started", started, "failed", failed), NULL,
-        0);
+        a,
+        json_pack("{s:s, s:O, s:O}", "type", "mps", "started", job->started, "failed", job->failed),
+        NULL, 0);
+    a->mps_job = NULL;
+    uv_idle_stop(h);
+    uv_close((uv_handle_t *)h, on_mps_job_closed);
+}
+
+void tp__agent_mps_start(tp_agent_t *a, json_t *m) {
+    json_t *list = json_object_get(m, "gpus");
+    if (a->mps_job || !json_is_array(list)) {
+        const char *why = a->mps_job ? "an MPS start is already under way on this node"
+                                     : "mps_start needs a list of gpus";
+        tp__agent_send(a,
+                       json_pack("{s:s, s:[], s:[{s:i, s:s}]}", "type", "mps", "started", "failed",
+                                 "index", -1, "error", why),
+                       NULL, 0);
+        return;
+    }
+    mps_job_t *job = tp__xcalloc(1, sizeof *job);
+    *job = (mps_job_t){
+        .a = a, .list = json_incref(list), .started = json_array(), .failed = json_array()};
+    uv_idle_init(&a->loop, &job->idle);
+    job->idle.data = job;
+    uv_idle_start(&job->idle, on_mps_idle);
+    a->mps_job = job;
 }
 
 static void on_timer_closed(uv_handle_t *h) {
@@ -168,6 +218,11 @@ static void on_timer_closed(uv_handle_t *h) {
 }
 
 void tp__agent_gpu_close(tp_agent_t *a) {
+    if (a->mps_job) { /* the agent ends first: no answer; what started is stopped below */
+        uv_idle_stop(&a->mps_job->idle);
+        uv_close((uv_handle_t *)&a->mps_job->idle, on_mps_job_closed);
+        a->mps_job = NULL;
+    }
     for (size_t i = 0; i < a->nmps; i++) {
         tp_error_t err = {0};
         if (tp__mps_stop(a->mps_control, a->mps_dirs[i], &err) != 0)

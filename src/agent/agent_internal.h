@@ -193,7 +193,9 @@ tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt, int ra
 /* ---- agent_gpu.c: GPUs, MPS daemons, usage sampling ------------------------ */
 /* Add "gpus", "nvml" and "mps_control" to the hello answer r (opens NVML). */
 void tp__agent_gpu_hello(tp_agent_t *a, json_t *r);
-/* `mps_start`: (re)start one MPS control daemon per listed GPU; answers `mps`. */
+/* `mps_start`: (re)start one MPS control daemon per listed GPU, one GPU per
+ * turn of the loop so that pings are answered meanwhile; answers `mps` once
+ * every GPU is done. */
 void tp__agent_mps_start(tp_agent_t *a, json_t *m);
 /* Stop the MPS daemons this agent started, stop sampling, close NVML. */
 void tp__agent_gpu_close(tp_agent_t *a);
@@ -226,9 +228,10 @@ struct tp_agent {
     char *mps_control;                       /* MPS control program, NULL if none */
     char **mps_dirs;                         /* pipe dirs of the daemons we started, owned */
     size_t nmps;
-    uv_timer_t gpu_timer; /* usage sampling, while NVML is open */
-    int gpu_timer_open;   /* gpu_timer initialised, not yet closed */
-    tp_seen_t *seen;      /* known owners of descendants, owned (reaper.c) */
+    struct mps_job *mps_job; /* an `mps_start` under way, one GPU a loop turn (agent_gpu.c) */
+    uv_timer_t gpu_timer;    /* usage sampling, while NVML is open */
+    int gpu_timer_open;      /* gpu_timer initialised, not yet closed */
+    tp_seen_t *seen;         /* known owners of descendants, owned (reaper.c) */
     size_t nseen;
     uv_timer_t sweep_timer; /* tp__reap_orphans every TP_AGENT_SWEEP_S */
     int sweep_open;         /* sweep_timer initialised, not yet closed */

@@ -591,6 +591,25 @@ class GpuState(GpuE2E):
         self.assertTrue(gpus[0]["healthy"])
         self.assertFalse(gpus[1]["healthy"])
 
+    def test_slow_mps_daemon_starts_do_not_lose_the_agent(self):
+        # Five GPUs whose MPS daemons each take 2.5 s to open their pipe: 12.5 s of starts,
+        # past the 10 s of silence after which the run takes an agent for lost. The agent
+        # starts them one a turn of its loop and answers pings between, so it is never lost
+        # and every GPU shares through MPS. (Starting them all in one callback lost the agent
+        # and started it again, over and over, on a loaded machine.)
+        self.fake_gpus([(80 * GIB, None)] * 5)
+        exp = self.exp(trials=5, sleep_s=0.2)
+        run_dir = self.path("run")
+        env = dict(self.gpu_env(), TUNEPACK_FAKE_MPS_PIPE_DELAY_S="2.5", TUNEPACK_MPS_WAIT_S="30")
+        r = self.run_exp(exp, run_dir, env=env)
+        self.assertExit(r, 0)
+        self.assertNotIn("lost", r.stderr)
+        with self.store(run_dir) as s:
+            self.assertEqual([e for e in s.events() if e["kind"] == "agent-lost"], [])
+            self.assertEqual(sorted(t["state"] for t in s.trials()), ["completed"] * 5)
+            sharing = s.q("SELECT value FROM meta WHERE key = 'sharing'")[0]["value"]
+        self.assertTrue(sharing.startswith("mps"), sharing)
+
     # -- a killed run's MPS daemons ------------------------------------------------------------
 
     def test_resume_after_sigkill_stops_the_stale_mps_daemons(self):
