@@ -15,6 +15,8 @@
 # /srv/readme-root) is removed on exit. The output goes to LOG (default
 # /tmp/check-readme.log); the exit status is the second command's. Not part of
 # CI: it takes about half an hour and needs network access to a Debian mirror.
+# FIRST_ONLY=1 runs the first command alone (install, build, the example: about
+# ten minutes) and exits with its status.
 set -eu
 base=${1:?usage: check-readme-in-root.sh BASE [LOG]}
 log=${2:-/tmp/check-readme.log}
@@ -53,7 +55,8 @@ pivot_root . .oldroot
 umount -l /.oldroot
 cd /root/tunepack
 exec env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    LANG=C.UTF-8 sh -c "echo \"=== README command 1\"; sh /root/cmd1.sh; echo \"=== command 1: exit \$?\";
+    LANG=C.UTF-8 FIRST_ONLY="$2" sh -c "echo \"=== README command 1\"; sh /root/cmd1.sh; rc=\$?;
+                        echo \"=== command 1: exit \$rc\"; [ \"\$FIRST_ONLY\" = 1 ] && exit \$rc;
                         echo \"=== README command 2\"; sh /root/cmd2.sh; rc=\$?;
                         echo \"=== command 2: exit \$rc\"; exit \$rc"
-' check-readme "$copy" > "$log" 2>&1
+' check-readme "$copy" "${FIRST_ONLY:-0}" > "$log" 2>&1
