@@ -19,7 +19,9 @@
 3. --table: the trials table's routes (sort by a parameter or a metric, filters by state, range
    and text, a deep page) on a store of 10,000 trials and 1,000,000 metric rows written by SQL
    in seconds (one real trial copied, with its schema and meta), not by a real run; and there
-   the importance (a random forest), parallel coordinates, slice and contour.
+   the importance (a random forest), parallel coordinates, slice and contour, and the brushed
+   set (a range of x and two of hidden's values) filtering the table, the importance, history,
+   curves, slice and contour.
 4. --front: the Pareto front's routes (its JSON and its chart) on stores of 10,000 finished
    trials with two objectives (acc max, loss min; at odds with noise, then every trial on it, the
    worst case) and three (time min added), written by SQL likewise; and the page's first
@@ -60,6 +62,14 @@ ROUTES[5:5] = TABLE_ROUTES
 # forest, is in ROUTES above).
 PLOT_ROUTES = ["api/e/0/slice.svg?param=lr", "api/e/0/contour.svg?x=lr&y=hidden"]
 ROUTES.extend(PLOT_ROUTES)
+# The brushed set (a range on x, a set of hidden's values) filtering the table and the charts of
+# the trials, in SQL; beside them, the same charts unbrushed.
+BRUSH = "min.p%3Ax=0.2&max.p%3Ax=0.6&in.p%3Ahidden=64&in.p%3Ahidden=128"
+BRUSH_ROUTES = ["api/e/0/history.svg", "api/e/0/curves.svg", "api/e/0/importance.svg",
+                "api/e/0/trials?" + BRUSH, "api/e/0/importance?" + BRUSH,
+                "api/e/0/importance.svg?" + BRUSH, "api/e/0/history.svg?" + BRUSH,
+                "api/e/0/curves.svg?" + BRUSH, "api/e/0/slice.svg?param=lr&" + BRUSH,
+                "api/e/0/contour.svg?x=lr&y=hidden&" + BRUSH]
 PAGES = [("experiments", "", "#experiments td"), ("trials", "#/e/0/trials", "#trials tr[data-trial-id]"),
          ("trial", "#/e/0/trial/5000", "#curve tr + tr"), ("history", "#/e/0/history", "#chart svg"),
          ("curves", "#/e/0/curves", "#chart svg"), ("parallel", "#/e/0/parallel", "#chart svg"),
@@ -207,7 +217,7 @@ def table(tmp):
     try:
         print(f"{'route':70s} {'first':>8s} {'median':>8s} {'size':>9s}")
         for r in ["api/e/0/trials", "api/e/0/trials?sort=value&desc=1", *TABLE_ROUTES,
-                  "api/e/0/importance", "api/e/0/parcoords.svg", *PLOT_ROUTES]:
+                  "api/e/0/importance", "api/e/0/parcoords.svg", *PLOT_ROUTES, *BRUSH_ROUTES]:
             timed(url, r)
         # A parameter the experiment lacks: refused (400), after a read of every trial.
         for r in ["api/e/0/trials?sort=p%3Amomentum", "api/e/0/trials?min.m%3Aaccuracy=0"]:

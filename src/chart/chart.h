@@ -87,9 +87,10 @@ typedef struct tp_parcoords {
     /* Brushing (NULL: none): per axis the key a page filters by (NULL: that axis
      * is not brushed), whether it is on a log scale, and per line its id. A
      * brushed axis gets a rect of class "brush-axis" (data-key, data-lo, data-hi,
-     * data-log) over it, each line its data-id and data-v (its values, "nan"
-     * when absent). */
+     * data-log, and on a choice's axis data-cats) over it, each line its data-id
+     * and data-v (its values, "nan" when absent). */
     const char *const *key;
+    const char *const *cats; /* NULL, or per axis NULL or its data-cats (its labels, as text) */
     const int *logscale;
     const long long *id;
 } tp_parcoords_t;

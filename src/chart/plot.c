@@ -207,6 +207,10 @@ void tp__chart_parcoords(tp_buf_t *out, const tp_parcoords_t *p) {
                        left + gap * (double)a - 8, top, plot_h, a, p->lo[a], p->hi[a],
                        p->logscale ? p->logscale[a] : 0);
         tp__chart_xml(out, p->key[a]);
+        if (p->cats && p->cats[a]) {
+            tp__buf_puts(out, "\" data-cats=\"");
+            tp__chart_xml(out, p->cats[a]);
+        }
         tp__buf_puts(out, "\"/>\n");
     }
     tp__buf_puts(out, "</svg>\n");

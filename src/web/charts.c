@@ -13,16 +13,20 @@
 #include "chart/chart.h"
 #include "web/web_internal.h"
 
+/* The trials a chart draws, among those its filter keeps (%1$s its joins,
+ * %2$s its conditions: tp__web_prepare_filtered). */
+#define FINISHED_WITH_VALUE                                                                        \
+    "FROM trials t %1$s WHERE t.value IS NOT NULL AND t.state IN ('completed', 'stopped')%2$s "
 static const char *const SQL_VALUES =
-    "SELECT id, value, budget FROM trials WHERE value IS NOT NULL AND state IN ('completed', "
-    "'stopped') ORDER BY id";
+    "SELECT t.id, t.value, t.budget " FINISHED_WITH_VALUE "ORDER BY t.id";
 static const char *const SQL_VALUES_PARAMS =
-    "SELECT id, value, params FROM trials WHERE value IS NOT NULL AND state IN ('completed', "
-    "'stopped') ORDER BY id";
+    "SELECT t.id, t.value, t.params " FINISHED_WITH_VALUE "ORDER BY t.id";
+static const char *const SQL_VALUES_COUNT = "SELECT COUNT(*) " FINISHED_WITH_VALUE;
+/* ?3: 1 when larger is better. */
 static const char *const SQL_CURVE_TRIALS =
-    "SELECT id FROM (SELECT id FROM trials WHERE value IS NOT NULL ORDER BY CASE WHEN ?1 THEN "
-    "-value ELSE value END LIMIT 10) UNION SELECT id FROM (SELECT id FROM trials WHERE state = "
-    "'running' ORDER BY started_at DESC LIMIT 10)";
+    "SELECT id FROM (SELECT t.id AS id FROM trials t %1$s WHERE t.value IS NOT NULL%2$s ORDER BY "
+    "CASE WHEN ?3 THEN -t.value ELSE t.value END LIMIT 10) UNION SELECT id FROM (SELECT t.id AS "
+    "id FROM trials t %1$s WHERE t.state = 'running'%2$s ORDER BY t.started_at DESC LIMIT 10)";
 static const char *const SQL_CURVE = "SELECT step, value FROM metrics WHERE trial = ?1 AND "
                                      "value IS NOT NULL ORDER BY attempt, seq";
 static const char *const SQL_RUNGS =
@@ -74,16 +78,17 @@ static void thin(const dvec_t *x, const dvec_t *y, double lo, double span, int l
  * rung 0 of ASHA is not one at the full budget), and the best so far among
  * the values at the largest budget. More budgets than the palette has
  * colours share one series, and the subtitle says so. O(trials). */
-void tp__web_svg_history(tp_store_t *s, tp_buf_t *out) {
+int tp__web_svg_history(tp_store_t *s, const tp_web_trials_q_t *f, tp_buf_t *out, tp_error_t *err) {
     enum { MAX_GROUPS = 8 };
     tp_web_metric_t m;
     tp__web_metric(s, &m);
+    sqlite3_stmt *st;
+    if (tp__web_prepare_filtered(s, SQL_VALUES, f, &st, err) != 0) return -EINVAL;
     double budget[MAX_GROUPS];
     dvec_t gx[MAX_GROUPS] = {{0}}, gy[MAX_GROUPS] = {{0}};
     size_t ng = 0, n = 0;
     int mixed = 0; /* too many budgets: one series */
     double lo = 0, hi = 0;
-    sqlite3_stmt *st = tp__web_prepare(s, SQL_VALUES);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
         double id = (double)sqlite3_column_int64(st, 0), v = sqlite3_column_double(st, 1);
         double b = sqlite3_column_type(st, 2) == SQLITE_NULL ? 0 : sqlite3_column_double(st, 2);
@@ -141,8 +146,8 @@ void tp__web_svg_history(tp_store_t *s, tp_buf_t *out) {
     series[ng] = (tp_series_t){
         .name = bestname, .style = TP_SERIES_STEPS, .colour = 2, .n = bx.n, .x = bx.v, .y = by.v};
     char sub[240];
-    snprintf(sub, sizeof sub, "%zu trial%s with a value%s%s; the line is the best so far (%s)", n,
-             n == 1 ? "" : "s",
+    snprintf(sub, sizeof sub, "%zu trial%s with a value%s%s%s; the line is the best so far (%s)", n,
+             n == 1 ? "" : "s", tp__web_filtered(f) ? " in the brushed set" : "",
              n > 2 * HISTORY_COLUMNS ? ", thinned to each column's lowest and highest" : "",
              mixed    ? ", budgets mixed (more than 8)"
              : ng > 1 ? ", by the budget they ran to"
@@ -159,9 +164,11 @@ void tp__web_svg_history(tp_store_t *s, tp_buf_t *out) {
     for (size_t g = 0; g < ng; g++)
         free(gx[g].v), free(gy[g].v), free(dx[g].v), free(dy[g].v);
     free(best.v), free(bx.v), free(by.v);
+    return 0;
 }
 
-void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out) {
+int tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, const tp_web_trials_q_t *f,
+                       tp_buf_t *out, tp_error_t *err) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     int64_t *ids = NULL;
@@ -171,9 +178,10 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
         ids = tp__xcalloc(nids, sizeof *ids);
         memcpy(ids, trials, nids * sizeof *ids);
     } else {
-        sqlite3_stmt *st = tp__web_prepare(s, SQL_CURVE_TRIALS);
+        sqlite3_stmt *st;
+        if (tp__web_prepare_filtered(s, SQL_CURVE_TRIALS, f, &st, err) != 0) return -EINVAL;
         ids = tp__xcalloc(20, sizeof *ids);
-        if (st) sqlite3_bind_int(st, 1, m.maximize);
+        if (st) sqlite3_bind_int(st, 3, m.maximize);
         while (st && nids < 20 && sqlite3_step(st) == SQLITE_ROW)
             ids[nids++] = sqlite3_column_int64(st, 0);
         sqlite3_finalize(st);
@@ -214,8 +222,9 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
         dpush(&rungs, sqlite3_column_double(st, 0));
     sqlite3_finalize(st);
     char sub[200];
-    snprintf(sub, sizeof sub, "%s%s%s",
+    snprintf(sub, sizeof sub, "%s%s%s%s",
              n ? "the trials asked for" : "the ten best and the latest running trials",
+             !n && tp__web_filtered(f) ? " in the brushed set" : "",
              rungs.n ? "; dashed lines: the scheduler's rung budgets" : "",
              thinned ? "; long curves thinned to 300 points" : "");
     tp_xy_t p = {.title = "Learning curves",
@@ -231,6 +240,7 @@ void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t
     for (size_t k = 0; k < nids; k++)
         free(xs[k].v), free(ys[k].v);
     free(xs), free(ys), free(series), free(names), free(ids), free(rungs.v);
+    return 0;
 }
 
 /* ---- parameters: parallel coordinates and importance ---------------------- */
@@ -266,14 +276,19 @@ static pcol_t *col_for(ptable_t *t, const char *name, size_t cap_rows) {
     return c;
 }
 
-static void ptable_load(tp_store_t *s, ptable_t *t) {
+/* The finished trials with a value that f keeps (NULL: all; a brush,
+ * filtered by SQLite): 0, or -EINVAL with err (nothing to free) when f names
+ * a column that is none. One read transaction, so the count and the rows agree. */
+static int ptable_load(tp_store_t *s, const tp_web_trials_q_t *f, ptable_t *t, tp_error_t *err) {
     memset(t, 0, sizeof *t);
-    sqlite3_stmt *st = tp__web_prepare(s, "SELECT COUNT(*) FROM trials WHERE value IS NOT NULL");
+    sqlite3_stmt *st;
+    if (tp__web_prepare_filtered(s, SQL_VALUES_COUNT, f, &st, err) != 0) return -EINVAL;
+    sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
     size_t cap = st && sqlite3_step(st) == SQLITE_ROW ? (size_t)sqlite3_column_int64(st, 0) : 0;
     sqlite3_finalize(st);
     t->value = tp__xcalloc(cap + 1, sizeof *t->value);
     t->id = tp__xcalloc(cap + 1, sizeof *t->id);
-    st = tp__web_prepare(s, SQL_VALUES_PARAMS);
+    tp__web_prepare_filtered(s, SQL_VALUES_PARAMS, f, &st, err);
     while (st && t->n < cap && sqlite3_step(st) == SQLITE_ROW) {
         size_t i = t->n++;
         t->value[i] = sqlite3_column_double(st, 1);
@@ -294,6 +309,8 @@ static void ptable_load(tp_store_t *s, ptable_t *t) {
         json_decref(params);
     }
     sqlite3_finalize(st);
+    sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
+    return 0;
 }
 
 static void ptable_free(ptable_t *t) {
@@ -303,40 +320,6 @@ static void ptable_free(ptable_t *t) {
         free(t->cols[c].name), free(t->cols[c].num), free(t->cols[c].cat);
     }
     free(t->cols), free(t->value), free(t->id);
-}
-
-/* Only the trials within every range on "value" or "p:NAME" (a brush of the
- * parallel coordinates; a trial without a number there is out); ranges on
- * other columns are not the plots' and are let be. O(n ranges). */
-static void ptable_keep(ptable_t *t, const tp_web_range_t *r, size_t nr) {
-    size_t w = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        int in = 1;
-        for (size_t k = 0; k < nr && in; k++) {
-            double x = NAN;
-            if (strcmp(r[k].key, "value") == 0) {
-                x = t->value[i];
-            } else if (strncmp(r[k].key, "p:", 2) == 0) {
-                size_t c = 0;
-                while (c < t->ncols && strcmp(t->cols[c].name, r[k].key + 2) != 0)
-                    c++;
-                if (c == t->ncols) continue;
-                x = t->cols[c].num[i];
-            } else {
-                continue;
-            }
-            in = isfinite(x) && !(x < r[k].lo) && !(x > r[k].hi);
-        }
-        for (size_t c = 0; c < t->ncols; c++) {
-            if (!in) {
-                free(t->cols[c].cat[i]);
-                continue;
-            }
-            t->cols[c].num[w] = t->cols[c].num[i], t->cols[c].cat[w] = t->cols[c].cat[i];
-        }
-        if (in) t->value[w] = t->value[i], t->id[w] = t->id[i], w++;
-    }
-    t->n = w;
 }
 
 /* A categorical column's distinct values, sorted; *k is set per trial to its
@@ -433,9 +416,21 @@ static int by_importance(const void *a, const void *b) {
                   json_string_value(json_object_get(*(json_t *const *)b, "name")));
 }
 
-json_t *tp__web_importance(tp_store_t *s) {
+json_t *tp__web_importance(tp_store_t *s, const tp_web_trials_q_t *f, tp_error_t *err) {
     ptable_t t;
-    ptable_load(s, &t);
+    if (ptable_load(s, f, &t, err) != 0) return NULL;
+    int brushed = tp__web_filtered(f);
+    if (t.n < TP_WEB_IMPORTANCE_MIN) { /* a forest on so few says nothing: none given */
+        char note[200];
+        snprintf(note, sizeof note,
+                 "only %zu trial%s with a value%s: importance needs at least %d, so none is given",
+                 t.n, t.n == 1 ? "" : "s", brushed ? " in the brushed set" : "",
+                 TP_WEB_IMPORTANCE_MIN);
+        ptable_free(&t);
+        return json_pack("{s:s, s:I, s:b, s:i, s:[], s:s}", "method", IMPORTANCE_METHOD, "trials",
+                         (json_int_t)t.n, "brushed", brushed, "min_trials", TP_WEB_IMPORTANCE_MIN,
+                         "params", "note", note);
+    }
     size_t p = t.ncols;
     double *x = tp__xcalloc(t.n * p + 1, sizeof *x), *imp = tp__xcalloc(p + 1, sizeof *imp);
     unsigned char *categorical = tp__xcalloc(p + 1, 1);
@@ -461,15 +456,18 @@ json_t *tp__web_importance(tp_store_t *s) {
     json_t *list = json_array();
     for (size_t c = 0; c < p; c++)
         json_array_append_new(list, e[c]);
-    json_t *o = json_pack("{s:s, s:I, s:o}", "method", IMPORTANCE_METHOD, "trials", (json_int_t)t.n,
+    json_t *o = json_pack("{s:s, s:I, s:b, s:i, s:o}", "method", IMPORTANCE_METHOD, "trials",
+                          (json_int_t)t.n, "brushed", brushed, "min_trials", TP_WEB_IMPORTANCE_MIN,
                           "params", list);
     free(x), free(imp), free(categorical), free(k), free(e);
     ptable_free(&t);
     return o;
 }
 
-void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out) {
-    json_t *o = tp__web_importance(s);
+int tp__web_svg_importance(tp_store_t *s, const tp_web_trials_q_t *f, tp_buf_t *out,
+                           tp_error_t *err) {
+    json_t *o = tp__web_importance(s, f, err);
+    if (!o) return -EINVAL;
     json_t *list = json_object_get(o, "params");
     size_t n = json_array_size(list);
     const char **label = tp__xcalloc(n + 1, sizeof *label);
@@ -478,23 +476,29 @@ void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out) {
         label[i] = json_string_value(json_object_get(json_array_get(list, i), "name"));
         value[i] = json_real_value(json_object_get(json_array_get(list, i), "importance"));
     }
-    char sub[160];
-    snprintf(sub, sizeof sub,
-             "random forest over %lld trials with a value: the share of the error "
-             "when its values are shuffled (interactions count); most important first",
-             (long long)json_integer_value(json_object_get(o, "trials")));
+    char sub[240];
+    const char *note = json_string_value(json_object_get(o, "note"));
+    if (note)
+        snprintf(sub, sizeof sub, "%s", note);
+    else
+        snprintf(sub, sizeof sub,
+                 "random forest over %lld trials with a value%s: the share of the error "
+                 "when its values are shuffled (interactions count); most important first",
+                 (long long)json_integer_value(json_object_get(o, "trials")),
+                 json_is_true(json_object_get(o, "brushed")) ? " in the brushed set" : "");
     tp_hbars_t p = {
         .title = "Parameter importance", .subtitle = sub, .n = n, .label = label, .value = value};
     tp__chart_hbars(out, &p);
     free(label), free(value);
     json_decref(o);
+    return 0;
 }
 
 void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     ptable_t t;
-    ptable_load(s, &t);
+    ptable_load(s, NULL, &t, NULL);
     size_t naxes = t.ncols + 1;
     /* Which trials: all when few, else the best ones and an even sample of the rest. */
     size_t *order = tp__xcalloc(t.n + 1, sizeof *order);
@@ -516,8 +520,9 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
     size_t *nticks = tp__xcalloc(naxes, sizeof *nticks), *k_of = tp__xcalloc(t.n + 1, sizeof *k_of);
     char **cat_lists[64] = {0};
     char log_names[64][140];
-    /* Brushing: a number's axis filters the trials table by its column. */
-    char **keys = tp__xcalloc(naxes, sizeof *keys);
+    /* Brushing: an axis filters the trials table by its column (a number's by a range, a
+     * choice's by a set of its labels, listed in cats). */
+    char **keys = tp__xcalloc(naxes, sizeof *keys), **cats = tp__xcalloc(naxes, sizeof *cats);
     int *logs = tp__xcalloc(naxes, sizeof *logs);
     long long *line_id = tp__xcalloc(nlines + 1, sizeof *line_id);
     for (size_t l = 0; l < nlines; l++)
@@ -529,6 +534,17 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
             size_t ncat;
             char **list = categories(&t.cols[a], t.n, k_of, &ncat);
             if (a < 64) cat_lists[a] = list;
+            if (a < 64) { /* its labels, as the ticks name them */
+                json_t *names = json_array();
+                for (size_t k = 0; k < ncat; k++)
+                    json_array_append_new(names, json_string(list[k]));
+                cats[a] = json_dumps(names, JSON_COMPACT);
+                json_decref(names);
+                tp_buf_t k;
+                tp__buf_init(&k);
+                tp__buf_printf(&k, "p:%s", t.cols[a].name);
+                keys[a] = k.data;
+            }
             ticks[a] = (const char *const *)list;
             nticks[a] = ncat;
             for (size_t l = 0; l < nlines; l++) {
@@ -587,12 +603,13 @@ void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out) {
                         .lo = lo,
                         .hi = hi,
                         .key = (const char *const *)keys,
+                        .cats = (const char *const *)cats,
                         .logscale = logs,
                         .id = line_id};
     tp__chart_parcoords(out, &p);
     for (size_t a = 0; a < naxes; a++)
-        free(keys[a]);
-    free(keys), free(logs), free(line_id);
+        free(keys[a]), free(cats[a]);
+    free(keys), free(cats), free(logs), free(line_id);
     for (size_t a = 0; a < 64 && a < naxes; a++)
         free(cat_lists[a]);
     free(order), free(key), free(pick), free(v), free(lo), free(hi), free(axis), free(ticks);
@@ -613,9 +630,14 @@ typedef struct {
     char name[200];
 } paxis_t;
 
-static const pcol_t *pcol_named(const ptable_t *t, const char *name, tp_error_t *err) {
+static const pcol_t *pcol_find(const ptable_t *t, const char *name) {
     for (size_t c = 0; name && c < t->ncols; c++)
         if (strcmp(t->cols[c].name, name) == 0) return &t->cols[c];
+    return NULL;
+}
+
+/* -EINVAL with err listing t's parameters. */
+static int no_param(const ptable_t *t, const char *name, tp_error_t *err) {
     tp_buf_t names;
     tp__buf_init(&names);
     for (size_t c = 0; c < t->ncols; c++)
@@ -623,7 +645,31 @@ static const pcol_t *pcol_named(const ptable_t *t, const char *name, tp_error_t 
     tp__errorf(err, -EINVAL, "no parameter '%s' among the trials with a value (%s)",
                name ? name : "", names.data ? names.data : "none");
     tp__buf_free(&names);
-    return NULL;
+    return -EINVAL;
+}
+
+/* Each name one of the parameters of the trials with a value: 0, or -EINVAL
+ * with err listing them. The brushed set t may lack one that trials outside
+ * it have: it gets an empty column there (its plot shows no trial, not an
+ * error), found by reading every trial once more. */
+static int pcols_known(tp_store_t *s, ptable_t *t, const tp_web_trials_q_t *f,
+                       const char *const *names, size_t n, tp_error_t *err) {
+    ptable_t all;
+    int loaded = 0, rc = 0;
+    for (size_t k = 0; k < n && rc == 0; k++) {
+        if (pcol_find(t, names[k])) continue;
+        if (!tp__web_filtered(f) || !names[k]) {
+            rc = no_param(t, names[k], err);
+            continue;
+        }
+        if (!loaded) ptable_load(s, NULL, &all, NULL), loaded = 1;
+        if (pcol_find(&all, names[k]))
+            col_for(t, names[k], t->n + 1);
+        else
+            rc = no_param(&all, names[k], err);
+    }
+    if (loaded) ptable_free(&all);
+    return rc;
 }
 
 static void paxis_make(const pcol_t *c, size_t n, size_t want, paxis_t *a) {
@@ -679,15 +725,14 @@ static void paxis_free(paxis_t *a) {
     free(a->label), free(a->bin), free(a->pos);
 }
 
-int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ranges,
-                      size_t nranges, tp_buf_t *out, tp_error_t *err) {
+int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_trials_q_t *f, tp_buf_t *out,
+                      tp_error_t *err) {
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     ptable_t t;
-    ptable_load(s, &t);
-    ptable_keep(&t, ranges, nranges);
-    const pcol_t *c = pcol_named(&t, param, err);
-    if (!c) return ptable_free(&t), -EINVAL;
+    if (ptable_load(s, f, &t, err) != 0) return -EINVAL;
+    if (pcols_known(s, &t, f, &param, 1, err) != 0) return ptable_free(&t), -EINVAL;
+    const pcol_t *c = pcol_find(&t, param);
     paxis_t a;
     paxis_make(c, t.n, 10, &a);
     tp_series_t series = {
@@ -695,7 +740,7 @@ int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ra
     char title[200], sub[120];
     snprintf(title, sizeof title, "Slice: %s against %s", m.name, c->name);
     snprintf(sub, sizeof sub, "%zu trials with a value%s, each a dot; the other parameters vary",
-             t.n, nranges ? " in the brushed set" : "");
+             t.n, tp__web_filtered(f) ? " in the brushed set" : "");
     tp_xy_t p = {.title = title,
                  .subtitle = sub,
                  .xlabel = a.name,
@@ -708,16 +753,16 @@ int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ra
     return 0;
 }
 
-int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_range_t *ranges,
-                        size_t nranges, tp_buf_t *out, tp_error_t *err) {
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_trials_q_t *f,
+                        tp_buf_t *out, tp_error_t *err) {
     enum { BINS = 12 };
     tp_web_metric_t m;
     tp__web_metric(s, &m);
     ptable_t t;
-    ptable_load(s, &t);
-    ptable_keep(&t, ranges, nranges);
-    const pcol_t *cx = pcol_named(&t, px, err), *cy = cx ? pcol_named(&t, py, err) : NULL;
-    if (!cx || !cy) return ptable_free(&t), -EINVAL;
+    if (ptable_load(s, f, &t, err) != 0) return -EINVAL;
+    const char *pair[] = {px, py};
+    if (pcols_known(s, &t, f, pair, 2, err) != 0) return ptable_free(&t), -EINVAL;
+    const pcol_t *cx = pcol_find(&t, px), *cy = pcol_find(&t, py);
     paxis_t ax, ay;
     paxis_make(cx, t.n, BINS, &ax);
     paxis_make(cy, t.n, BINS, &ay);
@@ -737,8 +782,8 @@ int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_
     for (size_t k = 0; k < cells; k++) {
         shade[k] = NAN;
         if (!cnt[k]) continue;
-        double mean = sum[k] / (double)cnt[k], f = hi > lo ? (mean - lo) / (hi - lo) : 1;
-        shade[k] = m.maximize ? f : 1 - f;
+        double mean = sum[k] / (double)cnt[k], at = hi > lo ? (mean - lo) / (hi - lo) : 1;
+        shade[k] = m.maximize ? at : 1 - at;
         tp_buf_t b;
         tp__buf_init(&b);
         tp__buf_printf(&b, "%s %s, %s %s: mean %s %.6g over %zu trial%s", cx->name,
@@ -752,7 +797,7 @@ int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_
     snprintf(sub, sizeof sub,
              "%zu trials with a value%s in %zu of %zu cells (a number in %d equal bins); green is "
              "best, blank: no trial",
-             t.n, nranges ? " in the brushed set" : "", filled, cells, BINS);
+             t.n, tp__web_filtered(f) ? " in the brushed set" : "", filled, cells, BINS);
     tp_grid_t g = {.title = title,
                    .subtitle = sub,
                    .xlabel = ax.name,

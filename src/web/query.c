@@ -45,21 +45,22 @@ static const char *const SQL_JOIN_PROMOTIONS =
 static const char *const SQL_TABLE_PROMOTIONS =
     "SELECT trial, COUNT(*) - 1 FROM decisions WHERE kind = 'job' AND trial IN "
     "(SELECT value FROM json_each(?1)) GROUP BY trial";
-/* ?1 state, ?2 text in the parameters, decision or error (NULL: any). */
-#define TABLE_WHERE                                                                                \
-    "WHERE (?1 IS NULL OR t.state = ?1) AND (?2 IS NULL OR instr(t.params, ?2) OR "                \
-    "instr(IFNULL(t.decision, ''), ?2) OR instr(IFNULL(t.error, ''), ?2)) "
+/* A filter's first conditions: ?1 state, ?2 text in the parameters,
+ * decision or error (NULL: any); its ranges follow (tp__web_prepare_filtered). */
+static const char *const SQL_FILTER =
+    " AND (?1 IS NULL OR t.state = ?1) AND (?2 IS NULL OR instr(t.params, ?2) OR "
+    "instr(IFNULL(t.decision, ''), ?2) OR instr(IFNULL(t.error, ''), ?2))";
 /* The trial's last report line: the one kept at the end of its last attempt,
  * or, while it runs (or when none was kept), its latest attempt's latest. */
 #define LAST_REPORT                                                                                \
     "CASE WHEN t.attempts > 0 AND (t.state = 'running' OR t.metrics IS NULL) THEN "                \
     "COALESCE((SELECT m.data FROM metrics m WHERE m.trial = t.id ORDER BY m.attempt DESC, "        \
     "m.seq DESC LIMIT 1), t.metrics) ELSE t.metrics END"
-/* %s: the promotions joined or not, the range conditions, the ORDER BY.
- * ?3 limit, ?4 offset. */
+/* %1$s: the promotions joined or not, %2$s the filter's conditions, %3$s
+ * the ORDER BY. ?3 limit, ?4 offset. */
 static const char *const SQL_TABLE_PAGE =
-    "SELECT t.id FROM trials t %s" TABLE_WHERE "%s ORDER BY %s LIMIT ?3 OFFSET ?4";
-static const char *const SQL_TABLE_MATCHED = "SELECT COUNT(*) FROM trials t %s" TABLE_WHERE "%s";
+    "SELECT t.id FROM trials t %1$s WHERE 1%2$s ORDER BY %3$s LIMIT ?3 OFFSET ?4";
+static const char *const SQL_TABLE_MATCHED = "SELECT COUNT(*) FROM trials t %1$s WHERE 1%2$s";
 static const char *const SQL_TABLE_TOTAL = "SELECT COUNT(*) FROM trials";
 static const char *const SQL_TABLE_REPORT = "SELECT " LAST_REPORT " FROM trials t WHERE t.id = ?1";
 /* The columns: every parameter any trial has, and every number in the
@@ -86,6 +87,14 @@ static const char *const SQL_HAS_METRIC =
  * numbers only (SQLite orders any text above every number). */
 static const char *const SQL_AT_LEAST = " AND typeof(%s) IN ('integer', 'real') AND %s >= ?%d";
 static const char *const SQL_AT_MOST = " AND typeof(%s) IN ('integer', 'real') AND %s <= ?%d";
+/* One set condition: %s a parameter's choice (SQL_PARAM_CHOICE), ?N a JSON
+ * array of the choices kept. */
+static const char *const SQL_IN_SET = " AND %s IN (SELECT value FROM json_each(?%d))";
+/* A parameter's value as a choice is named: a string's text as it is (adam,
+ * as the axis labels it), anything else as its JSON (64, true); ?N its path. */
+static const char *const SQL_PARAM_CHOICE =
+    "(CASE json_type(t.params, ?%1$d) WHEN 'text' THEN json_extract(t.params, ?%1$d) ELSE "
+    "t.params -> ?%1$d END)";
 
 /* The table's own columns a request may sort or filter by, and their SQL. */
 static const struct {
@@ -259,21 +268,24 @@ static int column_sql(const char *key, int bind, char *out, size_t n, char *path
     return 0;
 }
 
-/* The bound parts of a page's statements (see SQL_TABLE_PAGE). */
+/* The bound parts of a filter's statements (see SQL_FILTER). */
 typedef struct table_binds {
-    char sort_path[300];                /* ?5 */
-    char paths[TP_WEB_RANGES_MAX][300]; /* ?6, ?9, ...: each range's column path */
+    char sort_path[300];                /* ?5 (the table's sort) */
+    char paths[TP_WEB_RANGES_MAX][300]; /* ?6, ?10, ...: each range's column path */
 } table_binds_t;
+/* Each range's binds: its column's path, lo, hi, its set. */
+enum { RANGE_BIND0 = 6, RANGE_BINDS = 4 };
 
 static void bind_table(sqlite3_stmt *st, const tp_web_trials_q_t *q, const table_binds_t *b) {
-    if (q->state && *q->state) sqlite3_bind_text(st, 1, q->state, -1, SQLITE_STATIC);
-    if (q->text && *q->text) sqlite3_bind_text(st, 2, q->text, -1, SQLITE_STATIC);
-    if (b->sort_path[0]) sqlite3_bind_text(st, 5, b->sort_path, -1, SQLITE_STATIC);
+    if (q->state && *q->state) sqlite3_bind_text(st, 1, q->state, -1, SQLITE_TRANSIENT);
+    if (q->text && *q->text) sqlite3_bind_text(st, 2, q->text, -1, SQLITE_TRANSIENT);
+    if (b->sort_path[0]) sqlite3_bind_text(st, 5, b->sort_path, -1, SQLITE_TRANSIENT);
     for (size_t i = 0; i < q->nranges; i++) {
-        int at = 6 + 3 * (int)i;
-        if (b->paths[i][0]) sqlite3_bind_text(st, at, b->paths[i], -1, SQLITE_STATIC);
+        int at = RANGE_BIND0 + RANGE_BINDS * (int)i;
+        if (b->paths[i][0]) sqlite3_bind_text(st, at, b->paths[i], -1, SQLITE_TRANSIENT);
         if (!isnan(q->ranges[i].lo)) sqlite3_bind_double(st, at + 1, q->ranges[i].lo);
         if (!isnan(q->ranges[i].hi)) sqlite3_bind_double(st, at + 2, q->ranges[i].hi);
+        if (q->ranges[i].in) sqlite3_bind_text(st, at + 3, q->ranges[i].in, -1, SQLITE_TRANSIENT);
     }
 }
 
@@ -437,33 +449,69 @@ static json_int_t count_of(tp_store_t *s, const char *sql, const tp_web_trials_q
     return n;
 }
 
+/* A filter's conditions as SQL (SQL_FILTER, then each range's), into
+ * where; *join set when one is on the promotions (SQL_JOIN_PROMOTIONS). 0,
+ * or -EINVAL with err when a column is none or a set is not a parameter's. */
+static int filter_sql(tp_store_t *s, const tp_web_trials_q_t *q, table_binds_t *b, char *where,
+                      size_t n, int *join, tp_error_t *err) {
+    char expr[600], choice[300];
+    if (q->nranges > TP_WEB_RANGES_MAX)
+        return tp__errorf(err, -EINVAL, "at most %d ranges", TP_WEB_RANGES_MAX);
+    size_t len = (size_t)snprintf(where, n, "%s", SQL_FILTER);
+    for (size_t i = 0; i < q->nranges; i++) {
+        const tp_web_range_t *r = &q->ranges[i];
+        int at = RANGE_BIND0 + RANGE_BINDS * (int)i;
+        if (r->in && strncmp(r->key, "p:", 2) != 0)
+            return tp__errorf(err, -EINVAL,
+                              "in.%s: a set of choices is a parameter's (in.p:NAME=VALUE)", r->key);
+        if (column_sql(r->key, at, expr, sizeof expr, b->paths[i], sizeof b->paths[i], err) != 0 ||
+            (b->paths[i][0] && column_known(s, r->key, b->paths[i], err) != 0))
+            return -EINVAL;
+        *join |= strcmp(r->key, "promotions") == 0;
+        if (!isnan(r->lo) && len < n)
+            len += (size_t)snprintf(where + len, n - len, SQL_AT_LEAST, expr, expr, at + 1);
+        if (!isnan(r->hi) && len < n)
+            len += (size_t)snprintf(where + len, n - len, SQL_AT_MOST, expr, expr, at + 2);
+        if (r->in && len < n) {
+            snprintf(choice, sizeof choice, SQL_PARAM_CHOICE, at);
+            len += (size_t)snprintf(where + len, n - len, SQL_IN_SET, choice, at + 3);
+        }
+    }
+    return len < n ? 0 : tp__errorf(err, -EINVAL, "too many ranges at once");
+}
+
+/* See web_internal.h. */
+int tp__web_filtered(const tp_web_trials_q_t *f) {
+    return f && ((f->state && *f->state) || (f->text && *f->text) || f->nranges);
+}
+
+/* See web_internal.h. */
+int tp__web_prepare_filtered(tp_store_t *s, const char *sql, const tp_web_trials_q_t *f,
+                             sqlite3_stmt **st, tp_error_t *err) {
+    static const tp_web_trials_q_t every;
+    table_binds_t b = {.sort_path = ""};
+    char where[8192], text[12288];
+    int join = 0;
+    *st = NULL;
+    if (!f) f = &every;
+    if (filter_sql(s, f, &b, where, sizeof where, &join, err) != 0) return -EINVAL;
+    snprintf(text, sizeof text, sql, join ? SQL_JOIN_PROMOTIONS : "", where);
+    *st = tp__web_prepare(s, text);
+    if (*st) bind_table(*st, f, &b);
+    return 0;
+}
+
 json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err) {
     table_binds_t b;
     char expr[600], order[1400], ranges[8192] = "", sql[12288];
     const char *sort = q->sort && *q->sort ? q->sort : "id";
-    if (q->nranges > TP_WEB_RANGES_MAX)
-        return tp__errorf(err, -EINVAL, "at most %d ranges", TP_WEB_RANGES_MAX), NULL;
     if (column_sql(sort, 5, expr, sizeof expr, b.sort_path, sizeof b.sort_path, err) != 0 ||
         (b.sort_path[0] && column_known(s, sort, b.sort_path, err) != 0))
         return NULL;
     int join = strcmp(sort, "promotions") == 0;
     /* Trials without the value last either way, then by id. */
     snprintf(order, sizeof order, "%s IS NULL, %s%s, t.id", expr, expr, q->desc ? " DESC" : "");
-    size_t len = 0;
-    for (size_t i = 0; i < q->nranges; i++) {
-        const tp_web_range_t *r = &q->ranges[i];
-        int at = 6 + 3 * (int)i;
-        if (column_sql(r->key, at, expr, sizeof expr, b.paths[i], sizeof b.paths[i], err) != 0 ||
-            (b.paths[i][0] && column_known(s, r->key, b.paths[i], err) != 0))
-            return NULL;
-        join |= strcmp(r->key, "promotions") == 0;
-        if (!isnan(r->lo))
-            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_LEAST, expr, expr,
-                                    at + 1);
-        if (!isnan(r->hi))
-            len += (size_t)snprintf(ranges + len, sizeof ranges - len, SQL_AT_MOST, expr, expr,
-                                    at + 2);
-    }
+    if (filter_sql(s, q, &b, ranges, sizeof ranges, &join, err) != 0) return NULL;
     const char *from = join ? SQL_JOIN_PROMOTIONS : "";
     long long limit = q->limit <= 0                ? TP_WEB_PAGE_DEFAULT
                       : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX

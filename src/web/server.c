@@ -233,66 +233,96 @@ static int live(const web_t *w, const char *dir) {
 static enum MHD_Result r_summary(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, as_shown(q, tp__web_summary(q->s, q->dir, q->id, q->rank)));
 }
-/* Each min.COLUMN=X or max.COLUMN=X argument, as a range of the query. */
-typedef struct ranges_acc {
+/* The filter a request names (the trials table's, and the brushed set of
+ * every chart of the trials): state=S, q=TEXT, min.COLUMN=X and max.COLUMN=X
+ * bounds, in.p:NAME=VALUE choices (repeated: any of them). */
+typedef struct filter_acc {
     tp_web_trials_q_t *tq;
-    const char *bad; /* the first argument that is not a number, or NULL */
+    const char *bad; /* the first bound that is not a number, or NULL */
     int too_many;
-} ranges_acc_t;
+    json_t *sets[TP_WEB_RANGES_MAX]; /* each range's choices, while they are read */
+    char *set_text[TP_WEB_RANGES_MAX];
+} filter_acc_t;
 
 static enum MHD_Result add_range(void *cls, enum MHD_ValueKind kind, const char *key,
                                  const char *value) {
     (void)kind;
-    ranges_acc_t *a = cls;
+    filter_acc_t *a = cls;
     int lo = strncmp(key, "min.", 4) == 0, hi = strncmp(key, "max.", 4) == 0;
-    if ((!lo && !hi) || !value || !*value) return MHD_YES;
-    char *end;
-    double x = strtod(value, &end);
-    if (*end || !isfinite(x)) {
-        if (!a->bad) a->bad = key;
-        return MHD_YES;
+    int in = strncmp(key, "in.", 3) == 0;
+    if ((!lo && !hi && !in) || !value || (!in && !*value)) return MHD_YES;
+    const char *column = key + (in ? 3 : 4);
+    double x = NAN;
+    if (!in) {
+        char *end;
+        x = strtod(value, &end);
+        if (*end || !isfinite(x)) {
+            if (!a->bad) a->bad = key;
+            return MHD_YES;
+        }
     }
     tp_web_trials_q_t *q = a->tq;
     size_t i = 0;
-    while (i < q->nranges && strcmp(q->ranges[i].key, key + 4) != 0)
+    while (i < q->nranges && strcmp(q->ranges[i].key, column) != 0)
         i++;
     if (i == q->nranges) {
         if (i == TP_WEB_RANGES_MAX) return a->too_many = 1, MHD_YES;
-        q->ranges[q->nranges++] = (tp_web_range_t){.key = key + 4, .lo = NAN, .hi = NAN};
+        q->ranges[q->nranges++] = (tp_web_range_t){.key = column, .lo = NAN, .hi = NAN};
     }
-    *(lo ? &q->ranges[i].lo : &q->ranges[i].hi) = x;
+    if (in) {
+        if (!a->sets[i]) a->sets[i] = json_array();
+        json_array_append_new(a->sets[i], json_string(value));
+    } else {
+        *(lo ? &q->ranges[i].lo : &q->ranges[i].hi) = x;
+    }
     return MHD_YES;
 }
 
-/* A page of the trials table: ?sort=COLUMN&desc=1&state=S&q=TEXT&offset=N&limit=N
- * and min.COLUMN / max.COLUMN bounds (see tp__web_trials). */
+/* Reads the request's filter into tq: 0, or an HTTP 400 sent (*rc) naming
+ * what is wrong. filter_done() frees what it kept, either way. */
+static int request_filter(req_t *q, tp_web_trials_q_t *tq, filter_acc_t *a, enum MHD_Result *rc) {
+    const char *state = arg(q->c, "state");
+    /* a dead run's "interrupted" are its store's "running" */
+    tq->state = !q->live && state && strcmp(state, "interrupted") == 0 ? "running" : state;
+    tq->text = arg(q->c, "q");
+    *a = (filter_acc_t){.tq = tq};
+    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, add_range, a);
+    for (size_t i = 0; i < tq->nranges; i++)
+        if (a->sets[i]) tq->ranges[i].in = a->set_text[i] = json_dumps(a->sets[i], JSON_COMPACT);
+    char msg[300];
+    if (a->bad)
+        snprintf(msg, sizeof msg, "%s=%s: a bound must be a number, e.g. %s=0.5", a->bad,
+                 arg(q->c, a->bad), a->bad);
+    else if (a->too_many)
+        snprintf(msg, sizeof msg, "at most %d columns may have a range at once", TP_WEB_RANGES_MAX);
+    else
+        return 0;
+    *rc = send_error(q->c, MHD_HTTP_BAD_REQUEST, msg);
+    return -EINVAL;
+}
+
+static void filter_done(filter_acc_t *a) {
+    for (size_t i = 0; i < TP_WEB_RANGES_MAX; i++)
+        json_decref(a->sets[i]), free(a->set_text[i]);
+}
+
+/* A page of the trials table: ?sort=COLUMN&desc=1&offset=N&limit=N and the
+ * filter (request_filter; see tp__web_trials). */
 static enum MHD_Result r_trials(req_t *q) {
     tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"),
                             .desc = arg_ll(q->c, "desc", 0) != 0,
-                            /* a dead run's "interrupted" are its store's "running" */
-                            .state = !q->live && arg(q->c, "state") &&
-                                             strcmp(arg(q->c, "state"), "interrupted") == 0
-                                         ? "running"
-                                         : arg(q->c, "state"),
-                            .text = arg(q->c, "q"),
                             .offset = arg_ll(q->c, "offset", 0),
                             .limit = arg_ll(q->c, "limit", TP_WEB_PAGE_DEFAULT)};
-    ranges_acc_t a = {.tq = &tq};
-    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, add_range, &a);
-    char msg[300];
-    if (a.bad) {
-        snprintf(msg, sizeof msg, "%s=%s: a bound must be a number, e.g. %s=0.5", a.bad,
-                 arg(q->c, a.bad), a.bad);
-        return send_error(q->c, MHD_HTTP_BAD_REQUEST, msg);
+    filter_acc_t a;
+    enum MHD_Result rc;
+    if (request_filter(q, &tq, &a, &rc) == 0) {
+        tp_error_t err = {0};
+        json_t *page = tp__web_trials(q->s, &tq, &err);
+        rc = page ? send_json(q->c, MHD_HTTP_OK, as_shown(q, page))
+                  : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
     }
-    if (a.too_many) {
-        snprintf(msg, sizeof msg, "at most %d columns may have a range at once", TP_WEB_RANGES_MAX);
-        return send_error(q->c, MHD_HTTP_BAD_REQUEST, msg);
-    }
-    tp_error_t err = {0};
-    json_t *page = tp__web_trials(q->s, &tq, &err);
-    return page ? send_json(q->c, MHD_HTTP_OK, as_shown(q, page))
-                : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+    filter_done(&a);
+    return rc;
 }
 static enum MHD_Result r_columns(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, tp__web_table_columns(q->s));
@@ -312,12 +342,22 @@ static enum MHD_Result r_log(req_t *q) {
 static enum MHD_Result r_nodes(req_t *q) {
     return send_json(q->c, MHD_HTTP_OK, tp__web_nodes(q->s));
 }
+/* The importance over the brushed set (the filter: request_filter). */
 static enum MHD_Result r_importance(req_t *q) {
-    return send_json(q->c, MHD_HTTP_OK, tp__web_importance(q->s));
+    tp_web_trials_q_t f = {0};
+    filter_acc_t a;
+    enum MHD_Result rc;
+    if (request_filter(q, &f, &a, &rc) == 0) {
+        tp_error_t err = {0};
+        json_t *o = tp__web_importance(q->s, &f, &err);
+        rc = o ? send_json(q->c, MHD_HTTP_OK, o) : send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+    }
+    filter_done(&a);
+    return rc;
 }
 
-/* Curves of ?trials=1,2,3 (at most 20), or the default set. */
-static void curves_svg(req_t *q, tp_buf_t *b) {
+/* Curves of ?trials=1,2,3 (at most 20), or the default set (of the brushed set). */
+static int curves_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
     int64_t ids[20];
     size_t n = 0;
     for (const char *p = arg(q->c, "trials"); p && *p && n < 20;) {
@@ -327,19 +367,52 @@ static void curves_svg(req_t *q, tp_buf_t *b) {
         ids[n++] = v;
         p = *end == ',' ? end + 1 : end;
     }
-    tp__web_svg_curves(q->s, ids, n, b);
+    return tp__web_svg_curves(q->s, ids, n, f, b, err);
 }
-static void history_svg(req_t *q, tp_buf_t *b) {
-    tp__web_svg_history(q->s, b);
+static int history_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
+    return tp__web_svg_history(q->s, f, b, err);
 }
-static void parcoords_svg(req_t *q, tp_buf_t *b) {
+static int importance_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
+    return tp__web_svg_importance(q->s, f, b, err);
+}
+/* ?param=NAME (slice), ?x=NAME&y=NAME (contour): 400 naming the parameters when one is none. */
+static int slice_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
+    return tp__web_svg_slice(q->s, arg(q->c, "param"), f, b, err);
+}
+static int contour_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
+    return tp__web_svg_contour(q->s, arg(q->c, "x"), arg(q->c, "y"), f, b, err);
+}
+/* Charts that take no filter (parallel coordinates are brushed on the page). */
+static int parcoords_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
+    (void)f, (void)err;
     tp__web_svg_parcoords(q->s, b);
+    return 0;
 }
-static void importance_svg(req_t *q, tp_buf_t *b) {
-    tp__web_svg_importance(q->s, b);
-}
-static void packing_svg(req_t *q, tp_buf_t *b) {
+static int packing_svg(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *b, tp_error_t *err) {
+    (void)f, (void)err;
     tp__web_svg_packing(q->s, tp__wall_s(), b);
+    return 0;
+}
+
+/* A chart drawn into a buffer, over the request's filter (request_filter). */
+static enum MHD_Result send_chart(req_t *q, int (*draw)(req_t *, const tp_web_trials_q_t *,
+                                                        tp_buf_t *, tp_error_t *)) {
+    tp_web_trials_q_t f = {0};
+    filter_acc_t a;
+    enum MHD_Result rc;
+    if (request_filter(q, &f, &a, &rc) == 0) {
+        tp_buf_t b;
+        tp_error_t err = {0};
+        tp__buf_init(&b);
+        if (draw(q, &f, &b, &err) == 0) {
+            rc = send_svg(q->c, &b);
+        } else {
+            tp__buf_free(&b);
+            rc = send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
+        }
+    }
+    filter_done(&a);
+    return rc;
 }
 
 /* Several objectives: the front as JSON (?limit=N: its first N by the
@@ -360,29 +433,6 @@ static enum MHD_Result r_front_svg(req_t *q) {
     if (tp__web_svg_front(q->s, prefix, &b)) return send_svg(q->c, &b);
     tp__buf_free(&b);
     return send_error(q->c, MHD_HTTP_NOT_FOUND, ONE_OBJECTIVE);
-}
-
-/* ?param=NAME; ?x=NAME&y=NAME; with min.COLUMN / max.COLUMN bounds (a brush):
- * 400 naming the parameters when one is none. */
-static enum MHD_Result r_plot_svg(req_t *q, int contour) {
-    tp_web_trials_q_t tq = {0};
-    ranges_acc_t acc = {.tq = &tq};
-    MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, add_range, &acc);
-    tp_buf_t b;
-    tp__buf_init(&b);
-    tp_error_t err = {0};
-    int rc = contour ? tp__web_svg_contour(q->s, arg(q->c, "x"), arg(q->c, "y"), tq.ranges,
-                                           tq.nranges, &b, &err)
-                     : tp__web_svg_slice(q->s, arg(q->c, "param"), tq.ranges, tq.nranges, &b, &err);
-    if (rc == 0) return send_svg(q->c, &b);
-    tp__buf_free(&b);
-    return send_error(q->c, MHD_HTTP_BAD_REQUEST, err.msg);
-}
-static enum MHD_Result r_slice_svg(req_t *q) {
-    return r_plot_svg(q, 0);
-}
-static enum MHD_Result r_contour_svg(req_t *q) {
-    return r_plot_svg(q, 1);
 }
 
 /* Scheduler pbt's lineage: ?metric=NAME (default: the objective) colours
@@ -424,12 +474,13 @@ static enum MHD_Result r_lineage_svg(req_t *q) {
     return r_lineage_any(q, 1);
 }
 
-/* A route answers either itself (fn) or with a chart drawn into a buffer (svg). */
+/* A route answers either itself (fn) or with a chart drawn into a buffer
+ * over the request's filter (svg: send_chart). */
 static const struct {
     const char *what;
     int takes_trial; /* the path ends in /TRIAL */
     enum MHD_Result (*fn)(req_t *q);
-    void (*svg)(req_t *q, tp_buf_t *out);
+    int (*svg)(req_t *q, const tp_web_trials_q_t *f, tp_buf_t *out, tp_error_t *err);
 } api_routes[] = {
     {"summary", 0, r_summary, NULL},
     {"trials", 0, r_trials, NULL},
@@ -444,8 +495,8 @@ static const struct {
     {"curves.svg", 0, NULL, curves_svg},
     {"parcoords.svg", 0, NULL, parcoords_svg},
     {"importance.svg", 0, NULL, importance_svg},
-    {"slice.svg", 0, r_slice_svg, NULL},
-    {"contour.svg", 0, r_contour_svg, NULL},
+    {"slice.svg", 0, NULL, slice_svg},
+    {"contour.svg", 0, NULL, contour_svg},
     {"packing.svg", 0, NULL, packing_svg},
     {"lineage", 0, r_lineage, NULL},
     {"lineage.svg", 0, r_lineage_svg, NULL},
@@ -506,14 +557,7 @@ static enum MHD_Result api(const web_t *w, struct MHD_Connection *c, const char 
                        .trial = trial,
                        .rank = w->o->rank,
                        .live = live(w, dirs[id])};
-            if (api_routes[r].fn) {
-                rc = api_routes[r].fn(&q);
-            } else {
-                tp_buf_t b;
-                tp__buf_init(&b);
-                api_routes[r].svg(&q, &b);
-                rc = send_svg(c, &b);
-            }
+            rc = api_routes[r].fn ? api_routes[r].fn(&q) : send_chart(&q, api_routes[r].svg);
             tp__store_close(s);
         }
         free_list(dirs, n);

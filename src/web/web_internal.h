@@ -32,13 +32,20 @@ json_t *tp__web_summary(tp_store_t *s, const char *dir, size_t id, tp_web_rank_f
  * summary: tp__web_summary's (its created_at, counts and state). */
 json_t *tp__web_plan(tp_store_t *s, const json_t *summary, double now);
 
-/* A range filter on one column of the trials table: lo <= value <= hi. */
+/* A filter on one column of the trials table: lo <= value <= hi (a
+ * number's range), and/or the value one of a set (a brush on a choice's
+ * axis: in.p:NAME=adam&in.p:NAME=sgd). */
 typedef struct tp_web_range {
     const char *key; /* a column: id, attempts, ..., p:PARAMETER or m:METRIC */
     double lo, hi;   /* NAN: no bound on that side */
+    const char *in;  /* NULL, or a JSON array of the choices kept (p:PARAMETER only): a
+                        string matches a choice's text, anything else its JSON */
 } tp_web_range_t;
 enum { TP_WEB_RANGES_MAX = 8 };
 
+/* The trials table's view; its state, text and ranges are also the filter
+ * every chart of the trials takes (the brushed set: importance, history,
+ * curves, slice and contour), which ignores the sort and the page. */
 typedef struct tp_web_trials_q {
     const char *sort;  /* a column (see tp_web_range_t); NULL: id */
     int desc;          /* descending */
@@ -48,6 +55,16 @@ typedef struct tp_web_trials_q {
     size_t nranges;
     long long offset, limit;
 } tp_web_trials_q_t;
+/* Whether f keeps fewer than every trial (a state, a text or a range). */
+int tp__web_filtered(const tp_web_trials_q_t *f);
+/* A statement over the trials f keeps (NULL: every trial), its binds bound:
+ * sql is a format whose %1$s takes the joins after "FROM trials t" and %2$s
+ * the conditions after a "WHERE" (each begins with " AND"; ?1, ?2 and ?6 on
+ * are f's, ?3 to ?5 the statement's own). 0 with *st set (NULL when SQLite
+ * refused it, logged), or -EINVAL with err naming the columns there are
+ * when f names one that is none. O(ranges) look-ups of a name. */
+int tp__web_prepare_filtered(tp_store_t *s, const char *sql, const tp_web_trials_q_t *f,
+                             struct sqlite3_stmt **st, tp_error_t *err);
 /* A page of the trials table, sorted and filtered by SQLite: {total,
  * matched, offset, limit, sort, desc, rows: [...]}, each row the trial with
  * its retries, promotions, last report (metrics) and latest placement (node,
@@ -75,10 +92,15 @@ json_t *tp__web_trial(tp_store_t *s, int64_t id);
 json_t *tp__web_log(const char *dir, int64_t id, const char *stream, long long from);
 /* Nodes, GPUs and sharing as the orchestrator last journaled them. */
 json_t *tp__web_nodes(tp_store_t *s);
-/* Parameter importance: {method, trials, params: [{name, importance,
- * alone}]}, the most important first: importance by the forest below (the
- * shares sum to 1, or all 0), alone the one-way eta squared. */
-json_t *tp__web_importance(tp_store_t *s);
+/* Parameter importance over the trials f keeps (NULL: all; a brush) that
+ * have a value: {method, trials, brushed, min_trials, params: [{name,
+ * importance, alone}]}, the most important first: importance by the forest
+ * below (the shares sum to 1, or all 0), alone the one-way eta squared.
+ * Fewer than TP_WEB_IMPORTANCE_MIN trials: no params, and a "note" that says
+ * so (a forest on so few says nothing). NULL with err when f names a column
+ * that is none. */
+enum { TP_WEB_IMPORTANCE_MIN = 10 };
+json_t *tp__web_importance(tp_store_t *s, const tp_web_trials_q_t *f, tp_error_t *err);
 /* Each of p features' share in the importance for y over n rows (x: n x p,
  * row major; a numeric NaN is absent; a categorical feature's value is its
  * category's index): a forest of 32 regression trees, each grown (12 deep) on up to
@@ -140,25 +162,30 @@ json_t *tp__web_feasibility(tp_store_t *s);
  * href_prefix and its id; 0 (nothing drawn) with one objective. */
 int tp__web_svg_front(tp_store_t *s, const char *href_prefix, tp_buf_t *out);
 
-/* Charts (SVG documents appended to out). */
-void tp__web_svg_history(tp_store_t *s, tp_buf_t *out);
-/* Learning curves of the given trials (n > 0), or of the best ten and the
- * latest running ones (n == 0), with the scheduler's rung budgets marked. */
-void tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, tp_buf_t *out);
+/* Charts (SVG documents appended to out). Those of the trials take a
+ * filter f (NULL: every trial; else the brushed set, tp_web_trials_q_t) and
+ * return 0, or -EINVAL with err when f names a column that is none. */
+int tp__web_svg_history(tp_store_t *s, const tp_web_trials_q_t *f, tp_buf_t *out, tp_error_t *err);
+/* Learning curves of the given trials (n > 0; f not applied), or of the
+ * best ten and the latest running ones that f keeps (n == 0), with the
+ * scheduler's rung budgets marked. */
+int tp__web_svg_curves(tp_store_t *s, const int64_t *trials, size_t n, const tp_web_trials_q_t *f,
+                       tp_buf_t *out, tp_error_t *err);
+/* Every trial with a value (a brush is drawn by the page, over them all). */
 void tp__web_svg_parcoords(tp_store_t *s, tp_buf_t *out);
-void tp__web_svg_importance(tp_store_t *s, tp_buf_t *out);
+int tp__web_svg_importance(tp_store_t *s, const tp_web_trials_q_t *f, tp_buf_t *out,
+                           tp_error_t *err);
 /* The slice plot: the objective of every trial with a value against one
  * parameter (a dot each; log10 over a positive range of two decades, a
  * choice by its index, named on the axis). The contour plot: the mean
  * objective over a grid of two parameters (12 equal bins of a number, a cell
  * per choice), empty cells blank, each cell's mean and count its tooltip.
- * Both only over the trials within every range on "value" or "p:NAME" (a
- * brush of the parallel coordinates; others are let be).
- * -EINVAL with err listing the parameters when one named is none. O(n). */
-int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_range_t *ranges,
-                      size_t nranges, tp_buf_t *out, tp_error_t *err);
-int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_range_t *ranges,
-                        size_t nranges, tp_buf_t *out, tp_error_t *err);
+ * Both over the trials f keeps. -EINVAL with err listing the parameters
+ * when one named is none. O(n). */
+int tp__web_svg_slice(tp_store_t *s, const char *param, const tp_web_trials_q_t *f, tp_buf_t *out,
+                      tp_error_t *err);
+int tp__web_svg_contour(tp_store_t *s, const char *px, const char *py, const tp_web_trials_q_t *f,
+                        tp_buf_t *out, tp_error_t *err);
 /* The Gantt chart of GPUs over time from the placements journal, with the
  * memory and compute in use against each GPU's capacity. */
 void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out);

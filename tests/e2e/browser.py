@@ -163,6 +163,35 @@ class Browser:
             self.call("Input.dispatchMouseEvent", session=True, type=kind, x=box[0], y=box[1],
                       button="left", clickCount=1)
 
+    def box(self, selector):
+        """The first element the selector finds, scrolled into view: its [left, top, width,
+        height] on the screen (viewport pixels, where the mouse is pressed)."""
+        box = self.eval("(() => { const e = document.querySelector(%s); if (!e) return null; "
+                        "e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect(); "
+                        "return [r.left, r.top, r.width, r.height]; })()" % json.dumps(selector))
+        if box is None:
+            raise BrowserError("no such element: %s" % selector)
+        return box
+
+    def drag(self, x0, y0, x1, y1, steps=6):
+        """Drag with the mouse as a user does: moved to (x0, y0), the left button pressed, moved
+        in steps to (x1, y1) with it held, released there."""
+        self.call("Input.dispatchMouseEvent", session=True, type="mouseMoved", x=x0, y=y0)
+        self.call("Input.dispatchMouseEvent", session=True, type="mousePressed", x=x0, y=y0,
+                  button="left", buttons=1, clickCount=1)
+        for i in range(1, steps + 1):
+            x, y = x0 + (x1 - x0) * i / steps, y0 + (y1 - y0) * i / steps
+            self.call("Input.dispatchMouseEvent", session=True, type="mouseMoved", x=x, y=y,
+                      button="left", buttons=1)
+        self.call("Input.dispatchMouseEvent", session=True, type="mouseReleased", x=x1, y=y1,
+                  button="left", buttons=0, clickCount=1)
+
+    def click_at(self, x, y):
+        """A click of the left button at (x, y), viewport pixels."""
+        for kind in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", session=True, type=kind, x=x, y=y,
+                      button="left", clickCount=1)
+
     def screenshot(self, path, full_page=True):
         params = {"format": "png"}
         if full_page:

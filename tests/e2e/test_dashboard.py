@@ -11,6 +11,7 @@ import socket
 import stat
 
 import json
+import math
 import os
 import re
 import shlex
@@ -174,6 +175,26 @@ for step in (1, 2):
     rep.write(json.dumps({"step": step, "score": round((2 * x + 0.5 * y) * step / 2, 6)}) + "\n")
 '''
 
+
+# The objective rises with x, is best under adam, worst under sgd; y adds a little. Two
+# report lines (a curve).
+BRUSH_TRAINER = r'''
+import json, os, sys
+x, opt, y = float(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+bonus = {"adam": 0.5, "rmsprop": 0.25, "sgd": 0.0}[opt]
+rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1)
+for step in (1, 2):
+    rep.write(json.dumps({"step": step, "score": round((x + bonus) * step / 2 + 0.01 * y, 6)}) + "\n")
+'''
+
+
+def axis_u(axis, value):
+    """Where a value lies along a number's axis of the parallel coordinates, 0 (bottom) to 1,
+    as the page scales it (the axis rect's data-lo, data-hi, data-log)."""
+    lo, hi, log = axis["lo"], axis["hi"], axis["log"]
+    if log:
+        return math.log(value / lo) / math.log(hi / lo)
+    return (value - lo) / ((hi - lo) or 1)
 
 
 class Dashboard(GpuE2E):
@@ -608,6 +629,172 @@ class Dashboard(GpuE2E):
             self.assertEqual(code, 400)
             self.assertIn("momentum", body)
             self.assertIn("x, y, z", body.replace("z, y, x", "x, y, z"))
+
+    def test_brushing_a_choice_moving_and_clearing_filter_the_table_and_every_plot(self):
+        """Issue 36: the parallel coordinates are brushed with the mouse as a user does: a
+        drag along a choice's axis keeps the values it covers, a drag on a brush moves it, a
+        click on an axis clears its brush and a button clears them all. The brush is in the
+        URL, every page that draws trials carries it from tab to tab, and the server filters
+        by it: the table's rows, the importance grown on the brushed set alone (with too few
+        trials, none, and the page says why), the history's dots, the curves' trials."""
+        d = self.path("run")
+        exp = self.experiment(
+            "name: brush\ncommand: [%s, %s, \"{x}\", \"{opt}\", \"{y}\"]\n"
+            "metric: {name: score, mode: max}\n"
+            "space:\n  x: {uniform: [0, 1]}\n  opt: {choice: [adam, rmsprop, sgd]}\n"
+            "  y: {uniform: [0, 1]}\n"
+            "search: {algorithm: random, trials: 45, seed: 7}\nconcurrency: 8\n"
+            % (yaml_str(PY), yaml_str(self.write("brush.py", BRUSH_TRAINER))), name="brush.yaml")
+        self.assertExit(self.run_exp(exp, d), 0)
+        with self.store(d) as s:
+            rows = s.q("SELECT id, json_extract(params, '$.opt') AS opt, "
+                       "json_extract(params, '$.x') AS x FROM trials WHERE value IS NOT NULL "
+                       "AND state IN ('completed', 'stopped')")
+        self.assertEqual(len(rows), 45)
+        by_opt = {o: {r["id"] for r in rows if r["opt"] == o} for o in ("adam", "rmsprop", "sgd")}
+        _, printed = self.start_dashboard(d, "--listen", "127.0.0.1:0")
+        url, _ = split_url(printed)
+        kept = "document.querySelectorAll('#chart polyline[data-v]:not(.out)').length"
+        hash_args = lambda: dict(re.findall(r"([^?&=]+)=([^&]*)", b.eval(
+            "decodeURIComponent(location.hash)").split("?", 1)[-1]))
+        with Browser(width=1400) as b:
+            b.goto(printed + "#/e/0/parallel")
+            b.wait_for("document.querySelector('#chart rect.brush-axis[data-key=\"p:opt\"]')")
+            axis = lambda key: b.eval(
+                "(() => { const a = document.querySelector('#chart rect.brush-axis[data-key=\"%s\"]'); "
+                "return {cats: a.dataset.cats ? JSON.parse(a.dataset.cats) : null, lo: +a.dataset.lo, "
+                "hi: +a.dataset.hi, log: a.dataset.log === '1'}; })()" % key)
+            opt = axis("p:opt")
+            self.assertEqual(sorted(opt["cats"]), ["adam", "rmsprop", "sgd"])
+            n = len(opt["cats"])
+            # A screen point on an axis at u (0 bottom, 1 top).
+            def at(key, u):
+                left, top, width, height = b.box('#chart rect.brush-axis[data-key="%s"]' % key)
+                return left + width / 2, top + height * (1 - u)
+            # Brush the choice most trials took: a drag over its label alone.
+            chosen = max(by_opt, key=lambda o: len(by_opt[o]))
+            k = opt["cats"].index(chosen)
+            step = 1 / (n - 1)
+            # (pressed inside the axis, dragged toward its end: past it when the label is there)
+            toward = -1 if k < n - 1 else 1
+            b.drag(*at("p:opt", k * step - toward * 0.2 * step), *at("p:opt", k * step + toward * 0.2 * step))
+            b.wait_for("document.getElementById('brushed-trials')")
+            self.assertEqual(b.eval("decodeURIComponent(location.hash)").count("in.p:opt="), 1)
+            self.assertEqual(hash_args().get("in.p:opt"), chosen)
+            b.wait_for("%s == %d" % (kept, len(by_opt[chosen])))
+            self.assertTrue(b.eval("!!document.querySelector('#chart rect.brush[data-key=\"p:opt\"]')"))
+            b.wait_for("document.getElementById('brushed').textContent.includes('%d trials in the table')"
+                       % len(by_opt[chosen]))
+            # The table it links to: those trials, each of that choice, the brush said above it.
+            b.click("#brushed-trials")
+            b.wait_for("location.hash.includes('/trials') && document.getElementById('trials') && "
+                       "+document.getElementById('trials').dataset.matched == %d" % len(by_opt[chosen]))
+            shown = b.eval("[...document.querySelectorAll('#trials tbody tr')].map(r => "
+                           "[+r.dataset.trialId, r.querySelector('td[data-key=\"p:opt\"]').textContent])")
+            self.assertEqual({t for t, _ in shown}, by_opt[chosen])
+            self.assertEqual({o for _, o in shown}, {chosen})
+            self.assertIn("opt is " + chosen, b.eval("document.getElementById('brush-note').textContent"))
+            # The importance tab carries the brush: the forest is grown on those trials alone
+            # (the choice is the same in all of them, so it explains nothing there).
+            b.click('#tabs a[data-page="importance"]')
+            b.wait_for("location.hash.includes('/importance?') && document.getElementById('importance') "
+                       "&& document.getElementById('importance').dataset.trials == '%d'" % len(by_opt[chosen]))
+            b.wait_for("document.querySelectorAll('#importance tr[data-param]').length == 3")
+            names = b.eval("[...document.querySelectorAll('#importance tr[data-param]')]"
+                           ".map(r => r.dataset.param)")
+            self.assertEqual(names[0], "x")
+            self.assertEqual(b.eval("+document.querySelector('#importance tr[data-param=opt]')"
+                                    ".children[1].textContent"), 0)
+            self.assertIn("in the brushed set", b.eval("document.querySelector('#chart svg').textContent"))
+            self.assertIn("opt is " + chosen, b.eval("document.getElementById('brush-note').textContent"))
+            self.shot(b, "importance-brushed")
+            status, body = api(printed, "api/e/0/importance")
+            self.assertEqual(json.loads(body)["trials"], 45)
+            status, body = api(printed, "api/e/0/importance?in.p%3Aopt=" + chosen)
+            self.assertEqual((status, json.loads(body)["trials"]), (200, len(by_opt[chosen])))
+            status, body = api(printed, "api/e/0/history.svg?in.state=completed")
+            self.assertEqual(status, 400)
+            self.assertIn("in.p:NAME", body)
+            # History: a dot per brushed trial. Curves: the best of the brushed set only.
+            b.click('#tabs a[data-page="history"]')
+            b.wait_for("location.hash.includes('/history?') && document.querySelector('#chart svg') && "
+                       "document.querySelector('#chart svg').textContent.includes('in the brushed set')")
+            self.assertEqual(b.eval("document.querySelectorAll('#chart svg circle').length"),
+                             len(by_opt[chosen]))
+            b.click('#tabs a[data-page="curves"]')
+            b.wait_for("location.hash.includes('/curves?') && document.querySelector('#chart svg') && "
+                       "document.querySelector('#chart svg').textContent.includes('in the brushed set')")
+            drawn = {int(t) for t in re.findall(r"trial (\d+)", " ".join(b.eval(
+                "[...document.querySelectorAll('#chart svg title')].map(t => t.textContent)")))}
+            self.assertEqual(len(drawn), min(10, len(by_opt[chosen])))
+            self.assertLessEqual(drawn, by_opt[chosen])
+            # Back to the parallel coordinates: the brush is still there, from the URL.
+            b.click('#tabs a[data-page="parallel"]')
+            b.wait_for("location.hash.includes('/parallel?') && "
+                       "document.querySelector('#chart rect.brush[data-key=\"p:opt\"]')")
+            b.wait_for("%s == %d" % (kept, len(by_opt[chosen])))
+            # Move the choice's brush to the next value: press on it, drag one step along.
+            k2 = k + 1 if k + 1 < n else k - 1
+            press = min(0.98, max(0.02, k * step))
+            b.drag(*at("p:opt", press), *at("p:opt", press + (k2 - k) * step))
+            other = opt["cats"][k2]
+            b.wait_for("decodeURIComponent(location.hash).includes('in.p:opt=%s')" % other)
+            self.assertEqual(hash_args().get("in.p:opt"), other)
+            self.assertNotIn("in.p:opt=" + chosen, b.eval("decodeURIComponent(location.hash)"))
+            b.wait_for("%s == %d" % (kept, len(by_opt[other])))
+            # A number's brush: drawn on x, then moved up by dragging it.
+            x_axis = axis("p:x")
+            b.drag(*at("p:x", 0.3), *at("p:x", 0.45))
+            b.wait_for("decodeURIComponent(location.hash).includes('min.p:x=')")
+            before = hash_args()
+            lo0, hi0 = float(before["min.p:x"]), float(before["max.p:x"])
+            b.drag(*at("p:x", 0.375), *at("p:x", 0.525))
+            b.wait_for("decodeURIComponent(location.hash).includes('min.p:x=') && "
+                       "!decodeURIComponent(location.hash).includes('min.p:x=%s&')" % before["min.p:x"])
+            after = hash_args()
+            lo1, hi1 = float(after["min.p:x"]), float(after["max.p:x"])
+            self.assertGreater(lo1, lo0)
+            self.assertGreater(hi1, hi0)
+            width0 = axis_u(x_axis, hi0) - axis_u(x_axis, lo0)
+            width1 = axis_u(x_axis, hi1) - axis_u(x_axis, lo1)
+            self.assertAlmostEqual(width0, width1, delta=0.01)  # moved, not resized
+            self.assertAlmostEqual(axis_u(x_axis, lo1) - axis_u(x_axis, lo0), 0.15, delta=0.03)
+            both = {r["id"] for r in rows if r["opt"] == other and lo1 <= r["x"] <= hi1}
+            b.wait_for("document.getElementById('brushed').textContent.includes('%s in the table')"
+                       % ("%d trial%s" % (len(both), "" if len(both) == 1 else "s")))
+            self.assertEqual(b.eval(kept), len(both))
+            self.shot(b, "parallel-brushed-choice")
+            # Reloaded, the page shows the same brushes.
+            b.eval("location.reload()")
+            b.wait_for("document.querySelector('#chart rect.brush[data-key=\"p:x\"]') && "
+                       "document.querySelector('#chart rect.brush[data-key=\"p:opt\"]')")
+            b.wait_for("%s == %d" % (kept, len(both)))
+            # So few trials left that no importance is given: the page says why.
+            self.assertLess(len(both), 10)
+            b.click('#tabs a[data-page="importance"]')
+            b.wait_for("document.getElementById('importance-note') && "
+                       "!document.getElementById('importance-note').hidden")
+            self.assertIn("only %d trial" % len(both),
+                          b.eval("document.getElementById('importance-note').textContent").lower())
+            self.assertIn("importance needs at least 10",
+                          b.eval("document.getElementById('importance-note').textContent"))
+            self.assertEqual(b.eval("document.querySelectorAll('#importance tr[data-param]').length"), 0)
+            self.shot(b, "importance-too-few")
+            # Clear: a click on x's axis clears its brush; the button clears every brush.
+            b.click('#tabs a[data-page="parallel"]')
+            b.wait_for("document.querySelector('#chart rect.brush[data-key=\"p:x\"]')")
+            b.click_at(*at("p:x", 0.05))
+            b.wait_for("!decodeURIComponent(location.hash).includes('.p:x=') && "
+                       "!document.querySelector('#chart rect.brush[data-key=\"p:x\"]')")
+            self.assertIn("in.p:opt=" + other, b.eval("decodeURIComponent(location.hash)"))
+            b.wait_for("%s == %d" % (kept, len(by_opt[other])))
+            b.click("#clear-brushes")
+            b.wait_for("!location.hash.includes('in.') && !document.querySelector('#chart rect.brush')")
+            self.assertEqual(b.eval(kept), 45)
+            b.click('#tabs a[data-page="trials"]')
+            b.wait_for("location.hash.endsWith('/trials') && document.getElementById('trials') && "
+                       "+document.getElementById('trials').dataset.matched == 45")
+            self.assertTrue(b.eval("document.getElementById('brush-note').hidden"))
 
     def test_a_killed_run_shows_its_running_trials_as_interrupted(self):
         d, gate = self.path("run"), self.path("gate")

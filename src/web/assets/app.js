@@ -181,9 +181,16 @@ function experimentFrame(id, page, body) {
   const title = el("h1", {id: "title"});
   const summary = el("p", {id: "summary", class: "muted"});
   view.replaceChildren(title, summary, body);
+  // The pages that draw trials carry the brush (brush.js) from tab to tab.
+  const tabHref = k => {
+    const b = BRUSHED_PAGES.includes(k) ? String(brushNow()) : "";
+    return "#/e/" + id + "/" + k + (b ? "?" + b : "");
+  };
+  const syncTabs = () => tabs.querySelectorAll("a[data-page]").forEach(a => a.setAttribute("href", tabHref(a.dataset.page)));
   const pageTabs = () => tabs.replaceChildren(...PAGES
     .filter(([k]) => (k !== "front" || multiObjective[id]) && (k !== "lineage" || hasExploits[id]))
-    .map(([k, label]) => el("a", {href: "#/e/" + id + "/" + k, class: k === page ? "on" : "", text: label})));
+    .map(([k, label]) => el("a", {href: tabHref(k), "data-page": k, class: k === page ? "on" : "", text: label,
+                                  onmousedown: syncTabs, onclick: syncTabs})));
   pageTabs();
   return async () => {
     const s = await getJSON("/api/e/" + id + "/summary");
@@ -194,6 +201,7 @@ function experimentFrame(id, page, body) {
       hasExploits[id] = exploits;
       pageTabs();
     }
+    syncTabs();
     title.textContent = s.name;
     summary.textContent = summaryLine(s);
     summary.dataset.total = s.total;
@@ -329,7 +337,8 @@ function trialsView(id, query) {
   const table = el("table", {id: "trials"});
   const thead = el("thead"), tbody = el("tbody");
   table.append(thead, tbody);
-  const body = el("div", {}, el("div", {class: "controls"}, search, clear, prev, next, pager, pages, compare),
+  const brushed = brushNote();
+  const body = el("div", {}, brushed, el("div", {class: "controls"}, search, clear, prev, next, pager, pages, compare),
                   table);
   const frame = experimentFrame(id, "trials", body);
 
@@ -423,6 +432,7 @@ function trialsView(id, query) {
       buildHead();
     }
     markSort(page);
+    showBrush(brushed, id, "trials", v);
     pager.textContent = page.matched ? (page.offset + 1) + "–" + (page.offset + page.rows.length) +
       " of " + page.matched + (page.matched !== page.total ? " matching (" + page.total + " in all)" : "") : "no trial matches";
     pageLinks(page);
@@ -441,104 +451,44 @@ function trialsView(id, query) {
   return refresh;
 }
 
-function chartView(id, page, svgPath, note) {
+// A chart drawn by the server; on the pages that draw trials, of the brushed set (brush.js).
+function chartView(id, page, svgPath, note, query) {
+  const v = new URLSearchParams(query || "");
   const box = el("div", {class: "chart", id: "chart"});
-  const frame = experimentFrame(id, page, el("div", {}, note ? el("p", {class: "muted", text: note}) : null, box));
+  const brushed = brushNote();
+  const frame = experimentFrame(id, page, el("div", {}, brushed, note ? el("p", {class: "muted", text: note}) : null, box));
   return async () => {
-    const [svg] = await Promise.all([getText("/api/e/" + id + "/" + svgPath), frame()]);
+    const [svg] = await Promise.all([getText("/api/e/" + id + "/" + withBrush(svgPath, v)), frame()]);
+    showBrush(brushed, id, page, v);
     box.innerHTML = svg;
   };
 }
 
-function importanceView(id) {
+// Importance over the brushed set (brush.js), grown anew on it by the server; with fewer than
+// imp.min_trials trials there is none, and the page says why.
+function importanceView(id, query) {
+  const v = new URLSearchParams(query || "");
   const box = el("div", {class: "chart", id: "chart"});
   const method = el("p", {class: "muted", id: "method"});
+  const few = el("p", {id: "importance-note", hidden: ""});
   const table = el("table", {id: "importance"});
-  const frame = experimentFrame(id, "importance", el("div", {}, method, box, table));
+  const brushed = brushNote();
+  const frame = experimentFrame(id, "importance", el("div", {}, brushed, method, few, box, table));
   return async () => {
-    const [imp, svg] = await Promise.all([getJSON("/api/e/" + id + "/importance"),
-      getText("/api/e/" + id + "/importance.svg"), frame()]);
+    const [imp, svg] = await Promise.all([getJSON(withBrush("/api/e/" + id + "/importance", v)),
+      getText(withBrush("/api/e/" + id + "/importance.svg", v)), frame()]);
+    showBrush(brushed, id, "importance", v);
     method.textContent = "How it is computed: " + imp.method + ".";
+    few.hidden = !imp.note;
+    few.textContent = imp.note ? imp.note[0].toUpperCase() + imp.note.slice(1) + "." +
+      (imp.brushed ? " Widen the brush or clear it." : " It comes once more trials have a value.") : "";
+    table.dataset.trials = imp.trials;
     box.innerHTML = svg;
     // The server sends them the most important first.
     table.replaceChildren(el("tr", {}, ...["parameter", "importance (forest)", "alone (eta\u00b2)"]
       .map(h => el("th", {text: h}))), ...imp.params.map(p => el("tr", {"data-param": p.name},
       el("td", {text: p.name}), el("td", {text: p.importance.toFixed(3)}),
       el("td", {text: p.alone.toFixed(3)}))));
-  };
-}
-
-// Parallel coordinates (drawn by the server) brushed on the page: drag along a number's axis to
-// keep the lines within; several brushes keep the lines within all. A brush is a range of that
-// column (min.p:lr=...&max.p:lr=..., the trials table's own filters), kept in the URL, and the
-// link opens the table filtered by it. Our own 60 lines rather than a library: the SVG is the
-// server's, so a brush needs only the axis's range (data-lo, data-hi, data-log) and each line's
-// scaled values (data-v); see docs/dashboard.md.
-function parallelView(id, query) {
-  const v = new URLSearchParams(query || "");
-  const box = el("div", {class: "chart", id: "chart"});
-  const note = el("p", {id: "brushed"});
-  const frame = experimentFrame(id, "parallel", el("div", {},
-    el("p", {class: "muted", text: "Drag along an axis to brush it; drag outside a brush to clear it."}), note, box));
-  let drawn = "";
-  // value <-> [0, 1] along an axis, as the server scaled it
-  const scale = (r, x) => r.log ? Math.log(x / r.lo) / Math.log(r.hi / r.lo) : (x - r.lo) / (r.hi - r.lo || 1);
-  const unscale = (r, u) => r.log ? r.lo * Math.pow(r.hi / r.lo, u) : r.lo + u * (r.hi - r.lo);
-  const axes = () => [...box.querySelectorAll("rect.brush-axis")].map(a => ({el: a, key: a.dataset.key,
-    axis: +a.dataset.axis, lo: +a.dataset.lo, hi: +a.dataset.hi, log: a.dataset.log === "1"}));
-  function apply() {
-    const svg = box.querySelector("svg");
-    if (!svg) return;
-    svg.querySelectorAll("rect.brush").forEach(b => b.remove());
-    const active = [];
-    for (const r of axes()) {
-      const lo = v.get("min." + r.key), hi = v.get("max." + r.key);
-      if (lo === null && hi === null) continue;
-      const a = lo === null ? 0 : scale(r, +lo), b = hi === null ? 1 : scale(r, +hi);
-      active.push([r.axis, a, b]);
-      const y0 = +r.el.getAttribute("y"), h = +r.el.getAttribute("height");
-      const mark = document.createElementNS("http://www.w3.org/2000/svg", "rect");
-      for (const [k, val] of Object.entries({class: "brush", x: +r.el.getAttribute("x") + 3, width: 10,
-        y: y0 + h * (1 - b), height: Math.max(1, h * (b - a)), fill: "#3366cc", "fill-opacity": 0.3,
-        "pointer-events": "none"})) mark.setAttribute(k, val);
-      svg.appendChild(mark);
-    }
-    let kept = 0, all = 0;
-    for (const line of svg.querySelectorAll("polyline[data-v]")) {
-      const vals = line.dataset.v.split(" ").map(Number);
-      const ok = active.every(([k, a, b]) => vals[k] >= a - 1e-4 && vals[k] <= b + 1e-4);
-      line.setAttribute("stroke-opacity", ok ? 0.55 : 0.04);
-      line.classList.toggle("out", !ok);
-      all++;
-      kept += ok;
-    }
-    const filters = [...v.keys()].filter(k => k.startsWith("min.") || k.startsWith("max."));
-    note.replaceChildren(filters.length ? el("span", {}, kept + " of " + all + " lines in the brushed set · ",
-      el("a", {id: "brushed-trials", href: "#/e/" + id + "/trials?" + v, text: "these trials in the table"}), " · ",
-      el("a", {id: "brushed-plots", href: "#/e/" + id + "/plots?" + v, text: "their slice and contour"})) : "");
-  }
-  function brush(r, a, b) {
-    for (const side of ["min.", "max."]) v.delete(side + r.key);
-    if (b - a > 0.01) { v.set("min." + r.key, +unscale(r, a).toPrecision(6)); v.set("max." + r.key, +unscale(r, b).toPrecision(6)); }
-    history.replaceState(null, "", "#/e/" + id + "/parallel" + (String(v) ? "?" + v : ""));
-    apply();
-  }
-  box.addEventListener("mousedown", e => {
-    const target = e.target.closest && e.target.closest("rect.brush-axis");
-    if (!target || e.button !== 0) return;
-    e.preventDefault();
-    const r = axes().find(x => x.el === target), box0 = target.getBoundingClientRect();
-    const u = y => Math.min(1, Math.max(0, 1 - (y - box0.top) / box0.height));
-    const start = u(e.clientY);
-    const move = m => brush(r, Math.min(start, u(m.clientY)), Math.max(start, u(m.clientY)));
-    const up = m => { move(m); document.removeEventListener("mousemove", move); document.removeEventListener("mouseup", up); };
-    document.addEventListener("mousemove", move);
-    document.addEventListener("mouseup", up);
-  });
-  return async () => {
-    const [svg] = await Promise.all([getText("/api/e/" + id + "/parcoords.svg"), frame()]);
-    if (svg !== drawn) { box.innerHTML = svg; drawn = svg; }
-    apply();
   };
 }
 
@@ -553,7 +503,8 @@ function plotsView(id, query) {
   };
   const sliceSel = pick("slice-param", "param"), xSel = pick("contour-x", "x"), ySel = pick("contour-y", "y");
   const slice = el("div", {class: "chart", id: "slice"}), contour = el("div", {class: "chart", id: "contour"});
-  const frame = experimentFrame(id, "plots", el("div", {},
+  const brushed = brushNote();
+  const frame = experimentFrame(id, "plots", el("div", {}, brushed,
     el("p", {}, el("label", {text: "Slice: the objective against "}), sliceSel), slice,
     el("p", {}, el("label", {text: "Contour: the mean objective over "}), xSel,
       el("label", {text: " and "}), ySel), contour));
@@ -572,12 +523,11 @@ function plotsView(id, query) {
       sel.value = val;
     }
     const q = "slice.svg?param=" + encodeURIComponent(p) + "&x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y);
-    // A brush of the parallel coordinates (min.p:x=...&max.p:x=...): only those trials.
-    const brush = [...v.entries()].filter(([k]) => k.startsWith("min.") || k.startsWith("max."))
-      .map(([k, val]) => "&" + encodeURIComponent(k) + "=" + encodeURIComponent(val)).join("");
+    showBrush(brushed, id, "plots", v);
+    // The brushed set (brush.js) only.
     const [s1, s2] = await Promise.all([
-      getText("/api/e/" + id + "/slice.svg?param=" + encodeURIComponent(p) + brush),
-      getText("/api/e/" + id + "/contour.svg?x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y) + brush)]);
+      getText(withBrush("/api/e/" + id + "/slice.svg?param=" + encodeURIComponent(p), v)),
+      getText(withBrush("/api/e/" + id + "/contour.svg?x=" + encodeURIComponent(x) + "&y=" + encodeURIComponent(y), v))]);
     if (q + s1.length + s2.length === drawn) return;  // unchanged: keep the tooltips open
     drawn = q + s1.length + s2.length;
     slice.innerHTML = s1;
@@ -788,10 +738,10 @@ function route() {
   const id = h[1], page = h[2] || "trials";
   switch (page) {
     case "trial": return trialView(id, h[3]);
-    case "history": return chartView(id, page, "history.svg");
-    case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.");
+    case "history": return chartView(id, page, "history.svg", null, query);
+    case "curves": return chartView(id, page, "curves.svg", "The ten best trials and the latest running ones; open a trial for its own curve.", query);
     case "parallel": return parallelView(id, query);
-    case "importance": return importanceView(id);
+    case "importance": return importanceView(id, query);
     case "plots": return plotsView(id, query);
     case "compare": return compareView(id, query);
     case "packing": return chartView(id, page, "packing.svg", "Each bar is one attempt on one device (a GPU, or a node's CPUs), from its placement to its end; under each GPU, the memory and compute given to the trials placed there.");
