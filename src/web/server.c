@@ -264,8 +264,8 @@ static enum MHD_Result add_range(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
-/* A page of the trials table: ?sort=COLUMN&desc=1&state=S&q=TEXT&offset=N&limit=N
- * and min.COLUMN / max.COLUMN bounds (see tp__web_trials). */
+/* A page of the trials table: ?sort=COLUMN&desc=1&state=S&q=TEXT&feasible=yes|no|unjudged
+ * &offset=N&limit=N and min.COLUMN / max.COLUMN bounds (see tp__web_trials). */
 static enum MHD_Result r_trials(req_t *q) {
     tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"),
                             .desc = arg_ll(q->c, "desc", 0) != 0,
@@ -275,6 +275,7 @@ static enum MHD_Result r_trials(req_t *q) {
                                          ? "running"
                                          : arg(q->c, "state"),
                             .text = arg(q->c, "q"),
+                            .feasible = arg(q->c, "feasible"),
                             .offset = arg_ll(q->c, "offset", 0),
                             .limit = arg_ll(q->c, "limit", TP_WEB_PAGE_DEFAULT)};
     ranges_acc_t a = {.tq = &tq};
