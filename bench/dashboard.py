@@ -18,10 +18,11 @@
    rest; an open page asks for two or three a second): lines per second both ways.
 3. --table: the trials table's routes (sort by a parameter or a metric, filters by state, range
    and text, a deep page) on a store of 10,000 trials and 1,000,000 metric rows written by SQL
-   in seconds (one real trial copied, with its schema and meta), not by a real run; and there
-   the importance (a random forest), parallel coordinates, slice and contour, and the brushed
-   set (a range of x and two of hidden's values) filtering the table, the importance, history,
-   curves, slice and contour.
+    in seconds (one real trial copied, with its schema and meta), not by a real run, under a
+    constraint (loss <= 0.5: the table sorted and filtered by feasibility too); and there
+    the importance (a random forest), parallel coordinates, slice and contour, and the brushed
+    set (a range of x and two of hidden's values) filtering the table, the importance, history,
+    curves, slice and contour.
 4. --front: the Pareto front's routes (its JSON and its chart) on stores of 10,000 finished
    trials with two objectives (acc max, loss min; at odds with noise, then every trial on it, the
    worst case) and three (time min added), written by SQL likewise; and the page's first
@@ -58,6 +59,9 @@ TABLE_ROUTES = ["api/e/0/trials?sort=p%3Alr", "api/e/0/trials?sort=m%3Aloss&desc
                 "api/e/0/trials?min.m%3Aloss=0.1&max.value=0.9&q=hidden%22%3A%2064",
                 "api/e/0/trials?sort=p%3Ahidden&offset=9900", "api/e/0/columns"]
 ROUTES[5:5] = TABLE_ROUTES
+# Under constraints (the --table store has one, loss <= 0.5): sorted and filtered by feasibility,
+# the rule run by SQLite on each trial's last report.
+FEASIBLE_ROUTES = ["api/e/0/trials?sort=feasible", "api/e/0/trials?feasible=no&sort=value&desc=1"]
 # The plots of issue 36: slice and contour of a parameter and a pair (the importance, a random
 # forest, is in ROUTES above).
 PLOT_ROUTES = ["api/e/0/slice.svg?param=lr", "api/e/0/contour.svg?x=lr&y=hidden"]
@@ -205,6 +209,8 @@ def table_store(tmp):
                    "VALUES(?,?,?,1,?,?)", jobs)
     db.executemany("INSERT INTO placements(trial, attempt, at, node, gpus, memory_mib, compute, "
                    "cpus, sharing) VALUES(?,?,?,?,?,0,0,1,'cpu')", places)
+    db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES('constraints', ?)",
+               (json.dumps([{"metric": "loss", "max": 0.5}]),))
     db.commit()
     db.close()
     return d
@@ -217,7 +223,8 @@ def table(tmp):
     try:
         print(f"{'route':70s} {'first':>8s} {'median':>8s} {'size':>9s}")
         for r in ["api/e/0/trials", "api/e/0/trials?sort=value&desc=1", *TABLE_ROUTES,
-                  "api/e/0/importance", "api/e/0/parcoords.svg", *PLOT_ROUTES, *BRUSH_ROUTES]:
+                  *FEASIBLE_ROUTES, "api/e/0/importance", "api/e/0/parcoords.svg", *PLOT_ROUTES,
+                  *BRUSH_ROUTES]:
             timed(url, r)
         # A parameter the experiment lacks: refused (400), after a read of every trial.
         for r in ["api/e/0/trials?sort=p%3Amomentum", "api/e/0/trials?min.m%3Aaccuracy=0"]:

@@ -97,7 +97,16 @@ static int sort_trials(json_t *trials, const char *key, int maximize) {
 }
 
 /* ---- printing ------------------------------------------------------------------- */
-static void print_row(const json_t *t, const char *dir) {
+/* The feasible column under constraints ("" without): yes, no, or - while not judged. */
+static void feasible_column(const json_t *t, int constrained, char *out, size_t n) {
+    const json_t *f = json_object_get(t, "feasible");
+    if (!constrained)
+        out[0] = 0;
+    else
+        snprintf(out, n, "%-8s  ", json_is_true(f) ? "yes" : json_is_false(f) ? "no" : "-");
+}
+
+static void print_row(const json_t *t, const char *dir, int constrained) {
     char value[32] = "-", dur[32] = "-", step[32] = "-", params[400] = "", rung[48] = "-";
     const json_t *v = json_object_get(t, "value"), *b = json_object_get(t, "budget");
     if (json_is_number(v)) tp__fmt_sig(json_number_value(v), value);
@@ -133,8 +142,11 @@ static void print_row(const json_t *t, const char *dir) {
     const char *decision = json_string_value(json_object_get(t, "decision"));
     const char *error = json_string_value(json_object_get(t, "error"));
     long long id = (long long)json_integer_value(json_object_get(t, "id"));
-    tp__fprintf_escaped(stdout, 0, "%5lld  %-11s  %5lld  %7lld  %12s  %6s  %9s  %8s  %-12s  %s", id,
-                        state, (long long)json_integer_value(json_object_get(t, "failures")),
+    char feasible[16];
+    feasible_column(t, constrained, feasible, sizeof feasible);
+    tp__fprintf_escaped(stdout, 0, "%5lld  %-11s  %s%5lld  %7lld  %12s  %6s  %9s  %8s  %-12s  %s",
+                        id, state, feasible,
+                        (long long)json_integer_value(json_object_get(t, "failures")),
                         (long long)json_integer_value(json_object_get(t, "retries")), value, step,
                         rung, dur, where ? where : "-", params);
     const char *note = decision && *decision                      ? decision
@@ -180,7 +192,7 @@ static int trials_main(int argc, char **argv) {
     trials_acc_t a = {.trials = json_array(), .dir = dir, .owned = tp__rundir_owner(dir) != 0};
     tp__store_trials(s, collect, &a);
     tp__cli_add_promotions(s, a.trials);
-    tp__cli_add_feasibility(s, a.trials);
+    int constrained = tp__cli_add_feasibility(s, a.trials);
     tp__cli_add_lineage(s, a.trials);
     int code = TP_EXIT_OK;
     if (sort && sort_trials(a.trials, sort, mode && strcmp(mode, "max") == 0) != 0) {
@@ -193,13 +205,13 @@ static int trials_main(int argc, char **argv) {
         printf("%s\n", text);
         free(text);
     } else {
-        tp__fprintf_escaped(stdout, TP_ESC_LINE,
-                            "%5s  %-11s  %5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s", "trial",
-                            "state", "fails", "retries", metric ? metric : "value", "step",
-                            "rung/bdg", "time", "where", "params  [decision or error]");
+        tp__fprintf_escaped(
+            stdout, TP_ESC_LINE, "%5s  %-11s  %s%5s  %7s  %12s  %6s  %9s  %8s  %-12s  %s", "trial",
+            "state", constrained ? "feasible  " : "", "fails", "retries", metric ? metric : "value",
+            "step", "rung/bdg", "time", "where", "params  [decision or error]");
         size_t i;
         json_t *t;
-        json_array_foreach(a.trials, i, t) print_row(t, dir);
+        json_array_foreach(a.trials, i, t) print_row(t, dir, constrained);
     }
     json_decref(a.trials);
     free(metric);
@@ -220,7 +232,10 @@ const tp_cmd_t tp__cmd_trials = {
              "the rung shows; last reported objective and step, rung and budget reached, time\n"
              "spent running (every attempt, not paused or waiting), where its last attempt ran\n"
              "(node:GPUs), parameters, and the scheduler's last decision about it (why it was\n"
-             "promoted or stopped) or why it failed. Under `surrogate:` the parameters\n"
+             "promoted or stopped) or why it failed. Under `constraints:` a feasible column\n"
+             "after the state: yes, no (a constraint broken, or a constrained metric never\n"
+             "reported in its last report), or - while no job of it has ended with a result. Under "
+             "`surrogate:` the parameters\n"
              "start with the trial's kind: surrogate, or target<-N for the full-size run of\n"
              "surrogate trial N's configuration. Under `scheduler: pbt` a trial that\n"
              "exploited another starts with its segment: seg S<-P@B, its current parameters\n"

@@ -215,19 +215,24 @@ int tp__cfg_get_number(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, 
         return 0;
     }
     char range[96], got[256];
-    if (isinf(hi))
-        snprintf(range, sizeof range, "%s %g", above ? ">" : ">=", lo);
+    if (isinf(lo) && isinf(hi))
+        range[0] = 0; /* any finite number */
+    else if (isinf(lo))
+        snprintf(range, sizeof range, " %s %g", below ? "<" : "<=", hi);
+    else if (isinf(hi))
+        snprintf(range, sizeof range, " %s %g", above ? ">" : ">=", lo);
     else if (!above && !below)
-        snprintf(range, sizeof range, "from %g to %g", lo, hi);
+        snprintf(range, sizeof range, " from %g to %g", lo, hi);
     else
-        snprintf(range, sizeof range, "in %c%g, %g%c", above ? '(' : '[', lo, hi,
+        snprintf(range, sizeof range, " in %c%g, %g%c", above ? '(' : '[', lo, hi,
                  below ? ')' : ']');
     const char *hint = v->type == YAML_SCALAR_NODE && !is_plain(v) &&
                                (matches_int(stext(v)) || matches_real(stext(v)))
                            ? " (quoted, so it is a string; remove the quotes)"
                            : "";
-    return fail(c, v, "\"%s\" must be a number %s%s%s%s, got %s%s", key, range, what ? " (" : "",
-                what ? what : "", what ? ")" : "", tp__cfg_describe(v, got, sizeof got), hint);
+    return fail(c, v, "\"%s\" must be a %snumber%s%s%s%s, got %s%s", key,
+                isinf(lo) && isinf(hi) ? "finite " : "", range, what ? " (" : "", what ? what : "",
+                what ? ")" : "", tp__cfg_describe(v, got, sizeof got), hint);
 }
 
 /* A non-empty string setting (any scalar's text). */

@@ -29,19 +29,18 @@ static int constraint_metric(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return 0;
 }
 
-static int bound(cfgctx_t *c, const char *key, yaml_node_t *v, double *out) {
-    if (tp__cfg_node_number(v, out) == 0 && isfinite(*out)) return 0;
-    char got[256];
-    return fail(c, v, "constraint \"%s\" must be a finite number, got %s", key,
-                tp__cfg_describe(v, got, sizeof got));
-}
-
 static int constraint_min(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return bound(c, key, v, &current(c)->min);
+    return tp__cfg_get_number(c, key, v, -INFINITY, INFINITY, 0,
+                              "a constraint's lower bound: a feasible trial reports at least "
+                              "this, e.g. {metric: latency_ms, min: 1}",
+                              &current(c)->min);
 }
 
 static int constraint_max(cfgctx_t *c, const char *key, yaml_node_t *v) {
-    return bound(c, key, v, &current(c)->max);
+    return tp__cfg_get_number(c, key, v, -INFINITY, INFINITY, 0,
+                              "a constraint's upper bound: a feasible trial reports at most "
+                              "this, e.g. {metric: mem_gb, max: 8}",
+                              &current(c)->max);
 }
 
 static const key_spec_t constraint_keys[] = {

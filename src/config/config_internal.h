@@ -119,11 +119,12 @@ int tp__cfg_get_int(cfgctx_t *c, const char *key, yaml_node_t *v, long long lo, 
 /* tp__cfg_get_number's ends: lo and hi are allowed unless one of these excludes them. */
 #define TP_CFG_ABOVE_LO 1 /* the number must be > lo */
 #define TP_CFG_BELOW_HI 2 /* the number must be < hi */
-/* A finite number setting from lo to hi (hi INFINITY: no upper bound), each end allowed
- * unless `open` (TP_CFG_ABOVE_LO, TP_CFG_BELOW_HI) excludes it, into *out. 0, or -EINVAL
- * with the mistake said at v: "\"key\" must be a number RANGE (what), got X", where
- * RANGE reads "> lo", ">= lo", "from lo to hi" or "in (lo, hi]" and the like, and what
- * (NULL: none) says what the number means, with an example. */
+/* A finite number setting from lo to hi (lo -INFINITY, hi INFINITY: no bound on that side),
+ * each end allowed unless `open` (TP_CFG_ABOVE_LO, TP_CFG_BELOW_HI) excludes it, into *out.
+ * 0, or -EINVAL with the mistake said at v: "\"key\" must be a number RANGE (what), got
+ * X", where RANGE reads "> lo", ">= lo", "<= hi", "from lo to hi" or "in (lo, hi]" and the
+ * like ("a finite number" with no bound at all), and what (NULL: none) says what the
+ * number means, with an example. */
 int tp__cfg_get_number(cfgctx_t *c, const char *key, yaml_node_t *v, double lo, double hi, int open,
                        const char *what, double *out);
 int tp__cfg_get_string(cfgctx_t *c, const char *key, yaml_node_t *v, const char **out);

@@ -35,7 +35,6 @@ static int explore_one(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v, tp_pbt_explo
     for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++) {
         yaml_node_t *pk = tp__cfg_node_at(c, p->key), *pv = tp__cfg_node_at(c, p->value);
         const char *name = pk->type == YAML_SCALAR_NODE ? stext(pk) : "";
-        char got[256];
         if (!strcmp(name, "resample")) {
             if (tp__cfg_get_number(c, name, pv, 0, 1, 0, "a probability, e.g. 0.25", &e->resample))
                 return -EINVAL;
@@ -45,14 +44,16 @@ static int explore_one(cfgctx_t *c, yaml_node_t *k, yaml_node_t *v, tp_pbt_explo
                 return fail(c, pv,
                             "factors must be a list of 1 to %zu numbers > 0, e.g. [0.8, 1.2]",
                             TP_ARRAY_LEN(e->factors));
-            for (size_t i = 0; i < n; i++) {
-                yaml_node_t *f = tp__cfg_node_at(c, pv->data.sequence.items.start[i]);
-                double d;
-                if (tp__cfg_node_number(f, &d) < 0 || !(d > 0) || !isfinite(d))
-                    return fail(c, f, "factors must be numbers > 0, e.g. [0.8, 1.2]; got %s",
-                                tp__cfg_describe(f, got, sizeof got));
-                e->factors[i] = d;
-            }
+            char what[300];
+            snprintf(
+                what, sizeof what,
+                "each factor multiplies the donor's \"%s\" at an explore step, e.g. [0.8, 1.2]",
+                stext(k));
+            for (size_t i = 0; i < n; i++)
+                if (tp__cfg_get_number(c, name,
+                                       tp__cfg_node_at(c, pv->data.sequence.items.start[i]), 0,
+                                       INFINITY, TP_CFG_ABOVE_LO, what, &e->factors[i]))
+                    return -EINVAL;
             e->nfactors = n;
         } else {
             return tp__cfg_unknown_key(c, pk, explore_keys, TP_ARRAY_LEN(explore_keys));

@@ -25,15 +25,18 @@ static int surrogate_param(cfgctx_t *c, const char *key, yaml_node_t *v) {
 
 static int surrogate_value(cfgctx_t *c, const char *key, yaml_node_t *v) {
     double d;
-    if (tp__cfg_node_number(v, &d) == 0 && d > 0 && d != TP_SURROGATE_FULL) {
-        c->x->surrogate.value = d;
-        return 0;
-    }
-    char got[256];
-    return fail(c, v,
-                "\"%s\" must be a number > 0 other than 1 (the full size the best "
-                "configurations are promoted to), e.g. 0.125; got %s",
-                key, tp__cfg_describe(v, got, sizeof got));
+    int rc = tp__cfg_get_number(c, key, v, 0, INFINITY, TP_CFG_ABOVE_LO,
+                                "the size the surrogate trials run at, scaled down from 1, the "
+                                "full size the best configurations are promoted to; e.g. 0.125",
+                                &d);
+    if (rc < 0) return rc;
+    if (d == TP_SURROGATE_FULL)
+        return fail(c, v,
+                    "\"%s\" must be a number > 0 other than 1 (the full size the best "
+                    "configurations are promoted to), e.g. 0.125; got 1",
+                    key);
+    c->x->surrogate.value = d;
+    return 0;
 }
 
 static int surrogate_promote(cfgctx_t *c, const char *key, yaml_node_t *v) {

@@ -36,9 +36,21 @@ double tp__constraint_violation_of(const tp_constraint_t *c, size_t n, const cha
     return tp__constraint_violation(c, m, v);
 }
 
+int tp__constraint_feasible(const tp_constraint_t *c, size_t n, const char *state,
+                            const json_t *report) {
+    static const char *const judged[] = {"completed", "stopped", "paused"};
+    int ended = 0;
+    for (size_t i = 0; state && report && i < sizeof judged / sizeof *judged; i++)
+        ended |= strcmp(state, judged[i]) == 0;
+    if (!ended) return -1;
+    double v[TP_MAX_CONSTRAINTS];
+    size_t m = n < TP_MAX_CONSTRAINTS ? n : TP_MAX_CONSTRAINTS;
+    tp__constraint_values(c, m, report, v);
+    return tp__constraint_violation(c, m, v) == 0;
+}
+
 json_t *tp__constraint_standing(const tp_constraint_t *c, size_t n, const char *state,
                                 const json_t *report) {
-    static const char *const judged[] = {"completed", "stopped", "paused"};
     if (n == 0) return NULL;
     double v[TP_MAX_CONSTRAINTS];
     size_t m = n < TP_MAX_CONSTRAINTS ? n : TP_MAX_CONSTRAINTS;
@@ -50,10 +62,8 @@ json_t *tp__constraint_standing(const tp_constraint_t *c, size_t n, const char *
         json_object_set_new(o, "violation",
                             isnan(v[i]) ? json_null() : json_real(outside(&c[i], v[i])));
     }
-    int ended = 0;
-    for (i = 0; state && report && i < sizeof judged / sizeof *judged; i++)
-        ended |= strcmp(state, judged[i]) == 0;
-    json_t *feasible = ended ? json_boolean(tp__constraint_violation(c, m, v) == 0) : json_null();
+    int ok = tp__constraint_feasible(c, n, state, report);
+    json_t *feasible = ok < 0 ? json_null() : json_boolean(ok);
     return json_pack("{s:o, s:o}", "feasible", feasible, "constraints", list);
 }
 

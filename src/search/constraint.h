@@ -29,17 +29,24 @@ double tp__constraint_violation(const tp_constraint_t *c, size_t n, const double
  * reported, INFINITY when n > 0). O(line). */
 double tp__constraint_violation_of(const tp_constraint_t *c, size_t n, const char *report);
 
+/* Whether a trial is feasible, the one rule the readers judge by: -1 (not
+ * judged) until a job of the trial ended with its result (state completed,
+ * stopped or paused: the trials `best` ranks; report, its last report line
+ * as a JSON object, NULL: none), then 1 when tp__constraint_violation of
+ * that report is 0 and 0 when not (a constrained metric never reported
+ * breaks its constraint). n == 0: every judged trial is feasible. O(n). */
+int tp__constraint_feasible(const tp_constraint_t *c, size_t n, const char *state,
+                            const json_t *report);
+
 /* A trial's standing against the constraints, for readers (the trials
  * table, `trials --json`, `export`): NULL when n == 0, else (caller owns)
  * {"feasible": true|false|null, "constraints": [{"metric", "min"?, "max"?,
  * "value": x|null, "violation": x|null}, ...]} in the order of the
  * constraints: each value in the trial's last report (report: a JSON
  * object, NULL: none; null: not reported) and how far it lies outside its
- * bounds (0 inside; null: not reported). feasible is the rule of
- * tp__constraint_violation on that report, given once a job of the trial
- * ended with its result (state completed, stopped or paused: the trials
- * `best` ranks) and null before (pending, running: the report so far may
- * lack a metric measured at the end) or when it failed. O(n). */
+ * bounds (0 inside; null: not reported). feasible is
+ * tp__constraint_feasible's word, null while not judged (pending, running:
+ * the report so far may lack a metric measured at the end; failed). O(n). */
 json_t *tp__constraint_standing(const tp_constraint_t *c, size_t n, const char *state,
                                 const json_t *report);
 

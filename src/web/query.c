@@ -56,6 +56,17 @@ static const char *const SQL_FILTER =
     "CASE WHEN t.attempts > 0 AND (t.state = 'running' OR t.metrics IS NULL) THEN "                \
     "COALESCE((SELECT m.data FROM metrics m WHERE m.trial = t.id ORDER BY m.attempt DESC, "        \
     "m.seq DESC LIMIT 1), t.metrics) ELSE t.metrics END"
+/* Under constraints, whether the trial is feasible by its last report: 1,
+ * 0, or NULL while not judged (tp_feasible, registered by feasible_sql). */
+#define FEASIBLE "tp_feasible(t.state, " LAST_REPORT ")"
+/* ?feasible=WORD: the condition it adds, fixed (see tp_web_trials_q_t). */
+static const struct {
+    const char *word, *sql;
+} feasible_filters[] = {
+    {"yes", " AND " FEASIBLE " = 1"},
+    {"no", " AND " FEASIBLE " = 0"},
+    {"unjudged", " AND " FEASIBLE " IS NULL"},
+};
 /* %1$s: the promotions joined or not, %2$s the filter's conditions, %3$s
  * the ORDER BY. ?3 limit, ?4 offset. */
 static const char *const SQL_TABLE_PAGE =
@@ -111,6 +122,8 @@ static const struct {
     {"step", "t.step"},
     {"started", "t.started_at"},
     {"duration", "t.run_s"},
+    /* feasible first (ascending), then infeasible, those not judged last */
+    {"feasible", "(NOT " FEASIBLE ")"},
 };
 static const char *const SQL_EVENTS =
     "SELECT kind, attempt, at, detail FROM events WHERE trial = ?1 ORDER BY id DESC LIMIT 200";
@@ -260,8 +273,8 @@ static int column_sql(const char *key, int bind, char *out, size_t n, char *path
         strpbrk(name, "\"\\") || strlen(name) + 5 > npath)
         return tp__errorf(err, -EINVAL,
                           "no column \"%s\": name id, state, attempts, failures, retries, "
-                          "promotions, rung, value, step, started, duration, p:PARAMETER or "
-                          "m:METRIC",
+                          "promotions, rung, value, step, started, duration, feasible, "
+                          "p:PARAMETER or m:METRIC",
                           key);
     snprintf(path, npath, "$.\"%s\"", name);
     snprintf(out, n, key[0] == 'p' ? SQL_PARAM_AT : SQL_METRIC_AT, bind);
@@ -390,11 +403,62 @@ static int column_known(tp_store_t *s, const char *key, const char *path, tp_err
                       key, params, metrics);
 }
 
+/* Into trial o (id): its last report (metrics, SQL_TABLE_REPORT's) and
+ * under constraints its feasibility and each constraint's value and
+ * violation (tp__constraint_standing, as `trials --json`). */
+static void add_standing(json_t *o, sqlite3_stmt *report, const tp_web_bounds_t *b, int64_t id) {
+    sqlite3_reset(report);
+    sqlite3_bind_int64(report, 1, id);
+    json_t *m = sqlite3_step(report) == SQLITE_ROW ? col_json(report, 0) : NULL;
+    json_t *standing = tp__constraint_standing(
+        b->c, b->n, json_string_value(json_object_get(o, "state")), json_is_object(m) ? m : NULL);
+    if (standing) json_object_update(o, standing);
+    json_decref(standing);
+    json_object_set_new(o, "metrics", json_is_object(m) ? m : json_object());
+    if (m && !json_is_object(m)) json_decref(m);
+}
+
+/* tp_feasible(state, report) in SQL: tp__constraint_feasible of the
+ * bounds (the function's data) on the report's text, NULL while not judged.
+ * O(report) for the JSON parse. */
+static void sql_feasible(sqlite3_context *cx, int argc, sqlite3_value **argv) {
+    (void)argc;
+    const tp_web_bounds_t *b = sqlite3_user_data(cx);
+    const char *text = (const char *)sqlite3_value_text(argv[1]);
+    json_t *report = text ? json_loads(text, 0, NULL) : NULL;
+    int ok = tp__constraint_feasible(b->c, b->n, (const char *)sqlite3_value_text(argv[0]),
+                                     json_is_object(report) ? report : NULL);
+    json_decref(report);
+    if (ok < 0)
+        sqlite3_result_null(cx);
+    else
+        sqlite3_result_int(cx, ok);
+}
+
+static void bounds_free(void *p) {
+    tp_web_bounds_t *b = p;
+    json_decref(b->keep);
+    free(b);
+}
+
+/* The store's constraints, registered on its connection as tp_feasible (the
+ * one rule of search/constraint.h, so that SQLite sorts and filters by it);
+ * owned by the connection, valid until the next call or its close. */
+static const tp_web_bounds_t *feasible_sql(tp_store_t *s) {
+    tp_web_bounds_t *b = tp__xcalloc(1, sizeof *b);
+    tp__web_bounds_load(s, b);
+    if (sqlite3_create_function_v2(tp__store_sqlite(s), "tp_feasible", 2,
+                                   SQLITE_UTF8 | SQLITE_DETERMINISTIC, b, sql_feasible, NULL, NULL,
+                                   bounds_free) != SQLITE_OK) {
+        tp__log(TP_LOG_WARN, "dashboard: %s", sqlite3_errmsg(tp__store_sqlite(s)));
+        return NULL; /* the destructor has run */
+    }
+    return b;
+}
+
 /* One row of the table: the trial (trial_row), its retries as `tunepack
  * trials` counts them (every failure but the one a failed trial ended with),
- * its last report, and under constraints its feasibility and each
- * constraint's value and violation (tp__constraint_standing, as `trials
- * --json`). NULL if the trial is gone. */
+ * its last report and standing (add_standing). NULL if the trial is gone. */
 static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, const tp_web_bounds_t *b,
                          int64_t id) {
     json_t *o = NULL;
@@ -407,15 +471,7 @@ static json_t *table_row(sqlite3_stmt *one, sqlite3_stmt *report, const tp_web_b
         strcmp(json_string_value(json_object_get(o, "state")), "failed") == 0 && failures > 0;
     json_object_set_new(o, "retries", json_integer(failures - final_failure));
     json_object_set_new(o, "promotions", json_integer(0)); /* see add_promotions */
-    sqlite3_reset(report);
-    sqlite3_bind_int64(report, 1, id);
-    json_t *m = sqlite3_step(report) == SQLITE_ROW ? col_json(report, 0) : NULL;
-    json_t *standing = tp__constraint_standing(
-        b->c, b->n, json_string_value(json_object_get(o, "state")), json_is_object(m) ? m : NULL);
-    if (standing) json_object_update(o, standing);
-    json_decref(standing);
-    json_object_set_new(o, "metrics", json_is_object(m) ? m : json_object());
-    if (m && !json_is_object(m)) json_decref(m);
+    add_standing(o, report, b, id);
     return o;
 }
 
@@ -468,6 +524,9 @@ static int filter_sql(tp_store_t *s, const tp_web_trials_q_t *q, table_binds_t *
             (b->paths[i][0] && column_known(s, r->key, b->paths[i], err) != 0))
             return -EINVAL;
         *join |= strcmp(r->key, "promotions") == 0;
+        if (strcmp(r->key, "feasible") == 0)
+            return tp__errorf(err, -EINVAL,
+                              "feasible takes no range: filter by feasible=yes, no or unjudged");
         if (!isnan(r->lo) && len < n)
             len += (size_t)snprintf(where + len, n - len, SQL_AT_LEAST, expr, expr, at + 1);
         if (!isnan(r->hi) && len < n)
@@ -477,12 +536,30 @@ static int filter_sql(tp_store_t *s, const tp_web_trials_q_t *q, table_binds_t *
             len += (size_t)snprintf(where + len, n - len, SQL_IN_SET, choice, at + 3);
         }
     }
+    const char *only = NULL; /* ?feasible= */
+    for (size_t i = 0; q->feasible && *q->feasible && i < TP_ARRAY_LEN(feasible_filters); i++)
+        if (strcmp(q->feasible, feasible_filters[i].word) == 0) only = feasible_filters[i].sql;
+    if (q->feasible && *q->feasible && !only)
+        return tp__errorf(err, -EINVAL,
+                          "feasible=%s: name yes (feasible), no (infeasible) or unjudged (no "
+                          "job ended yet)",
+                          q->feasible);
+    if (only) {
+        const tp_web_bounds_t *bounds = feasible_sql(s); /* registers tp_feasible */
+        if (!bounds) return tp__errorf(err, -EIO, "the store cannot be read");
+        if (!bounds->n)
+            return tp__errorf(err, -EINVAL,
+                              "no column \"feasible\": the experiment has no constraints "
+                              "(`constraints:`) to judge its trials by");
+        if (len < n) len += (size_t)snprintf(where + len, n - len, "%s", only);
+    }
     return len < n ? 0 : tp__errorf(err, -EINVAL, "too many ranges at once");
 }
 
 /* See web_internal.h. */
 int tp__web_filtered(const tp_web_trials_q_t *f) {
-    return f && ((f->state && *f->state) || (f->text && *f->text) || f->nranges);
+    return f && ((f->state && *f->state) || (f->text && *f->text) || f->nranges ||
+                 (f->feasible && *f->feasible));
 }
 
 /* See web_internal.h. */
@@ -512,14 +589,19 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
     /* Trials without the value last either way, then by id. */
     snprintf(order, sizeof order, "%s IS NULL, %s%s, t.id", expr, expr, q->desc ? " DESC" : "");
     if (filter_sql(s, q, &b, ranges, sizeof ranges, &join, err) != 0) return NULL;
+    const tp_web_bounds_t *bounds = feasible_sql(s);
+    if (!bounds) return tp__errorf(err, -EIO, "the store cannot be read"), NULL;
+    if (!bounds->n && strcmp(sort, "feasible") == 0)
+        return tp__errorf(err, -EINVAL,
+                          "no column \"feasible\": the experiment has no constraints "
+                          "(`constraints:`) to judge its trials by"),
+               NULL;
     const char *from = join ? SQL_JOIN_PROMOTIONS : "";
     long long limit = q->limit <= 0                ? TP_WEB_PAGE_DEFAULT
                       : q->limit > TP_WEB_PAGE_MAX ? TP_WEB_PAGE_MAX
                                                    : q->limit;
     long long offset = q->offset < 0 ? 0 : q->offset;
     json_t *rows = json_array();
-    tp_web_bounds_t bounds;
-    tp__web_bounds_load(s, &bounds);
     sqlite3_exec(tp__store_sqlite(s), "BEGIN", NULL, NULL, NULL);
     snprintf(sql, sizeof sql, SQL_TABLE_PAGE, from, ranges, order);
     sqlite3_stmt *st = tp__web_prepare(s, sql), *one = tp__web_prepare(s, SQL_TRIAL_ONE),
@@ -529,14 +611,13 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
         sqlite3_bind_int64(st, 3, limit);
         sqlite3_bind_int64(st, 4, offset);
         while (sqlite3_step(st) == SQLITE_ROW) {
-            json_t *row = table_row(one, report, &bounds, sqlite3_column_int64(st, 0));
+            json_t *row = table_row(one, report, bounds, sqlite3_column_int64(st, 0));
             if (row) json_array_append_new(rows, row);
         }
     }
     sqlite3_finalize(st);
     sqlite3_finalize(one);
     sqlite3_finalize(report);
-    json_decref(bounds.keep);
     add_promotions(s, rows);
     snprintf(sql, sizeof sql, SQL_TABLE_MATCHED, from, ranges);
     json_int_t matched = count_of(s, sql, q, &b), total = count_of(s, SQL_TABLE_TOTAL, NULL, &b);
@@ -626,6 +707,11 @@ json_t *tp__web_trial(tp_store_t *s, int64_t id) {
         json_object_set_new(o, "decisions", decisions);
         json_object_set_new(o, "placements", places);
         json_object_set_new(o, "curve", curve(s, id, 300));
+        tp_web_bounds_t b; /* under constraints: whether it is feasible, and why */
+        tp__web_bounds_load(s, &b);
+        if ((st = tp__web_prepare(s, SQL_TABLE_REPORT)) != NULL) add_standing(o, st, &b, id);
+        sqlite3_finalize(st);
+        json_decref(b.keep);
     }
     sqlite3_exec(tp__store_sqlite(s), "COMMIT", NULL, NULL, NULL);
     return o;

@@ -285,6 +285,7 @@ static int request_filter(req_t *q, tp_web_trials_q_t *tq, filter_acc_t *a, enum
     /* a dead run's "interrupted" are its store's "running" */
     tq->state = !q->live && state && strcmp(state, "interrupted") == 0 ? "running" : state;
     tq->text = arg(q->c, "q");
+    tq->feasible = arg(q->c, "feasible"); /* yes, no or unjudged */
     *a = (filter_acc_t){.tq = tq};
     MHD_get_connection_values(q->c, MHD_GET_ARGUMENT_KIND, add_range, a);
     for (size_t i = 0; i < tq->nranges; i++)
@@ -307,7 +308,8 @@ static void filter_done(filter_acc_t *a) {
 }
 
 /* A page of the trials table: ?sort=COLUMN&desc=1&offset=N&limit=N and the
- * filter (request_filter; see tp__web_trials). */
+ * filter (request_filter: state, q, feasible, min./max./in. ranges; see
+ * tp__web_trials). */
 static enum MHD_Result r_trials(req_t *q) {
     tp_web_trials_q_t tq = {.sort = arg(q->c, "sort"),
                             .desc = arg_ll(q->c, "desc", 0) != 0,

@@ -51,6 +51,9 @@ typedef struct tp_web_trials_q {
     int desc;          /* descending */
     const char *state; /* only this state, or NULL */
     const char *text;  /* only rows whose params, decision or error contain it, or NULL */
+    /* under constraints, only trials "yes" feasible, "no" infeasible or "unjudged" (no job
+     * ended with its result yet), or NULL */
+    const char *feasible;
     tp_web_range_t ranges[TP_WEB_RANGES_MAX]; /* only rows within each (all of them) */
     size_t nranges;
     long long offset, limit;
@@ -68,9 +71,12 @@ int tp__web_prepare_filtered(tp_store_t *s, const char *sql, const tp_web_trials
 /* A page of the trials table, sorted and filtered by SQLite: {total,
  * matched, offset, limit, sort, desc, rows: [...]}, each row the trial with
  * its retries, promotions, last report (metrics) and latest placement (node,
- * gpus). NULL with err filled when a column named is none (a p:NAME or
- * m:NAME must be one of the experiment's: a trial has it, or an objective;
- * the error lists them). O(n log n) in the trials matched when sorted by
+ * gpus), under constraints its standing (tp__constraint_standing). NULL with
+ * err filled when a column named is none (a p:NAME or m:NAME must be one of
+ * the experiment's: a trial has it, or an objective; the error lists them;
+ * "feasible", the sort and the filter, only under constraints: the rule of
+ * tp__constraint_feasible, run by SQLite on each trial's last report, a JSON
+ * parse per trial matched). O(n log n) in the trials matched when sorted by
  * other than id, O(page) reads after that (10k trials, 1M metric rows: tens
  * of ms, see bench/dashboard.py --table). */
 json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *err);
@@ -79,13 +85,14 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
  * objectives first). O(n) JSON reads (10k trials: ~40 ms), so the page asks
  * for them apart from its rows, and seldom. */
 json_t *tp__web_table_columns(tp_store_t *s);
-/* One trial: the row, its events, the scheduler's journaled decisions about
- * it (the latest 200: job, result, stop with rung, budget, value), placements and its curve
- * (downsampled to at most 300 points); NULL if absent. */
 /* A run no orchestrator runs any more, as `status` and `trials` show it:
  * "running" becomes "interrupted" in v's "state", in its "best" and
  * "counts" (a summary) and in each of its "rows" (a page of the table). */
 void tp__web_not_live(json_t *v);
+/* One trial: the row, its events, the scheduler's journaled decisions about
+ * it (the latest 200: job, result, stop with rung, budget, value), placements, its curve
+ * (downsampled to at most 300 points), its last report (metrics) and under constraints its
+ * standing, as a row of the table has it; NULL if absent. */
 json_t *tp__web_trial(tp_store_t *s, int64_t id);
 /* The tail of a trial's stdout or stderr log from byte `from` (negative:
  * the last 16 KiB): {text, from, next, size}; NULL if stream is not one. */

@@ -101,6 +101,8 @@ class Cli(E2E):
         tr = self.tp("trials", run_dir)
         self.assertExit(tr, 0)
         rows = {int(l.split()[0]): l for l in tr.stdout.splitlines()[1:] if l.strip()}
+        # no constraints: no feasible column
+        self.assertEqual(tr.stdout.split()[:4], ["trial", "state", "fails", "retries"])
         for t in trials:
             x = t["params"]["x"]
             # trial, state, fails, retries, then the value

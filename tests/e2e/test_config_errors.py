@@ -212,6 +212,34 @@ class ConfigErrors(E2E):
         r = self.tp("run", self.experiment(ok, name="edge.yaml"), "--dry-run")
         self.assertExit(r, 0)
 
+    def test_numbers_under_constraints_surrogate_and_pbt_say_what_they_are_and_where(self):
+        # One check for every number setting (tp__cfg_get_number): the key, the range, what
+        # the number means with an example, what was written, and a hint when it is quoted.
+        cases = [
+            ('constraints: [{metric: mem_gb, max: "8"}]',
+             'bad.yaml:8:37: "max" must be a finite number (a constraint\'s upper bound: a '
+             'feasible trial reports at most this, e.g. {metric: mem_gb, max: 8}), got "8" '
+             '(quoted, so it is a string; remove the quotes)'),
+            ("constraints: [{metric: mem_gb, min: .nan}]",
+             'bad.yaml:8:37: ".nan" is not a finite number'),
+            ("surrogate: {param: width, value: -2}",
+             'bad.yaml:8:34: "value" must be a number > 0 (the size the surrogate trials run '
+             'at, scaled down from 1, the full size the best configurations are promoted to; '
+             'e.g. 0.125), got "-2"'),
+            ("surrogate: {param: width, value: 1}",
+             'bad.yaml:8:34: "value" must be a number > 0 other than 1 (the full size the best '
+             'configurations are promoted to), e.g. 0.125; got 1'),
+            ("pbt: {perturbation_interval: 2, explore: {x: {factors: [0.8, big]}}}",
+             'bad.yaml:8:62: "factors" must be a number > 0 (each factor multiplies the '
+             'donor\'s "x" at an explore step, e.g. [0.8, 1.2]), got "big"'),
+        ]
+        for extra, msg in cases:
+            with self.subTest(extra=extra):
+                exp = self.experiment(BASE + extra + "\n", name="bad.yaml")
+                r = self.tp("run", exp, "--dry-run")
+                self.assertExit(r, 3)
+                self.assertIn(msg, r.stderr)
+
     def test_a_wide_range_samples_finite_values_or_is_refused(self):
         # Every trial gets its value; a domain that cannot be sampled finitely never loads.
         wide = BASE.replace("{uniform: [0, 1]}", "{uniform: [-1.0e306, 1.0e306]}")

@@ -2,7 +2,7 @@
 """constraints: end to end. A toy trial reports its loss and a constrained metric (mem_gb = 10 x,
 feasible up to 5; a trial with y > 0.85 never reports it); the result decisions journal each
 result's constraint values, `best` and `status` rank feasible trials only and say how many were
-infeasible, and a run SIGKILLed at several points resumes into the same decisions (c-TPE told
+infeasible, `trials` shows a feasible column (and --json, export each standing), and a run SIGKILLed at several points resumes into the same decisions (c-TPE told
 the same values in the same order)."""
 
 import csv
@@ -108,6 +108,14 @@ class ConstraintsTest(E2E):
                     self.assertAlmostEqual(got["constraints"][0]["violation"], max(0, mem - 5))
                 else:
                     self.assertIsNone(got["constraints"][0]["violation"])
+        # the terminal's table: a feasible column after the state
+        p = self.tp("trials", plain)
+        self.assertExit(p, 0)
+        lines = [l.split() for l in p.stdout.splitlines() if l.strip()]
+        self.assertEqual(lines[0][:4], ["trial", "state", "feasible", "fails"])
+        shown = {int(l[0]): l[2] for l in lines[1:] if l[0].isdigit()}
+        self.assertEqual(shown, {t["id"]: "yes" if feasible(metrics[t["id"]]) else "no"
+                                 for t in trials})
         p = self.tp("export", plain, "--format", "csv")
         self.assertExit(p, 0)
         header = p.stdout.splitlines()[0].split(",")

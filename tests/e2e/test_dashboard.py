@@ -891,6 +891,8 @@ class Dashboard(GpuE2E):
             b.goto(url + "#/e/0/trial/0")
             b.wait_for("document.getElementById('stderr-tail').textContent.includes('Error') && "
                        "document.getElementById('log').textContent.includes('Traceback')")
+            # No constraints: no word on feasibility.
+            self.assertTrue(b.eval("document.getElementById('feasibility').hidden"))
             # Its lines as the browser lays them out: one per line, indentation kept. The log
             # holds the whole traceback; the trial's summary its last lines.
             with open(os.path.join(d, "trials", "000000", "stderr.log")) as f:
@@ -923,7 +925,9 @@ class Dashboard(GpuE2E):
     def test_an_infeasible_trial_is_marked_with_the_constraint_it_broke_and_by_how_much(self):
         """Issue 32: under `constraints:` the trials table marks each infeasible trial, its
         tooltip naming the constraint broken and by how much (or that it was never reported),
-        and the API's rows carry what `trials --json` says."""
+        and the API's rows carry what `trials --json` says; the table sorts by feasibility and
+        keeps one kind only, the view in the URL; a trial's page states its standing with
+        each constraint's value, bound and margin."""
         d = self.path("run")
         exp = self.experiment(
             "name: cons\ncommand: [%s, %s, \"{x}\"]\nmetric: {name: loss, mode: min}\n"
@@ -963,6 +967,60 @@ class Dashboard(GpuE2E):
             self.assertEqual(b.eval("document.querySelectorAll('#trials .feasible-mark').length"),
                              2)
             self.shot(b, "trials-infeasible")
+            # Sorted by feasibility: the feasible first, then the infeasible (each by id);
+            # descending, the other way round.
+            good = sorted(i for i in x if x[i] < 0.5)
+            bad = sorted(i for i in x if x[i] > 0.5)
+            ids = "JSON.stringify([...document.querySelectorAll('#trials tbody tr')]" \
+                  ".map(r => +r.dataset.trialId))"
+            b.eval("document.querySelector('#trials th[data-key=feasible]').click()")
+            b.wait_for("%s == '%s'" % (ids, json.dumps(good + bad).replace(" ", "")))
+            self.assertIn("sort=feasible", b.eval("location.hash"))
+            b.eval("document.querySelector('#trials th[data-key=feasible]').click()")
+            b.wait_for("%s == '%s'" % (ids, json.dumps(bad + good).replace(" ", "")))
+            self.assertIn("desc=1", b.eval("location.hash"))
+            # Filtered: the infeasible only, the filter kept in the URL through a reload.
+            b.eval("(() => { const s = document.getElementById('feasible-filter'); s.value = 'no';"
+                   " s.dispatchEvent(new Event('change')); })()")
+            b.wait_for("%s == '%s' && document.getElementById('trials').dataset.matched == 2"
+                       % (ids, json.dumps(bad).replace(" ", "")))
+            self.assertIn("feasible=no", b.eval("location.hash"))
+            b.eval("window.before_reload = 1; location.reload()")
+            b.wait_for("!window.before_reload && %s == '%s'" % (ids, json.dumps(bad)
+                                                                .replace(" ", "")))
+            self.assertEqual(b.eval("document.getElementById('feasible-filter').value"), "no")
+            self.shot(b, "trials-infeasible-only")
+            for word, want in (("yes", good), ("unjudged", [])):
+                status, body = api(printed, "api/e/0/trials?feasible=" + word)
+                self.assertEqual(status, 200, body)
+                self.assertEqual([r["id"] for r in json.loads(body)["rows"]], want)
+            status, body = api(printed, "api/e/0/trials?feasible=maybe")
+            self.assertEqual(status, 400)
+            self.assertIn("feasible=maybe: name yes (feasible), no (infeasible) or unjudged",
+                          json.loads(body)["error"])
+            # A trial's own page: its standing in a sentence, and each constraint's value,
+            # bound and margin (inside its bound; negative: outside it by that much).
+            by_value = {v: i for i, v in x.items()}
+            pages = {
+                0.7: ("false", "Infeasible: mem_gb = 7, above its max 5 by 2.",
+                      ["mem_gb", "7", "≤ 5", "-2", "✗ broken"]),
+                0.9: ("false", "Infeasible: mem_gb never reported.",
+                      ["mem_gb", "never reported", "≤ 5", "", "✗ never reported"]),
+                0.2: ("true", "Feasible: every constraint holds in its last report.",
+                      ["mem_gb", "2", "≤ 5", "3", "✓ holds"]),
+            }
+            for xv, (flag, sentence, cells) in pages.items():
+                b.goto(printed + "#/e/0/trial/%d" % by_value[xv])
+                b.wait_for("document.getElementById('feasibility').dataset.feasible == '%s' && "
+                           "document.querySelectorAll('#constraints tr[data-metric]').length == 1"
+                           % flag)
+                self.assertEqual(b.eval("document.getElementById('feasibility').textContent"),
+                                 sentence)
+                self.assertEqual(b.eval("[...document.querySelector('#constraints "
+                                        "tr[data-metric=mem_gb]').cells].map(c => c.textContent)"),
+                                 cells, xv)
+                if xv == 0.7:
+                    self.shot(b, "trial-infeasible")
 
     def test_a_pareto_front_of_a_real_run_links_each_point_to_its_trial(self):
         trial = self.write("two.py", TWO_OBJECTIVES)

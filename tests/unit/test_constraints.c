@@ -285,7 +285,14 @@ TP_TEST(test_constraints_mistakes_say_what_and_where) {
     TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, min: 9, max: 8}]\n", &x),
                       "exp.yaml:4:15: constraint on \"m\": min 9 is above max 8; write min <= max");
     TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, max: big}]\n", &x),
-                      "exp.yaml:4:32: constraint \"max\" must be a finite number, got \"big\"");
+                      "exp.yaml:4:32: \"max\" must be a finite number (a constraint's upper "
+                      "bound: a feasible trial reports at most this, e.g. {metric: mem_gb, max: "
+                      "8}), got \"big\"");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, min: \"1\"}]\n", &x),
+                      "exp.yaml:4:32: \"min\" must be a finite number (a constraint's lower "
+                      "bound");
+    TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, min: \"1\"}]\n", &x),
+                      "(quoted, so it is a string; remove the quotes)");
     TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, mx: 8}]\n", &x), "exp.yaml:4:27:");
     TP_CHECK_CONTAINS(parse(HEAD "constraints: [{metric: m, max: 1}, {metric: m, min: 0}]\n", &x),
                       "exp.yaml:4:45: metric \"m\" is constrained twice");

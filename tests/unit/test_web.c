@@ -703,6 +703,76 @@ TP_TEST(test_front_leaves_infeasible_trials_off_and_counts_them) {
     TP_CHECK_INT(remove_store(s, dir), 0);
 }
 
+/* The ids of a page of the trials table, as "0,3,1" (empty: none or refused). */
+static void page_ids(tp_store_t *s, const tp_web_trials_q_t *q, char *out, size_t n) {
+    tp_error_t err = {0};
+    json_t *page = tp__web_trials(s, q, &err), *row;
+    size_t i, len = 0;
+    out[0] = 0;
+    json_array_foreach(json_object_get(page, "rows"), i, row) {
+        len += (size_t)snprintf(out + len, n - len, "%s%lld", i ? "," : "",
+                                (long long)json_integer_value(json_object_get(row, "id")));
+    }
+    json_decref(page);
+}
+
+/* Under constraints the trials table sorts by feasibility (feasible first, then infeasible,
+ * those not judged last, either way) and keeps one kind only, by the rule `best` uses (a
+ * metric never reported is a broken constraint); a trial's page carries its standing; without
+ * constraints, or with a word that is none, the sort and the filter are refused. */
+TP_TEST(test_trials_table_sorts_and_filters_by_feasibility) {
+    const mo_trial_t t[] = {
+        {"completed", "{\"acc\": 0.9, \"mem\": 4}"},  /* 0: feasible */
+        {"completed", "{\"acc\": 0.95, \"mem\": 9}"}, /* 1: infeasible */
+        {"stopped", "{\"acc\": 0.99}"},               /* 2: never reported mem: infeasible */
+        {NULL, NULL},                                 /* 3: pending: not judged */
+        {"completed", "{\"acc\": 0.8, \"mem\": 5}"},  /* 4: feasible (the bound held) */
+    };
+    tp_store_t *s = NULL;
+    char *dir = store_with_objectives("[]", t, TP_ARRAY_LEN(t), &s);
+    TP_REQUIRE(dir != NULL);
+    char ids[64];
+    tp_error_t err = {0};
+    tp_web_trials_q_t q = {.sort = "feasible", .limit = 10};
+    TP_CHECK(tp__web_trials(s, &q, &err) == NULL); /* no constraints yet */
+    TP_CHECK(strstr(err.msg, "no column \"feasible\": the experiment has no constraints") != NULL);
+    TP_CHECK_INT(tp__store_meta_set(s, "constraints", "[{\"metric\": \"mem\", \"max\": 5}]"), 0);
+    page_ids(s, &q, ids, sizeof ids);
+    TP_CHECK_STR(ids, "0,4,1,2,3");
+    q.desc = 1;
+    page_ids(s, &q, ids, sizeof ids);
+    TP_CHECK_STR(ids, "1,2,0,4,3");
+    static const char *const want[][2] = {{"yes", "0,4"}, {"no", "1,2"}, {"unjudged", "3"}};
+    for (size_t i = 0; i < TP_ARRAY_LEN(want); i++) {
+        tp_web_trials_q_t only = {.feasible = want[i][0], .limit = 10};
+        page_ids(s, &only, ids, sizeof ids);
+        TP_CHECK_STR(ids, want[i][1]);
+        json_t *page = tp__web_trials(s, &only, &err);
+        TP_CHECK_INT(json_integer_value(json_object_get(page, "matched")),
+                     (long long)(strlen(want[i][1]) + 1) / 2);
+        TP_CHECK_INT(json_integer_value(json_object_get(page, "total")), 5);
+        json_decref(page);
+    }
+    tp_web_trials_q_t maybe = {.feasible = "maybe"};
+    TP_CHECK(tp__web_trials(s, &maybe, &err) == NULL);
+    TP_CHECK(strstr(err.msg, "feasible=maybe: name yes") != NULL);
+    tp_web_trials_q_t ranged = {.nranges = 1};
+    ranged.ranges[0] = (tp_web_range_t){.key = "feasible", .lo = 1, .hi = NAN};
+    TP_CHECK(tp__web_trials(s, &ranged, &err) == NULL);
+    /* The trial's page: its standing, as its row has it. */
+    json_t *o = tp__web_trial(s, 1);
+    TP_REQUIRE(o != NULL);
+    TP_CHECK(json_is_false(json_object_get(o, "feasible")));
+    json_t *c = json_array_get(json_object_get(o, "constraints"), 0);
+    TP_CHECK_NEAR(json_number_value(json_object_get(c, "value")), 9, 0);
+    TP_CHECK_NEAR(json_number_value(json_object_get(c, "violation")), 4, 0);
+    json_decref(o);
+    o = tp__web_trial(s, 3);
+    TP_CHECK(json_is_null(json_object_get(o, "feasible")));
+    json_decref(o);
+    TP_CHECK_INT(remove_store(s, dir), 0);
+}
+
 /* Scheduler pbt's lineage: trial 1 exploited trial 0 at step 2 and ran
  * steps 3-4 from its checkpoint (a new segment from 2); trial 0 has none. A lane per trial, an
  * arrow per exploit, its tooltip the changed parameter; a metric no trial reports is refused by

@@ -216,6 +216,8 @@ function experimentFrame(id, page, body) {
 // shared link shows the same rows.
 
 const STATES = ["", "pending", "running", "paused", "completed", "stopped", "failed", "interrupted"];
+// Under constraints, the feasible filter (feasible=yes|no|unjudged in the URL).
+const FEASIBLE = [["", "any"], ["yes", "feasible"], ["no", "infeasible"], ["unjudged", "not judged yet"]];
 
 // A plain click on a link of the table's view: changed in place (a modified click opens the
 // link, say in a new tab, as the browser does).
@@ -251,9 +253,9 @@ function tableColumns(cols) {
     {key: "id", label: "trial", num: true, range: true,
      cell: (r, id) => el("a", {href: "#/e/" + id + "/trial/" + r.id, text: String(r.id)})},
     {key: "state", label: "state", cell: r => r.state, cls: r => "state-" + r.state},
-    ...(cols.constraints ? [{key: null, label: "feasible", cell: feasibleCell, cls: () => "feasible",
+    ...(cols.constraints ? [{key: "feasible", label: "feasible", cell: feasibleCell, cls: () => "feasible",
       title: "under the constraints (" + cols.constraints.map(c => c.metric).join(", ") +
-             "), judged once a job ends: point at ✗ for what it broke"}] : []),
+             "), judged once a job ends: point at ✗ for what it broke; sorted feasible first"}] : []),
     num("value", objectives[0] || "value", r => fmt(r.value), "the objective" +
         (objectives.length > 1 ? " (the first of " + objectives.length + ")" : "") +
         ": its last reported value"),
@@ -365,6 +367,12 @@ function trialsView(id, query) {
           el("option", {value: s, text: s || "every state"})));
         sel.value = v.get("state") || "";
         sel.addEventListener("change", () => { put("state", sel.value); changed(); });
+        f.append(sel);
+      } else if (c.key === "feasible") {
+        const sel = el("select", {id: "feasible-filter"}, ...FEASIBLE.map(([k, label]) =>
+          el("option", {value: k, text: label})));
+        sel.value = v.get("feasible") || "";
+        sel.addEventListener("change", () => { put("feasible", sel.value); changed(); });
         f.append(sel);
       } else if (c.range) {
         for (const side of ["min", "max"]) {
@@ -668,8 +676,44 @@ function nodesView(id) {
   };
 }
 
+// Under constraints, a constraint's bound in words ("≤ 5", "≥ 1", "1 to 8") and its margin:
+// how far the value lies inside its nearest bound (negative: outside it by that much).
+function boundText(c) {
+  return "min" in c && "max" in c ? fmt(c.min) + " to " + fmt(c.max) :
+         "max" in c ? "≤ " + fmt(c.max) : "≥ " + fmt(c.min);
+}
+function margin(c) {
+  return Math.min("max" in c ? c.max - c.value : Infinity, "min" in c ? c.value - c.min : Infinity);
+}
+
+// A trial's standing on its own page: in a sentence, then each constraint's value, bound and margin.
+function feasibilityOf(t, line, table) {
+  line.textContent = t.feasible === true ? "Feasible: every constraint holds in its last report." :
+    t.feasible === false ? "Infeasible: " + violations(t) + "." :
+    "Not judged yet: feasibility is judged once a job of the trial ends with its result" +
+    (t.state === "failed" ? " (it failed)." : ".");
+  line.className = t.feasible === false ? "infeasible-mark" : t.feasible === true ? "feasible-mark" : "muted";
+  line.dataset.feasible = String(t.feasible);
+  table.replaceChildren(el("tr", {}, ...["constraint", "value", "bound", "margin", ""].map((h, i) =>
+    el("th", {text: h, class: i >= 1 && i <= 3 ? "num" : ""}))),
+    ...t.constraints.map(c => {
+      const m = c.value === null ? null : margin(c);
+      return el("tr", {"data-metric": c.metric},
+        el("td", {text: c.metric}),
+        el("td", {class: "num", text: c.value === null ? "never reported" : fmt(c.value)}),
+        el("td", {class: "num", text: boundText(c)}),
+        el("td", {class: "num", text: m === null ? "" : fmt(m),
+                  title: m === null ? "" : m >= 0 ? fmt(m) + " inside its bound" : "outside its bound by " + fmt(-m)}),
+        el("td", {class: c.violation === 0 ? "feasible-mark" : "infeasible-mark",
+                  text: c.violation === 0 ? "✓ holds" : c.value === null ? "✗ never reported" : "✗ broken"}));
+    }));
+}
+
 function trialView(id, trial) {
   const info = el("dl", {class: "kv", id: "trial-info"});
+  const feasTitle = el("h2", {text: "Constraints", hidden: ""});
+  const feasLine = el("p", {id: "feasibility", hidden: ""});
+  const feasTable = el("table", {id: "constraints", hidden: ""});
   const box = el("div", {class: "chart", id: "chart"});
   const noCurve = el("p", {class: "muted", id: "no-curve", hidden: ""});
   const values = el("table", {id: "curve"});
@@ -683,7 +727,8 @@ function trialView(id, trial) {
   let chosen = false;  // the stream was picked: by the reader, or once stdout was seen empty
   streamSel.addEventListener("change", () => { next = -1; logs.textContent = ""; chosen = true; });
   const frame = experimentFrame(id, "trials", el("div", {},
-    el("h2", {text: "Trial " + trial}), info, el("h2", {text: "Learning curve"}), noCurve, box,
+    el("h2", {text: "Trial " + trial}), info, feasTitle, feasLine, feasTable,
+    el("h2", {text: "Learning curve"}), noCurve, box,
     el("h2", {text: "Log (live tail)"}), el("div", {class: "controls"}, streamSel, logPath), logs,
     valuesTitle, values, el("h2", {text: "Events"}), events));
   const base = "/api/e/" + id;
@@ -710,6 +755,8 @@ function trialView(id, trial) {
       ["last lines of stderr at its last failure", fmt(t.stderr_tail), "text", "stderr-tail"]];
     info.replaceChildren(...kv.flatMap(([k, v, cls, key]) => [el("dt", {text: k}),
       el("dd", Object.assign({text: v || ""}, cls ? {class: cls} : {}, key ? {id: key} : {}))]));
+    feasTitle.hidden = feasLine.hidden = feasTable.hidden = !t.constraints;
+    if (t.constraints) feasibilityOf(t, feasLine, feasTable);
     noCurve.hidden = t.curve.length > 0;
     noCurve.textContent = t.state === "failed" ? "It failed before it reported a value, so there is no curve." : "It has reported no value yet, so there is no curve.";
     box.hidden = values.hidden = valuesTitle.hidden = !t.curve.length;
