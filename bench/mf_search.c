@@ -32,8 +32,7 @@
 #include <string.h>
 
 #include "search/scheduler.h"
-
-#define CONC 4
+#include "virtual_jobs.h"
 #define MAX_TRIALS 4096
 
 typedef struct method {
@@ -102,29 +101,21 @@ static outcome_t run(const method_t *m, uint64_t seed, uint64_t trials, int mild
     }
     json_t **conf = tp__xcalloc(MAX_TRIALS, sizeof *conf);
     double *reached = tp__xcalloc(MAX_TRIALS, sizeof *reached), now = 0;
-    struct {
-        tp_job_t j;
-        double end;
-    } running[CONC];
-    size_t nrun = 0, cap = 0;
+    vjobs_t running = {0};
+    size_t cap = 0;
     for (;;) {
         tp_job_t j;
-        int rc = nrun < CONC ? s->ops->next(s, now, &j) : -EAGAIN;
+        int rc = running.n < VJ_CONC ? s->ops->next(s, now, &j) : -EAGAIN;
         if (rc == 1 && !j.refused && j.trial < MAX_TRIALS) {
             if (j.is_new) conf[j.trial] = j.config;
             double ep = j.budget - reached[j.trial];
             out.epochs += ep;
-            running[nrun].j = j, running[nrun++].end = now + ep;
+            vjobs_start(&running, &j, now + ep);
             continue;
         }
         if (rc == 1) continue;
-        if (nrun == 0) break;
-        size_t first = 0;
-        for (size_t i = 1; i < nrun; i++)
-            if (running[i].end < running[first].end) first = i;
-        tp_job_t done = running[first].j;
-        now = running[first].end;
-        running[first] = running[--nrun];
+        if (running.n == 0) break;
+        tp_job_t done = vjobs_first(&running, &now);
         reached[done.trial] = done.budget;
         double v = curve(conf[done.trial], done.budget, seed, done.trial, mild);
         s->ops->result(s, done.trial, done.rung, 1, v, now);
@@ -148,27 +139,6 @@ static double epochs_to(const outcome_t *o, double target) {
     for (size_t i = 0; i < o->n; i += 2)
         if (o->trace[i + 1] <= target) return o->trace[i];
     return NAN;
-}
-
-static int cmp(const void *pa, const void *pb) {
-    double a = *(const double *)pa, b = *(const double *)pb;
-    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b); /* never reached: last */
-    return (a > b) - (a < b);
-}
-
-/* Mean and sample standard deviation of v[0..n) into *mean, *sd (sd 0 for one). */
-static void mean_sd(const double *v, size_t n, double *mean, double *sd) {
-    double m = 0, q = 0;
-    for (size_t i = 0; i < n; i++)
-        m += v[i] / (double)n;
-    for (size_t i = 0; i < n; i++)
-        q += (v[i] - m) * (v[i] - m);
-    *mean = m, *sd = n > 1 ? sqrt(q / (double)(n - 1)) : 0;
-}
-
-static double median(double *v, size_t n) {
-    qsort(v, n, sizeof *v, cmp);
-    return n % 2 ? v[n / 2] : (isnan(v[n / 2]) ? NAN : (v[n / 2 - 1] + v[n / 2]) / 2);
 }
 
 int main(int argc, char **argv) {
@@ -202,9 +172,9 @@ int main(int argc, char **argv) {
            "epochs to target", "of asha+rnd's", "reached");
     for (size_t m = 0; m < NMETHODS; m++) {
         double mean, sd;
-        mean_sd(best[m], (size_t)seeds, &mean, &sd);
-        double b = median(best[m], (size_t)seeds), e = median(ep[m], (size_t)seeds);
-        double t = median(to[m], (size_t)seeds), r = median(ratio[m], (size_t)seeds);
+        vj_mean_sd(best[m], (size_t)seeds, &mean, &sd);
+        double b = vj_median(best[m], (size_t)seeds), e = vj_median(ep[m], (size_t)seeds);
+        double t = vj_median(to[m], (size_t)seeds), r = vj_median(ratio[m], (size_t)seeds);
         printf("%-20s %8.4f %8.4f +- %6.4f %8.0f %17.0f %13.2f %5zu/%d\n", methods[m].label, b,
                mean, sd, e, t, r, hit[m], seeds);
     }

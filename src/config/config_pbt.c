@@ -1,5 +1,5 @@
 /* config_pbt: `pbt: {perturbation_interval: 2, quantile: 0.25, explore:
- * {lr: {factors: [0.8, 1.2]}, wd: {resample: 0.25}}}`, the settings of
+ * {lr: {factors: [0.8, 1.2]}, wd: {resample: 0.25}}, explore_with: pb2}`, the settings of
  * scheduler pbt (search/sched_pbt.c); after the whole file, pbt and the
  * scheduler agree and every explored parameter is in the space. */
 #include <errno.h>
@@ -22,6 +22,26 @@ static int pbt_quantile(cfgctx_t *c, const char *key, yaml_node_t *v) {
     return tp__cfg_get_number(c, key, v, 0, 0.5, TP_CFG_ABOVE_LO,
                               "a share: the bottom share copies the top share, e.g. 0.25",
                               &c->x->pbt.quantile);
+}
+
+static const char *const explorers[] = {"perturb", "pb2"}; /* by pbt.pb2 */
+static const key_table_t explorer_values = KEY_NAMES(explorers, NULL);
+
+static int pbt_explore_with(cfgctx_t *c, const char *key, yaml_node_t *v) {
+    const char *s;
+    int rc = tp__cfg_get_string(c, key, v, &s);
+    if (rc < 0) return rc;
+    for (size_t i = 0; i < TP_ARRAY_LEN(explorers); i++)
+        if (!strcmp(s, explorers[i])) {
+            c->x->pbt.pb2 = (int)i;
+            return 0;
+        }
+    const char *guess = tp__did_you_mean(s, explorers, TP_ARRAY_LEN(explorers));
+    if (guess) return fail(c, v, "unknown explore_with \"%s\"; did you mean \"%s\"?", s, guess);
+    return fail(c, v,
+                "unknown explore_with \"%s\"; use perturb (explore's factors and resampling) "
+                "or pb2 (a GP bandit, Parker-Holder et al. 2020)",
+                s);
 }
 
 static const char *const explore_keys[] = {"resample", "factors"};
@@ -97,6 +117,7 @@ static const key_spec_t pbt_keys[] = {
     {"perturbation_interval", pbt_interval, 1, "perturbation_interval: 2"},
     {"quantile", pbt_quantile, 0, NULL},
     {"explore", pbt_explore, 0, NULL, &explore_table},
+    {"explore_with", pbt_explore_with, 0, NULL, .values = &explorer_values},
 };
 const key_table_t tp__cfg_pbt_table = KEY_TABLE(pbt_keys);
 
@@ -105,6 +126,21 @@ int tp__cfg_key_pbt(cfgctx_t *c, const char *key, yaml_node_t *v) {
     c->pbt = v;
     return tp__cfg_walk_mapping(c, key, v, pbt_keys, TP_ARRAY_LEN(pbt_keys),
                                 "pbt: {perturbation_interval: 2, quantile: 0.25, " EXPLORE_EG "}");
+}
+
+static int is_range(const tp_param_t *p) {
+    return p->kind == TP_DOM_UNIFORM || p->kind == TP_DOM_LOGUNIFORM || p->kind == TP_DOM_INT ||
+           p->kind == TP_DOM_NORMAL;
+}
+
+/* Whether pbt explores a numeric range (pb2's model chooses those). */
+static int pb2_has_numeric(const tp_experiment_t *x) {
+    for (size_t i = 0; i < (x->pbt.nexplore ? x->pbt.nexplore : x->space.n); i++) {
+        const tp_param_t *p = x->pbt.nexplore ? tp__space_find(&x->space, x->pbt_explore[i].param)
+                                              : &x->space.params[i];
+        if (p && is_range(p)) return 1;
+    }
+    return 0;
 }
 
 /* See config_internal.h. */
@@ -145,12 +181,15 @@ int tp__cfg_check_pbt(cfgctx_t *c) {
                         "pbt explores \"%s\", which is no parameter in space%s%s%s", name,
                         guess ? "; did you mean \"" : "", guess ? guess : "", guess ? "\"?" : "");
         }
-        if (p && x->pbt_explore[i].nfactors && p->kind != TP_DOM_UNIFORM &&
-            p->kind != TP_DOM_LOGUNIFORM && p->kind != TP_DOM_INT && p->kind != TP_DOM_NORMAL)
+        if (p && x->pbt_explore[i].nfactors && !is_range(p))
             return fail(c, c->pbt_explore,
                         "pbt explores \"%s\" by factors, but it is not a numeric range; write "
                         "{resample: 0.25} for it",
                         name);
     }
+    if (x->pbt.pb2 && !pb2_has_numeric(x) && !tp__cfg_failed_within(c, c->pbt))
+        return fail(c, c->pbt,
+                    "explore_with pb2 chooses numeric parameters, and none is explored; explore "
+                    "one with a range, or use explore_with: perturb");
     return 0;
 }

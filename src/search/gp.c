@@ -43,6 +43,7 @@ static int potrf(double *a, int n) {
 
 typedef struct fit {
     size_t n, d;
+    int timed; /* the last input is time (tp__gp_fit_hyper_timed) */
     const double *y;
     double *sq; /* d * n * n squared differences per dimension (lower triangle used) */
     double *k;  /* n * n covariance, then its inverse */
@@ -58,17 +59,19 @@ typedef struct fit {
 static double neg_lml(fit_t *f, const double *theta, double *g) {
     size_t n = f->n, d = f->d;
     double amp = exp(theta[d]), noise = exp(theta[d + 1]);
-    double inv2[64];
-    for (size_t j = 0; j < d; j++)
+    size_t dx = d - (size_t)f->timed; /* the Matérn's inputs */
+    double inv2[64], inv_t = f->timed ? exp(-theta[d - 1]) : 0;
+    for (size_t j = 0; j < dx; j++)
         inv2[j] = exp(-2 * theta[j]);
     for (size_t b = 0; b < n; b++)
         for (size_t a = b; a < n; a++) {
             double r2 = 0;
-            for (size_t j = 0; j < d; j++)
+            for (size_t j = 0; j < dx; j++)
                 r2 += f->sq[(j * n + b) * n + a] * inv2[j];
             double r = sqrt(r2), e = exp(-SQRT5 * r);
-            f->m[b * n + a] = (1 + SQRT5 * r + 5.0 / 3 * r2) * e;
-            f->dm[b * n + a] = 5.0 / 3 * (1 + SQRT5 * r) * e;
+            double tf = f->timed ? exp(-sqrt(f->sq[(dx * n + b) * n + a]) * inv_t) : 1;
+            f->m[b * n + a] = (1 + SQRT5 * r + 5.0 / 3 * r2) * e * tf;
+            f->dm[b * n + a] = 5.0 / 3 * (1 + SQRT5 * r) * e * tf;
             f->k[b * n + a] = amp * f->m[b * n + a] + (a == b ? noise + JITTER : 0);
         }
     int ni = (int)n, one = 1, info = 0;
@@ -92,8 +95,11 @@ static double neg_lml(fit_t *f, const double *theta, double *g) {
             double w = f->alpha[a] * f->alpha[b] - f->k[b * n + a];
             if (a != b) w *= 2;
             double dl = amp * f->dm[b * n + a] * w;
-            for (size_t j = 0; j < d; j++)
+            for (size_t j = 0; j < dx; j++)
                 g[j] -= 0.5 * dl * f->sq[(j * n + b) * n + a] * inv2[j];
+            if (f->timed) /* d k / d log ls_t = k |dt| / ls_t */
+                g[d - 1] -=
+                    0.5 * w * amp * f->m[b * n + a] * sqrt(f->sq[(dx * n + b) * n + a]) * inv_t;
             g[d] -= 0.5 * w * amp * f->m[b * n + a];
             if (a == b) g[d + 1] -= 0.5 * w * noise;
         }
@@ -197,10 +203,11 @@ static double lbfgs(fit_t *f, double *theta) {
     return fx;
 }
 
-int tp__gp_fit_hyper(const double *x, const double *y, size_t n, size_t d, double *ls, double *amp,
-                     double *noise) {
-    if (d > 64) return -EINVAL;
-    fit_t f = {.n = n, .d = d, .y = y};
+/* tp__gp_fit_hyper, the last input time when timed (gp.h). */
+static int fit_hyper(const double *x, const double *y, size_t n, size_t d, int timed, double *ls,
+                     double *amp, double *noise) {
+    if (d > 64 || d < (size_t)timed) return -EINVAL;
+    fit_t f = {.n = n, .d = d, .timed = timed, .y = y};
     f.sq = tp__xmalloc(d * n * n * sizeof *f.sq);
     f.k = tp__xmalloc(n * n * sizeof *f.k);
     f.m = tp__xmalloc(n * n * sizeof *f.m);
@@ -232,21 +239,35 @@ int tp__gp_fit_hyper(const double *x, const double *y, size_t n, size_t d, doubl
     return isfinite(best) ? 0 : -EDOM;
 }
 
+int tp__gp_fit_hyper(const double *x, const double *y, size_t n, size_t d, double *ls, double *amp,
+                     double *noise) {
+    return fit_hyper(x, y, n, d, 0, ls, amp, noise);
+}
+
+int tp__gp_fit_hyper_timed(const double *x, const double *y, size_t n, size_t d, double *ls,
+                           double *amp, double *noise) {
+    return fit_hyper(x, y, n, d, 1, ls, amp, noise);
+}
+
 /* ---- posterior ----------------------------------------------------------------------- */
 
 static double kern(const tp_gp_t *g, const double *a, const double *b) {
+    size_t dx = g->d - (size_t)g->timed;
     double r2 = 0;
-    for (size_t j = 0; j < g->d; j++) {
+    for (size_t j = 0; j < dx; j++) {
         double u = (a[j] - b[j]) / g->ls[j];
         r2 += u * u;
     }
-    return g->amp * tp__gp_matern52(sqrt(r2));
+    double k = g->amp * tp__gp_matern52(sqrt(r2));
+    return g->timed ? k * exp(-fabs(a[dx] - b[dx]) / g->ls[dx]) : k;
 }
 
-int tp__gp_condition(tp_gp_t *g, const double *x, const double *y, size_t n, size_t d,
+/* tp__gp_condition, the last input time when timed (gp.h). */
+static int condition(tp_gp_t *g, const double *x, const double *y, size_t n, size_t d, int timed,
                      const double *ls, double amp, double noise) {
     tp__gp_free(g);
-    g->n = n, g->d = d, g->amp = amp, g->noise = noise;
+    if (d < (size_t)timed) return -EINVAL;
+    g->n = n, g->d = d, g->timed = timed, g->amp = amp, g->noise = noise;
     g->x = tp__xmalloc((n * d + 1) * sizeof *g->x);
     memcpy(g->x, x, n * d * sizeof *g->x);
     g->ls = tp__xmalloc((d + 1) * sizeof *g->ls);
@@ -265,6 +286,16 @@ int tp__gp_condition(tp_gp_t *g, const double *x, const double *y, size_t n, siz
         return info ? -EDOM : 0;
     }
     return -EDOM;
+}
+
+int tp__gp_condition(tp_gp_t *g, const double *x, const double *y, size_t n, size_t d,
+                     const double *ls, double amp, double noise) {
+    return condition(g, x, y, n, d, 0, ls, amp, noise);
+}
+
+int tp__gp_condition_timed(tp_gp_t *g, const double *x, const double *y, size_t n, size_t d,
+                           const double *ls, double amp, double noise) {
+    return condition(g, x, y, n, d, 1, ls, amp, noise);
 }
 
 void tp__gp_predict(const tp_gp_t *g, const double *xq, double *mean, double *var) {

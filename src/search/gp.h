@@ -2,7 +2,14 @@
  * scales) with its hyperparameters fitted by maximizing the log marginal
  * likelihood plus weak priors, and log expected improvement. The linear
  * algebra is LAPACK's and BLAS's (dpotrf, dpotrs, dpotri, dtrsv); no clock,
- * no I/O, no randomness: a fit is a pure function of its data. */
+ * no I/O, no randomness: a fit is a pure function of its data.
+ *
+ * The _timed variants take PB2's time-varying kernel (Parker-Holder et al.
+ * 2020): the last of the d inputs is time t, and
+ *   k((x, t), (x', t')) = amp · Matérn52(x, x') · exp(-|t - t'| / ls[d-1]),
+ * the paper's (1 - ε)^{|t-t'|/2} with ε = 1 - exp(-2 / ls[d-1]), its decay
+ * fitted with the rest (the paper's spatial kernel is squared-exponential;
+ * this one keeps gp.c's Matérn 5/2). */
 #ifndef TP_GP_H
 #define TP_GP_H
 
@@ -10,6 +17,7 @@
 
 typedef struct tp_gp {
     size_t n, d;   /* observations, input dimensions */
+    int timed;     /* the last input is time (the _timed variants) */
     double *x;     /* n * d inputs, row-major, owned */
     double *ls;    /* d length scales, owned */
     double amp;    /* signal variance (of the standardised outputs) */
@@ -37,6 +45,12 @@ int tp__gp_fit_hyper(const double *x, const double *y, size_t nfit, size_t d, do
  * definite even with jitter). O(n³). */
 int tp__gp_condition(tp_gp_t *g, const double *x, const double *y, size_t n, size_t d,
                      const double *ls, double amp, double noise);
+/* The two above under the time-varying kernel (the header's): the last of the d
+ * inputs is time; its length scale is ls[d-1]. Same costs. */
+int tp__gp_fit_hyper_timed(const double *x, const double *y, size_t nfit, size_t d, double *ls,
+                           double *amp, double *noise);
+int tp__gp_condition_timed(tp_gp_t *g, const double *x, const double *y, size_t n, size_t d,
+                           const double *ls, double amp, double noise);
 /* Posterior mean and variance at xq (d inputs). O(n² + n d). */
 void tp__gp_predict(const tp_gp_t *g, const double *xq, double *mean, double *var);
 void tp__gp_free(tp_gp_t *g);

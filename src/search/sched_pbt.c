@@ -28,6 +28,16 @@
  * order: a donor is always paused (its checkpoint still) when its copy is
  * taken, since the run copies when the job is handed out.
  *
+ * PB2 (`explore_with: pb2`, Parker-Holder et al. 2020): the explore step of
+ * the numeric explored parameters is a GP bandit's instead (pb2.c): every
+ * ok job that started from a known value (the trial's own, or the donor's
+ * after an exploit) is an observation (the budget it started at, its
+ * configuration, the objective's gain over the job); each generation fits
+ * the model once, and each bottom trial, worst first, takes the values
+ * that maximize its upper confidence bound within the space's ranges.
+ * Without a model (the first generation, which has no gains yet) and for
+ * choice parameters, explore is as above.
+ *
  * Trials that fall behind (new trials of an extended search) catch up first,
  * one job at a time without exploiting, until the population is at one
  * budget again. A failed job takes its trial out (as asha does).
@@ -51,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "search/pb2.h"
 #include "search/scheduler.h"
 
 #define DEFAULT_QUANTILE 0.25 /* Ray Tune's quantile_fraction */
@@ -61,6 +72,7 @@ typedef struct pbt_trial {
     json_t *config; /* its configuration now (its segment's), owned */
     double at;      /* budget its last ok job reached; 0 before one */
     double value;   /* that job's value */
+    double before;  /* the value its running job started from (NaN: none, a first job) */
     int running;    /* a job is out */
     int failed;     /* a job failed: out of the population */
     int segment;    /* exploits so far: 0 for the configuration it was created with */
@@ -81,6 +93,8 @@ typedef struct pbt {
     tp_pbt_explore_t *explore; /* the explored parameters, owned array (names borrowed) */
     size_t nexplore;
     double quantile;
+    tp_pb2_t *pb2; /* explore_with pb2: the model, owned; NULL: perturb */
+    int pb2_ready; /* the model stands for the generation being planned */
     tp_rng_t rng;
     size_t running;
     int exhausted; /* the sampler has no more configurations */
@@ -158,6 +172,8 @@ static int pbt_init(tp_scheduler_t *s, tp_error_t *err) {
     st->quantile = c->quantile ? c->quantile : DEFAULT_QUANTILE;
     tp__rng_seed(&st->rng, s->cfg.sampler.seed, RNG_STREAM);
     int rc = take_explore(st, s, err);
+    if (rc == 0 && c->pb2 && !(st->pb2 = tp__pb2_new(s->space, st->explore, st->nexplore, err)))
+        rc = -EINVAL;
     if (rc < 0) {
         free(st->explore);
         free(st);
@@ -193,15 +209,18 @@ static json_t *fit_value(const tp_param_t *p, double v) {
     return json_real(v);
 }
 
-/* The donor's configuration, explored: each explored parameter resampled
- * with its probability (one uniform draw each, and a fresh configuration
- * from the space when one hits), else multiplied by a factor drawn
- * uniformly. Returns a new object; *changes gets the changed parameters in
- * words ("lr 0.01 -> 0.012"). */
+/* The donor's configuration, explored: with pb2's model, the parameters
+ * it chooses take its values; each other explored parameter resampled with
+ * its probability (one uniform draw each, and a fresh configuration from
+ * the space when one hits), else multiplied by a factor drawn uniformly.
+ * Returns a new object; *changes gets the changed parameters in words ("lr
+ * 0.01 -> 0.012"), *by_model whether pb2's model chose. */
 static json_t *explore(const tp_scheduler_t *s, pbt_t *st, const json_t *donor, char *changes,
-                       size_t n) {
+                       size_t n, int *by_model) {
     json_t *cfg = json_deep_copy(donor);
     size_t used = 0;
+    double chosen[TP_PB2_MAX_PARAMS];
+    *by_model = st->pb2_ready && tp__pb2_choose(st->pb2, donor, &st->rng, chosen);
     changes[0] = 0;
     for (size_t i = 0; i < st->nexplore; i++) {
         const tp_pbt_explore_t *e = &st->explore[i];
@@ -209,8 +228,10 @@ static json_t *explore(const tp_scheduler_t *s, pbt_t *st, const json_t *donor, 
         json_t *old = json_object_get(cfg, e->param);
         if (!p || !old) continue; /* inactive under a condition */
         json_t *nv = NULL;
-        double u = tp__rng_uniform(&st->rng);
-        if (u < e->resample) {
+        int k = *by_model ? tp__pb2_index(st->pb2, e->param) : -1;
+        if (k >= 0) {
+            nv = fit_value(p, chosen[k]);
+        } else if (tp__rng_uniform(&st->rng) < e->resample) {
             json_t *fresh = tp__space_sample_full(s->space, &st->rng);
             nv = json_incref(json_object_get(fresh, e->param));
             json_decref(fresh);
@@ -269,20 +290,24 @@ static void plan_generation(tp_scheduler_t *s, pbt_t *st, double b) {
         }
     size_t q = N < 2 ? 0 : (size_t)ceil((double)N * st->quantile - 1e-9);
     if (2 * q > N) q = N / 2;
+    st->pb2_ready = q && st->pb2 && tp__pb2_fit(st->pb2, b / s->cfg.budget.max);
     st->plan = tp__xcalloc(N ? N : 1, sizeof *st->plan);
     unsigned char *bottom = tp__xcalloc(st->n ? st->n : 1, 1);
     for (size_t i = 0; i < q; i++) {
         pbt_step_t *p = &st->plan[st->nplan++];
         const ranked_t *me = &r[i], *donor = &r[N - q + tp__rng_below(&st->rng, q)];
         char changes[120];
+        int by_model;
         p->trial = me->trial;
         p->donor = donor->trial;
-        p->config = explore(s, st, st->trials[donor->trial].config, changes, sizeof changes);
+        p->config =
+            explore(s, st, st->trials[donor->trial].config, changes, sizeof changes, &by_model);
         bottom[me->trial] = 1;
         if (snprintf(p->why, sizeof p->why,
                      "exploit at %g: %.4g in the bottom %zu of %zu, trial %lld's checkpoint "
-                     "(%.4g); explore: %s",
+                     "(%.4g); explore%s: %s",
                      b, me->value, q, N, (long long)donor->trial, donor->value,
+                     by_model ? " by pb2" : "",
                      changes[0] ? changes : "unchanged") >= (int)sizeof p->why)
             memcpy(p->why + sizeof p->why - 4, "...", 4); /* cut: the decision has them all */
     }
@@ -310,6 +335,7 @@ static void start(tp_scheduler_t *s, pbt_t *st, int64_t t, tp_job_t *out) {
     out->budget = rung_budget(s, out->rung);
     out->group = out->rung; /* a generation's jobs run at one budget */
     out->donor = -1;
+    tr->before = tr->at > 0 ? tr->value : NAN;
     tr->running = 1;
     st->running++;
 }
@@ -320,6 +346,7 @@ static int hand_out(tp_scheduler_t *s, pbt_t *st, tp_job_t *out) {
     if (p->donor >= 0) tr->at = st->trials[p->donor].at; /* where the copy starts */
     start(s, st, p->trial, out);
     if (p->donor >= 0) {
+        tr->before = st->trials[p->donor].value; /* the copy's */
         json_decref(tr->config);
         tr->config = p->config; /* the plan's reference moves to the trial */
         p->config = NULL;
@@ -402,6 +429,9 @@ static void pbt_result(tp_scheduler_t *s, int64_t trial, int rung, int ok, doubl
         tp__searcher_tell(s->sampler, (uint64_t)trial, t->config, NAN, b, now);
         return;
     }
+    if (st->pb2 && !isnan(t->before)) /* the job started at the budget of the rung before */
+        tp__pb2_observe(st->pb2, (rung ? rung_budget(s, rung - 1) : 0) / s->cfg.budget.max,
+                        t->config, s->cfg.maximize ? value - t->before : t->before - value);
     t->at = b;
     t->value = value;
     tp__searcher_tell(s->sampler, (uint64_t)trial, t->config, value, b, now);
@@ -432,6 +462,7 @@ static void pbt_destroy(tp_scheduler_t *s) {
         json_decref(st->trials[i].config);
     free(st->trials);
     free(st->explore);
+    tp__pb2_free(st->pb2);
     free(st);
     s->impl = NULL;
 }

@@ -29,10 +29,13 @@ typedef struct tp_pbt_explore {
     size_t nfactors;   /* 0: no factors (the donor's value is kept unless resampled) */
 } tp_pbt_explore_t;
 
-/* `pbt: {perturbation_interval: 2, quantile: 0.25, explore: {...}}`. */
+/* `pbt: {perturbation_interval: 2, quantile: 0.25, explore: {...}, explore_with: pb2}`. */
 typedef struct tp_pbt_cfg {
     double interval;                 /* budget units between exploit/explore steps, > 0 */
     double quantile;                 /* bottom and top share of the population; 0: 0.25 */
+    int pb2;                         /* explore_with pb2: the numeric explored parameters are
+                                        chosen by PB2's GP bandit (pb2.h) once it has data;
+                                        0: perturb (explore's factors and resampling) */
     const tp_pbt_explore_t *explore; /* borrowed; NULL (nexplore 0): every numeric parameter
                                         {resample: 0.25, factors: [0.8, 1.2]}, every choice
                                         {resample: 0.25} (Ray Tune's defaults) */

@@ -3,7 +3,9 @@
 (high early, low late) runs to the end; each exploit copies the donor's checkpoint into the
 recipient's (the recipient resumes at the donor's step with the donor's state), explores its
 learning rate by the factors, journals the lineage and shows it in `trials` and `export`; a run
-SIGKILLed at several points resumes into the same decisions; mistakes are said."""
+SIGKILLed at several points resumes into the same decisions; under `explore_with: pb2` the
+GP bandit chooses the learning rate once it has data, and a killed run resumes the same; mistakes
+are said."""
 
 import csv
 import io
@@ -45,7 +47,7 @@ N = 4
 
 
 class PbtTest(E2E):
-    def exp(self, pbt=True, extra="", name="exp.yaml", concurrency=2):
+    def exp(self, pbt=True, extra="", name="exp.yaml", concurrency=2, explore_with="perturb"):
         script = self.write("trial.py", TRIAL)
         return self.experiment(
             "name: pbt\n"
@@ -58,8 +60,9 @@ class PbtTest(E2E):
             "%s%s"
             "concurrency: %d\n"
             % (yaml_str(PY), yaml_str(script), N,
-               "pbt: {perturbation_interval: 2, quantile: 0.25, "
-               "explore: {lr: {factors: [0.5, 2.0]}}}\n" if pbt else "", extra, concurrency),
+               "pbt: {perturbation_interval: 2, quantile: 0.25, explore_with: %s, "
+               "explore: {lr: {factors: [0.5, 2.0]}}}\n" % explore_with if pbt else "", extra,
+               concurrency),
             name=name)
 
     def exploits(self, run_dir):
@@ -145,6 +148,24 @@ class PbtTest(E2E):
             self.assertEqual([(t["id"], t["params"]) for t in a.trials()],
                              [(t["id"], t["params"]) for t in b.trials()])
 
+    def test_pb2_chooses_by_its_model_and_a_killed_run_resumes_the_same(self):
+        plain, _ = self.assert_kills_resume_the_same(
+            self.exp(concurrency=1, explore_with="pb2"), self.decisions)
+        self.assertExit(self.tp("status", plain), 0)
+        with self.store(plain) as s:
+            self.assertTrue(all(t["state"] == "completed" for t in s.trials()))
+            whys = [r["detail"] for r in s.q("SELECT detail FROM decisions WHERE kind = 'job' "
+                                             "AND detail LIKE 'exploit%' ORDER BY seq")]
+        ex = self.exploits(plain)
+        self.assertEqual([d["donor_step"] for _, _, d in ex], [2, 4, 6])
+        self.assertEqual(len(whys), 3)
+        # at 2 no job has a gain yet: the factors; at 4 and 6 the model chose, in the range
+        self.assertIn("explore: lr", whys[0])
+        for why in whys[1:]:
+            self.assertIn("explore by pb2: lr", why)
+        for _, _, d in ex:
+            self.assertTrue(0.001 <= d["new"]["lr"] <= 1.0, d)
+
     def test_mistakes_are_said_with_what_would_be_right(self):
         r = self.run_exp(self.exp(pbt=False), self.path("a"))
         self.assertNotEqual(r.returncode, 0)
@@ -156,6 +177,9 @@ class PbtTest(E2E):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("pbt explores \"lrr\", which is no parameter in space", r.stderr)
         self.assertIn("did you mean \"lr\"", r.stderr)
+        r = self.run_exp(self.exp(name="e.yaml", explore_with="pb3"), self.path("e"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("unknown explore_with \"pb3\"; did you mean \"pb2\"?", r.stderr)
 
 
 if __name__ == "__main__":

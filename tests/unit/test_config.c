@@ -664,6 +664,26 @@ TP_TEST(test_number_settings_say_their_range) {
 #undef PBT
 }
 
+TP_TEST(test_pbt_explore_with_takes_perturb_or_pb2) {
+#define PBT HEAD "search: {algorithm: random, trials: 4, scheduler: pbt}\n"
+    static const char ok[] = PBT "space: {lr: {loguniform: [0.001, 1]}}\n"
+                                 "budget: {name: epochs, min: 1, max: 8}\n"
+                                 "pbt: {perturbation_interval: 2, explore_with: pb2}\n";
+    tp_experiment_t x;
+    tp_error_t err = {0};
+    TP_REQUIRE(tp__experiment_parse("exp.yaml", ok, strlen(ok), &x, &err) == 0);
+    TP_CHECK_INT(x.pbt.pb2, 1);
+    tp__experiment_free(&x);
+    TP_CHECK_CONTAINS(parse_error(PBT "pbt: {perturbation_interval: 2, explore_with: pb3}\n"),
+                      "exp.yaml:5:47: unknown explore_with \"pb3\"; did you mean \"pb2\"?");
+    TP_CHECK_CONTAINS(parse_error(PBT "space: {act: {choice: [relu, tanh]}}\n"
+                                      "budget: {name: epochs, min: 1, max: 8}\n"
+                                      "pbt: {perturbation_interval: 2, explore_with: pb2}\n"),
+                      "exp.yaml:7:6: explore_with pb2 chooses numeric parameters, and none is "
+                      "explored");
+#undef PBT
+}
+
 int main(void) {
     return tp_test_main();
 }
