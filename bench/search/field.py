@@ -23,8 +23,10 @@ Figures, not tests: nothing here asserts. From the repository root:
 
     sh bench/search/setup.sh                 # Optuna and cmaes from Debian
     sh /work/wt/build.sh (or cmake ... && cmake --build build)
-    python3 bench/search/field.py --quick    # 3 seeds: about a minute on 2 cores
-    python3 bench/search/field.py            # 10 seeds: a few minutes on 2 cores
+    python3 bench/search/field.py --quick    # 3 seeds
+    python3 bench/search/field.py            # 10 seeds: 7,200 trial commands, each a Python
+                                             # start-up (31 minutes on a 2-core machine at
+                                             # load average 16-34, mostly waiting for a CPU)
 
 Optuna 3.1 has no GPSampler (it came in 3.6), and Debian ships no BoTorch, so no GP row on
 Optuna's side.
