@@ -86,10 +86,11 @@ def tree_suggest(trial):
 
 # ---- running each engine ---------------------------------------------------------------
 
-def tp_run(args, name, problem, params, space, metric_yaml, search_yaml, extra=""):
-    """Run one tunepack experiment; returns (rows, wall seconds), rows = [(id, value)]."""
+def tp_run(args, name, problem, params, space, metric_yaml, search_yaml, extra="", fixed=()):
+    """Run one tunepack experiment; returns (rows, wall seconds, its directory),
+    rows = [(id, value)]. fixed: more arguments for the trial command, as they are."""
     work = tempfile.mkdtemp(prefix="tp-spaces-", dir=args.scratch)
-    cmd = ", ".join(json.dumps(a) for a in OBJ_ARGV + [problem] +
+    cmd = ", ".join(json.dumps(a) for a in OBJ_ARGV + [problem] + list(fixed) +
                     ["--%s={%s}" % (p, p) for p in params])
     path = os.path.join(work, "exp.yaml")
     with open(path, "w") as f:
@@ -108,9 +109,9 @@ def tp_run(args, name, problem, params, space, metric_yaml, search_yaml, extra="
     return rows, wall, work
 
 
-def run_objective(problem, params):
-    """Run the trial command for params; returns its JSON result."""
-    argv = OBJ_ARGV + [problem] + ["--%s=%s" % (k, v) for k, v in params.items()]
+def run_objective(problem, params, fixed=()):
+    """Run the trial command for params (and the arguments fixed); returns its JSON result."""
+    argv = OBJ_ARGV + [problem] + list(fixed) + ["--%s=%s" % (k, v) for k, v in params.items()]
     out = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if out.returncode != 0:
         raise RuntimeError(out.stderr)
