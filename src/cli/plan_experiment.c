@@ -26,16 +26,18 @@ typedef struct xp {
     const tp_experiment_t *x;
     tp_simtune_measured_t *rec; /* measured trials (arrays owned) */
     size_t nrec;
-    int curves;         /* records with a learning curve */
-    double unit_s;      /* when nothing is measured */
-    int trial_gpus;     /* GPUs per trial */
-    int max_running;    /* jobs at once (0: the GPUs') */
-    int seeds;          /* simulated searches per GPU count */
-    json_t *assumed;    /* what the answer rests on, in words */
-    double median_unit; /* of the records */
-    double startup_s;   /* each job's start-up, fitted from the jobs' durations (0: none) */
-    size_t jobs;        /* jobs the fit saw */
-    char gpu[128];      /* the type of GPU the measured run had ("": none recorded) */
+    int curves;           /* records with a learning curve */
+    double unit_s;        /* when nothing is measured */
+    int trial_gpus;       /* GPUs per trial */
+    int max_running;      /* jobs at once (0: the GPUs') */
+    int seeds;            /* simulated searches per GPU count */
+    json_t *assumed;      /* what the answer rests on, in words */
+    double median_unit;   /* of the records */
+    double startup_s;     /* each job's start-up, fitted from the jobs' durations (0: none) */
+    size_t jobs;          /* jobs the fit saw */
+    char gpu[128];        /* the type of GPU the measured run had ("": none recorded) */
+    tp_cli_scale_t scale; /* node failures, queue waits, a trial's start-up on its node */
+    int gpn;              /* the nodes' size */
 } xp_t;
 
 typedef struct xp_stats {
@@ -283,6 +285,10 @@ static int simulate(xp_t *p, int gpus, double deadline_s, double horizon_s, xp_s
         c.unit_s = p->unit_s;
         c.startup_s = p->startup_s; /* every job pays it (0: in the unit times) */
         c.horizon_s = horizon_s;
+        c.node_failures = p->scale.node_failures;
+        c.queue_wait_s = p->scale.queue_wait_s;
+        c.trial_startup_s = p->scale.trial_startup_s;
+        c.gpus_per_node = p->gpn;
         /* a scheduler that plans against the deadline is told it, as the run tells it */
         c.deadline_s = s->ops->deadline ? deadline_s : 0;
         tp_simtune_result_t r;
@@ -337,6 +343,8 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
     p->x = x;
     p->seeds = o->seeds > 0 ? o->seeds : 10;
     p->assumed = json_array();
+    p->scale = o->scale;
+    p->gpn = o->gpus_per_node > 0 ? o->gpus_per_node : 8;
     p->trial_gpus = x->res.gpus > 0 ? x->res.gpus * (x->res.nodes > 0 ? x->res.nodes : 1) : 1;
     if (x->res.gpus > 0)
         assume(p, "%d GPU%s per trial, as resources: declares, each trial's alone", p->trial_gpus,
@@ -402,6 +410,16 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
                "no learning curve measured: the best %s cannot be predicted (the scheduler "
                "ranks synthetic curves to decide its promotions)",
                x->metric);
+    const tp_cli_scale_t *sc = &p->scale;
+    if (sc->node_failures > 0 || sc->queue_wait_s > 0)
+        assume(p,
+               "nodes of %d GPUs, failing %g times per node-day (a failed node's jobs start "
+               "again from their start once it is taken for lost, 10 s on), joining after a "
+               "queue wait of %g s on average (exponential; at the start and after a failure)",
+               p->gpn, sc->node_failures, sc->queue_wait_s);
+    if (sc->trial_startup_s > 0)
+        assume(p, "each attempt starts %.3g s later on its node (--trial-startup)",
+               sc->trial_startup_s);
     assume(p, "%d simulated searches (seeds %llu..%llu): medians and 90%% ranges", p->seeds,
            (unsigned long long)x->search.seed,
            (unsigned long long)(x->search.seed + (uint64_t)p->seeds - 1));
@@ -496,6 +514,11 @@ static void keep_plan(const xp_t *p, const json_t *j, const char *file, const tp
                   "measured_trials", (json_int_t)p->nrec, "startup_s", p->startup_s, "deadline_s",
                   o->deadline_s, "gpu_type", o->gpu_type ? json_string(o->gpu_type) : json_null(),
                   "metric", p->x->metric));
+    json_t *in = json_object_get(doc, "inputs");
+    json_object_set_new(in, "node_failures", json_real(p->scale.node_failures));
+    json_object_set_new(in, "queue_wait_s", json_real(p->scale.queue_wait_s));
+    json_object_set_new(in, "trial_startup_s", json_real(p->scale.trial_startup_s));
+    json_object_set_new(in, "gpus_per_node", json_integer(p->gpn));
     json_object_set_new(doc, "assumed", json_incref(p->assumed));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
