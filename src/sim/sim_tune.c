@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "chart/chart.h"
+#include "place/fluid.h"
 #include "search/scheduler.h"
 #include "sim/sim_nodes.h"
 #include "sim/sim_tune.h"
@@ -564,6 +565,15 @@ static void draw(sim_t *m) {
     free(lp);
     free(legend);
     free(lg);
+}
+
+double tp__simtune_packed_factor(int k, double busy, double overhead, int served) {
+    if (k <= 1) return 1;
+    double m = 1 + overhead * (k - 1); /* each one's GPU work grows by the overhead */
+    double T = (1 - busy) + m * busy;  /* its time at its own pace, alone = 1 */
+    double D = k * m * busy / T;       /* the GPU's demand */
+    double ck = served ? tp__fluid_served(NULL, k) : 1;
+    return T * (D > ck ? D / ck : 1);
 }
 
 void tp__simtune_defaults(tp_simtune_cfg_t *c) {

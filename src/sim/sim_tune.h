@@ -111,6 +111,12 @@ typedef struct tp_simtune_result {
     size_t requeued;        /* jobs lost with a node and placed again */
 } tp_simtune_result_t;
 
+/* How many times longer each of k identical trials takes on one GPU than
+ * alone, under the simulator's contention model (docs/simulator.md, sim.c):
+ * a trial busy `busy` of its time alone, MPS overhead `overhead` per
+ * co-located trial, the GPU serving C_k (the served curve; 1 when not
+ * served). 1 for k <= 1. O(1). */
+double tp__simtune_packed_factor(int k, double busy, double overhead, int served);
 /* Defaults above (scheduler asha, 8 GPUs, 81 trials, budget 1..27 eta 3,
  * no deadline, no reallocation). */
 void tp__simtune_defaults(tp_simtune_cfg_t *c);

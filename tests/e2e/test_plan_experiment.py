@@ -191,6 +191,31 @@ class PlanExperiment(E2E):
             self.assertExit(p, 2)
             self.assertIn("--queue-wait", p.stderr)
 
+    def test_a_packing_experiment_plans_fewer_gpus_than_the_same_unpacked(self):
+        """The experiment's placement: trials of a quarter GPU and 8 GiB that wfd packs on an
+        80 GiB GPU plan fewer GPUs than the same trials under one-per-gpu or sharing: none (one
+        per GPU, the same plan), and the plan says how many share a GPU, and how much slower."""
+        base = ("name: pk\ncommand: [train, --lr, '{lr}', --epochs, '{epochs}']\n"
+                "metric: {name: acc, mode: max}\nspace: {lr: {loguniform: [1.0e-4, 1.0]}}\n"
+                "search: {algorithm: random, trials: 40, seed: 1, scheduler: asha}\n"
+                "budget: {name: epochs, min: 1, max: 9, eta: 3}\n"
+                "resources: {gpus: 1, gpu_memory: 8G, gpu_compute: 0.25}\n")
+        args = ("--deadline", "30m", "--unit-time", "60s", "--seeds", "4", "--gpu-type",
+                "a100_80g")
+        plans = {}
+        for name, extra in (("packed", "placement: {policy: wfd}\n"),
+                            ("alone", "placement: {policy: one-per-gpu}\n"),
+                            ("none", "sharing: none\n")):
+            plans[name] = self.plan(self.experiment(base + extra, name=name + ".yaml"), *args)
+            self.assertIsNotNone(plans[name]["gpus"], plans[name])
+        self.assertLess(plans["packed"]["gpus"], plans["alone"]["gpus"])
+        self.assertEqual(plans["none"]["gpus"], plans["alone"]["gpus"])
+        said = [a for a in plans["packed"]["assumed"] if "share each GPU" in a]
+        self.assertTrue(said and "wfd" in said[0], plans["packed"]["assumed"])
+        for name in ("alone", "none"):
+            self.assertTrue(any("alone on its GPU" in a for a in plans[name]["assumed"]),
+                            plans[name]["assumed"])
+
     def test_bad_input_is_an_error_that_says_what(self):
         exp = self.mlp()
         p = self.tp("simulate", exp)
