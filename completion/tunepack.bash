@@ -28,7 +28,7 @@ _tunepack_options() {
                        "--queue-wait --trial-startup --help" ;;
         plan) echo "--deadline --space --gpu-type --policy --gpus-per-node --cpus-per-node" \
                    "--overhead --max-gpus --profile --json --dir --check --seeds --unit-time" \
-                   "--from --help" ;;
+                   "--from --node-failures --queue-wait --trial-startup --help" ;;
         agent | resize) echo "--help" ;;
     esac
 }

@@ -66,6 +66,34 @@ int tp__cli_count(const tp_cmd_t *cmd, const char *opt, const char *text, long *
 /* A duration option's value (`--deadline 30m`) into *out, in seconds: above
  * zero. TP_CLI_PARSED, or TP_EXIT_USAGE after saying what is wrong. */
 int tp__cli_duration(const tp_cmd_t *cmd, const char *opt, const char *text, double *out);
+/* --node-failures R, --queue-wait TIME, --trial-startup TIME: the cluster a
+ * run meets at scale (docs/simulator.md, "Cluster scale"), the same options
+ * with the same meaning for simulate and plan, of a workload or an
+ * experiment alike. A verb's option table takes the rows of
+ * TP_CLI_SCALE_OPTS, its --help the lines of TP_CLI_SCALE_HELP, and
+ * tp__cli_scale parses what was given. */
+typedef struct tp_cli_scale {
+    const char *failures_a, *queue_a, *startup_a; /* the options' text (NULL: not given) */
+    double node_failures;                         /* failures per node-day (0: none) */
+    double queue_wait_s;                          /* mean queue wait of a node (0: none) */
+    double trial_startup_s;                       /* each attempt's start-up on its node */
+} tp_cli_scale_t;
+#define TP_CLI_SCALE_OPTS(sc)                                                                      \
+    {"--node-failures", NULL, &(sc).failures_a}, {"--queue-wait", NULL, &(sc).queue_a}, {          \
+        "--trial-startup", NULL, &(sc).startup_a                                                   \
+    }
+#define TP_CLI_SCALE_HELP                                                                          \
+    "  --node-failures R  each node fails R times per node-day (\"0.01\" or \"1%\"):\n"            \
+    "                     its trials are lost, placed again once the node is taken\n"              \
+    "                     for lost (10 s), from their start (an experiment's: its\n"               \
+    "                     job's); the node is replaced\n"                                          \
+    "  --queue-wait TIME  nodes join after a queue wait, exponential of this mean (a\n"            \
+    "                     self-allocated Slurm cluster): all at the start, and each\n"             \
+    "                     replacement\n"                                                           \
+    "  --trial-startup T  each attempt's start-up on its node (default 0)\n"
+/* The values of those given in sc. TP_CLI_PARSED, or TP_EXIT_USAGE after
+ * saying what is wrong. */
+int tp__cli_scale(const tp_cmd_t *cmd, tp_cli_scale_t *sc);
 /* Open the experiment named by dir (NULL: the latest under ./runs) read-only;
  * prints the error and returns NULL on failure. *dir_out is malloc'd. */
 tp_store_t *tp__cli_open(const char *dir, char **dir_out);
@@ -154,6 +182,8 @@ typedef struct tp_xplan_opts {
     double unit_s;        /* seconds per budget unit when nothing is measured (0: none) */
     size_t max_gpus;      /* the most GPUs tried (0: trials x GPUs per trial) */
     size_t from;          /* --check: plan from the first this many trials (0: a quarter) */
+    tp_cli_scale_t scale; /* node failures, queue waits, a trial's start-up on its node */
+    int gpus_per_node;    /* the nodes' size with failures or queue waits */
     int json;
 } tp_xplan_opts_t;
 /* 1 when path is an experiment file (it has `command:`), 0 otherwise. */

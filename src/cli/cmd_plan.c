@@ -39,6 +39,7 @@ static int plan_main(int argc, char **argv) {
                *gpn_a = NULL, *cpn_a = NULL, *ov_a = NULL, *max_a = NULL, *profile_a = NULL,
                *dir = NULL, *check = NULL, *seeds_a = NULL, *unit_a = NULL, *from_a = NULL;
     int as_json = 0;
+    tp_cli_scale_t sc = {0};
     const char *policies[TP_CLI_MAX_POLICIES];
     tp__cli_policy_names(policies, TP_ARRAY_LEN(policies));
     const tp_cli_opt_t opts[] = {{"--space", NULL, &space},
@@ -55,16 +56,35 @@ static int plan_main(int argc, char **argv) {
                                  {"--check", NULL, &check},
                                  {"--seeds", NULL, &seeds_a},
                                  {"--unit-time", NULL, &unit_a},
-                                 {"--from", NULL, &from_a}};
+                                 {"--from", NULL, &from_a},
+                                 TP_CLI_SCALE_OPTS(sc)};
     int rc = tp__cli_parse(&tp__cmd_plan, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
+    if (tp__cli_scale(&tp__cmd_plan, &sc) != TP_CLI_PARSED) return TP_EXIT_USAGE;
     char default_file[4096];
     if (!file && !space && !check) /* no silent guess at what the user meant to plan */
         return tp__cli_usage_error(
             &tp__cmd_plan, "say what to plan: an experiment or workload FILE (tunepack plan FILE "
                            "--deadline 24h), or --space NAME of the installed catalogue "
                            "(tunepack plan --space SP4 --gpu-type a100_80g --deadline 24h)");
-    tp_xplan_opts_t xo = {.gpu_type = gtype, .dir = dir, .json = as_json};
+    plan_t p = {.gpn = 4,
+                .cpn = 0,
+                .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY,
+                      .overhead = 0.03,
+                      .node_failures = sc.node_failures,
+                      .queue_wait_s = sc.queue_wait_s,
+                      .trial_startup_s = sc.trial_startup_s}};
+    char *end = NULL;
+    if (gpn_a) {
+        long v = strtol(gpn_a, &end, 10);
+        if (*end || v < 1 || v > 64)
+            return tp__cli_usage_error(
+                &tp__cmd_plan, "--gpus-per-node must be a whole number in [1, 64], got \"%s\"",
+                gpn_a);
+        p.gpn = (int)v;
+    }
+    tp_xplan_opts_t xo = {
+        .gpu_type = gtype, .dir = dir, .json = as_json, .scale = sc, .gpus_per_node = p.gpn};
     long lv = 0;
     if (seeds_a) {
         if (tp__cli_count(&tp__cmd_plan, "--seeds", seeds_a, &lv) != TP_CLI_PARSED)
@@ -111,18 +131,6 @@ static int plan_main(int argc, char **argv) {
             xo.max_gpus = (size_t)lv;
         }
         return tp__cli_plan_experiment(file, &xo);
-    }
-    plan_t p = {.gpn = 4,
-                .cpn = 0,
-                .o = {.policy = policy ? policy : TP_PLACE_DEFAULT_POLICY, .overhead = 0.03}};
-    char *end = NULL;
-    if (gpn_a) {
-        long v = strtol(gpn_a, &end, 10);
-        if (*end || v < 1 || v > 64)
-            return tp__cli_usage_error(
-                &tp__cmd_plan, "--gpus-per-node must be a whole number in [1, 64], got \"%s\"",
-                gpn_a);
-        p.gpn = (int)v;
     }
     if (cpn_a) {
         long v = strtol(cpn_a, &end, 10);
@@ -238,16 +246,22 @@ const tp_cmd_t tp__cmd_plan = {
     .usage =
         "usage: tunepack plan EXPERIMENT --deadline D [--dir DIR] [--gpu-type T] [--seeds 10]\n"
         "                     [--unit-time TIME] [--max-gpus N] [--json]\n"
+        "                     [--node-failures RATE] [--queue-wait TIME]\n"
+        "                     [--trial-startup TIME] [--gpus-per-node 4]\n"
         "       tunepack plan --check DIR [--from N] [--seeds 10] [--json]\n"
         "       tunepack plan [FILE] --deadline D [--space NAME] [--gpu-type T] [--policy P]\n"
         "                     [--gpus-per-node 4] [--cpus-per-node N] [--overhead 0.03]\n"
-        "                     [--max-gpus N] [--profile TIME] [--json]\n\n"
+        "                     [--max-gpus N] [--profile TIME] [--json]\n"
+        "                     [--node-failures RATE] [--queue-wait TIME]\n"
+        "                     [--trial-startup TIME]\n\n"
         "EXPERIMENT is the file `tunepack run` takes. Its own search (sampler, scheduler,\n"
-        "budget, trials, concurrency.total, resources.gpus) runs on a virtual clock, the\n"
-        "sampler and scheduler the run's own, over --seeds seeds; trial times and learning\n"
-        "curves are resampled from the trials measured in DIR (default runs/<name> when it\n"
-        "exists), else --unit-time per budget unit, else the declared timeout spread over\n"
-        "the budget, else an assumed 60 s. Prints the fewest GPUs whose median makespan\n"
+        "budget, trials, concurrency.total, resources.gpus, and its placement: as many\n"
+        "trials share a GPU as its placement policy packs of their declared demand)\n"
+        "runs on a virtual clock, the sampler and scheduler the run's own, over --seeds\n"
+        "seeds; trial times and learning curves are resampled from the trials measured\n"
+        "in DIR (default runs/<name> when it exists), else --unit-time per budget unit,\n"
+        "else the declared timeout spread over the budget, else an assumed 60 s. Prints\n"
+        "the fewest GPUs whose median makespan\n"
         "meets the deadline, that makespan with its 90% range, the best metric expected by\n"
         "the deadline on 1/2, 1 and 2 times that many GPUs (or that it cannot be predicted\n"
         "when no curve is measured), and what it assumed. A plan that meets the deadline\n"
@@ -256,6 +270,10 @@ const tp_cmd_t tp__cmd_plan = {
         "it beside the run. --check DIR prints the latest plan kept there beside what\n"
         "happened; with none (or with --from) it plans the finished run again from its\n"
         "first --from trials (default a quarter) on its own concurrency.\n\n"
+        "Either kind of plan can meet the cluster at scale, as tunepack simulate does:\n"
+        "nodes of --gpus-per-node GPUs that fail (--node-failures), join after a queue\n"
+        "wait (--queue-wait), and a start-up for each trial's attempt on its node\n"
+        "(--trial-startup).\n\n"
         "Finds the smallest number of GPUs of type T (in nodes of --gpus-per-node,\n"
         "32 CPU cores per GPU unless --cpus-per-node) on which the space's trials,\n"
         "placed by policy P (default vpack), finish within the deadline, simulating each\n"
@@ -277,11 +295,11 @@ const tp_cmd_t tp__cmd_plan = {
         "  --gpu-type T       a GPU type of FILE (default: the first one); with EXPERIMENT\n"
         "                     the measured times scaled to T by its relative speed\n"
         "  --policy P         vpack (default), one-per-gpu, ff, ffd, bf, bfd, wf, wfd, optimal\n"
-        "  --gpus-per-node N  GPUs per node (default 4)\n"
+        "  --gpus-per-node N  GPUs per node (default 4), for EXPERIMENT too\n"
         "  --cpus-per-node N  CPU cores per node (default 32 per GPU)\n"
         "  --overhead X       MPS cost per co-located trial (default 0.03)\n"
         "  --max-gpus N       the most GPUs tried (default: the number of trials)\n"
-        "  --profile TIME     model a run that measures its demand first\n"
+        "  --profile TIME     model a run that measures its demand first\n" TP_CLI_SCALE_HELP
         "  --json             one object: {\"gpus\", \"makespan_s\", \"deadline_s\", ...}\n"
         "  --dir DIR          (EXPERIMENT) the run whose trial times are used\n"
         "  --seeds N          (EXPERIMENT) simulated searches, 1..64 (default 10)\n"

@@ -38,25 +38,6 @@ static int opt_real(const char *name, const char *v, double lo, double hi, doubl
     return 0;
 }
 
-/* --node-failures: failures per node-day, a number or a percentage ("1%"). */
-static int opt_failures(const char *v, double *out) {
-    char num[64];
-    size_t n = strlen(v);
-    int pct = n > 0 && n < sizeof num && v[n - 1] == '%';
-    snprintf(num, sizeof num, "%.*s", (int)(pct ? n - 1 : n), v);
-    char *end = NULL;
-    double x = strtod(num, &end);
-    if (!*num || end == num || *end || !isfinite(x) || x < 0 || (pct ? x / 100 : x) > 1000) {
-        tp__cli_usage_error(&tp__cmd_simulate,
-                            "--node-failures must be failures per node-day, a number in "
-                            "[0, 1000] or a percentage (\"1%%\"), got \"%s\"",
-                            v);
-        return -1;
-    }
-    *out = pct ? x / 100 : x;
-    return 0;
-}
-
 static void print_summary(const tp_sim_result_t *r, const char *space, const char *cluster,
                           size_t ngpus, const char *searcher) {
     printf("simulated %s on %s (%zu GPUs, summed speed %g), policy %s, %s searcher: %llu trials\n",
@@ -91,8 +72,8 @@ static int simulate_main(int argc, char **argv) {
                *trials_a = NULL, *seed_a = NULL, *ov_a = NULL, *csv = NULL, *svg = NULL,
                *window_a = NULL, *rounds_a = NULL, *st_a = NULL, *sg_a = NULL, *gtype = NULL,
                *gpn_a = NULL, *oversub_a = NULL, *profile_a = NULL, *contention_a = NULL,
-               *gpus_a = NULL, *dir = NULL, *seeds_a = NULL, *unit_a = NULL, *deadline_a = NULL,
-               *fail_a = NULL, *queue_a = NULL, *startup_a = NULL;
+               *gpus_a = NULL, *dir = NULL, *seeds_a = NULL, *unit_a = NULL, *deadline_a = NULL;
+    tp_cli_scale_t sc = {0};
     int as_json = 0;
     static const char *const searchers[] = {"grid", "random", NULL};
     /* in the order of tp_sim_rounds_t */
@@ -125,13 +106,15 @@ static int simulate_main(int argc, char **argv) {
                                  {"--seeds", NULL, &seeds_a},
                                  {"--unit-time", NULL, &unit_a},
                                  {"--deadline", NULL, &deadline_a},
-                                 {"--node-failures", NULL, &fail_a},
-                                 {"--queue-wait", NULL, &queue_a},
-                                 {"--trial-startup", NULL, &startup_a}};
+                                 TP_CLI_SCALE_OPTS(sc)};
     int rc = tp__cli_parse(&tp__cmd_simulate, argc, argv, opts, TP_ARRAY_LEN(opts), &file);
     if (rc != TP_CLI_PARSED) return rc;
+    if (tp__cli_scale(&tp__cmd_simulate, &sc) != TP_CLI_PARSED) return TP_EXIT_USAGE;
+    uint64_t gpn = 8;
+    if (gpn_a && opt_u64("--gpus-per-node", gpn_a, 1, 64, &gpn) < 0) return TP_EXIT_USAGE;
     if (file && !space && tp__cli_is_experiment(file)) { /* an experiment of the user's own */
-        tp_xplan_opts_t xo = {.gpu_type = gtype, .dir = dir, .json = as_json};
+        tp_xplan_opts_t xo = {
+            .gpu_type = gtype, .dir = dir, .json = as_json, .scale = sc, .gpus_per_node = (int)gpn};
         long lv = 0;
         if (!gpus_a)
             return tp__cli_usage_error(&tp__cmd_simulate,
@@ -153,9 +136,6 @@ static int simulate_main(int argc, char **argv) {
             return TP_EXIT_USAGE;
         return tp__cli_plan_experiment(file, &xo);
     }
-    if (file && !space && tp__cli_is_experiment(file) && (fail_a || queue_a || startup_a))
-        return tp__cli_usage_error(&tp__cmd_simulate, "--node-failures, --queue-wait and "
-                                                      "--trial-startup are for a workload FILE");
     if (gpus_a || dir || seeds_a || unit_a || deadline_a)
         return tp__cli_usage_error(&tp__cmd_simulate, "--gpus, --dir, --seeds, --unit-time and "
                                                       "--deadline are for an experiment FILE");
@@ -168,7 +148,7 @@ static int simulate_main(int argc, char **argv) {
     }
 
     tp_sim_opts_t o = {.policy = policy, .searcher = searcher, .overhead = 0.03};
-    uint64_t window = 0, scale_trials = 0, scale_gpus = 0, gpn = 8;
+    uint64_t window = 0, scale_trials = 0, scale_gpus = 0;
     if (trials_a && opt_u64("--trials", trials_a, 1, UINT64_C(1) << 32, &o.trials) < 0)
         return TP_EXIT_USAGE;
     if (seed_a && opt_u64("--seed", seed_a, 0, UINT64_MAX, &o.seed) < 0) return TP_EXIT_USAGE;
@@ -177,18 +157,13 @@ static int simulate_main(int argc, char **argv) {
     if (st_a && opt_u64("--scale-trials", st_a, 1, UINT64_C(1) << 32, &scale_trials) < 0)
         return TP_EXIT_USAGE;
     if (sg_a && opt_u64("--scale-gpus", sg_a, 1, 1 << 22, &scale_gpus) < 0) return TP_EXIT_USAGE;
-    if (gpn_a && opt_u64("--gpus-per-node", gpn_a, 1, 64, &gpn) < 0) return TP_EXIT_USAGE;
     double oversub = 0;
     if (oversub_a && opt_real("--oversubscribe", oversub_a, 0, 16, &oversub) < 0)
         return TP_EXIT_USAGE;
     o.window = (size_t)window;
-    if (fail_a && opt_failures(fail_a, &o.node_failures) < 0) return TP_EXIT_USAGE;
-    if (queue_a && tp__cli_duration(&tp__cmd_simulate, "--queue-wait", queue_a, &o.queue_wait_s) !=
-                       TP_CLI_PARSED)
-        return TP_EXIT_USAGE;
-    if (startup_a && tp__cli_duration(&tp__cmd_simulate, "--trial-startup", startup_a,
-                                      &o.trial_startup_s) != TP_CLI_PARSED)
-        return TP_EXIT_USAGE;
+    o.node_failures = sc.node_failures;
+    o.queue_wait_s = sc.queue_wait_s;
+    o.trial_startup_s = sc.trial_startup_s;
     if (profile_a &&
         tp__cli_duration(&tp__cmd_simulate, "--profile", profile_a, &o.profile_s) != TP_CLI_PARSED)
         return TP_EXIT_USAGE;
@@ -275,6 +250,8 @@ const tp_cmd_t tp__cmd_simulate = {
     .usage =
         "usage: tunepack simulate EXPERIMENT --gpus N [--deadline D] [--dir DIR] [--seeds 10]\n"
         "                         [--unit-time TIME] [--gpu-type T] [--json]\n"
+        "                         [--node-failures RATE] [--queue-wait TIME]\n"
+        "                         [--trial-startup TIME] [--gpus-per-node 8]\n"
         "       tunepack simulate [FILE] [--space NAME] [--cluster NAME] [--policy P]\n"
         "                         [--searcher grid|random] [--trials N] [--seed S]\n"
         "                         [--overhead 0.03] [--json] [--csv FILE] [--svg FILE]\n"
@@ -287,7 +264,8 @@ const tp_cmd_t tp__cmd_simulate = {
         "EXPERIMENT (the file `tunepack run` takes) on N GPUs: its own search, as\n"
         "`tunepack plan EXPERIMENT` simulates it (see tunepack plan --help), prints the\n"
         "makespan, the trials finished and the best metric expected (by --deadline D\n"
-        "when given), medians and 90% ranges over --seeds searches.\n\n"
+        "when given), medians and 90% ranges over --seeds searches; with\n"
+        "--node-failures or --queue-wait, in nodes of --gpus-per-node GPUs.\n\n"
         "Runs the real searcher and placement policy against a virtual clock and a\n"
         "GPU contention model (docs/simulator.md) and prints the makespan, the lower\n"
         "bound (work over summed GPU speed, or the longest trial alone), their ratio\n"
@@ -313,21 +291,14 @@ const tp_cmd_t tp__cmd_simulate = {
         "                     placed (capped: each alone on an empty GPU)\n"
         "  --contention C     served (default): the run without MPS thread caps, k trials\n"
         "                     on a GPU served C_k = 1, 1.14, 1.36, 1.44 of it and admitted\n"
-        "                     up to C_k of compute; capped: the run with caps, C_k = 1\n"
-        "  --node-failures R  each node fails R times per node-day (\"0.01\" or \"1%\"):\n"
-        "                     its trials are lost, placed again once the node is taken\n"
-        "                     for lost (10 s), from their start; the node is replaced\n"
-        "  --queue-wait TIME  nodes join after a queue wait, exponential of this mean (a\n"
-        "                     self-allocated Slurm cluster): all at the start, and each\n"
-        "                     replacement\n"
-        "  --trial-startup T  each attempt's start-up on its node (default 0)\n"
-        "  --csv FILE         per-GPU timelines, one row per trial\n"
+        "                     up to C_k of compute; capped: the run with caps, C_k = "
+        "1\n" TP_CLI_SCALE_HELP "  --csv FILE         per-GPU timelines, one row per trial\n"
         "  --svg FILE         a Gantt chart: a band per GPU, colour by model\n"
         "  --scale-trials N   with --scale-gpus: N trials of the space's job mix\n"
         "  --scale-gpus G     on G GPUs (a cluster made up, instead of --cluster)\n"
         "  --gpu-type T       the GPUs of --scale-gpus (default a100_80g); with EXPERIMENT\n"
         "                     the measured times scaled to T by its relative speed\n"
-        "  --gpus-per-node N  their nodes' size (default 8)\n"
+        "  --gpus-per-node N  their nodes' size (default 8; with EXPERIMENT, its nodes')\n"
         "  --gpus N           (EXPERIMENT) how many GPUs\n"
         "  --deadline D       (EXPERIMENT) the best metric reported by then\n"
         "  --dir DIR          (EXPERIMENT) the run whose trial times are used\n"

@@ -129,6 +129,31 @@ int tp__cli_duration(const tp_cmd_t *cmd, const char *opt, const char *text, dou
     return TP_CLI_PARSED;
 }
 
+int tp__cli_scale(const tp_cmd_t *cmd, tp_cli_scale_t *sc) {
+    if (sc->failures_a) { /* failures per node-day: a number or a percentage ("1%") */
+        const char *v = sc->failures_a;
+        char num[64];
+        size_t n = strlen(v);
+        int pct = n > 0 && n < sizeof num && v[n - 1] == '%';
+        snprintf(num, sizeof num, "%.*s", (int)(pct ? n - 1 : n), v);
+        char *end = NULL;
+        double x = strtod(num, &end);
+        if (!*num || end == num || *end || !isfinite(x) || x < 0 || (pct ? x / 100 : x) > 1000)
+            return tp__cli_usage_error(cmd,
+                                       "--node-failures must be failures per node-day, a number "
+                                       "in [0, 1000] or a percentage (\"1%%\"), got \"%s\"",
+                                       v);
+        sc->node_failures = pct ? x / 100 : x;
+    }
+    if (sc->queue_a &&
+        tp__cli_duration(cmd, "--queue-wait", sc->queue_a, &sc->queue_wait_s) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
+    if (sc->startup_a && tp__cli_duration(cmd, "--trial-startup", sc->startup_a,
+                                          &sc->trial_startup_s) != TP_CLI_PARSED)
+        return TP_EXIT_USAGE;
+    return TP_CLI_PARSED;
+}
+
 int tp__cli_usage_error(const tp_cmd_t *cmd, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "tunepack %s: ", cmd->name);

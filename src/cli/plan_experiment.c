@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "place/place.h"
 #include "run/run.h"
 #include "search/scheduler.h"
 #include "sim/gpu_speed.h"
@@ -26,16 +27,19 @@ typedef struct xp {
     const tp_experiment_t *x;
     tp_simtune_measured_t *rec; /* measured trials (arrays owned) */
     size_t nrec;
-    int curves;         /* records with a learning curve */
-    double unit_s;      /* when nothing is measured */
-    int trial_gpus;     /* GPUs per trial */
-    int max_running;    /* jobs at once (0: the GPUs') */
-    int seeds;          /* simulated searches per GPU count */
-    json_t *assumed;    /* what the answer rests on, in words */
-    double median_unit; /* of the records */
-    double startup_s;   /* each job's start-up, fitted from the jobs' durations (0: none) */
-    size_t jobs;        /* jobs the fit saw */
-    char gpu[128];      /* the type of GPU the measured run had ("": none recorded) */
+    int curves;           /* records with a learning curve */
+    double unit_s;        /* when nothing is measured */
+    int trial_gpus;       /* GPUs per trial */
+    int max_running;      /* jobs at once (0: the GPUs') */
+    int seeds;            /* simulated searches per GPU count */
+    json_t *assumed;      /* what the answer rests on, in words */
+    double median_unit;   /* of the records */
+    double startup_s;     /* each job's start-up, fitted from the jobs' durations (0: none) */
+    size_t jobs;          /* jobs the fit saw */
+    char gpu[128];        /* the type of GPU the measured run had ("": none recorded) */
+    tp_cli_scale_t scale; /* node failures, queue waits, a trial's start-up on its node */
+    int gpn;              /* the nodes' size */
+    int per_gpu;          /* trials its placement packs on one GPU (0 or 1: alone) */
 } xp_t;
 
 typedef struct xp_stats {
@@ -273,7 +277,8 @@ static int simulate(xp_t *p, int gpus, double deadline_s, double horizon_s, xp_s
         tp__simtune_defaults(&c);
         c.scheduler = p->x->scheduler ? p->x->scheduler : "fifo";
         c.scheduler_obj = s;
-        c.gpus = gpus;
+        int per = p->per_gpu > 1 ? p->per_gpu : 1; /* a GPU holds that many trials */
+        c.gpus = gpus * per;
         c.seed = (uint64_t)k;
         c.measured = p->rec;
         c.nmeasured = p->nrec;
@@ -283,6 +288,10 @@ static int simulate(xp_t *p, int gpus, double deadline_s, double horizon_s, xp_s
         c.unit_s = p->unit_s;
         c.startup_s = p->startup_s; /* every job pays it (0: in the unit times) */
         c.horizon_s = horizon_s;
+        c.node_failures = p->scale.node_failures;
+        c.queue_wait_s = p->scale.queue_wait_s;
+        c.trial_startup_s = p->scale.trial_startup_s;
+        c.gpus_per_node = p->gpn * per;
         /* a scheduler that plans against the deadline is told it, as the run tells it */
         c.deadline_s = s->ops->deadline ? deadline_s : 0;
         tp_simtune_result_t r;
@@ -337,9 +346,11 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
     p->x = x;
     p->seeds = o->seeds > 0 ? o->seeds : 10;
     p->assumed = json_array();
+    p->scale = o->scale;
+    p->gpn = o->gpus_per_node > 0 ? o->gpus_per_node : 8;
     p->trial_gpus = x->res.gpus > 0 ? x->res.gpus * (x->res.nodes > 0 ? x->res.nodes : 1) : 1;
     if (x->res.gpus > 0)
-        assume(p, "%d GPU%s per trial, as resources: declares, each trial's alone", p->trial_gpus,
+        assume(p, "%d GPU%s per trial, as resources: declares", p->trial_gpus,
                p->trial_gpus == 1 ? "" : "s");
     else
         assume(p, "1 GPU per trial, alone (resources: declares no gpus)");
@@ -402,6 +413,16 @@ static int prepare(xp_t *p, const tp_experiment_t *x, const tp_xplan_opts_t *o, 
                "no learning curve measured: the best %s cannot be predicted (the scheduler "
                "ranks synthetic curves to decide its promotions)",
                x->metric);
+    const tp_cli_scale_t *sc = &p->scale;
+    if (sc->node_failures > 0 || sc->queue_wait_s > 0)
+        assume(p,
+               "nodes of %d GPUs, failing %g times per node-day (a failed node's jobs start "
+               "again from their start once it is taken for lost, 10 s on), joining after a "
+               "queue wait of %g s on average (exponential; at the start and after a failure)",
+               p->gpn, sc->node_failures, sc->queue_wait_s);
+    if (sc->trial_startup_s > 0)
+        assume(p, "each attempt starts %.3g s later on its node (--trial-startup)",
+               sc->trial_startup_s);
     assume(p, "%d simulated searches (seeds %llu..%llu): medians and 90%% ranges", p->seeds,
            (unsigned long long)x->search.seed,
            (unsigned long long)(x->search.seed + (uint64_t)p->seeds - 1));
@@ -478,6 +499,94 @@ static void scale_to(xp_t *p, const char *type) {
     }
 }
 
+/* ---- packing: the experiment's placement on one GPU ----------------------- */
+
+/* How many of the experiment's trials its placement packs on one GPU of
+ * type gpu_type (one the speed table knows; else the measured run's, else the first
+ * `gpus:` entry that declares its memory):
+ * its policy, the real placer, given copies of one trial's declared demand
+ * on an empty GPU under the run's limits (reserve, oversubscribe,
+ * max_per_gpu, sharing; the served curve under MPS). Each trial's times then
+ * grow by the contention model's factor for that many on a GPU
+ * (tp__simtune_packed_factor), the GPUs holding that many trials each: a
+ * plan for a full GPU, its measured times taken as measured alone. Said as
+ * assumed either way. O(64 placements). */
+static void pack(xp_t *p, const char *gpu_type) {
+    const tp_experiment_t *x = p->x;
+    p->per_gpu = 1;
+    if (x->res.gpus <= 0) return; /* CPU slots: said so by prepare */
+    const char *why = NULL;
+    uint64_t mem = tp__gpu_memory_mib(gpu_type); /* a type not in the table: as the run's */
+    if (!mem) mem = tp__gpu_memory_mib(p->gpu);
+    for (size_t i = 0; !mem && i < x->ngpus; i++)
+        mem = x->gpus[i].memory_mib;
+    if (x->res.gpus != 1 || x->res.nodes > 1 || x->res.gpus_max > 1)
+        why = "a trial of several GPUs or nodes";
+    else if (x->sharing == TP_SHARING_NONE)
+        why = "sharing: none";
+    else if (x->res.gpu_memory_auto || x->res.gpu_compute_auto)
+        why = "its demand is measured by the run (auto), not declared";
+    else if (x->res.gpu_memory_mib && !mem)
+        why = "the GPU's memory is not known: name a type with --gpu-type";
+    const char *policy = x->policy ? x->policy : TP_PLACE_DEFAULT_POLICY;
+    const tp_placer_ops_t *pl = tp__placer_find(policy);
+    int served = x->sharing == TP_SHARING_AUTO || x->sharing == TP_SHARING_MPS;
+    double compute = x->res.gpu_compute > 0 ? x->res.gpu_compute : 1;
+    int k = 0;
+    if (!why && pl) {
+        tp_gpu_t gpu = {.name = "gpu0",
+                        .index = 0,
+                        .memory_mib = mem ? mem : UINT64_C(1) << 40,
+                        .speed = 1,
+                        .healthy = 1};
+        tp_node_t node = {
+            .name = "plan", .cpus = 1 << 20, .gpus = &gpu, .ngpus = 1, .served = served};
+        tp_cluster_t c = {.nodes = &node,
+                          .nnodes = 1,
+                          .limits = {.reserve_mib = x->reserve_mib,
+                                     .oversubscribe = x->oversubscribe,
+                                     .max_per_gpu = x->max_per_gpu,
+                                     .sharing = 1}};
+        enum { MOST = 64 };
+        tp_demand_t d[MOST];
+        tp_assign_t a[MOST];
+        for (int i = 0; i < MOST; i++)
+            d[i] = (tp_demand_t){.id = i,
+                                 .gpus = 1,
+                                 .memory_mib = x->res.gpu_memory_mib,
+                                 .compute = compute,
+                                 .cpus = x->res.cpus,
+                                 .duration_s = 1};
+        tp_usage_t u;
+        tp_error_t err = {0};
+        if (tp__usage_init(&u, &c) == 0) {
+            if (pl->place(&c, &u, d, MOST, a, NULL, &err) == 0)
+                for (int i = 0; i < MOST; i++)
+                    k += a[i].placed;
+            tp__usage_free(&u);
+        }
+    }
+    if (k <= 1) {
+        assume(p, "each trial alone on its GPU%s (%s)", x->res.gpus > 1 ? "s" : "",
+               why ? why : "its placement packs no two of its declared demand on one GPU");
+        return;
+    }
+    double f = tp__simtune_packed_factor(k, compute, TP_PLACE_MPS_OVERHEAD, served);
+    for (size_t i = 0; i < p->nrec; i++)
+        p->rec[i].unit_s *= f;
+    p->unit_s *= f;
+    p->per_gpu = k;
+    char gib[32] = "unbounded memory";
+    if (mem) snprintf(gib, sizeof gib, "%llu MiB", (unsigned long long)mem);
+    assume(p,
+           "%d trials share each GPU: placement policy %s packs that many of the declared "
+           "demand (%llu MiB, compute %g) on one GPU of %s; each takes %.3g times as long as "
+           "alone (the simulator's contention model: MPS overhead %g per neighbour, %s), "
+           "measured times taken as measured alone",
+           k, policy, (unsigned long long)x->res.gpu_memory_mib, compute, gib, f,
+           TP_PLACE_MPS_OVERHEAD, served ? "the served curve under MPS" : "time-sliced");
+}
+
 /* ---- the plan kept for the run ------------------------------------------- */
 
 /* The plan j (as --json prints it), with its inputs and assumptions, kept in
@@ -496,6 +605,12 @@ static void keep_plan(const xp_t *p, const json_t *j, const char *file, const tp
                   "measured_trials", (json_int_t)p->nrec, "startup_s", p->startup_s, "deadline_s",
                   o->deadline_s, "gpu_type", o->gpu_type ? json_string(o->gpu_type) : json_null(),
                   "metric", p->x->metric));
+    json_t *in = json_object_get(doc, "inputs");
+    json_object_set_new(in, "node_failures", json_real(p->scale.node_failures));
+    json_object_set_new(in, "queue_wait_s", json_real(p->scale.queue_wait_s));
+    json_object_set_new(in, "trial_startup_s", json_real(p->scale.trial_startup_s));
+    json_object_set_new(in, "gpus_per_node", json_integer(p->gpn));
+    json_object_set_new(in, "trials_per_gpu", json_integer(p->per_gpu > 1 ? p->per_gpu : 1));
     json_object_set_new(doc, "assumed", json_incref(p->assumed));
     char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(doc);
@@ -538,6 +653,8 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         scale_to(&p, o->gpu_type);
     else if (p.nrec)
         assume(&p, "GPUs (or CPU slots) like the measured run's");
+    pack(&p, o->gpu_type);
+    size_t most = TP_SIMTUNE_MAX_GPUS / (size_t)p.per_gpu; /* GPUs the simulator can hold */
     tp_error_t err = {0};
     xp_stats_t st;
     if (o->gpus > 0) { /* simulate: a given count */
@@ -570,8 +687,9 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
     /* plan: the fewest GPUs whose median makespan meets the deadline */
     uint64_t ntrials = x.search.trials;
     if (strcmp(x.search.algorithm, "grid") == 0) ntrials *= tp__space_grid_size(&x.space);
-    size_t cap = o->max_gpus ? o->max_gpus : (size_t)(ntrials ? ntrials : 1) * (size_t)p.trial_gpus;
-    if (cap > TP_SIMTUNE_MAX_GPUS) cap = TP_SIMTUNE_MAX_GPUS;
+    size_t per = (size_t)p.per_gpu, n = ntrials ? (size_t)ntrials : 1;
+    size_t cap = o->max_gpus ? o->max_gpus : (n + per - 1) / per * (size_t)p.trial_gpus;
+    if (cap > most) cap = most;
     if (cap < (size_t)p.trial_gpus) cap = (size_t)p.trial_gpus;
     int sims = 0;
     xp_stats_t at_cap;
@@ -607,7 +725,7 @@ int tp__cli_plan_experiment(const char *file, const tp_xplan_opts_t *o) {
         int b = (int)best;
         counts[0] = b / 2 >= p.trial_gpus ? b / 2 : 0;
         counts[1] = b;
-        counts[2] = 2 * b <= TP_SIMTUNE_MAX_GPUS ? 2 * b : 0;
+        counts[2] = 2 * (size_t)b <= most ? 2 * b : 0;
         for (int i = 0; i < 3 && rc == 0; i++)
             if (counts[i]) {
                 rc = simulate(&p, counts[i], o->deadline_s, o->deadline_s, &by[i], &err);

@@ -27,8 +27,8 @@
  * does: a job at rung k + 1 resumes the trial's checkpoint, so it trains
  * r_(k+1) - r_k (tp__asha_work; tests/unit/test_asha_paper.c).
  *
- * Cost: next() O(R n) for n results over R rungs (two passes per rung, no
- * sort); result() O(rung results). */
+ * Cost: next() O(R log n) expected for n results over R rungs (each rung
+ * kept in rank order as results arrive, asha_rung.c); result() O(log n). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -51,54 +51,21 @@ void tp__asha_free(tp_asha_t *st) {
     for (size_t i = 0; i < st->ntrials; i++)
         json_decref(st->trials[i].config);
     for (size_t k = 0; k < st->nrungs; k++)
-        free(st->rungs[k].res);
+        tp__asha_rung_free(&st->rungs[k]);
     free(st->trials);
     memset(st, 0, sizeof *st);
 }
 
-/* Best first; equal values: the older trial first. */
-static int better_first(const tp_asha_result_t *a, const tp_asha_result_t *b, int maximize) {
-    if (a->value != b->value)
-        return maximize ? (a->value > b->value ? -1 : 1) : (a->value < b->value ? -1 : 1);
-    return (a->trial > b->trial) - (a->trial < b->trial);
-}
-static int cmp_max(const void *a, const void *b) {
-    return better_first(a, b, 1);
-}
-static int cmp_min(const void *a, const void *b) {
-    return better_first(a, b, 0);
-}
-
-tp_asha_result_t *tp__asha_sorted(const tp_asha_t *st, size_t k, size_t *n) {
-    const tp_asha_rung_t *r = &st->rungs[k];
-    tp_asha_result_t *sorted = tp__xmalloc((r->n ? r->n : 1) * sizeof *sorted);
-    if (r->n) memcpy(sorted, r->res, r->n * sizeof *sorted);
-    qsort(sorted, r->n, sizeof *sorted, st->maximize ? cmp_max : cmp_min);
-    *n = r->n;
-    return sorted;
-}
-
-/* The first trial that can go on among the top `top` of rung k in sorted
- * order is the best one that can go on, if fewer than `top` results rank
- * above it: so two passes, no sort (better_first is a total order: trials
- * are unique in a rung and ties go by trial). O(n_k), no allocation; with
- * a sort per call, plans of 10^4 ASHA trials took minutes. */
+/* The first trial that can go on among the top floor(n_k / eta) of rung k
+ * in rank order: the best one that can go on (asha_rung.c), if fewer than
+ * that many results rank above it. O(log n_k) expected. */
 int64_t tp__asha_promotable(const tp_asha_t *st, size_t k, double eta, size_t *rank,
                             double *value) {
-    const tp_asha_rung_t *r = &st->rungs[k];
-    size_t top = (size_t)floor((double)r->n / eta + 1e-9);
+    size_t top = (size_t)floor((double)st->rungs[k].n / eta + 1e-9);
     if (top == 0) return -1;
-    const tp_asha_result_t *best = NULL;
-    for (size_t i = 0; i < r->n; i++) {
-        const tp_asha_trial_t *t = &st->trials[r->res[i].trial];
-        if (t->rung != (int)k || t->running || t->failed) continue;
-        if (!best || better_first(&r->res[i], best, st->maximize) < 0) best = &r->res[i];
-    }
-    if (!best) return -1;
     size_t above = 0;
-    for (size_t i = 0; i < r->n && above < top; i++)
-        above += better_first(&r->res[i], best, st->maximize) < 0;
-    if (above >= top) return -1;
+    const tp_asha_result_t *best = tp__asha_best_waiting(st, k, &above);
+    if (!best || above >= top) return -1;
     *rank = above + 1;
     *value = best->value;
     return best->trial;
@@ -109,6 +76,7 @@ void tp__asha_start(tp_asha_t *st, int64_t t, int k, tp_job_t *out) {
     tr->rung = k;
     tr->running = 1;
     st->running++;
+    tp__asha_sync(st, t);
     memset(out, 0, sizeof *out);
     out->trial = t;
     out->rung = k;
@@ -148,22 +116,11 @@ void tp__asha_result(tp_scheduler_t *s, tp_asha_t *st, int64_t trial, int rung, 
         st->running--;
     }
     if (!ok || isnan(value)) {
-        tr->failed = 1;
+        tp__asha_out(st, trial);
         tp__searcher_tell(s->sampler, (uint64_t)trial, tr->config, NAN, st->budgets[rung], now);
         return;
     }
-    tp_asha_rung_t *r = &st->rungs[rung];
-    size_t i = 0;
-    while (i < r->n && r->res[i].trial != trial)
-        i++;
-    if (i == r->n) {
-        if (r->n == r->cap) {
-            r->cap = r->cap ? 2 * r->cap : 64;
-            r->res = tp__xrealloc(r->res, r->cap * sizeof *r->res);
-        }
-        r->n++;
-    }
-    r->res[i] = (tp_asha_result_t){.trial = trial, .value = value};
+    tp__asha_record(st, trial, (size_t)rung, value);
     tp__searcher_tell(s->sampler, (uint64_t)trial, tr->config, value, st->budgets[rung], now);
 }
 
@@ -174,6 +131,7 @@ void tp__asha_retry(tp_asha_t *st, int64_t t, int k) {
     tr->failed = 0;
     tr->running = 1;
     st->running++;
+    tp__asha_sync(st, t);
     st->over = 0; /* a job is out again: the search waits for it */
 }
 

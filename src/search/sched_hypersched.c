@@ -33,7 +33,8 @@
  * the highest rung goes on when admissible, even outside ASHA's top 1/eta.
  * Without a deadline it is ASHA.
  *
- * Cost: next() O(R n log n) for n results over R rungs; timing() O(1). */
+ * Cost: next() O(R log n) expected for n results over R rungs (asha_rung.c);
+ * timing() O(1). */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -194,7 +195,7 @@ static int hs_next(tp_scheduler_t *s, double now, tp_job_t *out) {
         if (t < 0) continue;
         if (!admit(s, st, t, (int)k, now, why, sizeof why)) {
             hs_trial(st, t)->refused = 1;
-            a->trials[t].failed = 1; /* out of the search: never promoted again */
+            tp__asha_out(a, t); /* out of the search: never promoted again */
             refuse(out, t, "not promoted, the deadline is too near", why);
             return 1;
         }
@@ -221,18 +222,13 @@ static int hs_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     }
     if (st->deadline > 0) { /* exploitation: the best waiting trial of the highest rung */
         for (size_t k = a->nrungs - 1; k-- > 0;) {
-            size_t n;
-            tp_asha_result_t *sorted = tp__asha_sorted(a, k, &n);
-            int64_t t = -1;
-            for (size_t i = 0; i < n && t < 0; i++) {
-                const tp_asha_trial_t *tr = &a->trials[sorted[i].trial];
-                if (tr->rung == (int)k && !tr->running && !tr->failed) t = sorted[i].trial;
-            }
-            free(sorted);
-            if (t < 0) continue;
+            size_t above;
+            const tp_asha_result_t *best = tp__asha_best_waiting(a, k, &above);
+            if (!best) continue;
+            int64_t t = best->trial;
             if (!admit(s, st, t, (int)k, now, why, sizeof why)) {
                 hs_trial(st, t)->refused = 1;
-                a->trials[t].failed = 1;
+                tp__asha_out(a, t);
                 refuse(out, t, "not continued, the deadline is too near", why);
                 return 1;
             }

@@ -5,10 +5,15 @@
 #ifndef TP_SIM_GPU_SPEED_H
 #define TP_SIM_GPU_SPEED_H
 
+#include <stdint.h>
+
 /* The relative speed of type, a table key ("h100_80g") or the name NVML
  * gives ("NVIDIA H100 80GB HBM3"), case-insensitive; 0 when the table does
  * not know it. O(table). */
 double tp__gpu_speed(const char *type);
+/* Its memory, nominal (80 GiB for h100_80g), in MiB; 0 when the table does
+ * not know it. O(table). */
+uint64_t tp__gpu_memory_mib(const char *type);
 /* The table's keys, comma-separated, for messages. */
 const char *tp__gpu_speed_keys(void);
 

@@ -3,7 +3,10 @@
  * measures). Events: a trial's start-up ends, or one of its steps ends; the
  * next is the earliest over the running trials (O(G) to find, G <= 64).
  * After every event the free GPUs are offered to the scheduler (a job takes
- * one GPU), then, with `realloc`, to the reallocation policy. */
+ * one GPU), then, with `realloc`, to the reallocation policy. With node
+ * failures or queue waits (sim_nodes.h) a node's event comes first when it
+ * is earlier: its GPUs leave or join the free ones, and a lost node's jobs
+ * are placed again before new ones. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +14,9 @@
 #include <string.h>
 
 #include "chart/chart.h"
+#include "place/fluid.h"
 #include "search/scheduler.h"
+#include "sim/sim_nodes.h"
 #include "sim/sim_tune.h"
 
 enum { NOISE_METRIC, NOISE_STEP, NOISE_STARTUP };
@@ -43,6 +48,8 @@ typedef struct st_trial {
     unsigned ver;                     /* its event in the heap is current at this version */
     int *held;                        /* the GPUs it holds, t->gpus of them */
     int held_cap;
+    int stalled; /* on a failed node not yet taken for lost: no progress */
+    int lost;    /* its job waits to be placed again (its node was lost) */
 } st_trial_t;
 
 typedef struct st_event {
@@ -76,7 +83,22 @@ typedef struct sim {
     size_t nbars, capbars;
     double now;
     tp_simtune_result_t *out;
+    int scale;            /* nodes fail or queue (sim_nodes.h) */
+    tp_sim_nodes_t nodes; /* their states and times */
+    int gpn;              /* GPUs per node: node k has GPUs [k gpn, (k + 1) gpn) */
+    int64_t *lostq;       /* trials whose job waits to be placed again, in id order */
+    size_t nlost, caplost;
+    int over; /* the scheduler's last next() said 0: nothing more */
 } sim_t;
+
+/* Jobs lost with their nodes past this many for each job started: the nodes
+ * fail faster than jobs end, and the run would never end. */
+#define ST_MAX_LOST_PER_JOB 100
+
+/* Whether GPU g's node is up (always, without the nodes' model). */
+static int gpu_up(const sim_t *m, int g) {
+    return !m->scale || m->nodes.state[g / m->gpn] == TP_SIM_NODE_UP;
+}
 
 /* A pure function of (seed, trial, step, kind): uniform [0, 1) or normal. */
 static double noise(const sim_t *m, int64_t trial, double step, int kind, int normal) {
@@ -271,6 +293,7 @@ static void release_gpus(sim_t *m, st_trial_t *t) {
         if (m->c->svg) m->bars[m->nbars++] = (st_bar_t){g, m->since[g], m->now, t->id, t->rung};
         m->out->gpu_busy += m->now - m->since[g];
         m->owner[g] = -1;
+        if (!gpu_up(m, g)) continue; /* its node is lost: it comes back when a node joins */
         m->free_gpus++;
         free_push(m, g);
     }
@@ -285,9 +308,10 @@ static void start_attempt(sim_t *m, st_trial_t *t) {
     t->attempt_start = m->now;
     t->job_attempts++;
     t->starting = 1;
-    t->ready_at =
-        m->now + t->up * (0.9 + 0.2 * noise(m, t->id, t->progress + 100.0 * t->job_attempts,
-                                            NOISE_STARTUP, 0));
+    t->ready_at = m->now +
+                  t->up * (0.9 + 0.2 * noise(m, t->id, t->progress + 100.0 * t->job_attempts,
+                                             NOISE_STARTUP, 0)) +
+                  m->c->trial_startup_s;
     t->nrep = 0;
     ev_push(m, t, t->ready_at);
 }
@@ -363,13 +387,25 @@ static void unit_done(sim_t *m, st_trial_t *t) {
         begin_unit(m, t);
 }
 
-/* Free GPUs to the scheduler, one job each. */
+/* Free GPUs to the jobs a lost node left, lowest trial first (the run's
+ * pending queue), then to the scheduler, one job each. */
 static void fill(sim_t *m) {
     int k = m->c->trial_gpus > 0 ? m->c->trial_gpus : 1;
+    while (m->nlost && m->free_gpus >= k) {
+        st_trial_t *t = &m->t[m->lostq[0]];
+        memmove(m->lostq, m->lostq + 1, --m->nlost * sizeof *m->lostq);
+        t->lost = 0;
+        t->running = 1;
+        take_gpus(m, t, k);
+        start_attempt(m, t);
+        timeline(m, "placed again", t->id, t->gpus, t->rung, NAN, "its node was lost");
+    }
+    if (m->nlost) return; /* they come first */
     while (m->free_gpus >= k && (m->c->max_running <= 0 || m->running < m->c->max_running)) {
         tp_job_t job;
         memset(&job, 0, sizeof job);
         int rc = m->s->ops->next(m->s, m->now, &job);
+        m->over = rc == 0;
         if (rc != 1) break;
         if (job.refused) {
             m->out->refused++;
@@ -424,6 +460,59 @@ static void reallocate(sim_t *m) {
     }
 }
 
+/* The free GPUs' heap again, without those of nodes that are not up. O(G log G). */
+static void free_rebuild(sim_t *m) {
+    size_t n = m->nfree;
+    int *keep = tp__xmalloc((n ? n : 1) * sizeof *keep);
+    memcpy(keep, m->freeh, n * sizeof *keep);
+    m->nfree = 0;
+    for (size_t i = 0; i < n; i++)
+        if (gpu_up(m, keep[i])) free_push(m, keep[i]);
+    free(keep);
+}
+
+/* A lost node's trial: its GPUs back, its job to be placed again from the
+ * job's start, in trial order. */
+static void lose(sim_t *m, st_trial_t *t) {
+    release_gpus(m, t);
+    t->stalled = 0;
+    t->lost = 1;
+    t->progress = t->from;
+    t->frac = 0;
+    if (m->nlost == m->caplost) {
+        m->caplost = m->caplost ? 2 * m->caplost : 16;
+        m->lostq = tp__xrealloc(m->lostq, m->caplost * sizeof *m->lostq);
+    }
+    size_t i = m->nlost++;
+    for (; i > 0 && m->lostq[i - 1] > t->id; i--)
+        m->lostq[i] = m->lostq[i - 1];
+    m->lostq[i] = t->id;
+    m->out->requeued++;
+    timeline(m, "lost", t->id, 0, t->rung, NAN, "its node failed and was taken for lost");
+}
+
+/* The next node event, at m->now (sim_nodes.h). O(G log G) at most. */
+static void node_event(sim_t *m) {
+    size_t k = m->nodes.next;
+    tp_sim_node_state_t st = tp__sim_nodes_step(&m->nodes, k, m->now);
+    int g0 = (int)k * m->gpn, g1 = g0 + m->gpn < m->c->gpus ? g0 + m->gpn : m->c->gpus;
+    for (int g = g0; g < g1; g++) {
+        st_trial_t *t = m->owner[g] >= 0 ? &m->t[m->owner[g]] : NULL;
+        if (st == TP_SIM_NODE_DEAD && t && !t->stalled) { /* its trials make no progress */
+            t->stalled = 1;
+            t->ver++;
+        } else if (st == TP_SIM_NODE_DEAD && !t) {
+            m->free_gpus--;
+        } else if (st == TP_SIM_NODE_QUEUED && t) { /* taken for lost */
+            lose(m, t);
+        } else if (st == TP_SIM_NODE_UP) {
+            m->free_gpus++;
+            free_push(m, g);
+        }
+    }
+    if (st == TP_SIM_NODE_DEAD) free_rebuild(m);
+}
+
 static void draw(sim_t *m) {
     if (!m->c->svg) return;
     tp_gantt_bar_t *bars = tp__xcalloc(m->nbars + 1, sizeof *bars);
@@ -476,6 +565,15 @@ static void draw(sim_t *m) {
     free(lp);
     free(legend);
     free(lg);
+}
+
+double tp__simtune_packed_factor(int k, double busy, double overhead, int served) {
+    if (k <= 1) return 1;
+    double m = 1 + overhead * (k - 1); /* each one's GPU work grows by the overhead */
+    double T = (1 - busy) + m * busy;  /* its time at its own pace, alone = 1 */
+    double D = k * m * busy / T;       /* the GPU's demand */
+    double ck = served ? tp__fluid_served(NULL, k) : 1;
+    return T * (D > ck ? D / ck : 1);
 }
 
 void tp__simtune_defaults(tp_simtune_cfg_t *c) {
@@ -536,35 +634,54 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
         return tp__errorf(err, -EINVAL,
                           "an experiment's own search is simulated without "
                           "reallocation");
-    sim_t m = {.c = c, .free_gpus = c->gpus, .out = out};
+    int scale = c->node_failures > 0 || c->queue_wait_s > 0;
+    if (scale && c->realloc)
+        return tp__errorf(err, -EINVAL,
+                          "node failures and queue waits are simulated without "
+                          "reallocation");
+    sim_t m = {.c = c, .out = out, .scale = scale};
+    m.gpn = c->gpus_per_node > 0 ? c->gpus_per_node : 8;
+    if (scale)
+        tp__sim_nodes_init(&m.nodes, (size_t)((c->gpus + m.gpn - 1) / m.gpn), c->node_failures,
+                           c->queue_wait_s, c->seed);
     m.owner = tp__xmalloc((size_t)c->gpus * sizeof *m.owner);
     m.since = tp__xcalloc((size_t)c->gpus, sizeof *m.since);
     m.freeh = tp__xmalloc((size_t)c->gpus * sizeof *m.freeh);
     for (int g = 0; g < c->gpus; g++) {
         m.owner[g] = -1;
-        m.freeh[m.nfree++] = g; /* ascending: a heap already */
+        if (gpu_up(&m, g)) m.freeh[m.nfree++] = g; /* ascending: a heap already */
     }
+    m.free_gpus = (int)m.nfree;
     int rc = make_scheduler(&m, err);
     if (rc < 0) {
         tp__space_free(&m.space);
         free(m.owner);
         free(m.since);
         free(m.freeh);
+        if (scale) tp__sim_nodes_free(&m.nodes);
         return rc;
     }
     if (c->timeline) tp__buf_printf(c->timeline, "t_s,event,trial,gpus,rung,value,why\n");
     fill(&m);
     for (;;) {
         st_trial_t *next = ev_next(&m);
-        if (!next) break;
-        double te = next->starting ? next->ready_at : next->unit_end;
-        if (c->deadline_s > 0 && te > c->deadline_s) {
+        double tn = scale ? tp__sim_nodes_next_at(&m.nodes) : INFINITY;
+        /* nothing runs: the end, unless jobs wait for the GPUs of nodes to come */
+        if (!next &&
+            (!scale || isinf(tn) || (!m.nlost && !m.running && (m.over || !m.nodes.coming))))
+            break;
+        double te = next ? (next->starting ? next->ready_at : next->unit_end) : INFINITY;
+        double at = tn < te ? tn : te;
+        if (c->deadline_s > 0 && at > c->deadline_s) {
             m.now = c->deadline_s;
             timeline(&m, "deadline", -1, 0, 0, out->best, "running trials checkpoint and report");
             break;
         }
-        m.now = te;
-        if (next->starting) {
+        m.now = at;
+        if (out->requeued > 1000 + ST_MAX_LOST_PER_JOB * out->jobs) break;
+        if (tn < te) {
+            node_event(&m);
+        } else if (next->starting) {
             next->starting = 0;
             begin_unit(&m, next);
         } else {
@@ -573,12 +690,25 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
         fill(&m);
         reallocate(&m);
     }
+    int hopeless = out->requeued > 1000 + ST_MAX_LOST_PER_JOB * out->jobs;
+    if (hopeless)
+        rc = tp__errorf(err, -ERANGE,
+                        "the nodes fail faster than jobs end: %zu jobs lost with their nodes "
+                        "for %zu started, by %.0f s (fewer failures, or shorter jobs)",
+                        out->requeued, out->jobs, m.now);
     out->finished = out->trials;
     for (size_t i = 0; i < m.n; i++)
         if (m.t[i].running) {
             release_gpus(&m, &m.t[i]);
             out->finished--;
+        } else if (m.t[i].lost) {
+            out->finished--;
         }
+    if (scale) {
+        out->node_failures = m.nodes.failures;
+        tp__sim_nodes_free(&m.nodes);
+    }
+    free(m.lostq);
     out->end_s = m.now;
     out->gpu_busy = m.now > 0 ? out->gpu_busy / (c->gpus * m.now) : 0;
     draw(&m);
@@ -592,5 +722,5 @@ int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_erro
     free(m.since);
     free(m.freeh);
     free(m.heap);
-    return 0;
+    return rc;
 }

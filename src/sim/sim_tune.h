@@ -75,34 +75,53 @@ typedef struct tp_simtune_cfg {
     struct tp_scheduler *scheduler_obj;
     const tp_simtune_measured_t *measured; /* NULL: the synthetic family */
     size_t nmeasured;
-    int minimize;       /* the objective is minimized (best is the lowest) */
-    int trial_gpus;     /* GPUs a job takes (default 1) */
-    int max_running;    /* jobs at once (0: as many as the GPUs take) */
-    double horizon_s;   /* best_by: the best reported by then (0: none) */
-    tp_buf_t *timeline; /* CSV of events (t_s,event,trial,gpus,rung,value,why), or NULL */
-    tp_buf_t *svg;      /* a Gantt of GPUs over time, or NULL */
+    int minimize;     /* the objective is minimized (best is the lowest) */
+    int trial_gpus;   /* GPUs a job takes (default 1) */
+    int max_running;  /* jobs at once (0: as many as the GPUs take) */
+    double horizon_s; /* best_by: the best reported by then (0: none) */
+    /* The cluster at scale (sim_nodes.h; tunepack plan/simulate --node-failures,
+     * --queue-wait, --trial-startup): the GPUs in nodes of gpus_per_node that fail
+     * at node_failures per node-day and, with queue_wait_s, join after a queue
+     * wait (all at the start, and each replacement). A failed node's trials hold
+     * their GPUs, making no progress, until it is taken for lost (10 s); then
+     * their jobs are placed again before any new job, in trial order, and start
+     * over from the job's start (its checkpoint is the job's). Without reallocation. */
+    double node_failures;   /* failures per node-day (0: none) */
+    double queue_wait_s;    /* mean queue wait of a node (0: none) */
+    double trial_startup_s; /* each attempt's start-up on its node, on top of the rest */
+    int gpus_per_node;      /* the nodes' size (0: 8) */
+    tp_buf_t *timeline;     /* CSV of events (t_s,event,trial,gpus,rung,value,why), or NULL */
+    tp_buf_t *svg;          /* a Gantt of GPUs over time, or NULL */
 } tp_simtune_cfg_t;
 
 typedef struct tp_simtune_result {
-    double best;        /* best metric reported by the end (or the deadline) */
-    int64_t best_trial; /* whose */
-    double best_true;   /* that trial's noiseless metric at its last step */
-    double end_s;       /* when it ended: the last job's end, or the deadline */
-    size_t trials;      /* trials started */
-    size_t jobs;        /* jobs started */
-    size_t exploits;    /* of them, pbt's exploits */
-    size_t refused;     /* admissions refused */
-    size_t resizes;     /* resizes done */
-    double gpu_busy;    /* GPU-seconds held by trials / (G x end_s) */
-    double best_by;     /* the best reported by horizon_s (NaN: none) */
-    size_t finished;    /* trials started and not running at the end */
+    double best;            /* best metric reported by the end (or the deadline) */
+    int64_t best_trial;     /* whose */
+    double best_true;       /* that trial's noiseless metric at its last step */
+    double end_s;           /* when it ended: the last job's end, or the deadline */
+    size_t trials;          /* trials started */
+    size_t jobs;            /* jobs started */
+    size_t exploits;        /* of them, pbt's exploits */
+    size_t refused;         /* admissions refused */
+    size_t resizes;         /* resizes done */
+    double gpu_busy;        /* GPU-seconds held by trials / (G x end_s) */
+    double best_by;         /* the best reported by horizon_s (NaN: none) */
+    size_t finished;        /* trials started and not running at the end */
+    uint64_t node_failures; /* nodes that failed */
+    size_t requeued;        /* jobs lost with a node and placed again */
 } tp_simtune_result_t;
 
+/* How many times longer each of k identical trials takes on one GPU than
+ * alone, under the simulator's contention model (docs/simulator.md, sim.c):
+ * a trial busy `busy` of its time alone, MPS overhead `overhead` per
+ * co-located trial, the GPU serving C_k (the served curve; 1 when not
+ * served). 1 for k <= 1. O(1). */
+double tp__simtune_packed_factor(int k, double busy, double overhead, int served);
 /* Defaults above (scheduler asha, 8 GPUs, 81 trials, budget 1..27 eta 3,
  * no deadline, no reallocation). */
 void tp__simtune_defaults(tp_simtune_cfg_t *c);
 /* Run it. 0, or -errno with err filled (an unknown scheduler, a bad budget).
- * O(events x (trials + G)). */
+ * O(events x (trials + G)), and O(nodes) per node event. */
 int tp__simtune_run(const tp_simtune_cfg_t *c, tp_simtune_result_t *out, tp_error_t *err);
 
 #endif

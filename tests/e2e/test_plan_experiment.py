@@ -2,7 +2,8 @@
 """`tunepack plan EXPERIMENT` and `simulate EXPERIMENT --gpus N` (issue 35): the user's own
 experiment file planned from a finished small run's measured trials (the MLP example,
 shortened), the answer's shape and consistency (more GPUs never a longer makespan, the
-deadline met), `plan --check DIR`, and bad input."""
+deadline met), `plan --check DIR`, node failures, queue waits and a trial's start-up on its
+node, and bad input."""
 
 import json
 import os
@@ -141,6 +142,79 @@ class PlanExperiment(E2E):
         s = json.loads(self.tp("simulate", exp, "--gpus", half, "--unit-time", "60s",
                                "--seeds", "4", "--json").stdout)
         self.assertGreaterEqual(s["makespan_s"]["median"], d["makespan_s"]["median"] - 1e-9)
+
+    def test_failures_queue_waits_and_start_ups_cost_a_plan_gpus_or_time(self):
+        """--node-failures, --queue-wait and --trial-startup, as simulate takes them: an
+        experiment's plan on nodes that join after a queue wait and fail needs at least as
+        many GPUs, each simulated search takes longer, and the plan says what it assumed; a
+        workload's plan takes them too; a bad rate is a usage error that names the option."""
+        exp = self.experiment(
+            "name: scale\ncommand: [train, --lr, '{lr}', --epochs, '{epochs}']\n"
+            "metric: {name: acc, mode: max}\nspace: {lr: {loguniform: [1.0e-4, 1.0]}}\n"
+            "search: {algorithm: random, trials: 40, seed: 1, scheduler: asha}\n"
+            "budget: {name: epochs, min: 1, max: 9, eta: 3}\n")
+        common = ("--unit-time", "60s", "--seeds", "4")
+        calm = self.plan(exp, "--deadline", "2h", *common)
+        rough = ("--node-failures", "50", "--queue-wait", "10m", "--trial-startup", "20s",
+                 "--gpus-per-node", "2")
+        d = self.plan(exp, "--deadline", "2h", *common, *rough)
+        self.assertIsNotNone(calm["gpus"])
+        self.assertIsNotNone(d["gpus"])
+        self.assertGreaterEqual(d["gpus"], calm["gpus"])
+        said = " ".join(d["assumed"])
+        for words in ("nodes of 2 GPUs", "50 times per node-day", "queue wait of 600 s",
+                      "20 s later on its node"):
+            self.assertIn(words, said)
+        self.assertFalse(any("node-day" in a for a in calm["assumed"]), calm["assumed"])
+        # the same GPUs: every node joins after its queue wait, every job starts 20 s later
+        g = str(calm["gpus"])
+        sims = [json.loads(self.tp("simulate", exp, "--gpus", g, *common, *extra,
+                                   "--json").stdout)
+                for extra in ((), ("--trial-startup", "20s"), ("--queue-wait", "10m"), rough)]
+        for s in sims:
+            self.assertEqual(s["trials_finished"]["median"], 40)
+        base = sims[0]["makespan_s"]["median"]
+        for s in sims[1:]:
+            self.assertGreater(s["makespan_s"]["median"], base)
+        # a workload's plan: the same options, parsed the same way
+        w = self.plan("--space", "SP1", "--gpu-type", "a100_80g", "--deadline", "2h")
+        wq = self.plan("--space", "SP1", "--gpu-type", "a100_80g", "--deadline", "2h",
+                       "--queue-wait", "30m", "--trial-startup", "1s")
+        self.assertIsNotNone(w["gpus"])
+        self.assertGreater(wq["makespan_s"], 0)
+        self.assertGreaterEqual(wq["gpus"], w["gpus"])
+        for args in ((exp, "--deadline", "2h", *common), ("--space", "SP1", "--deadline", "2h")):
+            p = self.tp("plan", *args, "--node-failures", "often")
+            self.assertExit(p, 2)
+            self.assertIn("--node-failures must be failures per node-day", p.stderr)
+            p = self.tp("plan", *args, "--queue-wait", "soon")
+            self.assertExit(p, 2)
+            self.assertIn("--queue-wait", p.stderr)
+
+    def test_a_packing_experiment_plans_fewer_gpus_than_the_same_unpacked(self):
+        """The experiment's placement: trials of a quarter GPU and 8 GiB that wfd packs on an
+        80 GiB GPU plan fewer GPUs than the same trials under one-per-gpu or sharing: none (one
+        per GPU, the same plan), and the plan says how many share a GPU, and how much slower."""
+        base = ("name: pk\ncommand: [train, --lr, '{lr}', --epochs, '{epochs}']\n"
+                "metric: {name: acc, mode: max}\nspace: {lr: {loguniform: [1.0e-4, 1.0]}}\n"
+                "search: {algorithm: random, trials: 40, seed: 1, scheduler: asha}\n"
+                "budget: {name: epochs, min: 1, max: 9, eta: 3}\n"
+                "resources: {gpus: 1, gpu_memory: 8G, gpu_compute: 0.25}\n")
+        args = ("--deadline", "30m", "--unit-time", "60s", "--seeds", "4", "--gpu-type",
+                "a100_80g")
+        plans = {}
+        for name, extra in (("packed", "placement: {policy: wfd}\n"),
+                            ("alone", "placement: {policy: one-per-gpu}\n"),
+                            ("none", "sharing: none\n")):
+            plans[name] = self.plan(self.experiment(base + extra, name=name + ".yaml"), *args)
+            self.assertIsNotNone(plans[name]["gpus"], plans[name])
+        self.assertLess(plans["packed"]["gpus"], plans["alone"]["gpus"])
+        self.assertEqual(plans["none"]["gpus"], plans["alone"]["gpus"])
+        said = [a for a in plans["packed"]["assumed"] if "share each GPU" in a]
+        self.assertTrue(said and "wfd" in said[0], plans["packed"]["assumed"])
+        for name in ("alone", "none"):
+            self.assertTrue(any("alone on its GPU" in a for a in plans[name]["assumed"]),
+                            plans[name]["assumed"])
 
     def test_bad_input_is_an_error_that_says_what(self):
         exp = self.mlp()

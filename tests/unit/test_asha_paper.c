@@ -116,65 +116,144 @@ TP_TEST(test_asha_promotes_late_entrants_to_a_growing_top_beyond_sha) {
 
 /* The promotion check against an oracle: the rule as written (the rung's
  * results sorted best first, the first that can go on among the top
- * floor(n / eta)), on random rungs with ties, trials promoted, running and
- * failed, both modes. A check that ignores the top's bound is caught. */
-static int64_t oracle(const tp_asha_t *st, size_t k, double eta, int bounded, size_t *rank,
+ * floor(n / eta)), over the test's own list of the rung's results sorted
+ * by qsort, on random rungs with ties, trials promoted, running and failed,
+ * both modes, then after random changes (a new value for a trial, a trial
+ * started, ended, failed or promoted). A check that ignores the top's bound
+ * is caught, and so is a rung tree whose counts are planted wrong. */
+typedef struct model {
+    tp_asha_result_t res[64]; /* the rung's results, in no order */
+    size_t n;
+    int maximize;
+} model_t;
+
+static int model_cmp(const void *a, const void *b, int maximize) {
+    const tp_asha_result_t *x = a, *y = b;
+    if (x->value != y->value) return (x->value < y->value) == maximize ? 1 : -1;
+    return (x->trial > y->trial) - (x->trial < y->trial);
+}
+static int model_max(const void *a, const void *b) {
+    return model_cmp(a, b, 1);
+}
+static int model_min(const void *a, const void *b) {
+    return model_cmp(a, b, 0);
+}
+
+static void model_put(model_t *m, int64_t t, double v) {
+    size_t i = 0;
+    while (i < m->n && m->res[i].trial != t)
+        i++;
+    if (i == m->n) m->n++;
+    m->res[i] = (tp_asha_result_t){t, v};
+}
+
+static int64_t oracle(const tp_asha_t *st, const model_t *m, double eta, int bounded, size_t *rank,
                       double *value) {
-    size_t n, top = (size_t)floor((double)st->rungs[k].n / eta + 1e-9);
-    if (!bounded) top = st->rungs[k].n;
-    tp_asha_result_t *sorted = tp__asha_sorted(st, k, &n);
-    int64_t found = -1;
-    for (size_t i = 0; i < top && i < n && found < 0; i++) {
+    tp_asha_result_t sorted[64];
+    memcpy(sorted, m->res, m->n * sizeof *sorted);
+    qsort(sorted, m->n, sizeof *sorted, m->maximize ? model_max : model_min);
+    size_t top = bounded ? (size_t)floor((double)m->n / eta + 1e-9) : m->n;
+    for (size_t i = 0; i < top && i < m->n; i++) {
         const tp_asha_trial_t *t = &st->trials[sorted[i].trial];
-        if (t->rung == (int)k && !t->running && !t->failed) {
-            found = sorted[i].trial, *rank = i + 1, *value = sorted[i].value;
+        if (t->rung == 1 && !t->running && !t->failed) {
+            *rank = i + 1, *value = sorted[i].value;
+            return sorted[i].trial;
         }
     }
+    return -1;
+}
+
+/* tp__asha_promotable against the oracle, the tree's rules, and its order
+ * against the model's. 1 when the unbounded rule answers otherwise. */
+static int check_rung(int *tp_failed_, const tp_asha_t *st, const model_t *m, double eta) {
+    TP_CHECK(tp__asha_rung_valid(st, 1));
+    TP_CHECK_INT((long long)st->rungs[1].n, (long long)m->n);
+    size_t r1 = 0, r2 = 0, r3 = 0, n = 0;
+    double v1 = 0, v2 = 0, v3 = 0;
+    int64_t got = tp__asha_promotable(st, 1, eta, &r1, &v1);
+    int64_t want = oracle(st, m, eta, 1, &r2, &v2);
+    TP_CHECK_INT(got, want);
+    if (got >= 0 && got == want) {
+        TP_CHECK_INT(r1, r2);
+        TP_CHECK(v1 == v2);
+    }
+    tp_asha_result_t *sorted = tp__asha_sorted(st, 1, &n), mine[64];
+    memcpy(mine, m->res, m->n * sizeof *mine);
+    qsort(mine, m->n, sizeof *mine, m->maximize ? model_max : model_min);
+    TP_CHECK_INT(n, m->n);
+    for (size_t i = 0; i < n && i < m->n; i++)
+        TP_CHECK(sorted[i].trial == mine[i].trial && sorted[i].value == mine[i].value);
     free(sorted);
-    return found;
+    return oracle(st, m, eta, 0, &r3, &v3) != want;
 }
 
 TP_TEST(test_promotable_is_the_first_that_can_go_on_in_the_sorted_top) {
     tp_rng_t rng;
     tp__rng_seed(&rng, 35, 1);
-    int planted_caught = 0;
+    int planted_caught = 0, corrupt_caught = 0, corrupt_tried = 0;
     for (int c = 0; c < 2000; c++) {
         tp_asha_t st;
         memset(&st, 0, sizeof st);
         st.nrungs = 3;
-        st.maximize = (int)tp__rng_below(&rng, 2);
-        size_t n = 1 + tp__rng_below(&rng, 60);
+        model_t m = {.maximize = (int)tp__rng_below(&rng, 2)};
+        st.maximize = m.maximize;
+        size_t n = 1 + tp__rng_below(&rng, 60), perm[64];
         st.trials = calloc(n, sizeof *st.trials);
         st.ntrials = n;
-        st.rungs[1].res = calloc(n, sizeof *st.rungs[1].res);
         for (size_t t = 0; t < n; t++) {
             st.trials[t].rung = 1 + (int)tp__rng_below(&rng, 2); /* 2: promoted */
             st.trials[t].running = tp__rng_below(&rng, 4) == 0;
             st.trials[t].failed = tp__rng_below(&rng, 6) == 0;
+            perm[t] = t;
+        }
+        for (size_t i = n; i > 1; i--) { /* results arrive in no particular order */
+            size_t j = tp__rng_below(&rng, i), x = perm[i - 1];
+            perm[i - 1] = perm[j], perm[j] = x;
+        }
+        for (size_t i = 0; i < n; i++) {
             if (tp__rng_below(&rng, 5) == 0) continue;     /* no result at rung 1 */
             double v = (double)tp__rng_below(&rng, 8) / 4; /* ties, and 0 */
-            st.rungs[1].res[st.rungs[1].n++] = (tp_asha_result_t){(int64_t)t, v};
-        }
-        for (size_t i = st.rungs[1].n; i > 1; i--) { /* in no particular order */
-            size_t j = tp__rng_below(&rng, i);
-            tp_asha_result_t x = st.rungs[1].res[i - 1];
-            st.rungs[1].res[i - 1] = st.rungs[1].res[j], st.rungs[1].res[j] = x;
+            tp__asha_record(&st, (int64_t)perm[i], 1, v);
+            model_put(&m, (int64_t)perm[i], v);
         }
         double eta = 2 + (double)tp__rng_below(&rng, 3);
-        size_t r1 = 0, r2 = 0, r3 = 0;
-        double v1 = 0, v2 = 0, v3 = 0;
-        int64_t got = tp__asha_promotable(&st, 1, eta, &r1, &v1);
-        int64_t want = oracle(&st, 1, eta, 1, &r2, &v2);
-        TP_CHECK_INT(got, want);
-        if (got >= 0 && got == want) {
-            TP_CHECK_INT(r1, r2);
-            TP_CHECK(v1 == v2);
+        planted_caught |= check_rung(tp_failed_, &st, &m, eta);
+        for (int step = (int)tp__rng_below(&rng, 12); step > 0; step--) {
+            int64_t t = (int64_t)tp__rng_below(&rng, n);
+            tp_asha_trial_t *tr = &st.trials[t];
+            switch (tp__rng_below(&rng, 4)) {
+            case 0: { /* a new value (a job at rung 1 again) */
+                double v = (double)tp__rng_below(&rng, 8) / 4;
+                tp__asha_record(&st, t, 1, v);
+                model_put(&m, t, v);
+                break;
+            }
+            case 1:
+                tr->running = !tr->running;
+                tp__asha_sync(&st, t);
+                break;
+            case 2:
+                tr->failed = !tr->failed;
+                tp__asha_sync(&st, t);
+                break;
+            default:
+                tr->rung = 1 + (int)tp__rng_below(&rng, 2);
+                tp__asha_sync(&st, t);
+            }
+            planted_caught |= check_rung(tp_failed_, &st, &m, eta);
         }
-        planted_caught |= oracle(&st, 1, eta, 0, &r3, &v3) != want;
-        free(st.trials);
-        free(st.rungs[1].res);
+        tp_asha_rung_t *r = &st.rungs[1];
+        if (r->root && c % 10 == 0) { /* a count planted wrong is caught */
+            corrupt_tried++;
+            r->node[r->root].waiting ^= 1;
+            corrupt_caught += !tp__asha_rung_valid(&st, 1);
+            r->node[r->root].waiting ^= 1;
+        }
+        tp__asha_free(&st);
     }
     TP_CHECK(planted_caught);
+    TP_CHECK(corrupt_tried > 0);
+    TP_CHECK_INT(corrupt_caught, corrupt_tried);
 }
 
 int main(void) {

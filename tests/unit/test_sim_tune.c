@@ -194,6 +194,64 @@ TP_TEST(test_an_experiments_own_search_resamples_measured_trials_and_more_gpus_n
     tp__space_free(&sp);
 }
 
+/* The cluster at scale (sim_nodes.h): nodes that fail lose their jobs, which
+ * are placed again, and every trial still ends once, reproducibly; a queue
+ * wait before the one node joins shifts the whole run by it; a trial's
+ * start-up on its node is paid by every attempt; none of it with
+ * reallocation. */
+TP_TEST(test_failed_nodes_jobs_are_placed_again_and_queue_waits_and_start_ups_cost_time) {
+    tp_simtune_cfg_t c;
+    tp__simtune_defaults(&c);
+    c.gpus = 16;
+    c.seed = 3;
+    c.gpus_per_node = 4;
+    tp_simtune_result_t base = run(&c);
+    TP_CHECK_INT(base.node_failures, 0);
+    TP_CHECK_INT(base.requeued, 0);
+    tp_buf_t tl;
+    tp__buf_init(&tl);
+    c.node_failures = 100; /* per node-day: a few over a run of about an hour on 4 nodes */
+    c.timeline = &tl;
+    tp_simtune_result_t a = run(&c);
+    c.timeline = NULL;
+    tp_simtune_result_t b = run(&c);
+    TP_CHECK(a.node_failures > 0);
+    TP_CHECK(a.requeued > 0);
+    TP_CHECK_INT(a.trials, 81);
+    TP_CHECK_INT(a.finished, 81);
+    TP_CHECK(a.end_s == b.end_s && a.best == b.best && a.requeued == b.requeued &&
+             a.node_failures == b.node_failures);
+    TP_REQUIRE(tl.data != NULL);
+    TP_CHECK_CONTAINS(tl.data, ",lost,");
+    TP_CHECK_CONTAINS(tl.data, ",placed again,");
+    tp__buf_free(&tl);
+
+    /* one node of all 16 GPUs joins after its queue wait: the same run, later */
+    c.node_failures = 0;
+    c.queue_wait_s = 600;
+    c.gpus_per_node = 16;
+    tp_simtune_result_t q = run(&c);
+    TP_CHECK_INT(q.jobs, base.jobs);
+    TP_CHECK(q.best == base.best);
+    TP_CHECK(q.end_s > base.end_s + 0.47);
+
+    /* one GPU, one job at a time: each of them starts 5 s later */
+    tp__simtune_defaults(&c);
+    c.gpus = 1;
+    c.trials = 9;
+    tp_simtune_result_t one = run(&c);
+    c.trial_startup_s = 5;
+    tp_simtune_result_t late = run(&c);
+    TP_CHECK_INT(late.jobs, one.jobs);
+    TP_CHECK_NEAR(late.end_s, one.end_s + 5.0 * (double)one.jobs, 1e-6 * one.end_s);
+
+    tp_error_t err = {0};
+    c.realloc = 1;
+    c.queue_wait_s = 60;
+    TP_CHECK(tp__simtune_run(&c, &a, &err) < 0);
+    TP_CHECK_CONTAINS(err.msg, "without reallocation");
+}
+
 int main(void) {
     return tp_test_main();
 }
