@@ -32,7 +32,8 @@
  * spent, the epochs spent when that best was first reported, and the epochs
  * each method needed to first report an error at or below asha + random's
  * final best (the target), also as a share of the epochs asha + random spent
- * in all. Medians over the seeds (a seed that never reaches the target counts
+ * in all; with a table, the distinct tabulated configurations its trials
+ * snapped to. Medians over the seeds (a seed that never reaches the target counts
  * as the largest); the best error's mean and sample standard deviation over
  * the seeds too. The issue's target for bohb and dehb: a median share of at
  * most 0.5 (PASS or MISS).
@@ -125,20 +126,23 @@ static double curve(const json_t *c, double t, uint64_t seed, int64_t trial, int
     return e + (0.9 - e) * exp(-k * t) + 0.01 * tp__rng_normal(&r);
 }
 
+/* Table: the tabulated configuration of ob's dataset nearest to c. */
+static size_t snap(const objective_t *ob, const json_t *c) {
+    double v[MF_MAX_PARAMS];
+    for (size_t k = 0; k < ob->table->nparams; k++)
+        v[k] = num(c, ob->table->params[k].name);
+    return mf_table_nearest(ob->table, ob->dataset, v);
+}
+
 /* The objective's error for trial `trial` (configuration c) after t epochs. Table: c snapped
  * to the nearest tabulated configuration, trained with the seed drawn from (seed, trial). */
 static double value(const objective_t *ob, const json_t *c, double t, uint64_t seed,
                     int64_t trial) {
     if (!ob->table) return curve(c, t, seed, trial, ob->mild);
-    const mf_table_t *tb = ob->table;
-    double v[MF_MAX_PARAMS];
-    for (size_t k = 0; k < tb->nparams; k++)
-        v[k] = num(c, tb->params[k].name);
     tp_rng_t r;
     tp__rng_seed(&r, seed * 7919 + (uint64_t)trial, 1);
-    int s = (int)tp__rng_below(&r, (uint64_t)tb->nseeds);
-    return mf_table_error(tb, ob->dataset, mf_table_nearest(tb, ob->dataset, v), s,
-                          (int)llround(t));
+    int s = (int)tp__rng_below(&r, (uint64_t)ob->table->nseeds);
+    return mf_table_error(ob->table, ob->dataset, snap(ob, c), s, (int)llround(t));
 }
 
 static double max_budget(const objective_t *ob) {
@@ -150,6 +154,7 @@ typedef struct outcome {
     double epochs; /* epochs spent */
     double *trace; /* (epochs so far, best so far) after each job, 2 per job */
     size_t n;
+    double distinct; /* table: distinct tabulated configurations its trials snapped to */
 } outcome_t;
 
 static outcome_t run(const method_t *m, const objective_t *ob, uint64_t seed, uint64_t trials) {
@@ -168,6 +173,8 @@ static outcome_t run(const method_t *m, const objective_t *ob, uint64_t seed, ui
     }
     json_t **conf = tp__xcalloc(MAX_TRIALS, sizeof *conf);
     double *reached = tp__xcalloc(MAX_TRIALS, sizeof *reached), now = 0;
+    unsigned char *tried =
+        ob->table ? tp__xcalloc(ob->table->datasets[ob->dataset].nconfigs, 1) : NULL;
     struct {
         tp_job_t j;
         double end;
@@ -178,6 +185,10 @@ static outcome_t run(const method_t *m, const objective_t *ob, uint64_t seed, ui
         int rc = nrun < CONC ? s->ops->next(s, now, &j) : -EAGAIN;
         if (rc == 1 && !j.refused && j.trial < MAX_TRIALS) {
             if (j.is_new) conf[j.trial] = j.config;
+            if (j.is_new && tried) {
+                size_t c = snap(ob, j.config);
+                out.distinct += !tried[c], tried[c] = 1;
+            }
             double ep = j.budget - reached[j.trial];
             out.epochs += ep;
             running[nrun].j = j, running[nrun++].end = now + ep;
@@ -203,7 +214,7 @@ static outcome_t run(const method_t *m, const objective_t *ob, uint64_t seed, ui
     }
     for (size_t i = 0; i < MAX_TRIALS; i++)
         json_decref(conf[i]);
-    free(conf), free(reached);
+    free(conf), free(reached), free(tried);
     tp__scheduler_free(s);
     tp__space_free(&sp);
     return out;
@@ -259,7 +270,7 @@ static void print_yardstick(const mf_table_t *tb, size_t d) {
 /* Run every method with seeds 1..seeds on ob and print the figures. */
 static void compare(const objective_t *ob, int seeds, uint64_t trials) {
     static double best[NMETHODS][MAX_SEEDS], ep[NMETHODS][MAX_SEEDS], own[NMETHODS][MAX_SEEDS];
-    static double to[NMETHODS][MAX_SEEDS], ratio[NMETHODS][MAX_SEEDS];
+    static double to[NMETHODS][MAX_SEEDS], ratio[NMETHODS][MAX_SEEDS], dist[NMETHODS][MAX_SEEDS];
     size_t hit[NMETHODS] = {0};
     double mb = max_budget(ob);
     for (int k = 0; k < seeds; k++) {
@@ -272,7 +283,7 @@ static void compare(const objective_t *ob, int seeds, uint64_t trials) {
         }
         double target = o[0].best; /* asha + random's final best */
         for (size_t m = 0; m < NMETHODS; m++) {
-            best[m][k] = o[m].best, ep[m][k] = o[m].epochs;
+            best[m][k] = o[m].best, ep[m][k] = o[m].epochs, dist[m][k] = o[m].distinct;
             own[m][k] = epochs_to(&o[m], o[m].best);
             to[m][k] = epochs_to(&o[m], target);
             ratio[m][k] = to[m][k] / o[0].epochs;
@@ -287,8 +298,9 @@ static void compare(const objective_t *ob, int seeds, uint64_t trials) {
     printf("%d seeds, %llu trials (random and tpe: asha + random's epochs at the full budget), "
            "budget 1..%.0f eta 3, concurrency 4; medians over seeds\n",
            seeds, (unsigned long long)trials, mb);
-    printf("%-20s %8s %18s %7s %11s %10s %9s %7s %s\n", "method", "best", "mean +- sd", "epochs",
-           "to its best", "to target", "of asha+r", "reached", "target <= 0.5");
+    printf("%-20s %8s %18s %7s %7s %11s %10s %9s %7s %s\n", "method", "best", "mean +- sd",
+           "epochs", "configs", "to its best", "to target", "of asha+r", "reached",
+           "target <= 0.5");
     for (size_t m = 0; m < NMETHODS; m++) {
         double mean, sd;
         mean_sd(best[m], (size_t)seeds, &mean, &sd);
@@ -296,8 +308,10 @@ static void compare(const objective_t *ob, int seeds, uint64_t trials) {
         double o_best = median(own[m], (size_t)seeds), t = median(to[m], (size_t)seeds);
         double r = median(ratio[m], (size_t)seeds);
         int judged = !strcmp(methods[m].sampler, "bohb") || !strcmp(methods[m].sampler, "dehb");
-        printf("%-20s %8.4f %8.4f +- %6.4f %7.0f %11.0f %10.0f %9.2f %4zu/%-2d %s\n",
-               methods[m].label, b, mean, sd, e, o_best, t, r, hit[m], seeds,
+        char configs[32] = "-"; /* table: distinct tabulated configurations tried */
+        if (ob->table) snprintf(configs, sizeof configs, "%.0f", median(dist[m], (size_t)seeds));
+        printf("%-20s %8.4f %8.4f +- %6.4f %7.0f %7s %11.0f %10.0f %9.2f %4zu/%-2d %s\n",
+               methods[m].label, b, mean, sd, e, configs, o_best, t, r, hit[m], seeds,
                judged ? (r <= 0.5 ? "PASS" : "MISS") : "");
     }
 }
