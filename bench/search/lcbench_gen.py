@@ -27,8 +27,8 @@ order of the columns); then a header row and one row per (dataset, config, seed)
 dataset, the configuration's number, the training seed, the parameters' values, and the
 validation error after epochs 1, 2, ..., E (4 decimals).
 
-Usage (run once, at low priority; with the defaults about 190 CPU seconds of training, 30
-minutes on 2 cores that a load test and five other builds share):
+Usage (run once, at low priority; with the defaults about 380 CPU seconds of training, 45
+minutes at nice 19 on 2 cores that a load test and five other builds share):
 
     nice -n 19 /usr/bin/python3 bench/search/lcbench_gen.py --jobs 2 \
         --out bench/search/data/lcbench-sk.tsv
@@ -139,7 +139,7 @@ def curve(task):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--configs", type=int, default=128)
+    ap.add_argument("--configs", type=int, default=256)
     ap.add_argument("--epochs", type=int, default=27)
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--datasets", default="digits,breast_cancer,wine")
