@@ -19,7 +19,12 @@ training seed (the seed sets the initial weights and the shuffling; np.random.Ra
 load_wine; each split once into 2/3 training and 1/3 validation (stratified, random_state 0),
 features standardized on the training part. A run whose weights overflow (sklearn raises
 "non-finite parameter weights") stops there: that epoch and the later ones get the error of
-predicting the training part's most frequent class.
+predicting the training part's most frequent class. A batch larger than the training part
+(wine has 118 rows) is clipped to it, as sklearn does.
+
+Finished curves are appended to OUT.partial as they come, keyed by dataset, configuration
+and seed: a stopped run started again makes only the missing ones, and since the Sobol
+points come in order, a table of fewer --configs is a prefix of a larger one.
 
 The file is tab-separated text. Lines starting with '#' say how it was made and declare the
 epochs and the parameters ("# param NAME KIND LO HI", KIND one of log, lin, intlog, in the
