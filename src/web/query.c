@@ -506,10 +506,12 @@ static json_int_t count_of(tp_store_t *s, const char *sql, const tp_web_trials_q
 }
 
 /* A filter's conditions as SQL (SQL_FILTER, then each range's), into
- * where; *join set when one is on the promotions (SQL_JOIN_PROMOTIONS). 0,
- * or -EINVAL with err when a column is none or a set is not a parameter's. */
-static int filter_sql(tp_store_t *s, const tp_web_trials_q_t *q, table_binds_t *b, char *where,
-                      size_t n, int *join, tp_error_t *err) {
+ * where; *join set when one is on the promotions (SQL_JOIN_PROMOTIONS).
+ * bounds: feasible_sql's, when the caller has registered it; NULL: it is
+ * registered here if ?feasible= needs it. 0, or -EINVAL with err when a
+ * column is none or a set is not a parameter's. */
+static int filter_sql(tp_store_t *s, const tp_web_trials_q_t *q, const tp_web_bounds_t *bounds,
+                      table_binds_t *b, char *where, size_t n, int *join, tp_error_t *err) {
     char expr[600], choice[300];
     if (q->nranges > TP_WEB_RANGES_MAX)
         return tp__errorf(err, -EINVAL, "at most %d ranges", TP_WEB_RANGES_MAX);
@@ -545,7 +547,7 @@ static int filter_sql(tp_store_t *s, const tp_web_trials_q_t *q, table_binds_t *
                           "job ended yet)",
                           q->feasible);
     if (only) {
-        const tp_web_bounds_t *bounds = feasible_sql(s); /* registers tp_feasible */
+        if (!bounds) bounds = feasible_sql(s); /* registers tp_feasible */
         if (!bounds) return tp__errorf(err, -EIO, "the store cannot be read");
         if (!bounds->n)
             return tp__errorf(err, -EINVAL,
@@ -571,7 +573,7 @@ int tp__web_prepare_filtered(tp_store_t *s, const char *sql, const tp_web_trials
     int join = 0;
     *st = NULL;
     if (!f) f = &every;
-    if (filter_sql(s, f, &b, where, sizeof where, &join, err) != 0) return -EINVAL;
+    if (filter_sql(s, f, NULL, &b, where, sizeof where, &join, err) != 0) return -EINVAL;
     snprintf(text, sizeof text, sql, join ? SQL_JOIN_PROMOTIONS : "", where);
     *st = tp__web_prepare(s, text);
     if (*st) bind_table(*st, f, &b);
@@ -588,9 +590,9 @@ json_t *tp__web_trials(tp_store_t *s, const tp_web_trials_q_t *q, tp_error_t *er
     int join = strcmp(sort, "promotions") == 0;
     /* Trials without the value last either way, then by id. */
     snprintf(order, sizeof order, "%s IS NULL, %s%s, t.id", expr, expr, q->desc ? " DESC" : "");
-    if (filter_sql(s, q, &b, ranges, sizeof ranges, &join, err) != 0) return NULL;
     const tp_web_bounds_t *bounds = feasible_sql(s);
     if (!bounds) return tp__errorf(err, -EIO, "the store cannot be read"), NULL;
+    if (filter_sql(s, q, bounds, &b, ranges, sizeof ranges, &join, err) != 0) return NULL;
     if (!bounds->n && strcmp(sort, "feasible") == 0)
         return tp__errorf(err, -EINVAL,
                           "no column \"feasible\": the experiment has no constraints "
