@@ -5,13 +5,13 @@ remaining work, measured step time x remaining steps, memory-checked. Under MPS 
 no thread percentage: each trial takes what the others on its GPU leave.
 
 One 16 GiB fake GPU; Hyperband with epochs 2, 6, 18 (9 trials, then the top 3, then 1). The
-trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s) on a GPU of its
-own, and, like a compute-bound trial on a real GPU with no thread limit, k / C_k times slower on
+trial with x = 9 steps three times slower than the others (0.3 s against 0.1 s; rung 0's steps,
+which Fluid measures, 0.9 s against 0.3 s) on a GPU of its own, and, like a compute-bound trial on a real GPU with no thread limit, k / C_k times slower on
 a GPU it shares with k - 1 others under MPS, k times time-sliced (the trainer counts them;
 gpu_compute 1.0 tells tunepack so; C_k is the busy share a GPU serves k such trials under MPS,
 measured on H100s: TP_FLUID_SERVED in place/fluid.h, read from there).
 Rung 0 knows no step time yet: equal shares, 1/4 each (the min). Rung 1 holds x = 9, 8, 7, each
-with 4 epochs left: work 1.2, 0.4, 0.4 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after
+with 4 epochs left: work (at rung 0's steps) 3.6, 1.2, 1.2 -> ideal 0.6, 0.2, 0.2 of the GPU -> 1/2, 1/4, 1/4 after
 the min of 1/4 (applied after normalisation). Rung 2: x = 9 alone, the whole GPU.
 """
 
@@ -40,6 +40,10 @@ import json, os, sqlite3, sys, time
 x = int(sys.argv[1]); budget = int(float(sys.argv[2]))
 delay = 0.3 if x == 9 else 0.1
 free_first = False  # True: epoch 1 is reported at once (nothing trained yet)
+# Rung 0's steps (epochs 1 and 2) are the ones Fluid measures for rung 1: they take MEASURED
+# times as long, so that the lag between a report's writing and the run's noting it (which a
+# loaded machine lengthens, and which lands on one step's time whole) counts a third as much.
+MEASURED = 3
 ck = os.path.join(os.environ["TUNEPACK_CHECKPOINT_DIR"], "ckpt")
 start = int(open(ck).read()) if os.path.exists(ck) else 0
 # the trials on this GPU as the run counts them: those it has recorded as running with their
@@ -72,24 +76,30 @@ if "CUDA_MPS_PIPE_DIRECTORY" not in os.environ:
 def sharing():
     n = query(ON_GPU, gpu)[0][0]
     return max(1.0, n / SERVED[min(max(n, 1), 4) - 1])
-def step():  # one step of `delay` on a GPU of its own, slowed by the others as a real one is:
-    done, t = 0.0, time.monotonic()  # the time that passed counts, however long a wait took
+ahead, t = 0.0, None  # the next step's part done already, and when that was counted
+def step(epoch):  # one step of `delay` on a GPU of its own, slowed by the others as a real one
+    global ahead, t  # is: the time that passed counts, however long a wait took, and so does
+    pace = delay * (MEASURED if epoch <= 2 else 1)  # the time between steps (a report, a
+    done = ahead  # checkpoint), so that the steps end where the run sees them end
+    if t is None:
+        t = time.monotonic()
     while done < 1:
         time.sleep(0.01)
         now = time.monotonic()
-        done += (now - t) / (delay * sharing())
+        done += (now - t) / (pace * sharing())
         t = now
+    ahead = done - 1
 lead = os.environ.get("RANK", "0") == "0"  # elastic: one process per GPU, rank 0 reports
 rep = os.fdopen(int(os.environ["TUNEPACK_REPORT_FD"]), "w", buffering=1) if lead else None
 if not lead:
-    for _ in range(max(0, budget - start)):
-        step()
+    for epoch in range(start + 1, budget + 1):
+        step(epoch)
     sys.exit(0)
 if start >= budget:
     rep.write(json.dumps({"step": start, "score": x * start}) + "\n")
 for epoch in range(start + 1, budget + 1):
     if epoch > 1 or not free_first:
-        step()
+        step(epoch)
     rep.write(json.dumps({"step": epoch, "score": x * epoch}) + "\n")
     with open(ck + ".tmp", "w") as f:
         f.write(str(epoch))
@@ -165,7 +175,10 @@ class FluidGroups(GpuE2E):
                           r"work", why[1])
             self.assertTrue(m, why[1])
             # the measured steps carry the run's delay in noting a report, which a loaded
-            # machine lengthens (0.703 seen under ctest -j8 beside two CPU hogs)
+            # machine lengthens (0.485 and 0.703 were seen under ctest -j8 beside two CPU hogs
+            # when rung 0 stepped 0.3 s and 0.1 s): x = 9 keeps 1/2 as long as that lag adds
+            # less than 0.3 s to the steps of x = 8 and x = 7 together, beyond what it adds
+            # to x = 9's
             self.assertTrue(0.5 < float(m.group(1)) < 0.75, why[1])
             self.assertIn("given 1/2 GPU", why[1])
             self.assertEqual(s.events(kind="fluid-shares"), [])  # static: never again
@@ -183,25 +196,25 @@ class FluidGroups(GpuE2E):
 
     def test_a_step_counts_the_load_it_ran_under_as_its_neighbours_end(self):
         # All nine of rung 0 start together at 1/9 and report epoch 1 at once, so each measures
-        # its epoch 2 from a GPU shared by nine, under MPS a load of L = 9 / C_9 = 6.25. Steps
-        # are twice the other tests' (0.6 s for x = 9, 0.2 s for the others alone), so that the
-        # lag between a process's end and the run's noticing it counts half as much. The others'
-        # epoch 2 takes 0.2 L = 1.25 s and they end; x = 9 has then done 1/3 of its 0.6 s and
-        # finishes alone: 1.25 + 0.4 = 1.65 s, under a load of L for 1.25 s and 1 for 0.4 s.
-        # Its step alone is the time integral of 1 / load, 1.25 / L + 0.4 = 0.6 s: rung 1 gives
-        # it 0.6 of the GPU (1/2). Divided by the load's plain time mean (about 5.0: 0.33 s) it
+        # its epoch 2 from a GPU shared by nine, under MPS a load of L = 9 / C_9 = 6.25. Rung 0's
+        # steps are six times the other tests' base (1.8 s for x = 9, 0.6 s for the others
+        # alone), so that the lag between a report and the run's noting it counts little. The
+        # others' epoch 2 takes 0.6 L = 3.75 s and they end; x = 9 has then done 1/3 of its 1.8 s
+        # and finishes alone: 3.75 + 1.2 = 4.95 s, under a load of L for 3.75 s and 1 for 1.2 s.
+        # Its step alone is the time integral of 1 / load, 3.75 / L + 1.2 = 1.8 s: rung 1 gives
+        # it 0.6 of the GPU (1/2). Divided by the load's plain time mean (about 5.0: 0.99 s) it
         # would get 0.45 (then the GPU's leftover still lifts it to 1/2); with the load not
-        # noted when the others end (L throughout: 0.26 s) 0.40, and 1/3; with the load counted
+        # noted when the others end (L throughout: 0.79 s) 0.40, and 1/3; with the load counted
         # as processor sharing, 9 and not 9 / C_9 (every step counted light, its own least), 0.66.
         # The trainers slow down by the load the run counts (its store says who runs), so a
         # late start or a late notice of an end changes how long steps take, not what the run
-        # measures; the lag left (a report's, a commit's) is counted alone and only lifts it
-        # a little (100 ms: 0.64).
+        # measures; the lag left (a report's, a commit's) lands on x = 9's step whole and lifts
+        # the figure a little: 100 ms gives 0.613, and it takes 330 ms to reach 0.64.
         self.step_load_case(mps=True)
 
     def test_a_time_sliced_step_counts_no_mps_gain(self):
         # As above with no MPS daemon: nine time-sliced trials step nine times slower, and the
-        # load is 9 for 1.8 s, then 1 for 0.4 s: again 0.6. Counting C_9 there (a load of 6.25)
+        # load is 9 for 5.4 s, then 1 for 1.2 s: again 0.6. Counting C_9 there (a load of 6.25)
         # would weigh every step heavy, its own least: 0.54.
         self.step_load_case(mps=False)
 
