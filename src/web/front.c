@@ -14,8 +14,8 @@
 #include "web/web_internal.h"
 
 static const char *const SQL_FINISHED =
-    "SELECT id, metrics FROM trials WHERE state IN ('completed', 'stopped') AND metrics IS NOT "
-    "NULL ORDER BY id";
+    "SELECT id, state, metrics FROM trials WHERE state IN ('completed', 'stopped') "
+    "AND metrics IS NOT NULL ORDER BY id";
 
 void tp__web_bounds_load(tp_store_t *s, tp_web_bounds_t *b) {
     char *text = tp__store_meta_get(s, "constraints");
@@ -23,15 +23,14 @@ void tp__web_bounds_load(tp_store_t *s, tp_web_bounds_t *b) {
     free(text);
 }
 
-/* Whether a finished trial is feasible: every constrained metric of its last
- * report (metrics, a JSON object) inside its bounds, as `best` rules
- * (tp__constraint_violation: one never reported is a broken constraint); the
- * front leaves an infeasible trial off, and the chart marks it (a grey cross)
- * apart from the dominated ones. */
-static int trial_feasible(const tp_web_bounds_t *b, const json_t *metrics) {
-    double v[TP_MAX_CONSTRAINTS];
-    tp__constraint_values(b->c, b->n, metrics, v);
-    return tp__constraint_violation(b->c, b->n, v) == 0;
+/* Whether the finished trial of st's row (SQL_FINISHED; metrics, its last
+ * report) is feasible, by the one rule every reader judges by
+ * (tp__constraint_feasible: a constrained metric never reported breaks its
+ * constraint); the front leaves an infeasible trial off, and the chart marks
+ * it (a grey cross) apart from the dominated ones. */
+static int trial_feasible(const tp_web_bounds_t *b, sqlite3_stmt *st, const json_t *metrics) {
+    return tp__constraint_feasible(b->c, b->n, (const char *)sqlite3_column_text(st, 1), metrics) ==
+           1;
 }
 
 /* The store's objectives (meta "objectives": [{"name", "mode"}]) into f;
@@ -61,7 +60,7 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
     tp__web_bounds_load(s, &b);
     sqlite3_stmt *st = tp__web_prepare(s, SQL_FINISHED);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
-        json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         double v[TP_FRONT_MAX];
         size_t j = 0;
         for (; j < m; j++) {
@@ -78,7 +77,7 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
             }
             f->id[f->n] = sqlite3_column_int64(st, 0);
             memcpy(f->v + f->n * m, v, m * sizeof *v);
-            f->feasible[f->n] = (unsigned char)trial_feasible(&b, metrics);
+            f->feasible[f->n] = (unsigned char)trial_feasible(&b, st, metrics);
             f->ninfeasible += !f->feasible[f->n];
             f->n++;
         }
@@ -114,9 +113,9 @@ json_t *tp__web_feasibility(tp_store_t *s) {
     json_int_t finished = 0, infeasible = 0;
     sqlite3_stmt *st = tp__web_prepare(s, SQL_FINISHED);
     while (st && sqlite3_step(st) == SQLITE_ROW) {
-        json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 1), 0, NULL);
+        json_t *metrics = json_loads((const char *)sqlite3_column_text(st, 2), 0, NULL);
         finished++;
-        infeasible += !trial_feasible(&b, metrics);
+        infeasible += !trial_feasible(&b, st, metrics);
         json_decref(metrics);
     }
     sqlite3_finalize(st);
