@@ -19,11 +19,20 @@
  * TPE (Optuna's independent Parzen estimators per parameter, gamma(n) =
  * min(ceil(0.1 n), 25) good, 24 candidates scored by l/g) rather than a
  * multivariate KDE over the top 15% with bandwidth factor 3; its startup is
- * N_min + 2 told results instead of Optuna's 10. No constant liar: a
- * configuration asked from budget b's model is at once marked failed there
- * (a trial that never reaches b must not lie in D_b for ever); a real result
- * at b replaces the mark. A result told without a budget (fifo, median)
- * counts at budget +inf, the full run.
+ * N_min + 2 told results instead of Optuna's 10.
+ *
+ * Pending configurations: a configuration asked from budget b's model stays
+ * pending in b's TPE, in its "above" (bad) group as the TPE's constant liar,
+ * until a result at b replaces it; one the scheduler stops before b stays
+ * there, ranked among b's bad points as successive halving ranked it. Without
+ * it the model, which learns nothing new while a bracket's first rung is
+ * handed out (its budget's results come at the bracket's end), proposed one
+ * configuration over and over: Hyperband's n configurations of a bracket
+ * became copies of one (bench/mf_search --table, docs/search.md). The
+ * paper's model is sampled (64 draws from the good KDE widened 3 times), so
+ * its successive draws differ; a TPE's argmax does not without the liar.
+ * A result told without a budget (fifo, median) counts at budget +inf, the
+ * full run.
  *
  * Determinism: ask(index) is a pure function of (seed, index, the results
  * told per budget, the earlier asks): the random/model coin comes from its
@@ -134,10 +143,10 @@ static int bohb_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
     tp__rng_seed(&coin, s->cfg.seed ^ BOHB_COIN_STREAM, index);
     bohb_budget_t *e = tp__rng_uniform(&coin) < BOHB_RANDOM_FRACTION ? NULL : model_budget(st);
     if (e) {
+        /* the TPE's ask leaves index pending at e: in its "above" group until
+         * a result at e replaces it (see the file comment) */
         int rc = e->tpe->ops->ask(e->tpe, index, now, out);
         if (rc != 1) return rc;
-        /* no liar: unmarked at once, replaced by a real result at e */
-        if (index >= e->cap || !e->ok[index]) e->tpe->ops->tell(e->tpe, index, NULL, NAN, now);
     } else {
         tp_rng_t rng;
         tp__rng_seed(&rng, s->cfg.seed, index);
