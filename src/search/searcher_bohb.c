@@ -23,14 +23,15 @@
  *
  * Pending configurations: a configuration asked from budget b's model stays
  * pending in b's TPE, in its "above" (bad) group as the TPE's constant liar,
- * until a result at b replaces it; one the scheduler stops before b stays
- * there, ranked among b's bad points as successive halving ranked it. Without
- * it the model, which learns nothing new while a bracket's first rung is
- * handed out (its budget's results come at the bracket's end), proposed one
- * configuration over and over: Hyperband's n configurations of a bracket
- * became copies of one (bench/mf_search --table, docs/search.md). The
- * paper's model is sampled (64 draws from the good KDE widened 3 times), so
- * its successive draws differ; a TPE's argmax does not without the liar.
+ * until b's next result (any trial's): the asks made from one unchanged
+ * model are spread apart, and none lies in D_b once the model has moved on
+ * (a trial stopped before b never reports there). Without it the model,
+ * which learns nothing new while a bracket's first rung is handed out (its
+ * budget's results come at the bracket's end), proposed one configuration
+ * over and over: Hyperband's n configurations of a bracket became copies of
+ * one (bench/mf_search --table, docs/search.md). The paper's model is
+ * sampled (64 draws from the good KDE widened 3 times), so successive draws
+ * from one model differ; a TPE's argmax does not without the liar.
  * A result told without a budget (fifo, median) counts at budget +inf, the
  * full run.
  *
@@ -58,6 +59,8 @@ typedef struct bohb_budget {
     unsigned char *ok;  /* per trial index: 1 when its latest result here is finite */
     size_t cap;         /* entries of ok */
     size_t n;           /* |D_b|: indices with ok set */
+    uint64_t *pending;  /* indices its model proposed since its last result, owned */
+    size_t npending, pcap;
 } bohb_budget_t;
 
 typedef struct bohb_state {
@@ -143,10 +146,15 @@ static int bohb_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
     tp__rng_seed(&coin, s->cfg.seed ^ BOHB_COIN_STREAM, index);
     bohb_budget_t *e = tp__rng_uniform(&coin) < BOHB_RANDOM_FRACTION ? NULL : model_budget(st);
     if (e) {
-        /* the TPE's ask leaves index pending at e: in its "above" group until
-         * a result at e replaces it (see the file comment) */
+        /* the TPE's ask leaves index pending at e, in its "above" group, until
+         * e's next result (see the file comment) */
         int rc = e->tpe->ops->ask(e->tpe, index, now, out);
         if (rc != 1) return rc;
+        if (e->npending == e->pcap) {
+            e->pcap = e->pcap ? 2 * e->pcap : 32;
+            e->pending = tp__xrealloc(e->pending, e->pcap * sizeof *e->pending);
+        }
+        e->pending[e->npending++] = index;
     } else {
         tp_rng_t rng;
         tp__rng_seed(&rng, s->cfg.seed, index);
@@ -178,6 +186,12 @@ static void bohb_tell_budget(tp_searcher_t *s, uint64_t index, const json_t *con
     if (cv) tp__searcher_constrain(e->tpe, index, cv);
     e->tpe->ops->tell(e->tpe, index, config, value, now);
     mark(e, index, !isnan(value));
+    /* the model has learned something: what it proposed before is pending no more */
+    for (size_t k = 0; k < e->npending; k++) {
+        uint64_t p = e->pending[k];
+        if (p != index && (p >= e->cap || !e->ok[p])) e->tpe->ops->tell(e->tpe, p, NULL, NAN, now);
+    }
+    e->npending = 0;
 }
 
 static void bohb_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
@@ -194,7 +208,7 @@ static void bohb_destroy(tp_searcher_t *s) {
     if (!st) return;
     for (size_t k = 0; k < st->nb; k++) {
         tp__searcher_free(st->b[k].tpe);
-        free(st->b[k].ok);
+        free(st->b[k].ok), free(st->b[k].pending);
     }
     for (size_t i = 0; i < st->nasked; i++)
         json_decref(st->asked[i]);

@@ -149,6 +149,17 @@ static size_t largest_clump(json_t *const *configs, size_t n) {
     return most;
 }
 
+/* 12 results at budget 27 (trials 0..11) spread over the square, the best
+ * near (0.3, 0.6). */
+static void plant_grid(tp_searcher_t *s) {
+    for (uint64_t k = 0; k < 12; k++) {
+        double x = (double)((k * 5) % 12 + 0.5) / 12, y = (double)((k * 7) % 12 + 0.5) / 12;
+        json_t *c = point(x, y);
+        tp__searcher_tell(s, k, c, fabs(x - 0.3) + fabs(y - 0.6), 27, 0);
+        json_decref(c);
+    }
+}
+
 /* Hyperband hands out a bracket's first rung with no result at the modelled
  * budget in between (Li et al. 2017: n configurations, then successive
  * halving among them), so one frozen model makes them all. They must be n
@@ -159,12 +170,7 @@ TP_TEST(test_bohb_a_bracket_drawn_from_one_frozen_model_is_not_copies_of_one) {
     tp_space_t sp;
     xy_space(&sp);
     tp_searcher_t *s = make(&sp, "bohb", 4);
-    for (uint64_t k = 0; k < 12; k++) { /* 12 results at budget 27, best near (0.3, 0.6) */
-        double x = (double)((k * 5) % 12 + 0.5) / 12, y = (double)((k * 7) % 12 + 0.5) / 12;
-        json_t *c = point(x, y);
-        tp__searcher_tell(s, k, c, fabs(x - 0.3) + fabs(y - 0.6), 27, 0);
-        json_decref(c);
-    }
+    plant_grid(s);
     tp_searcher_t *r = make(&sp, "random", 4);
     json_t *made[27];
     size_t n = 0;
@@ -185,6 +191,38 @@ TP_TEST(test_bohb_a_bracket_drawn_from_one_frozen_model_is_not_copies_of_one) {
     for (size_t k = 0; k < n; k++)
         json_decref(made[k]);
     tp__searcher_free(r);
+    tp__searcher_free(s);
+    tp__space_free(&sp);
+}
+
+/* The pending proposals last until the budget's next result, and no
+ * longer: after it, the model is the one a searcher that never asked them
+ * fits (a trial stopped before the budget does not lie there for ever). */
+TP_TEST(test_bohb_forgets_its_pending_proposals_at_the_budgets_next_result) {
+    tp_space_t sp;
+    xy_space(&sp);
+    tp_searcher_t *s = make(&sp, "bohb", 4), *fresh = make(&sp, "bohb", 4);
+    plant_grid(s);
+    plant_grid(fresh);
+    for (uint64_t i = 12; i < 12 + 27; i++) { /* pending in s only */
+        json_t *c = NULL;
+        TP_CHECK_INT(s->ops->ask(s, i, 0, &c), 1);
+        json_decref(c);
+    }
+    json_t *c = point(0.31, 0.62); /* budget 27's next result, told to both */
+    tp__searcher_tell(s, 39, c, 0.03, 27, 0);
+    tp__searcher_tell(fresh, 39, c, 0.03, 27, 0);
+    json_decref(c);
+    size_t same = 0;
+    for (uint64_t i = 40; i < 70; i++) {
+        json_t *a = NULL, *b = NULL;
+        TP_CHECK_INT(s->ops->ask(s, i, 0, &a), 1);
+        TP_CHECK_INT(fresh->ops->ask(fresh, i, 0, &b), 1);
+        same += json_equal(a, b) != 0;
+        json_decref(a), json_decref(b);
+    }
+    TP_CHECK_INT(same, 30);
+    tp__searcher_free(fresh);
     tp__searcher_free(s);
     tp__space_free(&sp);
 }
