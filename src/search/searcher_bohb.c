@@ -1,6 +1,6 @@
 /* searcher_bohb: the sampler of BOHB (Falkner, Klein and Hutter 2018, "BOHB:
  * Robust and Efficient Hyperparameter Optimization at Scale", alg. 2), to run
- * inside Hyperband brackets (scheduler hyperband, the default) or ASHA's rungs.
+ * inside ASHA's rungs (scheduler asha, the default) or Hyperband brackets.
  *
  * The scheduler tells each job's result with its budget (tp__searcher_tell);
  * the sampler keeps the observations D_b of each budget b apart, in a TPE of
