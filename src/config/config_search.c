@@ -206,8 +206,11 @@ int tp__cfg_search_warm_start(cfgctx_t *c, const char *key, yaml_node_t *v) {
 }
 
 /* `search: {algorithm: bohb}` and `dehb` learn from the results of each
- * budget apart: they run inside rungs, hyperband's unless search.scheduler
- * names another with rungs. what says what the algorithm does per budget. */
+ * budget apart: they run inside rungs, asha's (asynchronous at any
+ * concurrency, as issue 32 asks of them) unless search.scheduler names
+ * another with rungs (hyperband: the papers' synchronous brackets, at about
+ * twice asha's epochs for as many trials, docs/search.md). what says what
+ * the algorithm does per budget. */
 static int per_budget_scheduler(cfgctx_t *c, yaml_node_t *root, const char *what) {
     tp_experiment_t *x = c->x;
     const char *algo = x->search.algorithm;
@@ -216,17 +219,17 @@ static int per_budget_scheduler(cfgctx_t *c, yaml_node_t *root, const char *what
             return fail(c, c->algorithm ? c->algorithm : root,
                         "search algorithm %s %s and needs a budget to grow; add e.g. budget: "
                         "{name: epochs, min: 1, max: 81, eta: 3} and pass {epochs} to the "
-                        "command (it runs in hyperband's brackets, or name scheduler: asha)",
+                        "command (it runs in asha's rungs, or name scheduler: hyperband)",
                         algo, what);
         for (size_t i = 0; tp__scheduler_names[i]; i++)
-            if (!strcmp(tp__scheduler_names[i], "hyperband")) x->scheduler = tp__scheduler_names[i];
+            if (!strcmp(tp__scheduler_names[i], "asha")) x->scheduler = tp__scheduler_names[i];
         return 0;
     }
     if (strcmp(x->scheduler, "asha") && strcmp(x->scheduler, "hyperband") &&
         strcmp(x->scheduler, "hypersched"))
         return fail(c, c->scheduler,
-                    "search algorithm %s %s and needs a scheduler with rungs: hyperband (its "
-                    "default), asha or hypersched; %s runs every trial at one budget",
+                    "search algorithm %s %s and needs a scheduler with rungs: asha (its "
+                    "default), hyperband or hypersched; %s runs every trial at one budget",
                     algo, what, x->scheduler);
     return 0;
 }

@@ -1,6 +1,6 @@
 /* searcher_bohb: the sampler of BOHB (Falkner, Klein and Hutter 2018, "BOHB:
  * Robust and Efficient Hyperparameter Optimization at Scale", alg. 2), to run
- * inside Hyperband brackets (scheduler hyperband, the default) or ASHA's rungs.
+ * inside ASHA's rungs (scheduler asha, the default) or Hyperband brackets.
  *
  * The scheduler tells each job's result with its budget (tp__searcher_tell);
  * the sampler keeps the observations D_b of each budget b apart, in a TPE of
@@ -19,11 +19,21 @@
  * TPE (Optuna's independent Parzen estimators per parameter, gamma(n) =
  * min(ceil(0.1 n), 25) good, 24 candidates scored by l/g) rather than a
  * multivariate KDE over the top 15% with bandwidth factor 3; its startup is
- * N_min + 2 told results instead of Optuna's 10. No constant liar: a
- * configuration asked from budget b's model is at once marked failed there
- * (a trial that never reaches b must not lie in D_b for ever); a real result
- * at b replaces the mark. A result told without a budget (fifo, median)
- * counts at budget +inf, the full run.
+ * N_min + 2 told results instead of Optuna's 10.
+ *
+ * Pending configurations: a configuration asked from budget b's model stays
+ * pending in b's TPE, in its "above" (bad) group as the TPE's constant liar,
+ * until b's next result (any trial's): the asks made from one unchanged
+ * model are spread apart, and none lies in D_b once the model has moved on
+ * (a trial stopped before b never reports there). Without it the model,
+ * which learns nothing new while a bracket's first rung is handed out (its
+ * budget's results come at the bracket's end), proposed one configuration
+ * over and over: Hyperband's n configurations of a bracket became copies of
+ * one (bench/mf_search --table, docs/search.md). The paper's model is
+ * sampled (64 draws from the good KDE widened 3 times), so successive draws
+ * from one model differ; a TPE's argmax does not without the liar.
+ * A result told without a budget (fifo, median) counts at budget +inf, the
+ * full run.
  *
  * Determinism: ask(index) is a pure function of (seed, index, the results
  * told per budget, the earlier asks): the random/model coin comes from its
@@ -49,6 +59,8 @@ typedef struct bohb_budget {
     unsigned char *ok;  /* per trial index: 1 when its latest result here is finite */
     size_t cap;         /* entries of ok */
     size_t n;           /* |D_b|: indices with ok set */
+    uint64_t *pending;  /* indices its model proposed since its last result, owned */
+    size_t npending, pcap;
 } bohb_budget_t;
 
 typedef struct bohb_state {
@@ -134,10 +146,15 @@ static int bohb_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) 
     tp__rng_seed(&coin, s->cfg.seed ^ BOHB_COIN_STREAM, index);
     bohb_budget_t *e = tp__rng_uniform(&coin) < BOHB_RANDOM_FRACTION ? NULL : model_budget(st);
     if (e) {
+        /* the TPE's ask leaves index pending at e, in its "above" group, until
+         * e's next result (see the file comment) */
         int rc = e->tpe->ops->ask(e->tpe, index, now, out);
         if (rc != 1) return rc;
-        /* no liar: unmarked at once, replaced by a real result at e */
-        if (index >= e->cap || !e->ok[index]) e->tpe->ops->tell(e->tpe, index, NULL, NAN, now);
+        if (e->npending == e->pcap) {
+            e->pcap = e->pcap ? 2 * e->pcap : 32;
+            e->pending = tp__xrealloc(e->pending, e->pcap * sizeof *e->pending);
+        }
+        e->pending[e->npending++] = index;
     } else {
         tp_rng_t rng;
         tp__rng_seed(&rng, s->cfg.seed, index);
@@ -169,6 +186,12 @@ static void bohb_tell_budget(tp_searcher_t *s, uint64_t index, const json_t *con
     if (cv) tp__searcher_constrain(e->tpe, index, cv);
     e->tpe->ops->tell(e->tpe, index, config, value, now);
     mark(e, index, !isnan(value));
+    /* the model has learned something: what it proposed before is pending no more */
+    for (size_t k = 0; k < e->npending; k++) {
+        uint64_t p = e->pending[k];
+        if (p != index && (p >= e->cap || !e->ok[p])) e->tpe->ops->tell(e->tpe, p, NULL, NAN, now);
+    }
+    e->npending = 0;
 }
 
 static void bohb_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
@@ -185,7 +208,7 @@ static void bohb_destroy(tp_searcher_t *s) {
     if (!st) return;
     for (size_t k = 0; k < st->nb; k++) {
         tp__searcher_free(st->b[k].tpe);
-        free(st->b[k].ok);
+        free(st->b[k].ok), free(st->b[k].pending);
     }
     for (size_t i = 0; i < st->nasked; i++)
         json_decref(st->asked[i]);

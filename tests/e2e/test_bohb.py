@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""search: {algorithm: bohb} end to end: it runs in hyperband's brackets when no scheduler is
-named (and in asha's rungs at concurrency 4) to the end, a run SIGKILLed at several points
-resumes into the same trials and decisions, and without a budget it is refused saying what it
-needs."""
+"""search: {algorithm: bohb} end to end: it runs to the end in asha's rungs when no scheduler is
+named (at concurrency 4) and in hyperband's brackets when named, a run SIGKILLed at several
+points resumes into the same trials and decisions, and without a budget it is refused saying
+what it needs."""
 
 import sys
 
@@ -20,7 +20,7 @@ for s in range(1, epochs + 1):
     os.write(fd, (json.dumps({"step": s, "loss": loss}) + "\n").encode())
 '''
 
-N = 24  # (1, 9, 3): brackets of 9, 5 and 3 configurations, then 9 again (cut at 7)
+N = 24  # hyperband (1, 9, 3): brackets of 9, 5 and 3 configurations, then 9 again (cut at 7)
 
 
 class BohbTest(E2E):
@@ -56,8 +56,8 @@ class BohbTest(E2E):
         with self.store(run_dir) as s:
             return [r["detail"] or "" for r in s.q("SELECT detail FROM decisions WHERE kind = 'job'")]
 
-    def test_runs_in_hyperband_brackets_by_default_and_in_asha_at_concurrency_4(self):
-        for sched, conc in ((None, 2), ("asha", 4)):
+    def test_runs_in_asha_rungs_by_default_at_concurrency_4_and_in_hyperband_brackets(self):
+        for sched, conc in ((None, 4), ("hyperband", 2)):
             with self.subTest(scheduler=sched):
                 run_dir = self.path("run-%s" % sched)
                 self.assertExit(self.run_exp(self.exp(conc, sched, name="%s.yaml" % sched),
@@ -66,10 +66,11 @@ class BohbTest(E2E):
                 self.assertEqual([t[0] for t in ts], list(range(N)))
                 self.assertEqual([t for t in ts if t[2] not in ("completed", "stopped")], [])
                 whys = self.whys(run_dir)
-                if sched is None:  # hyperband's brackets
-                    self.assertTrue(any("bracket s=2" in w for w in whys), whys[:3])
-                else:
+                if sched is None:  # asha's rungs
                     self.assertTrue(any(w.startswith("promoted to rung") for w in whys), whys)
+                    self.assertFalse(any("bracket" in w for w in whys), whys[:3])
+                else:
+                    self.assertTrue(any("bracket s=2" in w for w in whys), whys[:3])
 
     def test_killed_at_any_moment_resumes_into_the_same_trials(self):
         plain, killed = self.assert_kills_resume_the_same(self.exp(1), self.decisions)

@@ -13,6 +13,13 @@ static void add_real(tp_space_t *sp, const char *name, double lo, double hi) {
     tp__space_add(sp, &p);
 }
 
+/* The space x, y uniform over [0, 1] into sp (initialized here). */
+static void xy_space(tp_space_t *sp) {
+    tp__space_init(sp);
+    add_real(sp, "x", 0, 1);
+    add_real(sp, "y", 0, 1);
+}
+
 static double num(const json_t *cfg, const char *name) {
     return json_number_value(json_object_get(cfg, name));
 }
@@ -69,22 +76,36 @@ TP_TEST(test_bohb_below_n_min_at_every_budget_is_the_random_searcher) {
     tp__space_free(&sp);
 }
 
+/* Asks 100 .. 100 + n: how many propose x > 0.7 (*high) and x < 0.3 (*low).
+ * Each asked trial is then told failed at budgets 1 and 9, so it is pending
+ * in neither model and every ask sees the same models. Returns the asks
+ * that gave no configuration (0). */
+static size_t count_x(tp_searcher_t *s, size_t n, size_t *high, size_t *low) {
+    size_t none = 0;
+    *high = *low = 0;
+    for (uint64_t i = 100; i < 100 + n; i++) {
+        json_t *c = NULL;
+        if (s->ops->ask(s, i, 0, &c) != 1) {
+            none++;
+            continue;
+        }
+        *high += num(c, "x") > 0.7;
+        *low += num(c, "x") < 0.3;
+        json_decref(c);
+        tp__searcher_tell(s, i, NULL, NAN, 1, 0);
+        tp__searcher_tell(s, i, NULL, NAN, 9, 0);
+    }
+    return none;
+}
+
 TP_TEST(test_bohb_models_the_largest_budget_with_n_min_plus_2_results) {
     tp_space_t sp;
-    tp__space_init(&sp);
-    add_real(&sp, "x", 0, 1);
-    add_real(&sp, "y", 0, 1);
+    xy_space(&sp);
     tp_searcher_t *s = make(&sp, "bohb", 3);
     plant(s, 0, 60, 1, 0.1); /* many at budget 1, good near x = 0.1 */
     plant(s, 60, 5, 9, 0.9); /* N_min + 2 = 5 at budget 9, good near x = 0.9 */
     size_t high = 0, low = 0, n = 600;
-    for (uint64_t i = 100; i < 100 + n; i++) {
-        json_t *c = NULL;
-        TP_CHECK_INT(s->ops->ask(s, i, 0, &c), 1);
-        high += num(c, "x") > 0.7;
-        low += num(c, "x") < 0.3;
-        json_decref(c);
-    }
+    TP_CHECK_INT(count_x(s, n, &high, &low), 0);
     printf("  x > 0.7: %zu, x < 0.3: %zu of %zu proposals\n", high, low, n);
     /* random alone puts 30% in each; the budget-9 model pulls 2/3 of them high */
     TP_CHECK(high > n / 2);
@@ -93,14 +114,7 @@ TP_TEST(test_bohb_models_the_largest_budget_with_n_min_plus_2_results) {
     tp_searcher_t *t = make(&sp, "bohb", 3);
     plant(t, 0, 60, 1, 0.1);
     plant(t, 60, 4, 9, 0.9);
-    high = low = 0;
-    for (uint64_t i = 100; i < 100 + n; i++) {
-        json_t *c = NULL;
-        TP_CHECK_INT(t->ops->ask(t, i, 0, &c), 1);
-        high += num(c, "x") > 0.7;
-        low += num(c, "x") < 0.3;
-        json_decref(c);
-    }
+    TP_CHECK_INT(count_x(t, n, &high, &low), 0);
     printf("  4 at budget 9: x > 0.7: %zu, x < 0.3: %zu of %zu proposals\n", high, low, n);
     TP_CHECK(low > n / 2);
     TP_CHECK(high < n / 4);
@@ -111,14 +125,104 @@ TP_TEST(test_bohb_models_the_largest_budget_with_n_min_plus_2_results) {
 
 TP_TEST(test_bohb_keeps_a_third_of_its_proposals_random) {
     tp_space_t sp;
-    tp__space_init(&sp);
-    add_real(&sp, "x", 0, 1);
-    add_real(&sp, "y", 0, 1);
+    xy_space(&sp);
     tp_searcher_t *s = make(&sp, "bohb", 11);
     plant(s, 0, 30, 3, 0.5);
     size_t n = 3000, same = same_as_random(s, &sp, 11, 1000, n);
     printf("  %zu of %zu proposals are the random draw (rho = 1/3)\n", same, n);
     TP_CHECK(same > (size_t)(0.30 * (double)n) && same < (size_t)(0.37 * (double)n));
+    tp__searcher_free(s);
+    tp__space_free(&sp);
+}
+
+/* The largest number of configs[0..n) within 0.02 of one of them in every
+ * coordinate (x, y). */
+static size_t largest_clump(json_t *const *configs, size_t n) {
+    size_t most = 0;
+    for (size_t a = 0; a < n; a++) {
+        size_t near = 0;
+        for (size_t b = 0; b < n; b++)
+            near += fabs(num(configs[a], "x") - num(configs[b], "x")) < 0.02 &&
+                    fabs(num(configs[a], "y") - num(configs[b], "y")) < 0.02;
+        if (near > most) most = near;
+    }
+    return most;
+}
+
+/* 12 results at budget 27 (trials 0..11) spread over the square, the best
+ * near (0.3, 0.6). */
+static void plant_grid(tp_searcher_t *s) {
+    for (uint64_t k = 0; k < 12; k++) {
+        double x = (double)((k * 5) % 12 + 0.5) / 12, y = (double)((k * 7) % 12 + 0.5) / 12;
+        json_t *c = point(x, y);
+        tp__searcher_tell(s, k, c, fabs(x - 0.3) + fabs(y - 0.6), 27, 0);
+        json_decref(c);
+    }
+}
+
+/* Hyperband hands out a bracket's first rung with no result at the modelled
+ * budget in between (Li et al. 2017: n configurations, then successive
+ * halving among them), so one frozen model makes them all. They must be n
+ * different configurations, as the paper's sampled KDE makes them, not
+ * copies of its one favourite: each model-made one stays pending in the
+ * model's "above" group, so the next lands elsewhere. */
+TP_TEST(test_bohb_a_bracket_drawn_from_one_frozen_model_is_not_copies_of_one) {
+    tp_space_t sp;
+    xy_space(&sp);
+    tp_searcher_t *s = make(&sp, "bohb", 4);
+    plant_grid(s);
+    tp_searcher_t *r = make(&sp, "random", 4);
+    json_t *made[27];
+    size_t n = 0;
+    for (uint64_t i = 12; i < 12 + 27; i++) { /* one bracket of 27, no result between */
+        json_t *c = NULL, *rc = NULL;
+        TP_CHECK_INT(s->ops->ask(s, i, 0, &c), 1);
+        TP_CHECK_INT(r->ops->ask(r, i, 0, &rc), 1);
+        if (json_equal(c, rc)) /* the random third: not the model's */
+            json_decref(c);
+        else
+            made[n++] = c;
+        json_decref(rc);
+    }
+    size_t clump = largest_clump(made, n);
+    printf("  %zu of 27 made by the model, at most %zu of them within 0.02 of one\n", n, clump);
+    TP_CHECK(n >= 12);
+    TP_CHECK(clump <= 3);
+    for (size_t k = 0; k < n; k++)
+        json_decref(made[k]);
+    tp__searcher_free(r);
+    tp__searcher_free(s);
+    tp__space_free(&sp);
+}
+
+/* The pending proposals last until the budget's next result, and no
+ * longer: after it, the model is the one a searcher that never asked them
+ * fits (a trial stopped before the budget does not lie there for ever). */
+TP_TEST(test_bohb_forgets_its_pending_proposals_at_the_budgets_next_result) {
+    tp_space_t sp;
+    xy_space(&sp);
+    tp_searcher_t *s = make(&sp, "bohb", 4), *fresh = make(&sp, "bohb", 4);
+    plant_grid(s);
+    plant_grid(fresh);
+    for (uint64_t i = 12; i < 12 + 27; i++) { /* pending in s only */
+        json_t *c = NULL;
+        TP_CHECK_INT(s->ops->ask(s, i, 0, &c), 1);
+        json_decref(c);
+    }
+    json_t *c = point(0.31, 0.62); /* budget 27's next result, told to both */
+    tp__searcher_tell(s, 39, c, 0.03, 27, 0);
+    tp__searcher_tell(fresh, 39, c, 0.03, 27, 0);
+    json_decref(c);
+    size_t same = 0;
+    for (uint64_t i = 40; i < 70; i++) {
+        json_t *a = NULL, *b = NULL;
+        TP_CHECK_INT(s->ops->ask(s, i, 0, &a), 1);
+        TP_CHECK_INT(fresh->ops->ask(fresh, i, 0, &b), 1);
+        same += json_equal(a, b) != 0;
+        json_decref(a), json_decref(b);
+    }
+    TP_CHECK_INT(same, 30);
+    tp__searcher_free(fresh);
     tp__searcher_free(s);
     tp__space_free(&sp);
 }
@@ -143,9 +247,7 @@ static json_t *scripted(const tp_space_t *sp) {
 
 TP_TEST(test_bohb_replays_the_same_proposals) {
     tp_space_t sp;
-    tp__space_init(&sp);
-    add_real(&sp, "x", 0, 1);
-    add_real(&sp, "y", 0, 1);
+    xy_space(&sp);
     json_t *a = scripted(&sp), *b = scripted(&sp);
     TP_CHECK(json_equal(a, b));
     json_decref(a), json_decref(b);
@@ -156,9 +258,7 @@ TP_TEST(test_bohb_replays_the_same_proposals) {
  * configuration and the search ends. */
 TP_TEST(test_bohb_runs_inside_asha_with_jobs_in_flight) {
     tp_space_t sp;
-    tp__space_init(&sp);
-    add_real(&sp, "x", 0, 1);
-    add_real(&sp, "y", 0, 1);
+    xy_space(&sp);
     tp_scheduler_cfg_t cfg = {.scheduler = "asha",
                               .sampler = {.algorithm = "bohb", .trials = 60, .seed = 2},
                               .budget = {.name = "epochs", .min = 1, .max = 27, .eta = 3}};
