@@ -38,7 +38,13 @@
  * the seeds too. The issue's target for bohb and dehb: a median share of at
  * most 0.5 (PASS or MISS).
  *
- *   mf_search [--table FILE [--dataset NAME]] [seeds [trials [mild]]]
+ * With --per-seed OUT it also writes, per dataset, method and seed, one
+ * tab-separated line: dataset, method, seed, trials, epochs spent, best error
+ * at the ends of jobs (as above) and best error after any epoch trained (what
+ * a trial reporting each epoch would show; bench/search/lcbench_optuna.py
+ * --budgets OUT gives Optuna these epochs and compares on that one).
+ *
+ *   mf_search [--table FILE [--dataset NAME]] [--per-seed OUT] [seeds [trials [mild]]]
  *     (default 10 seeds, 243 trials) */
 #include <errno.h>
 #include <math.h>
@@ -150,6 +156,7 @@ static double max_budget(const objective_t *ob) {
 
 typedef struct outcome {
     double best;   /* best error reported */
+    double any;    /* best error after any epoch trained, not only at the ends of jobs */
     double epochs; /* epochs spent */
     double *trace; /* (epochs so far, best so far) after each job, 2 per job */
     size_t n;
@@ -165,7 +172,7 @@ static outcome_t run(const method_t *m, const objective_t *ob, uint64_t seed, ui
         .budget = {.name = "epochs", .min = 1, .max = max_budget(ob), .eta = 3}};
     tp_error_t err = {0};
     tp_scheduler_t *s = tp__scheduler_new(&sp, &cfg, &err);
-    outcome_t out = {.best = INFINITY};
+    outcome_t out = {.best = INFINITY, .any = INFINITY};
     if (!s) {
         fprintf(stderr, "mf_search: %s\n", err.msg);
         exit(1);
@@ -193,10 +200,13 @@ static outcome_t run(const method_t *m, const objective_t *ob, uint64_t seed, ui
         if (rc == 1) continue;
         if (running.n == 0) break;
         tp_job_t done = vjobs_first(&running, &now);
+        for (double t = floor(reached[done.trial]) + 1; t < done.budget; t++)
+            out.any = fmin(out.any, value(ob, conf[done.trial], t, seed, done.trial));
         reached[done.trial] = done.budget;
         double v = value(ob, conf[done.trial], done.budget, seed, done.trial);
         s->ops->result(s, done.trial, done.rung, 1, v, now);
         if (v < out.best) out.best = v;
+        out.any = fmin(out.any, v);
         if (out.n + 2 > cap) {
             cap = cap ? 2 * cap : 256;
             out.trace = tp__xrealloc(out.trace, cap * sizeof *out.trace);
@@ -237,6 +247,8 @@ static void print_yardstick(const mf_table_t *tb, size_t d) {
            ds->name, ds->nconfigs, tb->nseeds, tb->epochs, tb->epochs, best_final, arg, lowest);
 }
 
+static FILE *per_seed; /* --per-seed: one line per dataset, method and seed */
+
 /* Run every method with seeds 1..seeds on ob and print the figures. */
 static void compare(const objective_t *ob, int seeds, uint64_t trials) {
     static double best[NMETHODS][MAX_SEEDS], ep[NMETHODS][MAX_SEEDS], own[NMETHODS][MAX_SEEDS];
@@ -254,6 +266,15 @@ static void compare(const objective_t *ob, int seeds, uint64_t trials) {
         double target = o[0].best; /* asha + random's final best */
         for (size_t m = 0; m < NMETHODS; m++) {
             best[m][k] = o[m].best, ep[m][k] = o[m].epochs, dist[m][k] = o[m].distinct;
+            if (per_seed) {
+                uint64_t n = strcmp(methods[m].scheduler, "fifo")
+                                 ? trials
+                                 : (uint64_t)fmax(1, ceil(o[0].epochs / mb));
+                fprintf(per_seed, "%s\t%s\t%d\t%llu\t%.0f\t%.6g\t%.6g\n",
+                        ob->table ? ob->table->datasets[ob->dataset].name : "synthetic",
+                        methods[m].label, k + 1, (unsigned long long)n, o[m].epochs, o[m].best,
+                        o[m].any);
+            }
             own[m][k] = epochs_to(&o[m], o[m].best);
             to[m][k] = epochs_to(&o[m], target);
             ratio[m][k] = to[m][k] / o[0].epochs;
@@ -288,20 +309,22 @@ static void compare(const objective_t *ob, int seeds, uint64_t trials) {
 
 static int usage(void) {
     fprintf(stderr,
-            "usage: mf_search [--table FILE [--dataset NAME]] [seeds (1..%d) [trials (1..%d) "
-            "[mild]]]\n",
+            "usage: mf_search [--table FILE [--dataset NAME]] [--per-seed OUT] [seeds (1..%d) "
+            "[trials (1..%d) [mild]]]\n",
             MAX_SEEDS, MAX_TRIALS - 1);
     return 2;
 }
 
 int main(int argc, char **argv) {
-    const char *table = NULL, *dataset = NULL;
+    const char *table = NULL, *dataset = NULL, *out = NULL;
     int i = 1;
     for (; i + 1 < argc && !strncmp(argv[i], "--", 2); i += 2) {
         if (!strcmp(argv[i], "--table"))
             table = argv[i + 1];
         else if (!strcmp(argv[i], "--dataset"))
             dataset = argv[i + 1];
+        else if (!strcmp(argv[i], "--per-seed"))
+            out = argv[i + 1];
         else
             return usage();
     }
@@ -312,10 +335,15 @@ int main(int argc, char **argv) {
     if (seeds < 1 || seeds > MAX_SEEDS || trials < 1 || trials >= MAX_TRIALS ||
         (dataset && !table) || (mild && table))
         return usage();
+    if (out && !(per_seed = fopen(out, "w"))) {
+        fprintf(stderr, "mf_search: %s: %s\n", out, strerror(errno));
+        return 1;
+    }
+    if (per_seed) fprintf(per_seed, "dataset\tmethod\tseed\ttrials\tepochs\tbest\tbest_any\n");
     if (!table) {
         objective_t ob = {.mild = mild};
         compare(&ob, seeds, trials);
-        return 0;
+        return per_seed && fclose(per_seed) != 0;
     }
     mf_table_t tb;
     tp_error_t err = {0};
@@ -332,5 +360,6 @@ int main(int argc, char **argv) {
     }
     if (!found) fprintf(stderr, "mf_search: %s: no dataset '%s'\n", table, dataset);
     mf_table_free(&tb);
+    if (per_seed && fclose(per_seed) != 0) return 1;
     return found ? 0 : 1;
 }

@@ -20,7 +20,17 @@ Methods, each --trials trials (default 243, as mf_search):
 Prints, per dataset, the medians over seeds 1..--seeds of the best error reported, the epochs
 spent, and the epochs spent when that best was first reported.
 
+At equal epochs (--budgets FILE, what `mf_search --per-seed FILE` wrote): for each dataset,
+each of tunepack's `asha + tpe` and `asha + random` and each seed, Optuna's tpe + sha and
+random + sha (RandomSampler(seed), the same pruner) run with no trial limit until their
+epochs reach what tunepack spent with that seed; the study stops there, in the middle of a
+trial if need be. Both sides count the best error after any epoch trained (mf_search's
+best_any: a trial reports each epoch). Prints the medians over seeds and, per seed, how
+often tunepack's best is lower, equal or higher.
+
     /usr/bin/python3 bench/search/lcbench_optuna.py [--table FILE] [--seeds 10] [--trials 243]
+    build/bench/mf_search --table bench/search/data/lcbench-sk.tsv --per-seed OUT 10 243
+    /usr/bin/python3 bench/search/lcbench_optuna.py --budgets OUT
 """
 
 import argparse
@@ -80,11 +90,12 @@ def unit(params, x):
     return u
 
 
-def study_run(method, params, epochs, x, err, seed, trials):
-    """One study: (best, epochs spent, epochs when the best was first reported)."""
+def study_run(method, params, epochs, x, err, seed, trials, budget=None):
+    """One study: (best, epochs spent, epochs when the best was first reported). With a
+    budget: no trial limit; the study stops when its epochs reach the budget."""
     ux = unit(params, x)
     ns = err.shape[1]
-    if method == "random + hyperband":
+    if method.startswith("random"):
         sampler = optuna.samplers.RandomSampler(seed=seed)
     else:
         sampler = optuna.samplers.TPESampler(seed=seed)
@@ -108,6 +119,9 @@ def study_run(method, params, epochs, x, err, seed, trials):
         s = int(np.random.default_rng([seed, trial.number]).integers(ns))
         e = math.inf
         for t in range(1, epochs + 1):
+            if budget is not None and state["epochs"] >= budget:
+                trial.study.stop()
+                raise optuna.TrialPruned()  # the budget is spent: no result for this trial
             e = float(err[c, s, t - 1])
             state["epochs"] += 1
             if e < state["best"]:
@@ -117,8 +131,50 @@ def study_run(method, params, epochs, x, err, seed, trials):
                 raise optuna.TrialPruned()
         return e
 
-    st.optimize(objective, n_trials=trials)
+    st.optimize(objective, n_trials=None if budget is not None else trials)
     return state["best"], state["epochs"], state["at"]
+
+
+def read_budgets(path):
+    """{(dataset, method): {seed: (epochs, best_any)}} from mf_search --per-seed."""
+    out = {}
+    with open(path) as f:
+        header = f.readline().rstrip("\n").split("\t")
+        for line in f:
+            r = dict(zip(header, line.rstrip("\n").split("\t")))
+            out.setdefault((r["dataset"], r["method"]), {})[int(r["seed"])] = (
+                int(float(r["epochs"])), float(r["best_any"]))
+    return out
+
+
+def equal_epochs(params, epochs, data, budgets, only):
+    """Optuna's tpe + sha and random + sha at tunepack's epochs, per seed."""
+    for d, (x, err) in data.items():
+        if only and d != only:
+            continue
+        print("dataset %s: Optuna %s at the epochs tunepack spent per seed (trials one at a "
+              "time); best error after any epoch; medians over seeds" % (d, optuna.__version__))
+        print("%-14s %5s %7s %9s  %-14s %9s %7s %s" % ("tunepack", "seeds", "epochs", "best",
+                                                      "Optuna", "best", "epochs",
+                                                      "tunepack lower/equal/higher"))
+        for tp in ("asha + tpe", "asha + random"):
+            runs = budgets.get((d, tp))
+            if not runs:
+                continue
+            seeds = sorted(runs)
+            tp_best = [runs[k][1] for k in seeds]
+            for method in ("tpe + sha", "random + sha"):
+                res = [study_run(method, params, epochs, x, err, k, 0, budget=runs[k][0])
+                       for k in seeds]
+                op_best = [r[0] for r in res]
+                lo = sum(a < b for a, b in zip(tp_best, op_best))
+                eq = sum(a == b for a, b in zip(tp_best, op_best))
+                print("%-14s %5d %7.0f %9.4f  %-14s %9.4f %7.0f %d/%d/%d" % (
+                    tp, len(seeds), statistics.median(runs[k][0] for k in seeds),
+                    statistics.median(tp_best), method, statistics.median(op_best),
+                    statistics.median(r[1] for r in res), lo, eq, len(seeds) - lo - eq))
+                sys.stdout.flush()
+        print()
 
 
 def main():
@@ -127,9 +183,13 @@ def main():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--trials", type=int, default=243)
     ap.add_argument("--dataset")
+    ap.add_argument("--budgets", help="mf_search --per-seed output: compare at its epochs")
     a = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     epochs, params, data = read(a.table)
+    if a.budgets:
+        equal_epochs(params, epochs, data, read_budgets(a.budgets), a.dataset)
+        return
     for d, (x, err) in data.items():
         if a.dataset and d != a.dataset:
             continue

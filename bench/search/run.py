@@ -481,6 +481,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
     ap.add_argument("--tunepack", help="tunepack binary (BUILD/tunepack)")
     ap.add_argument("--scratch", default=None, help="where run directories go (a temp dir)")
+    ap.add_argument("--dump", help="write every run's curve (values in report order), per "
+                    "objective, method and seed, to this JSON file")
     args = ap.parse_args()
 
     quick = args.quick
@@ -513,6 +515,9 @@ def main():
         args.tunepack, optuna.__version__, args.seeds, sys.version.split()[0]))
     t0 = time.monotonic()
     results = quality_pass(args, problems, methods)
+    if args.dump:
+        with open(args.dump, "w") as f:
+            json.dump(results, f)
     for problem in problems:
         print_table(problem, results[problem.name])
     check_targets(problems, results)

@@ -72,6 +72,17 @@
  * do not count toward the startup trials either. A later tell for the same
  * index replaces the value (a trial promoted to a higher rung).
  *
+ * Budgets (tell_budget: asha, hyperband and pbt tell each rung's result with
+ * its budget): ranked as Optuna 3.1's TPESampler ranks pruned trials
+ * (_get_observation_pairs: score (-step, value)): complete trials first (told
+ * at the scheduler's largest budget, or without one), then the others by the
+ * budget they reached, largest first, and by value within one budget. A value
+ * after 1 epoch and one after 27 are not on one scale (a learning curve
+ * rises): by raw value a slow learner stopped early ranks below a fast one
+ * that reached less at the full budget. Counts (startup, gamma) are as
+ * before: every told trial. Several objectives rank by values alone (Optuna's
+ * MOTPE drops pruned trials; here they only run under fifo).
+ *
  * Constant liar: a configuration asked and not yet told counts as an
  * observation with the worst value seen so far. It always ranks after every
  * told trial, so it falls in the "above" group, and gamma counts told trials
@@ -125,6 +136,8 @@ typedef struct tpe_obs {
     double value;     /* latest told value, NaN: failed (several objectives: the first) */
     double *loss;     /* several objectives: the told values as losses, owned; else NULL */
     double violation; /* constraints: total violation when told (0: feasible) */
+    double step;      /* the budget its latest value was told at; +inf: complete (told
+                         without a budget, or at the scheduler's largest) */
     int state;        /* OBS_NONE, OBS_PENDING, OBS_TOLD */
 } tpe_obs_t;
 
@@ -315,12 +328,14 @@ static int cmp_double_idx(const void *pa, const void *pb) {
     return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : (a[1] > b[1]) - (a[1] < b[1]);
 }
 
-/* Ranking rows (feasible first, then by value or violation, then index). */
+/* Ranking rows {violation, -step, key, index}: feasible first; the feasible by the
+ * budget reached (largest first), then value; the infeasible by violation; then index. */
 static int cmp_rank(const void *pa, const void *pb) {
     const double *a = pa, *b = pb;
     int fa = a[0] == 0, fb = b[0] == 0;
     if (fa != fb) return fb - fa;
-    return cmp_double_idx(a + 1, b + 1);
+    if (a[1] != b[1]) return a[1] < b[1] ? -1 : 1;
+    return cmp_double_idx(a + 2, b + 2);
 }
 
 static void parzen_free(parzen_t *e) {
@@ -697,24 +712,26 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
             npend++;
     }
     if (ntold >= (s->cfg.startup ? s->cfg.startup : TPE_STARTUP)) {
-        double *rank = tp__xmalloc(3 * ntold * sizeof *rank);
+        double *rank = tp__xmalloc(4 * ntold * sizeof *rank);
+        int multi = tp__search_nobj(&s->cfg) > 1; /* MOTPE: values only (see the top) */
         size_t *ids = tp__xmalloc((ntold + npend) * sizeof *ids), r = 0, q = ntold;
         for (size_t j = 0; j < st->nobs; j++) {
             const tpe_obs_t *o = &st->obs[j];
             if (told_ok(s, o)) {
-                rank[3 * r] = o->violation;
-                rank[3 * r + 1] = o->violation > 0 ? o->violation
+                rank[4 * r] = o->violation;
+                rank[4 * r + 1] = o->violation > 0 || multi ? 0 : -o->step;
+                rank[4 * r + 2] = o->violation > 0 ? o->violation
                                   : s->maximize    ? -o->value
                                                    : o->value;
-                rank[3 * r + 2] = (double)j;
+                rank[4 * r + 3] = (double)j;
                 r++;
             } else if (o->state == OBS_PENDING && j != self) {
                 ids[q++] = j;
             }
         }
-        qsort(rank, ntold, 3 * sizeof *rank, cmp_rank);
+        qsort(rank, ntold, 4 * sizeof *rank, cmp_rank);
         for (size_t k = 0; k < ntold; k++)
-            ids[k] = (size_t)rank[3 * k + 2];
+            ids[k] = (size_t)rank[4 * k + 3];
         free(rank);
         tpe_propose(s, ids, ntold, ids + ntold, npend, &rng, cfg);
         free(ids);
@@ -729,10 +746,11 @@ static int tpe_ask(tp_searcher_t *s, uint64_t index, double now, json_t **out) {
     return 1;
 }
 
-/* Record (or replace) trial index's value; NaN marks it failed. With config
- * NULL the configuration asked for index is used (ignored if none). */
-static void tpe_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
-                     double now) {
+/* Record (or replace) trial index's value, told at budget (0: none, a complete
+ * result); NaN marks it failed. With config NULL the configuration asked for
+ * index is used (ignored if none). */
+static void tpe_tell_budget(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
+                            double budget, double now) {
     (void)now;
     tpe_state_t *st = s->impl;
     size_t at = st->nprior + (size_t)index;
@@ -742,7 +760,14 @@ static void tpe_tell(tp_searcher_t *s, uint64_t index, const json_t *config, dou
     if (config) decode_config(s->space, st->dims, config, o->x);
     o->value = value;
     o->violation = tp__searcher_violation(s, index);
+    o->step =
+        budget > 0 && !(s->cfg.budget_max > 0 && budget >= s->cfg.budget_max) ? budget : INFINITY;
     o->state = OBS_TOLD;
+}
+
+static void tpe_tell(tp_searcher_t *s, uint64_t index, const json_t *config, double value,
+                     double now) {
+    tpe_tell_budget(s, index, config, value, 0, now);
 }
 
 /* Several objectives: record the values as losses; the first stands for
@@ -777,6 +802,7 @@ static void tpe_tell_prior(tp_searcher_t *s, const json_t *config, const double 
     o->value = values[0];
     for (size_t j = 0; j < m; j++)
         if (isnan(values[j])) o->value = NAN;
+    o->step = INFINITY; /* an earlier result counts as complete */
     o->state = OBS_TOLD;
     if (m > 1) {
         o->loss = tp__xmalloc(m * sizeof *o->loss);
@@ -805,6 +831,7 @@ const struct tp_searcher_ops tp__searcher_tpe_ops = {
     .init = tpe_init,
     .ask = tpe_ask,
     .tell = tpe_tell,
+    .tell_budget = tpe_tell_budget,
     .tell_values = tpe_tell_values,
     .tell_prior = tpe_tell_prior,
     .total = tpe_total,

@@ -84,6 +84,38 @@ class TableBenchmark(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("no dataset 'nope'", p.stderr)
 
+    def test_optuna_runs_at_the_epochs_mf_search_spent_per_seed(self):
+        with tempfile.TemporaryDirectory(prefix="tp_lcb_") as d:
+            per_seed = os.path.join(d, "per-seed.tsv")
+            self.mf("--table", TABLE, "--dataset", "wine", "--per-seed", per_seed, "2", "27")
+            with open(per_seed) as f:
+                lines = [ln.split("\t") for ln in f.read().splitlines()]
+            self.assertEqual(lines[0], ["dataset", "method", "seed", "trials", "epochs", "best",
+                                        "best_any"])
+            self.assertEqual(sorted((r[1], r[2]) for r in lines[1:]),
+                             sorted((m, s) for m in METHODS for s in ("1", "2")))
+            spent = {}
+            for r in lines[1:]:
+                # the best after any epoch is never above the best at the ends of jobs
+                self.assertLessEqual(float(r[6]), float(r[5]), r)
+                spent[(r[1], int(r[2]))] = int(r[4])
+            p = subprocess.run(["/usr/bin/python3", os.path.join(SRC, "bench", "search",
+                                                                 "lcbench_optuna.py"),
+                                "--budgets", per_seed, "--dataset", "wine"],
+                               capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = re.findall(r"^(asha \+ \w+)\s+2\s+(\d+)\s+[\d.]+\s+(\w+ \+ sha)\s+[\d.]+\s+(\d+) "
+                         r"(\d+)/(\d+)/(\d+)$", p.stdout, re.M)
+        self.assertEqual(sorted((g[0], g[2]) for g in got),
+                         sorted((t, o) for t in ("asha + tpe", "asha + random")
+                                for o in ("tpe + sha", "random + sha")), p.stdout)
+        for tp, epochs, _, op_epochs, lo, eq, hi in got:
+            # Optuna stops where tunepack's epochs end: the same median
+            median = sum(spent[(tp, k)] for k in (1, 2)) / 2
+            self.assertLessEqual(abs(float(epochs) - median), 0.5, p.stdout)  # printed %.0f
+            self.assertEqual(op_epochs, epochs, p.stdout)
+            self.assertEqual(int(lo) + int(eq) + int(hi), 2)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -2,6 +2,7 @@
  * constant liar spreads parallel asks, and it stays inside the domains. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "search/search.h"
 #include "tp_test.h"
@@ -294,6 +295,75 @@ TP_TEST(test_tpe_asks_with_1000_observations_and_5_params) {
     }
     tp__searcher_free(s);
     tp__space_free(&sp);
+}
+
+/* Median x of 20 asks after told results (x, error, budget; budget 0: told without one) over
+ * x in [0, 1], budget 1..27: where TPE's "below" group is. Every ask but the last left
+ * pending. */
+static double median_proposal(const double (*obs)[3], size_t n) {
+    tp_space_t sp;
+    tp__space_init(&sp);
+    add_real(&sp, "x", TP_DOM_UNIFORM, 0, 1, 0);
+    tp_search_cfg_t cfg = {
+        .algorithm = "tpe", .seed = 3, .budget_min = 1, .budget_max = 27, .budget_eta = 3};
+    tp_searcher_t *s = tp__searcher_new(&sp, &cfg, 0, NULL);
+    for (size_t i = 0; i < n; i++) {
+        json_t *c = json_pack("{s:f}", "x", obs[i][0]);
+        tp__searcher_tell(s, i, c, obs[i][1], obs[i][2], 0);
+        json_decref(c);
+    }
+    double x[20];
+    for (size_t i = 0; i < 20; i++) {
+        json_t *c = NULL;
+        x[i] = s->ops->ask(s, n + i, 0, &c) == 1 ? num(c, "x") : NAN;
+        json_decref(c);
+    }
+    qsort(x, 20, sizeof *x, cmp_dbl);
+    tp__searcher_free(s);
+    tp__space_free(&sp);
+    return 0.5 * (x[9] + x[10]);
+}
+
+/* Optuna 3.1's TPESampler ranks a pruned trial by the last step it reported, largest
+ * first, after every complete trial, and by value within a step (_get_observation_pairs:
+ * score (-step, value)). So do results told with a budget: three trials near x = 0.1 that
+ * reached budget 9 form "below" (gamma(30) = 3) although 27 trials stopped at budget 1
+ * reported lower errors; told without budgets, the lowest errors would. */
+TP_TEST(test_tpe_ranks_results_at_a_larger_budget_first_as_optuna_ranks_pruned_trials) {
+    double obs[30][3], flat[30][3];
+    for (size_t i = 0; i < 30; i++) {
+        int far = i >= 3; /* 27 early-stopped trials over [0.5, 1] */
+        obs[i][0] = far ? 0.5 + 0.5 * (double)(i - 3) / 26 : 0.08 + 0.02 * (double)i;
+        obs[i][1] = far ? 0.10 + 0.001 * (double)i : 0.30;
+        obs[i][2] = far ? 1 : 9;
+        memcpy(flat[i], obs[i], sizeof obs[i]);
+        flat[i][2] = 0;
+    }
+    double by_budget = median_proposal(obs, 30), by_value = median_proposal(flat, 30);
+    printf("  median proposal: %.3f ranked by budget then error, %.3f by error alone\n", by_budget,
+           by_value);
+    TP_CHECK(by_budget < 0.3); /* nearer the budget-9 group than the lowest errors */
+    TP_CHECK(by_value > 0.3);
+}
+
+/* A result at the scheduler's largest budget is complete, like one told without a budget:
+ * among complete results the lower error ranks first (three near x = 0.1 told without a
+ * budget beat three near 0.9 at budget 27, and both beat 24 lower errors at budget 9 over
+ * [0.5, 0.8]). */
+TP_TEST(test_tpe_ranks_results_at_the_largest_budget_with_complete_ones_by_value) {
+    double obs[30][3];
+    for (size_t i = 0; i < 30; i++) {
+        if (i < 3) {
+            obs[i][0] = 0.08 + 0.02 * (double)i, obs[i][1] = 0.30, obs[i][2] = 0;
+        } else if (i < 6) {
+            obs[i][0] = 0.88 + 0.02 * (double)(i - 3), obs[i][1] = 0.40, obs[i][2] = 27;
+        } else {
+            obs[i][0] = 0.5 + 0.3 * (double)(i - 6) / 23, obs[i][1] = 0.05, obs[i][2] = 9;
+        }
+    }
+    double m = median_proposal(obs, 30);
+    printf("  median proposal: %.3f\n", m);
+    TP_CHECK(m < 0.3);
 }
 
 TP_TEST(test_tpe_is_listed_among_the_searchers) {
