@@ -400,8 +400,20 @@ class E2E(unittest.TestCase):
         q = self.run_exp(exp_path, killed)
         self.assertExit(q, 0)
         self.assertNotIn("diverged", q.stderr)
-        self.assertEqual(decisions(killed), want)
+        got = decisions(killed)
+        if got != want:  # say which attempts of either run failed or were interrupted
+            self.assertEqual(got, want, "failed attempts, plain: %r; killed: %r"
+                             % (self.failed_attempts(plain), self.failed_attempts(killed)))
         return plain, killed
+
+    def failed_attempts(self, run_dir):
+        """[(trial, failures, interruptions, state, error, the end of its stderr)] of every
+        trial of run_dir with a failed or interrupted attempt."""
+        with self.store(run_dir) as s:
+            return [(r["id"], r["failures"], r["interrupted"], r["state"], r["error"],
+                     r["stderr_tail"])
+                    for r in s.q("SELECT id, failures, interrupted, state, error, stderr_tail "
+                                 "FROM trials WHERE failures > 0 OR interrupted > 0 ORDER BY id")]
 
     def lock_pid(self, run_dir):
         """The orchestrator's pid, as written in DIR/lock (None while there is none)."""
