@@ -257,24 +257,21 @@ static void compare(const objective_t *ob, int seeds, uint64_t trials) {
     double mb = max_budget(ob);
     for (int k = 0; k < seeds; k++) {
         outcome_t o[NMETHODS];
+        uint64_t n[NMETHODS]; /* the trials each method ran */
         for (size_t m = 0; m < NMETHODS; m++) {
-            uint64_t n = trials;
+            n[m] = trials;
             if (!strcmp(methods[m].scheduler, "fifo")) /* as many epochs as the reference */
-                n = (uint64_t)fmax(1, ceil(o[0].epochs / mb));
-            o[m] = run(&methods[m], ob, (uint64_t)k + 1, n);
+                n[m] = (uint64_t)fmax(1, ceil(o[0].epochs / mb));
+            o[m] = run(&methods[m], ob, (uint64_t)k + 1, n[m]);
         }
         double target = o[0].best; /* asha + random's final best */
         for (size_t m = 0; m < NMETHODS; m++) {
             best[m][k] = o[m].best, ep[m][k] = o[m].epochs, dist[m][k] = o[m].distinct;
-            if (per_seed) {
-                uint64_t n = strcmp(methods[m].scheduler, "fifo")
-                                 ? trials
-                                 : (uint64_t)fmax(1, ceil(o[0].epochs / mb));
+            if (per_seed)
                 fprintf(per_seed, "%s\t%s\t%d\t%llu\t%.0f\t%.6g\t%.6g\n",
                         ob->table ? ob->table->datasets[ob->dataset].name : "synthetic",
-                        methods[m].label, k + 1, (unsigned long long)n, o[m].epochs, o[m].best,
+                        methods[m].label, k + 1, (unsigned long long)n[m], o[m].epochs, o[m].best,
                         o[m].any);
-            }
             own[m][k] = epochs_to(&o[m], o[m].best);
             to[m][k] = epochs_to(&o[m], target);
             ratio[m][k] = to[m][k] / o[0].epochs;
