@@ -717,12 +717,16 @@ class Dashboard(GpuE2E):
             self.assertIn("in.p:NAME", body)
             # History: a dot per brushed trial. Curves: the best of the brushed set only.
             b.click('#tabs a[data-page="history"]')
+            # (the importance chart, still shown until the history arrives, says "in the brushed set"
+            # too: wait for the history's own words)
             b.wait_for("location.hash.includes('/history?') && document.querySelector('#chart svg') && "
-                       "document.querySelector('#chart svg').textContent.includes('in the brushed set')")
+                       "document.querySelector('#chart svg').textContent.includes('in the brushed set') && "
+                       "document.querySelector('#chart svg').textContent.includes('the line is the best so far')")
             self.assertEqual(b.eval("document.querySelectorAll('#chart svg circle').length"),
                              len(by_opt[chosen]))
             b.click('#tabs a[data-page="curves"]')
             b.wait_for("location.hash.includes('/curves?') && document.querySelector('#chart svg') && "
+                       "document.querySelector('#chart svg').textContent.includes('Learning curves') && "
                        "document.querySelector('#chart svg').textContent.includes('in the brushed set')")
             drawn = {int(t) for t in re.findall(r"trial (\d+)", " ".join(b.eval(
                 "[...document.querySelectorAll('#chart svg title')].map(t => t.textContent)")))}
