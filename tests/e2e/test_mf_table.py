@@ -17,7 +17,7 @@ from helpers import BUILD, SRC
 GEN = os.path.join(SRC, "bench", "search", "lcbench_gen.py")
 MF = os.path.join(BUILD, "bench", "mf_search")
 TABLE = os.path.join(SRC, "bench", "search", "data", "lcbench-sk.tsv")
-METHODS = ["asha + random", "random", "tpe", "asha + tpe", "asha + bohb", "asha + dehb",
+METHODS = ["asha + random", "asha + random, again", "random", "tpe", "asha + tpe", "asha + bohb", "asha + dehb",
            "hyperband + random", "hyperband + bohb", "hyperband + dehb"]
 
 
