@@ -557,9 +557,10 @@ class Dashboard(GpuE2E):
             b.wait_for("document.querySelector('#slice svg') && document.querySelector("
                        "'#slice svg').textContent.includes('against y')")
             self.assertEqual(b.eval("document.querySelectorAll('#slice svg circle').length"), 40)
-            # Reloaded, the page shows the same choice.
-            b.eval("location.reload()")
-            b.wait_for("document.getElementById('contour-x') && "
+            # Reloaded, the page shows the same choice (the page before the reload shows it too:
+            # wait for the new one).
+            b.eval("window.before_reload = 1; location.reload()")
+            b.wait_for("!window.before_reload && document.getElementById('contour-x') && "
                        "document.getElementById('contour-x').value == 'z' && "
                        "document.getElementById('slice-param').value == 'y'")
             b.wait_for("document.querySelector('#contour svg rect.cell')")
@@ -768,9 +769,11 @@ class Dashboard(GpuE2E):
                        % ("%d trial%s" % (len(both), "" if len(both) == 1 else "s")))
             self.assertEqual(b.eval(kept), len(both))
             self.shot(b, "parallel-brushed-choice")
-            # Reloaded, the page shows the same brushes.
-            b.eval("location.reload()")
-            b.wait_for("document.querySelector('#chart rect.brush[data-key=\"p:x\"]') && "
+            # Reloaded, the page shows the same brushes (the page before the reload shows them
+            # too: wait for the new one).
+            b.eval("window.before_reload = 1; location.reload()")
+            b.wait_for("!window.before_reload && "
+                       "document.querySelector('#chart rect.brush[data-key=\"p:x\"]') && "
                        "document.querySelector('#chart rect.brush[data-key=\"p:opt\"]')")
             b.wait_for("%s == %d" % (kept, len(both)))
             # So few trials left that no importance is given: the page says why.
@@ -874,7 +877,9 @@ class Dashboard(GpuE2E):
             with self.store(d) as s:
                 end = float(s.q("SELECT value FROM meta WHERE key = 'ended_at'")[0]["value"])
             b.goto(url)
-            b.wait_for("%s && %s.textContent.includes('ended ')" % (cell, cell))
+            # (the estimate by the pace says "1 of 3 trials ended in" too: wait for the end's own)
+            b.wait_for("%s && %s.querySelector('.estimate').textContent.startsWith('ended ')"
+                       % (cell, cell))
             self.assertAlmostEqual(b.eval("+%s.dataset.estimate" % cell), end, places=1)
 
     def test_a_failed_trial_shows_its_traceback_line_by_line_and_no_empty_chart(self):
@@ -978,7 +983,9 @@ class Dashboard(GpuE2E):
             ids = "JSON.stringify([...document.querySelectorAll('#trials tbody tr')]" \
                   ".map(r => +r.dataset.trialId))"
             b.eval("document.querySelector('#trials th[data-key=feasible]').click()")
-            b.wait_for("%s == '%s'" % (ids, json.dumps(good + bad).replace(" ", "")))
+            # (the trials by id may be in that order already: wait for the rows sorted by it too)
+            b.wait_for("%s == '%s' && document.querySelector('#trials th[data-key=feasible]')"
+                       ".textContent.endsWith('▴')" % (ids, json.dumps(good + bad).replace(" ", "")))
             self.assertIn("sort=feasible", b.eval("location.hash"))
             b.eval("document.querySelector('#trials th[data-key=feasible]').click()")
             b.wait_for("%s == '%s'" % (ids, json.dumps(bad + good).replace(" ", "")))
