@@ -3,24 +3,26 @@
 (high early, low late) runs to the end; each exploit copies the donor's checkpoint into the
 recipient's (the recipient resumes at the donor's step with the donor's state), explores its
 learning rate by the factors, journals the lineage and shows it in `trials` and `export`; a run
-SIGKILLed at several points resumes into the same decisions; under `explore_with: pb2` the
-GP bandit chooses the learning rate once it has data, and a killed run resumes the same; mistakes
-are said."""
+SIGKILLed at several points resumes into the same decisions, and a job whose agent is lost runs
+again into the same decisions; under `explore_with: pb2` the GP bandit chooses the learning rate
+once it has data, and a killed run resumes the same; mistakes are said."""
 
 import csv
 import io
 import json
 import math
+import os
+import signal
 import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, PY, main, yaml_str
+from helpers import E2E, PY, children_of, cmdline, main, wait_for, yaml_str
 
 # score grows each epoch by a gain that peaks at lr 0.3 for epochs 1-3 and at lr 0.01 after;
 # the checkpoint (JSON) keeps the epoch, the score and the trial that wrote it
 TRIAL = r'''
-import json, math, os, sys
+import json, math, os, sys, time
 lr, epochs = float(sys.argv[1]), int(float(sys.argv[2]))
 fd = int(os.environ["TUNEPACK_REPORT_FD"])
 me = int(os.environ["TUNEPACK_TRIAL_ID"])
@@ -29,6 +31,11 @@ state = {"epoch": 0, "score": 0.0, "writer": me}
 if os.path.exists(path):
     state = json.load(open(path))
 loaded = dict(state)
+gate = os.environ.get("PBT_GATE")  # trial 3's first job waits for this file (lost-agent test)
+if gate and me == 3 and state["epoch"] == 0:
+    open(gate + ".started", "a").close()
+    while not os.path.exists(gate):
+        time.sleep(0.05)
 while state["epoch"] < epochs:
     e = state["epoch"] + 1
     best = 0.3 if e <= 3 else 0.01
@@ -165,6 +172,31 @@ class PbtTest(E2E):
             self.assertIn("explore by pb2: lr", why)
         for _, _, d in ex:
             self.assertTrue(0.001 <= d["new"]["lr"] <= 1.0, d)
+
+    def test_a_job_its_agent_lost_runs_again_and_the_population_decides_the_same(self):
+        # Trial 3's first job waits at a gate; the agent running it is killed there, so the
+        # attempt is interrupted, not failed: the job runs again from the start and every
+        # later decision (donors, exploits, explores) is the plain run's.
+        exp = self.exp(concurrency=1, explore_with="pb2")
+        plain = self.path("plain")
+        self.assertExit(self.run_exp(exp, plain), 0)
+        gate, lost = self.path("gate"), self.path("lost")
+        p = self.start_run(exp, lost, env={"PBT_GATE": gate})
+        self.assertTrue(wait_for(lambda: os.path.exists(gate + ".started"), 120),
+                        "trial 3's first job never started")
+        agent = wait_for(lambda: next((c for c in children_of(p.pid)
+                                       if cmdline(c)[-1:] == ["agent"]), None), 30)
+        self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
+        os.kill(agent, signal.SIGKILL)
+        with open(gate, "w"):
+            pass
+        self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
+        self.assertEqual(self.decisions(lost), self.decisions(plain))
+        with self.store(lost) as s:
+            self.assertTrue(all(t["state"] == "completed" for t in s.trials()))
+            self.assertTrue(s.events(kind="agent-lost"), "the agent's loss is journaled")
+            self.assertIn("interrupted: agent lost",
+                          " ".join(e["detail"] or "" for e in s.events(3, "pending")))
 
     def test_mistakes_are_said_with_what_would_be_right(self):
         r = self.run_exp(self.exp(pbt=False), self.path("a"))
