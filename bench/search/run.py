@@ -37,6 +37,10 @@ Then it checks and prints PASS or MISS for:
      each seed cut at the smaller of the two runs' epoch counts (median over seeds, the same
      tolerance). --methods tp-asha-tpe,op-asha-tpe runs this comparison alone.
 
+--optuna-normalized gives Debian's Optuna 3.1 TPE the normalized kernels of later Optuna
+(its truncated-normal log density leaves out -log(sigma): optuna issue 5109), which tunepack's
+tpe has; without it the comparison is with Optuna 3.1 as Debian ships it.
+
 Figures, not tests: nothing here asserts on time. Usage, from the repository root:
 
     sh bench/search/setup.sh                 # Optuna from Debian (python3-optuna)
@@ -229,6 +233,28 @@ def run_tunepack(args, problem, method, seed, epoch_ms=0):
 
 
 # ---- Optuna ----
+
+def normalize_optuna_tpe():
+    """Makes the TPE of Debian's Optuna 3.1 use normalized kernels, as later Optuna does.
+
+    Optuna 3.1's _truncnorm.logpdf(x, a, b, loc, scale) leaves out -log(scale) (optuna
+    issue 5109, fixed by pull request 5110): each kernel's density is off by its bandwidth,
+    so l(x) / g(x) favours wide kernels. tunepack's tpe uses normalized kernels, as the paper
+    does. Returns True when it patched, False when the installed Optuna needs no patch."""
+    import numpy as np
+    from optuna.samplers._tpe import _truncnorm
+    one = _truncnorm.logpdf(np.array([0.0]), -1.0, 1.0, loc=0.0, scale=1.0)[0]
+    two = _truncnorm.logpdf(np.array([0.0]), -1.0, 1.0, loc=0.0, scale=2.0)[0]
+    if abs((one - two) - math.log(2.0)) < 1e-9:
+        return False
+    unscaled = _truncnorm.logpdf
+
+    def logpdf(x, a, b, loc=0, scale=1):
+        return unscaled(x, a, b, loc, scale) - np.log(scale)
+
+    _truncnorm.logpdf = logpdf
+    return True
+
 
 def optuna_sampler(kind, seed):
     if kind == "tpe":
@@ -485,6 +511,9 @@ def main():
     ap.add_argument("--concurrency", type=int, default=2, help="trials run at a time, on "
                     "both engines: tunepack's concurrency and Optuna's n_jobs (2); at 1 "
                     "both are deterministic given the seed")
+    ap.add_argument("--optuna-normalized", action="store_true", help="give Optuna 3.1's TPE "
+                    "normalized kernels (its truncated-normal density leaves out 1/sigma: "
+                    "optuna issue 5109), as later Optuna and tunepack's tpe have")
     ap.add_argument("--epoch-ms", type=int, default=20, help="epoch time for the wall pass")
     ap.add_argument("--wall-seeds", type=int, help="seeds in the wall pass (3)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
@@ -509,6 +538,7 @@ def main():
         if not os.access(path, os.X_OK):
             sys.exit("run.py: %s is missing: build first (cmake --build build)" % path)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    patched = args.optuna_normalized and normalize_optuna_tpe()
 
     names = [n for n in args.objectives.split(",") if n]
     for n in names:
@@ -522,8 +552,9 @@ def main():
         wanted = set(args.methods.split(","))
         methods = [(m, r) for m, r in methods if m[0] in wanted]
 
-    print("tunepack %s, optuna %s, %d seeds, python %s" % (
-        args.tunepack, optuna.__version__, args.seeds, sys.version.split()[0]))
+    print("tunepack %s, optuna %s%s, %d seeds, python %s" % (
+        args.tunepack, optuna.__version__, " (TPE kernels normalized)" if patched else "",
+        args.seeds, sys.version.split()[0]))
     t0 = time.monotonic()
     results = quality_pass(args, problems, methods)
     if args.dump:
