@@ -10,13 +10,17 @@ branin, needle: learning curves with a known optimum), over several seeds, it ru
   Optuna:   RandomSampler, TPESampler(seed) (default settings), and with pruners:
             SuccessiveHalvingPruner (asha), HyperbandPruner, MedianPruner
             - each trial runs the same command as a subprocess, reporting JSON lines on a pipe
-            named by TUNEPACK_REPORT_FD; n_jobs=2.
+            named by TUNEPACK_REPORT_FD; n_jobs as --concurrency.
 
-Both run two trials at a time (concurrency 2). For each method and objective it prints the
+Both run --concurrency trials at a time (default 2: tunepack's `concurrency:` and Optuna's
+n_jobs). At 2 the trials finish in an order that depends on the machine's load, and each ask
+depends on what has finished, so two runs of the same seeds differ; --concurrency 1 makes
+both engines deterministic given the seed (the same figures run after run), which is what
+settles a close comparison. For each method and objective it prints the
 median over seeds of: the best value found with the same number of trials; the best value
 found within the same total number of epochs (a third of what random with the full budget
 uses); the epochs used; and the wall time. A second pass times the same work (random search,
-full budget, every epoch sleeping --epoch-ms) on both engines at concurrency 2.
+full budget, every epoch sleeping --epoch-ms) on both engines at the same concurrency.
 
 "Best value" is the largest reported value of the metric (both metrics are maximized), over
 every report in the run: for a pruned or stopped trial that is its last (lower-budget) value.
@@ -33,12 +37,18 @@ Then it checks and prints PASS or MISS for:
      each seed cut at the smaller of the two runs' epoch counts (median over seeds, the same
      tolerance). --methods tp-asha-tpe,op-asha-tpe runs this comparison alone.
 
+--optuna-normalized gives Debian's Optuna 3.1 TPE the normalized kernels of later Optuna
+(its truncated-normal log density leaves out -log(sigma): optuna issue 5109), which tunepack's
+tpe has; without it the comparison is with Optuna 3.1 as Debian ships it.
+
 Figures, not tests: nothing here asserts on time. Usage, from the repository root:
 
     sh bench/search/setup.sh                 # Optuna from Debian (python3-optuna)
     cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"
     python3 bench/search/run.py --quick      # 3 seeds, fewer trials: about 2 minutes on 2 cores
     python3 bench/search/run.py              # 10 seeds, 60 trials: about 14 minutes on 2 cores
+    python3 bench/search/run.py --objectives needle --methods tp-asha-tpe,op-asha-tpe \
+        --seeds 40 --concurrency 1           # reproducible: about 3 minutes
 
 Standard library and optuna only. It re-executes itself with /usr/bin/python3 when the
 interpreter it was started with cannot import optuna (Debian's package lives there).
@@ -97,7 +107,6 @@ OPTUNA_METHODS = [  # name, sampler, pruner
     ("op-hyperband", "random", "hyperband"),
     ("op-median", "random", "median"),
 ]
-CONCURRENCY = 2
 
 
 class Problem:
@@ -113,6 +122,7 @@ class Problem:
         self.tolerance = 0.01 if self.synthetic else 0.005
         self.objective_bin = args.objective_bin
         self.mlp_bin = args.mlp_bin
+        self.concurrency = args.concurrency
 
     def argv(self, params, epochs, seed, epoch_ms=0):
         """The trial's argv; params values may be placeholders ("{x}") or numbers."""
@@ -158,7 +168,7 @@ def tunepack_yaml(problem, method, seed, epoch_ms):
     else:
         search += ", scheduler: %s" % scheduler
         lines.append("budget: {name: epochs, min: 1, max: %d, eta: 3}" % problem.max_budget)
-    lines += ["search: %s}" % search, "concurrency: %d" % CONCURRENCY, "retries: 0",
+    lines += ["search: %s}" % search, "concurrency: %d" % problem.concurrency, "retries: 0",
               "timeout: 10m"]
     return "\n".join(lines) + "\n"
 
@@ -170,11 +180,11 @@ def report_order(db):
     reports of one attempt evenly between its 'running' event and the attempt's next event.
     """
     times = {}
-    for trial, attempt, at, kind in db.execute(
-            "SELECT trial, attempt, at, kind FROM events ORDER BY id"):
+    for event, trial, attempt, at, kind in db.execute(
+            "SELECT id, trial, attempt, at, kind FROM events ORDER BY id"):
         key = (trial, attempt)
         if kind == "running" and key not in times:
-            times[key] = [at, None]
+            times[key] = [at, None, event]
         elif key in times and times[key][1] is None and kind != "running":
             times[key][1] = at
     rows = db.execute("SELECT trial, attempt, seq, value FROM metrics "
@@ -184,12 +194,12 @@ def report_order(db):
         per_attempt.setdefault((trial, attempt), []).append(value)
     out = []
     for key, values in per_attempt.items():
-        start, end = times.get(key, [0.0, None])
+        start, end, event = times.get(key, [0.0, None, 0])
         end = start if end is None else end
-        for i, v in enumerate(values):
-            out.append((start + (end - start) * (i + 1) / len(values), v))
-    out.sort(key=lambda r: r[0])
-    return out
+        for i, v in enumerate(values):  # equal times (a coarse clock): in start order
+            out.append((start + (end - start) * (i + 1) / len(values), event, i, v))
+    out.sort(key=lambda r: r[:3])
+    return [(t, v) for t, _, _, v in out]
 
 
 def run_tunepack(args, problem, method, seed, epoch_ms=0):
@@ -224,6 +234,28 @@ def run_tunepack(args, problem, method, seed, epoch_ms=0):
 
 # ---- Optuna ----
 
+def normalize_optuna_tpe():
+    """Makes the TPE of Debian's Optuna 3.1 use normalized kernels, as later Optuna does.
+
+    Optuna 3.1's _truncnorm.logpdf(x, a, b, loc, scale) leaves out -log(scale) (optuna
+    issue 5109, fixed by pull request 5110): each kernel's density is off by its bandwidth,
+    so l(x) / g(x) favours wide kernels. tunepack's tpe uses normalized kernels, as the paper
+    does. Returns True when it patched, False when the installed Optuna needs no patch."""
+    import numpy as np
+    from optuna.samplers._tpe import _truncnorm
+    one = _truncnorm.logpdf(np.array([0.0]), -1.0, 1.0, loc=0.0, scale=1.0)[0]
+    two = _truncnorm.logpdf(np.array([0.0]), -1.0, 1.0, loc=0.0, scale=2.0)[0]
+    if abs((one - two) - math.log(2.0)) < 1e-9:
+        return False
+    unscaled = _truncnorm.logpdf
+
+    def logpdf(x, a, b, loc=0, scale=1):
+        return unscaled(x, a, b, loc, scale) - np.log(scale)
+
+    _truncnorm.logpdf = logpdf
+    return True
+
+
 def optuna_sampler(kind, seed):
     if kind == "tpe":
         return optuna.samplers.TPESampler(seed=seed)
@@ -254,7 +286,7 @@ def suggest(trial, space):
 
 
 def run_optuna(args, problem, method, seed, epoch_ms=0):
-    """One Optuna study with n_jobs=2 running the trial commands; returns a result dict."""
+    """One Optuna study (n_jobs: --concurrency) running the trial commands; returns a result."""
     _, sampler, pruner = method
     lock = threading.Lock()
     curve = []
@@ -296,7 +328,7 @@ def run_optuna(args, problem, method, seed, epoch_ms=0):
     study = optuna.create_study(direction="maximize", sampler=optuna_sampler(sampler, seed),
                                 pruner=optuna_pruner(pruner, problem))
     t0 = time.monotonic()
-    study.optimize(objective, n_trials=problem.trials, n_jobs=CONCURRENCY,
+    study.optimize(objective, n_trials=problem.trials, n_jobs=problem.concurrency,
                    catch=(RuntimeError, ValueError, KeyError))
     wall = time.monotonic() - t0
     if not curve:
@@ -357,7 +389,7 @@ def print_table(problem, runs_by_method):
     equal_epochs = problem.trials * problem.max_budget // 3
     print("\n%s: %d trials, budget 1..%d (eta 3), concurrency %d; best@epochs counts the "
           "first %d epochs (a third of random's full budget)" % (
-              problem.name, problem.trials, problem.max_budget, CONCURRENCY, equal_epochs))
+              problem.name, problem.trials, problem.max_budget, problem.concurrency, equal_epochs))
     print("  %-13s %13s %13s %12s %9s %7s" % ("method", "best@trials", "best@epochs",
                                               "epochs used", "wall s", "trials"))
     for name, runs in runs_by_method.items():
@@ -444,11 +476,11 @@ def wall_pass(args, problem):
                 break
             walls.append(r["wall"])
         rows.append((method[0], walls))
-    ideal = problem.trials * problem.max_budget * args.epoch_ms / 1000.0 / CONCURRENCY
+    ideal = problem.trials * problem.max_budget * args.epoch_ms / 1000.0 / problem.concurrency
     print("\nWall time, same work: %s, random search, %d trials x %d epochs x %d ms, "
-          "concurrency %d (ideal %.2f s), %d seeds" % (problem.name, problem.trials,
-                                                       problem.max_budget, args.epoch_ms,
-                                                       CONCURRENCY, ideal, args.wall_seeds))
+          "concurrency %d (ideal %.2f s), %d seeds" % (
+              problem.name, problem.trials, problem.max_budget, args.epoch_ms,
+              problem.concurrency, ideal, args.wall_seeds))
     for name, walls in rows:
         if isinstance(walls, str):
             print("  %-10s not run: %s" % (name, walls))
@@ -476,6 +508,12 @@ def main():
     ap.add_argument("--engines", default="tunepack,optuna", help="tunepack, optuna or both")
     ap.add_argument("--methods", help="comma-separated method names to run (all), e.g. "
                     "tp-asha-tpe,op-asha-tpe for the equal-cost comparison alone")
+    ap.add_argument("--concurrency", type=int, default=2, help="trials run at a time, on "
+                    "both engines: tunepack's concurrency and Optuna's n_jobs (2); at 1 "
+                    "both are deterministic given the seed")
+    ap.add_argument("--optuna-normalized", action="store_true", help="give Optuna 3.1's TPE "
+                    "normalized kernels (its truncated-normal density leaves out 1/sigma: "
+                    "optuna issue 5109), as later Optuna and tunepack's tpe have")
     ap.add_argument("--epoch-ms", type=int, default=20, help="epoch time for the wall pass")
     ap.add_argument("--wall-seeds", type=int, help="seeds in the wall pass (3)")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="build directory")
@@ -491,6 +529,8 @@ def main():
     args.mlp_trials = args.mlp_trials or (12 if quick else 30)
     args.mlp_max_budget = args.mlp_max_budget or (9 if quick else 27)
     args.wall_seeds = args.wall_seeds or (1 if quick else 3)
+    if args.concurrency < 1:
+        sys.exit("run.py: --concurrency wants at least 1")
     args.tunepack = os.path.abspath(args.tunepack or os.path.join(args.build, "tunepack"))
     args.objective_bin = os.path.abspath(os.path.join(args.build, "bench", "search_objective"))
     args.mlp_bin = os.path.abspath(os.path.join(args.build, "examples", "mlp_train"))
@@ -498,6 +538,7 @@ def main():
         if not os.access(path, os.X_OK):
             sys.exit("run.py: %s is missing: build first (cmake --build build)" % path)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    patched = args.optuna_normalized and normalize_optuna_tpe()
 
     names = [n for n in args.objectives.split(",") if n]
     for n in names:
@@ -511,8 +552,9 @@ def main():
         wanted = set(args.methods.split(","))
         methods = [(m, r) for m, r in methods if m[0] in wanted]
 
-    print("tunepack %s, optuna %s, %d seeds, python %s" % (
-        args.tunepack, optuna.__version__, args.seeds, sys.version.split()[0]))
+    print("tunepack %s, optuna %s%s, %d seeds, python %s" % (
+        args.tunepack, optuna.__version__, " (TPE kernels normalized)" if patched else "",
+        args.seeds, sys.version.split()[0]))
     t0 = time.monotonic()
     results = quality_pass(args, problems, methods)
     if args.dump:
