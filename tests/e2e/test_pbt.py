@@ -33,7 +33,9 @@ if os.path.exists(path):
 loaded = dict(state)
 gate = os.environ.get("PBT_GATE")  # trial 3's first job waits for this file (lost-agent test)
 if gate and me == 3 and state["epoch"] == 0:
-    open(gate + ".started", "a").close()
+    with open(gate + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(gate + ".tmp", gate + ".started")  # the test reads the pid once it is there
     while not os.path.exists(gate):
         time.sleep(0.05)
 while state["epoch"] < epochs:
@@ -176,7 +178,10 @@ class PbtTest(E2E):
     def test_a_job_its_agent_lost_runs_again_and_the_population_decides_the_same(self):
         # Trial 3's first job waits at a gate; the agent running it is killed there, so the
         # attempt is interrupted, not failed: the job runs again from the start and every
-        # later decision (donors, exploits, explores) is the plain run's.
+        # later decision (donors, exploits, explores) is the plain run's. The trainer is killed
+        # with its agent, as on a node that died: one left running (an agent's trainer lives on
+        # until the next agent reaps it) can save its checkpoint at the job's end first, and the
+        # job run again then resumes there and exits without a report, a failure.
         exp = self.exp(concurrency=1, explore_with="pb2")
         plain = self.path("plain")
         self.assertExit(self.run_exp(exp, plain), 0)
@@ -188,6 +193,8 @@ class PbtTest(E2E):
                                        if cmdline(c)[-1:] == ["agent"]), None), 30)
         self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
         os.kill(agent, signal.SIGKILL)
+        with open(gate + ".started") as f:
+            os.kill(int(f.read()), signal.SIGKILL)
         with open(gate, "w"):
             pass
         self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
