@@ -65,15 +65,12 @@
 
 typedef struct method {
     const char *label, *scheduler, *sampler;
-    int other_draws; /* the sampler's seed differs from the reference's (the objective's does not)
-                      */
+    int other_draws; /* the sampler's seed is not the reference's (the objective's is) */
 } method_t;
 
 /* The first is the reference (its final best is the target); fifo ones run at the full
  * budget with as many trials as fit in the reference's epochs. The second is the
- * reference again with other random draws: the target is that of the reference's own run,
- * so the reference reaches it in every seed by construction; this row is what the same
- * method needs when it did not set the target, the yardstick for the others. */
+ * reference with other draws, the yardstick (see the file comment). */
 static const method_t methods[] = {
     {"asha + random", "asha", "random"},
     {"asha + random, again", "asha", "random", 1},

@@ -415,6 +415,16 @@ class E2E(unittest.TestCase):
                     for r in s.q("SELECT id, failures, interrupted, state, error, stderr_tail "
                                  "FROM trials WHERE failures > 0 OR interrupted > 0 ORDER BY id")]
 
+    @staticmethod
+    def find_agent(orchestrator):
+        """The pid of the orchestrator's local `tunepack agent` child, or None."""
+        for pid in children_of(orchestrator):
+            argv = cmdline(pid)
+            if len(argv) >= 2 and argv[-1] == "agent" and os.path.basename(argv[0]) == \
+                    os.path.basename(BIN):
+                return pid
+        return None
+
     def lock_pid(self, run_dir):
         """The orchestrator's pid, as written in DIR/lock (None while there is none)."""
         try:

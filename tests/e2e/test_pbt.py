@@ -17,7 +17,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, PY, children_of, cmdline, main, wait_for, yaml_str
+from helpers import E2E, PY, main, wait_for, yaml_str
 
 # score grows each epoch by a gain that peaks at lr 0.3 for epochs 1-3 and at lr 0.01 after;
 # the checkpoint (JSON) keeps the epoch, the score and the trial that wrote it
@@ -189,8 +189,7 @@ class PbtTest(E2E):
         p = self.start_run(exp, lost, env={"PBT_GATE": gate})
         self.assertTrue(wait_for(lambda: os.path.exists(gate + ".started"), 120),
                         "trial 3's first job never started")
-        agent = wait_for(lambda: next((c for c in children_of(p.pid)
-                                       if cmdline(c)[-1:] == ["agent"]), None), 30)
+        agent = wait_for(lambda: self.find_agent(p.pid), 30)
         self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
         os.kill(agent, signal.SIGKILL)
         with open(gate + ".started") as f:

@@ -9,8 +9,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import (BIN, E2E, children_of, cmdline, main, token_pids, wait_for,
-                     yaml_str)
+from helpers import E2E, main, token_pids, wait_for, yaml_str
 
 N = 24
 SPACE = ("space:\n"
@@ -131,14 +130,6 @@ class Resume(E2E):
             for t in trials:
                 self.assertEqual(len(s.events(t["id"], "completed")), 1)
         self.assertEqual(token_pids(token), [])
-
-    def find_agent(self, orchestrator):
-        for pid in children_of(orchestrator):
-            argv = cmdline(pid)
-            if len(argv) >= 2 and argv[-1] == "agent" and os.path.basename(argv[0]) == \
-                    os.path.basename(BIN):
-                return pid
-        return None
 
     def runs_of(self, run_dir, trial):
         """The attempts trial's executions wrote to its runs file, in order."""
