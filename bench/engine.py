@@ -52,9 +52,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         print(f"tunepack engine benchmark ({BIN})")
         for name, argv in (("true", ["true"]), ("echo", ["echo", "acc=1"])):
-            out = subprocess.run([CEILING, "2000", "16"] + argv, capture_output=True, text=True)
-            print(f"ceiling     {name:5s}: {out.stdout.strip()} processes/s: this machine's own limit "
-                  f"(a bare posix_spawn loop, concurrency 16, no engine)")
+            for how, opt in (("posix_spawn", []), ("fork + prctl, as the agent", ["--fork"])):
+                out = subprocess.run([CEILING, "2000", "16"] + opt + argv, capture_output=True,
+                                     text=True)
+                print(f"ceiling     {name:5s}: {out.stdout.strip()} processes/s: this machine's own "
+                      f"limit (a bare {how} loop, concurrency 16, no engine)")
         for name, cmd in (("true", "[true]"), ("echo", '[echo, "acc=1"]')):
             wall, db, _, _ = run(tmp, "thr_" + name, f"""name: thr-{name}
 command: {cmd}

@@ -74,6 +74,23 @@ def merged_env(env):
     return full
 
 
+def proc_stat(pid):
+    """The fields of /proc/PID/stat after the command's name (state, ppid, ...), as bytes, or
+    None when pid is gone."""
+    try:
+        with open("/proc/%s/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def alive(pid):
+    """Whether pid is a process that has not died (a zombie has)."""
+    st = proc_stat(pid)
+    return st is not None and st[0] not in (b"Z", b"X")
+
+
 def pids_mentioning(text):
     """Live (non-zombie) processes other than this one whose command line or environment
     contains text: for finding whatever a test started under its own directory."""
@@ -83,16 +100,13 @@ def pids_mentioning(text):
         if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                stat = f.read()
             with open("/proc/%s/cmdline" % name, "rb") as f:
                 cmd = f.read()
             with open("/proc/%s/environ" % name, "rb") as f:
                 env = f.read()
         except OSError:
             continue
-        state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
-        if state != b"Z" and (needle in cmd or needle in env):
+        if alive(name) and (needle in cmd or needle in env):
             out.append(int(name))
     return out
 
@@ -108,13 +122,10 @@ def token_pids(token):
         try:
             with open("/proc/%s/environ" % name, "rb") as f:
                 env = f.read().split(b"\0")
-            with open("/proc/%s/stat" % name, "rb") as f:
-                stat = f.read()
         except OSError:
             continue
         # A zombie keeps no environment worth caring about (it is already dead).
-        state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
-        if state != b"Z" and any(e == needle or e.startswith(needle + b"-") for e in env):
+        if alive(name) and any(e == needle or e.startswith(needle + b"-") for e in env):
             pids.append(int(name))
     return pids
 
@@ -123,15 +134,8 @@ def children_of(pid):
     """Return the pids whose parent is pid (scanning /proc)."""
     out = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name, "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if int(rest[1]) == pid:
+        st = proc_stat(name) if name.isdigit() else None
+        if st is not None and int(st[1]) == pid:
             out.append(int(name))
     return out
 

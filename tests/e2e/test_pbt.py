@@ -17,7 +17,7 @@ import sys
 
 sys.dont_write_bytecode = True  # keep tests/e2e free of __pycache__
 
-from helpers import E2E, PY, main, wait_for, yaml_str
+from helpers import E2E, PY, alive, main, wait_for, yaml_str
 
 # score grows each epoch by a gain that peaks at lr 0.3 for epochs 1-3 and at lr 0.01 after;
 # the checkpoint (JSON) keeps the epoch, the score and the trial that wrote it
@@ -31,6 +31,10 @@ state = {"epoch": 0, "score": 0.0, "writer": me}
 if os.path.exists(path):
     state = json.load(open(path))
 loaded = dict(state)
+if state["epoch"] >= epochs:  # resumed at the job's end (docs/checkpoints.md): say where it is
+    rep = {"step": state["epoch"], "score": state["score"], "lr": lr,
+           "resumed_at": loaded["epoch"], "copied_from": loaded["writer"]}
+    os.write(fd, (json.dumps(rep) + "\n").encode())
 gate = os.environ.get("PBT_GATE")  # trial 3's first job waits for this file (lost-agent test)
 if gate and me == 3 and state["epoch"] == 0:
     with open(gate + ".tmp", "w") as f:
@@ -178,10 +182,9 @@ class PbtTest(E2E):
     def test_a_job_its_agent_lost_runs_again_and_the_population_decides_the_same(self):
         # Trial 3's first job waits at a gate; the agent running it is killed there, so the
         # attempt is interrupted, not failed: the job runs again from the start and every
-        # later decision (donors, exploits, explores) is the plain run's. The trainer is killed
-        # with its agent, as on a node that died: one left running (an agent's trainer lives on
-        # until the next agent reaps it) can save its checkpoint at the job's end first, and the
-        # job run again then resumes there and exits without a report, a failure.
+        # later decision (donors, exploits, explores) is the plain run's. The trainer dies with
+        # its agent: left running, it would train past the gate to its job's end and save its
+        # checkpoint there, for a run that no longer hears it.
         exp = self.exp(concurrency=1, explore_with="pb2")
         plain = self.path("plain")
         self.assertExit(self.run_exp(exp, plain), 0)
@@ -191,9 +194,15 @@ class PbtTest(E2E):
                         "trial 3's first job never started")
         agent = wait_for(lambda: self.find_agent(p.pid), 30)
         self.assertTrue(agent, "no `tunepack agent` child of the orchestrator")
-        os.kill(agent, signal.SIGKILL)
         with open(gate + ".started") as f:
-            os.kill(int(f.read()), signal.SIGKILL)
+            trainer = int(f.read())
+        os.kill(p.pid, signal.SIGSTOP)  # no next agent to reap the trainer meanwhile
+        try:
+            os.kill(agent, signal.SIGKILL)
+            self.assertTrue(wait_for(lambda: not alive(trainer), 30),
+                            "the trainer outlived its agent")
+        finally:
+            os.kill(p.pid, signal.SIGCONT)
         with open(gate, "w"):
             pass
         self.assertEqual(p.wait(timeout=300), 0, p.stderr.read())
