@@ -12,8 +12,8 @@ learning rate has to pick one.
 
 Checkpoint contract (docs/checkpoints.md) through python/tunepack_report.py:
 - the budget: --epochs, else TUNEPACK_BUDGET, is the epoch to train up to;
-- it resumes from $TUNEPACK_CHECKPOINT_DIR/model.pt when that exists: model, optimizer and
-  the epoch reached. Under PBT that file may be another trial's (the donor's, copied there by
+- it resumes from $TUNEPACK_CHECKPOINT_DIR/model.pt when that exists: model, optimizer, the
+  epoch reached and its metrics (reported again when that epoch is already the budget). Under PBT that file may be another trial's (the donor's, copied there by
   tunepack): the weights and the epoch are taken from it, and the learning rate from this
   run's --lr (the explored one);
 - it reports val_acc and the training loss after every epoch.
@@ -63,6 +63,8 @@ def main():
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
         epoch = state["epoch"]
+        if epoch >= epochs and "val_acc" in state:  # nothing left to train: say where it stands
+            report(step=epoch, val_acc=state["val_acc"], loss=state["loss"], lr=args.lr)
     for group in opt.param_groups:  # the explored learning rate, whoever saved the state
         group["lr"] = args.lr
     gen = torch.Generator().manual_seed(args.seed * 1000 + epoch)
@@ -85,7 +87,7 @@ def main():
         if path:
             os.makedirs(ckdir, exist_ok=True)
             torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(),
-                        "epoch": epoch}, path + ".tmp")
+                        "epoch": epoch, "val_acc": acc, "loss": total / len(yt)}, path + ".tmp")
             os.replace(path + ".tmp", path)
 
 

@@ -71,8 +71,14 @@ static void judge_exit_0(const trial_t *t, const tp_experiment_t *x, tp_verdict_
                  "lines were rejected, the first because: %s",
                  x->metric, t->current.garbage, t->current.first_garbage);
     else
-        snprintf(v->why, sizeof v->why, "exited 0 without ever reporting the objective \"%s\"%s",
-                 x->metric, t->current.seq ? "" : " (no report at all)");
+        snprintf(v->why, sizeof v->why, "exited 0 without ever reporting the objective \"%s\"%s%s",
+                 x->metric, t->current.seq ? "" : " (no report at all)",
+                 /* the likely cause under a budget: the job found its checkpoint at its end
+                  * (an earlier attempt, lost before its reports came, got there) */
+                 x->budget_name ? "; a job whose checkpoint is already at or past its budget "
+                                  "must still report the metrics of that step "
+                                  "(docs/checkpoints.md)"
+                                : "");
 }
 
 void tp__verdict_judge(const trial_t *t, const tp_exited_t *e, const tp_judge_facts_t *f,

@@ -92,6 +92,11 @@ TP_TEST(test_exit_0_with_the_objective_is_done_without_it_a_failure_that_says_wh
     t.current.garbage = 0;
     tp__verdict_judge(&t, &(tp_exited_t){.ended = TP_ENDED_EXITED, .status = "exited"}, &f, &v);
     TP_CHECK(strstr(v.why, "(no report at all)"));
+    TP_CHECK(!strstr(v.why, "checkpoints.md"));
+    x.budget_name = "epochs"; /* under a budget: what a resumed job owes */
+    tp__verdict_judge(&t, &(tp_exited_t){.ended = TP_ENDED_EXITED, .status = "exited"}, &f, &v);
+    TP_CHECK(strstr(v.why, "(no report at all); a job whose checkpoint is already at or past its "
+                           "budget must still report the metrics of that step"));
     tp__buf_free(&t.last);
 }
 
