@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """search: {algorithm: bohb} end to end: it runs to the end in asha's rungs when no scheduler is
 named (at concurrency 4) and in hyperband's brackets when named, a run SIGKILLed at several
-points resumes into the same trials and decisions, and without a budget it is refused saying
-what it needs."""
+points resumes into the same trials and decisions (at concurrency 2: into its journaled state,
+every trial ended), and without a budget it is refused saying what it needs."""
 
 import sys
 
@@ -75,6 +75,22 @@ class BohbTest(E2E):
     def test_killed_at_any_moment_resumes_into_the_same_trials(self):
         plain, killed = self.assert_kills_resume_the_same(self.exp(1), self.decisions)
         self.assertEqual(self.trials(killed), self.trials(plain))
+
+    def test_killed_at_concurrency_2_replays_its_journal_and_ends_every_trial(self):
+        # Two jobs at once: results come back in the order the machine makes, so the decisions
+        # are not a plain run's; what must hold is that each resume replays the journaled asks
+        # and results into the same sampler state (no "diverged") and every trial ends.
+        exp = self.exp(2, name="c2.yaml")
+        plain, killed = self.path("plain2"), self.path("killed2")
+        self.assertExit(self.run_exp(exp, plain), 0)
+        n = len(self.decisions(plain))
+        self.kill_at(exp, killed, [n * k // 4 for k in range(1, 4)])
+        q = self.run_exp(exp, killed)
+        self.assertExit(q, 0)
+        self.assertNotIn("diverged", q.stderr)
+        ts = self.trials(killed)
+        self.assertEqual([t[0] for t in ts], list(range(N)))
+        self.assertEqual([t for t in ts if t[2] not in ("completed", "stopped")], [])
 
     def test_without_a_budget_it_is_refused_saying_what_it_needs(self):
         r = self.run_exp(self.exp(1, budget=False), self.path("none"))
