@@ -8,6 +8,10 @@
  * dashboard read the lineage back from those decisions; a resume replays
  * them (setup.c), comparing each with what the scheduler decides again.
  *
+ * The copy blocks the loop for as long as it takes: nothing on a file system
+ * that shares extents (a reflink), the kernel's copy of the data elsewhere
+ * (tree.c; docs/search.md, PBT, has the figures).
+ *
  * The copy is made before the turn's commit. A crash between the two
  * leaves the copy made and the decision lost; the resumed run decides the
  * same again (the scheduler is pure) and copies the same files again. */
