@@ -167,10 +167,7 @@ typedef struct pidv {
 } pidv_t;
 
 static void pidv_push(pidv_t *s, pid_t pid) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 32;
-        s->v = tp__xrealloc(s->v, s->cap * sizeof *s->v);
-    }
+    s->v = tp__xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v, 32);
     s->v[s->n++] = pid;
 }
 

@@ -45,10 +45,7 @@ static int collect(const tp_trial_row_t *row, void *ud) {
         json_decref(t);
         return 0;
     }
-    if (a->n == a->cap) {
-        a->cap = a->cap ? 2 * a->cap : 64;
-        a->loss = tp__xrealloc(a->loss, a->cap * a->m * sizeof *a->loss);
-    }
+    a->loss = tp__xgrow(a->loss, &a->cap, a->n + 1, a->m * sizeof *a->loss, 64); /* rows of m */
     memcpy(a->loss + a->n * a->m, loss, a->m * sizeof *loss);
     json_array_append_new(a->trials, t);
     a->n++;

@@ -90,10 +90,7 @@ typedef struct ptbuf {
 static int on_point(int64_t step, double value, void *ud) {
     ptbuf_t *b = ud;
     if (isnan(value)) return 0;
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 64;
-        b->p = tp__xrealloc(b->p, b->cap * sizeof *b->p);
-    }
+    b->p = tp__xgrow(b->p, &b->cap, b->n + 1, sizeof *b->p, 64);
     b->p[b->n] = (pt_t){step == TP_STORE_NO_STEP ? (double)b->n + 1 : (double)step, value};
     b->n++;
     return 0;
@@ -115,10 +112,7 @@ typedef struct rows {
 
 static int on_trial(const tp_trial_row_t *t, void *ud) {
     rows_t *rs = ud;
-    if (rs->n == rs->cap) {
-        rs->cap = rs->cap ? 2 * rs->cap : 64;
-        rs->r = tp__xrealloc(rs->r, rs->cap * sizeof *rs->r);
-    }
+    rs->r = tp__xgrow(rs->r, &rs->cap, rs->n + 1, sizeof *rs->r, 64);
     int done = strcmp(t->state, "pending") != 0 && strcmp(t->state, "running") != 0;
     rs->r[rs->n++] = (row_t){.id = t->id,
                              .attempts = t->attempts,
@@ -156,15 +150,12 @@ static int on_decision(const tp_decision_row_t *d, void *ud) {
     if (d->trial < 0 || (size_t)d->trial >= f->nkeep || !f->keep[d->trial]) return 0;
     size_t id = (size_t)d->trial;
     if (id >= f->ntprev) {
-        size_t n = f->ntprev ? f->ntprev : 64;
-        while (n <= id)
-            n *= 2;
-        f->tprev = tp__xrealloc(f->tprev, n * sizeof *f->tprev);
-        f->at = tp__xrealloc(f->at, n * sizeof *f->at);
-        f->units = tp__xrealloc(f->units, n * sizeof *f->units);
-        for (size_t i = f->ntprev; i < n; i++)
-            f->tprev[i] = 0, f->at[i] = NAN, f->units[i] = 0;
-        f->ntprev = n;
+        size_t old = f->ntprev;
+        f->tprev = tp__xgrow(f->tprev, &f->ntprev, id + 1, sizeof *f->tprev, 64);
+        f->at = tp__xresize(f->at, old, f->ntprev, sizeof *f->at);
+        f->units = tp__xresize(f->units, old, f->ntprev, sizeof *f->units);
+        for (size_t i = old; i < f->ntprev; i++)
+            f->at[i] = NAN;
     }
     if (strcmp(d->kind, "job") == 0) {
         f->at[id] = d->at;

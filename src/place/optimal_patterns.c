@@ -66,20 +66,21 @@ static void pat_push(patterns_t *P, const size_t *cnt, size_t ncls, double value
         return;
     }
     if (P->n == P->cap) {
-        P->cap = P->cap ? 2 * P->cap : 256;
-        P->first = tp__xrealloc(P->first, P->cap * sizeof *P->first);
-        P->nitems = tp__xrealloc(P->nitems, P->cap * sizeof *P->nitems);
-        P->value = tp__xrealloc(P->value, P->cap * sizeof *P->value);
-        P->cpus = tp__xrealloc(P->cpus, P->cap * sizeof *P->cpus);
+        size_t old = P->cap;
+        P->first = tp__xgrow(P->first, &P->cap, P->n + 1, sizeof *P->first, 256);
+        P->nitems = tp__xresize(P->nitems, old, P->cap, sizeof *P->nitems);
+        P->value = tp__xresize(P->value, old, P->cap, sizeof *P->value);
+        P->cpus = tp__xresize(P->cpus, old, P->cap, sizeof *P->cpus);
     }
     P->first[P->n] = P->nitem;
     P->nitems[P->n] = 0;
     for (size_t k = 0; k < ncls; k++) {
         if (!cnt[k]) continue;
         if (P->nitem == P->capitem) {
-            P->capitem = P->capitem ? 2 * P->capitem : 1024;
-            P->item_cls = tp__xrealloc(P->item_cls, P->capitem * sizeof *P->item_cls);
-            P->item_cnt = tp__xrealloc(P->item_cnt, P->capitem * sizeof *P->item_cnt);
+            size_t old = P->capitem;
+            P->item_cls =
+                tp__xgrow(P->item_cls, &P->capitem, P->nitem + 1, sizeof *P->item_cls, 1024);
+            P->item_cnt = tp__xresize(P->item_cnt, old, P->capitem, sizeof *P->item_cnt);
         }
         P->item_cls[P->nitem] = k;
         P->item_cnt[P->nitem++] = cnt[k];

@@ -563,11 +563,10 @@ static int fast_trials(scan_t *s, tp_place_instance_t *inst) {
     for (size_t i = 0; rc == 0 && s->p < s->end && *s->p != ']'; i++) {
         if (i && (rc = expect(s, ','))) break;
         if (i == cap) {
-            inst->trials = tp__xrealloc(inst->trials, 2 * cap * sizeof *inst->trials);
-            inst->trial_ids = tp__xrealloc(inst->trial_ids, 2 * cap * sizeof *inst->trial_ids);
-            memset(inst->trial_ids + cap, 0, cap * sizeof *inst->trial_ids);
-            inst->id_numeric = tp__xrealloc(inst->id_numeric, 2 * cap * sizeof *inst->id_numeric);
-            cap *= 2;
+            size_t old = cap;
+            inst->trials = tp__xgrow(inst->trials, &cap, i + 1, sizeof *inst->trials, 1024);
+            inst->trial_ids = tp__xresize(inst->trial_ids, old, cap, sizeof *inst->trial_ids);
+            inst->id_numeric = tp__xresize(inst->id_numeric, old, cap, sizeof *inst->id_numeric);
         }
         if (2 * (i + 1) > ids.mask) { /* keep the set at most half full: twice as big */
             names_free(&ids);

@@ -204,10 +204,8 @@ static void ask_restart(tp_run_t *r, trial_t *t, int gpus, const char *detail) {
     t->elastic.resize_to = gpus;
     t->elastic.resize_asked = tp__wall_s();
     r->el.resizing++;
-    if (r->el.npauses == r->el.cappauses) {
-        r->el.cappauses = r->el.cappauses ? 2 * r->el.cappauses : 8;
-        r->el.pauses = tp__xrealloc(r->el.pauses, r->el.cappauses * sizeof *r->el.pauses);
-    }
+    r->el.pauses =
+        tp__xgrow(r->el.pauses, &r->el.cappauses, r->el.npauses + 1, sizeof *r->el.pauses, 8);
     r->el.pauses[r->el.npauses++] = t->id;
     tp__log(TP_LOG_INFO, "trial %lld: %s", (long long)t->id, detail);
 }

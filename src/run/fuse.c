@@ -271,10 +271,8 @@ static void start_process(tp_run_t *r, group_t *g) {
         if (i > 0) u->where.placed = 0;
     }
     f->attempt = lead->attempts;
-    if (r->fuse.nlive == r->fuse.cap) {
-        r->fuse.cap = r->fuse.cap ? 2 * r->fuse.cap : 8;
-        r->fuse.live = tp__xrealloc(r->fuse.live, r->fuse.cap * sizeof *r->fuse.live);
-    }
+    r->fuse.live =
+        tp__xgrow(r->fuse.live, &r->fuse.cap, r->fuse.nlive + 1, sizeof *r->fuse.live, 8);
     r->fuse.live[r->fuse.nlive++] = f;
     r->fuse.extra += g->n - 1;
 }

@@ -369,10 +369,7 @@ trial_t *tp__run_next_candidate(tp_run_t *r) {
 }
 
 static void queue_id(int64_t **v, size_t *n, size_t *cap, int64_t id) {
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 32;
-        *v = tp__xrealloc(*v, *cap * sizeof **v);
-    }
+    *v = tp__xgrow(*v, cap, *n + 1, sizeof **v, 32);
     (*v)[(*n)++] = id;
 }
 

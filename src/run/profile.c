@@ -35,10 +35,7 @@ static int settled(const tp_prof_t *p) {
 tp_prof_step_t tp__prof_add(tp_prof_t *p, const tp_prof_sample_t *s, double reported,
                             double profile_s) {
     if (p->done) return TP_PROF_DONE;
-    if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 64;
-        p->s = tp__xrealloc(p->s, p->cap * sizeof *p->s);
-    }
+    p->s = tp__xgrow(p->s, &p->cap, p->n + 1, sizeof *p->s, 64);
     p->s[p->n] = *s;
     p->s[p->n].sharers = 1;
     p->n++;

@@ -47,14 +47,7 @@ int tp__trial_transition_ok(tp_trial_state_t from, tp_trial_state_t to) {
 
 /* ---- the table of trials ------------------------------------------------------ */
 static trial_t *insert(tp_trials_t *ts, int64_t id, json_t *params, tp_trial_state_t state) {
-    if ((size_t)id >= ts->cap) {
-        size_t cap = ts->cap ? ts->cap : 64;
-        while (cap <= (size_t)id)
-            cap *= 2;
-        ts->by_id = tp__xrealloc(ts->by_id, cap * sizeof *ts->by_id);
-        memset(ts->by_id + ts->cap, 0, (cap - ts->cap) * sizeof *ts->by_id);
-        ts->cap = cap;
-    }
+    ts->by_id = tp__xgrow(ts->by_id, &ts->cap, (size_t)id + 1, sizeof *ts->by_id, 64);
     trial_t *t = tp__xcalloc(1, sizeof *t);
     t->id = id;
     t->params = params;
@@ -191,10 +184,7 @@ void tp__trials_free(tp_trials_t *ts) {
 
 /* ---- the pending queue: a binary min-heap of trial ids --------------------- */
 void tp__trials_push(tp_trials_t *ts, trial_t *t) {
-    if (ts->nheap == ts->capheap) {
-        ts->capheap = ts->capheap ? ts->capheap * 2 : 64;
-        ts->heap = tp__xrealloc(ts->heap, ts->capheap * sizeof *ts->heap);
-    }
+    ts->heap = tp__xgrow(ts->heap, &ts->capheap, ts->nheap + 1, sizeof *ts->heap, 64);
     size_t i = ts->nheap++;
     while (i > 0 && ts->heap[(i - 1) / 2] > t->id) {
         ts->heap[i] = ts->heap[(i - 1) / 2];

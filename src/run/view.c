@@ -84,9 +84,10 @@ void tp__view_front_add(tp_run_t *r, int64_t id, const double *values) {
         k++;
     }
     if (k == v->capfront) {
-        v->capfront = v->capfront ? 2 * v->capfront : 16;
-        v->front_ids = tp__xrealloc(v->front_ids, v->capfront * sizeof *v->front_ids);
-        v->front_values = tp__xrealloc(v->front_values, v->capfront * m * sizeof *v->front_values);
+        size_t old = v->capfront;
+        v->front_ids = tp__xgrow(v->front_ids, &v->capfront, k + 1, sizeof *v->front_ids, 16);
+        v->front_values =
+            tp__xresize(v->front_values, old, v->capfront, m * sizeof *v->front_values);
     }
     v->front_ids[k] = id;
     memcpy(v->front_values + k * m, values, m * sizeof *values);

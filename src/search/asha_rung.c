@@ -119,14 +119,7 @@ void tp__asha_out(tp_asha_t *st, int64_t t) {
 
 void tp__asha_record(tp_asha_t *st, int64_t t, size_t k, double value) {
     tp_asha_rung_t *r = &st->rungs[k];
-    if ((size_t)t >= r->nof) {
-        size_t n = r->nof ? 2 * r->nof : 64;
-        while (n <= (size_t)t)
-            n *= 2;
-        r->of = tp__xrealloc(r->of, n * sizeof *r->of);
-        memset(r->of + r->nof, 0, (n - r->nof) * sizeof *r->of);
-        r->nof = n;
-    }
+    r->of = tp__xgrow(r->of, &r->nof, (size_t)t + 1, sizeof *r->of, 64);
     uint32_t x = r->of[t];
     if (x) { /* its earlier value leaves: unmarked, then out of the tree */
         tp_asha_trial_t *tr = &st->trials[t];
@@ -139,8 +132,7 @@ void tp__asha_record(tp_asha_t *st, int64_t t, size_t k, double value) {
         r->root = merge(r->node, a, drop_first(r->node, b));
     } else {
         if (r->n + 2 > r->cap) {
-            r->cap = r->cap ? 2 * r->cap : 64;
-            r->node = tp__xrealloc(r->node, r->cap * sizeof *r->node);
+            r->node = tp__xgrow(r->node, &r->cap, r->n + 2, sizeof *r->node, 64);
             memset(&r->node[0], 0, sizeof *r->node); /* the empty tree */
         }
         x = (uint32_t)++r->n;

@@ -136,9 +136,9 @@ void tp__pb2_observe(tp_pb2_t *p, double t, const json_t *config, double gain) {
     if (!isfinite(gain) || !isfinite(t)) return;
     size_t w = p->d + 1;
     if (p->n == p->cap) {
-        p->cap = p->cap ? 2 * p->cap : 64;
-        p->x = tp__xrealloc(p->x, p->cap * w * sizeof *p->x);
-        p->y = tp__xrealloc(p->y, p->cap * sizeof *p->y);
+        size_t old = p->cap;
+        p->y = tp__xgrow(p->y, &p->cap, p->n + 1, sizeof *p->y, 64);
+        p->x = tp__xresize(p->x, old, p->cap, w * sizeof *p->x); /* rows of w */
     }
     to_unit(p, config, &p->x[p->n * w]);
     p->x[p->n * w + p->d] = t;

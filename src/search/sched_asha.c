@@ -90,10 +90,7 @@ int tp__asha_new_trial(tp_scheduler_t *s, tp_asha_t *st, double now, tp_job_t *o
     int rc = tp__searcher_ask(s->sampler, (uint64_t)st->ntrials, st->budgets[0], now, &cfg);
     if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
-    if (st->ntrials == st->cap) {
-        st->cap = st->cap ? 2 * st->cap : 64;
-        st->trials = tp__xrealloc(st->trials, st->cap * sizeof *st->trials);
-    }
+    st->trials = tp__xgrow(st->trials, &st->cap, st->ntrials + 1, sizeof *st->trials, 64);
     memset(&st->trials[st->ntrials], 0, sizeof *st->trials);
     st->trials[st->ntrials].config = cfg;
     tp__asha_start(st, (int64_t)st->ntrials++, 0, out);

@@ -30,13 +30,7 @@ static int fifo_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     json_t *cfg;
     int rc = tp__sched_new_trial(s, st->next, now, out, &cfg);
     if (rc <= 0) return rc;
-    if ((size_t)st->next >= st->cap) {
-        size_t cap = st->cap ? 2 * st->cap : 64;
-        st->configs = tp__xrealloc(st->configs, cap * sizeof *st->configs);
-        for (size_t i = st->cap; i < cap; i++)
-            st->configs[i] = NULL;
-        st->cap = cap;
-    }
+    st->configs = tp__xgrow(st->configs, &st->cap, (size_t)st->next + 1, sizeof *st->configs, 64);
     st->configs[st->next++] = cfg;
     return 1;
 }

@@ -173,10 +173,7 @@ static int hb_next(tp_scheduler_t *s, double now, tp_job_t *out) {
             if (st->done == st->count) rung_complete(st, s->cfg.maximize);
             return st->active || st->count ? hb_next(s, now, out) : 0;
         }
-        if (st->ntrials == st->cap) {
-            st->cap = st->cap ? 2 * st->cap : 64;
-            st->trials = tp__xrealloc(st->trials, st->cap * sizeof *st->trials);
-        }
+        st->trials = tp__xgrow(st->trials, &st->cap, st->ntrials + 1, sizeof *st->trials, 64);
         hb_trial_t *t = &st->trials[st->ntrials];
         memset(t, 0, sizeof *t);
         t->config = cfg, t->s = st->s, t->running = 1, t->value = NAN;

@@ -76,13 +76,10 @@ static int hs_init(tp_scheduler_t *s, tp_error_t *err) {
 static hs_trial_t *hs_trial(hs_state_t *st, int64_t t) {
     if (t < 0 || (size_t)t >= st->asha.ntrials) return NULL;
     if ((size_t)t >= st->cap) {
-        size_t cap = st->cap ? st->cap : 64;
-        while (cap <= (size_t)t)
-            cap *= 2;
-        st->trials = tp__xrealloc(st->trials, cap * sizeof *st->trials);
-        for (size_t i = st->cap; i < cap; i++)
+        size_t old = st->cap;
+        st->trials = tp__xgrow(st->trials, &st->cap, (size_t)t + 1, sizeof *st->trials, 64);
+        for (size_t i = old; i < st->cap; i++)
             st->trials[i] = (hs_trial_t){.unit_s = NAN, .startup_s = NAN};
-        st->cap = cap;
     }
     return &st->trials[t];
 }

@@ -64,10 +64,10 @@ static int med_next(tp_scheduler_t *s, double now, tp_job_t *out) {
     int rc = tp__sched_new_trial(s, (int64_t)st->ntrials, now, out, &cfg);
     if (rc <= 0) return rc;
     if (st->ntrials == st->cap) {
-        st->cap = st->cap ? 2 * st->cap : 64;
-        st->trials = tp__xrealloc(st->trials, st->cap * sizeof *st->trials);
-        st->completed = tp__xrealloc(st->completed, st->cap * sizeof *st->completed);
-        st->scratch = tp__xrealloc(st->scratch, st->cap * sizeof *st->scratch);
+        size_t old = st->cap;
+        st->trials = tp__xgrow(st->trials, &st->cap, st->ntrials + 1, sizeof *st->trials, 64);
+        st->completed = tp__xresize(st->completed, old, st->cap, sizeof *st->completed);
+        st->scratch = tp__xresize(st->scratch, old, st->cap, sizeof *st->scratch);
     }
     med_trial_t *t = &st->trials[st->ntrials++];
     memset(t, 0, sizeof *t);
@@ -94,10 +94,7 @@ static void record(med_trial_t *t, int64_t step, double value) {
         t->hist[at].value = value;
         return;
     }
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 16;
-        t->hist = tp__xrealloc(t->hist, t->cap * sizeof *t->hist);
-    }
+    t->hist = tp__xgrow(t->hist, &t->cap, t->n + 1, sizeof *t->hist, 16);
     memmove(&t->hist[at + 1], &t->hist[at], (t->n - at) * sizeof *t->hist);
     t->hist[at] = (med_point_t){.step = step, .value = value};
     t->n++;

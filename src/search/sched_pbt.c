@@ -367,10 +367,7 @@ static int new_trial(tp_scheduler_t *s, pbt_t *st, double now, tp_job_t *out) {
     int rc = tp__searcher_ask(s->sampler, (uint64_t)st->n, rung_budget(s, 0), now, &cfg);
     if (rc == 0) st->exhausted = 1;
     if (rc <= 0) return rc;
-    if (st->n == st->cap) {
-        st->cap = st->cap ? 2 * st->cap : 64;
-        st->trials = tp__xrealloc(st->trials, st->cap * sizeof *st->trials);
-    }
+    st->trials = tp__xgrow(st->trials, &st->cap, st->n + 1, sizeof *st->trials, 64);
     st->trials[st->n] = (pbt_trial_t){.config = cfg};
     start(s, st, (int64_t)st->n++, out);
     out->is_new = 1;

@@ -86,20 +86,14 @@ const char *tp__trial_kind_name(tp_trial_kind_t k) {
 }
 
 static surr_trial_t *add_trial(surr_state_t *st, tp_trial_kind_t kind) {
-    if (st->n == st->cap) {
-        st->cap = st->cap ? 2 * st->cap : 64;
-        st->t = tp__xrealloc(st->t, st->cap * sizeof *st->t);
-    }
+    st->t = tp__xgrow(st->t, &st->cap, st->n + 1, sizeof *st->t, 64);
     surr_trial_t *t = &st->t[st->n++];
     *t = (surr_trial_t){.kind = kind, .inner = -1, .source = -1, .rung = -1, .value = NAN};
     return t;
 }
 
 static void map_inner(surr_state_t *st, int64_t inner, int64_t outer) {
-    while ((size_t)inner >= st->capinner) {
-        st->capinner = st->capinner ? 2 * st->capinner : 64;
-        st->outer = tp__xrealloc(st->outer, st->capinner * sizeof *st->outer);
-    }
+    st->outer = tp__xgrow(st->outer, &st->capinner, (size_t)inner + 1, sizeof *st->outer, 64);
     while (st->ninner <= (size_t)inner)
         st->outer[st->ninner++] = -1;
     st->outer[inner] = outer;
@@ -167,10 +161,7 @@ static void promote_leaders(surr_state_t *st) {
         st->t[rank[i]].promoted = 1;
         surr_trial_t *tg = add_trial(st, TP_KIND_TARGET); /* may move st->t */
         tg->source = rank[i];
-        if (st->qn == st->qcap) {
-            st->qcap = st->qcap ? 2 * st->qcap : 16;
-            st->queue = tp__xrealloc(st->queue, st->qcap * sizeof *st->queue);
-        }
+        st->queue = tp__xgrow(st->queue, &st->qcap, st->qn + 1, sizeof *st->queue, 16);
         st->queue[st->qn++] = (int64_t)st->n - 1;
     }
     free(rank);

@@ -102,13 +102,10 @@ void tp__searcher_constrain(tp_searcher_t *s, uint64_t index, const double *valu
     size_t k = s->cfg.nconstraints;
     if (k == 0 || index >= CONSTRAINED_MAX_INDEX) return;
     if (index >= s->ncvals) {
-        size_t n = s->ncvals ? s->ncvals : 64;
-        while (n <= index)
-            n *= 2;
-        s->cvals = tp__xrealloc(s->cvals, n * k * sizeof *s->cvals);
-        for (size_t i = s->ncvals * k; i < n * k; i++)
+        size_t old = s->ncvals;
+        s->cvals = tp__xgrow(s->cvals, &s->ncvals, index + 1, k * sizeof *s->cvals, 64);
+        for (size_t i = old * k; i < s->ncvals * k; i++)
             s->cvals[i] = NAN;
-        s->ncvals = n;
     }
     memcpy(s->cvals + index * k, values, k * sizeof *values);
 }

@@ -398,10 +398,7 @@ static void update(tp_searcher_t *s) {
         }
     st->sigma *= exp((st->cs / st->damps) * (psn / st->chin - 1));
     decompose(st);
-    if (st->nbest == st->capbest) {
-        st->capbest = st->capbest ? 2 * st->capbest : 64;
-        st->best = tp__xrealloc(st->best, st->capbest * sizeof *st->best);
-    }
+    st->best = tp__xgrow(st->best, &st->capbest, st->nbest + 1, sizeof *st->best, 64);
     st->best[st->nbest++] = r[0].f;
     int stop = should_stop(st, r[0].f, r[lambda - 1].f);
     free(r), free(y), free(yw), free(t);

@@ -249,10 +249,7 @@ static const char *cfg_str(const json_t *cfg, const char *k) {
 static uint32_t group_of(sim_t *S, uint16_t model, int batch) {
     for (size_t k = 0; k < S->ngrp; k++)
         if (S->grp[k].model == model && S->grp[k].batch == batch) return (uint32_t)k;
-    if (S->ngrp == S->capgrp) {
-        S->capgrp = S->capgrp ? 2 * S->capgrp : 16;
-        S->grp = tp__xrealloc(S->grp, S->capgrp * sizeof *S->grp);
-    }
+    S->grp = tp__xgrow(S->grp, &S->capgrp, S->ngrp + 1, sizeof *S->grp, 16);
     S->grp[S->ngrp] = (sgroup_t){.model = model,
                                  .batch = batch,
                                  .state = S->o->profile_s > 0 ? GROUP_UNMEASURED : GROUP_MEASURED};
@@ -319,9 +316,9 @@ static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t 
         slot = S->freeslot[--S->nfree];
     } else {
         if (S->nrun == S->caprun) {
-            S->caprun = S->caprun ? 2 * S->caprun : 256;
-            S->run = tp__xrealloc(S->run, S->caprun * sizeof *S->run);
-            S->freeslot = tp__xrealloc(S->freeslot, S->caprun * sizeof *S->freeslot);
+            size_t old = S->caprun;
+            S->run = tp__xgrow(S->run, &S->caprun, S->nrun + 1, sizeof *S->run, 256);
+            S->freeslot = tp__xresize(S->freeslot, old, S->caprun, sizeof *S->freeslot);
         }
         slot = (uint32_t)S->nrun++;
     }
@@ -346,10 +343,7 @@ static void start_trial(sim_t *S, const pend_t *p, const tp_demand_t *d, size_t 
                               .group = p->group,
                               .guessed = (uint8_t)guessed,
                               .shrink_at = profiling ? now + S->o->profile_s : INFINITY};
-    if (g->n == g->cap) {
-        g->cap = g->cap ? 2 * g->cap : 4;
-        g->slots = tp__xrealloc(g->slots, g->cap * sizeof *g->slots);
-    }
+    g->slots = tp__xgrow(g->slots, &g->cap, g->n + 1, sizeof *g->slots, 4);
     g->slots[g->n++] = slot;
     if ((int)g->n > S->r->max_colocated) S->r->max_colocated = (int)g->n;
     S->running++;
@@ -413,10 +407,8 @@ static void finish_trial(sim_t *S, uint32_t gi, size_t i, double now) {
     g->lanes &= ~((uint64_t)1 << t->lane);
     if (S->o->record) {
         tp_sim_result_t *r = S->r;
-        if (r->nintervals == S->capint) {
-            S->capint = S->capint ? 2 * S->capint : 256;
-            r->intervals = tp__xrealloc(r->intervals, S->capint * sizeof *r->intervals);
-        }
+        r->intervals =
+            tp__xgrow(r->intervals, &S->capint, r->nintervals + 1, sizeof *r->intervals, 256);
         /* zeroed first: the padding too, so that equal runs compare equal byte for byte */
         tp_sim_interval_t *iv = &r->intervals[r->nintervals++];
         memset(iv, 0, sizeof *iv);
@@ -705,10 +697,7 @@ static int schedule(sim_t *S, double now, int whole) {
  * a min-heap of ids (src/run/trial_state.c), so a requeued trial is offered
  * before the later ones. O(pending). */
 static void requeue(sim_t *S, const pend_t *p) {
-    if (S->npend == S->cappend) {
-        S->cappend *= 2;
-        S->pend = tp__xrealloc(S->pend, S->cappend * sizeof *S->pend);
-    }
+    S->pend = tp__xgrow(S->pend, &S->cappend, S->npend + 1, sizeof *S->pend, S->window);
     size_t i = S->npend++;
     while (i > 0 && S->pend[i - 1].d.id > p->d.id) {
         S->pend[i] = S->pend[i - 1];
@@ -735,10 +724,7 @@ static void node_fails(sim_t *S, size_t k, double now) {
             tp__place_release(S->c, &S->u, &t->d, &held);
             if (t->shrink_at < INFINITY) S->grp[t->group].state = GROUP_UNMEASURED;
             g->lanes &= ~((uint64_t)1 << t->lane);
-            if (S->nlimbo == S->caplimbo) {
-                S->caplimbo = S->caplimbo ? 2 * S->caplimbo : 64;
-                S->limbo = tp__xrealloc(S->limbo, S->caplimbo * sizeof *S->limbo);
-            }
+            S->limbo = tp__xgrow(S->limbo, &S->caplimbo, S->nlimbo + 1, sizeof *S->limbo, 64);
             S->limbo[S->nlimbo++] = (pend_t){.d = t->real,
                                              .model = t->model,
                                              .batch = t->batch,

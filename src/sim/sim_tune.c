@@ -47,9 +47,9 @@ typedef struct st_trial {
     const tp_simtune_measured_t *rec; /* the measured trial it was drawn from, or NULL */
     unsigned ver;                     /* its event in the heap is current at this version */
     int *held;                        /* the GPUs it holds, t->gpus of them */
-    int held_cap;
-    int stalled; /* on a failed node not yet taken for lost: no progress */
-    int lost;    /* its job waits to be placed again (its node was lost) */
+    size_t held_cap;                  /* room in held */
+    int stalled;                      /* on a failed node not yet taken for lost: no progress */
+    int lost;                         /* its job waits to be placed again (its node was lost) */
 } st_trial_t;
 
 typedef struct st_event {
@@ -138,10 +138,7 @@ static int ev_before(const st_event_t *a, const st_event_t *b) {
 
 /* t's next event at `at` (its earlier one, if any, goes stale). O(log n). */
 static void ev_push(sim_t *m, st_trial_t *t, double at) {
-    if (m->nheap == m->capheap) {
-        m->capheap = m->capheap ? 2 * m->capheap : 256;
-        m->heap = tp__xrealloc(m->heap, m->capheap * sizeof *m->heap);
-    }
+    m->heap = tp__xgrow(m->heap, &m->capheap, m->nheap + 1, sizeof *m->heap, 256);
     st_event_t e = {at, t->id, ++t->ver};
     size_t i = m->nheap++;
     while (i > 0 && ev_before(&e, &m->heap[(i - 1) / 2])) {
@@ -197,13 +194,7 @@ static void timeline(sim_t *m, const char *event, int64_t trial, int gpus, int r
 static void set_curve(sim_t *m, st_trial_t *t, const json_t *cfg);
 
 static st_trial_t *new_trial(sim_t *m, int64_t id, const json_t *cfg) {
-    if ((size_t)id >= m->cap) {
-        size_t cap = m->cap ? m->cap : 64;
-        while (cap <= (size_t)id)
-            cap *= 2;
-        m->t = tp__xrealloc(m->t, cap * sizeof *m->t);
-        m->cap = cap;
-    }
+    m->t = tp__xgrow(m->t, &m->cap, (size_t)id + 1, sizeof *m->t, 64);
     while (m->n <= (size_t)id)
         memset(&m->t[m->n++], 0, sizeof *m->t);
     st_trial_t *t = &m->t[id];
@@ -275,10 +266,7 @@ static void take_gpus(sim_t *m, st_trial_t *t, int k) {
         m->owner[g] = t->id;
         m->since[g] = m->now;
         m->free_gpus--;
-        if (t->gpus == t->held_cap) {
-            t->held_cap = t->held_cap ? 2 * t->held_cap : 4;
-            t->held = tp__xrealloc(t->held, (size_t)t->held_cap * sizeof *t->held);
-        }
+        t->held = tp__xgrow(t->held, &t->held_cap, (size_t)t->gpus + 1, sizeof *t->held, 4);
         t->held[t->gpus++] = g;
     }
 }
@@ -286,10 +274,8 @@ static void take_gpus(sim_t *m, st_trial_t *t, int k) {
 static void release_gpus(sim_t *m, st_trial_t *t) {
     for (int i = 0; i < t->gpus; i++) {
         int g = t->held[i];
-        if (m->c->svg && m->nbars == m->capbars) {
-            m->capbars = m->capbars ? 2 * m->capbars : 256;
-            m->bars = tp__xrealloc(m->bars, m->capbars * sizeof *m->bars);
-        }
+        if (m->c->svg)
+            m->bars = tp__xgrow(m->bars, &m->capbars, m->nbars + 1, sizeof *m->bars, 256);
         if (m->c->svg) m->bars[m->nbars++] = (st_bar_t){g, m->since[g], m->now, t->id, t->rung};
         m->out->gpu_busy += m->now - m->since[g];
         m->owner[g] = -1;
@@ -479,10 +465,7 @@ static void lose(sim_t *m, st_trial_t *t) {
     t->lost = 1;
     t->progress = t->from;
     t->frac = 0;
-    if (m->nlost == m->caplost) {
-        m->caplost = m->caplost ? 2 * m->caplost : 16;
-        m->lostq = tp__xrealloc(m->lostq, m->caplost * sizeof *m->lostq);
-    }
+    m->lostq = tp__xgrow(m->lostq, &m->caplost, m->nlost + 1, sizeof *m->lostq, 16);
     size_t i = m->nlost++;
     for (; i > 0 && m->lostq[i - 1] > t->id; i--)
         m->lostq[i] = m->lostq[i - 1];

@@ -360,7 +360,8 @@ static void grid_digits(const tp_space_t *s, uint64_t index, uint64_t *digit) {
  * are taken at their first value or lo. Returns the count, 0 past the
  * scan limit. */
 static uint64_t grid_scan(const tp_space_t *s, uint64_t **out) {
-    uint64_t total = grid_product(s), count = 0, cap = 0;
+    uint64_t total = grid_product(s), count = 0;
+    size_t cap = 0;
     if (out) *out = NULL;
     if (total == 0 || total > GRID_MAX_SCAN) return 0;
     uint64_t *digit = tp__xcalloc(s->n, sizeof *digit);
@@ -385,10 +386,7 @@ static uint64_t grid_scan(const tp_space_t *s, uint64_t **out) {
         for (size_t i = 0; i < s->n && valid; i++)
             valid = active[i] || digit[i] == 0;
         if (!valid) continue;
-        if (out && count == cap) {
-            cap = cap ? 2 * cap : 64;
-            *out = tp__xrealloc(*out, cap * sizeof **out);
-        }
+        if (out) *out = tp__xgrow(*out, &cap, count + 1, sizeof **out, 64);
         if (out) (*out)[count] = index;
         count++;
     }

@@ -5,10 +5,7 @@
 #include "util/util.h"
 
 void tp__samples_add(tp_samples_t *s, double x) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 256;
-        s->v = tp__xrealloc(s->v, s->cap * sizeof *s->v);
-    }
+    s->v = tp__xgrow(s->v, &s->cap, s->n + 1, sizeof *s->v, 256);
     s->v[s->n++] = x;
 }
 

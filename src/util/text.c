@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,30 @@ void *tp__xrealloc(void *p, size_t n) {
     void *q = realloc(p, n ? n : 1);
     if (!q) out_of_memory(n);
     return q;
+}
+
+static void too_large(size_t n, size_t size) {
+    fprintf(stderr, "tunepack: error: out of memory (%zu elements of %zu bytes)\n", n, size);
+    abort();
+}
+
+void *tp__xresize(void *p, size_t old_n, size_t n, size_t size) {
+    if (size && n > SIZE_MAX / size) too_large(n, size);
+    p = tp__xrealloc(p, n * size);
+    if (n > old_n) memset((char *)p + old_n * size, 0, (n - old_n) * size);
+    return p;
+}
+
+void *tp__xgrow(void *p, size_t *cap, size_t need, size_t size, size_t min) {
+    if (need <= *cap) return p;
+    size_t n = *cap ? *cap : min ? min : 1;
+    while (n < need) {
+        if (n > SIZE_MAX / 2) too_large(need, size);
+        n *= 2;
+    }
+    p = tp__xresize(p, *cap, n, size);
+    *cap = n;
+    return p;
 }
 
 char *tp__strdup(const char *s) {

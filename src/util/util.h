@@ -45,6 +45,21 @@ char *tp__strdup(const char *s); /* NULL-safe; aborts on OOM */
 void *tp__xmalloc(size_t n);     /* aborts on OOM */
 void *tp__xcalloc(size_t n, size_t size);
 void *tp__xrealloc(void *p, size_t n);
+/* Grow the array p, *cap elements of size bytes each, to hold at least
+ * need elements: p itself when need <= *cap; else *cap doubles (from min,
+ * or 1, when 0) until it is >= need, p is reallocated to that many elements,
+ * elements [old *cap, new *cap) are zeroed, and the new pointer is returned
+ * (p is then invalid). Aborts on OOM, as tp__xrealloc, and when the size in
+ * bytes would not fit a size_t. The caller owns the result, as it owned p.
+ * O(1) when p fits, O(new *cap) when it grows; appending one at a time is
+ * amortised O(1):
+ *     v = tp__xgrow(v, &cap, n + 1, sizeof *v, 64);
+ *     v[n++] = x; */
+void *tp__xgrow(void *p, size_t *cap, size_t need, size_t size, size_t min);
+/* Reallocate p from old_n to n elements of size bytes, zeroing elements
+ * [old_n, n) when n > old_n: for arrays that share one capacity with an
+ * array grown by tp__xgrow. Aborts as tp__xgrow does. O(n). */
+void *tp__xresize(void *p, size_t old_n, size_t n, size_t size);
 /* Edit distance counting insertions, deletions, substitutions and swaps of
  * adjacent characters (optimal string alignment), O(len(a)*len(b)). */
 size_t tp__edit_distance(const char *a, const char *b);

@@ -39,10 +39,7 @@ typedef struct {
     size_t n, cap;
 } dvec_t;
 static void dpush(dvec_t *d, double x) {
-    if (d->n == d->cap) {
-        d->cap = d->cap ? 2 * d->cap : 64;
-        d->v = tp__xrealloc(d->v, d->cap * sizeof *d->v);
-    }
+    d->v = tp__xgrow(d->v, &d->cap, d->n + 1, sizeof *d->v, 64);
     d->v[d->n++] = x;
 }
 

@@ -52,10 +52,7 @@ static int by_k(const void *a, const void *b) {
 }
 
 static int32_t push(tree_t *t, fnode_t n) {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 64;
-        t->node = tp__xrealloc(t->node, t->cap * sizeof *t->node);
-    }
+    t->node = tp__xgrow(t->node, &t->cap, t->n + 1, sizeof *t->node, 64);
     t->node[t->n] = n;
     return (int32_t)t->n++;
 }

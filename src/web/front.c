@@ -70,10 +70,10 @@ int tp__web_front_load(tp_store_t *s, tp_web_front_t *f) {
         }
         if (j == m) {
             if (f->n == cap) {
-                cap = cap ? 2 * cap : 256;
-                f->id = tp__xrealloc(f->id, cap * sizeof *f->id);
-                f->v = tp__xrealloc(f->v, cap * m * sizeof *f->v);
-                f->feasible = tp__xrealloc(f->feasible, cap);
+                size_t old = cap;
+                f->id = tp__xgrow(f->id, &cap, f->n + 1, sizeof *f->id, 256);
+                f->v = tp__xresize(f->v, old, cap, m * sizeof *f->v); /* rows of m */
+                f->feasible = tp__xresize(f->feasible, old, cap, sizeof *f->feasible);
             }
             f->id[f->n] = sqlite3_column_int64(st, 0);
             memcpy(f->v + f->n * m, v, m * sizeof *v);

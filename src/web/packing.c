@@ -189,10 +189,10 @@ void tp__web_svg_packing(tp_store_t *s, double now, tp_buf_t *out) {
                 json_array_size(gpus) ? (long)json_integer_value(json_array_get(gpus, j)) : -1;
             size_t b = band_of(&bs, node ? node : "?", index);
             if (nbars == cap) {
-                cap = cap ? 2 * cap : 256;
-                bars = tp__xrealloc(bars, cap * sizeof *bars);
-                titles = tp__xrealloc(titles, cap * sizeof *titles);
-                ch = tp__xrealloc(ch, 2 * cap * sizeof *ch);
+                size_t old = cap;
+                bars = tp__xgrow(bars, &cap, nbars + 1, sizeof *bars, 256);
+                titles = tp__xresize(titles, old, cap, sizeof *titles);
+                ch = tp__xresize(ch, old, cap, 2 * sizeof *ch); /* two a bar */
             }
             titles[nbars] = NULL;
             if (nbars < TITLES_MAX) {

@@ -105,7 +105,7 @@ static char **experiments(const web_t *w, size_t *n) {
         if (e->d_name[0] == '.') continue;
         snprintf(path, sizeof path, "runs/%s/%s", e->d_name, TP_STORE_FILE);
         if (stat(path, &st) != 0) continue;
-        if (*n == cap) list = tp__xrealloc(list, (cap = cap ? 2 * cap : 16) * sizeof *list);
+        list = tp__xgrow(list, &cap, *n + 1, sizeof *list, 16);
         snprintf(path, sizeof path, "runs/%s", e->d_name);
         list[(*n)++] = tp__strdup(path);
     }

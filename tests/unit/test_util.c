@@ -1,9 +1,12 @@
-/* Unit tests for util: durations, sizes, did-you-mean, number text, buffers, RNG. */
+/* Unit tests for util: durations, sizes, did-you-mean, number text, buffers, array growth, RNG. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tp_test.h"
@@ -335,6 +338,109 @@ TP_TEST(test_log_respects_level_from_environment) {
     TP_CHECK_STR(text, "tunepack: warn: kept 2\ntunepack: info: info by default\n");
     free(text);
     unlink(path);
+}
+
+/* 1 when every byte of p[0..n) is zero. */
+static int all_zero(const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        if (b[i]) return 0;
+    return 1;
+}
+
+TP_TEST(test_xgrow_from_nothing_starts_at_min) {
+    size_t cap = 0;
+    int *v = tp__xgrow(NULL, &cap, 1, sizeof *v, 32);
+    TP_REQUIRE(v != NULL);
+    TP_CHECK_INT(cap, 32);
+    TP_CHECK(all_zero(v, cap * sizeof *v));
+    free(v);
+}
+
+TP_TEST(test_xgrow_with_min_zero_starts_at_one) {
+    size_t cap = 0;
+    int *v = tp__xgrow(NULL, &cap, 1, sizeof *v, 0);
+    TP_REQUIRE(v != NULL);
+    TP_CHECK_INT(cap, 1);
+    v = tp__xgrow(v, &cap, 3, sizeof *v, 0);
+    TP_CHECK_INT(cap, 4); /* 1 -> 2 -> 4 */
+    free(v);
+}
+
+TP_TEST(test_xgrow_keeps_the_array_when_it_fits_exactly) {
+    size_t cap = 0;
+    int *v = tp__xgrow(NULL, &cap, 8, sizeof *v, 8);
+    TP_REQUIRE(cap == 8);
+    int *same = tp__xgrow(v, &cap, 8, sizeof *v, 8);
+    TP_CHECK(same == v);
+    TP_CHECK_INT(cap, 8);
+    same = tp__xgrow(v, &cap, 0, sizeof *v, 8);
+    TP_CHECK(same == v);
+    TP_CHECK_INT(cap, 8);
+    v = tp__xgrow(v, &cap, 9, sizeof *v, 8);
+    TP_CHECK_INT(cap, 16);
+    free(v);
+}
+
+TP_TEST(test_xgrow_jumps_by_doubling_past_a_large_need) {
+    size_t cap = 0;
+    long *v = tp__xgrow(NULL, &cap, 4, sizeof *v, 4);
+    TP_REQUIRE(cap == 4);
+    v = tp__xgrow(v, &cap, 1000, sizeof *v, 4);
+    TP_CHECK_INT(cap, 1024); /* 4 doubled until >= 1000, not 1000 itself */
+    v[999] = 7;              /* the whole of it is there (ASan would tell) */
+    v[1023] = 7;
+    free(v);
+}
+
+TP_TEST(test_xgrow_keeps_old_elements_and_zeroes_the_new_tail) {
+    size_t cap = 0, n = 0;
+    double *v = NULL;
+    for (int i = 0; i < 100; i++) {
+        v = tp__xgrow(v, &cap, n + 1, sizeof *v, 4);
+        TP_REQUIRE(all_zero(v + n, (cap - n) * sizeof *v));
+        v[n++] = i + 0.5;
+    }
+    TP_CHECK_INT(cap, 128);
+    int kept = 1;
+    for (size_t i = 0; i < n; i++)
+        kept &= v[i] == (double)i + 0.5;
+    TP_CHECK(kept);
+    free(v);
+}
+
+TP_TEST(test_xresize_zeroes_only_what_it_adds) {
+    unsigned char *p = tp__xresize(NULL, 0, 4, 3);
+    memset(p, 0xab, 12);
+    p = tp__xresize(p, 4, 10, 3);
+    TP_CHECK(p[11] == 0xab);
+    TP_CHECK(all_zero(p + 12, 18));
+    free(p);
+}
+
+/* The exit of fn run in a child with its stderr silenced. */
+static int status_of(void (*fn)(void)) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) dup2(null, 2);
+        fn();
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+static void grow_past_size_max(void) {
+    size_t cap = 4;
+    void *p = tp__xgrow(NULL, &cap, SIZE_MAX / 8 + 1, 16, 4);
+    free(p);
+}
+
+TP_TEST(test_xgrow_aborts_when_the_bytes_would_not_fit_a_size_t) {
+    int st = status_of(grow_past_size_max);
+    TP_CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
 }
 
 int main(void) {
