@@ -189,6 +189,20 @@ int tp__free_port(void);
 /* The live attempt (trial, attempt, rank); rank -1: any of its ranks. */
 tp_trial_t *tp__trial_find(tp_agent_t *a, int64_t trial, int64_t attempt, int rank);
 
+/* ---- spawn.c: an attempt's process ------------------------------------------ */
+/* Start argv in a new session, so its pid is its process group; stdin from
+ * /dev/null, stdout, stderr and fd 3 to new pipes whose read ends are
+ * returned in fds[i][0], fd 4 the read end of the control pipe whose write
+ * end is returned in *ctl_fd. Signal dispositions and mask are reset, and
+ * the process is killed when the agent dies (spawn.c). fork, not
+ * posix_spawn, for the prctl; the agent is small, and a bare fork loop
+ * starts twice the processes a posix_spawnp loop does on this 2-core machine
+ * (bench/spawn_ceiling --fork: 1,500 against 740 a second). Returns 0, or
+ * -errno once the child is gone (nothing left open then). Blocks until the
+ * exec. */
+int tp__spawn_trial(char **args, char **env, const char *cwd, int fds[TP_NPIPES][2], int *ctl_fd,
+                    pid_t *pid);
+
 /* ---- agent.c ------------------------------------------------------------------ */
 /* ---- agent_gpu.c: GPUs, MPS daemons, usage sampling ------------------------ */
 /* Add "gpus", "nvml" and "mps_control" to the hello answer r (opens NVML). */
