@@ -31,10 +31,12 @@ state = {"epoch": 0, "score": 0.0, "writer": me}
 if os.path.exists(path):
     state = json.load(open(path))
 loaded = dict(state)
-if state["epoch"] >= epochs:  # resumed at the job's end (docs/checkpoints.md): say where it is
+def report():
     rep = {"step": state["epoch"], "score": state["score"], "lr": lr,
            "resumed_at": loaded["epoch"], "copied_from": loaded["writer"]}
     os.write(fd, (json.dumps(rep) + "\n").encode())
+if state["epoch"] >= epochs:  # resumed at the job's end (docs/checkpoints.md): say where it is
+    report()
 gate = os.environ.get("PBT_GATE")  # trial 3's first job waits for this file (lost-agent test)
 if gate and me == 3 and state["epoch"] == 0:
     with open(gate + ".tmp", "w") as f:
@@ -47,9 +49,7 @@ while state["epoch"] < epochs:
     best = 0.3 if e <= 3 else 0.01
     state["score"] += math.exp(-(math.log10(lr) - math.log10(best)) ** 2)
     state["epoch"] = e
-    rep = {"step": e, "score": state["score"], "lr": lr,
-           "resumed_at": loaded["epoch"], "copied_from": loaded["writer"]}
-    os.write(fd, (json.dumps(rep) + "\n").encode())
+    report()
     state["writer"] = me
     os.makedirs(os.path.dirname(path), exist_ok=True)
     json.dump(state, open(path + ".tmp", "w"))

@@ -11,15 +11,11 @@
 #include "tp_test.h"
 #include "util/util.h"
 
-/* Write dir/name with mode; 0, or -1 when it cannot. */
+/* Write dir/name (tp__write_file) with mode; 0, or -1 when it cannot. */
 static int put(const char *dir, const char *name, const void *data, size_t n, mode_t mode) {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
-    if (fd < 0) return -1;
-    int ok = write(fd, data, n) == (ssize_t)n;
-    close(fd);
-    return ok && chmod(path, mode) == 0 ? 0 : -1; /* chmod: past the umask */
+    return tp__write_file(path, data, n, NULL) == 0 && chmod(path, mode) == 0 ? 0 : -1;
 }
 
 /* The file's bytes (malloc'd) and their number in *n; NULL when unreadable. */
